@@ -1,0 +1,23 @@
+"""The skeleton every platform component shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+
+class PlatformComponent(pulumi.ComponentResource):
+    """A component whose type token names its plane: `gpu-platform:<plane>:<Kind>`.
+
+    Children are declared with `self.child()` so each is parented here, and inherits the
+    providers the caller passed, without copying the caller's other options onto it.
+    """
+
+    PLANE: str = ""
+
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"gpu-platform:{self.PLANE}:{type(self).__name__}", name, None, opts)
+
+    def child(self, **options: Any) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, **options)

@@ -1,0 +1,19 @@
+"""Pulumi entry point: load the config, build the platform, export its outputs.
+
+The Python language host runs this file with `runpy.run_path("infra")`, which puts only infra/
+on sys.path; the project root goes in front so `infra` and `components` import as packages.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pulumi
+
+from infra.composition import Platform
+from infra.config import load_config
+
+platform = Platform(pulumi.get_stack(), load_config())
+for key, value in platform.outputs.items():
+    pulumi.export(key, value)

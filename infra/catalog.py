@@ -1,0 +1,137 @@
+"""Instance catalog: the hardware facts every component and check derives from.
+
+One row per EC2 instance type. Sources, read 2026-11-30: EC2 DescribeInstanceTypes as published
+in karpenter-provider-aws `instance-types.md` (vCPU, memory, GPUs, EFA maximum, NVMe), the VPC
+CNI's `vpc_ip_resource_limit.go` (network cards, interfaces and IPv4 addresses on card 0), and
+the us-east-1 on-demand Linux price list generated 2026-07-20. A type missing here is rejected
+by the config model, so adding a type is adding a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRICE_REGION = "us-east-1"
+PRICE_DATE = "2026-07-20"
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    vcpus: int
+    memory_gib: int
+    gpus: int = 0
+    gpu_model: str | None = None
+    gpu_memory_gib: int = 0
+    # EC2's MaximumEfaInterfaces: the interface layout derives from it, never from the card count.
+    efa_interfaces: int = 0
+    network_cards: int = 1
+    nvme_disks: int = 0
+    nvme_disk_gb: int = 0
+    # Interfaces on network card 0, the only card the VPC CNI gives pods addresses from.
+    max_enis: int = 4
+    ipv4_per_eni: int = 15
+    # None: not sold on demand (p5e: Capacity Blocks only).
+    on_demand_hourly_usd: float | None = None
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def supports_efa(self) -> bool:
+        return self.efa_interfaces > 0
+
+    @property
+    def has_instance_storage(self) -> bool:
+        return self.nvme_disks > 0
+
+    @property
+    def nvme_total_gb(self) -> int:
+        return self.nvme_disks * self.nvme_disk_gb
+
+    @property
+    def max_pods(self) -> int:
+        """The VPC CNI's pod limit without prefix delegation: ENIs × (IPs − 1) + 2."""
+        return self.max_enis * (self.ipv4_per_eni - 1) + 2
+
+
+def _row(name: str, **facts) -> tuple[str, InstanceType]:
+    return name, InstanceType(name=name, **facts)
+
+
+_A100_40 = {"gpu_model": "A100", "gpu_memory_gib": 40}
+_A100_80 = {"gpu_model": "A100", "gpu_memory_gib": 80}
+_H100 = {"gpu_model": "H100", "gpu_memory_gib": 80}
+_H200 = {"gpu_model": "H200", "gpu_memory_gib": 141}
+_B200 = {"gpu_model": "B200", "gpu_memory_gib": 180}
+_A10G = {"gpu_model": "A10G", "gpu_memory_gib": 24}
+_L40S = {"gpu_model": "L40S", "gpu_memory_gib": 48}
+
+# fmt: off
+CATALOG: dict[str, InstanceType] = dict([
+    _row("p4d.24xlarge", vcpus=96, memory_gib=1152, gpus=8, **_A100_40, efa_interfaces=4,
+         network_cards=4, nvme_disks=8, nvme_disk_gb=1000, max_enis=15, ipv4_per_eni=50,
+         on_demand_hourly_usd=21.958),
+    _row("p4de.24xlarge", vcpus=96, memory_gib=1152, gpus=8, **_A100_80, efa_interfaces=4,
+         network_cards=4, nvme_disks=8, nvme_disk_gb=1000, max_enis=15, ipv4_per_eni=50,
+         on_demand_hourly_usd=27.447),
+    _row("p5.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H100, efa_interfaces=32,
+         network_cards=32, nvme_disks=8, nvme_disk_gb=3800, max_enis=2, ipv4_per_eni=50,
+         on_demand_hourly_usd=55.04),
+    _row("p5e.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H200, efa_interfaces=32,
+         network_cards=32, nvme_disks=8, nvme_disk_gb=3800, max_enis=2, ipv4_per_eni=50,
+         on_demand_hourly_usd=None),
+    _row("p5en.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H200, efa_interfaces=16,
+         network_cards=16, nvme_disks=8, nvme_disk_gb=3800, max_enis=4, ipv4_per_eni=50,
+         on_demand_hourly_usd=63.296),
+    _row("p6-b200.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_B200, efa_interfaces=8,
+         network_cards=8, nvme_disks=8, nvme_disk_gb=3800, max_enis=4, ipv4_per_eni=50,
+         on_demand_hourly_usd=113.933),
+    _row("g5.xlarge", vcpus=4, memory_gib=16, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=250,
+         max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.006),
+    _row("g5.2xlarge", vcpus=8, memory_gib=32, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=450,
+         max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.212),
+    _row("g5.4xlarge", vcpus=16, memory_gib=64, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=600,
+         max_enis=8, ipv4_per_eni=30, on_demand_hourly_usd=1.624),
+    _row("g5.8xlarge", vcpus=32, memory_gib=128, gpus=1, **_A10G, efa_interfaces=1,
+         nvme_disks=1, nvme_disk_gb=900, max_enis=8, ipv4_per_eni=30,
+         on_demand_hourly_usd=2.448),
+    _row("g5.12xlarge", vcpus=48, memory_gib=192, gpus=4, **_A10G, efa_interfaces=1,
+         nvme_disks=1, nvme_disk_gb=3800, max_enis=15, ipv4_per_eni=50,
+         on_demand_hourly_usd=5.672),
+    _row("g5.16xlarge", vcpus=64, memory_gib=256, gpus=1, **_A10G, efa_interfaces=1,
+         nvme_disks=1, nvme_disk_gb=1900, max_enis=8, ipv4_per_eni=30,
+         on_demand_hourly_usd=4.096),
+    _row("g5.24xlarge", vcpus=96, memory_gib=384, gpus=4, **_A10G, efa_interfaces=1,
+         nvme_disks=1, nvme_disk_gb=3800, max_enis=15, ipv4_per_eni=50,
+         on_demand_hourly_usd=8.144),
+    _row("g5.48xlarge", vcpus=192, memory_gib=768, gpus=8, **_A10G, efa_interfaces=1,
+         nvme_disks=2, nvme_disk_gb=3800, max_enis=7, ipv4_per_eni=50,
+         on_demand_hourly_usd=16.288),
+    _row("g6e.xlarge", vcpus=4, memory_gib=32, gpus=1, **_L40S, nvme_disks=1, nvme_disk_gb=250,
+         max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.861),
+    _row("g6e.2xlarge", vcpus=8, memory_gib=64, gpus=1, **_L40S, nvme_disks=1,
+         nvme_disk_gb=450, max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=2.242),
+    _row("g6e.12xlarge", vcpus=48, memory_gib=384, gpus=4, **_L40S, efa_interfaces=1,
+         nvme_disks=2, nvme_disk_gb=1900, max_enis=10, ipv4_per_eni=30,
+         on_demand_hourly_usd=10.493),
+    _row("g6e.24xlarge", vcpus=96, memory_gib=768, gpus=4, **_L40S, efa_interfaces=2,
+         network_cards=2, nvme_disks=2, nvme_disk_gb=1900, max_enis=10, ipv4_per_eni=50,
+         on_demand_hourly_usd=15.066),
+    _row("g6e.48xlarge", vcpus=192, memory_gib=1536, gpus=8, **_L40S, efa_interfaces=4,
+         network_cards=4, nvme_disks=4, nvme_disk_gb=1900, max_enis=10, ipv4_per_eni=50,
+         on_demand_hourly_usd=30.131),
+    _row("m7i.xlarge", vcpus=4, memory_gib=16, max_enis=4, ipv4_per_eni=15,
+         on_demand_hourly_usd=0.2016),
+    _row("m7i.2xlarge", vcpus=8, memory_gib=32, max_enis=4, ipv4_per_eni=15,
+         on_demand_hourly_usd=0.4032),
+    _row("m6i.xlarge", vcpus=4, memory_gib=16, max_enis=4, ipv4_per_eni=15,
+         on_demand_hourly_usd=0.192),
+])
+# fmt: on
+
+
+def instance(name: str) -> InstanceType:
+    """The catalog row for `name`; the config model has already rejected unknown types."""
+    return CATALOG[name]

@@ -1,0 +1,92 @@
+"""Platform: composes the planes from the one config model. Wiring only, no resource logic."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import PlatformComponent
+from components.control_plane import (
+    ClusterAddons,
+    ClusterAddonsArgs,
+    EksControlPlane,
+    EksControlPlaneArgs,
+    ExistingCluster,
+    ExistingClusterArgs,
+)
+from components.namespaces import Namespaces, NamespacesArgs
+from components.network import Network, NetworkArgs
+from infra.config import NAMESPACE, PlatformConfig
+
+
+def cluster_name(env: str) -> str:
+    return f"{NAMESPACE}-{env}"
+
+
+def default_tags(env: str, cfg: PlatformConfig) -> dict[str, str]:
+    return {"gpu-platform:stack": env, "managed-by": "pulumi", **cfg.aws.tags}
+
+
+class Platform(PlatformComponent):
+    """The whole platform for one stack: control, data and storage planes."""
+
+    PLANE = "platform"
+
+    def __init__(self, env: str, cfg: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(env, opts)
+        self.outputs: dict[str, pulumi.Input] = {
+            "provider": cfg.provider,
+            "kubernetes_version": cfg.cluster.kubernetes_version,
+        }
+        if cfg.provider == "aws":
+            cluster = self._aws(env, cfg)
+        else:
+            cluster = ExistingCluster(
+                f"{env}-cluster",
+                ExistingClusterArgs(env, cfg.existing, cfg.cluster.kubernetes_version),
+                self.child(),
+            ).handle
+            self.outputs["cluster_name"] = cluster.name
+
+        on_cluster = self.child(providers=[cluster.kubernetes])
+        namespaces = Namespaces(f"{env}-namespaces", NamespacesArgs(cfg.namespaces), on_cluster)
+        self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
+        self.register_outputs(self.outputs)
+
+    def _aws(self, env: str, cfg: PlatformConfig):
+        name = cluster_name(env)
+        provider = aws.Provider(
+            f"{env}-aws",
+            aws.ProviderArgs(
+                region=cfg.aws.region,
+                default_tags=aws.ProviderDefaultTagsArgs(tags=default_tags(env, cfg)),
+            ),
+            self.child(),
+        )
+        on_aws = self.child(providers=[provider])
+        network = Network(f"{env}-network", NetworkArgs(env, name, cfg.aws, cfg.network), on_aws)
+        control = EksControlPlane(
+            f"{env}-control-plane",
+            EksControlPlaneArgs(
+                env=env,
+                cluster_name=name,
+                region=cfg.aws.region,
+                cluster=cfg.cluster,
+                subnet_ids=network.private_subnet_ids,
+                protect=cfg.protect_stateful,
+            ),
+            on_aws,
+        )
+        ClusterAddons(f"{env}-addons", ClusterAddonsArgs(env, control.handle), on_aws)
+        self.outputs.update(
+            region=cfg.aws.region,
+            cluster_name=control.cluster.name,
+            cluster_endpoint=control.cluster.endpoint,
+            kubeconfig=control.kubeconfig,
+            oidc_provider_arn=control.handle.oidc_provider_arn,
+            vpc_id=network.vpc_id,
+            public_subnet_ids=network.public_subnet_ids,
+            private_subnet_ids=network.private_subnet_ids,
+            efa_security_group_id=network.efa_security_group.id,
+        )
+        return control.handle

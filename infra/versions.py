@@ -1,0 +1,76 @@
+"""Pinned versions: Kubernetes releases, EKS managed add-ons, Helm charts and images.
+
+One table per kind of version, so that an upgrade is a one-line diff that review can see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Kubernetes minors that EKS serves under standard support on the date below, and for which
+# kubernetes-validate ships a schema. Oldest first; the last one is the default.
+KUBERNETES_VERSIONS_CHECKED_ON = "2026-11-30"
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.33", "1.34", "1.35")
+DEFAULT_KUBERNETES_VERSION = "1.34"
+
+
+# Add-on builds as `aws eks describe-addon-versions` listed them for each minor in August 2026.
+@dataclass(frozen=True)
+class ManagedAddon:
+    """An EKS managed add-on pinned per Kubernetes minor."""
+
+    name: str
+    versions: dict[str, str]
+    # Add-ons that schedule pods (coredns, the EBS CSI controller) stay DEGRADED until nodes
+    # exist, and `pulumi up` waits on them; the rest must exist before the first node joins.
+    needs_nodes: bool
+    # Pod Identity: the service account the add-on runs as and the AWS managed policy it needs.
+    service_account: str | None = None
+    managed_policy_arn: str | None = None
+
+
+def _same_for_all(version: str) -> dict[str, str]:
+    return dict.fromkeys(SUPPORTED_KUBERNETES_VERSIONS, version)
+
+
+# In declaration order: the Pod Identity agent first, since other add-ons get credentials
+# through it.
+MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
+    ManagedAddon(
+        name="eks-pod-identity-agent",
+        versions=_same_for_all("v1.3.10-eksbuild.3"),
+        needs_nodes=False,
+    ),
+    ManagedAddon(
+        name="vpc-cni",
+        versions=_same_for_all("v1.22.4-eksbuild.3"),
+        needs_nodes=False,
+        service_account="aws-node",
+        managed_policy_arn="arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    ),
+    ManagedAddon(
+        name="kube-proxy",
+        versions={
+            "1.33": "v1.33.10-eksbuild.13",
+            "1.34": "v1.34.6-eksbuild.13",
+            "1.35": "v1.35.3-eksbuild.13",
+        },
+        needs_nodes=False,
+    ),
+    ManagedAddon(
+        name="coredns",
+        versions={
+            "1.33": "v1.12.4-eksbuild.18",
+            "1.34": "v1.13.2-eksbuild.11",
+            "1.35": "v1.14.3-eksbuild.3",
+        },
+        needs_nodes=True,
+    ),
+    ManagedAddon(
+        name="aws-ebs-csi-driver",
+        versions=_same_for_all("v1.64.0-eksbuild.1"),
+        needs_nodes=True,
+        service_account="ebs-csi-controller-sa",
+        managed_policy_arn="arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+    ),
+)
