@@ -77,7 +77,11 @@ class Platform(PlatformComponent):
             ),
             on_aws,
         )
-        ClusterAddons(f"{env}-addons", ClusterAddonsArgs(env, control.handle), on_aws)
+        ClusterAddons(
+            f"{env}-addons",
+            ClusterAddonsArgs(env, control.handle, after=control.handle.ready),
+            on_aws,
+        )
         self.outputs.update(
             region=cfg.aws.region,
             cluster_name=control.cluster.name,

@@ -1,0 +1,143 @@
+"""Plan benchmark: `make bench`.
+
+For each stack: the cold wall time of `python -m infra.plan <stack>` (a new process, imports
+included), the warm in-process plan time, and the engine floor: the same resources (types,
+names, inputs, parents, dependencies) replayed with no logic of ours under the same mock engine
+in the same process. The mock engine's own scheduling is bimodal run to run (how Output
+completions from its worker thread bunch up decides how often it rescans every pending output),
+so each figure is the best of REPEATS interleaved runs, with the median beside it.
+ratio = best warm plan / best floor.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pulumi
+
+from infra.plan import ROOT, Plan, build_plan, run_program, sdk_class
+
+STACKS = ("dev", "staging", "prod", "onprem")
+REPEATS = 15
+
+
+def floor_program(plan: Plan) -> Callable[[], None]:
+    """Replay the plan's graph: each resource through its own provider SDK class, with its
+    recorded inputs, parent and dependencies, and nothing else. What is left is the engine's
+    cost for this graph (the SDK classes included: each declares and tracks its outputs)."""
+    by_urn = plan.by_urn()
+    order: list[str] = []
+
+    def visit(urn: str) -> None:
+        resource = by_urn.get(urn)
+        if resource is None or urn in order:
+            return
+        for before in (resource.parent, *resource.dependencies):
+            visit(before)
+        order.append(urn)
+
+    for urn in sorted(by_urn):
+        visit(urn)
+
+    def register() -> None:
+        made: dict[str, pulumi.Resource] = {}
+        for urn in order:
+            r = by_urn[urn]
+            if r.type == "pulumi:pulumi:Stack":
+                continue
+            opts = pulumi.ResourceOptions(
+                parent=made.get(r.parent),
+                depends_on=[made[d] for d in r.dependencies if d in made],
+            )
+            cls = sdk_class(r.type)
+            if not r.custom:
+                made[urn] = pulumi.ComponentResource(r.type, r.name, None, opts)
+            elif cls is None:
+                made[urn] = pulumi.CustomResource(r.type, r.name, dict(r.inputs), opts)
+            else:
+                made[urn] = cls(r.name, opts=opts, **{snake(k): v for k, v in r.inputs.items()})
+
+    return register
+
+
+def snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def seconds(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def cold_seconds(stack: str) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "infra.plan", stack, "--quiet", "--out", f"/tmp/bench-{stack}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - started
+
+
+def measure(stack: str, program: Callable[[], None] | None = None) -> Measurement:
+    """The plan of `stack` (or of `program` run with its config), its warm times and the floor's."""
+    plan = build_plan(run_program(stack, program=program))
+    floor = floor_program(plan)
+    warm, base = [], []
+    for _ in range(REPEATS):  # interleaved, so drift hits both alike
+        warm.append(seconds(lambda: build_plan(run_program(stack, program=program))))
+        base.append(seconds(lambda: run_program(stack, program=floor)))
+    return Measurement(plan, warm, base)
+
+
+@dataclass
+class Measurement:
+    plan: Plan
+    warm: list[float]
+    floor: list[float]
+
+    @property
+    def resources(self) -> int:
+        return sum(r.custom for r in self.plan.resources)
+
+    @property
+    def ratio(self) -> float:
+        return min(self.warm) / min(self.floor)
+
+    def row(self, label: str, extra: str = "") -> str:
+        return (
+            f"{label:<12}{self.resources:>10}{extra}"
+            f"{min(self.warm) * 1e3:>9.0f}{statistics.median(self.warm) * 1e3:>9.0f}"
+            f"{min(self.floor) * 1e3:>9.0f}{statistics.median(self.floor) * 1e3:>9.0f}"
+            f"{self.ratio:>8.2f}"
+        )
+
+
+HEADER = (
+    f"{'plan':>9}{'(median)':>9}{'floor':>9}{'(median)':>9}{'ratio':>8}   (ms, best of {REPEATS})"
+)
+
+
+def main() -> None:
+    run_program("onprem")  # imports and caches warm before anything is timed
+    gc.collect()
+    gc.freeze()
+    print("Plan benchmark; cold = `python -m infra.plan <stack>` in a new process\n")
+    print(f"{'stack':<12}{'resources':>10}{'cold s':>9}" + HEADER)
+    for stack in STACKS:
+        m = measure(stack)
+        print(m.row(stack, f"{cold_seconds(stack):>9.2f}"))
+    print("\ntargets: ratio <= 1.5; prod cold < 3 s on 2 cores")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Shared fixtures: each stack is planned once per session under the mock engine."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from infra.plan import ROOT, Plan, plan_stack
+
+STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+AWS_STACKS = [s for s in STACKS if s != "onprem"]
+
+
+@functools.cache
+def planned(stack: str) -> Plan:
+    return plan_stack(stack)
+
+
+@pytest.fixture(params=STACKS)
+def stack_plan(request) -> Plan:
+    return planned(request.param)
+
+
+@pytest.fixture(params=AWS_STACKS)
+def aws_plan(request) -> Plan:
+    return planned(request.param)
+
+
+def make_project(tmp_path: Path, stacks: dict[str, dict[str, Any]], project_config=None) -> Path:
+    """A project folder that runs this repository's program with other stack files."""
+    doc = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    if project_config is not None:
+        doc["config"] = project_config
+    (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "stacks").mkdir()
+    for name, config in stacks.items():
+        (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+    for package in ("infra", "components"):
+        (tmp_path / package).symlink_to(ROOT / package)
+    return tmp_path
+
+
+def copy_program(tmp_path: Path, main_source: str, stacks: dict[str, dict[str, Any]]) -> Path:
+    """A project with its own `infra/__main__.py`, for programs the real one would never be."""
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "infra", root / "infra", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "infra" / "__main__.py").write_text(main_source)
+    shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    (root / "stacks").mkdir()
+    for name, config in stacks.items():
+        (root / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+    return root
+
+
+def validate_kubernetes(obj: dict[str, Any], kubernetes_version: str) -> None:
+    """Strict validation against the Kubernetes schema of the stack's version."""
+    try:
+        kubernetes_validate.validate(obj, f"{kubernetes_version}.0", strict=True)
+    except kubernetes_validate.ValidationError as error:
+        where = "/".join(str(p) for p in error.path)
+        first = str(error).splitlines()[0]
+        name = f"{obj['kind']} {obj['metadata'].get('name')}"
+        raise AssertionError(f"{name}: {where}: {first}") from None
+
+
+def find(plan: Plan, token: str, name: str):
+    matches = [r for r in plan.resources if r.type == token and r.name == name]
+    assert len(matches) == 1, f"expected one {token} {name}, found {len(matches)}"
+    return matches[0]

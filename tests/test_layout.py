@@ -1,0 +1,70 @@
+"""Guards on the project's shape: what Pulumi reads, how the program loads, what pytest sees."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+import textwrap
+
+import yaml
+
+from infra.plan import ROOT
+
+
+def test_pulumi_project_file():
+    doc = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    assert doc["name"] == "gpu-platform"
+    assert doc["main"] == "infra"
+    assert doc["stackConfigDir"] == "stacks"
+    assert doc["runtime"]["name"] == "python"
+    assert doc["runtime"]["options"]["virtualenv"] == ".venv"
+
+
+def test_infra_modules_shadow_no_importable_module():
+    """The language host puts infra/ itself on sys.path: `infra/platform.py` would replace the
+    standard library's `platform` for every library the program imports."""
+    taken = set(sys.stdlib_module_names) | set(importlib.metadata.packages_distributions())
+    ours = {p.stem for p in (ROOT / "infra").glob("*.py")} - {"__init__", "__main__"}
+    assert ours and not ours & taken, ours & taken
+
+
+def test_program_runs_the_way_the_language_host_runs_it(tmp_path):
+    """runpy.run_path('infra') from the project root, with nothing of ours on sys.path."""
+    script = textwrap.dedent(
+        f"""
+        import os, runpy, sys
+        sys.path = [p for p in sys.path if p not in ("", {str(ROOT)!r})]
+        import pulumi
+        from pulumi.runtime import set_mocks
+        from pulumi.runtime.config import set_all_config
+
+        class Mocks(pulumi.runtime.Mocks):
+            def new_resource(self, args):
+                return args.name + "-id", args.inputs
+            def call(self, args):
+                return {{}}
+
+        set_mocks(Mocks(), project="gpu-platform", stack="onprem", preview=False)
+        set_all_config({{
+            "gpu-platform:provider": "existing",
+            "gpu-platform:existing": '{{"name": "lab", "kubeconfig_path": "kc"}}',
+        }})
+        os.chdir({str(ROOT)!r})
+        runpy.run_path("infra", run_name="__main__")
+        print("ran", "infra" in sys.modules, "components.network" in sys.modules)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["ran", "True", "True"]
+
+
+def test_every_test_file_is_collected():
+    """pytest only collects tests/test_*.py: a test written elsewhere would silently not run."""
+    for path in (ROOT / "tests").rglob("*.py"):
+        if "def test_" in path.read_text():
+            assert path.name.startswith("test_"), f"{path} has tests pytest will not collect"
+            assert path.parent == ROOT / "tests", f"{path}: keep tests in tests/"
