@@ -4,39 +4,15 @@ the EFA security group."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
-from ipaddress import IPv4Network
 
 import pulumi
 import pulumi_aws as aws
 
 from components.base import PlatformComponent
-from infra.config import AwsSettings, NetworkSettings
+from infra.config import AwsSettings, NetworkSettings, subnet_layout
 
 # --------------------------------------------------------------------------- pure builders
-
-
-@dataclass(frozen=True)
-class ZoneSubnets:
-    zone: str
-    public: IPv4Network
-    private: IPv4Network
-
-
-def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnets]:
-    """One public and one private subnet per zone.
-
-    Without explicit CIDRs the VPC is cut into 2^k equal blocks (the fewest that leave one
-    spare): each zone gets a whole block as its private subnet, because GPU pods take VPC
-    addresses, and the spare block is cut again for the small public subnets.
-    """
-    bits = math.ceil(math.log2(len(zones) + 1))
-    blocks = list(network.vpc_cidr.subnets(prefixlen_diff=bits))
-    spare = list(blocks[-1].subnets(prefixlen_diff=bits))
-    private = network.private_subnet_cidrs or blocks[: len(zones)]
-    public = network.public_subnet_cidrs or spare[: len(zones)]
-    return [ZoneSubnets(z, pub, priv) for z, pub, priv in zip(zones, public, private, strict=True)]
 
 
 def nat_zones(network: NetworkSettings, zones: list[str]) -> list[str]:

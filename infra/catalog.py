@@ -9,9 +9,12 @@ by the config model, so adding a type is adding a row.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 PRICE_REGION = "us-east-1"
+# GPUs that can be partitioned with MIG (Multi-Instance GPU); A10G and L40S cannot.
+MIG_CAPABLE_GPUS = frozenset({"A100", "H100", "H200", "B200"})
 PRICE_DATE = "2026-07-20"
 
 
@@ -49,6 +52,15 @@ class InstanceType:
     @property
     def nvme_total_gb(self) -> int:
         return self.nvme_disks * self.nvme_disk_gb
+
+    @property
+    def mig_capable(self) -> bool:
+        return self.gpu_model in MIG_CAPABLE_GPUS
+
+    def addresses_per_node(self, max_pods: int) -> int:
+        """VPC addresses a node takes at `max_pods`: one per pod, plus the primary address of
+        each card-0 ENI the VPC CNI attaches to host them. EFA-only interfaces take none."""
+        return max_pods + math.ceil(max_pods / (self.ipv4_per_eni - 1))
 
     @property
     def max_pods(self) -> int:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 import types
 import typing
+from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Annotated, Any, Literal
 
@@ -29,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from infra.catalog import CATALOG
+from infra.catalog import CATALOG, InstanceType
 from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 
 NAMESPACE = "gpu-platform"
@@ -108,6 +110,20 @@ def _overlaps(named: list[tuple[str, IPv4Network]]) -> FieldProblem | None:
     return None
 
 
+def _known_instance_type(value: str) -> str:
+    if value not in CATALOG:
+        close = difflib.get_close_matches(value, CATALOG, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(
+            f"{value!r} is not in the instance catalog (infra/catalog.py); {hint}"
+            f"known: {', '.join(sorted(CATALOG))}"
+        )
+    return value
+
+
+InstanceTypeName = Annotated[str, AfterValidator(_known_instance_type)]
+
+
 # ---------------------------------------------------------------------------------------- aws
 
 
@@ -127,6 +143,13 @@ class AwsSettings(Settings):
     tags: dict[str, str] = Field(
         default_factory=dict,
         description="Extra tags on every AWS resource (provider default tags).",
+    )
+    zone_offerings: dict[InstanceTypeName, list[str]] = Field(
+        default_factory=dict,
+        description="Zones that offer each instance type, as `aws ec2 "
+        "describe-instance-type-offerings --location-type availability-zone` shows them for "
+        "this account (zone names map to physical zones per account). A GPU group in a zone "
+        "not listed for its type is rejected; a type not listed is not checked.",
     )
 
     @model_validator(mode="after")
@@ -190,6 +213,28 @@ class NetworkSettings(Settings):
         if problem:
             raise problem
         return self
+
+
+@dataclass(frozen=True)
+class ZoneSubnets:
+    zone: str
+    public: IPv4Network
+    private: IPv4Network
+
+
+def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnets]:
+    """One public and one private subnet per zone.
+
+    Without explicit CIDRs the VPC is cut into 2^k equal blocks (the fewest that leave one
+    spare): each zone gets a whole block as its private subnet, because GPU pods take VPC
+    addresses, and the spare block is cut again for the small public subnets.
+    """
+    bits = math.ceil(math.log2(len(zones) + 1))
+    blocks = list(network.vpc_cidr.subnets(prefixlen_diff=bits))
+    spare = list(blocks[-1].subnets(prefixlen_diff=bits))
+    private = network.private_subnet_cidrs or blocks[: len(zones)]
+    public = network.public_subnet_cidrs or spare[: len(zones)]
+    return [ZoneSubnets(z, pub, priv) for z, pub, priv in zip(zones, public, private, strict=True)]
 
 
 def _check_retention(value: int) -> int:
@@ -308,20 +353,6 @@ class Scaling(Settings):
         return self.min_size if self.desired_size is None else self.desired_size
 
 
-def _known_instance_type(value: str) -> str:
-    if value not in CATALOG:
-        close = difflib.get_close_matches(value, CATALOG, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(
-            f"{value!r} is not in the instance catalog (infra/catalog.py); {hint}"
-            f"known: {', '.join(sorted(CATALOG))}"
-        )
-    return value
-
-
-InstanceTypeName = Annotated[str, AfterValidator(_known_instance_type)]
-
-
 class SystemNodeSettings(Settings):
     """The small non-GPU node group that runs add-ons (provider aws)."""
 
@@ -340,6 +371,234 @@ class SystemNodeSettings(Settings):
             if CATALOG[name].gpus:
                 raise ValueError(f"{name} has GPUs; system nodes use non-GPU types such as m7i")
         return value
+
+
+# ---------------------------------------------------------------------------- GPU node groups
+
+CapacityType = Literal["on_demand", "spot", "reservation", "capacity_block"]
+RESERVED_CAPACITY = ("reservation", "capacity_block")
+# Kubernetes' tested default; big GPU nodes run few pods, and each pod takes a VPC address.
+DEFAULT_MAX_PODS = 110
+
+
+class GpuSharingSettings(Settings):
+    """How pods share a node's GPUs (NVIDIA device plugin / GPU Operator configuration)."""
+
+    mode: Literal["none", "time-slicing", "mps", "mig"] = Field(
+        "none",
+        description="`time-slicing` for light inference, `mps` for small training jobs, `mig` "
+        "to partition A100/H100/H200/B200 GPUs; `none` gives each pod whole GPUs.",
+    )
+    replicas: int = Field(1, ge=1, le=48, description="Pods per GPU with time-slicing or MPS.")
+    mig_strategy: Literal["single", "mixed"] = Field(
+        "single", description="MIG: `single` exposes one profile as nvidia.com/gpu."
+    )
+
+    @model_validator(mode="after")
+    def _replicas_need_sharing(self) -> GpuSharingSettings:
+        if self.replicas > 1 and self.mode not in ("time-slicing", "mps"):
+            raise FieldProblem(
+                "replicas", f"replicas {self.replicas} needs mode time-slicing or mps"
+            )
+        return self
+
+
+class KubeletSettings(Settings):
+    """Kubelet settings rendered into the node's nodeadm NodeConfig."""
+
+    topology_manager_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = (
+        Field(
+            "single-numa-node",
+            description="Align CPUs, GPUs and NICs on one NUMA node, so NCCL traffic stays local.",
+        )
+    )
+    topology_manager_scope: Literal["container", "pod"] = Field(
+        "pod", description="Align a whole pod (training pods are one container plus helpers)."
+    )
+    cpu_manager_policy: Literal["none", "static"] = Field(
+        "static", description="`static` pins Guaranteed pods' CPUs (data loaders, NCCL threads)."
+    )
+    max_pods: int | None = Field(
+        None,
+        ge=8,
+        description=f"Pods per node; default the lower of {DEFAULT_MAX_PODS} and the instance's "
+        "VPC CNI limit. Each pod takes a VPC address.",
+    )
+    system_reserved: dict[str, str] = Field(
+        default_factory=lambda: {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+        description="Resources kept for the OS.",
+    )
+    kube_reserved: dict[str, str] = Field(
+        default_factory=lambda: {"cpu": "500m", "memory": "2Gi", "ephemeral-storage": "1Gi"},
+        description="Resources kept for the kubelet and container runtime.",
+    )
+
+    @model_validator(mode="after")
+    def _static_needs_reserved_cpu(self) -> KubeletSettings:
+        if self.cpu_manager_policy == "static" and not (
+            "cpu" in self.system_reserved or "cpu" in self.kube_reserved
+        ):
+            raise FieldProblem(
+                "cpu_manager_policy",
+                "static CPU manager needs cpu in system_reserved or kube_reserved",
+            )
+        return self
+
+
+class GpuNodeGroupSettings(Settings):
+    """One EKS managed node group of GPU instances, with its own launch template."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")] = Field(
+        description="Short name, unique in the stack; names the node group and its label."
+    )
+    instance_types: list[InstanceTypeName] = Field(
+        min_length=1,
+        description="Types from the catalog. Several only make sense for spot (more pools) or "
+        "on-demand fallback; reservations and Capacity Blocks take exactly one.",
+    )
+    capacity: CapacityType = Field(
+        "on_demand",
+        description="on_demand, spot, reservation (On-Demand Capacity Reservation) or "
+        "capacity_block (EC2 Capacity Block for ML).",
+    )
+    capacity_reservation_id: str | None = Field(
+        None,
+        pattern=r"^cr-[0-9a-f]{8,17}$",
+        description="The reservation or Capacity Block (cr-...) to launch into.",
+    )
+    capacity_reservation_group_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$",
+        description="A resource group of reservations (capacity: reservation only).",
+    )
+    efa: bool = Field(
+        False,
+        description="Lay out EFA interfaces (one per EFA-capable network card), attach the EFA "
+        "security group and keep the group in one subnet.",
+    )
+    placement_group: bool | None = Field(
+        None,
+        description="Cluster placement group for lower EFA latency. Default: on for EFA groups, "
+        "off with a reservation or Capacity Block (it can leave reserved capacity unused).",
+    )
+    zone: str | None = Field(
+        None,
+        description="Zone to place the group in. Default: EFA groups the first of aws.zones, "
+        "other groups every zone.",
+    )
+    scaling: Scaling = Field(default_factory=lambda: Scaling(min_size=0, max_size=2))
+    root_volume_gib: int = Field(
+        200, ge=50, le=16384, description="gp3 root volume; GPU images are large."
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
+    kubelet: KubeletSettings = Field(default_factory=KubeletSettings)
+    gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
+    scale_down_unneeded_minutes: int = Field(
+        30,
+        ge=1,
+        description="How long a GPU node sits unneeded before the autoscaler removes it; "
+        "long enough to survive the gap between two jobs.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuNodeGroupSettings:
+        rows = [CATALOG[t] for t in self.instance_types]
+        reserved = self.capacity_reservation_id or self.capacity_reservation_group_arn
+        if self.capacity == "spot" and reserved:
+            raise FieldProblem("capacity", "spot cannot launch into a capacity reservation")
+        if self.capacity in ("on_demand", "spot") and reserved:
+            key = "capacity_reservation_" + ("id" if self.capacity_reservation_id else "group_arn")
+            raise FieldProblem(
+                key, f"needs capacity: reservation or capacity_block, not {self.capacity}"
+            )
+        if self.capacity == "reservation" and bool(self.capacity_reservation_id) == bool(
+            self.capacity_reservation_group_arn
+        ):
+            raise FieldProblem(
+                "capacity_reservation_id",
+                "capacity: reservation needs exactly one of capacity_reservation_id or "
+                "capacity_reservation_group_arn",
+            )
+        if self.capacity == "capacity_block" and not self.capacity_reservation_id:
+            raise FieldProblem(
+                "capacity_reservation_id", "capacity: capacity_block needs the block's cr- id"
+            )
+        if self.capacity == "capacity_block" and self.capacity_reservation_group_arn:
+            raise FieldProblem(
+                "capacity_reservation_group_arn", "a Capacity Block is targeted by its cr- id"
+            )
+        if self.capacity in RESERVED_CAPACITY and len(rows) != 1:
+            raise FieldProblem(
+                "instance_types", f"capacity: {self.capacity} launches exactly one instance type"
+            )
+        for i, row in enumerate(rows):
+            if not row.gpus:
+                raise FieldProblem(
+                    f"instance_types[{i}]",
+                    f"{row.name} has no GPUs; a GPU group needs GPU types "
+                    "(non-GPU add-ons run on system_nodes)",
+                )
+            if self.efa and not row.supports_efa:
+                efa_types = sorted(n for n, r in CATALOG.items() if r.supports_efa)
+                raise FieldProblem(
+                    f"instance_types[{i}]",
+                    f"efa: true but {row.name} has no EFA; EFA types: {', '.join(efa_types)}",
+                )
+            if self.gpu_sharing.mode == "mig" and not row.mig_capable:
+                raise FieldProblem(
+                    "gpu_sharing.mode",
+                    f"mig needs A100, H100, H200 or B200 GPUs; {row.name} has {row.gpu_model}",
+                )
+            if self.kubelet.max_pods is not None and self.kubelet.max_pods > row.max_pods:
+                raise FieldProblem(
+                    "kubelet.max_pods",
+                    f"{self.kubelet.max_pods} exceeds {row.name}'s VPC CNI limit {row.max_pods}",
+                )
+        if self.efa and len({r.efa_interfaces for r in rows}) > 1:
+            raise FieldProblem(
+                "instance_types",
+                "EFA types in one group must have the same EFA interface count: one launch "
+                "template lays out the interfaces",
+            )
+        return self
+
+    @property
+    def instances(self) -> list[InstanceType]:
+        return [CATALOG[t] for t in self.instance_types]
+
+    @property
+    def uses_placement_group(self) -> bool:
+        if self.placement_group is not None:
+            return self.placement_group
+        return self.efa and self.capacity not in RESERVED_CAPACITY
+
+    @property
+    def max_pods(self) -> int:
+        ceiling = min(r.max_pods for r in self.instances)
+        return self.kubelet.max_pods or min(DEFAULT_MAX_PODS, ceiling)
+
+    @property
+    def addresses_per_node(self) -> int:
+        return max(r.addresses_per_node(self.max_pods) for r in self.instances)
+
+
+class AutoscalerSettings(Settings):
+    """cluster-autoscaler (provider aws): scales every node group, GPU groups from zero."""
+
+    enabled: bool = Field(True, description="Deploy cluster-autoscaler.")
+    priorities: dict[CapacityType, int] = Field(
+        default_factory=lambda: {
+            "capacity_block": 40,
+            "reservation": 30,
+            "on_demand": 20,
+            "spot": 10,
+        },
+        description="Priority expander: when several groups fit a pending pod, the highest "
+        "wins. Default: reserved capacity (already paid for), then on-demand, then spot.",
+    )
+    scale_down_delay_after_add_minutes: int = Field(
+        10, ge=0, description="No scale-down this long after any scale-up."
+    )
 
 
 class NamespaceSettings(Settings):
@@ -377,6 +636,10 @@ class PlatformConfig(Settings):
         None, description="Required with provider existing."
     )
     system_nodes: SystemNodeSettings = Field(default_factory=SystemNodeSettings)
+    gpu_node_groups: list[GpuNodeGroupSettings] = Field(
+        default_factory=list, description="GPU node groups (provider aws), one component each."
+    )
+    autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
     namespaces: NamespaceSettings = Field(default_factory=NamespaceSettings)
 
     @model_validator(mode="before")
@@ -400,13 +663,14 @@ class PlatformConfig(Settings):
             if self.existing is not None:
                 raise FieldProblem("existing", "only valid with provider existing")
             self._check_aws_network()
+            self._check_gpu_groups()
         else:
             if self.existing is None:
                 raise FieldProblem(
                     "existing",
                     "required with provider existing; set existing.name and a kubeconfig",
                 )
-            for section in ("aws", "network", "system_nodes"):
+            for section in ("aws", "network", "system_nodes", "gpu_node_groups", "autoscaler"):
                 if section in self.model_fields_set:
                     raise FieldProblem(section, "only valid with provider aws")
         return self
@@ -434,6 +698,61 @@ class PlatformConfig(Settings):
                 "cluster.public_access_cidrs",
                 "has no effect with endpoint_private_only: true; remove one of them",
             )
+
+    def _check_gpu_groups(self) -> None:
+        names = [g.name for g in self.gpu_node_groups]
+        for i, group in enumerate(self.gpu_node_groups):
+            path = f"gpu_node_groups[{i}]"
+            if names.index(group.name) != i:
+                raise FieldProblem(f"{path}.name", f"{group.name!r} is used twice")
+            if group.zone is not None and group.zone not in self.aws.zones:
+                raise FieldProblem(
+                    f"{path}.zone", f"{group.zone} is not one of aws.zones {self.aws.zones}"
+                )
+            for zone in self.group_zones(group):
+                for name in group.instance_types:
+                    offered = self.aws.zone_offerings.get(name)
+                    if offered is not None and zone not in offered:
+                        raise FieldProblem(
+                            f"{path}.zone",
+                            f"{zone} does not offer {name}; it is offered in "
+                            f"{', '.join(offered) or 'no zone'} (aws.zone_offerings)",
+                        )
+        self._check_subnet_room()
+
+    def _check_subnet_room(self) -> None:
+        """Every private subnet must hold, at full scale, each node's pods and the addresses
+        its interfaces take."""
+        demand: dict[str, list[tuple[str, int]]] = {z: [] for z in self.aws.zones}
+        system_row = CATALOG[self.system_nodes.instance_types[0]]
+        per_zone = math.ceil(self.system_nodes.scaling.max_size / len(self.aws.zones))
+        for zone in self.aws.zones:
+            need = per_zone * system_row.addresses_per_node(system_row.max_pods)
+            demand[zone].append(("system_nodes", need))
+        for i, group in enumerate(self.gpu_node_groups):
+            zones = self.group_zones(group)
+            nodes = math.ceil(group.scaling.max_size / len(zones))
+            for zone in zones:
+                demand[zone].append((f"gpu_node_groups[{i}]", nodes * group.addresses_per_node))
+        for zs in subnet_layout(self.network, self.aws.zones):
+            usable = zs.private.num_addresses - 5  # AWS keeps five addresses of every subnet
+            users = demand[zs.zone]
+            if sum(n for _, n in users) > usable:
+                worst = max(users, key=lambda u: u[1])[0]
+                detail = ", ".join(f"{who} {n}" for who, n in users)
+                raise FieldProblem(
+                    f"{worst}.scaling.max_size",
+                    f"private subnet {zs.private} in {zs.zone} has {usable} usable addresses, "
+                    f"but nodes at max_size need {sum(n for _, n in users)} ({detail}); lower "
+                    "max_size or kubelet.max_pods, or give network.private_subnet_cidrs more room",
+                )
+
+    def group_zones(self, group: GpuNodeGroupSettings) -> list[str]:
+        """Zones a GPU group spans: its own zone; EFA groups one zone (EFA traffic stays in a
+        subnet); other groups every zone."""
+        if group.zone is not None:
+            return [group.zone]
+        return self.aws.zones[:1] if group.efa else list(self.aws.zones)
 
     @property
     def protect_stateful(self) -> bool:

@@ -6,8 +6,8 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from components.network import interface_endpoint_services, nat_zones, subnet_layout
-from infra.config import NetworkSettings
+from components.network import interface_endpoint_services, nat_zones
+from infra.config import NetworkSettings, subnet_layout
 from tests.conftest import AWS_STACKS, planned
 
 ZONES3 = ["us-east-1a", "us-east-1b", "us-east-1c"]
