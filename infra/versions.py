@@ -74,3 +74,28 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         managed_policy_arn="arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
     ),
 )
+
+
+@dataclass(frozen=True)
+class Chart:
+    """An upstream Helm chart, pinned."""
+
+    name: str
+    repository: str
+    version: str
+
+
+# Upstream charts the platform installs, pinned; the custom resources they serve are validated
+# against the schemas of these releases (shared/crds/).
+CHARTS: dict[str, Chart] = {
+    "cluster-autoscaler": Chart(
+        "cluster-autoscaler", "https://kubernetes.github.io/autoscaler", "9.59.0"
+    ),
+}
+
+# cluster-autoscaler follows the cluster's minor; the chart's default image follows its own.
+CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
+    "1.33": "v1.33.6",
+    "1.34": "v1.34.5",
+    "1.35": "v1.35.2",
+}
