@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.base import PlatformComponent
 from components.control_plane import (
     ClusterAddons,
@@ -14,8 +15,11 @@ from components.control_plane import (
     ExistingCluster,
     ExistingClusterArgs,
 )
+from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.namespaces import Namespaces, NamespacesArgs
 from components.network import Network, NetworkArgs
+from components.nodes import NodeRole, NodeRoleArgs
+from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs
 from infra.config import NAMESPACE, PlatformConfig
 
 
@@ -77,11 +81,62 @@ class Platform(PlatformComponent):
             ),
             on_aws,
         )
-        ClusterAddons(
-            f"{env}-addons",
-            ClusterAddonsArgs(env, control.handle, after=control.handle.ready),
+        cluster = control.handle
+        node_role = NodeRole(
+            f"{env}-node-role", NodeRoleArgs(env, cfg.cluster.node_ssm_access), on_aws
+        )
+        tags = {"gpu-platform:stack": env}
+        # Nodes join once the role's policies and the add-ons nodes need are in place.
+        before_nodes = [node_role, *cluster.ready]
+        system = SystemNodeGroup(
+            f"{env}-system-nodes",
+            SystemNodeGroupArgs(
+                env=env,
+                nodes=cfg.system_nodes,
+                cluster=cluster,
+                node_role_arn=node_role.role.arn,
+                subnet_ids=network.private_subnet_ids,
+                tags=tags,
+                after=before_nodes,
+            ),
             on_aws,
         )
+        for group in cfg.gpu_node_groups:
+            GpuNodeGroup(
+                f"{env}-gpu-{group.name}",
+                GpuNodeGroupArgs(
+                    env=env,
+                    group=group,
+                    cluster=cluster,
+                    node_role_arn=node_role.role.arn,
+                    subnet_ids=[
+                        network.private_subnet_ids_by_zone[z] for z in cfg.group_zones(group)
+                    ],
+                    efa_security_group_id=network.efa_security_group.id,
+                    tags=tags,
+                    after=before_nodes,
+                ),
+                on_aws,
+            )
+        ClusterAddons(
+            f"{env}-addons",
+            ClusterAddonsArgs(env, cluster, after=[*cluster.ready, system]),
+            on_aws,
+        )
+        if cfg.autoscaler.enabled:
+            ClusterAutoscaler(
+                f"{env}-cluster-autoscaler",
+                ClusterAutoscalerArgs(
+                    env=env,
+                    cluster_name=name,
+                    region=cfg.aws.region,
+                    cluster=cluster,
+                    groups=cfg.gpu_node_groups,
+                    settings=cfg.autoscaler,
+                    after=[system],
+                ),
+                on_aws,
+            )
         self.outputs.update(
             region=cfg.aws.region,
             cluster_name=control.cluster.name,
@@ -93,4 +148,4 @@ class Platform(PlatformComponent):
             private_subnet_ids=network.private_subnet_ids,
             efa_security_group_id=network.efa_security_group.id,
         )
-        return control.handle
+        return cluster

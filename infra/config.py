@@ -283,6 +283,9 @@ class ClusterSettings(Settings):
     deletion_protection: bool = Field(
         False, description="Refuse to delete the cluster (production default)."
     )
+    node_ssm_access: bool = Field(
+        True, description="Let SSM Session Manager reach nodes (no SSH keys, no open ports)."
+    )
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -532,6 +535,11 @@ class GpuNodeGroupSettings(Settings):
                 "instance_types", f"capacity: {self.capacity} launches exactly one instance type"
             )
         for i, row in enumerate(rows):
+            if not row.gpus and self.gpu_sharing.mode != "none":
+                raise FieldProblem(
+                    "gpu_sharing.mode",
+                    f"{self.gpu_sharing.mode} shares GPUs, but {row.name} has none",
+                )
             if not row.gpus:
                 raise FieldProblem(
                     f"instance_types[{i}]",
@@ -778,13 +786,18 @@ def load_config() -> PlatformConfig:
     """Read the `gpu-platform:` keys of the running stack and validate them."""
     from pulumi.runtime.config import CONFIG
 
+    return config_from_pulumi(CONFIG.get(), stack_file(pulumi.get_stack()))
+
+
+def config_from_pulumi(values: dict[str, str], source: str) -> PlatformConfig:
+    """Validate config as the CLI hands it over: `namespace:key` -> string."""
     prefix = f"{NAMESPACE}:"
     raw = {
         key[len(prefix) :]: _decode(value)
-        for key, value in sorted(CONFIG.get().items())
+        for key, value in sorted(values.items())
         if key.startswith(prefix)
     }
-    return parse_config(raw, stack_file(pulumi.get_stack()))
+    return parse_config(raw, source)
 
 
 def _decode(value: str) -> Any:

@@ -64,14 +64,25 @@ class Project:
     name: str
     main: str
     stack_config_dir: str
+    config: dict[str, Any]
 
     def stack_file(self, stack: str) -> Path:
         return self.root / self.stack_config_dir / f"Pulumi.{stack}.yaml"
 
 
+def load_yaml(path: Path) -> Any:
+    return yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+
+
 def read_project(root: Path) -> Project:
-    doc = yaml.safe_load((root / "Pulumi.yaml").read_text())
-    return Project(root, doc["name"], doc.get("main", "."), doc.get("stackConfigDir", "."))
+    doc = load_yaml(root / "Pulumi.yaml")
+    return Project(
+        root,
+        doc["name"],
+        doc.get("main", "."),
+        doc.get("stackConfigDir", "."),
+        doc.get("config") or {},
+    )
 
 
 def _encode(value: Any) -> tuple[str, bool]:
@@ -97,8 +108,7 @@ def _encode(value: Any) -> tuple[str, bool]:
 def read_stack_config(project: Project, stack: str) -> tuple[dict[str, str], list[str]]:
     """Project config (values and declared defaults), overlaid by the stack file."""
     merged: dict[str, Any] = {}
-    project_doc = yaml.safe_load((project.root / "Pulumi.yaml").read_text())
-    for key, entry in (project_doc.get("config") or {}).items():
+    for key, entry in project.config.items():
         full = key if ":" in key else f"{project.name}:{key}"
         if isinstance(entry, dict) and entry and set(entry) <= _DECLARATION_KEYS:
             if "value" in entry or "default" in entry:
@@ -108,7 +118,7 @@ def read_stack_config(project: Project, stack: str) -> tuple[dict[str, str], lis
     stack_path = project.stack_file(stack)
     if not stack_path.exists():
         raise FileNotFoundError(f"no stack file {stack_path.relative_to(project.root)}")
-    merged.update((yaml.safe_load(stack_path.read_text()) or {}).get("config") or {})
+    merged.update((load_yaml(stack_path) or {}).get("config") or {})
     config, secrets = {}, []
     for key, value in merged.items():
         config[key], secret = _encode(value)
@@ -184,12 +194,23 @@ def computed_outputs(token: str, name: str) -> dict[str, Any]:
     return {k: v for k, v in placeholders.items() if v is not None}
 
 
+def _overlay(computed: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs win; an input object keeps the placeholders of computed fields it does not set
+    (EKS's `vpcConfig.clusterSecurityGroupId` beside the subnets we pass)."""
+    merged = dict(computed)
+    for key, value in inputs.items():
+        below = computed.get(key)
+        both_dicts = isinstance(value, dict) and isinstance(below, dict)
+        merged[key] = _overlay(below, value) if both_dicts else value
+    return merged
+
+
 class PlanMocks(pulumi.runtime.Mocks):
     """Echo inputs; stand a labelled placeholder in for each string the cloud would compute, so
     the program's own code runs on it and the plan says where each value will come from."""
 
     def new_resource(self, args: mocks.MockResourceArgs):
-        state = {**computed_outputs(args.typ, args.name), **args.inputs}
+        state = _overlay(computed_outputs(args.typ, args.name), args.inputs)
         return known_after_apply(f"{args.name}.id"), state
 
     def call(self, args: mocks.MockCallArgs):
@@ -252,6 +273,18 @@ class RecordingMonitor(mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
+async def _settle() -> None:
+    """Wait for every pending Output in waves. The SDK's own wait that follows rescans all
+    pending Outputs each time one completes, quadratic in the platform's size; after this it
+    finds them done. Errors stay in their tasks for the SDK to raise as it always does."""
+    while True:
+        with settings.SETTINGS.lock:
+            pending = [task for task in settings.SETTINGS.outputs if not task.done()]
+        if not pending:
+            return
+        await asyncio.wait(pending)
+
+
 def run_program(
     stack: str, root: Path = ROOT, program: typing.Callable[[], Any] | None = None
 ) -> Recording:
@@ -308,7 +341,12 @@ def record(
     try:
         # Absolute, so import caches keyed by a relative path cannot serve another project.
         main_path = str(root / project.main)
-        main = program or (lambda: runpy.run_path(main_path, run_name="__main__"))
+        declare = program or (lambda: runpy.run_path(main_path, run_name="__main__"))
+
+        async def main() -> None:
+            declare()
+            await _settle()
+
         loop.run_until_complete(run_in_stack(main))
     finally:
         os.chdir(saved_cwd)

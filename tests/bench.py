@@ -16,16 +16,21 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pulumi
 
 from infra.plan import ROOT, Plan, build_plan, run_program, sdk_class
+from tests.conftest import make_project
 
 STACKS = ("dev", "staging", "prod", "onprem")
 REPEATS = 15
+SYNTHETIC_GROUPS = (1, 8, 64)
+SCALING_REPEATS = 3  # a 64-group plan takes seconds
 
 
 def floor_program(plan: Plan) -> Callable[[], None]:
@@ -88,14 +93,14 @@ def cold_seconds(stack: str) -> float:
     return time.perf_counter() - started
 
 
-def measure(stack: str, program: Callable[[], None] | None = None) -> Measurement:
-    """The plan of `stack` (or of `program` run with its config), its warm times and the floor's."""
-    plan = build_plan(run_program(stack, program=program))
+def measure(stack: str, root: Path = ROOT, repeats: int = REPEATS) -> Measurement:
+    """The plan of `stack`, its warm times and the floor's."""
+    plan = build_plan(run_program(stack, root))
     floor = floor_program(plan)
     warm, base = [], []
-    for _ in range(REPEATS):  # interleaved, so drift hits both alike
-        warm.append(seconds(lambda: build_plan(run_program(stack, program=program))))
-        base.append(seconds(lambda: run_program(stack, program=floor)))
+    for _ in range(repeats):  # interleaved, so drift hits both alike
+        warm.append(seconds(lambda: build_plan(run_program(stack, root))))
+        base.append(seconds(lambda: run_program(stack, root, program=floor)))
     return Measurement(plan, warm, base)
 
 
@@ -127,6 +132,47 @@ HEADER = (
 )
 
 
+def synthetic_stack(groups: int) -> dict:
+    """A stack of `groups` EFA node groups (p5.48xlarge, 32 interfaces each) over two zones."""
+    zones = ["us-east-1a", "us-east-1b"]
+    return {
+        "gpu-platform:aws": {"region": "us-east-1", "zones": zones},
+        "gpu-platform:gpu_node_groups": [
+            {
+                "name": f"h100-{i:02d}",
+                "instance_types": ["p5.48xlarge"],
+                "efa": True,
+                "zone": zones[i % 2],
+                "scaling": {"min_size": 0, "max_size": 1},
+            }
+            for i in range(groups)
+        ],
+    }
+
+
+def scaling(sizes: tuple[int, ...] = SYNTHETIC_GROUPS) -> None:
+    print(
+        f"\n{'GPU groups':<12}{'resources':>10}"
+        + HEADER.replace(str(REPEATS), str(SCALING_REPEATS))
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = make_project(Path(tmp), {f"groups{n}": synthetic_stack(n) for n in sizes})
+        results = {}
+        for n in sizes:
+            results[n] = measure(f"groups{n}", root, SCALING_REPEATS)
+            print(results[n].row(str(n)))
+    first, *rest = sizes
+    for n in rest:
+        added = n - first
+        per_group = (min(results[n].warm) - min(results[first].warm)) / added
+        floor = (min(results[n].floor) - min(results[first].floor)) / added
+        resources = (results[n].resources - results[first].resources) / added
+        print(
+            f"per added group, {first}->{n}: {per_group * 1e3:.1f} ms plan, {floor * 1e3:.1f} ms "
+            f"floor, {resources:.0f} resources"
+        )
+
+
 def main() -> None:
     run_program("onprem")  # imports and caches warm before anything is timed
     gc.collect()
@@ -136,7 +182,8 @@ def main() -> None:
     for stack in STACKS:
         m = measure(stack)
         print(m.row(stack, f"{cold_seconds(stack):>9.2f}"))
-    print("\ntargets: ratio <= 1.5; prod cold < 3 s on 2 cores")
+    scaling()
+    print("\ntargets: ratio <= 1.5; prod cold < 3 s on 2 cores; time per added group flat")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from infra.plan import ROOT, Plan, plan_stack
+from infra.config import PlatformConfig, config_from_pulumi, stack_file
+from infra.plan import ROOT, Plan, plan_stack, read_project, read_stack_config
 
 STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 AWS_STACKS = [s for s in STACKS if s != "onprem"]
@@ -20,6 +21,13 @@ AWS_STACKS = [s for s in STACKS if s != "onprem"]
 @functools.cache
 def planned(stack: str) -> Plan:
     return plan_stack(stack)
+
+
+@functools.cache
+def stack_config(stack: str) -> PlatformConfig:
+    """The validated config of a stack, read from its files as the plan reads them."""
+    values, _ = read_stack_config(read_project(ROOT), stack)
+    return config_from_pulumi(values, stack_file(stack))
 
 
 @pytest.fixture(params=STACKS)

@@ -1,0 +1,167 @@
+"""cluster-autoscaler: the upstream chart, pinned, with a Pod Identity role scoped to this
+cluster's node groups and a priority expander that prefers reserved capacity."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.base import PlatformComponent
+from components.control_plane import ClusterHandle
+from components.gpu_node_group import asg_name_pattern
+from components.iam import pod_identity_trust_policy, role_with_policies
+from components.system_node_group import SYSTEM_LABELS
+from infra.config import AutoscalerSettings, GpuNodeGroupSettings
+from infra.versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE_TAGS
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"
+# The tag EKS puts on every managed node group's ASG: the write actions need it.
+OWNED_TAG = "k8s.io/cluster-autoscaler/{cluster}"
+READ_ACTIONS = (
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "autoscaling:DescribeTags",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+    "eks:DescribeNodegroup",
+)
+WRITE_ACTIONS = (
+    "autoscaling:SetDesiredCapacity",
+    "autoscaling:TerminateInstanceInAutoScalingGroup",
+)
+
+# --------------------------------------------------------------------------- pure builders
+
+
+def iam_policy(cluster_name: str) -> str:
+    """Read anything it must; resize and terminate only ASGs this cluster owns."""
+    owned = f"aws:ResourceTag/{OWNED_TAG.format(cluster=cluster_name)}"
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": list(READ_ACTIONS), "Resource": "*"},
+                {
+                    "Effect": "Allow",
+                    "Action": list(WRITE_ACTIONS),
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {owned: "owned"}},
+                },
+            ],
+        }
+    )
+
+
+def expander_priorities(
+    env: str, groups: Sequence[GpuNodeGroupSettings], settings: AutoscalerSettings
+) -> dict[int, list[str]]:
+    """Priority -> ASG name patterns. Reserved capacity first (already paid for), then
+    on-demand, then spot; anything unlisted (the system group) last."""
+    priorities: dict[int, list[str]] = {}
+    for group in groups:
+        level = settings.priorities[group.capacity]
+        priorities.setdefault(level, []).append(asg_name_pattern(env, group))
+    priorities.setdefault(0, []).append(".*")
+    return {level: sorted(p) for level, p in sorted(priorities.items(), reverse=True)}
+
+
+def helm_values(
+    env: str,
+    cluster_name: str,
+    region: str,
+    kubernetes_version: str,
+    groups: Sequence[GpuNodeGroupSettings],
+    settings: AutoscalerSettings,
+) -> dict:
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": region,
+        "autoDiscovery": {"clusterName": cluster_name},
+        "image": {"tag": CLUSTER_AUTOSCALER_IMAGE_TAGS[kubernetes_version]},
+        "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+        "extraArgs": {
+            "expander": "priority",
+            "balance-similar-node-groups": True,
+            # GPU nodes keep datasets on local NVMe; that must not pin them forever, nor
+            # should it block scale-down of an idle node.
+            "skip-nodes-with-local-storage": False,
+            "scale-down-delay-after-add": f"{settings.scale_down_delay_after_add_minutes}m",
+        },
+        # Helm values are JSON: map keys are strings.
+        "expanderPriorities": {
+            str(level): patterns
+            for level, patterns in expander_priorities(env, groups, settings).items()
+        },
+        "nodeSelector": dict(SYSTEM_LABELS),
+    }
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerArgs:
+    env: str
+    cluster_name: str
+    region: str
+    cluster: ClusterHandle
+    groups: Sequence[GpuNodeGroupSettings]
+    settings: AutoscalerSettings
+    after: Sequence[pulumi.Resource] = ()
+
+
+class ClusterAutoscaler(PlatformComponent):
+    PLANE = "data"
+
+    def __init__(
+        self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__(name, opts)
+        role = role_with_policies(
+            f"{args.env}-cluster-autoscaler",
+            pod_identity_trust_policy(),
+            [],
+            self,
+            inline_policy=iam_policy(args.cluster_name),
+        )
+        association = aws.eks.PodIdentityAssociation(
+            f"{args.env}-cluster-autoscaler",
+            aws.eks.PodIdentityAssociationArgs(
+                cluster_name=args.cluster.name,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                role_arn=role.arn,
+            ),
+            self.child(),
+        )
+        chart = CHARTS["cluster-autoscaler"]
+        self.release = k8s.helm.v3.Release(
+            f"{args.env}-cluster-autoscaler",
+            k8s.helm.v3.ReleaseArgs(
+                name="cluster-autoscaler",
+                chart=chart.name,
+                version=chart.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+                namespace=NAMESPACE,
+                values=helm_values(
+                    args.env,
+                    args.cluster_name,
+                    args.region,
+                    args.cluster.kubernetes_version,
+                    args.groups,
+                    args.settings,
+                ),
+            ),
+            self.child(provider=args.cluster.kubernetes, depends_on=[association, *args.after]),
+        )
+        self.register_outputs({"release": self.release.name})

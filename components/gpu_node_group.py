@@ -1,0 +1,194 @@
+"""A GPU node group: EKS managed node group with its own launch template, EFA interfaces laid
+out per network card, an optional cluster placement group, reserved or spot capacity, and the
+tags cluster-autoscaler needs to scale it from zero."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import PlatformComponent
+from components.control_plane import ClusterHandle
+from components.nodes import ManagedNodeGroupSpec, declare_node_group, node_config, user_data
+from infra.catalog import InstanceType
+from infra.config import GpuNodeGroupSettings
+
+GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+GPU_RESOURCE = "nvidia.com/gpu"
+NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+CAPACITY_TYPES = {
+    "on_demand": "ON_DEMAND",
+    "spot": "SPOT",
+    "reservation": "ON_DEMAND",
+    "capacity_block": "CAPACITY_BLOCK",
+}
+
+# --------------------------------------------------------------------------- pure builders
+
+
+def efa_interfaces(instance: InstanceType, security_group_ids: Sequence) -> list[dict]:
+    """One interface per EFA the type supports, counted from its EFA maximum (not its network
+    cards): card 0 carries the primary interface, an EFA with an IP address; every further card
+    one `efa-only` interface at device index 0, which takes no IP address. None is public."""
+    interfaces = []
+    for card in range(instance.efa_interfaces):
+        interfaces.append(
+            {
+                "network_card_index": card,
+                "device_index": 0,
+                "interface_type": "efa" if card == 0 else "efa-only",
+                "associate_public_ip_address": "false",
+                "delete_on_termination": "true",
+                "security_groups": list(security_group_ids),
+            }
+        )
+    return interfaces
+
+
+def advertised_gpus(group: GpuNodeGroupSettings) -> int | None:
+    """`nvidia.com/gpu` a node advertises: GPUs times replicas when shared; unknown with MIG,
+    whose resources depend on the partition profile."""
+    if group.gpu_sharing.mode == "mig":
+        return None
+    gpus = min(i.gpus for i in group.instances)
+    if group.gpu_sharing.mode in ("time-slicing", "mps"):
+        return gpus * group.gpu_sharing.replicas
+    return gpus
+
+
+def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "gpu-platform/node-group": group.name,
+        "gpu-platform/fabric": "efa" if group.efa else "none",
+        "gpu-platform/capacity-type": group.capacity.replace("_", "-"),
+    }
+    if len(group.instance_types) == 1:
+        labels["gpu-platform/instance-type"] = group.instance_types[0]
+    models = {i.gpu_model for i in group.instances}
+    if len(models) == 1:
+        labels["gpu-platform/gpu-model"] = models.pop()
+    if group.gpu_sharing.mode != "none":
+        # The GPU Operator's device plugin picks its per-node config by this label.
+        labels["nvidia.com/device-plugin.config"] = group.gpu_sharing.mode
+    if group.gpu_sharing.mode == "mig":
+        labels["nvidia.com/mig.config"] = "all-balanced"
+    return {**labels, **group.labels}
+
+
+def autoscaler_tags(group: GpuNodeGroupSettings) -> dict[str, str]:
+    """ASG tags that describe a node of this group to cluster-autoscaler while the group has
+    none, so it can scale from zero: its labels, taints and extended resources."""
+    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in node_labels(group).items()}
+    for taint in GPU_TAINTS:
+        tags[f"{NODE_TEMPLATE}/taint/{taint['key']}"] = f"{taint['value']}:{taint['effect']}"
+    gpus = advertised_gpus(group)
+    if gpus is not None:
+        tags[f"{NODE_TEMPLATE}/resources/{GPU_RESOURCE}"] = str(gpus)
+    if group.efa:
+        tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
+    unneeded = f"{group.scale_down_unneeded_minutes}m0s"
+    tags[f"{NODE_TEMPLATE}/autoscaling-options/scaledownunneededtime"] = unneeded
+    return dict(sorted(tags.items()))
+
+
+def capacity_reservation(group: GpuNodeGroupSettings) -> dict | None:
+    """Launch template capacity reservation target, for reserved capacity only."""
+    if group.capacity_reservation_id:
+        return {"capacity_reservation_id": group.capacity_reservation_id}
+    if group.capacity_reservation_group_arn:
+        return {"capacity_reservation_resource_group_arn": group.capacity_reservation_group_arn}
+    return None
+
+
+def node_group_name(env: str, group: GpuNodeGroupSettings) -> str:
+    return f"{env}-{group.name}"
+
+
+def asg_name_pattern(env: str, group: GpuNodeGroupSettings) -> str:
+    """EKS names a managed node group's ASG `eks-<node group name>-<uuid>`."""
+    return f"^eks-{node_group_name(env, group)}-.*"
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class GpuNodeGroupArgs:
+    env: str
+    group: GpuNodeGroupSettings
+    cluster: ClusterHandle
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]
+    efa_security_group_id: pulumi.Input[str]
+    tags: dict[str, str]
+    after: Sequence[pulumi.Resource] = ()
+
+
+class GpuNodeGroup(PlatformComponent):
+    """One GPU managed node group and everything that belongs to it alone."""
+
+    PLANE = "data"
+
+    def __init__(
+        self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__(name, opts)
+        group, ng_name = args.group, node_group_name(args.env, args.group)
+        instance = group.instances[0]
+        node_sgs = [args.cluster.security_group_id]
+
+        placement_group = None
+        if group.uses_placement_group:
+            placement_group = aws.ec2.PlacementGroup(
+                ng_name,
+                aws.ec2.PlacementGroupArgs(strategy="cluster", tags={"Name": ng_name}),
+                self.child(),
+            ).name
+
+        self.node_group = declare_node_group(
+            self,
+            ManagedNodeGroupSpec(
+                name=ng_name,
+                cluster_name=args.cluster.name,
+                node_role_arn=args.node_role_arn,
+                subnet_ids=args.subnet_ids,
+                security_group_ids=node_sgs,
+                ami_type="AL2023_x86_64_NVIDIA",
+                capacity_type=CAPACITY_TYPES[group.capacity],
+                instance_types=group.instance_types,
+                scaling=group.scaling,
+                root_volume_gib=group.root_volume_gib,
+                user_data=user_data([node_config(instance, group.kubelet, group.max_pods)]),
+                labels=node_labels(group),
+                taints=GPU_TAINTS,
+                tags={**args.tags, "gpu-platform/node-group": group.name},
+                network_interfaces=(
+                    efa_interfaces(instance, [*node_sgs, args.efa_security_group_id])
+                    if group.efa
+                    else None
+                ),
+                placement_group=placement_group,
+                capacity_reservation=capacity_reservation(group),
+                capacity_block=group.capacity == "capacity_block",
+                after=args.after,
+            ),
+        )
+
+        # Managed node groups do not pass their tags on to the ASG, where the autoscaler
+        # reads them; tag the ASG directly.
+        asg_name = self.node_group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
+        for key, value in autoscaler_tags(group).items():
+            aws.autoscaling.Tag(
+                f"{ng_name}-{key.removeprefix(NODE_TEMPLATE + '/')}",
+                aws.autoscaling.TagArgs(
+                    autoscaling_group_name=asg_name,
+                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                ),
+                self.child(),
+            )
+        self.register_outputs({"node_group": self.node_group.node_group_name})

@@ -1,0 +1,237 @@
+"""What every node group kind shares: the node role, the root volume, instance metadata
+options and nodeadm user data."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import pulumi
+import pulumi_aws as aws
+import yaml
+
+from components.base import PlatformComponent
+from components.iam import role_with_policies, service_trust_policy
+from infra.catalog import InstanceType
+from infra.config import KubeletSettings, Scaling
+
+NODE_POLICIES = (
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+)
+SSM_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+NODEADM_CONTENT_TYPE = "application/node.eks.aws"
+# nodeadm assembles local NVMe disks into one array mounted here (its default mountPath).
+LOCAL_STORAGE_MOUNT = "/mnt/k8s-disks"
+_BOUNDARY = "//gpu-platform//"
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+# --------------------------------------------------------------------------- pure builders
+
+
+def node_config(instance: InstanceType, kubelet: KubeletSettings, max_pods: int) -> dict:
+    """The nodeadm NodeConfig our user data adds; EKS appends the cluster's own part.
+
+    Local NVMe becomes one RAID0 array exactly when the type has instance storage.
+    """
+    config = {
+        "maxPods": max_pods,
+        "cpuManagerPolicy": kubelet.cpu_manager_policy,
+        "topologyManagerPolicy": kubelet.topology_manager_policy,
+        "topologyManagerScope": kubelet.topology_manager_scope,
+        "systemReserved": dict(sorted(kubelet.system_reserved.items())),
+        "kubeReserved": dict(sorted(kubelet.kube_reserved.items())),
+    }
+    spec: dict = {"kubelet": {"config": config}}
+    if instance.has_instance_storage:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+
+
+def user_data(node_configs: list[dict]) -> str:
+    """MIME multipart user data with one nodeadm part per NodeConfig."""
+    parts = [
+        {
+            "content_type": NODEADM_CONTENT_TYPE,
+            "body": "---\n" + yaml.dump(c, Dumper=yaml.CSafeDumper, sort_keys=False),
+        }
+        for c in node_configs
+    ]
+    return _TEMPLATES.get_template("user-data.mime.j2").render(boundary=_BOUNDARY, parts=parts)
+
+
+def encoded(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def root_volume(size_gib: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
+    """Encrypted gp3 root volume; /dev/xvda is the AL2023 AMI's root device."""
+    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+        device_name="/dev/xvda",
+        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+            volume_size=size_gib,
+            volume_type="gp3",
+            iops=3000,
+            throughput=250,
+            encrypted="true",
+            delete_on_termination="true",
+        ),
+    )
+
+
+def imdsv2_only() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
+    """IMDSv2 required, one hop: pods (which use Pod Identity) cannot reach node credentials."""
+    return aws.ec2.LaunchTemplateMetadataOptionsArgs(
+        http_endpoint="enabled",
+        http_tokens="required",
+        http_put_response_hop_limit=1,
+    )
+
+
+def tag_specifications(tags: dict[str, str]) -> list[aws.ec2.LaunchTemplateTagSpecificationArgs]:
+    return [
+        aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+        for kind in ("instance", "volume", "network-interface")
+    ]
+
+
+# ------------------------------------------------------------------------ shared declaration
+
+
+@dataclass
+class ManagedNodeGroupSpec:
+    """What tells one managed node group from another; the rest is common to every kind."""
+
+    name: str
+    cluster_name: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]
+    security_group_ids: Sequence[pulumi.Input[str]]
+    ami_type: str
+    capacity_type: str
+    instance_types: Sequence[str]
+    scaling: Scaling
+    root_volume_gib: int
+    user_data: str
+    labels: dict[str, str]
+    tags: dict[str, str]
+    taints: Sequence[dict[str, str]] = ()
+    network_interfaces: Sequence[dict] | None = None
+    placement_group: pulumi.Input[str] | None = None
+    capacity_reservation: dict[str, str] | None = None
+    capacity_block: bool = False
+    after: Sequence[pulumi.Resource] = ()
+
+
+_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+_ReservationTarget = (
+    aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs
+)
+
+
+def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> aws.eks.NodeGroup:
+    """A launch template and the managed node group that uses it, as children of `owner`."""
+    reservation = None
+    if spec.capacity_reservation:
+        target = (
+            aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                **spec.capacity_reservation
+            )
+        )
+        reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=target
+        )
+    interfaces = None
+    if spec.network_interfaces:
+        interfaces = [
+            aws.ec2.LaunchTemplateNetworkInterfaceArgs(**i) for i in spec.network_interfaces
+        ]
+    launch_template = aws.ec2.LaunchTemplate(
+        spec.name,
+        aws.ec2.LaunchTemplateArgs(
+            description=f"managed node group {spec.name}",
+            update_default_version=True,
+            metadata_options=imdsv2_only(),
+            block_device_mappings=[root_volume(spec.root_volume_gib)],
+            # With interfaces laid out, security groups go on each interface instead.
+            vpc_security_group_ids=None if interfaces else list(spec.security_group_ids),
+            network_interfaces=interfaces,
+            placement=(
+                aws.ec2.LaunchTemplatePlacementArgs(group_name=spec.placement_group)
+                if spec.placement_group is not None
+                else None
+            ),
+            capacity_reservation_specification=reservation,
+            instance_market_options=(
+                aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+                if spec.capacity_block
+                else None
+            ),
+            user_data=encoded(spec.user_data),
+            tag_specifications=tag_specifications({**spec.tags, "Name": spec.name}),
+        ),
+        owner.child(),
+    )
+    return aws.eks.NodeGroup(
+        spec.name,
+        aws.eks.NodeGroupArgs(
+            cluster_name=spec.cluster_name,
+            node_group_name=spec.name,
+            node_role_arn=spec.node_role_arn,
+            subnet_ids=list(spec.subnet_ids),
+            ami_type=spec.ami_type,
+            capacity_type=spec.capacity_type,
+            instance_types=list(spec.instance_types),
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=spec.scaling.min_size,
+                max_size=spec.scaling.max_size,
+                desired_size=spec.scaling.desired,
+            ),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=launch_template.id, version=launch_template.latest_version.apply(str)
+            ),
+            labels=spec.labels,
+            taints=[
+                aws.eks.NodeGroupTaintArgs(
+                    key=t["key"], value=t["value"], effect=_TAINT_EFFECTS[t["effect"]]
+                )
+                for t in spec.taints
+            ],
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            tags=spec.tags,
+        ),
+        # cluster-autoscaler owns the desired size once the group exists.
+        owner.child(depends_on=list(spec.after), ignore_changes=["scalingConfig.desiredSize"]),
+    )
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class NodeRoleArgs:
+    env: str
+    ssm_access: bool
+
+
+class NodeRole(PlatformComponent):
+    """The IAM role every managed node group uses: join the cluster and pull images, nothing
+    more (the VPC CNI has its own Pod Identity role). EKS makes the instance profile for each
+    managed node group from this role; a launch template for one must not name its own."""
+
+    PLANE = "data"
+
+    def __init__(self, name: str, args: NodeRoleArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        policies = [*NODE_POLICIES, *([SSM_POLICY] if args.ssm_access else [])]
+        self.role = role_with_policies(
+            f"{args.env}-node", service_trust_policy("ec2.amazonaws.com"), policies, self
+        )
+        self.register_outputs({"arn": self.role.arn})

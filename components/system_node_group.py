@@ -1,0 +1,60 @@
+"""The system node group: a few non-GPU nodes for add-ons (coredns, cluster-autoscaler,
+operators), so GPU nodes can scale to zero."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+
+from components.base import PlatformComponent
+from components.control_plane import ClusterHandle
+from components.nodes import ManagedNodeGroupSpec, declare_node_group, node_config, user_data
+from infra.catalog import CATALOG
+from infra.config import KubeletSettings, SystemNodeSettings
+
+SYSTEM_LABELS = {"gpu-platform/node-role": "system"}
+# Add-ons need no CPU pinning or NUMA alignment.
+SYSTEM_KUBELET = KubeletSettings(topology_manager_policy="none", cpu_manager_policy="none")
+
+
+@dataclass(frozen=True)
+class SystemNodeGroupArgs:
+    env: str
+    nodes: SystemNodeSettings
+    cluster: ClusterHandle
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]
+    tags: dict[str, str]
+    after: Sequence[pulumi.Resource] = ()
+
+
+class SystemNodeGroup(PlatformComponent):
+    PLANE = "data"
+
+    def __init__(
+        self, name: str, args: SystemNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__(name, opts)
+        instance = CATALOG[args.nodes.instance_types[0]]
+        self.node_group = declare_node_group(
+            self,
+            ManagedNodeGroupSpec(
+                name=f"{args.env}-system",
+                cluster_name=args.cluster.name,
+                node_role_arn=args.node_role_arn,
+                subnet_ids=args.subnet_ids,
+                security_group_ids=[args.cluster.security_group_id],
+                ami_type="AL2023_x86_64_STANDARD",
+                capacity_type="ON_DEMAND",
+                instance_types=args.nodes.instance_types,
+                scaling=args.nodes.scaling,
+                root_volume_gib=args.nodes.root_volume_gib,
+                user_data=user_data([node_config(instance, SYSTEM_KUBELET, instance.max_pods)]),
+                labels=SYSTEM_LABELS,
+                tags=args.tags,
+                after=args.after,
+            ),
+        )
+        self.register_outputs({"node_group": self.node_group.node_group_name})

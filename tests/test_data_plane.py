@@ -1,0 +1,217 @@
+"""The data plane each AWS stack declares: node groups, launch templates, node role and
+cluster-autoscaler."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from components.autoscaler import OWNED_TAG, WRITE_ACTIONS, expander_priorities
+from components.gpu_node_group import NODE_TEMPLATE
+from components.nodes import NODE_POLICIES, SSM_POLICY
+from infra.config import AutoscalerSettings
+from infra.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS
+from tests.conftest import AWS_STACKS, find, planned, stack_config
+from tests.test_node_builders import parse_user_data
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+ASG_TAG = "aws:autoscaling/tag:Tag"
+
+
+def gpu_groups(plan):
+    return [ng for ng in plan.of_type(NODE_GROUP) if ng.inputs["amiType"].endswith("NVIDIA")]
+
+
+def launch_template_of(plan, node_group):
+    return find(plan, LAUNCH_TEMPLATE, node_group.name)
+
+
+@pytest.mark.parametrize(
+    ("stack", "expected"),
+    [
+        ("dev", {"dev-spot-small": ("SPOT", 4, False)}),
+        ("staging", {"staging-a100-efa": ("ON_DEMAND", 1, True)}),
+        (
+            "prod",
+            {
+                "prod-h100-block": ("CAPACITY_BLOCK", 1, True),
+                "prod-h100-ondemand": ("ON_DEMAND", 1, True),
+            },
+        ),
+    ],
+)
+def test_gpu_groups_per_stack(stack, expected):
+    plan = planned(stack)
+    found = {}
+    for ng in gpu_groups(plan):
+        lt = launch_template_of(plan, ng)
+        found[ng.name] = (
+            ng.inputs["capacityType"],
+            len(ng.inputs["instanceTypes"]),
+            "networkInterfaces" in lt.inputs,
+        )
+    assert found == expected
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_launch_template_requires_imdsv2_and_encrypts_its_root(stack):
+    plan = planned(stack)
+    for lt in plan.of_type(LAUNCH_TEMPLATE):
+        assert lt.inputs["metadataOptions"]["httpTokens"] == "required"
+        (root,) = lt.inputs["blockDeviceMappings"]
+        assert root["ebs"]["encrypted"] == "true"
+        assert root["ebs"]["volumeType"] == "gp3"
+        assert "iamInstanceProfile" not in lt.inputs
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_each_efa_group_sits_in_one_subnet_of_its_zone_with_the_efa_group(stack):
+    plan, cfg = planned(stack), stack_config(stack)
+    for group in cfg.gpu_node_groups:
+        ng = find(plan, NODE_GROUP, f"{stack}-{group.name}")
+        zones = cfg.group_zones(group)
+        assert ng.inputs["subnetIds"] == [
+            f"(known after apply: {stack}-private-{z}.id)" for z in zones
+        ]
+        lt = launch_template_of(plan, ng)
+        if group.efa:
+            assert len(zones) == 1
+            interfaces = lt.inputs["networkInterfaces"]
+            assert len(interfaces) == group.instances[0].efa_interfaces
+            for interface in interfaces:
+                assert f"(known after apply: {stack}-efa-sg.id)" in interface["securityGroups"]
+                assert interface["associatePublicIpAddress"] == "false"
+            assert "vpcSecurityGroupIds" not in lt.inputs
+        else:
+            assert "networkInterfaces" not in lt.inputs
+
+
+@pytest.mark.parametrize(
+    ("stack", "group", "placement"),
+    [
+        ("staging", "a100-efa", True),
+        ("prod", "h100-block", False),
+        ("prod", "h100-ondemand", True),
+        ("dev", "spot-small", False),
+    ],
+)
+def test_placement_group_on_efa_groups_but_not_with_reserved_capacity(stack, group, placement):
+    plan = planned(stack)
+    name = f"{stack}-{group}"
+    groups = [p.name for p in plan.of_type("aws:ec2/placementGroup:PlacementGroup")]
+    assert (name in groups) is placement
+    lt = find(plan, LAUNCH_TEMPLATE, name)
+    assert ("placement" in lt.inputs) is placement
+
+
+def test_capacity_block_group_targets_its_block():
+    plan = planned("prod")
+    lt = find(plan, LAUNCH_TEMPLATE, "prod-h100-block")
+    assert lt.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    target = lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}
+    overflow = find(plan, LAUNCH_TEMPLATE, "prod-h100-ondemand")
+    assert "instanceMarketOptions" not in overflow.inputs
+    assert "capacityReservationSpecification" not in overflow.inputs
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_user_data_of_every_group_asks_raid0_only_with_instance_storage(stack):
+    plan, cfg = planned(stack), stack_config(stack)
+    for group in cfg.gpu_node_groups:
+        lt = find(plan, LAUNCH_TEMPLATE, f"{stack}-{group.name}")
+        (config,) = parse_user_data(base64.b64decode(lt.inputs["userData"]).decode())
+        has_raid = "instance" in config["spec"]
+        assert has_raid is group.instances[0].has_instance_storage
+        assert config["spec"]["kubelet"]["config"]["maxPods"] == group.max_pods
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_asg_tags_match_the_node_groups_labels_and_taints(stack):
+    plan = planned(stack)
+    for ng in gpu_groups(plan):
+        tags = {
+            t.inputs["tag"]["key"]: t.inputs["tag"]["value"]
+            for t in plan.of_type(ASG_TAG)
+            if t.inputs["autoscalingGroupName"].startswith(f"(known after apply: {ng.name}.")
+        }
+        labels = {
+            k.removeprefix(f"{NODE_TEMPLATE}/label/"): v for k, v in tags.items() if "/label/" in k
+        }
+        assert labels == ng.inputs["labels"]
+        taints = {
+            k.removeprefix(f"{NODE_TEMPLATE}/taint/"): v for k, v in tags.items() if "/taint/" in k
+        }
+        effects = {"NO_SCHEDULE": "NoSchedule"}
+        assert taints == {
+            t["key"]: f"{t['value']}:{effects[t['effect']]}" for t in ng.inputs["taints"]
+        }
+        assert all(not t.inputs["tag"]["propagateAtLaunch"] for t in plan.of_type(ASG_TAG))
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_node_role_has_only_what_nodes_need(stack):
+    plan = planned(stack)
+    attached = {
+        a.inputs["policyArn"]
+        for a in plan.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if a.name.startswith(f"{stack}-node-")
+    }
+    assert attached == {*NODE_POLICIES, SSM_POLICY}
+    role = find(plan, "aws:iam/role:Role", f"{stack}-node")
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "ec2.amazonaws.com"}
+    for ng in plan.of_type(NODE_GROUP):
+        assert ng.inputs["nodeRoleArn"] == f"(known after apply: {stack}-node.arn)"
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_system_group_runs_add_ons_and_pod_add_ons_wait_for_it(stack):
+    plan = planned(stack)
+    system = find(plan, NODE_GROUP, f"{stack}-system")
+    assert system.inputs["amiType"] == "AL2023_x86_64_STANDARD"
+    assert "taints" not in system.inputs or not system.inputs["taints"]
+    coredns = find(plan, "aws:eks/addon:Addon", f"{stack}-coredns")
+    assert system.urn in coredns.dependencies
+    vpc_cni = find(plan, "aws:eks/addon:Addon", f"{stack}-vpc-cni")
+    for ng in plan.of_type(NODE_GROUP):
+        assert vpc_cni.urn in ng.dependencies
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_cluster_autoscaler_is_scoped_pinned_and_prefers_reserved(stack):
+    plan = planned(stack)
+    release = find(plan, "kubernetes:helm.sh/v3:Release", f"{stack}-cluster-autoscaler")
+    values = release.inputs["values"]
+    assert (
+        values["image"]["tag"] == CLUSTER_AUTOSCALER_IMAGE_TAGS[plan.outputs["kubernetes_version"]]
+    )
+    assert values["extraArgs"]["expander"] == "priority"
+    assert values["autoDiscovery"]["clusterName"] == f"gpu-platform-{stack}"
+    policy = json.loads(
+        find(plan, "aws:iam/rolePolicy:RolePolicy", f"{stack}-cluster-autoscaler").inputs["policy"]
+    )
+    (write,) = [s for s in policy["Statement"] if set(s["Action"]) & set(WRITE_ACTIONS)]
+    tag = OWNED_TAG.format(cluster=f"gpu-platform-{stack}")
+    assert write["Condition"] == {"StringEquals": {f"aws:ResourceTag/{tag}": "owned"}}
+    association = find(
+        plan, "aws:eks/podIdentityAssociation:PodIdentityAssociation", f"{stack}-cluster-autoscaler"
+    )
+    assert association.inputs["serviceAccount"] == values["rbac"]["serviceAccount"]["name"]
+    assert association.inputs["namespace"] == release.inputs["namespace"]
+
+
+def test_priorities_put_reserved_before_on_demand_before_spot():
+    cfg = stack_config("prod")
+    spot = cfg.gpu_node_groups[1].model_copy(update={"name": "spare", "capacity": "spot"})
+    priorities = expander_priorities("prod", [*cfg.gpu_node_groups, spot], AutoscalerSettings())
+    ranked = [p for level in sorted(priorities, reverse=True) for p in priorities[level]]
+    assert ranked == [
+        "^eks-prod-h100-block-.*",
+        "^eks-prod-h100-ondemand-.*",
+        "^eks-prod-spare-.*",
+        ".*",
+    ]

@@ -1,0 +1,142 @@
+"""Node builders for every catalog type: EFA interface layout, nodeadm user data, autoscaler tags.
+Rendered user data is kept as golden files (tests/golden/user-data/) so a review shows the exact
+bytes; `UPDATE_GOLDEN=1 pytest tests/test_node_builders.py` rewrites them."""
+
+from __future__ import annotations
+
+import email
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.gpu_node_group import (
+    GPU_TAINTS,
+    NODE_TEMPLATE,
+    advertised_gpus,
+    autoscaler_tags,
+    efa_interfaces,
+    node_labels,
+)
+from components.nodes import NODEADM_CONTENT_TYPE, node_config, user_data
+from infra.catalog import CATALOG
+from infra.config import GpuNodeGroupSettings, KubeletSettings
+
+GOLDEN = Path(__file__).parent / "golden" / "user-data"
+EFA_TYPES = sorted(n for n, r in CATALOG.items() if r.supports_efa)
+GPU_TYPES = sorted(n for n, r in CATALOG.items() if r.gpus)
+
+
+@pytest.mark.parametrize("name", EFA_TYPES)
+def test_efa_interfaces_follow_the_efa_maximum(name):
+    row = CATALOG[name]
+    interfaces = efa_interfaces(row, ["sg-cluster", "sg-efa"])
+    assert len(interfaces) == row.efa_interfaces
+    assert [i["network_card_index"] for i in interfaces] == list(range(row.efa_interfaces))
+    assert {i["device_index"] for i in interfaces} == {0}
+    assert interfaces[0]["interface_type"] == "efa"
+    assert {i["interface_type"] for i in interfaces[1:]} <= {"efa-only"}
+    for interface in interfaces:
+        assert interface["associate_public_ip_address"] == "false"
+        assert interface["security_groups"] == ["sg-cluster", "sg-efa"]
+
+
+@pytest.mark.parametrize(
+    ("name", "count"),
+    [
+        ("p5.48xlarge", 32),
+        ("p5en.48xlarge", 16),
+        ("p4d.24xlarge", 4),
+        ("g6e.48xlarge", 4),
+        ("g5.48xlarge", 1),
+        ("p6-b200.48xlarge", 8),
+    ],
+)
+def test_efa_interface_counts_from_the_issue(name, count):
+    assert len(efa_interfaces(CATALOG[name], [])) == count
+
+
+def parse_user_data(text: str) -> list[dict]:
+    message = email.message_from_string(text)
+    assert message.is_multipart()
+    parts = message.get_payload()
+    assert all(p.get_content_type() == NODEADM_CONTENT_TYPE for p in parts)
+    return [yaml.safe_load(p.get_payload()) for p in parts]
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name):
+    row = CATALOG[name]
+    (config,) = parse_user_data(user_data([node_config(row, KubeletSettings(), 100)]))
+    assert config["apiVersion"] == "node.eks.aws/v1alpha1"
+    assert config["kind"] == "NodeConfig"
+    strategy = config["spec"].get("instance", {}).get("localStorage", {}).get("strategy")
+    assert strategy == ("RAID0" if row.has_instance_storage else None)
+    kubelet = config["spec"]["kubelet"]["config"]
+    assert kubelet["maxPods"] == 100
+    assert kubelet["topologyManagerPolicy"] == "single-numa-node"
+    assert kubelet["cpuManagerPolicy"] == "static"
+
+
+@pytest.mark.parametrize("name", ["p5.48xlarge", "g5.2xlarge", "m7i.xlarge"])
+def test_rendered_user_data_matches_golden_file(name):
+    row = CATALOG[name]
+    rendered = user_data([node_config(row, KubeletSettings(), min(row.max_pods, 110))])
+    golden = GOLDEN / f"{name}.mime"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(rendered)
+    assert rendered == golden.read_text()
+
+
+def group(**overrides) -> GpuNodeGroupSettings:
+    return GpuNodeGroupSettings(**{"name": "g", "instance_types": ["p5.48xlarge"], **overrides})
+
+
+@pytest.mark.parametrize(
+    ("settings", "gpus"),
+    [
+        ({}, 8),
+        ({"gpu_sharing": {"mode": "time-slicing", "replicas": 4}}, 32),
+        ({"gpu_sharing": {"mode": "mps", "replicas": 2}}, 16),
+        ({"gpu_sharing": {"mode": "mig"}}, None),
+        ({"instance_types": ["g5.2xlarge", "g5.12xlarge"], "capacity": "spot"}, 1),
+    ],
+)
+def test_advertised_gpus(settings, gpus):
+    assert advertised_gpus(group(**settings)) == gpus
+
+
+def test_autoscaler_tags_describe_labels_taints_and_resources():
+    g = group(efa=True, labels={"team": "llm"})
+    tags = autoscaler_tags(g)
+    labels = {
+        k.removeprefix(f"{NODE_TEMPLATE}/label/"): v
+        for k, v in tags.items()
+        if k.startswith(f"{NODE_TEMPLATE}/label/")
+    }
+    assert labels == node_labels(g)
+    assert labels["team"] == "llm"
+    taints = {
+        k.removeprefix(f"{NODE_TEMPLATE}/taint/"): v
+        for k, v in tags.items()
+        if k.startswith(f"{NODE_TEMPLATE}/taint/")
+    }
+    assert taints == {t["key"]: f"{t['value']}:{t['effect']}" for t in GPU_TAINTS}
+    assert tags[f"{NODE_TEMPLATE}/resources/nvidia.com/gpu"] == "8"
+    assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "32"
+    assert f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa" not in autoscaler_tags(group())
+
+
+def test_labels_name_group_fabric_capacity_and_type():
+    labels = node_labels(
+        group(efa=True, capacity="reservation", capacity_reservation_id="cr-0123456789abcdef0")
+    )
+    assert labels["nvidia.com/gpu.present"] == "true"
+    assert labels["gpu-platform/node-group"] == "g"
+    assert labels["gpu-platform/fabric"] == "efa"
+    assert labels["gpu-platform/capacity-type"] == "reservation"
+    assert labels["gpu-platform/instance-type"] == "p5.48xlarge"
+    mixed = node_labels(group(instance_types=["g5.2xlarge", "g6e.xlarge"], capacity="spot"))
+    assert "gpu-platform/instance-type" not in mixed
+    assert "gpu-platform/gpu-model" not in mixed
