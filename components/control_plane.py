@@ -84,8 +84,6 @@ class ClusterHandle:
     name: pulumi.Input[str]
     kubernetes_version: str
     kubernetes: k8s.Provider
-    endpoint: pulumi.Input[str] | None = None
-    kubeconfig: pulumi.Output[str] | None = None
     oidc_provider_arn: pulumi.Input[str] | None = None
     security_group_id: pulumi.Input[str] | None = None
     ready: list[pulumi.Resource] = field(default_factory=list)
@@ -216,8 +214,6 @@ class EksControlPlane(PlatformComponent):
             name=cluster.name,
             kubernetes_version=settings.kubernetes_version,
             kubernetes=provider,
-            endpoint=cluster.endpoint,
-            kubeconfig=self.kubeconfig,
             oidc_provider_arn=oidc.arn,
             security_group_id=cluster.vpc_config.cluster_security_group_id,
             ready=list(self.addons),

@@ -228,7 +228,6 @@ class Network(PlatformComponent):
         self.public_subnet_ids = [public_subnets[z].id for z in self.zones]
         self.private_subnet_ids = [private_subnets[z].id for z in self.zones]
         self.private_subnet_ids_by_zone = {z: private_subnets[z].id for z in self.zones}
-        self.private_subnet_cidrs_by_zone = {zs.zone: zs.private for zs in layout}
         self.register_outputs(
             {
                 "vpc_id": self.vpc_id,
