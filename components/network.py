@@ -202,26 +202,21 @@ class Network(PlatformComponent):
             ),
             self.child(),
         )
-        aws.vpc.SecurityGroupIngressRule(
-            f"{env}-efa-in-self",
-            aws.vpc.SecurityGroupIngressRuleArgs(
-                security_group_id=self.efa_security_group.id,
-                referenced_security_group_id=self.efa_security_group.id,
-                ip_protocol="-1",
-                description="EFA from members",
-            ),
-            self.child(),
-        )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{env}-efa-out-self",
-            aws.vpc.SecurityGroupEgressRuleArgs(
-                security_group_id=self.efa_security_group.id,
-                referenced_security_group_id=self.efa_security_group.id,
-                ip_protocol="-1",
-                description="EFA to members",
-            ),
-            self.child(),
-        )
+        sg_id = self.efa_security_group.id
+        for direction, rule, rule_args in (
+            ("in", aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupIngressRuleArgs),
+            ("out", aws.vpc.SecurityGroupEgressRule, aws.vpc.SecurityGroupEgressRuleArgs),
+        ):
+            rule(
+                f"{env}-efa-{direction}-self",
+                rule_args(
+                    security_group_id=sg_id,
+                    referenced_security_group_id=sg_id,
+                    ip_protocol="-1",
+                    description=f"EFA {direction}, members only",
+                ),
+                self.child(),
+            )
 
         self.vpc_id = vpc.id
         self.zones = [zs.zone for zs in layout]
