@@ -109,7 +109,7 @@ def test_efa_security_group_allows_all_traffic_to_and_from_itself_only(stack):
     ingress = plan.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
     egress = plan.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
     for rules in (ingress, egress):
-        efa = [r for r in rules if r.inputs["securityGroupId"] == sg_id]
+        efa = [r for r in rules if r.inputs.get("securityGroupId") == sg_id]
         assert len(efa) == 1
         assert efa[0].inputs["ipProtocol"] == "-1"
         assert efa[0].inputs["referencedSecurityGroupId"] == sg_id
