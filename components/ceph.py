@@ -43,13 +43,19 @@ def rook_operator_values() -> dict[str, Any]:
 def ceph_csi_drivers_values(namespace: str) -> dict[str, Any]:
     """ceph-csi-drivers chart values, as Rook's recommended values file for the chart sets them
     (deploy/charts/ceph-csi-drivers/values.yaml at v1.20.6), for `namespace`: only the CephFS
-    driver, since the platform declares no block pool or NFS."""
+    driver, since the platform declares no block pool or NFS, and a node plugin that tolerates
+    every taint."""
     return {
         "operatorConfig": {
             "namespace": namespace,
             "driverSpecDefaults": {
                 "imageSet": {"name": "rook-csi-operator-image-set-configmap"},
-                "nodePlugin": {"priorityClassName": "system-node-critical"},
+                # Mounts happen on GPU nodes, which carry taints: the node plugin must run
+                # there, as the FSx CSI node plugin does by default.
+                "nodePlugin": {
+                    "priorityClassName": "system-node-critical",
+                    "tolerations": [{"operator": "Exists"}],
+                },
                 "controllerPlugin": {"priorityClassName": "system-cluster-critical"},
             },
         },

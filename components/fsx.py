@@ -323,6 +323,7 @@ class FsxLustre(PlatformComponent):
                 "dns_name": self.file_system.dns_name,
                 "mount_name": self.file_system.mount_name,
                 "security_group_id": sg.id,
+                "zone": args.zone,
                 "claim": claim.metadata.name,
             }
         )

@@ -10,6 +10,7 @@ from components.ceph import RookCeph, RookCephArgs
 from components.control_plane import (
     ClusterAddons,
     ClusterAddonsArgs,
+    ClusterHandle,
     EksControlPlane,
     EksControlPlaneArgs,
     ExistingCluster,
@@ -100,7 +101,9 @@ class Platform(PlatformComponent):
         )
         return control.handle
 
-    def _storage(self, env: str, cfg: PlatformConfig, cluster, namespaces: Namespaces) -> None:
+    def _storage(
+        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
+    ) -> None:
         """Storage plane: `shared-data` (FSx for Lustre or CephFS) and `nvme-cache`, under the
         same names on every provider."""
         self.outputs["storage_nvme_cache"] = nvme_cache_report(cfg)
