@@ -770,11 +770,12 @@ class FsxSettings(Settings):
         if capacity != FSX_FIRST_CAPACITY_GIB and (
             capacity <= 0 or capacity % FSX_CAPACITY_STEP_GIB
         ):
-            lower = max(FSX_CAPACITY_STEP_GIB, capacity // FSX_CAPACITY_STEP_GIB * 2400)
+            step = FSX_CAPACITY_STEP_GIB
+            lower = max(step, capacity // step * step)
             raise FieldProblem(
                 "storage_capacity_gib",
                 f"{capacity} GiB is not a valid SSD capacity: use 1200 or a multiple of 2400 "
-                f"(e.g. {lower} or {lower + FSX_CAPACITY_STEP_GIB})",
+                f"(e.g. {lower} or {lower + step})",
             )
         persistent = self.deployment_type.startswith("PERSISTENT")
         tier = self.per_unit_storage_throughput
