@@ -7,20 +7,24 @@ import pulumi_aws as aws
 
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.base import PlatformComponent
+from components.ceph import RookCeph, RookCephArgs
 from components.control_plane import (
     ClusterAddons,
     ClusterAddonsArgs,
+    ClusterHandle,
     EksControlPlane,
     EksControlPlaneArgs,
     ExistingCluster,
     ExistingClusterArgs,
 )
+from components.fsx import FsxLustre, FsxLustreArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.namespaces import Namespaces, NamespacesArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
+from components.storage import SharedData, nvme_cache_report
 from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs
-from infra.config import NAMESPACE, PlatformConfig
+from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
 
 
 def cluster_name(env: str) -> str:
@@ -55,6 +59,7 @@ class Platform(PlatformComponent):
         on_cluster = self.child(providers=[cluster.kubernetes])
         namespaces = Namespaces(f"{env}-namespaces", NamespacesArgs(cfg.namespaces), on_cluster)
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
+        self._storage(env, cfg, cluster, namespaces)
         self.register_outputs(self.outputs)
 
     def _aws(self, env: str, cfg: PlatformConfig):
@@ -69,6 +74,7 @@ class Platform(PlatformComponent):
         )
         on_aws = self.child(providers=[provider])
         network = Network(f"{env}-network", NetworkArgs(env, name, cfg.aws, cfg.network), on_aws)
+        self.aws_provider, self.network = provider, network
         control = EksControlPlane(
             f"{env}-control-plane",
             EksControlPlaneArgs(
@@ -149,3 +155,49 @@ class Platform(PlatformComponent):
             efa_security_group_id=network.efa_security_group.id,
         )
         return cluster
+
+    def _storage(
+        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
+    ) -> None:
+        """Storage plane: `shared-data` (FSx for Lustre or CephFS) and `nvme-cache`, under the
+        same names on every provider."""
+        self.outputs["storage_nvme_cache"] = nvme_cache_report(cfg)
+        training = namespaces.by_purpose["training"]
+        shared: SharedData | None = None
+        if cfg.storage.fsx is not None:
+            fsx, zone = cfg.storage.fsx, cfg.storage.fsx.zone or default_fsx_zone(cfg)
+            component = FsxLustre(
+                f"{env}-fsx",
+                FsxLustreArgs(
+                    env=env,
+                    fsx=fsx,
+                    zone=zone,
+                    region=cfg.aws.region,
+                    cluster_name=cluster.name,
+                    vpc_id=self.network.vpc_id,
+                    subnet_id=self.network.private_subnet_ids_by_zone[zone],
+                    node_security_group_id=cluster.security_group_id,
+                    claim_namespace=cfg.namespaces.training,
+                    protect=cfg.protect_stateful,
+                    after=[*cluster.ready, training],
+                ),
+                self.child(providers=[self.aws_provider, cluster.kubernetes]),
+            )
+            shared = component.shared
+            self.outputs.update(
+                storage_fsx_id=component.file_system.id,
+                storage_fsx_zone=zone,
+                storage_fsx_dns_name=component.file_system.dns_name,
+            )
+        elif cfg.storage.ceph is not None:
+            shared = RookCeph(
+                f"{env}-ceph",
+                RookCephArgs(env, cfg.storage.ceph, cfg.namespaces.training, after=[training]),
+                self.child(providers=[cluster.kubernetes]),
+            ).shared
+        if shared is not None:
+            self.outputs["storage_shared_data_claim"] = pulumi.Output.concat(
+                shared.claim.metadata.namespace, "/", shared.claim.metadata.name
+            )
+            if shared.expected_throughput_mbps is not None:
+                self.outputs["storage_expected_throughput_mbps"] = shared.expected_throughput_mbps

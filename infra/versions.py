@@ -91,6 +91,16 @@ CHARTS: dict[str, Chart] = {
     "cluster-autoscaler": Chart(
         "cluster-autoscaler", "https://kubernetes.github.io/autoscaler", "9.59.0"
     ),
+    # Storage plane. The FSx CSI chart 1.17.0 ships driver v1.9.0. Rook v1.20 no longer
+    # installs Ceph CSI drivers itself: its chart installs ceph-csi-operator (subchart 1.0.4),
+    # and the drivers come from ceph-csi-drivers, the version Rook v1.20.6's own Helm tests pin.
+    "aws-fsx-csi-driver": Chart(
+        "aws-fsx-csi-driver", "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "1.17.0"
+    ),
+    "rook-ceph": Chart("rook-ceph", "https://charts.rook.io/release", "v1.20.6"),
+    "ceph-csi-drivers": Chart(
+        "ceph-csi-drivers", "https://ceph.github.io/ceph-csi-operator", "1.0.4"
+    ),
 }
 
 # cluster-autoscaler follows the cluster's minor; the chart's default image follows its own.
@@ -99,3 +109,6 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
     "1.34": "v1.34.5",
     "1.35": "v1.35.2",
 }
+
+# The Ceph release Rook v1.20.6 deploys in its example CephCluster (deploy/examples/cluster.yaml).
+CEPH_IMAGE = "quay.io/ceph/ceph:v20.2.4"

@@ -78,7 +78,12 @@ def test_resources_json_has_the_documented_shape(tmp_path):
     keys = {"urn", "type", "name", "parent", "inputs", "dependencies", "protect"}
     assert all(set(r) == keys for r in doc["resources"])
     names = sorted(p.name for p in (tmp_path / "manifests").iterdir())
-    assert names == ["namespace-cluster-gpu-platform.yaml", "namespace-cluster-training.yaml"]
+    assert names == [
+        "namespace-cluster-gpu-platform.yaml",
+        "namespace-cluster-training.yaml",
+        "persistentvolume-cluster-fsx-shared-data.yaml",
+        "persistentvolumeclaim-training-shared-data.yaml",
+    ]
 
 
 def test_printed_plan_nests_resources_under_components_and_counts_them():
@@ -95,8 +100,9 @@ def test_printed_plan_nests_resources_under_components_and_counts_them():
 def test_main_prints_plan_and_elapsed_time(tmp_path, capsys):
     assert main(["onprem", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Plan: 3 to create" in out
-    assert out.rstrip().splitlines()[-1].startswith("Planned onprem: 3 resources in ")
+    count = sum(r.custom for r in planned("onprem").resources)
+    assert f"Plan: {count} to create" in out
+    assert out.rstrip().splitlines()[-1].startswith(f"Planned onprem: {count} resources in ")
 
 
 def test_duplicate_urns_fail_the_plan(tmp_path):

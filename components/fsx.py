@@ -1,0 +1,421 @@
+"""FSx for Lustre: the shared file system on AWS, its S3 data repository, and the FSx CSI driver
+that mounts it in training pods as the static volume behind the `shared-data` claim."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.base import PlatformComponent
+from components.iam import pod_identity_trust_policy, role_with_policies
+from components.storage import (
+    PART_OF,
+    SHARED_DATA,
+    SharedData,
+    declare_claim,
+    shared_data_claim,
+)
+from infra.config import DataRepositorySettings, FsxSettings
+from infra.versions import CHARTS
+
+CSI_DRIVER = "fsx.csi.aws.com"
+CSI_NAMESPACE = "kube-system"
+CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
+CSI_NODE_SA = "fsx-csi-node-sa"
+# The static PersistentVolume behind the claim (cluster-scoped, so it names the backend).
+PV_NAME = "fsx-shared-data"
+# Lustre: 988 carries LNet; 1018-1023 are the privileged ports clients and servers connect from.
+LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
+
+# --------------------------------------------------------------------------- pure builders
+
+Peer = Literal["fsx", "nodes"]
+
+
+@dataclass(frozen=True)
+class SgRule:
+    """One security-group rule: on `group`, `direction` traffic to/from `peer`."""
+
+    group: Peer
+    direction: Literal["ingress", "egress"]
+    peer: Peer
+    from_port: int
+    to_port: int
+
+    @property
+    def name(self) -> str:
+        ports = (
+            str(self.from_port)
+            if self.from_port == self.to_port
+            else (f"{self.from_port}-{self.to_port}")
+        )
+        way = "in" if self.direction == "ingress" else "out"
+        return f"{self.group}-{way}-{self.peer}-{ports}"
+
+    @property
+    def description(self) -> str:
+        way = "from" if self.direction == "ingress" else "to"
+        return f"Lustre {self.from_port}-{self.to_port} {way} {self.peer}"
+
+
+def lustre_security_group_rules() -> list[SgRule]:
+    """Lustre traffic between the file system and its clients (the nodes), both ways: the file
+    system's group admits the nodes and itself (its servers talk to each other), and sends to
+    both, since a group declared here starts with no egress; the nodes' group admits the file
+    system, whose servers connect back to clients."""
+    rules = []
+    for low, high in LUSTRE_PORTS:
+        for peer in ("nodes", "fsx"):
+            rules.append(SgRule("fsx", "ingress", peer, low, high))
+            rules.append(SgRule("fsx", "egress", peer, low, high))
+        rules.append(SgRule("nodes", "ingress", "fsx", low, high))
+    return rules
+
+
+def data_repository_path(bucket: str, prefix: str) -> str:
+    """The S3 side of the association: s3://bucket/prefix/ (the whole bucket for prefix "")."""
+    return f"s3://{bucket}/{prefix}"
+
+
+def association_s3(repo: DataRepositorySettings) -> aws.fsx.DataRepositoryAssociationS3Args:
+    return aws.fsx.DataRepositoryAssociationS3Args(
+        auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
+            events=list(repo.auto_import_events)
+        ),
+        auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(
+            events=list(repo.auto_export_events)
+        ),
+    )
+
+
+def lustre_file_system_args(
+    env: str,
+    fsx: FsxSettings,
+    subnet_id: pulumi.Input[str],
+    security_group_id: pulumi.Input[str],
+    kms_key_arn: pulumi.Input[str] | None,
+) -> aws.fsx.LustreFileSystemArgs:
+    persistent = fsx.deployment_type.startswith("PERSISTENT")
+    backups = fsx.automatic_backup_retention_days
+    return aws.fsx.LustreFileSystemArgs(
+        # The provider takes one subnet as a string: Lustre lives in one zone.
+        subnet_ids=subnet_id,
+        security_group_ids=[security_group_id],
+        deployment_type=fsx.deployment_type,
+        storage_type="SSD",
+        storage_capacity=fsx.storage_capacity_gib,
+        per_unit_storage_throughput=fsx.throughput_tier if persistent else None,
+        data_compression_type=fsx.data_compression,
+        file_system_type_version=fsx.lustre_version,
+        kms_key_id=kms_key_arn,
+        automatic_backup_retention_days=backups if persistent else None,
+        daily_automatic_backup_start_time=fsx.daily_automatic_backup_start_time
+        if backups
+        else None,
+        copy_tags_to_backups=True if backups else None,
+        skip_final_backup=not backups if persistent else None,
+        tags={"Name": f"{env}-fsx"},
+    )
+
+
+def lustre_volume(
+    fs_id: pulumi.Input[str],
+    dns_name: pulumi.Input[str],
+    mount_name: pulumi.Input[str],
+    size_gib: int,
+    mount_options: Sequence[str],
+    claim_namespace: str,
+) -> k8s.core.v1.PersistentVolumeSpecArgs:
+    """The static volume for an existing file system: the CSI handle is the file system id, the
+    attributes say where to mount it from; the claim reference reserves it for `shared-data`."""
+    return k8s.core.v1.PersistentVolumeSpecArgs(
+        capacity={"storage": f"{size_gib}Gi"},
+        access_modes=["ReadWriteMany"],
+        volume_mode="Filesystem",
+        persistent_volume_reclaim_policy="Retain",
+        storage_class_name="",
+        mount_options=list(mount_options),
+        claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=claim_namespace, name=SHARED_DATA),
+        csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
+            driver=CSI_DRIVER,
+            volume_handle=fs_id,
+            volume_attributes={"dnsname": dns_name, "mountname": mount_name},
+        ),
+    )
+
+
+def fsx_csi_values(region: str) -> dict:
+    """aws-fsx-csi-driver chart values: the region given (no metadata lookup from pods) and the
+    service account names the Pod Identity association refers to."""
+    return {
+        "controller": {"region": region, "serviceAccount": {"name": CSI_CONTROLLER_SA}},
+        "node": {"serviceAccount": {"name": CSI_NODE_SA}},
+    }
+
+
+def fsx_csi_policy() -> str:
+    """The permissions the driver's install guide lists for its controller (dynamic provisioning
+    and the S3-link service-linked role); a static volume uses none of them, but a StorageClass
+    added later would."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": [
+                        "iam:CreateServiceLinkedRole",
+                        "iam:AttachRolePolicy",
+                        "iam:PutRolePolicy",
+                    ],
+                    "Resource": "arn:aws:iam::*:role/aws-service-role/"
+                    "s3.data-source.lustre.fsx.amazonaws.com/*",
+                },
+                {
+                    "Effect": "Allow",
+                    "Action": "iam:CreateServiceLinkedRole",
+                    "Resource": "*",
+                    "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}},
+                },
+                {
+                    "Effect": "Allow",
+                    "Action": [
+                        "s3:ListBucket",
+                        "fsx:CreateFileSystem",
+                        "fsx:DeleteFileSystem",
+                        "fsx:DescribeFileSystems",
+                        "fsx:TagResource",
+                        "fsx:UpdateFileSystem",
+                    ],
+                    "Resource": "*",
+                },
+            ],
+        }
+    )
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class FsxLustreArgs:
+    env: str
+    fsx: FsxSettings
+    zone: str
+    region: str
+    cluster_name: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+    node_security_group_id: pulumi.Input[str]
+    claim_namespace: str
+    protect: bool
+    # Declared first: the Pod Identity agent (for the driver) and the claim's namespace.
+    after: Sequence[pulumi.Resource] = ()
+
+
+class FsxLustre(PlatformComponent):
+    """FSx for Lustre in the GPU nodes' zone, with its security group, an optional KMS key and S3
+    data repository, the FSx CSI driver, and the static `shared-data` volume and claim."""
+
+    PLANE = "storage"
+
+    def __init__(self, name: str, args: FsxLustreArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        env, fsx = args.env, args.fsx
+
+        sg = aws.ec2.SecurityGroup(
+            f"{env}-fsx-sg",
+            aws.ec2.SecurityGroupArgs(
+                vpc_id=args.vpc_id,
+                description="FSx for Lustre: Lustre ports to and from nodes and its own servers",
+                tags={"Name": f"{env}-fsx"},
+            ),
+            self.child(),
+        )
+        groups = {"fsx": sg.id, "nodes": args.node_security_group_id}
+        rules = []
+        for rule in lustre_security_group_rules():
+            kind = (
+                (aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupIngressRuleArgs)
+                if rule.direction == "ingress"
+                else (aws.vpc.SecurityGroupEgressRule, aws.vpc.SecurityGroupEgressRuleArgs)
+            )
+            rules.append(
+                kind[0](
+                    f"{env}-{rule.name}",
+                    kind[1](
+                        security_group_id=groups[rule.group],
+                        referenced_security_group_id=groups[rule.peer],
+                        ip_protocol="tcp",
+                        from_port=rule.from_port,
+                        to_port=rule.to_port,
+                        description=rule.description,
+                    ),
+                    self.child(),
+                )
+            )
+
+        kms_key_arn: pulumi.Input[str] | None = fsx.kms_key_arn
+        if fsx.create_kms_key:
+            key = aws.kms.Key(
+                f"{env}-fsx-key",
+                aws.kms.KeyArgs(
+                    description=f"FSx for Lustre data at rest ({env})",
+                    enable_key_rotation=True,
+                    deletion_window_in_days=30,
+                ),
+                self.child(protect=args.protect),
+            )
+            aws.kms.Alias(
+                f"{env}-fsx-key",
+                aws.kms.AliasArgs(name=f"alias/gpu-platform-{env}-fsx", target_key_id=key.key_id),
+                self.child(),
+            )
+            kms_key_arn = key.arn
+
+        self.file_system = aws.fsx.LustreFileSystem(
+            f"{env}-fsx",
+            lustre_file_system_args(env, fsx, args.subnet_id, sg.id, kms_key_arn),
+            # Rules first: a file system whose servers cannot reach each other fails to create.
+            self.child(protect=args.protect, depends_on=rules),
+        )
+
+        self.bucket: aws.s3.Bucket | None = None
+        self.association: aws.fsx.DataRepositoryAssociation | None = None
+        if fsx.data_repository is not None:
+            self._data_repository(env, fsx.data_repository, args.protect)
+
+        csi = self._csi_driver(args)
+        pv = k8s.core.v1.PersistentVolume(
+            f"{env}-shared-data-pv",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=PV_NAME, labels=PART_OF),
+            spec=lustre_volume(
+                self.file_system.id,
+                self.file_system.dns_name,
+                self.file_system.mount_name,
+                fsx.storage_capacity_gib,
+                fsx.mount_options,
+                args.claim_namespace,
+            ),
+            opts=self.child(depends_on=[csi]),
+        )
+        claim = declare_claim(
+            self,
+            f"{env}-shared-data",
+            shared_data_claim(
+                args.claim_namespace,
+                fsx.storage_capacity_gib,
+                storage_class="",
+                volume_name=PV_NAME,
+            ),
+            after=[pv, *args.after],
+        )
+        self.shared = SharedData(claim, fsx.expected_throughput_mbps)
+        self.register_outputs(
+            {
+                "file_system_id": self.file_system.id,
+                "dns_name": self.file_system.dns_name,
+                "mount_name": self.file_system.mount_name,
+                "security_group_id": sg.id,
+                "zone": args.zone,
+                "claim": claim.metadata.name,
+            }
+        )
+
+    def _data_repository(self, env: str, repo: DataRepositorySettings, protect: bool) -> None:
+        bucket = aws.s3.Bucket(
+            f"{env}-fsx-data",
+            # Without a name, Pulumi derives a unique one from the logical name.
+            aws.s3.BucketArgs(bucket=repo.bucket_name, force_destroy=False),
+            self.child(protect=protect),
+        )
+        settings = [
+            aws.s3.BucketPublicAccessBlock(
+                f"{env}-fsx-data",
+                aws.s3.BucketPublicAccessBlockArgs(
+                    bucket=bucket.id,
+                    block_public_acls=True,
+                    block_public_policy=True,
+                    ignore_public_acls=True,
+                    restrict_public_buckets=True,
+                ),
+                self.child(),
+            ),
+            aws.s3.BucketVersioning(
+                f"{env}-fsx-data",
+                aws.s3.BucketVersioningInitArgs(
+                    bucket=bucket.id,
+                    versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
+                        status="Enabled"
+                    ),
+                ),
+                self.child(),
+            ),
+            aws.s3.BucketServerSideEncryptionConfiguration(
+                f"{env}-fsx-data",
+                aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
+                    bucket=bucket.id,
+                    rules=[
+                        aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                            apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                                sse_algorithm="AES256"
+                            ),
+                        )
+                    ],
+                ),
+                self.child(),
+            ),
+        ]
+        path = (
+            data_repository_path(repo.bucket_name, repo.s3_prefix)
+            if repo.bucket_name
+            else bucket.bucket.apply(lambda name: data_repository_path(name, repo.s3_prefix))
+        )
+        self.bucket = bucket
+        self.association = aws.fsx.DataRepositoryAssociation(
+            f"{env}-fsx-data",
+            aws.fsx.DataRepositoryAssociationArgs(
+                file_system_id=self.file_system.id,
+                data_repository_path=path,
+                file_system_path=repo.file_system_path,
+                batch_import_meta_data_on_create=repo.import_metadata_on_create,
+                delete_data_in_filesystem=False,
+                s3=association_s3(repo),
+            ),
+            self.child(depends_on=settings),
+        )
+
+    def _csi_driver(self, args: FsxLustreArgs) -> k8s.helm.v3.Release:
+        env = args.env
+        role = role_with_policies(
+            f"{env}-fsx-csi", pod_identity_trust_policy(), [], self, fsx_csi_policy()
+        )
+        identity = aws.eks.PodIdentityAssociation(
+            f"{env}-fsx-csi",
+            aws.eks.PodIdentityAssociationArgs(
+                cluster_name=args.cluster_name,
+                namespace=CSI_NAMESPACE,
+                service_account=CSI_CONTROLLER_SA,
+                role_arn=role.arn,
+            ),
+            self.child(depends_on=list(args.after)),
+        )
+        chart = CHARTS["aws-fsx-csi-driver"]
+        return k8s.helm.v3.Release(
+            f"{env}-fsx-csi",
+            k8s.helm.v3.ReleaseArgs(
+                name=chart.name,
+                chart=chart.name,
+                version=chart.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+                namespace=CSI_NAMESPACE,
+                values=fsx_csi_values(args.region),
+            ),
+            self.child(depends_on=[identity]),
+        )
