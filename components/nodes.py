@@ -24,8 +24,6 @@ NODE_POLICIES = (
 )
 SSM_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 NODEADM_CONTENT_TYPE = "application/node.eks.aws"
-# nodeadm assembles local NVMe disks into one array mounted here (its default mountPath).
-LOCAL_STORAGE_MOUNT = "/mnt/k8s-disks"
 _BOUNDARY = "//gpu-platform//"
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),

@@ -26,7 +26,7 @@ import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
 from infra.catalog import InstanceType
-from infra.config import GpuNodeGroupSettings, NvmeCacheSettings, PlatformConfig
+from infra.config import NvmeCacheSettings, PlatformConfig
 
 SHARED_DATA = "shared-data"
 NVME_CACHE = "nvme-cache"
@@ -62,14 +62,7 @@ def nvme_cache(instances: Sequence[InstanceType], settings: NvmeCacheSettings) -
     """`nvme-cache` for nodes of these types: the RAID0 array when every type has instance
     storage (one pod template runs on any of them), else a size-limited emptyDir."""
     if instances and all(row.has_instance_storage for row in instances):
-        return NvmeCache(
-            source="hostPath",
-            volume={
-                "name": NVME_CACHE,
-                "hostPath": {"path": settings.host_path, "type": "DirectoryOrCreate"},
-            },
-            size_gb=min(row.nvme_total_gb for row in instances),
-        )
+        return _on_host(settings, size_gb=min(row.nvme_total_gb for row in instances))
     return NvmeCache(
         source="emptyDir",
         volume={"name": NVME_CACHE, "emptyDir": {"sizeLimit": f"{settings.fallback_size_gib}Gi"}},
@@ -77,20 +70,14 @@ def nvme_cache(instances: Sequence[InstanceType], settings: NvmeCacheSettings) -
     )
 
 
-def nvme_cache_for_group(group: GpuNodeGroupSettings, settings: NvmeCacheSettings) -> NvmeCache:
-    """The volume spec a pod template for `group` uses as `nvme-cache`."""
-    return nvme_cache(group.instances, settings)
-
-
-def existing_nodes_nvme_cache(settings: NvmeCacheSettings) -> NvmeCache:
-    """On an existing cluster the admin mounts local NVMe at host_path on every GPU node."""
+def _on_host(settings: NvmeCacheSettings, size_gb: int | None) -> NvmeCache:
     return NvmeCache(
         source="hostPath",
         volume={
             "name": NVME_CACHE,
             "hostPath": {"path": settings.host_path, "type": "DirectoryOrCreate"},
         },
-        size_gb=None,
+        size_gb=size_gb,
     )
 
 
@@ -98,8 +85,9 @@ def nvme_cache_report(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
     """Per GPU group (AWS) or for all nodes (existing cluster): what backs nvme-cache."""
     settings = cfg.storage.nvme_cache
     if cfg.provider == "existing":
-        return {"all-nodes": existing_nodes_nvme_cache(settings).report()}
-    return {g.name: nvme_cache_for_group(g, settings).report() for g in cfg.gpu_node_groups}
+        # On an existing cluster the admin mounts local NVMe at host_path on every GPU node.
+        return {"all-nodes": _on_host(settings, size_gb=None).report()}
+    return {g.name: nvme_cache(g.instances, settings).report() for g in cfg.gpu_node_groups}
 
 
 def shared_data_volume() -> dict[str, Any]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
-from infra.config import ConfigError, PlatformConfig, parse_config
+from infra.config import ConfigError, GpuNodeGroupSettings, PlatformConfig, _unwrap, parse_config
 from infra.plan import Recording, main, read_project, record, run_program
 from infra.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.conftest import make_project
@@ -39,15 +40,19 @@ def test_production_changes_defaults_but_an_explicit_key_wins():
 
 
 def test_every_field_has_a_description_or_is_a_section():
+    seen = set()
+
     def walk(model, path):
+        seen.add(model)
         for name, field in model.model_fields.items():
-            annotation = field.annotation
-            is_section = isinstance(annotation, type) and hasattr(annotation, "model_fields")
+            inner = _unwrap(field.annotation)
+            is_section = isinstance(inner, type) and issubclass(inner, BaseModel)
             assert field.description or is_section, f"{path}{name} has no description"
-            if is_section:
-                walk(annotation, f"{path}{name}.")
+            if is_section and inner not in seen:
+                walk(inner, f"{path}{name}.")
 
     walk(PlatformConfig, "")
+    assert GpuNodeGroupSettings in seen, "the walk reaches models inside lists"
 
 
 BAD = [
