@@ -171,12 +171,14 @@ def _placeholder(annotation: Any, path: str, depth: int = 0) -> Any:
 
 @functools.cache
 def sdk_class(token: str) -> type | None:
-    """The provider SDK class of a resource type token such as `aws:ec2/vpc:Vpc`, if any."""
+    """The provider SDK class of a resource type token, if any: `aws:ec2/vpc:Vpc` lives in
+    pulumi_aws.ec2, `kubernetes:storage.k8s.io/v1:StorageClass` in pulumi_kubernetes.storage.v1.
+    Custom resources of operators (`kubernetes:ceph.rook.io/v1:CephCluster`) have none."""
     try:
         package, module, cls_name = token.split(":")
-        return getattr(
-            importlib.import_module(f"pulumi_{package}.{module.split('/')[0]}"), cls_name
-        )
+        group, _, version = module.partition("/")
+        path = group.split(".")[0] + (f".{version}" if package == "kubernetes" else "")
+        return getattr(importlib.import_module(f"pulumi_{package}.{path}"), cls_name)
     except (ValueError, ImportError, AttributeError):
         return None
 

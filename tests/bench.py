@@ -12,6 +12,7 @@ ratio = best warm plan / best floor.
 from __future__ import annotations
 
 import gc
+import inspect
 import re
 import statistics
 import subprocess
@@ -67,7 +68,9 @@ def floor_program(plan: Plan) -> Callable[[], None]:
             elif cls is None:
                 made[urn] = pulumi.CustomResource(r.type, r.name, dict(r.inputs), opts)
             else:
-                made[urn] = cls(r.name, opts=opts, **{snake(k): v for k, v in r.inputs.items()})
+                accepted = inspect.signature(cls._internal_init).parameters
+                kwargs = {snake(k): v for k, v in r.inputs.items() if snake(k) in accepted}
+                made[urn] = cls(r.name, opts=opts, **kwargs)
 
     return register
 
