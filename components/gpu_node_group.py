@@ -13,7 +13,7 @@ import pulumi_aws as aws
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
 from components.nodes import ManagedNodeGroupSpec, declare_node_group, node_config, user_data
-from infra.catalog import InstanceType
+from infra.catalog import MIG_SLICES, InstanceType
 from infra.config import GpuNodeGroupSettings
 
 GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
@@ -49,15 +49,19 @@ def efa_interfaces(instance: InstanceType, security_group_ids: Sequence) -> list
     return interfaces
 
 
-def advertised_gpus(group: GpuNodeGroupSettings) -> int | None:
-    """`nvidia.com/gpu` a node advertises: GPUs times replicas when shared; unknown with MIG,
-    whose resources depend on the partition profile."""
-    if group.gpu_sharing.mode == "mig":
-        return None
-    gpus = min(i.gpus for i in group.instances)
-    if group.gpu_sharing.mode in ("time-slicing", "mps"):
-        return gpus * group.gpu_sharing.replicas
-    return gpus
+def advertised_resources(group: GpuNodeGroupSettings) -> dict[str, int]:
+    """Extended resources a node of the group advertises once the GPU software runs: whole
+    GPUs, shared replicas of them, or MIG slices. Mixed types count by the smallest."""
+    sharing, row = group.gpu_sharing, min(group.instances, key=lambda i: i.gpus)
+    if sharing.mode == "mig" and sharing.mig_strategy == "mixed":
+        one, two, three = row.mig_profiles
+        return {
+            f"nvidia.com/mig-{one}": 2 * row.gpus,
+            f"nvidia.com/mig-{two}": row.gpus,
+            f"nvidia.com/mig-{three}": row.gpus,
+        }
+    per_gpu = {"mig": MIG_SLICES, "time-slicing": sharing.replicas, "mps": sharing.replicas}
+    return {GPU_RESOURCE: row.gpus * per_gpu.get(sharing.mode, 1)}
 
 
 def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
@@ -72,11 +76,15 @@ def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
     models = {i.gpu_model for i in group.instances}
     if len(models) == 1:
         labels["gpu-platform/gpu-model"] = models.pop()
-    if group.gpu_sharing.mode != "none":
+    sharing = group.gpu_sharing
+    if sharing.mode in ("time-slicing", "mps"):
         # The GPU Operator's device plugin picks its per-node config by this label.
-        labels["nvidia.com/device-plugin.config"] = group.gpu_sharing.mode
-    if group.gpu_sharing.mode == "mig":
-        labels["nvidia.com/mig.config"] = "all-balanced"
+        labels["nvidia.com/device-plugin.config"] = f"{sharing.mode}-{sharing.replicas}"
+    if sharing.mode == "mig":
+        # The GPU Operator's MIG manager partitions the node's GPUs by this label.
+        one_slice = group.instances[0].mig_profiles[0]
+        layout = "all-balanced" if sharing.mig_strategy == "mixed" else f"all-{one_slice}"
+        labels["nvidia.com/mig.config"] = layout
     return {**labels, **group.labels}
 
 
@@ -86,9 +94,8 @@ def autoscaler_tags(group: GpuNodeGroupSettings) -> dict[str, str]:
     tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in node_labels(group).items()}
     for taint in GPU_TAINTS:
         tags[f"{NODE_TEMPLATE}/taint/{taint['key']}"] = f"{taint['value']}:{taint['effect']}"
-    gpus = advertised_gpus(group)
-    if gpus is not None:
-        tags[f"{NODE_TEMPLATE}/resources/{GPU_RESOURCE}"] = str(gpus)
+    for resource, count in advertised_resources(group).items():
+        tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
     if group.efa:
         tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
     unneeded = f"{group.scale_down_unneeded_minutes}m0s"

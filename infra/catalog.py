@@ -13,8 +13,17 @@ import math
 from dataclasses import dataclass
 
 PRICE_REGION = "us-east-1"
-# GPUs that can be partitioned with MIG (Multi-Instance GPU); A10G and L40S cannot.
-MIG_CAPABLE_GPUS = frozenset({"A100", "H100", "H200", "B200"})
+# MIG (Multi-Instance GPU) slice profiles by GPU model and memory: one, two and three of the
+# seven compute slices, named as the GPU Operator's device plugin advertises them
+# (nvidia.com/mig-<profile>). A10G and L40S have no MIG.
+MIG_PROFILES: dict[tuple[str, int], tuple[str, str, str]] = {
+    ("A100", 40): ("1g.5gb", "2g.10gb", "3g.20gb"),
+    ("A100", 80): ("1g.10gb", "2g.20gb", "3g.40gb"),
+    ("H100", 80): ("1g.10gb", "2g.20gb", "3g.40gb"),
+    ("H200", 141): ("1g.18gb", "2g.35gb", "3g.71gb"),
+    ("B200", 180): ("1g.23gb", "2g.45gb", "3g.90gb"),
+}
+MIG_SLICES = 7
 PRICE_DATE = "2026-07-20"
 
 
@@ -54,8 +63,8 @@ class InstanceType:
         return self.nvme_disks * self.nvme_disk_gb
 
     @property
-    def mig_capable(self) -> bool:
-        return self.gpu_model in MIG_CAPABLE_GPUS
+    def mig_profiles(self) -> tuple[str, str, str] | None:
+        return MIG_PROFILES.get((self.gpu_model, self.gpu_memory_gib))
 
     def addresses_per_node(self, max_pods: int) -> int:
         """VPC addresses a node takes at `max_pods`: one per pod, plus the primary address of

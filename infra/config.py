@@ -394,7 +394,10 @@ class GpuSharingSettings(Settings):
     )
     replicas: int = Field(1, ge=1, le=48, description="Pods per GPU with time-slicing or MPS.")
     mig_strategy: Literal["single", "mixed"] = Field(
-        "single", description="MIG: `single` exposes one profile as nvidia.com/gpu."
+        "single",
+        description="MIG: `single` cuts every GPU into seven 1g slices, each advertised as "
+        "nvidia.com/gpu; `mixed` uses the GPU Operator's all-balanced layout (two 1g, one 2g, "
+        "one 3g per GPU), advertised as nvidia.com/mig-<profile>.",
     )
 
     @model_validator(mode="after")
@@ -552,7 +555,7 @@ class GpuNodeGroupSettings(Settings):
                     f"instance_types[{i}]",
                     f"efa: true but {row.name} has no EFA; EFA types: {', '.join(efa_types)}",
                 )
-            if self.gpu_sharing.mode == "mig" and not row.mig_capable:
+            if self.gpu_sharing.mode == "mig" and not row.mig_profiles:
                 raise FieldProblem(
                     "gpu_sharing.mode",
                     f"mig needs A100, H100, H200 or B200 GPUs; {row.name} has {row.gpu_model}",
@@ -562,6 +565,11 @@ class GpuNodeGroupSettings(Settings):
                     "kubelet.max_pods",
                     f"{self.kubelet.max_pods} exceeds {row.name}'s VPC CNI limit {row.max_pods}",
                 )
+        if self.gpu_sharing.mode == "mig" and len({r.mig_profiles for r in rows}) > 1:
+            raise FieldProblem(
+                "gpu_sharing.mode",
+                "mig partitions every GPU of the group alike: give types with one GPU model",
+            )
         if self.efa and len({r.efa_interfaces for r in rows}) > 1:
             raise FieldProblem(
                 "instance_types",

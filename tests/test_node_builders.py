@@ -14,7 +14,7 @@ import yaml
 from components.gpu_node_group import (
     GPU_TAINTS,
     NODE_TEMPLATE,
-    advertised_gpus,
+    advertised_resources,
     autoscaler_tags,
     efa_interfaces,
     node_labels,
@@ -94,17 +94,45 @@ def group(**overrides) -> GpuNodeGroupSettings:
 
 
 @pytest.mark.parametrize(
-    ("settings", "gpus"),
+    ("settings", "resources"),
     [
-        ({}, 8),
-        ({"gpu_sharing": {"mode": "time-slicing", "replicas": 4}}, 32),
-        ({"gpu_sharing": {"mode": "mps", "replicas": 2}}, 16),
-        ({"gpu_sharing": {"mode": "mig"}}, None),
-        ({"instance_types": ["g5.2xlarge", "g5.12xlarge"], "capacity": "spot"}, 1),
+        ({}, {"nvidia.com/gpu": 8}),
+        ({"gpu_sharing": {"mode": "time-slicing", "replicas": 4}}, {"nvidia.com/gpu": 32}),
+        ({"gpu_sharing": {"mode": "mps", "replicas": 2}}, {"nvidia.com/gpu": 16}),
+        ({"gpu_sharing": {"mode": "mig"}}, {"nvidia.com/gpu": 56}),
+        (
+            {"gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
+            {
+                "nvidia.com/mig-1g.10gb": 16,
+                "nvidia.com/mig-2g.20gb": 8,
+                "nvidia.com/mig-3g.40gb": 8,
+            },
+        ),
+        (
+            {"instance_types": ["p5en.48xlarge"], "gpu_sharing": {"mode": "mig"}},
+            {"nvidia.com/gpu": 56},
+        ),
+        (
+            {"instance_types": ["g5.2xlarge", "g5.12xlarge"], "capacity": "spot"},
+            {"nvidia.com/gpu": 1},
+        ),
     ],
 )
-def test_advertised_gpus(settings, gpus):
-    assert advertised_gpus(group(**settings)) == gpus
+def test_advertised_resources(settings, resources):
+    assert advertised_resources(group(**settings)) == resources
+
+
+@pytest.mark.parametrize(
+    ("sharing", "label"),
+    [
+        ({"mode": "mig"}, "all-1g.18gb"),
+        ({"mode": "mig", "mig_strategy": "mixed"}, "all-balanced"),
+    ],
+)
+def test_mig_layout_label_names_the_profile_of_the_gpu(sharing, label):
+    labels = node_labels(group(instance_types=["p5en.48xlarge"], gpu_sharing=sharing))
+    assert labels["nvidia.com/mig.config"] == label
+    assert "nvidia.com/device-plugin.config" not in labels
 
 
 def test_autoscaler_tags_describe_labels_taints_and_resources():

@@ -146,6 +146,13 @@ BAD = [
         id="mig-on-l40s",
     ),
     pytest.param(
+        [g(instance_types=["p4d.24xlarge", "p5.48xlarge"], gpu_sharing={"mode": "mig"})],
+        {},
+        "gpu_node_groups[0].gpu_sharing.mode",
+        "one GPU model",
+        id="mig-across-gpu-models",
+    ),
+    pytest.param(
         [g(gpu_sharing={"mode": "none", "replicas": 4})],
         {},
         "gpu_node_groups[0].gpu_sharing.replicas",
