@@ -9,15 +9,15 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
 from components.gpu_node_group import asg_name_pattern
 from components.iam import pod_identity_trust_policy, role_with_policies
+from components.shared import pinned_release
 from components.system_node_group import SYSTEM_LABELS
 from infra.config import AutoscalerSettings, GpuNodeGroupSettings
-from infra.versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE_TAGS
+from infra.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
@@ -144,23 +144,17 @@ class ClusterAutoscaler(PlatformComponent):
             ),
             self.child(),
         )
-        chart = CHARTS["cluster-autoscaler"]
-        self.release = k8s.helm.v3.Release(
+        self.release = pinned_release(
             f"{args.env}-cluster-autoscaler",
-            k8s.helm.v3.ReleaseArgs(
-                name="cluster-autoscaler",
-                chart=chart.name,
-                version=chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
-                namespace=NAMESPACE,
-                values=helm_values(
-                    args.env,
-                    args.cluster_name,
-                    args.region,
-                    args.cluster.kubernetes_version,
-                    args.groups,
-                    args.settings,
-                ),
+            "cluster-autoscaler",
+            NAMESPACE,
+            helm_values(
+                args.env,
+                args.cluster_name,
+                args.region,
+                args.cluster.kubernetes_version,
+                args.groups,
+                args.settings,
             ),
             self.child(provider=args.cluster.kubernetes, depends_on=[association, *args.after]),
         )

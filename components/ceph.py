@@ -13,9 +13,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
+from components.shared import pinned_release
 from components.storage import PART_OF, SharedData, declare_claim, shared_data_claim
 from infra.config import CephNetworkAttachmentSettings, CephSettings
-from infra.versions import CEPH_IMAGE, CHARTS
+from infra.versions import CEPH_IMAGE
 
 CEPH_API = "ceph.rook.io/v1"
 MULTUS_API = "k8s.cni.cncf.io/v1"
@@ -211,9 +212,19 @@ class RookCeph(PlatformComponent):
             ),
             opts=self.child(),
         )
-        operator = self._release(env, "rook-ceph", ns, rook_operator_values(), [namespace])
-        drivers = self._release(
-            env, "ceph-csi-drivers", ns, ceph_csi_drivers_values(ns), [operator]
+        operator = pinned_release(
+            f"{env}-rook-ceph",
+            "rook-ceph",
+            ns,
+            rook_operator_values(),
+            self.child(depends_on=[namespace]),
+        )
+        drivers = pinned_release(
+            f"{env}-ceph-csi-drivers",
+            "ceph-csi-drivers",
+            ns,
+            ceph_csi_drivers_values(ns),
+            self.child(depends_on=[operator]),
         )
 
         attachments = [
@@ -266,20 +277,3 @@ class RookCeph(PlatformComponent):
         )
         self.shared = SharedData(claim, ceph.expected_throughput_mbps)
         self.register_outputs({"filesystem": ceph.filesystem_name, "claim": claim.metadata.name})
-
-    def _release(
-        self, env: str, key: str, namespace: str, values: dict, after: list[pulumi.Resource]
-    ) -> k8s.helm.v3.Release:
-        chart = CHARTS[key]
-        return k8s.helm.v3.Release(
-            f"{env}-{key}",
-            k8s.helm.v3.ReleaseArgs(
-                name=chart.name,
-                chart=chart.name,
-                version=chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
-                namespace=namespace,
-                values=values,
-            ),
-            self.child(depends_on=after),
-        )

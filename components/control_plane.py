@@ -15,6 +15,7 @@ import yaml
 
 from components.base import PlatformComponent
 from components.iam import eks_trust_policy, pod_identity_trust_policy, role_with_policies
+from components.shared import rotated_kms_key
 from infra.config import ClusterSettings, ExistingClusterSettings
 from infra.versions import MANAGED_ADDONS, ManagedAddon
 
@@ -114,19 +115,12 @@ class EksControlPlane(PlatformComponent):
         super().__init__(name, opts)
         env, settings = args.env, args.cluster
 
-        key = aws.kms.Key(
+        key = rotated_kms_key(
             f"{env}-eks-secrets",
-            aws.kms.KeyArgs(
-                description=f"EKS secrets envelope encryption for {args.cluster_name}",
-                enable_key_rotation=True,
-                deletion_window_in_days=30,
-            ),
-            self.child(protect=args.protect),
-        )
-        aws.kms.Alias(
-            f"{env}-eks-secrets",
-            aws.kms.AliasArgs(name=f"alias/{args.cluster_name}-secrets", target_key_id=key.key_id),
-            self.child(),
+            f"EKS secrets envelope encryption for {args.cluster_name}",
+            f"{args.cluster_name}-secrets",
+            self,
+            args.protect,
         )
         role = role_with_policies(f"{env}-eks-cluster", eks_trust_policy(), CLUSTER_POLICIES, self)
         # EKS creates this group on first log write with no retention; owning it sets one.

@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
 from components.iam import pod_identity_trust_policy, role_with_policies
+from components.shared import pinned_release, rotated_kms_key
 from components.storage import (
     PART_OF,
     SHARED_DATA,
@@ -22,7 +23,6 @@ from components.storage import (
     shared_data_claim,
 )
 from infra.config import DataRepositorySettings, FsxSettings
-from infra.versions import CHARTS
 
 CSI_DRIVER = "fsx.csi.aws.com"
 CSI_NAMESPACE = "kube-system"
@@ -263,19 +263,12 @@ class FsxLustre(PlatformComponent):
 
         kms_key_arn: pulumi.Input[str] | None = fsx.kms_key_arn
         if fsx.create_kms_key:
-            key = aws.kms.Key(
+            key = rotated_kms_key(
                 f"{env}-fsx-key",
-                aws.kms.KeyArgs(
-                    description=f"FSx for Lustre data at rest ({env})",
-                    enable_key_rotation=True,
-                    deletion_window_in_days=30,
-                ),
-                self.child(protect=args.protect),
-            )
-            aws.kms.Alias(
-                f"{env}-fsx-key",
-                aws.kms.AliasArgs(name=f"alias/gpu-platform-{env}-fsx", target_key_id=key.key_id),
-                self.child(),
+                f"FSx for Lustre data at rest ({env})",
+                f"gpu-platform-{env}-fsx",
+                self,
+                args.protect,
             )
             kms_key_arn = key.arn
 
@@ -406,16 +399,10 @@ class FsxLustre(PlatformComponent):
             ),
             self.child(depends_on=list(args.after)),
         )
-        chart = CHARTS["aws-fsx-csi-driver"]
-        return k8s.helm.v3.Release(
+        return pinned_release(
             f"{env}-fsx-csi",
-            k8s.helm.v3.ReleaseArgs(
-                name=chart.name,
-                chart=chart.name,
-                version=chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
-                namespace=CSI_NAMESPACE,
-                values=fsx_csi_values(args.region),
-            ),
+            "aws-fsx-csi-driver",
+            CSI_NAMESPACE,
+            fsx_csi_values(args.region),
             self.child(depends_on=[identity]),
         )
