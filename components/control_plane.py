@@ -87,7 +87,10 @@ class ClusterHandle:
     kubernetes: k8s.Provider
     oidc_provider_arn: pulumi.Input[str] | None = None
     security_group_id: pulumi.Input[str] | None = None
+    # What nodes wait for (add-ons they need to join), and what pods wait for (nodes to run
+    # on); an existing cluster has both already.
     ready: list[pulumi.Resource] = field(default_factory=list)
+    schedulable: list[pulumi.Resource] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------ EKS

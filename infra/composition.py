@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pulumi
 import pulumi_aws as aws
 
@@ -107,6 +109,7 @@ class Platform(PlatformComponent):
             ),
             on_aws,
         )
+        cluster = dataclasses.replace(cluster, schedulable=[system])
         for group in cfg.gpu_node_groups:
             GpuNodeGroup(
                 f"{env}-gpu-{group.name}",
@@ -126,7 +129,7 @@ class Platform(PlatformComponent):
             )
         ClusterAddons(
             f"{env}-addons",
-            ClusterAddonsArgs(env, cluster, after=[*cluster.ready, system]),
+            ClusterAddonsArgs(env, cluster, after=[*cluster.ready, *cluster.schedulable]),
             on_aws,
         )
         if cfg.autoscaler.enabled:
@@ -139,7 +142,7 @@ class Platform(PlatformComponent):
                     cluster=cluster,
                     groups=cfg.gpu_node_groups,
                     settings=cfg.autoscaler,
-                    after=[system],
+                    after=cluster.schedulable,
                 ),
                 on_aws,
             )
@@ -179,7 +182,7 @@ class Platform(PlatformComponent):
                     node_security_group_id=cluster.security_group_id,
                     claim_namespace=cfg.namespaces.training,
                     protect=cfg.protect_stateful,
-                    after=[*cluster.ready, training],
+                    after=[*cluster.schedulable, training],
                 ),
                 self.child(providers=[self.aws_provider, cluster.kubernetes]),
             )
