@@ -215,3 +215,23 @@ def test_priorities_put_reserved_before_on_demand_before_spot():
         "^eks-prod-spare-.*",
         ".*",
     ]
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_helm_release_waits_for_nodes_to_run_its_pods(stack):
+    """A release waits for its pods; declared before any node, `pulumi up` would time out."""
+    plan = planned(stack)
+    index = plan.by_urn()
+    system = find(plan, NODE_GROUP, f"{stack}-system").urn
+
+    def closure(urn, seen):
+        for dep in index[urn].dependencies:
+            if dep not in seen:
+                seen.add(dep)
+                closure(dep, seen)
+        return seen
+
+    releases = plan.of_type("kubernetes:helm.sh/v3:Release")
+    assert releases
+    for release in releases:
+        assert system in closure(release.urn, set()), release.name
