@@ -89,3 +89,30 @@ def test_every_custom_resource_of_every_stack_is_valid():
             assert crds.errors(obj) == [], stack
             checked += 1
     assert checked, "no stack declares a custom resource: nothing was checked"
+
+
+# Charts whose custom resources shared/crds holds, by the repository its README names.
+CHART_OF_REPOSITORY = {
+    "rook/rook": "rook-ceph",
+    "kubernetes-sigs/kueue": "kueue",
+    "NVIDIA/gpu-operator": "gpu-operator",
+    "Mellanox/network-operator": "network-operator",
+}
+
+
+@needs_crds
+def test_operator_charts_are_pinned_to_the_releases_the_schemas_come_from():
+    """The schemas are only right for the release they were read from (README, "Versions to
+    pin"): a chart bump without new schemas would validate against the wrong ones."""
+    from infra.versions import CHARTS
+
+    pinned = {}
+    for line in (crds.CRDS / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) >= 2 and cells[0] in CHART_OF_REPOSITORY:
+            pinned[CHART_OF_REPOSITORY[cells[0]]] = cells[1].removeprefix("v")
+    assert pinned["rook-ceph"] == "1.20.6"
+    checked = [name for name in pinned if name in CHARTS]
+    assert checked, "no chart of an operator with schemas is installed"
+    for name in checked:
+        assert CHARTS[name].version.removeprefix("v") == pinned[name], name
