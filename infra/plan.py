@@ -416,6 +416,7 @@ class Plan:
     resources: list[PlannedResource]
     outputs: dict[str, Any]
 
+    @functools.cached_property
     def by_urn(self) -> dict[str, PlannedResource]:
         return {r.urn: r for r in self.resources}
 
@@ -424,7 +425,7 @@ class Plan:
 
     def plane_of(self, resource: PlannedResource) -> str:
         """The plane named by the nearest enclosing `gpu-platform:<plane>:*` component."""
-        index, node = self.by_urn(), resource
+        index, node = self.by_urn, resource
         while node is not None:
             if node.type.startswith("gpu-platform:") and node is not resource:
                 return node.type.split(":")[1]

@@ -38,7 +38,7 @@ def floor_program(plan: Plan) -> Callable[[], None]:
     """Replay the plan's graph: each resource through its own provider SDK class, with its
     recorded inputs, parent and dependencies, and nothing else. What is left is the engine's
     cost for this graph (the SDK classes included: each declares and tracks its outputs)."""
-    by_urn = plan.by_urn()
+    by_urn = plan.by_urn
     order: list[str] = []
 
     def visit(urn: str) -> None:

@@ -221,7 +221,7 @@ def test_priorities_put_reserved_before_on_demand_before_spot():
 def test_every_helm_release_waits_for_nodes_to_run_its_pods(stack):
     """A release waits for its pods; declared before any node, `pulumi up` would time out."""
     plan = planned(stack)
-    index = plan.by_urn()
+    index = plan.by_urn
     system = find(plan, NODE_GROUP, f"{stack}-system").urn
 
     def closure(urn, seen):
