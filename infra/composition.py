@@ -93,7 +93,9 @@ class Platform(PlatformComponent):
         node_role = NodeRole(
             f"{env}-node-role", NodeRoleArgs(env, cfg.cluster.node_ssm_access), on_aws
         )
-        tags = {"gpu-platform:stack": env}
+        # Provider default tags stop at the launch template; the instances, volumes and
+        # interfaces it launches carry the stack's tags only through its tag specifications.
+        tags = default_tags(env, cfg)
         # Nodes join once the role's policies and the add-ons nodes need are in place.
         before_nodes = [node_role, *cluster.ready]
         system = SystemNodeGroup(

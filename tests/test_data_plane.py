@@ -11,6 +11,7 @@ import pytest
 from components.autoscaler import OWNED_TAG, WRITE_ACTIONS, expander_priorities
 from components.gpu_node_group import NODE_TEMPLATE
 from components.nodes import NODE_POLICIES, SSM_POLICY
+from infra.composition import default_tags
 from infra.config import AutoscalerSettings
 from infra.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS
 from tests.conftest import AWS_STACKS, find, planned, stack_config
@@ -65,6 +66,8 @@ def test_every_launch_template_requires_imdsv2_and_encrypts_its_root(stack):
         assert root["ebs"]["encrypted"] == "true"
         assert root["ebs"]["volumeType"] == "gp3"
         assert "iamInstanceProfile" not in lt.inputs
+        for spec in lt.inputs["tagSpecifications"]:
+            assert default_tags(stack, stack_config(stack)).items() <= spec["tags"].items()
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
