@@ -1,0 +1,123 @@
+"""The network plane's config: where the platform lives on AWS, and its VPC."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from infra.config.base import FieldProblem, InstanceTypeName, Settings, _check_retention, _overlaps
+
+
+class AwsSettings(Settings):
+    """Where the platform lives on AWS. Required with `provider: aws`."""
+
+    region: str = Field(
+        pattern=r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$",
+        description="AWS region, e.g. us-east-1. Every AWS resource goes through one provider "
+        "pinned to it, so ambient AWS_REGION never changes where things land.",
+    )
+    zones: list[str] = Field(
+        min_length=2,
+        description="Availability zones for subnets, at least two (EKS requires two). GPU "
+        "groups that talk over EFA are placed in one of them.",
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra tags on every AWS resource (provider default tags).",
+    )
+    zone_offerings: dict[InstanceTypeName, list[str]] = Field(
+        default_factory=dict,
+        description="Zones that offer each instance type, as `aws ec2 "
+        "describe-instance-type-offerings --location-type availability-zone` shows them for "
+        "this account (zone names map to physical zones per account). A GPU group in a zone "
+        "not listed for its type is rejected; a type not listed is not checked.",
+    )
+
+    @model_validator(mode="after")
+    def _zones_in_region(self) -> AwsSettings:
+        for i, zone in enumerate(self.zones):
+            if not re.fullmatch(re.escape(self.region) + r"[a-z]", zone):
+                raise FieldProblem(
+                    f"zones[{i}]",
+                    f"{zone!r} is not a zone of region {self.region}; expected e.g. {self.region}a",
+                )
+        if len(set(self.zones)) != len(self.zones):
+            raise FieldProblem("zones", f"zones repeat: {self.zones}")
+        return self
+
+
+class NetworkSettings(Settings):
+    """The VPC (provider aws)."""
+
+    vpc_cidr: IPv4Network = Field(
+        IPv4Network("10.0.0.0/16"),
+        description="VPC CIDR; /16 leaves room for many GPU pods.",
+    )
+    public_subnet_cidrs: list[IPv4Network] | None = Field(
+        None,
+        description="One public subnet per zone, in zone order. Default: carved from vpc_cidr.",
+    )
+    private_subnet_cidrs: list[IPv4Network] | None = Field(
+        None,
+        description="One private subnet per zone, in zone order; nodes and pods live here. "
+        "Default: the largest blocks carved from vpc_cidr.",
+    )
+    nat_gateways: Literal["single", "per_zone"] = Field(
+        "single",
+        description="`single` saves cost (dev); `per_zone` survives a zone outage "
+        "(production default).",
+    )
+    vpc_endpoints: bool = Field(
+        True,
+        description="S3 gateway and ECR (api, dkr) and STS interface endpoints, so image pulls "
+        "and credentials stay off the NAT gateways.",
+    )
+    flow_logs: bool = Field(False, description="VPC flow logs to CloudWatch (production default).")
+    flow_log_retention_days: int = Field(90, description="Flow log retention in days.")
+
+    @field_validator("flow_log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        return _check_retention(value)
+
+    @model_validator(mode="after")
+    def _subnets_inside_vpc(self) -> NetworkSettings:
+        named = [("vpc_cidr", self.vpc_cidr)]
+        for key in ("public_subnet_cidrs", "private_subnet_cidrs"):
+            for i, cidr in enumerate(getattr(self, key) or []):
+                if not cidr.subnet_of(self.vpc_cidr):
+                    raise FieldProblem(
+                        f"{key}[{i}]", f"{cidr} lies outside vpc_cidr {self.vpc_cidr}"
+                    )
+                named.append((f"{key}[{i}]", cidr))
+        problem = _overlaps(named[1:])
+        if problem:
+            raise problem
+        return self
+
+
+@dataclass(frozen=True)
+class ZoneSubnets:
+    zone: str
+    public: IPv4Network
+    private: IPv4Network
+
+
+def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnets]:
+    """One public and one private subnet per zone.
+
+    Without explicit CIDRs the VPC is cut into 2^k equal blocks (the fewest that leave one
+    spare): each zone gets a whole block as its private subnet, because GPU pods take VPC
+    addresses, and the spare block is cut again for the small public subnets.
+    """
+    bits = math.ceil(math.log2(len(zones) + 1))
+    blocks = list(network.vpc_cidr.subnets(prefixlen_diff=bits))
+    spare = list(blocks[-1].subnets(prefixlen_diff=bits))
+    private = network.private_subnet_cidrs or blocks[: len(zones)]
+    public = network.public_subnet_cidrs or spare[: len(zones)]
+    return [ZoneSubnets(z, pub, priv) for z, pub, priv in zip(zones, public, private, strict=True)]

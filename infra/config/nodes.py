@@ -1,0 +1,299 @@
+"""The data plane's config: system nodes, GPU node groups and the cluster-autoscaler."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from infra.catalog import CATALOG, InstanceType
+from infra.config.base import FieldProblem, InstanceTypeName, Settings
+
+
+class Scaling(Settings):
+    """Size bounds of a node group; cluster-autoscaler moves between min_size and max_size."""
+
+    min_size: int = Field(0, ge=0, description="Fewest nodes; 0 lets the group scale to zero.")
+    max_size: int = Field(1, ge=1, description="Most nodes.")
+    desired_size: int | None = Field(
+        None,
+        description="Nodes at creation; default min_size. Later the autoscaler owns it.",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Scaling:
+        if self.min_size > self.max_size:
+            raise FieldProblem("min_size", f"min_size {self.min_size} > max_size {self.max_size}")
+        desired = self.desired_size
+        if desired is not None and not self.min_size <= desired <= self.max_size:
+            raise FieldProblem(
+                "desired_size",
+                f"desired_size {desired} outside [min_size {self.min_size}, "
+                f"max_size {self.max_size}]",
+            )
+        return self
+
+    @property
+    def desired(self) -> int:
+        return self.min_size if self.desired_size is None else self.desired_size
+
+
+class SystemNodeSettings(Settings):
+    """The small non-GPU node group that runs add-ons (provider aws)."""
+
+    instance_types: list[InstanceTypeName] = Field(
+        default_factory=lambda: ["m7i.xlarge"],
+        min_length=1,
+        description="Non-GPU types from the catalog; the first is the launch template default.",
+    )
+    scaling: Scaling = Field(default_factory=lambda: Scaling(min_size=2, max_size=4))
+    root_volume_gib: int = Field(50, ge=20, le=16384, description="gp3 root volume size.")
+
+    @field_validator("instance_types")
+    @classmethod
+    def _no_gpus(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if CATALOG[name].gpus:
+                raise ValueError(f"{name} has GPUs; system nodes use non-GPU types such as m7i")
+        return value
+
+
+# ---------------------------------------------------------------------------- GPU node groups
+
+CapacityType = Literal["on_demand", "spot", "reservation", "capacity_block"]
+RESERVED_CAPACITY = ("reservation", "capacity_block")
+# Kubernetes' tested default; big GPU nodes run few pods, and each pod takes a VPC address.
+DEFAULT_MAX_PODS = 110
+
+
+class GpuSharingSettings(Settings):
+    """How pods share a node's GPUs (NVIDIA device plugin / GPU Operator configuration)."""
+
+    mode: Literal["none", "time-slicing", "mps", "mig"] = Field(
+        "none",
+        description="`time-slicing` for light inference, `mps` for small training jobs, `mig` "
+        "to partition A100/H100/H200/B200 GPUs; `none` gives each pod whole GPUs.",
+    )
+    replicas: int = Field(1, ge=1, le=48, description="Pods per GPU with time-slicing or MPS.")
+    mig_strategy: Literal["single", "mixed"] = Field(
+        "single",
+        description="MIG: `single` cuts every GPU into seven 1g slices, each advertised as "
+        "nvidia.com/gpu; `mixed` uses the GPU Operator's all-balanced layout (two 1g, one 2g, "
+        "one 3g per GPU), advertised as nvidia.com/mig-<profile>.",
+    )
+
+    @model_validator(mode="after")
+    def _replicas_need_sharing(self) -> GpuSharingSettings:
+        if self.replicas > 1 and self.mode not in ("time-slicing", "mps"):
+            raise FieldProblem(
+                "replicas", f"replicas {self.replicas} needs mode time-slicing or mps"
+            )
+        return self
+
+
+class KubeletSettings(Settings):
+    """Kubelet settings rendered into the node's nodeadm NodeConfig."""
+
+    topology_manager_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = (
+        Field(
+            "single-numa-node",
+            description="Align CPUs, GPUs and NICs on one NUMA node, so NCCL traffic stays local.",
+        )
+    )
+    topology_manager_scope: Literal["container", "pod"] = Field(
+        "pod", description="Align a whole pod (training pods are one container plus helpers)."
+    )
+    cpu_manager_policy: Literal["none", "static"] = Field(
+        "static", description="`static` pins Guaranteed pods' CPUs (data loaders, NCCL threads)."
+    )
+    max_pods: int | None = Field(
+        None,
+        ge=8,
+        description=f"Pods per node; default the lower of {DEFAULT_MAX_PODS} and the instance's "
+        "VPC CNI limit. Each pod takes a VPC address.",
+    )
+    system_reserved: dict[str, str] = Field(
+        default_factory=lambda: {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+        description="Resources kept for the OS.",
+    )
+    kube_reserved: dict[str, str] = Field(
+        default_factory=lambda: {"cpu": "500m", "memory": "2Gi", "ephemeral-storage": "1Gi"},
+        description="Resources kept for the kubelet and container runtime.",
+    )
+
+    @model_validator(mode="after")
+    def _static_needs_reserved_cpu(self) -> KubeletSettings:
+        if self.cpu_manager_policy == "static" and not (
+            "cpu" in self.system_reserved or "cpu" in self.kube_reserved
+        ):
+            raise FieldProblem(
+                "cpu_manager_policy",
+                "static CPU manager needs cpu in system_reserved or kube_reserved",
+            )
+        return self
+
+
+class GpuNodeGroupSettings(Settings):
+    """One EKS managed node group of GPU instances, with its own launch template."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")] = Field(
+        description="Short name, unique in the stack; names the node group and its label."
+    )
+    instance_types: list[InstanceTypeName] = Field(
+        min_length=1,
+        description="Types from the catalog. Several only make sense for spot (more pools) or "
+        "on-demand fallback; reservations and Capacity Blocks take exactly one.",
+    )
+    capacity: CapacityType = Field(
+        "on_demand",
+        description="on_demand, spot, reservation (On-Demand Capacity Reservation) or "
+        "capacity_block (EC2 Capacity Block for ML).",
+    )
+    capacity_reservation_id: str | None = Field(
+        None,
+        pattern=r"^cr-[0-9a-f]{8,17}$",
+        description="The reservation or Capacity Block (cr-...) to launch into.",
+    )
+    capacity_reservation_group_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$",
+        description="A resource group of reservations (capacity: reservation only).",
+    )
+    efa: bool = Field(
+        False,
+        description="Lay out EFA interfaces (one per EFA-capable network card), attach the EFA "
+        "security group and keep the group in one subnet.",
+    )
+    placement_group: bool | None = Field(
+        None,
+        description="Cluster placement group for lower EFA latency. Default: on for EFA groups, "
+        "off with a reservation or Capacity Block (it can leave reserved capacity unused).",
+    )
+    zone: str | None = Field(
+        None,
+        description="Zone to place the group in. Default: EFA groups the first of aws.zones, "
+        "other groups every zone.",
+    )
+    scaling: Scaling = Field(default_factory=lambda: Scaling(min_size=0, max_size=2))
+    root_volume_gib: int = Field(
+        200, ge=50, le=16384, description="gp3 root volume; GPU images are large."
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
+    kubelet: KubeletSettings = Field(default_factory=KubeletSettings)
+    gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
+    scale_down_unneeded_minutes: int = Field(
+        30,
+        ge=1,
+        description="How long a GPU node sits unneeded before the autoscaler removes it; "
+        "long enough to survive the gap between two jobs.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuNodeGroupSettings:
+        rows = [CATALOG[t] for t in self.instance_types]
+        reserved = self.capacity_reservation_id or self.capacity_reservation_group_arn
+        if self.capacity == "spot" and reserved:
+            raise FieldProblem("capacity", "spot cannot launch into a capacity reservation")
+        if self.capacity in ("on_demand", "spot") and reserved:
+            key = "capacity_reservation_" + ("id" if self.capacity_reservation_id else "group_arn")
+            raise FieldProblem(
+                key, f"needs capacity: reservation or capacity_block, not {self.capacity}"
+            )
+        if self.capacity == "reservation" and bool(self.capacity_reservation_id) == bool(
+            self.capacity_reservation_group_arn
+        ):
+            raise FieldProblem(
+                "capacity_reservation_id",
+                "capacity: reservation needs exactly one of capacity_reservation_id or "
+                "capacity_reservation_group_arn",
+            )
+        if self.capacity == "capacity_block" and not self.capacity_reservation_id:
+            raise FieldProblem(
+                "capacity_reservation_id", "capacity: capacity_block needs the block's cr- id"
+            )
+        if self.capacity == "capacity_block" and self.capacity_reservation_group_arn:
+            raise FieldProblem(
+                "capacity_reservation_group_arn", "a Capacity Block is targeted by its cr- id"
+            )
+        if self.capacity in RESERVED_CAPACITY and len(rows) != 1:
+            raise FieldProblem(
+                "instance_types", f"capacity: {self.capacity} launches exactly one instance type"
+            )
+        for i, row in enumerate(rows):
+            if not row.gpus and self.gpu_sharing.mode != "none":
+                raise FieldProblem(
+                    "gpu_sharing.mode",
+                    f"{self.gpu_sharing.mode} shares GPUs, but {row.name} has none",
+                )
+            if not row.gpus:
+                raise FieldProblem(
+                    f"instance_types[{i}]",
+                    f"{row.name} has no GPUs; a GPU group needs GPU types "
+                    "(non-GPU add-ons run on system_nodes)",
+                )
+            if self.efa and not row.supports_efa:
+                efa_types = sorted(n for n, r in CATALOG.items() if r.supports_efa)
+                raise FieldProblem(
+                    f"instance_types[{i}]",
+                    f"efa: true but {row.name} has no EFA; EFA types: {', '.join(efa_types)}",
+                )
+            if self.gpu_sharing.mode == "mig" and not row.mig_profiles:
+                raise FieldProblem(
+                    "gpu_sharing.mode",
+                    f"mig needs A100, H100, H200 or B200 GPUs; {row.name} has {row.gpu_model}",
+                )
+            if self.kubelet.max_pods is not None and self.kubelet.max_pods > row.max_pods:
+                raise FieldProblem(
+                    "kubelet.max_pods",
+                    f"{self.kubelet.max_pods} exceeds {row.name}'s VPC CNI limit {row.max_pods}",
+                )
+        if self.gpu_sharing.mode == "mig" and len({r.mig_profiles for r in rows}) > 1:
+            raise FieldProblem(
+                "gpu_sharing.mode",
+                "mig partitions every GPU of the group alike: give types with one GPU model",
+            )
+        if self.efa and len({r.efa_interfaces for r in rows}) > 1:
+            raise FieldProblem(
+                "instance_types",
+                "EFA types in one group must have the same EFA interface count: one launch "
+                "template lays out the interfaces",
+            )
+        return self
+
+    @property
+    def instances(self) -> list[InstanceType]:
+        return [CATALOG[t] for t in self.instance_types]
+
+    @property
+    def uses_placement_group(self) -> bool:
+        if self.placement_group is not None:
+            return self.placement_group
+        return self.efa and self.capacity not in RESERVED_CAPACITY
+
+    @property
+    def max_pods(self) -> int:
+        ceiling = min(r.max_pods for r in self.instances)
+        return self.kubelet.max_pods or min(DEFAULT_MAX_PODS, ceiling)
+
+    @property
+    def addresses_per_node(self) -> int:
+        return max(r.addresses_per_node(self.max_pods) for r in self.instances)
+
+
+class AutoscalerSettings(Settings):
+    """cluster-autoscaler (provider aws): scales every node group, GPU groups from zero."""
+
+    enabled: bool = Field(True, description="Deploy cluster-autoscaler.")
+    priorities: dict[CapacityType, int] = Field(
+        default_factory=lambda: {
+            "capacity_block": 40,
+            "reservation": 30,
+            "on_demand": 20,
+            "spot": 10,
+        },
+        description="Priority expander: when several groups fit a pending pod, the highest "
+        "wins. Default: reserved capacity (already paid for), then on-demand, then spot.",
+    )
+    scale_down_delay_after_add_minutes: int = Field(
+        10, ge=0, description="No scale-down this long after any scale-up."
+    )

@@ -1,0 +1,421 @@
+"""The storage plane's config: the shared POSIX file system (FSx for Lustre on AWS, CephFS
+through Rook on an existing cluster) and the node-local NVMe cache. Checked against the rest of
+the config by `check_storage`, which PlatformConfig calls."""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Network
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from infra.config.base import DnsLabel, FieldProblem, Settings
+
+if TYPE_CHECKING:
+    from infra.config import PlatformConfig
+
+FSX_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_2")
+# Per-TiB disk throughput (MB/s/TiB) each deployment type offers. SCRATCH_2 has one fixed
+# baseline; PERSISTENT_2 is provisioned at one of its tiers (FSx for Lustre user guide,
+# "Performance characteristics of SSD and HDD storage classes").
+FSX_THROUGHPUT_TIERS: dict[str, tuple[int, ...]] = {
+    "SCRATCH_2": (200,),
+    "PERSISTENT_2": (125, 250, 500, 1000),
+}
+# SSD capacity: 1,200 GiB, then steps of 2,400 GiB.
+FSX_FIRST_CAPACITY_GIB = 1200
+FSX_CAPACITY_STEP_GIB = 2400
+S3_EVENTS = ("NEW", "CHANGED", "DELETED")
+KmsKeyArn = Annotated[
+    str,
+    Field(
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$",
+        description="A KMS key ARN.",
+    ),
+]
+S3Event = Literal["NEW", "CHANGED", "DELETED"]
+
+
+def _s3_bucket_name(value: str) -> str:
+    """S3 general purpose bucket naming rules, so a bad name fails here and not at `pulumi up`."""
+    why = None
+    if not 3 <= len(value) <= 63:
+        why = f"is {len(value)} characters; 3 to 63 are allowed"
+    elif not re.fullmatch(r"[a-z0-9][a-z0-9.-]*[a-z0-9]", value):
+        why = (
+            "may hold only lowercase letters, digits, dots and hyphens, and must begin and end "
+            "with a letter or digit"
+        )
+    elif ".." in value or ".-" in value or "-." in value:
+        why = "may not hold two adjacent periods, or a period next to a hyphen"
+    elif re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value):
+        why = "may not be formatted as an IP address"
+    elif value.startswith(("xn--", "sthree-", "amzn-s3-demo-")):
+        why = "may not start with xn--, sthree- or amzn-s3-demo-"
+    elif value.endswith(("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")):
+        why = "may not end with a suffix S3 reserves (-s3alias, --ol-s3, .mrap, --x-s3, --table-s3)"
+    if why:
+        raise ValueError(f"{value!r} is not a valid S3 bucket name: it {why}")
+    return value
+
+
+class DataRepositorySettings(Settings):
+    """An S3 bucket linked to a directory of the Lustre file system (a data repository
+    association): objects appear as files, and files written there go back to S3."""
+
+    bucket_name: Annotated[str, AfterValidator(_s3_bucket_name)] | None = Field(
+        None,
+        description="Name of the bucket the platform creates. Default: a unique name derived "
+        "from the stack (S3 names are global).",
+    )
+    s3_prefix: str = Field(
+        "datasets/",
+        pattern=r"^([^/][^\s]*/)?$",
+        description="Prefix inside the bucket that is linked, ending in `/` (empty: the whole "
+        "bucket).",
+    )
+    file_system_path: str = Field(
+        "/datasets",
+        pattern=r"^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$",
+        description="Directory of the file system the prefix maps to, e.g. /datasets; training "
+        "pods see it under the shared-data mount.",
+    )
+    auto_import_events: list[S3Event] = Field(
+        default_factory=lambda: list(S3_EVENTS),
+        description="S3 changes imported automatically into the file system.",
+    )
+    auto_export_events: list[S3Event] = Field(
+        default_factory=lambda: list(S3_EVENTS),
+        description="File system changes exported automatically to the bucket.",
+    )
+    import_metadata_on_create: bool = Field(
+        True,
+        description="List the prefix's existing objects into the file system when the "
+        "association is created.",
+    )
+
+    @field_validator("auto_import_events", "auto_export_events")
+    @classmethod
+    def _distinct_events(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"events repeat: {value}")
+        return value
+
+
+class FsxSettings(Settings):
+    """FSx for Lustre (provider aws): the shared file system training pods mount as
+    `shared-data`."""
+
+    deployment_type: Literal[FSX_DEPLOYMENT_TYPES] = Field(  # type: ignore[valid-type]
+        "SCRATCH_2",
+        description="SCRATCH_2: cheapest, not replicated (dev). PERSISTENT_2: replicated "
+        "servers, a chosen throughput tier, KMS and backups.",
+    )
+    storage_capacity_gib: int = Field(
+        FSX_FIRST_CAPACITY_GIB,
+        description="SSD capacity in GiB: 1200, or a multiple of 2400. Throughput grows with it.",
+    )
+    per_unit_storage_throughput: int | None = Field(
+        None,
+        description="PERSISTENT_2 throughput tier in MB/s per TiB: 125, 250, 500 or 1000 "
+        "(default 125). SCRATCH_2 has a fixed 200 and takes none.",
+    )
+    data_compression: Literal["LZ4", "NONE"] = Field(
+        "LZ4", description="LZ4 compression on the file servers (saves capacity, costs nothing)."
+    )
+    lustre_version: Literal["2.12", "2.15"] = Field(
+        "2.15",
+        description="Lustre version of the file system; data repository associations need "
+        "2.12 or newer.",
+    )
+    zone: str | None = Field(
+        None,
+        description="Availability zone of the file system; it must host a GPU group. Default: "
+        "the zone of the first EFA group, else the first zone of the first GPU group, else "
+        "aws.zones[0].",
+    )
+    kms_key_arn: KmsKeyArn | None = Field(
+        None,
+        description="Customer managed KMS key for data at rest (PERSISTENT_2 only). Default: "
+        "the AWS managed key, unless create_kms_key.",
+    )
+    create_kms_key: bool = Field(
+        False,
+        description="Create a platform KMS key (rotated, protected in production) for data at "
+        "rest (PERSISTENT_2 only).",
+    )
+    automatic_backup_retention_days: int = Field(
+        0,
+        ge=0,
+        le=90,
+        description="Daily automatic backups kept this many days; 0 disables them. PERSISTENT_2 "
+        "only, and only without a data repository (FSx does not back up S3-linked file "
+        "systems).",
+    )
+    daily_automatic_backup_start_time: str = Field(
+        "03:00",
+        pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
+        description="When daily backups start, HH:MM in UTC.",
+    )
+    mount_options: list[str] = Field(
+        default_factory=lambda: ["flock"],
+        description="Lustre client mount options of the shared-data volume (flock: POSIX locks "
+        "across nodes, which checkpoint writers use).",
+    )
+    data_repository: DataRepositorySettings | None = Field(
+        default_factory=DataRepositorySettings,
+        description="The S3 data repository; null: no bucket and no association.",
+    )
+
+    @model_validator(mode="after")
+    def _valid_for_deployment_type(self) -> FsxSettings:
+        capacity = self.storage_capacity_gib
+        if capacity != FSX_FIRST_CAPACITY_GIB and (
+            capacity <= 0 or capacity % FSX_CAPACITY_STEP_GIB
+        ):
+            step = FSX_CAPACITY_STEP_GIB
+            lower = max(step, capacity // step * step)
+            raise FieldProblem(
+                "storage_capacity_gib",
+                f"{capacity} GiB is not a valid SSD capacity: use 1200 or a multiple of 2400 "
+                f"(e.g. {lower} or {lower + step})",
+            )
+        persistent = self.deployment_type.startswith("PERSISTENT")
+        tier = self.per_unit_storage_throughput
+        if tier is not None and not persistent:
+            raise FieldProblem(
+                "per_unit_storage_throughput",
+                f"{self.deployment_type} has a fixed throughput and takes no tier; "
+                "use deployment_type PERSISTENT_2 to choose one",
+            )
+        tiers = FSX_THROUGHPUT_TIERS[self.deployment_type]
+        if tier is not None and tier not in tiers:
+            raise FieldProblem(
+                "per_unit_storage_throughput",
+                f"{tier} MB/s/TiB is not a {self.deployment_type} tier; valid: "
+                f"{', '.join(map(str, tiers))}",
+            )
+        if self.automatic_backup_retention_days and not persistent:
+            raise FieldProblem(
+                "automatic_backup_retention_days",
+                f"{self.deployment_type} file systems cannot be backed up; use PERSISTENT_2 "
+                "or set 0",
+            )
+        if self.automatic_backup_retention_days and self.data_repository is not None:
+            raise FieldProblem(
+                "automatic_backup_retention_days",
+                "FSx does not back up a file system linked to S3: set data_repository: null "
+                "(S3 then holds nothing), or keep the data in S3 and set 0",
+            )
+        for key in ("kms_key_arn", "create_kms_key"):
+            if getattr(self, key) and not persistent:
+                raise FieldProblem(
+                    key,
+                    f"{self.deployment_type} is encrypted with an AWS owned key; a KMS key "
+                    "needs PERSISTENT_2",
+                )
+        if self.kms_key_arn and self.create_kms_key:
+            raise FieldProblem("create_kms_key", "set kms_key_arn or create_kms_key, not both")
+        return self
+
+    @property
+    def throughput_tier(self) -> int:
+        """MB/s per TiB of capacity."""
+        return self.per_unit_storage_throughput or FSX_THROUGHPUT_TIERS[self.deployment_type][0]
+
+    @property
+    def expected_throughput_mbps(self) -> int:
+        """Aggregate disk throughput: capacity in TiB × the per-TiB tier."""
+        return round(self.storage_capacity_gib / 1024 * self.throughput_tier)
+
+
+class CephNodeSettings(Settings):
+    """A storage host of the Ceph cluster: its Kubernetes node name and, optionally, its disks."""
+
+    name: str = Field(
+        min_length=1, description="The Kubernetes node name (its kubernetes.io/hostname label)."
+    )
+    devices: list[str] = Field(
+        default_factory=list,
+        description="Disks for OSDs on this host, e.g. nvme1n1; empty: the cluster's "
+        "device_filter picks them.",
+    )
+
+
+class CephNetworkAttachmentSettings(Settings):
+    """A Multus network for Ceph traffic: a macvlan interface on a host NIC (the RoCE NIC), with
+    whereabouts addresses."""
+
+    interface: str = Field(
+        pattern=r"^[A-Za-z0-9_.:-]{1,15}$",
+        description="Host interface the macvlan sits on; the same name on every host.",
+    )
+    cidr: IPv4Network = Field(description="Addresses Ceph pods take on this network.")
+
+
+class CephNetworkSettings(Settings):
+    """How Ceph daemons talk: the pod network, the host network, or Multus networks."""
+
+    provider: Literal["pod", "host", "multus"] = Field(
+        "host",
+        description="`host`: daemons on the hosts' networks (simple, fast). `multus`: public "
+        "and/or cluster traffic on dedicated NICs (RoCE). `pod`: the CNI's pod network.",
+    )
+    public: CephNetworkAttachmentSettings | None = Field(
+        None, description="Multus network for client (public) traffic."
+    )
+    cluster: CephNetworkAttachmentSettings | None = Field(
+        None, description="Multus network for replication (cluster) traffic between OSDs."
+    )
+
+    @model_validator(mode="after")
+    def _networks_match_provider(self) -> CephNetworkSettings:
+        if self.provider == "multus" and self.public is None and self.cluster is None:
+            raise FieldProblem("provider", "multus needs a public or a cluster network, or both")
+        if self.provider != "multus":
+            for key in ("public", "cluster"):
+                if getattr(self, key) is not None:
+                    raise FieldProblem(
+                        key, f"a Multus network needs provider multus, not {self.provider}"
+                    )
+        if self.public and self.cluster and self.public.cidr.overlaps(self.cluster.cidr):
+            raise FieldProblem(
+                "cluster.cidr", f"{self.cluster.cidr} overlaps public.cidr {self.public.cidr}"
+            )
+        return self
+
+
+class CephSettings(Settings):
+    """Ceph through Rook (provider existing): CephFS as the shared file system."""
+
+    namespace: DnsLabel = Field("rook-ceph", description="Namespace of the operator and cluster.")
+    nodes: list[CephNodeSettings] = Field(
+        min_length=1, description="The storage hosts; OSDs run only on these."
+    )
+    device_filter: str | None = Field(
+        None,
+        description="Regular expression over disk names that picks OSD disks on hosts that "
+        "list no devices, e.g. ^nvme[1-9]n1$.",
+    )
+    mon_count: int = Field(3, description="Ceph monitors: odd, 1 to 9; 3 survives one loss.")
+    mgr_count: int = Field(
+        2, ge=1, le=5, description="Ceph managers (one active, the rest standby)."
+    )
+    network: CephNetworkSettings = Field(
+        default_factory=CephNetworkSettings, description="Networks Ceph daemons talk over."
+    )
+    filesystem_name: DnsLabel = Field("shared", description="Name of the CephFilesystem.")
+    replication: int = Field(
+        3, ge=1, description="Copies of each object, one per host; at most the storage hosts."
+    )
+    claim_size_gib: int = Field(
+        1024, ge=1, description="Size (CephFS quota) of the shared-data claim, in GiB."
+    )
+    expected_throughput_mbps: int | None = Field(
+        None,
+        ge=1,
+        description="Aggregate throughput measured on this cluster, in MB/s, for the self-test "
+        "to check against; none: the plan reports no figure.",
+    )
+
+    @field_validator("device_filter")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"{value!r} is not a regular expression: {error}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _enough_hosts(self) -> CephSettings:
+        if self.mon_count % 2 == 0 or not 1 <= self.mon_count <= 9:
+            raise FieldProblem(
+                "mon_count", f"{self.mon_count} monitors: use an odd count from 1 to 9 (quorum)"
+            )
+        names = [n.name for n in self.nodes]
+        for i, node in enumerate(self.nodes):
+            if names.index(node.name) != i:
+                raise FieldProblem(f"nodes[{i}].name", f"{node.name!r} is listed twice")
+            if not node.devices and self.device_filter is None:
+                raise FieldProblem(
+                    f"nodes[{i}].devices",
+                    f"{node.name} lists no devices and there is no device_filter: it would "
+                    "hold no OSD",
+                )
+        if self.replication > len(self.nodes):
+            raise FieldProblem(
+                "replication",
+                f"{self.replication} copies need {self.replication} storage hosts (failure "
+                f"domain host), but nodes lists {len(self.nodes)}",
+            )
+        return self
+
+
+class NvmeCacheSettings(Settings):
+    """The node-local `nvme-cache` volume every training pod mounts."""
+
+    host_path: str = Field(
+        "/mnt/k8s-disks/0/nvme-cache",
+        pattern=r"^/[^\s]*[^/\s]$",
+        description="Directory on the node's NVMe RAID0 array. On AWS, nodeadm "
+        "(localStorage.strategy RAID0) mounts the array at /mnt/k8s-disks/0; on an existing "
+        "cluster, the admin mounts local NVMe so that this path lies on it.",
+    )
+    fallback_size_gib: int = Field(
+        100,
+        ge=1,
+        description="Size limit of the emptyDir that stands in on instance types without "
+        "instance storage (it then lives on the root volume).",
+    )
+
+
+class StorageSettings(Settings):
+    """The storage plane: a shared file system (`shared-data`) and a node-local cache
+    (`nvme-cache`), under the same names on every provider."""
+
+    fsx: FsxSettings | None = Field(
+        None, description="FSx for Lustre (provider aws); none: no shared-data volume."
+    )
+    ceph: CephSettings | None = Field(
+        None, description="Rook-Ceph CephFS (provider existing); none: no shared-data volume."
+    )
+    nvme_cache: NvmeCacheSettings = Field(
+        default_factory=NvmeCacheSettings, description="The node-local nvme-cache volume."
+    )
+
+
+def default_fsx_zone(cfg: PlatformConfig) -> str:
+    """The zone FSx goes in when none is set: where the GPU nodes that read it most are."""
+    groups = cfg.gpu_node_groups
+    for group in groups:
+        if group.efa:
+            return cfg.group_zones(group)[0]
+    if groups:
+        return cfg.group_zones(groups[0])[0]
+    return cfg.aws.zones[0]
+
+
+def check_storage(cfg: PlatformConfig) -> None:
+    """Storage rules that need the rest of the config: the provider and the GPU zones."""
+    storage = cfg.storage
+    if storage.fsx is not None and cfg.provider != "aws":
+        raise FieldProblem("storage.fsx", "only valid with provider aws; use storage.ceph")
+    if storage.ceph is not None and cfg.provider != "existing":
+        raise FieldProblem("storage.ceph", "only valid with provider existing; use storage.fsx")
+    fsx = storage.fsx
+    if fsx is None or fsx.zone is None:
+        return
+    if fsx.zone not in cfg.aws.zones:
+        raise FieldProblem(
+            "storage.fsx.zone", f"{fsx.zone} is not one of aws.zones {cfg.aws.zones}"
+        )
+    gpu_zones = sorted({z for g in cfg.gpu_node_groups for z in cfg.group_zones(g)})
+    if fsx.zone not in gpu_zones:
+        raise FieldProblem(
+            "storage.fsx.zone",
+            f"no GPU group runs in {fsx.zone}; put the file system where its readers are: "
+            f"{', '.join(gpu_zones) or 'no GPU group is configured'}",
+        )
