@@ -1,7 +1,9 @@
 """Instance catalog: the hardware facts every component and check derives from.
 
 One row per EC2 instance type. Sources, read 2026-11-30: EC2 DescribeInstanceTypes as published
-in karpenter-provider-aws `instance-types.md` (vCPU, memory, GPUs, EFA maximum, NVMe), the VPC
+in karpenter-provider-aws `instance-types.md` (vCPU, memory, GPUs, EFA maximum, NVMe), the EC2
+User Guide's CPU options tables (cores per socket; the two-socket types are p4d/p4de, p5/p5e/
+p5en, p6-b200, g5.48xlarge and g6e.48xlarge, which `lscpu` shows as two NUMA nodes), the VPC
 CNI's `vpc_ip_resource_limit.go` (network cards, interfaces and IPv4 addresses on card 0), and
 the us-east-1 on-demand Linux price list generated 2026-07-20. A type missing here is rejected
 by the config model, so adding a type is adding a row.
@@ -43,6 +45,9 @@ class InstanceType:
     # Interfaces on network card 0, the only card the VPC CNI gives pods addresses from.
     max_enis: int = 4
     ipv4_per_eni: int = 15
+    # NUMA nodes (CPU sockets) the GPUs hang off. A pod whose GPUs span both sockets can never
+    # pass the kubelet's single-numa-node topology policy.
+    numa_nodes: int = 1
     # None: not sold on demand (p5e: Capacity Blocks only).
     on_demand_hourly_usd: float | None = None
 
@@ -93,22 +98,22 @@ _L40S = {"gpu_model": "L40S", "gpu_memory_gib": 48}
 CATALOG: dict[str, InstanceType] = dict([
     _row("p4d.24xlarge", vcpus=96, memory_gib=1152, gpus=8, **_A100_40, efa_interfaces=4,
          network_cards=4, nvme_disks=8, nvme_disk_gb=1000, max_enis=15, ipv4_per_eni=50,
-         on_demand_hourly_usd=21.958),
+         on_demand_hourly_usd=21.958, numa_nodes=2),
     _row("p4de.24xlarge", vcpus=96, memory_gib=1152, gpus=8, **_A100_80, efa_interfaces=4,
          network_cards=4, nvme_disks=8, nvme_disk_gb=1000, max_enis=15, ipv4_per_eni=50,
-         on_demand_hourly_usd=27.447),
+         on_demand_hourly_usd=27.447, numa_nodes=2),
     _row("p5.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H100, efa_interfaces=32,
          network_cards=32, nvme_disks=8, nvme_disk_gb=3800, max_enis=2, ipv4_per_eni=50,
-         on_demand_hourly_usd=55.04),
+         on_demand_hourly_usd=55.04, numa_nodes=2),
     _row("p5e.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H200, efa_interfaces=32,
          network_cards=32, nvme_disks=8, nvme_disk_gb=3800, max_enis=2, ipv4_per_eni=50,
-         on_demand_hourly_usd=None),
+         on_demand_hourly_usd=None, numa_nodes=2),
     _row("p5en.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H200, efa_interfaces=16,
          network_cards=16, nvme_disks=8, nvme_disk_gb=3800, max_enis=4, ipv4_per_eni=50,
-         on_demand_hourly_usd=63.296),
+         on_demand_hourly_usd=63.296, numa_nodes=2),
     _row("p6-b200.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_B200, efa_interfaces=8,
          network_cards=8, nvme_disks=8, nvme_disk_gb=3800, max_enis=4, ipv4_per_eni=50,
-         on_demand_hourly_usd=113.933),
+         on_demand_hourly_usd=113.933, numa_nodes=2),
     _row("g5.xlarge", vcpus=4, memory_gib=16, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=250,
          max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.006),
     _row("g5.2xlarge", vcpus=8, memory_gib=32, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=450,
@@ -129,7 +134,7 @@ CATALOG: dict[str, InstanceType] = dict([
          on_demand_hourly_usd=8.144),
     _row("g5.48xlarge", vcpus=192, memory_gib=768, gpus=8, **_A10G, efa_interfaces=1,
          nvme_disks=2, nvme_disk_gb=3800, max_enis=7, ipv4_per_eni=50,
-         on_demand_hourly_usd=16.288),
+         on_demand_hourly_usd=16.288, numa_nodes=2),
     _row("g6e.xlarge", vcpus=4, memory_gib=32, gpus=1, **_L40S, nvme_disks=1, nvme_disk_gb=250,
          max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.861),
     _row("g6e.2xlarge", vcpus=8, memory_gib=64, gpus=1, **_L40S, nvme_disks=1,
@@ -142,7 +147,7 @@ CATALOG: dict[str, InstanceType] = dict([
          on_demand_hourly_usd=15.066),
     _row("g6e.48xlarge", vcpus=192, memory_gib=1536, gpus=8, **_L40S, efa_interfaces=4,
          network_cards=4, nvme_disks=4, nvme_disk_gb=1900, max_enis=10, ipv4_per_eni=50,
-         on_demand_hourly_usd=30.131),
+         on_demand_hourly_usd=30.131, numa_nodes=2),
     _row("m7i.xlarge", vcpus=4, memory_gib=16, max_enis=4, ipv4_per_eni=15,
          on_demand_hourly_usd=0.2016),
     _row("m7i.2xlarge", vcpus=8, memory_gib=32, max_enis=4, ipv4_per_eni=15,
