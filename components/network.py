@@ -105,6 +105,16 @@ class Network(PlatformComponent):
             ),
             self.child(),
         )
+        # Adopted with no rules: anything launched without a group of its own lands in the
+        # default group, and must get no traffic from it (Security Hub control EC2.2). Adopting
+        # it removes every rule it had (the provider's DefaultSecurityGroup docs).
+        aws.ec2.DefaultSecurityGroup(
+            f"{env}-default-sg",
+            aws.ec2.DefaultSecurityGroupArgs(
+                vpc_id=vpc.id, ingress=[], egress=[], tags={"Name": f"{env}-default-unused"}
+            ),
+            self.child(),
+        )
         igw = aws.ec2.InternetGateway(
             f"{env}-igw",
             aws.ec2.InternetGatewayArgs(vpc_id=vpc.id, tags={"Name": f"{env}-igw"}),
@@ -255,6 +265,7 @@ class Network(PlatformComponent):
                         from_port=443,
                         to_port=443,
                         cidr_blocks=[str(net.vpc_cidr)],
+                        description="HTTPS from the VPC to the endpoints",
                     )
                 ],
                 tags={"Name": f"{env}-endpoints"},
