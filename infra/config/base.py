@@ -47,6 +47,13 @@ RoleArn = Annotated[
         description="An IAM role ARN.",
     ),
 ]
+KmsKeyArn = Annotated[
+    str,
+    Field(
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$",
+        description="A KMS key ARN.",
+    ),
+]
 
 
 class ConfigError(pulumi.RunError):
