@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from components.autoscaler import iam_policy
 from components.fsx_csi import dynamic_provisioning_policy, fsx_csi_values
 from infra.plan import run_program
 from tests.conftest import AWS_STACKS, find, make_project, planned
@@ -116,3 +117,40 @@ def test_noncurrent_version_expiration_follows_the_config(tmp_path):
     recording = run_program("x", make_project(tmp_path, {"x": stack}))
     (lifecycle,) = [r for r in recording.resources.values() if r.type == LIFECYCLE]
     assert lifecycle.raw_inputs["rules"][0]["noncurrentVersionExpiration"]["noncurrentDays"] == 90
+
+
+# ------------------------------------------------------------------------ cluster-autoscaler
+
+
+def test_autoscaler_describes_only_this_clusters_node_groups():
+    policy = json.loads(iam_policy("gpu-platform-dev", "us-east-1", "111122223333"))
+    (describe,) = [s for s in policy["Statement"] if "eks:DescribeNodegroup" in s["Action"]]
+    # Service Authorization Reference, Amazon EKS: the nodegroup resource is
+    # arn:${Partition}:eks:${Region}:${Account}:nodegroup/${ClusterName}/${NodegroupName}/${UUID}.
+    assert describe["Resource"] == "arn:aws:eks:us-east-1:111122223333:nodegroup/gpu-platform-dev/*"
+    assert describe["Action"] == ["eks:DescribeNodegroup"]
+    (unscoped,) = [s for s in policy["Statement"] if s["Resource"] == "*" and "Condition" not in s]
+    # The reads cluster-autoscaler's AWS README lists that IAM allows only on "*".
+    assert sorted(unscoped["Action"]) == [
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeAutoScalingInstances",
+        "autoscaling:DescribeLaunchConfigurations",
+        "autoscaling:DescribeScalingActivities",
+        "autoscaling:DescribeTags",
+        "ec2:DescribeImages",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeLaunchTemplateVersions",
+        "ec2:GetInstanceTypesFromInstanceRequirements",
+    ]
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_plan_names_the_deploying_account_in_the_autoscaler_policy(stack):
+    plan = planned(stack)
+    policy = json.loads(find(plan, ROLE_POLICY, f"{stack}-cluster-autoscaler").inputs["policy"])
+    (describe,) = [s for s in policy["Statement"] if "eks:DescribeNodegroup" in s["Action"]]
+    region = plan.outputs["region"]
+    assert describe["Resource"] == (
+        f"arn:aws:eks:{region}:(from the deploying credentials: accountId):"
+        f"nodegroup/gpu-platform-{stack}/*"
+    )
