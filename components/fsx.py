@@ -13,8 +13,8 @@ import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
 from components.fsx_csi import CSI_CONTROLLER_SA, dynamic_provisioning_policy, fsx_csi_values
-from components.iam import pod_identity_trust_policy, role_with_policies
-from components.shared import pinned_release, rotated_kms_key
+from components.iam import account_id, pod_identity_trust_policy, role_with_policies
+from components.shared import fsx_key_policy, pinned_release, rotated_kms_key
 from components.storage import (
     PART_OF,
     SHARED_DATA,
@@ -241,6 +241,7 @@ class FsxLustre(PlatformComponent):
                 f"gpu-platform-{env}-fsx",
                 self,
                 args.protect,
+                account_id(self).apply(lambda account: fsx_key_policy(account, args.region)),
             )
             kms_key_arn = key.arn
 

@@ -9,6 +9,8 @@ import pytest
 
 from components.autoscaler import iam_policy
 from components.fsx_csi import dynamic_provisioning_policy, fsx_csi_values
+from components.shared import eks_secrets_key_policy, fsx_key_policy, log_group_key_policy
+from infra.config import ConfigError, parse_config
 from infra.plan import run_program
 from tests.conftest import AWS_STACKS, find, make_project, planned
 
@@ -154,3 +156,157 @@ def test_plan_names_the_deploying_account_in_the_autoscaler_policy(stack):
         f"arn:aws:eks:{region}:(from the deploying credentials: accountId):"
         f"nodegroup/gpu-platform-{stack}/*"
     )
+
+
+# ------------------------------------------------------------------------------- KMS keys
+
+ACCOUNT = "111122223333"
+ROOT_ADMIN = {
+    "Sid": "AccountAdministers",
+    "Effect": "Allow",
+    # AWS KMS developer guide, "Default key policy": the account root principal with kms:*,
+    # so IAM policies can always administer the key.
+    "Principal": {"AWS": "arn:aws:iam::111122223333:root"},
+    "Action": "kms:*",
+    "Resource": "*",
+}
+
+
+def test_eks_secrets_key_is_administered_by_the_account_and_used_by_the_cluster_role():
+    role = "arn:aws:iam::111122223333:role/dev-eks-cluster"
+    statements = json.loads(eks_secrets_key_policy(ACCOUNT, role))["Statement"]
+    assert statements[0] == ROOT_ADMIN
+    use, grant = statements[1:]
+    assert use["Principal"] == {"AWS": role} and grant["Principal"] == {"AWS": role}
+    assert sorted(use["Action"]) == [
+        "kms:Decrypt",
+        "kms:DescribeKey",
+        "kms:Encrypt",
+        "kms:ListGrants",
+    ]
+    assert grant["Action"] == "kms:CreateGrant"
+    assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": "true"}}
+
+
+def test_fsx_key_is_used_only_through_fsx_for_this_account():
+    statements = json.loads(fsx_key_policy(ACCOUNT, "eu-west-1"))["Statement"]
+    assert statements[0] == ROOT_ADMIN
+    (fsx,) = statements[1:]
+    # The conditions of AWS's own aws/fsx key policy.
+    assert fsx["Condition"] == {
+        "StringEquals": {
+            "kms:ViaService": "fsx.eu-west-1.amazonaws.com",
+            "kms:CallerAccount": "111122223333",
+        }
+    }
+    assert "kms:CreateGrant" in fsx["Action"]
+
+
+def test_log_key_serves_only_its_own_log_group():
+    statements = json.loads(
+        log_group_key_policy(ACCOUNT, "eu-west-1", "/aws/eks/gpu-platform-x/cluster")
+    )["Statement"]
+    assert statements[0] == ROOT_ADMIN
+    (logs,) = statements[1:]
+    # CloudWatch Logs user guide, "Encrypt log data in CloudWatch Logs using AWS KMS".
+    assert logs["Principal"] == {"Service": "logs.eu-west-1.amazonaws.com"}
+    assert logs["Condition"] == {
+        "ArnEquals": {
+            "kms:EncryptionContext:aws:logs:arn": (
+                "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/eks/gpu-platform-x/cluster"
+            )
+        }
+    }
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_key_the_plan_declares_has_an_explicit_policy_with_an_administrator(stack):
+    keys = planned(stack).of_type("aws:kms/key:Key")
+    assert keys
+    for key in keys:
+        statements = json.loads(key.inputs["policy"])["Statement"]
+        assert statements[0]["Principal"] == {
+            "AWS": "arn:aws:iam::(from the deploying credentials: accountId):root"
+        }, key.name
+        assert key.inputs["enableKeyRotation"] is True
+
+
+def test_secrets_key_names_the_cluster_role_it_serves():
+    key = find(planned("dev"), "aws:kms/key:Key", "dev-eks-secrets")
+    principals = [s["Principal"] for s in json.loads(key.inputs["policy"])["Statement"][1:]]
+    assert principals == [{"AWS": "(known after apply: dev-eks-cluster.arn)"}] * 2
+
+
+# ----------------------------------------------------------------------------- log groups
+
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+
+
+def test_production_keeps_flow_and_audit_logs_for_a_year():
+    cfg = parse_config(
+        {"production": True, "aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]}},
+        "test",
+    )
+    assert cfg.network.flow_log_retention_days == 365
+    assert cfg.cluster.log_retention_days == 365
+    plain = parse_config(
+        {"aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]}}, "t"
+    )
+    assert plain.cluster.log_retention_days == 90
+
+
+def test_prod_log_groups_keep_a_year():
+    plan = planned("prod")
+    groups = {g.inputs["name"]: g.inputs["retentionInDays"] for g in plan.of_type(LOG_GROUP)}
+    assert groups == {
+        "/aws/eks/gpu-platform-prod/cluster": 365,
+        "/gpu-platform/prod/vpc-flow-logs": 365,
+    }
+
+
+def test_created_log_keys_encrypt_their_log_groups(tmp_path):
+    stack = small_stack()
+    stack["gpu-platform:cluster"] = {"create_log_kms_key": True}
+    stack["gpu-platform:network"] = {"flow_logs": True, "create_flow_log_kms_key": True}
+    recording = run_program("x", make_project(tmp_path, {"x": stack}))
+    by_name = {(r.type, r.name): r.raw_inputs for r in recording.resources.values()}
+    eks_logs = by_name[(LOG_GROUP, "x-eks-logs")]
+    assert eks_logs["kmsKeyId"] == "(known after apply: x-eks-logs-key.arn)"
+    flow_logs = by_name[(LOG_GROUP, "x-flow-logs")]
+    assert flow_logs["kmsKeyId"] == "(known after apply: x-flow-logs-key.arn)"
+    policy = json.loads(by_name[("aws:kms/key:Key", "x-flow-logs-key")]["policy"])
+    assert policy["Statement"][1]["Principal"] == {"Service": "logs.eu-west-1.amazonaws.com"}
+
+
+def test_a_given_log_key_is_used_as_is():
+    arn = "arn:aws:kms:eu-west-1:111122223333:key/0123abcd-0123-abcd-0123-0123456789ab"
+    cfg = parse_config(
+        {
+            "aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]},
+            "cluster": {"log_kms_key_arn": arn},
+        },
+        "t",
+    )
+    assert cfg.cluster.log_kms_key_arn == arn
+
+
+@pytest.mark.parametrize(
+    ("section", "arn_key", "create_key"),
+    [
+        ("cluster", "log_kms_key_arn", "create_log_kms_key"),
+        ("network", "flow_log_kms_key_arn", "create_flow_log_kms_key"),
+    ],
+)
+def test_a_log_key_is_given_or_created_not_both(section, arn_key, create_key):
+    arn = "arn:aws:kms:eu-west-1:111122223333:key/0123abcd-0123-abcd-0123-0123456789ab"
+    with pytest.raises(ConfigError) as error:
+        parse_config(
+            {
+                "aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]},
+                section: {arn_key: arn, create_key: True},
+            },
+            "t",
+        )
+    assert error.value.problems == [
+        f"gpu-platform:{section}.{create_key}: set {arn_key} or {create_key}, not both"
+    ]

@@ -123,6 +123,9 @@ __all__ = [
 PRODUCTION_DEFAULTS: dict[tuple[str, str], Any] = {
     ("network", "nat_gateways"): "per_zone",
     ("network", "flow_logs"): True,
+    # A year of flow and audit logs: what security reviews (and PCI DSS 10.5.1) ask for.
+    ("network", "flow_log_retention_days"): 365,
+    ("cluster", "log_retention_days"): 365,
     ("cluster", "endpoint_private_only"): True,
     ("cluster", "deletion_protection"): True,
 }
