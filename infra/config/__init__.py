@@ -141,7 +141,8 @@ class PlatformConfig(Settings):
     production: bool = Field(
         False,
         description="Production hardening: one NAT per zone, flow logs, private API endpoint, "
-        "deletion protection, and protected stateful resources. Each can still be set alone.",
+        "deletion protection, a year of flow and control-plane (audit) logs, and protected "
+        "stateful resources. Each can still be set alone.",
     )
     aws: AwsSettings | None = Field(None, description="Required with provider aws.")
     network: NetworkSettings = Field(default_factory=NetworkSettings)
