@@ -301,7 +301,18 @@ class FsxLustre(PlatformComponent):
             aws.s3.BucketArgs(bucket=repo.bucket_name, force_destroy=False),
             self.child(protect=protect),
         )
+        versioning = aws.s3.BucketVersioning(
+            f"{env}-fsx-data",
+            aws.s3.BucketVersioningInitArgs(
+                bucket=bucket.id,
+                versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
+                    status="Enabled"
+                ),
+            ),
+            self.child(),
+        )
         settings = [
+            versioning,
             aws.s3.BucketPublicAccessBlock(
                 f"{env}-fsx-data",
                 aws.s3.BucketPublicAccessBlockArgs(
@@ -313,22 +324,14 @@ class FsxLustre(PlatformComponent):
                 ),
                 self.child(),
             ),
-            aws.s3.BucketVersioning(
-                f"{env}-fsx-data",
-                aws.s3.BucketVersioningInitArgs(
-                    bucket=bucket.id,
-                    versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
-                        status="Enabled"
-                    ),
-                ),
-                self.child(),
-            ),
             aws.s3.BucketLifecycleConfiguration(
                 f"{env}-fsx-data",
                 aws.s3.BucketLifecycleConfigurationArgs(
                     bucket=bucket.id, rules=bucket_lifecycle_rules(repo)
                 ),
-                self.child(),
+                # Rules on non-current versions go after versioning (the provider's
+                # BucketLifecycleConfiguration docs).
+                self.child(depends_on=[versioning]),
             ),
             aws.s3.BucketServerSideEncryptionConfiguration(
                 f"{env}-fsx-data",

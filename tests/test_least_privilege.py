@@ -310,3 +310,10 @@ def test_a_log_key_is_given_or_created_not_both(section, arn_key, create_key):
     assert error.value.problems == [
         f"gpu-platform:{section}.{create_key}: set {arn_key} or {create_key}, not both"
     ]
+
+
+def test_lifecycle_rules_wait_for_versioning():
+    plan = planned("dev")
+    lifecycle = find(plan, LIFECYCLE, "dev-fsx-data")
+    versioning = find(plan, "aws:s3/bucketVersioning:BucketVersioning", "dev-fsx-data")
+    assert versioning.urn in lifecycle.dependencies
