@@ -2,8 +2,9 @@
 
 The platform mounts the file system it declares through a static PersistentVolume: the kubelet
 asks the node plugin to mount `dnsname@tcp:/mountname`, and no FSx API is called by anyone
-(the controller's CreateVolume, DeleteVolume and ControllerExpandVolume only run for volumes a
-StorageClass provisions). So `static` gives the driver no AWS role at all; `dynamic` lets the
+(the driver's only FSx calls are in its controller's CreateVolume, DeleteVolume,
+ControllerExpandVolume and ValidateVolumeCapabilities, which serve volumes a StorageClass
+provisions). So `static` gives the driver no AWS role at all; `dynamic` lets the
 controller create file systems that carry this cluster's tag, and change or delete only those.
 """
 

@@ -32,9 +32,10 @@ def small_stack(**storage_fsx) -> dict:
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
 def test_static_provisioning_gives_the_fsx_csi_driver_no_aws_permission(stack):
-    # A static PV is mounted by the node plugin from its dnsname and mountname; the
-    # controller's CreateVolume/DeleteVolume (the only FSx API callers in
-    # kubernetes-sigs/aws-fsx-csi-driver pkg/driver/controller.go) run only for a StorageClass.
+    # A static PV is mounted by the node plugin from its dnsname and mountname. The FSx calls
+    # of kubernetes-sigs/aws-fsx-csi-driver are all in the controller (pkg/driver/controller.go:
+    # CreateVolume, DeleteVolume, ControllerExpandVolume, ValidateVolumeCapabilities), which
+    # serves volumes a StorageClass provisions, never the mount of a static one.
     plan = planned(stack)
     assert not [r for r in plan.of_type(POD_IDENTITY) if "fsx" in r.name]
     assert not [r for r in plan.of_type(ROLE_POLICY) if "fsx" in r.name]
