@@ -13,7 +13,7 @@ import pulumi_aws as aws
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
 from components.gpu_node_group import asg_name_pattern
-from components.iam import pod_identity_trust_policy, role_with_policies
+from components.iam import account_id, pod_identity_trust_policy, role_with_policies
 from components.shared import pinned_release
 from components.system_node_group import SYSTEM_LABELS
 from infra.config import AutoscalerSettings, GpuNodeGroupSettings
@@ -23,7 +23,10 @@ NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 # The tag EKS puts on every managed node group's ASG: the write actions need it.
 OWNED_TAG = "k8s.io/cluster-autoscaler/{cluster}"
-READ_ACTIONS = (
+# cluster-autoscaler's AWS README ("IAM Policy") lists these reads. The Service Authorization
+# Reference gives every autoscaling and ec2 one below no resource type: IAM accepts them only
+# on "*". eks:DescribeNodegroup takes a nodegroup ARN, so it is scoped to this cluster's groups.
+UNSCOPABLE_READ_ACTIONS = (
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeAutoScalingInstances",
     "autoscaling:DescribeLaunchConfigurations",
@@ -33,8 +36,8 @@ READ_ACTIONS = (
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeLaunchTemplateVersions",
     "ec2:GetInstanceTypesFromInstanceRequirements",
-    "eks:DescribeNodegroup",
 )
+NODEGROUP_READ_ACTIONS = ("eks:DescribeNodegroup",)
 WRITE_ACTIONS = (
     "autoscaling:SetDesiredCapacity",
     "autoscaling:TerminateInstanceInAutoScalingGroup",
@@ -43,14 +46,25 @@ WRITE_ACTIONS = (
 # --------------------------------------------------------------------------- pure builders
 
 
-def iam_policy(cluster_name: str) -> str:
-    """Read anything it must; resize and terminate only ASGs this cluster owns."""
+def nodegroups_arn(region: str, account: str, cluster_name: str) -> str:
+    """Every managed node group of one cluster: nodegroup/<cluster>/<group>/<uuid>."""
+    return f"arn:aws:eks:{region}:{account}:nodegroup/{cluster_name}/*"
+
+
+def iam_policy(cluster_name: str, region: str, account: str) -> str:
+    """Read what IAM cannot narrow; describe only this cluster's node groups; resize and
+    terminate only ASGs this cluster owns."""
     owned = f"aws:ResourceTag/{OWNED_TAG.format(cluster=cluster_name)}"
     return json.dumps(
         {
             "Version": "2012-10-17",
             "Statement": [
-                {"Effect": "Allow", "Action": list(READ_ACTIONS), "Resource": "*"},
+                {"Effect": "Allow", "Action": list(UNSCOPABLE_READ_ACTIONS), "Resource": "*"},
+                {
+                    "Effect": "Allow",
+                    "Action": list(NODEGROUP_READ_ACTIONS),
+                    "Resource": nodegroups_arn(region, account, cluster_name),
+                },
                 {
                     "Effect": "Allow",
                     "Action": list(WRITE_ACTIONS),
@@ -132,7 +146,9 @@ class ClusterAutoscaler(PlatformComponent):
             pod_identity_trust_policy(),
             [],
             self,
-            inline_policy=iam_policy(args.cluster_name),
+            inline_policy=account_id(self).apply(
+                lambda account: iam_policy(args.cluster_name, args.region, account)
+            ),
         )
         association = aws.eks.PodIdentityAssociation(
             f"{args.env}-cluster-autoscaler",

@@ -14,8 +14,13 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.base import PlatformComponent
-from components.iam import eks_trust_policy, pod_identity_trust_policy, role_with_policies
-from components.shared import rotated_kms_key
+from components.iam import (
+    account_id,
+    eks_trust_policy,
+    pod_identity_trust_policy,
+    role_with_policies,
+)
+from components.shared import declare_log_group, eks_secrets_key_policy, rotated_kms_key
 from infra.config import ClusterSettings, ExistingClusterSettings
 from infra.versions import MANAGED_ADDONS, ManagedAddon
 
@@ -118,22 +123,27 @@ class EksControlPlane(PlatformComponent):
         super().__init__(name, opts)
         env, settings = args.env, args.cluster
 
+        role = role_with_policies(f"{env}-eks-cluster", eks_trust_policy(), CLUSTER_POLICIES, self)
         key = rotated_kms_key(
             f"{env}-eks-secrets",
             f"EKS secrets envelope encryption for {args.cluster_name}",
             f"{args.cluster_name}-secrets",
             self,
             args.protect,
-        )
-        role = role_with_policies(f"{env}-eks-cluster", eks_trust_policy(), CLUSTER_POLICIES, self)
-        # EKS creates this group on first log write with no retention; owning it sets one.
-        log_group = aws.cloudwatch.LogGroup(
-            f"{env}-eks-logs",
-            aws.cloudwatch.LogGroupArgs(
-                name=f"/aws/eks/{args.cluster_name}/cluster",
-                retention_in_days=settings.log_retention_days,
+            pulumi.Output.all(account_id(self), role.arn).apply(
+                lambda v: eks_secrets_key_policy(v[0], v[1])
             ),
-            self.child(),
+        )
+        # EKS creates this group on first log write with no retention; owning it sets one.
+        log_group = declare_log_group(
+            f"{env}-eks-logs",
+            f"/aws/eks/{args.cluster_name}/cluster",
+            settings.log_retention_days,
+            settings.log_kms_key_arn,
+            settings.create_log_kms_key,
+            args.region,
+            self,
+            args.protect,
         )
         cluster = aws.eks.Cluster(
             f"{env}-eks",

@@ -3,7 +3,6 @@ that mounts it in training pods as the static volume behind the `shared-data` cl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -13,8 +12,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
-from components.iam import pod_identity_trust_policy, role_with_policies
-from components.shared import pinned_release, rotated_kms_key
+from components.fsx_csi import CSI_CONTROLLER_SA, dynamic_provisioning_policy, fsx_csi_values
+from components.iam import account_id, pod_identity_trust_policy, role_with_policies
+from components.shared import fsx_key_policy, pinned_release, rotated_kms_key
 from components.storage import (
     PART_OF,
     SHARED_DATA,
@@ -26,8 +26,6 @@ from infra.config import DataRepositorySettings, FsxSettings
 
 CSI_DRIVER = "fsx.csi.aws.com"
 CSI_NAMESPACE = "kube-system"
-CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
-CSI_NODE_SA = "fsx-csi-node-sa"
 # The static PersistentVolume behind the claim (cluster-scoped, so it names the backend).
 PV_NAME = "fsx-shared-data"
 # Lustre: 988 carries LNet; 1018-1023 are the privileged ports clients and servers connect from.
@@ -81,6 +79,30 @@ def lustre_security_group_rules() -> list[SgRule]:
 def data_repository_path(bucket: str, prefix: str) -> str:
     """The S3 side of the association: s3://bucket/prefix/ (the whole bucket for prefix "")."""
     return f"s3://{bucket}/{prefix}"
+
+
+# Multipart uploads a client abandoned (an interrupted export) are billed until aborted.
+ABORT_INCOMPLETE_UPLOADS_DAYS = 7
+
+
+def bucket_lifecycle_rules(
+    repo: DataRepositorySettings,
+) -> list[aws.s3.BucketLifecycleConfigurationRuleArgs]:
+    """Versioning keeps every overwritten object; expire the old versions after the configured
+    days, and abort abandoned multipart uploads, over the whole bucket (an empty filter)."""
+    return [
+        aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="expire-old-versions-and-abandoned-uploads",
+            status="Enabled",
+            filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(),
+            noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                noncurrent_days=repo.noncurrent_version_expiration_days
+            ),
+            abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                days_after_initiation=ABORT_INCOMPLETE_UPLOADS_DAYS
+            ),
+        )
+    ]
 
 
 def association_s3(repo: DataRepositorySettings) -> aws.fsx.DataRepositoryAssociationS3Args:
@@ -147,56 +169,6 @@ def lustre_volume(
             volume_handle=fs_id,
             volume_attributes={"dnsname": dns_name, "mountname": mount_name},
         ),
-    )
-
-
-def fsx_csi_values(region: str) -> dict:
-    """aws-fsx-csi-driver chart values: the region given (no metadata lookup from pods) and the
-    service account names the Pod Identity association refers to."""
-    return {
-        "controller": {"region": region, "serviceAccount": {"name": CSI_CONTROLLER_SA}},
-        "node": {"serviceAccount": {"name": CSI_NODE_SA}},
-    }
-
-
-def fsx_csi_policy() -> str:
-    """The permissions the driver's install guide lists for its controller (dynamic provisioning
-    and the S3-link service-linked role); a static volume uses none of them, but a StorageClass
-    added later would."""
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Action": [
-                        "iam:CreateServiceLinkedRole",
-                        "iam:AttachRolePolicy",
-                        "iam:PutRolePolicy",
-                    ],
-                    "Resource": "arn:aws:iam::*:role/aws-service-role/"
-                    "s3.data-source.lustre.fsx.amazonaws.com/*",
-                },
-                {
-                    "Effect": "Allow",
-                    "Action": "iam:CreateServiceLinkedRole",
-                    "Resource": "*",
-                    "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}},
-                },
-                {
-                    "Effect": "Allow",
-                    "Action": [
-                        "s3:ListBucket",
-                        "fsx:CreateFileSystem",
-                        "fsx:DeleteFileSystem",
-                        "fsx:DescribeFileSystems",
-                        "fsx:TagResource",
-                        "fsx:UpdateFileSystem",
-                    ],
-                    "Resource": "*",
-                },
-            ],
-        }
     )
 
 
@@ -269,6 +241,7 @@ class FsxLustre(PlatformComponent):
                 f"gpu-platform-{env}-fsx",
                 self,
                 args.protect,
+                account_id(self).apply(lambda account: fsx_key_policy(account, args.region)),
             )
             kms_key_arn = key.arn
 
@@ -328,7 +301,18 @@ class FsxLustre(PlatformComponent):
             aws.s3.BucketArgs(bucket=repo.bucket_name, force_destroy=False),
             self.child(protect=protect),
         )
+        versioning = aws.s3.BucketVersioning(
+            f"{env}-fsx-data",
+            aws.s3.BucketVersioningInitArgs(
+                bucket=bucket.id,
+                versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
+                    status="Enabled"
+                ),
+            ),
+            self.child(),
+        )
         settings = [
+            versioning,
             aws.s3.BucketPublicAccessBlock(
                 f"{env}-fsx-data",
                 aws.s3.BucketPublicAccessBlockArgs(
@@ -340,15 +324,14 @@ class FsxLustre(PlatformComponent):
                 ),
                 self.child(),
             ),
-            aws.s3.BucketVersioning(
+            aws.s3.BucketLifecycleConfiguration(
                 f"{env}-fsx-data",
-                aws.s3.BucketVersioningInitArgs(
-                    bucket=bucket.id,
-                    versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
-                        status="Enabled"
-                    ),
+                aws.s3.BucketLifecycleConfigurationArgs(
+                    bucket=bucket.id, rules=bucket_lifecycle_rules(repo)
                 ),
-                self.child(),
+                # Rules on non-current versions go after versioning (the provider's
+                # BucketLifecycleConfiguration docs).
+                self.child(depends_on=[versioning]),
             ),
             aws.s3.BucketServerSideEncryptionConfiguration(
                 f"{env}-fsx-data",
@@ -385,24 +368,33 @@ class FsxLustre(PlatformComponent):
         )
 
     def _csi_driver(self, args: FsxLustreArgs) -> k8s.helm.v3.Release:
-        env = args.env
-        role = role_with_policies(
-            f"{env}-fsx-csi", pod_identity_trust_policy(), [], self, fsx_csi_policy()
-        )
-        identity = aws.eks.PodIdentityAssociation(
-            f"{env}-fsx-csi",
-            aws.eks.PodIdentityAssociationArgs(
-                cluster_name=args.cluster_name,
-                namespace=CSI_NAMESPACE,
-                service_account=CSI_CONTROLLER_SA,
-                role_arn=role.arn,
-            ),
-            self.child(depends_on=list(args.after)),
-        )
+        """The driver's chart; a Pod Identity role only for dynamic provisioning, since the
+        static volume needs no AWS call (components/fsx_csi.py)."""
+        env, dynamic = args.env, args.fsx.csi_provisioning == "dynamic"
+        after = list(args.after)
+        if dynamic:
+            policy = pulumi.Output.all(args.cluster_name, self.file_system.arn).apply(
+                lambda v: dynamic_provisioning_policy(v[0], v[1])
+            )
+            role = role_with_policies(
+                f"{env}-fsx-csi", pod_identity_trust_policy(), [], self, policy
+            )
+            after = [
+                aws.eks.PodIdentityAssociation(
+                    f"{env}-fsx-csi",
+                    aws.eks.PodIdentityAssociationArgs(
+                        cluster_name=args.cluster_name,
+                        namespace=CSI_NAMESPACE,
+                        service_account=CSI_CONTROLLER_SA,
+                        role_arn=role.arn,
+                    ),
+                    self.child(depends_on=after),
+                )
+            ]
         return pinned_release(
             f"{env}-fsx-csi",
             "aws-fsx-csi-driver",
             CSI_NAMESPACE,
-            fsx_csi_values(args.region),
-            self.child(depends_on=[identity]),
+            fsx_csi_values(args.region, args.cluster_name, dynamic),
+            self.child(depends_on=after),
         )

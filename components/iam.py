@@ -12,6 +12,12 @@ import pulumi_aws as aws
 _ASSUME_WITH_TAGS = ["sts:AssumeRole", "sts:TagSession"]
 
 
+def account_id(parent: pulumi.Resource) -> pulumi.Output[str]:
+    """The account the stack deploys into, as the parent's AWS provider sees it (no account id
+    in config to drift from the credentials)."""
+    return aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=parent)).account_id
+
+
 def service_trust_policy(service: str, actions: Sequence[str] = ("sts:AssumeRole",)) -> str:
     """A trust policy that lets one AWS service assume the role."""
     return json.dumps(

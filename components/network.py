@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import PlatformComponent
+from components.shared import declare_log_group
 from infra.config import AwsSettings, NetworkSettings, subnet_layout
 
 # --------------------------------------------------------------------------- pure builders
@@ -83,6 +84,8 @@ class NetworkArgs:
     cluster_name: str
     aws: AwsSettings
     network: NetworkSettings
+    # Protects a created flow-log key, as for the platform's other keys.
+    protect: bool = False
 
 
 class Network(PlatformComponent):
@@ -102,6 +105,16 @@ class Network(PlatformComponent):
                 enable_dns_hostnames=True,
                 enable_dns_support=True,
                 tags={"Name": f"{env}-vpc"},
+            ),
+            self.child(),
+        )
+        # Adopted with no rules: anything launched without a group of its own lands in the
+        # default group, and must get no traffic from it (Security Hub control EC2.2). Adopting
+        # it removes every rule it had (the provider's DefaultSecurityGroup docs).
+        aws.ec2.DefaultSecurityGroup(
+            f"{env}-default-sg",
+            aws.ec2.DefaultSecurityGroupArgs(
+                vpc_id=vpc.id, ingress=[], egress=[], tags={"Name": f"{env}-default-unused"}
             ),
             self.child(),
         )
@@ -190,7 +203,7 @@ class Network(PlatformComponent):
         if net.vpc_endpoints:
             self._endpoints(env, args.aws.region, net, vpc, private_subnets, private_rts)
         if net.flow_logs:
-            self._flow_logs(env, net, vpc)
+            self._flow_logs(env, args.aws.region, net, vpc, args.protect)
 
         # EFA OS-bypass traffic must be allowed to and from the group itself, every protocol.
         self.efa_security_group = aws.ec2.SecurityGroup(
@@ -255,6 +268,7 @@ class Network(PlatformComponent):
                         from_port=443,
                         to_port=443,
                         cidr_blocks=[str(net.vpc_cidr)],
+                        description="HTTPS from the VPC to the endpoints",
                     )
                 ],
                 tags={"Name": f"{env}-endpoints"},
@@ -277,14 +291,16 @@ class Network(PlatformComponent):
                 self.child(),
             )
 
-    def _flow_logs(self, env, net, vpc) -> None:
-        log_group = aws.cloudwatch.LogGroup(
+    def _flow_logs(self, env, region, net, vpc, protect) -> None:
+        log_group = declare_log_group(
             f"{env}-flow-logs",
-            aws.cloudwatch.LogGroupArgs(
-                name=f"/gpu-platform/{env}/vpc-flow-logs",
-                retention_in_days=net.flow_log_retention_days,
-            ),
-            self.child(),
+            f"/gpu-platform/{env}/vpc-flow-logs",
+            net.flow_log_retention_days,
+            net.flow_log_kms_key_arn,
+            net.create_flow_log_kms_key,
+            region,
+            self,
+            protect,
         )
         role = aws.iam.Role(
             f"{env}-flow-logs",

@@ -75,7 +75,11 @@ class Platform(PlatformComponent):
             self.child(),
         )
         on_aws = self.child(providers=[provider])
-        network = Network(f"{env}-network", NetworkArgs(env, name, cfg.aws, cfg.network), on_aws)
+        network = Network(
+            f"{env}-network",
+            NetworkArgs(env, name, cfg.aws, cfg.network, protect=cfg.protect_stateful),
+            on_aws,
+        )
         self.aws_provider, self.network = provider, network
         control = EksControlPlane(
             f"{env}-control-plane",

@@ -60,7 +60,7 @@ BAD = [
     pytest.param(
         {**AWS, "network": {"vpc_cdir": "10.0.0.0/16"}},
         "gpu-platform:network.vpc_cdir",
-        "valid keys here: flow_log_retention_days",
+        "flow_log_retention_days, flow_logs, nat_gateways",
         id="nested-typo",
     ),
     pytest.param(

@@ -13,13 +13,7 @@ from components.ceph import (
     cephfs_driver_name,
     network_attachment_config,
 )
-from components.fsx import (
-    CSI_CONTROLLER_SA,
-    CSI_DRIVER,
-    data_repository_path,
-    fsx_csi_values,
-    lustre_security_group_rules,
-)
+from components.fsx import CSI_DRIVER, data_repository_path, lustre_security_group_rules
 from components.storage import (
     NVME_CACHE,
     SHARED_DATA,
@@ -89,12 +83,6 @@ def test_lustre_rules_are_exactly_988_and_1018_to_1023_with_nodes_and_itself():
 )
 def test_data_repository_path(prefix, path):
     assert data_repository_path("b1", prefix) == path
-
-
-def test_fsx_csi_values_name_the_pod_identity_service_account():
-    values = fsx_csi_values("eu-west-1")
-    assert values["controller"]["serviceAccount"]["name"] == CSI_CONTROLLER_SA
-    assert values["controller"]["region"] == "eu-west-1"
 
 
 @pytest.mark.parametrize(
@@ -270,20 +258,13 @@ def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(sta
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
-def test_fsx_csi_driver_is_the_pinned_chart_with_pod_identity(stack):
+def test_fsx_csi_driver_is_the_pinned_chart(stack):
     plan = planned(stack)
     release = find(plan, RELEASE, f"{stack}-fsx-csi").inputs
     chart = CHARTS["aws-fsx-csi-driver"]
     assert (release["chart"], release["version"]) == (chart.name, chart.version)
     assert release["repositoryOpts"]["repo"] == chart.repository
-    association = find(
-        plan, "aws:eks/podIdentityAssociation:PodIdentityAssociation", f"{stack}-fsx-csi"
-    )
-    assert (
-        association.inputs["serviceAccount"]
-        == release["values"]["controller"]["serviceAccount"]["name"]
-    )
-    assert association.inputs["namespace"] == release["namespace"]
+    assert release["values"]["controller"]["region"] == stack_config(stack)["aws"]["region"]
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)

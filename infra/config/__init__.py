@@ -123,6 +123,9 @@ __all__ = [
 PRODUCTION_DEFAULTS: dict[tuple[str, str], Any] = {
     ("network", "nat_gateways"): "per_zone",
     ("network", "flow_logs"): True,
+    # A year of flow and audit logs: what security reviews (and PCI DSS 10.5.1) ask for.
+    ("network", "flow_log_retention_days"): 365,
+    ("cluster", "log_retention_days"): 365,
     ("cluster", "endpoint_private_only"): True,
     ("cluster", "deletion_protection"): True,
 }
@@ -138,7 +141,8 @@ class PlatformConfig(Settings):
     production: bool = Field(
         False,
         description="Production hardening: one NAT per zone, flow logs, private API endpoint, "
-        "deletion protection, and protected stateful resources. Each can still be set alone.",
+        "deletion protection, a year of flow and control-plane (audit) logs, and protected "
+        "stateful resources. Each can still be set alone.",
     )
     aws: AwsSettings | None = Field(None, description="Required with provider aws.")
     network: NetworkSettings = Field(default_factory=NetworkSettings)

@@ -47,6 +47,13 @@ RoleArn = Annotated[
         description="An IAM role ARN.",
     ),
 ]
+KmsKeyArn = Annotated[
+    str,
+    Field(
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$",
+        description="A KMS key ARN.",
+    ),
+]
 
 
 class ConfigError(pulumi.RunError):
@@ -102,3 +109,9 @@ def _check_retention(value: int) -> int:
             f"{value} is not a CloudWatch retention; valid: {list(LOG_RETENTION_DAYS)}"
         )
     return value
+
+
+def _one_key_source(settings: BaseModel, arn_field: str, create_field: str) -> None:
+    """A key is either given or created, never both."""
+    if getattr(settings, arn_field) and getattr(settings, create_field):
+        raise FieldProblem(create_field, f"set {arn_field} or {create_field}, not both")

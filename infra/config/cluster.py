@@ -10,9 +10,11 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from infra.config.base import (
     DnsLabel,
     FieldProblem,
+    KmsKeyArn,
     RoleArn,
     Settings,
     _check_retention,
+    _one_key_source,
 )
 from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 
@@ -51,7 +53,22 @@ class ClusterSettings(Settings):
         default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES),
         description="Control-plane log types sent to CloudWatch.",
     )
-    log_retention_days: int = Field(90, description="Control-plane log retention in days.")
+    log_retention_days: int = Field(
+        90,
+        description="Control-plane log retention in days; the group holds the audit log "
+        "(production default: 365).",
+    )
+    log_kms_key_arn: KmsKeyArn | None = Field(
+        None,
+        description="Customer managed KMS key that encrypts the control-plane log group; its "
+        "key policy must let logs.<region>.amazonaws.com use it. Default: CloudWatch Logs' own "
+        "encryption, unless create_log_kms_key.",
+    )
+    create_log_kms_key: bool = Field(
+        False,
+        description="Create a rotated KMS key for the control-plane log group alone, usable "
+        "only by CloudWatch Logs for that group.",
+    )
     admin_role_arns: list[RoleArn] = Field(
         default_factory=list,
         description="IAM roles granted cluster-admin through EKS access entries (authentication "
@@ -79,6 +96,11 @@ class ClusterSettings(Settings):
     @classmethod
     def _retention(cls, value: int) -> int:
         return _check_retention(value)
+
+    @model_validator(mode="after")
+    def _one_log_key(self) -> ClusterSettings:
+        _one_key_source(self, "log_kms_key_arn", "create_log_kms_key")
+        return self
 
 
 class ExistingClusterSettings(Settings):

@@ -10,7 +10,15 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.config.base import FieldProblem, InstanceTypeName, Settings, _check_retention, _overlaps
+from infra.config.base import (
+    FieldProblem,
+    InstanceTypeName,
+    KmsKeyArn,
+    Settings,
+    _check_retention,
+    _one_key_source,
+    _overlaps,
+)
 
 
 class AwsSettings(Settings):
@@ -78,7 +86,20 @@ class NetworkSettings(Settings):
         "and credentials stay off the NAT gateways.",
     )
     flow_logs: bool = Field(False, description="VPC flow logs to CloudWatch (production default).")
-    flow_log_retention_days: int = Field(90, description="Flow log retention in days.")
+    flow_log_retention_days: int = Field(
+        90, description="Flow log retention in days (production default: 365)."
+    )
+    flow_log_kms_key_arn: KmsKeyArn | None = Field(
+        None,
+        description="Customer managed KMS key that encrypts the flow log group; its key policy "
+        "must let logs.<region>.amazonaws.com use it. Default: CloudWatch Logs' own "
+        "encryption, unless create_flow_log_kms_key.",
+    )
+    create_flow_log_kms_key: bool = Field(
+        False,
+        description="Create a rotated KMS key for the flow log group alone, usable only by "
+        "CloudWatch Logs for that group.",
+    )
 
     @field_validator("flow_log_retention_days")
     @classmethod
@@ -95,6 +116,7 @@ class NetworkSettings(Settings):
                         f"{key}[{i}]", f"{cidr} lies outside vpc_cidr {self.vpc_cidr}"
                     )
                 named.append((f"{key}[{i}]", cidr))
+        _one_key_source(self, "flow_log_kms_key_arn", "create_flow_log_kms_key")
         problem = _overlaps(named[1:])
         if problem:
             raise problem

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from infra.config.base import DnsLabel, FieldProblem, Settings
+from infra.config.base import DnsLabel, FieldProblem, KmsKeyArn, Settings
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -27,13 +27,6 @@ FSX_THROUGHPUT_TIERS: dict[str, tuple[int, ...]] = {
 FSX_FIRST_CAPACITY_GIB = 1200
 FSX_CAPACITY_STEP_GIB = 2400
 S3_EVENTS = ("NEW", "CHANGED", "DELETED")
-KmsKeyArn = Annotated[
-    str,
-    Field(
-        pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$",
-        description="A KMS key ARN.",
-    ),
-]
 S3Event = Literal["NEW", "CHANGED", "DELETED"]
 
 
@@ -93,6 +86,12 @@ class DataRepositorySettings(Settings):
         True,
         description="List the prefix's existing objects into the file system when the "
         "association is created.",
+    )
+    noncurrent_version_expiration_days: int = Field(
+        30,
+        ge=1,
+        description="Days an overwritten or deleted object's old version is kept in the "
+        "versioned bucket before S3 expires it (every export of a changed file makes one).",
     )
 
     @field_validator("auto_import_events", "auto_export_events")
@@ -157,6 +156,13 @@ class FsxSettings(Settings):
         "03:00",
         pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
         description="When daily backups start, HH:MM in UTC.",
+    )
+    csi_provisioning: Literal["static", "dynamic"] = Field(
+        "static",
+        description="What the FSx CSI driver may do. `static`: only mount the platform's file "
+        "system (no AWS permission at all). `dynamic`: also create file systems for "
+        "StorageClasses, tagged fsx.csi.aws.com/cluster=<cluster>, and resize or delete only "
+        "those.",
     )
     mount_options: list[str] = Field(
         default_factory=lambda: ["flock"],
