@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 import pulumi
 import pulumi_aws as aws
@@ -17,7 +18,7 @@ from components.base import PlatformComponent
 from components.iam import eks_trust_policy, pod_identity_trust_policy, role_with_policies
 from components.shared import rotated_kms_key
 from infra.config import ClusterSettings, ExistingClusterSettings
-from infra.versions import MANAGED_ADDONS, ManagedAddon
+from infra.versions import MANAGED_ADDONS, ManagedAddon, in_extended_support
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
@@ -73,6 +74,32 @@ def endpoint_access(cluster: ClusterSettings) -> dict:
         "endpoint_public_access": public,
         "public_access_cidrs": [str(c) for c in cluster.public_access_cidrs] if public else None,
     }
+
+
+def support_type(cluster: ClusterSettings, today: date) -> str:
+    """EKS upgrade policy: EXTENDED when asked for, or when the minor is already past standard
+    support (EKS refuses STANDARD for a cluster running in extended support)."""
+    extended = cluster.extended_support or in_extended_support(cluster.kubernetes_version, today)
+    return "EXTENDED" if extended else "STANDARD"
+
+
+def api_ingress_rules(cluster: ClusterSettings) -> list[dict]:
+    """Who may reach the API endpoint's private addresses besides the nodes: the `pulumi up`
+    runner and admins, on HTTPS only, each rule described."""
+    https = {"ip_protocol": "tcp", "from_port": 443, "to_port": 443}
+    rules = [
+        {**https, "cidr_ipv4": str(cidr), "description": f"Kubernetes API from {cidr}"}
+        for cidr in cluster.api_access_cidrs
+    ]
+    rules += [
+        {
+            **https,
+            "referenced_security_group_id": sg,
+            "description": f"Kubernetes API from security group {sg}",
+        }
+        for sg in cluster.api_access_security_group_ids
+    ]
+    return rules
 
 
 # ------------------------------------------------------------------------------ handle
@@ -146,6 +173,9 @@ class EksControlPlane(PlatformComponent):
                 ),
                 access_config=aws.eks.ClusterAccessConfigArgs(
                     authentication_mode="API",
+                    # Creator admin is an access entry EKS makes outside the program's state:
+                    # it cannot be reviewed, nor removed without replacing the cluster. The
+                    # deploying principal is listed in admin_principal_arns instead.
                     bootstrap_cluster_creator_admin_permissions=False,
                 ),
                 encryption_config=aws.eks.ClusterEncryptionConfigArgs(
@@ -159,12 +189,15 @@ class EksControlPlane(PlatformComponent):
                 # Add-ons are managed below, pinned; EKS's unmanaged copies would fight them.
                 bootstrap_self_managed_addons=False,
                 deletion_protection=settings.deletion_protection,
-                upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
+                upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(
+                    support_type=support_type(settings, date.today())
+                ),
             ),
             self.child(depends_on=[log_group], protect=args.protect),
         )
 
-        for i, principal in enumerate(settings.admin_role_arns):
+        access: list[pulumi.Resource] = []
+        for i, principal in enumerate(settings.admin_principal_arns):
             entry = aws.eks.AccessEntry(
                 f"{env}-admin-{i}",
                 aws.eks.AccessEntryArgs(
@@ -172,7 +205,7 @@ class EksControlPlane(PlatformComponent):
                 ),
                 self.child(),
             )
-            aws.eks.AccessPolicyAssociation(
+            association = aws.eks.AccessPolicyAssociation(
                 f"{env}-admin-{i}",
                 aws.eks.AccessPolicyAssociationArgs(
                     cluster_name=cluster.name,
@@ -181,6 +214,15 @@ class EksControlPlane(PlatformComponent):
                     access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 ),
                 self.child(depends_on=[entry]),
+            )
+            access += [entry, association]
+
+        cluster_sg = cluster.vpc_config.cluster_security_group_id
+        for i, rule in enumerate(api_ingress_rules(settings)):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{env}-api-access-{i}",
+                aws.vpc.SecurityGroupIngressRuleArgs(security_group_id=cluster_sg, **rule),
+                self.child(),
             )
 
         # IRSA for charts that still want it; add-ons here use Pod Identity.
@@ -204,7 +246,9 @@ class EksControlPlane(PlatformComponent):
         provider = k8s.Provider(
             f"{env}-k8s",
             k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
-            self.child(),
+            # Every Kubernetes resource goes through this provider: until the access entries
+            # and their policies exist, the API answers the runner with Unauthorized.
+            self.child(depends_on=access),
         )
         self.cluster = cluster
         self.handle = ClusterHandle(

@@ -8,10 +8,11 @@ from infra.config import ConfigError, parse_config
 
 ZONES = ["us-east-1a", "us-east-1b"]
 AWS = {"region": "us-east-1", "zones": ZONES}
+CLUSTER = {"admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-admins"]}
 
 
 def config(*groups, aws=None, **extra):
-    raw = {"aws": aws or AWS, "gpu_node_groups": list(groups), **extra}
+    raw = {"aws": aws or AWS, "gpu_node_groups": list(groups), "cluster": CLUSTER, **extra}
     return parse_config(raw, "stacks/Pulumi.t.yaml")
 
 

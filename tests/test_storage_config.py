@@ -18,7 +18,10 @@ from infra.config import (
 
 SOURCE = "stacks/Pulumi.bad.yaml"
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
-AWS = {"aws": {"region": "us-east-1", "zones": ZONES}}
+AWS = {
+    "aws": {"region": "us-east-1", "zones": ZONES},
+    "cluster": {"admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-admins"]},
+}
 EXISTING = {"provider": "existing", "existing": {"name": "lab", "kubeconfig_path": "kc"}}
 SPOT = {"name": "spot", "instance_types": ["g5.2xlarge"], "capacity": "spot"}
 EFA_C = {"name": "efa", "instance_types": ["p4d.24xlarge"], "efa": True, "zone": "us-east-1c"}
