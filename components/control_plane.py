@@ -112,6 +112,8 @@ class ClusterHandle:
     name: pulumi.Input[str]
     kubernetes_version: str
     kubernetes: k8s.Provider
+    # EKS's own version output: node groups follow it, so they roll after the control plane.
+    eks_version: pulumi.Input[str] | None = None
     oidc_provider_arn: pulumi.Input[str] | None = None
     security_group_id: pulumi.Input[str] | None = None
     # What nodes wait for (add-ons they need to join), and what pods wait for (nodes to run
@@ -255,6 +257,7 @@ class EksControlPlane(PlatformComponent):
             name=cluster.name,
             kubernetes_version=settings.kubernetes_version,
             kubernetes=provider,
+            eks_version=cluster.version,
             oidc_provider_arn=oidc.arn,
             security_group_id=cluster.vpc_config.cluster_security_group_id,
             ready=list(self.addons),
