@@ -85,7 +85,12 @@ def root_volume(size_gib: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
 
 
 def imdsv2_only() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
-    """IMDSv2 required, one hop: pods (which use Pod Identity) cannot reach node credentials."""
+    """IMDSv2 required, one hop: pods (which use Pod Identity) cannot reach node credentials.
+
+    Deliberate, and kept: a pod's IMDS request crosses a second hop and goes unanswered, so
+    nothing in a pod may discover its region or instance identity there. Every component that
+    needs one gets it passed in (cluster-autoscaler's awsRegion, the FSx CSI driver's region).
+    """
     return aws.ec2.LaunchTemplateMetadataOptionsArgs(
         http_endpoint="enabled",
         http_tokens="required",
