@@ -9,8 +9,9 @@ import pytest
 
 from components.control_plane import api_ingress_rules, support_type
 from infra.config import ClusterSettings, ConfigError, parse_config
+from infra.plan import build_plan, run_program
 from infra.versions import END_OF_STANDARD_SUPPORT, in_extended_support
-from tests.conftest import AWS_STACKS, find, planned
+from tests.conftest import AWS_STACKS, find, make_project, planned
 
 SOURCE = "stacks/Pulumi.bad.yaml"
 REGION = {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]}
@@ -125,3 +126,19 @@ def test_upgrade_policy_is_extended_for_an_extended_minor_or_when_asked():
 
 def test_default_minor_is_1_35():
     assert ClusterSettings().kubernetes_version == "1.35"
+
+
+def test_an_aws_stack_on_an_extended_minor_plans_extended_support_and_warns(tmp_path):
+    stack = {
+        "gpu-platform:aws": REGION,
+        "gpu-platform:cluster": {
+            "kubernetes_version": "1.33",
+            "admin_principal_arns": ["arn:aws:iam::210987654321:role/admins"],
+        },
+    }
+    plan = build_plan(run_program("old", make_project(tmp_path, {"old": stack})))
+    cluster = find(plan, "aws:eks/cluster:Cluster", "old-eks")
+    # EKS API, UpgradePolicyRequest.supportType: STANDARD | EXTENDED.
+    assert cluster.inputs["upgradePolicy"] == {"supportType": "EXTENDED"}
+    (warning,) = plan.warnings
+    assert "1.33 left EKS standard support on 2026-07-29" in warning

@@ -102,9 +102,10 @@ class ClusterSettings(Settings):
         if self.endpoint_private_only and not private_path:
             raise FieldProblem(
                 "api_access_cidrs",
-                "endpoint_private_only: true but nothing may reach the private endpoint: give "
-                "api_access_cidrs (the runner's subnet, VPN or peered range) or "
-                "api_access_security_group_ids (the runner's security group)",
+                "endpoint_private_only: true (the default under production: true) but nothing "
+                "may reach the private endpoint: give api_access_cidrs (the runner's subnet, "
+                "VPN or peered range) or api_access_security_group_ids (the runner's security "
+                "group), or make the endpoint public with public_access_cidrs",
             )
         return self
 
