@@ -74,15 +74,20 @@ def network_attachment_name(role: str) -> str:
 
 
 def network_attachment_config(network: CephNetworkAttachmentSettings) -> str:
-    """CNI config of a Ceph Multus network, as Rook's network guide recommends: macvlan on the
-    host NIC (bridge mode), whereabouts addresses unique across the cluster."""
+    """CNI config of a Ceph Multus network, as Rook's Multus guide recommends: macvlan on the
+    host NIC (bridge mode), whereabouts addresses unique across the cluster, and a route to the
+    hosts' shim addresses so daemons answer host clients over this network. One builder: when
+    the IPAM moves to nv-ipam only this function changes."""
+    ipam: dict[str, Any] = {"type": "whereabouts", "range": str(network.cidr)}
+    if network.host_range is not None:
+        ipam["routes"] = [{"dst": str(network.host_range)}]
     return json.dumps(
         {
             "cniVersion": "0.3.1",
             "type": "macvlan",
             "master": network.interface,
             "mode": "bridge",
-            "ipam": {"type": "whereabouts", "range": str(network.cidr)},
+            "ipam": ipam,
         },
         sort_keys=True,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 import pulumi
 import pulumi_aws as aws
@@ -22,7 +23,7 @@ from components.iam import (
 )
 from components.shared import declare_log_group, eks_secrets_key_policy, rotated_kms_key
 from infra.config import ClusterSettings, ExistingClusterSettings
-from infra.versions import MANAGED_ADDONS, ManagedAddon
+from infra.versions import MANAGED_ADDONS, ManagedAddon, in_extended_support
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
@@ -80,6 +81,32 @@ def endpoint_access(cluster: ClusterSettings) -> dict:
     }
 
 
+def support_type(cluster: ClusterSettings, today: date) -> str:
+    """EKS upgrade policy: EXTENDED when asked for, or when the minor is already past standard
+    support (EKS refuses STANDARD for a cluster running in extended support)."""
+    extended = cluster.extended_support or in_extended_support(cluster.kubernetes_version, today)
+    return "EXTENDED" if extended else "STANDARD"
+
+
+def api_ingress_rules(cluster: ClusterSettings) -> list[dict]:
+    """Who may reach the API endpoint's private addresses besides the nodes: the `pulumi up`
+    runner and admins, on HTTPS only, each rule described."""
+    https = {"ip_protocol": "tcp", "from_port": 443, "to_port": 443}
+    rules = [
+        {**https, "cidr_ipv4": str(cidr), "description": f"Kubernetes API from {cidr}"}
+        for cidr in cluster.api_access_cidrs
+    ]
+    rules += [
+        {
+            **https,
+            "referenced_security_group_id": sg,
+            "description": f"Kubernetes API from security group {sg}",
+        }
+        for sg in cluster.api_access_security_group_ids
+    ]
+    return rules
+
+
 # ------------------------------------------------------------------------------ handle
 
 
@@ -90,6 +117,8 @@ class ClusterHandle:
     name: pulumi.Input[str]
     kubernetes_version: str
     kubernetes: k8s.Provider
+    # EKS's own version output: node groups follow it, so they roll after the control plane.
+    eks_version: pulumi.Input[str] | None = None
     oidc_provider_arn: pulumi.Input[str] | None = None
     security_group_id: pulumi.Input[str] | None = None
     # What nodes wait for (add-ons they need to join), and what pods wait for (nodes to run
@@ -156,6 +185,9 @@ class EksControlPlane(PlatformComponent):
                 ),
                 access_config=aws.eks.ClusterAccessConfigArgs(
                     authentication_mode="API",
+                    # Creator admin is an access entry EKS makes outside the program's state:
+                    # it cannot be reviewed, nor removed without replacing the cluster. The
+                    # deploying principal is listed in admin_principal_arns instead.
                     bootstrap_cluster_creator_admin_permissions=False,
                 ),
                 encryption_config=aws.eks.ClusterEncryptionConfigArgs(
@@ -169,12 +201,15 @@ class EksControlPlane(PlatformComponent):
                 # Add-ons are managed below, pinned; EKS's unmanaged copies would fight them.
                 bootstrap_self_managed_addons=False,
                 deletion_protection=settings.deletion_protection,
-                upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
+                upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(
+                    support_type=support_type(settings, date.today())
+                ),
             ),
             self.child(depends_on=[log_group], protect=args.protect),
         )
 
-        for i, principal in enumerate(settings.admin_role_arns):
+        access: list[pulumi.Resource] = []
+        for i, principal in enumerate(settings.admin_principal_arns):
             entry = aws.eks.AccessEntry(
                 f"{env}-admin-{i}",
                 aws.eks.AccessEntryArgs(
@@ -182,7 +217,7 @@ class EksControlPlane(PlatformComponent):
                 ),
                 self.child(),
             )
-            aws.eks.AccessPolicyAssociation(
+            association = aws.eks.AccessPolicyAssociation(
                 f"{env}-admin-{i}",
                 aws.eks.AccessPolicyAssociationArgs(
                     cluster_name=cluster.name,
@@ -191,6 +226,15 @@ class EksControlPlane(PlatformComponent):
                     access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 ),
                 self.child(depends_on=[entry]),
+            )
+            access += [entry, association]
+
+        cluster_sg = cluster.vpc_config.cluster_security_group_id
+        for i, rule in enumerate(api_ingress_rules(settings)):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{env}-api-access-{i}",
+                aws.vpc.SecurityGroupIngressRuleArgs(security_group_id=cluster_sg, **rule),
+                self.child(),
             )
 
         # IRSA for charts that still want it; add-ons here use Pod Identity.
@@ -214,13 +258,16 @@ class EksControlPlane(PlatformComponent):
         provider = k8s.Provider(
             f"{env}-k8s",
             k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
-            self.child(),
+            # Every Kubernetes resource goes through this provider: until the access entries
+            # and their policies exist, the API answers the runner with Unauthorized.
+            self.child(depends_on=access),
         )
         self.cluster = cluster
         self.handle = ClusterHandle(
             name=cluster.name,
             kubernetes_version=settings.kubernetes_version,
             kubernetes=provider,
+            eks_version=cluster.version,
             oidc_provider_arn=oidc.arn,
             security_group_id=cluster.vpc_config.cluster_security_group_id,
             ready=list(self.addons),

@@ -162,6 +162,7 @@ class GpuNodeGroup(PlatformComponent):
             ManagedNodeGroupSpec(
                 name=ng_name,
                 cluster_name=args.cluster.name,
+                kubernetes_version=args.cluster.eks_version,
                 node_role_arn=args.node_role_arn,
                 subnet_ids=args.subnet_ids,
                 security_group_ids=node_sgs,

@@ -85,7 +85,12 @@ def root_volume(size_gib: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
 
 
 def imdsv2_only() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
-    """IMDSv2 required, one hop: pods (which use Pod Identity) cannot reach node credentials."""
+    """IMDSv2 required, one hop: pods (which use Pod Identity) cannot reach node credentials.
+
+    Deliberate, and kept: a pod's IMDS request crosses a second hop and goes unanswered, so
+    nothing in a pod may discover its region or instance identity there. Every component that
+    needs one gets it passed in (cluster-autoscaler's awsRegion, the FSx CSI driver's region).
+    """
     return aws.ec2.LaunchTemplateMetadataOptionsArgs(
         http_endpoint="enabled",
         http_tokens="required",
@@ -109,6 +114,8 @@ class ManagedNodeGroupSpec:
 
     name: str
     cluster_name: pulumi.Input[str]
+    # The cluster's version output, so a control-plane upgrade rolls the nodes after it.
+    kubernetes_version: pulumi.Input[str]
     node_role_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
     security_group_ids: Sequence[pulumi.Input[str]]
@@ -126,6 +133,16 @@ class ManagedNodeGroupSpec:
     capacity_reservation: dict[str, str] | None = None
     capacity_block: bool = False
     after: Sequence[pulumi.Resource] = ()
+
+    @property
+    def launch_template_instance_type(self) -> str | None:
+        """EKS user guide, "Capacity Blocks for managed node groups": the launch template of a
+        Capacity Block group names the instance type, and the node group then names none."""
+        return self.instance_types[0] if self.capacity_block else None
+
+    @property
+    def node_group_instance_types(self) -> list[str] | None:
+        return None if self.capacity_block else list(self.instance_types)
 
 
 _TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
@@ -155,6 +172,7 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
         spec.name,
         aws.ec2.LaunchTemplateArgs(
             description=f"managed node group {spec.name}",
+            instance_type=spec.launch_template_instance_type,
             update_default_version=True,
             metadata_options=imdsv2_only(),
             block_device_mappings=[root_volume(spec.root_volume_gib)],
@@ -184,9 +202,10 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
             node_group_name=spec.name,
             node_role_arn=spec.node_role_arn,
             subnet_ids=list(spec.subnet_ids),
+            version=spec.kubernetes_version,
             ami_type=spec.ami_type,
             capacity_type=spec.capacity_type,
-            instance_types=list(spec.instance_types),
+            instance_types=spec.node_group_instance_types,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=spec.scaling.min_size,
                 max_size=spec.scaling.max_size,

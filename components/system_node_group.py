@@ -43,6 +43,7 @@ class SystemNodeGroup(PlatformComponent):
             ManagedNodeGroupSpec(
                 name=f"{args.env}-system",
                 cluster_name=args.cluster.name,
+                kubernetes_version=args.cluster.eks_version,
                 node_role_arn=args.node_role_arn,
                 subnet_ids=args.subnet_ids,
                 security_group_ids=[args.cluster.security_group_id],

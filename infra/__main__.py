@@ -5,6 +5,7 @@ on sys.path; the project root goes in front so `infra` and `components` import a
 """
 
 import sys
+from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -13,7 +14,11 @@ import pulumi
 
 from infra.composition import Platform
 from infra.config import load_config
+from infra.plan_warnings import config_warnings
 
-platform = Platform(pulumi.get_stack(), load_config())
+config = load_config()
+for message in config_warnings(config, date.today()):
+    pulumi.warn(message)
+platform = Platform(pulumi.get_stack(), config)
 for key, value in platform.outputs.items():
     pulumi.export(key, value)

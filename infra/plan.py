@@ -37,9 +37,11 @@ from google.protobuf import json_format
 from pulumi import _types
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.config import set_all_config
+from pulumi.runtime.proto import engine_pb2
 from pulumi.runtime.stack import run_in_stack
 
 from infra.config import ConfigError
+from infra.plan_warnings import capacity_block_rolls
 
 ROOT = Path(__file__).resolve().parent.parent
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -245,6 +247,23 @@ class Recording:
     resources: dict[str, Registration] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
     duplicates: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class RecordingEngine(mocks.MockEngine):
+    """The SDK's mock engine, which only logs messages; this one also keeps the program's
+    warnings (`pulumi.warn`), which `pulumi up` would show."""
+
+    def __init__(self, recording: Recording):
+        super().__init__(logging.getLogger("pulumi-plan"))
+        self.recording = recording
+
+    def Log(self, request):
+        if request.severity == engine_pb2.WARNING:
+            # Printed once, in the plan's Warnings section, rather than also on stderr.
+            self.recording.warnings.append(request.message)
+            return None
+        return super().Log(request)
 
 
 class RecordingMonitor(mocks.MockMonitor):
@@ -325,7 +344,7 @@ def record(
         mocks.MockSettings(
             monitor=monitor,
             monitor_features=set(monitor.GetDeploymentInfo(None).supportedFeatures),
-            engine=mocks.MockEngine(logging.getLogger("pulumi-plan")),
+            engine=RecordingEngine(recording),
             project=project.name,
             stack=stack,
             dry_run=True,
@@ -421,6 +440,7 @@ class Plan:
     project: str
     resources: list[PlannedResource]
     outputs: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
 
     @functools.cached_property
     def by_urn(self) -> dict[str, PlannedResource]:
@@ -473,7 +493,13 @@ def build_plan(recording: Recording) -> Plan:
                 custom=reg.custom,
             )
         )
-    return Plan(recording.stack, recording.project, resources, render(recording.outputs))
+    return Plan(
+        recording.stack,
+        recording.project,
+        resources,
+        render(recording.outputs),
+        list(recording.warnings),
+    )
 
 
 def manifest_filename(obj: dict[str, Any]) -> str:
@@ -527,6 +553,28 @@ def format_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def compare_with_previous(plan: Plan, previous_path: Path) -> str | None:
+    """Add the warnings only a comparison with the previous plan gives (Capacity Block groups
+    that would roll); say so when there is no previous plan to compare with."""
+    blocks = [
+        r
+        for r in plan.of_type("aws:eks/nodeGroup:NodeGroup")
+        if r.inputs.get("capacityType") == "CAPACITY_BLOCK"
+    ]
+    if not blocks:
+        return None
+    if not previous_path.is_file():
+        return f"No previous plan at {previous_path}: Capacity Block rolls not checked."
+    previous = json.loads(previous_path.read_text())["resources"]
+    current = [r.as_json() for r in plan.resources]
+    plan.warnings.extend(capacity_block_rolls(previous, current))
+    return None
+
+
+def format_warnings(warnings: list[str]) -> str:
+    return "\n".join(["Warnings:", *(f"  - {w}" for w in warnings)])
+
+
 def plan_stack(stack: str, root: Path = ROOT) -> Plan:
     return build_plan(run_program(stack, root))
 
@@ -549,11 +597,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     out_dir = args.out or ROOT / "out" / args.stack
+    note = compare_with_previous(plan, out_dir / "resources.json")
     written = write_outputs(plan, out_dir)
     elapsed = time.perf_counter() - started
     if not args.quiet:
         print(format_plan(plan))
         print(f"\nWrote {out_dir / 'resources.json'} and {len(written)} manifests.")
+        if note:
+            print(note)
+    if plan.warnings:
+        print(format_warnings(plan.warnings))
     count = sum(r.custom for r in plan.resources)
     print(f"Planned {args.stack}: {count} resources in {elapsed:.2f} s")
     return 0

@@ -6,12 +6,31 @@ One table per kind of version, so that an upgrade is a one-line diff that review
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
-# Kubernetes minors that EKS serves under standard support on the date below, and for which
-# kubernetes-validate ships a schema. Oldest first; the last one is the default.
-KUBERNETES_VERSIONS_CHECKED_ON = "2026-11-30"
-SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.33", "1.34", "1.35")
-DEFAULT_KUBERNETES_VERSION = "1.34"
+# Kubernetes minors that EKS serves (standard or extended support) on the date below, and for
+# which kubernetes-validate ships a schema (1.37.0 ships 1.33 to 1.37). Oldest first.
+KUBERNETES_VERSIONS_CHECKED_ON = date(2026, 11, 30)
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.33", "1.34", "1.35", "1.36")
+# The oldest minor with months of standard support left: 1.34 leaves it two days after the date
+# above, and 1.36 is new enough that the platform's charts have had little time on it.
+DEFAULT_KUBERNETES_VERSION = "1.35"
+
+# EKS end of standard support per minor (EKS user guide, "Kubernetes version lifecycle", as
+# shared/PINS.md records it). After it a cluster runs in extended support, billed extra, and EKS
+# refuses to keep it there unless the cluster's upgrade policy says EXTENDED. None: not announced.
+END_OF_STANDARD_SUPPORT: dict[str, date | None] = {
+    "1.33": date(2026, 7, 29),
+    "1.34": date(2026, 12, 2),
+    "1.35": date(2027, 3, 27),
+    "1.36": None,
+}
+
+
+def in_extended_support(minor: str, today: date) -> bool:
+    """Whether EKS serves `minor` only under extended support on `today`."""
+    ends = END_OF_STANDARD_SUPPORT[minor]
+    return ends is not None and today > ends
 
 
 # Add-on builds as `aws eks describe-addon-versions` listed them for each minor in August 2026.
@@ -33,6 +52,9 @@ def _same_for_all(version: str) -> dict[str, str]:
     return dict.fromkeys(SUPPORTED_KUBERNETES_VERSIONS, version)
 
 
+# vpc-cni v1.22.4-eksbuild.3 is also the 1.36 build in AWS's table (shared/PINS.md). PINS.md
+# names no 1.36 build for the Pod Identity agent or the EBS CSI driver: they keep the build they
+# run on 1.35, which AWS lists for every supported minor.
 # In declaration order: the Pod Identity agent first, since other add-ons get credentials
 # through it.
 MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
@@ -54,6 +76,7 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
             "1.33": "v1.33.10-eksbuild.13",
             "1.34": "v1.34.6-eksbuild.13",
             "1.35": "v1.35.3-eksbuild.13",
+            "1.36": "v1.36.0-eksbuild.14",
         },
         needs_nodes=False,
     ),
@@ -63,6 +86,7 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
             "1.33": "v1.12.4-eksbuild.18",
             "1.34": "v1.13.2-eksbuild.11",
             "1.35": "v1.14.3-eksbuild.3",
+            "1.36": "v1.14.3-eksbuild.3",
         },
         needs_nodes=True,
     ),
@@ -108,6 +132,7 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
     "1.33": "v1.33.6",
     "1.34": "v1.34.5",
     "1.35": "v1.35.2",
+    "1.36": "v1.36.1",
 }
 
 # The Ceph release Rook v1.20.6 deploys in its example CephCluster (deploy/examples/cluster.yaml).

@@ -140,6 +140,9 @@ def synthetic_stack(groups: int) -> dict:
     zones = ["us-east-1a", "us-east-1b"]
     return {
         "gpu-platform:aws": {"region": "us-east-1", "zones": zones},
+        "gpu-platform:cluster": {
+            "admin_principal_arns": ["arn:aws:iam::210987654321:role/platform-admins"]
+        },
         "gpu-platform:gpu_node_groups": [
             {
                 "name": f"h100-{i:02d}",

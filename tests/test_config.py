@@ -10,7 +10,11 @@ from infra.plan import Recording, main, read_project, record, run_program
 from infra.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.conftest import make_project
 
-AWS = {"aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]}}
+ADMIN = ["arn:aws:iam::111122223333:role/platform-admins"]
+AWS = {
+    "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+    "cluster": {"admin_principal_arns": ADMIN},
+}
 SOURCE = "stacks/Pulumi.bad.yaml"
 
 
@@ -31,7 +35,9 @@ def test_defaults_need_only_region_and_zones():
 
 
 def test_production_changes_defaults_but_an_explicit_key_wins():
-    cfg = parse_config({**AWS, "production": True, "network": {"flow_logs": False}}, SOURCE)
+    cluster = {"admin_principal_arns": ADMIN, "api_access_cidrs": ["10.8.0.0/24"]}
+    raw = {**AWS, "production": True, "network": {"flow_logs": False}, "cluster": cluster}
+    cfg = parse_config(raw, SOURCE)
     assert cfg.network.nat_gateways == "per_zone"
     assert cfg.cluster.endpoint_private_only is True
     assert cfg.cluster.deletion_protection is True
@@ -165,7 +171,15 @@ BAD = [
         id="bad-retention",
     ),
     pytest.param(
-        {**AWS, "cluster": {"endpoint_private_only": True, "public_access_cidrs": ["1.2.3.0/24"]}},
+        {
+            **AWS,
+            "cluster": {
+                "endpoint_private_only": True,
+                "public_access_cidrs": ["1.2.3.0/24"],
+                "api_access_cidrs": ["10.8.0.0/24"],
+                "admin_principal_arns": ADMIN,
+            },
+        },
         "gpu-platform:cluster.public_access_cidrs",
         "no effect with endpoint_private_only",
         id="contradictory-endpoint",

@@ -36,7 +36,9 @@ def test_kubeconfig_uses_aws_cli_token_and_holds_no_credential():
 
 
 def test_private_endpoint_drops_public_access():
-    private = endpoint_access(ClusterSettings(endpoint_private_only=True))
+    private = endpoint_access(
+        ClusterSettings(endpoint_private_only=True, api_access_cidrs=["10.8.0.0/24"])
+    )
     assert private == {
         "endpoint_private_access": True,
         "endpoint_public_access": False,
@@ -88,7 +90,7 @@ def test_endpoint_exposure_per_environment(stack, private):
     assert ("publicAccessCidrs" in vpc) is not private
 
 
-@pytest.mark.parametrize(("stack", "admins"), [("dev", 0), ("staging", 1), ("prod", 2)])
+@pytest.mark.parametrize(("stack", "admins"), [("dev", 1), ("staging", 1), ("prod", 2)])
 def test_admin_roles_get_access_entries_with_cluster_admin(stack, admins):
     plan = planned(stack)
     entries = plan.of_type("aws:eks/accessEntry:AccessEntry")

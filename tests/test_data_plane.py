@@ -30,16 +30,29 @@ def launch_template_of(plan, node_group):
     return find(plan, LAUNCH_TEMPLATE, node_group.name)
 
 
+# (capacity type, node group instance types, launch template instance type, EFA interfaces).
+# EKS user guide, "Capacity Blocks for managed node groups": a CAPACITY_BLOCK group's launch
+# template names the instance type and the node group lists none.
 @pytest.mark.parametrize(
     ("stack", "expected"),
     [
-        ("dev", {"dev-spot-small": ("SPOT", 4, False)}),
-        ("staging", {"staging-a100-efa": ("ON_DEMAND", 1, True)}),
+        (
+            "dev",
+            {
+                "dev-spot-small": (
+                    "SPOT",
+                    ["g5.2xlarge", "g5.4xlarge", "g6e.xlarge", "g6e.2xlarge"],
+                    None,
+                    False,
+                )
+            },
+        ),
+        ("staging", {"staging-a100-efa": ("ON_DEMAND", ["p4d.24xlarge"], None, True)}),
         (
             "prod",
             {
-                "prod-h100-block": ("CAPACITY_BLOCK", 1, True),
-                "prod-h100-ondemand": ("ON_DEMAND", 1, True),
+                "prod-h100-block": ("CAPACITY_BLOCK", None, "p5.48xlarge", True),
+                "prod-h100-ondemand": ("ON_DEMAND", ["p5.48xlarge"], None, True),
             },
         ),
     ],
@@ -51,10 +64,19 @@ def test_gpu_groups_per_stack(stack, expected):
         lt = launch_template_of(plan, ng)
         found[ng.name] = (
             ng.inputs["capacityType"],
-            len(ng.inputs["instanceTypes"]),
+            ng.inputs.get("instanceTypes"),
+            lt.inputs.get("instanceType"),
             "networkInterfaces" in lt.inputs,
         )
     assert found == expected
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_node_group_follows_the_cluster_version(stack):
+    # An upgrade of the control plane then rolls every node group after it.
+    plan = planned(stack)
+    for ng in plan.of_type(NODE_GROUP):
+        assert ng.inputs["version"] == stack_config(stack).cluster.kubernetes_version
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
@@ -238,3 +260,15 @@ def test_every_helm_release_waits_for_nodes_to_run_its_pods(stack):
     assert releases
     for release in releases:
         assert system in closure(release.urn, set()), release.name
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_imds_hop_limit_one_keeps_node_credentials_away_from_pods(stack):
+    # EC2 user guide, "Instance metadata options": with a hop limit of 1 a request from a
+    # container (one more network hop) gets no answer. Deliberate: see README, IMDS.
+    for lt in planned(stack).of_type(LAUNCH_TEMPLATE):
+        assert lt.inputs["metadataOptions"] == {
+            "httpEndpoint": "enabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        }

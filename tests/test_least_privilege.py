@@ -20,9 +20,14 @@ ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 LIFECYCLE = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
 
 
+ADMIN = "arn:aws:iam::210987654321:role/platform-admins"
+EU_WEST = {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]}
+
+
 def small_stack(**storage_fsx) -> dict:
     return {
         "gpu-platform:aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]},
+        "gpu-platform:cluster": {"admin_principal_arns": [ADMIN]},
         "gpu-platform:storage": {"fsx": storage_fsx},
     }
 
@@ -244,15 +249,11 @@ LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 
 def test_production_keeps_flow_and_audit_logs_for_a_year():
-    cfg = parse_config(
-        {"production": True, "aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]}},
-        "test",
-    )
+    cluster = {"admin_principal_arns": [ADMIN], "api_access_cidrs": ["10.8.0.0/24"]}
+    cfg = parse_config({"production": True, "aws": EU_WEST, "cluster": cluster}, "test")
     assert cfg.network.flow_log_retention_days == 365
     assert cfg.cluster.log_retention_days == 365
-    plain = parse_config(
-        {"aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]}}, "t"
-    )
+    plain = parse_config({"aws": EU_WEST, "cluster": {"admin_principal_arns": [ADMIN]}}, "t")
     assert plain.cluster.log_retention_days == 90
 
 
@@ -267,7 +268,7 @@ def test_prod_log_groups_keep_a_year():
 
 def test_created_log_keys_encrypt_their_log_groups(tmp_path):
     stack = small_stack()
-    stack["gpu-platform:cluster"] = {"create_log_kms_key": True}
+    stack["gpu-platform:cluster"] = {"admin_principal_arns": [ADMIN], "create_log_kms_key": True}
     stack["gpu-platform:network"] = {"flow_logs": True, "create_flow_log_kms_key": True}
     recording = run_program("x", make_project(tmp_path, {"x": stack}))
     by_name = {(r.type, r.name): r.raw_inputs for r in recording.resources.values()}
@@ -283,8 +284,8 @@ def test_a_given_log_key_is_used_as_is():
     arn = "arn:aws:kms:eu-west-1:111122223333:key/0123abcd-0123-abcd-0123-0123456789ab"
     cfg = parse_config(
         {
-            "aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]},
-            "cluster": {"log_kms_key_arn": arn},
+            "aws": EU_WEST,
+            "cluster": {"admin_principal_arns": [ADMIN], "log_kms_key_arn": arn},
         },
         "t",
     )

@@ -75,7 +75,7 @@ def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name
     assert strategy == ("RAID0" if row.has_instance_storage else None)
     kubelet = config["spec"]["kubelet"]["config"]
     assert kubelet["maxPods"] == 100
-    assert kubelet["topologyManagerPolicy"] == "single-numa-node"
+    assert kubelet["topologyManagerPolicy"] == "restricted"
     assert kubelet["cpuManagerPolicy"] == "static"
 
 

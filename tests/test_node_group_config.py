@@ -8,10 +8,11 @@ from infra.config import ConfigError, parse_config
 
 ZONES = ["us-east-1a", "us-east-1b"]
 AWS = {"region": "us-east-1", "zones": ZONES}
+CLUSTER = {"admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-admins"]}
 
 
 def config(*groups, aws=None, **extra):
-    raw = {"aws": aws or AWS, "gpu_node_groups": list(groups), **extra}
+    raw = {"aws": aws or AWS, "gpu_node_groups": list(groups), "cluster": CLUSTER, **extra}
     return parse_config(raw, "stacks/Pulumi.t.yaml")
 
 
@@ -202,3 +203,32 @@ def test_gpu_groups_are_refused_on_existing_clusters():
     }
     with pytest.raises(ConfigError, match=r"gpu-platform:gpu_node_groups: only valid with"):
         parse_config(raw, "stacks/Pulumi.t.yaml")
+
+
+def test_topology_manager_defaults_to_restricted():
+    (group,) = config(g()).gpu_node_groups
+    assert group.kubelet.topology_manager_policy == "restricted"
+
+
+@pytest.mark.parametrize("instance_type", ["p4d.24xlarge", "p5.48xlarge", "g5.48xlarge"])
+def test_single_numa_node_is_refused_where_gpus_span_two_sockets(instance_type):
+    # AWS EC2 instance specifications: p4d.24xlarge, p5.48xlarge and g5.48xlarge are
+    # two-socket hosts with 4 of their 8 GPUs on each socket's PCIe tree, so an 8-GPU pod can
+    # never be aligned to one NUMA node (Kubernetes docs, "Control Topology Management
+    # Policies on a node": single-numa-node rejects it with TopologyAffinityError).
+    kubelet = {"topology_manager_policy": "single-numa-node"}
+    with pytest.raises(ConfigError) as caught:
+        config(g(instance_types=[instance_type], kubelet=kubelet))
+    (problem,) = caught.value.problems
+    assert problem.startswith(
+        "gpu-platform:gpu_node_groups[0].kubelet.topology_manager_policy: single-numa-node "
+        f"rejects any pod needing GPUs from more than one of {instance_type}'s 2 NUMA nodes "
+        "(8 GPUs: a pod asking for more than 4 fails with TopologyAffinityError)"
+    )
+
+
+def test_single_numa_node_stays_allowed_on_a_one_socket_type():
+    # g5.2xlarge: one A10G on a single-socket host (AWS EC2 accelerated instance specs).
+    kubelet = {"topology_manager_policy": "single-numa-node"}
+    (group,) = config(g(instance_types=["g5.2xlarge"], kubelet=kubelet)).gpu_node_groups
+    assert group.kubelet.topology_manager_policy == "single-numa-node"

@@ -152,6 +152,29 @@ def test_ceph_multus_networks_become_selectors_and_address_ranges():
     }
     config = json.loads(network_attachment_config(ceph.network.cluster))
     assert (config["master"], config["ipam"]["range"]) == ("ens2", "10.9.0.0/24")
+    assert "routes" not in config["ipam"]
+
+
+def test_onprem_public_network_keeps_hosts_out_of_the_pod_range_and_routes_to_them():
+    # Rook's Multus guide: macvlan in bridge mode, whereabouts with a range that holds no host
+    # address, and a route from the pods to the hosts' range on the public network.
+    (nad,) = [
+        r
+        for r in planned("onprem").resources
+        if r.inputs.get("kind") == "NetworkAttachmentDefinition"
+        and r.inputs["metadata"]["name"] == "ceph-public"
+    ]
+    assert json.loads(nad.inputs["spec"]["config"]) == {
+        "cniVersion": "0.3.1",
+        "type": "macvlan",
+        "master": "ens1f0np0",
+        "mode": "bridge",
+        "ipam": {
+            "type": "whereabouts",
+            "range": "192.168.100.0/25",
+            "routes": [{"dst": "192.168.100.128/25"}],
+        },
+    }
 
 
 def test_csi_drivers_follow_the_rook_namespace():
@@ -332,6 +355,10 @@ def test_named_bucket_gives_an_exact_path_and_is_protected_in_production(tmp_pat
     stack = {
         "gpu-platform:production": True,
         "gpu-platform:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+        "gpu-platform:cluster": {
+            "admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-admins"],
+            "api_access_cidrs": ["10.8.0.0/24"],
+        },
         "gpu-platform:storage": {
             "fsx": {
                 "deployment_type": "PERSISTENT_2",

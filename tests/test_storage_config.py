@@ -18,7 +18,10 @@ from infra.config import (
 
 SOURCE = "stacks/Pulumi.bad.yaml"
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
-AWS = {"aws": {"region": "us-east-1", "zones": ZONES}}
+AWS = {
+    "aws": {"region": "us-east-1", "zones": ZONES},
+    "cluster": {"admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-admins"]},
+}
 EXISTING = {"provider": "existing", "existing": {"name": "lab", "kubeconfig_path": "kc"}}
 SPOT = {"name": "spot", "instance_types": ["g5.2xlarge"], "capacity": "spot"}
 EFA_C = {"name": "efa", "instance_types": ["p4d.24xlarge"], "efa": True, "zone": "us-east-1c"}
@@ -183,9 +186,20 @@ BAD = [
                  f"{CEPH}.network.public", "needs provider multus, not host",
                  id="network-without-multus"),
     pytest.param(ceph(network={"provider": "multus",
-                               "public": {"interface": "ens1", "cidr": "192.168.0.0/23"},
+                               "public": {"interface": "ens1", "cidr": "192.168.0.0/23",
+                                          "host_range": "192.168.8.0/24"},
                                "cluster": {"interface": "ens2", "cidr": "192.168.1.0/24"}}),
                  f"{CEPH}.network.cluster.cidr", "overlaps public.cidr", id="overlapping-networks"),
+    pytest.param(ceph(network={"provider": "multus",
+                               "public": {"interface": "ens1", "cidr": "192.168.0.0/25"}}),
+                 f"{CEPH}.network.public.host_range", "required: the hosts' addresses",
+                 id="public-without-host-range"),
+    pytest.param(ceph(network={"provider": "multus",
+                               "public": {"interface": "ens1", "cidr": "192.168.0.0/24",
+                                          "host_range": "192.168.0.128/25"}}),
+                 f"{CEPH}.network.public.host_range",
+                 "192.168.0.128/25 overlaps cidr 192.168.0.0/24, the pods' range",
+                 id="hosts-inside-pod-range"),
     pytest.param(ceph(filesytem_name="x"), f"{CEPH}.filesytem_name", "did you mean "
                  "'filesystem_name'", id="typo"),
 ]  # fmt: skip

@@ -180,6 +180,13 @@ class PlatformConfig(Settings):
                 raise FieldProblem("existing", "only valid with provider existing")
             self._check_aws_network()
             self._check_gpu_groups()
+            if not self.cluster.admin_principal_arns:
+                raise FieldProblem(
+                    "cluster.admin_principal_arns",
+                    "empty: the cluster would grant nobody access to the Kubernetes API, so "
+                    "`pulumi up` itself could not create namespaces or releases; list the role "
+                    "or user that runs `pulumi up` (arn:aws:iam::<account>:role/<name>)",
+                )
         else:
             if self.existing is None:
                 raise FieldProblem(

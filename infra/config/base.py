@@ -7,6 +7,7 @@ A plane module raises `FieldProblem` from its validators; `infra.config` turns i
 from __future__ import annotations
 
 import difflib
+import re
 from ipaddress import IPv4Network
 from typing import Annotated
 
@@ -53,6 +54,10 @@ KmsKeyArn = Annotated[
         pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$",
         description="A KMS key ARN.",
     ),
+]
+SecurityGroupId = Annotated[
+    str,
+    Field(pattern=r"^sg-[0-9a-f]{8,17}$", description="A security group id (sg-...)."),
 ]
 
 
@@ -101,6 +106,20 @@ def _known_instance_type(value: str) -> str:
 
 
 InstanceTypeName = Annotated[str, AfterValidator(_known_instance_type)]
+
+_PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+")
+
+
+def _principal_arn(value: str) -> str:
+    if not _PRINCIPAL_ARN.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not an IAM role or user ARN: arn:aws:iam::<12-digit account id>:"
+            "role/<name> or arn:aws:iam::<12-digit account id>:user/<name>"
+        )
+    return value
+
+
+PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
 
 
 def _check_retention(value: int) -> int:

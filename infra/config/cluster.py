@@ -11,7 +11,8 @@ from infra.config.base import (
     DnsLabel,
     FieldProblem,
     KmsKeyArn,
-    RoleArn,
+    PrincipalArn,
+    SecurityGroupId,
     Settings,
     _check_retention,
     _one_key_source,
@@ -32,8 +33,15 @@ class ClusterSettings(Settings):
 
     kubernetes_version: str = Field(
         DEFAULT_KUBERNETES_VERSION,
-        description='Kubernetes minor, quoted ("1.34"). Pins the EKS version, the add-on '
-        "versions, and the schema every manifest is validated against.",
+        description='Kubernetes minor, quoted ("1.35"). Pins the EKS version, the add-on '
+        "versions, and the schema every manifest is validated against. A minor past its EKS "
+        "standard support is allowed (extended support, billed extra); the plan warns.",
+    )
+    extended_support: bool = Field(
+        False,
+        description="Keep the cluster in EKS extended support once its minor's standard support "
+        "ends, instead of letting EKS upgrade it automatically. Always on for a minor that is "
+        "already in extended support.",
     )
     endpoint_private_only: bool = Field(
         False,
@@ -69,10 +77,22 @@ class ClusterSettings(Settings):
         description="Create a rotated KMS key for the control-plane log group alone, usable "
         "only by CloudWatch Logs for that group.",
     )
-    admin_role_arns: list[RoleArn] = Field(
+    admin_principal_arns: list[PrincipalArn] = Field(
         default_factory=list,
-        description="IAM roles granted cluster-admin through EKS access entries (authentication "
-        "mode API). The creator gets no implicit admin: list every admin here.",
+        description="IAM roles or users granted cluster-admin through EKS access entries "
+        "(authentication mode API). List the principal that runs `pulumi up` here: the creator "
+        "gets no implicit admin, and an AWS stack that grants nobody is refused.",
+    )
+    api_access_cidrs: list[IPv4Network] = Field(
+        default_factory=list,
+        description="Where the `pulumi up` runner and admins reach the private API endpoint "
+        "from (runner subnets inside the VPC, VPN or peered ranges): admitted on TCP 443 to the "
+        "cluster security group.",
+    )
+    api_access_security_group_ids: list[SecurityGroupId] = Field(
+        default_factory=list,
+        description="Security groups (of runners inside the VPC) admitted on TCP 443 to the "
+        "cluster security group.",
     )
     deletion_protection: bool = Field(
         False, description="Refuse to delete the cluster (production default)."
@@ -91,6 +111,20 @@ class ClusterSettings(Settings):
                 f"{value!r} is not supported; valid: {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _someone_reaches_the_api(self) -> ClusterSettings:
+        # Without a path from the runner, every Kubernetes resource of the first `up` times out.
+        private_path = self.api_access_cidrs or self.api_access_security_group_ids
+        if self.endpoint_private_only and not private_path:
+            raise FieldProblem(
+                "api_access_cidrs",
+                "endpoint_private_only: true (the default under production: true) but nothing "
+                "may reach the private endpoint: give api_access_cidrs (the runner's subnet, "
+                "VPN or peered range) or api_access_security_group_ids (the runner's security "
+                "group), or make the endpoint public with public_access_cidrs",
+            )
+        return self
 
     @field_validator("log_retention_days")
     @classmethod

@@ -96,8 +96,11 @@ class KubeletSettings(Settings):
 
     topology_manager_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = (
         Field(
-            "single-numa-node",
-            description="Align CPUs, GPUs and NICs on one NUMA node, so NCCL traffic stays local.",
+            "restricted",
+            description="`restricted` admits a pod only when its CPUs and devices get the "
+            "best NUMA alignment possible for its size (an 8-GPU pod spans both sockets). "
+            "`single-numa-node` is refused on types whose GPUs hang off several NUMA nodes: "
+            "it rejects every pod that needs GPUs from more than one socket.",
         )
     )
     topology_manager_scope: Literal["container", "pod"] = Field(
@@ -241,6 +244,16 @@ class GpuNodeGroupSettings(Settings):
                 raise FieldProblem(
                     "gpu_sharing.mode",
                     f"mig needs A100, H100, H200 or B200 GPUs; {row.name} has {row.gpu_model}",
+                )
+            if self.kubelet.topology_manager_policy == "single-numa-node" and row.numa_nodes > 1:
+                # The kubelet fails such a pod with TopologyAffinityError instead of waiting:
+                # every 8-GPU training pod on p4d/p5 would never start.
+                raise FieldProblem(
+                    "kubelet.topology_manager_policy",
+                    f"single-numa-node rejects any pod needing GPUs from more than one of "
+                    f"{row.name}'s {row.numa_nodes} NUMA nodes ({row.gpus} GPUs: a pod asking "
+                    f"for more than {row.gpus // row.numa_nodes} fails with "
+                    "TopologyAffinityError); use restricted",
                 )
             if self.kubelet.max_pods is not None and self.kubelet.max_pods > row.max_pods:
                 raise FieldProblem(

@@ -257,7 +257,28 @@ class CephNetworkAttachmentSettings(Settings):
         pattern=r"^[A-Za-z0-9_.:-]{1,15}$",
         description="Host interface the macvlan sits on; the same name on every host.",
     )
-    cidr: IPv4Network = Field(description="Addresses Ceph pods take on this network.")
+    cidr: IPv4Network = Field(
+        description="Addresses Ceph pods take on this network (the whereabouts range). Keep "
+        "every host address out of it: Rook's Multus guide asks that pod and host ranges do "
+        "not overlap."
+    )
+    host_range: IPv4Network | None = Field(
+        None,
+        description="The hosts' own addresses on this network, on each host's macvlan shim "
+        "(README: Ceph over Multus). Pods get a route to it. Required for the public network: "
+        "the CSI plugin and kernel clients on every host reach Ceph through it.",
+    )
+
+    @model_validator(mode="after")
+    def _hosts_outside_pod_range(self) -> CephNetworkAttachmentSettings:
+        if self.host_range is not None and self.host_range.overlaps(self.cidr):
+            raise FieldProblem(
+                "host_range",
+                f"{self.host_range} overlaps cidr {self.cidr}, the pods' range: whereabouts "
+                "would hand a host's address to a pod; carve them apart, e.g. the lower half "
+                "of the subnet for pods and the upper half for hosts",
+            )
+        return self
 
 
 class CephNetworkSettings(Settings):
@@ -285,6 +306,12 @@ class CephNetworkSettings(Settings):
                     raise FieldProblem(
                         key, f"a Multus network needs provider multus, not {self.provider}"
                     )
+        if self.public is not None and self.public.host_range is None:
+            raise FieldProblem(
+                "public.host_range",
+                "required: the hosts' addresses on the public network (their macvlan shims), "
+                "so Ceph clients on the hosts can reach the daemons' pods",
+            )
         if self.public and self.cluster and self.public.cidr.overlaps(self.cluster.cidr):
             raise FieldProblem(
                 "cluster.cidr", f"{self.cluster.cidr} overlaps public.cidr {self.public.cidr}"

@@ -1,0 +1,101 @@
+"""What the plan warns about: config that plans fine but is not ready for a real `pulumi up`, and
+changes that need a manual step. Pure functions; the program sends the config warnings through
+`pulumi.warn` (so `pulumi up` shows them too) and the offline plan adds its own comparison with
+the previous plan."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from infra.config import PlatformConfig
+from infra.versions import DEFAULT_KUBERNETES_VERSION, END_OF_STANDARD_SUPPORT
+
+# Account ids AWS documentation uses in its examples: no one can deploy into them.
+DOCUMENTATION_ACCOUNT_IDS = ("111122223333", "123456789012", "444455556666", "777788889999")
+# How long before the end of standard support the plan starts saying so.
+SUPPORT_NOTICE_DAYS = 30
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def _leaves(value: Any, path: str):
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _leaves(inner, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def documentation_accounts(cfg: PlatformConfig) -> list[str]:
+    """One warning per config value that names an AWS documentation account id."""
+    found = []
+    for path, value in _leaves(cfg.model_dump(mode="json"), ""):
+        for account in DOCUMENTATION_ACCOUNT_IDS:
+            if isinstance(value, str) and account in value:
+                found.append(
+                    f"gpu-platform:{path}: {value} names {account}, an AWS documentation "
+                    "example account; replace it with your own before `pulumi up`"
+                )
+    return found
+
+
+def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
+    """EKS support of the cluster's minor: extended (billed extra) or ending soon."""
+    if cfg.provider != "aws":
+        return []
+    minor = cfg.cluster.kubernetes_version
+    ends = END_OF_STANDARD_SUPPORT[minor]
+    if ends is None:
+        return []
+    key = "gpu-platform:cluster.kubernetes_version"
+    if today > ends:
+        return [
+            f"{key}: {minor} left EKS standard support on {ends.isoformat()} and runs in "
+            f"extended support, billed extra per cluster hour; upgrade to "
+            f"{DEFAULT_KUBERNETES_VERSION} (README, Upgrades)"
+        ]
+    if (ends - today).days <= SUPPORT_NOTICE_DAYS:
+        return [
+            f"{key}: {minor} leaves EKS standard support on {ends.isoformat()}; after that "
+            f"the cluster runs in extended support, billed extra, unless upgraded to "
+            f"{DEFAULT_KUBERNETES_VERSION} (README, Upgrades)"
+        ]
+    return []
+
+
+def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
+    return [*documentation_accounts(cfg), *kubernetes_support(cfg, today)]
+
+
+def _by_name(resources: list[dict], token: str) -> dict[str, dict]:
+    return {r["name"]: r for r in resources if r["type"] == token}
+
+
+def capacity_block_rolls(previous: list[dict], current: list[dict]) -> list[str]:
+    """Capacity Block node groups whose launch template or version changed since the previous
+    plan: EKS rolls their nodes, and asks that the group's desired size be 0 during it."""
+    before_lt, after_lt = _by_name(previous, LAUNCH_TEMPLATE), _by_name(current, LAUNCH_TEMPLATE)
+    before_ng = _by_name(previous, NODE_GROUP)
+    rolls = []
+    for name, group in sorted(_by_name(current, NODE_GROUP).items()):
+        if group["inputs"].get("capacityType") != "CAPACITY_BLOCK" or name not in before_ng:
+            continue
+        changed = sorted(
+            key
+            for key in {*before_lt.get(name, {}).get("inputs", {}), *after_lt[name]["inputs"]}
+            if before_lt.get(name, {}).get("inputs", {}).get(key)
+            != after_lt[name]["inputs"].get(key)
+        )
+        if before_ng[name]["inputs"].get("version") != group["inputs"].get("version"):
+            changed.append("version")
+        if changed:
+            rolls.append(
+                f"node group {name} (Capacity Block): {', '.join(changed)} changed since the "
+                "previous plan, so `pulumi up` rolls its nodes; EKS asks that a Capacity Block "
+                "group's desired size be 0 during the update (README, Operations)"
+            )
+    return rolls
