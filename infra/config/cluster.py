@@ -10,11 +10,21 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from infra.config.base import (
     DnsLabel,
     FieldProblem,
+    Int,
     RoleArn,
     Settings,
     _check_retention,
 )
 from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+
+# EKS API reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: a block inside one of
+# these private ranges, between /12 and /24, that does not overlap the VPC.
+SERVICE_CIDR_RANGES = tuple(
+    IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+)
+SERVICE_CIDR_PREFIXES = (12, 24)
+# EKS service quotas: "Public endpoint access CIDR ranges per cluster", 40, not adjustable.
+MAX_PUBLIC_ACCESS_CIDRS = 40
 
 CONTROL_PLANE_LOG_TYPES = (
     "api",
@@ -41,7 +51,9 @@ class ClusterSettings(Settings):
     public_access_cidrs: list[IPv4Network] = Field(
         default_factory=lambda: [IPv4Network("0.0.0.0/0")],
         min_length=1,
-        description="Who may reach a public API endpoint. Narrow this to your office/VPN ranges.",
+        max_length=MAX_PUBLIC_ACCESS_CIDRS,
+        description="Who may reach a public API endpoint (at most 40 ranges, an EKS limit). "
+        "Narrow this to your office/VPN ranges.",
     )
     service_ipv4_cidr: IPv4Network = Field(
         IPv4Network("172.20.0.0/16"),
@@ -51,7 +63,7 @@ class ClusterSettings(Settings):
         default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES),
         description="Control-plane log types sent to CloudWatch.",
     )
-    log_retention_days: int = Field(90, description="Control-plane log retention in days.")
+    log_retention_days: Int = Field(90, description="Control-plane log retention in days.")
     admin_role_arns: list[RoleArn] = Field(
         default_factory=list,
         description="IAM roles granted cluster-admin through EKS access entries (authentication "
@@ -72,6 +84,22 @@ class ClusterSettings(Settings):
         if value not in SUPPORTED_KUBERNETES_VERSIONS:
             raise ValueError(
                 f"{value!r} is not supported; valid: {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}"
+            )
+        return value
+
+    @field_validator("service_ipv4_cidr")
+    @classmethod
+    def _service_cidr(cls, value: IPv4Network) -> IPv4Network:
+        low, high = SERVICE_CIDR_PREFIXES
+        if not any(value.subnet_of(r) for r in SERVICE_CIDR_RANGES):
+            raise ValueError(
+                f"{value} is outside the ranges EKS accepts for services: "
+                f"{', '.join(map(str, SERVICE_CIDR_RANGES))}"
+            )
+        if not low <= value.prefixlen <= high:
+            raise ValueError(
+                f"{value} is a /{value.prefixlen}; EKS accepts a service range from /{low} "
+                f"to /{high}"
             )
         return value
 
