@@ -144,6 +144,11 @@ class ZoneSubnets:
     private: IPv4Network
 
 
+def subnet_bits(zones: int) -> int:
+    """How many bits subnet_layout cuts the VPC by: 2^bits blocks hold every zone and a spare."""
+    return math.ceil(math.log2(zones + 1))
+
+
 def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnets]:
     """One public and one private subnet per zone.
 
@@ -151,7 +156,7 @@ def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnet
     spare): each zone gets a whole block as its private subnet, because GPU pods take VPC
     addresses, and the spare block is cut again for the small public subnets.
     """
-    bits = math.ceil(math.log2(len(zones) + 1))
+    bits = subnet_bits(len(zones))
     blocks = list(network.vpc_cidr.subnets(prefixlen_diff=bits))
     spare = list(blocks[-1].subnets(prefixlen_diff=bits))
     private = network.private_subnet_cidrs or blocks[: len(zones)]
