@@ -107,23 +107,26 @@ def read_stack_file(path: Path, source: str, project: str) -> dict[str, Any]:
         raise ConfigError(
             source, [f"the file holds a {_kind(doc)}; a stack file is a mapping with a config: key"]
         )
-    config = doc.get("config") or {}
+    config = doc.get("config")
+    if config is None:
+        return {}
     if not isinstance(config, dict):
         raise ConfigError(
             source,
             [f"config: holds a {_kind(config)}; it must be a mapping of namespace:key to value"],
         )
     found: dict[str, Any] = {}
+    written: dict[str, str] = {}
     problems = []
     for key, value in config.items():
         # Pulumi reads a key without a namespace as the project's own.
         full = str(key) if ":" in str(key) else f"{project}:{key}"
         if full in found:
             problems.append(
-                f"{full}: given twice, once as {key!r}; a key without a namespace belongs to "
-                f"the project ({project}), so keep one of them"
+                f"{full}: given twice, as {written[full]!r} and as {key!r}; a key without a "
+                f"namespace belongs to the project ({project}), so keep one of them"
             )
-        found[full] = value
+        found[full], written[full] = value, str(key)
     if problems:
         raise ConfigError(source, problems)
     return found
@@ -194,6 +197,8 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> str:
     message = str(cause) if isinstance(cause, ValueError) else error["msg"]
     if kind == "literal_error":
         message = message.replace("Input should be", "valid values are")
+    if kind in ("ip_v4_network", "ip_v4_address"):
+        message = "expected an IPv4 network such as 10.0.0.0/16, with no bits set after the prefix"
     if kind in ("model_type", "dict_type"):
         message = f"expected a mapping of keys to values, not a {_kind(value)}"
     # The whole config is never a useful value to show.
