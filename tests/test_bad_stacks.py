@@ -6,8 +6,13 @@ a check loosened in the config model fails here."""
 
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from pydantic import BaseModel
+
+from infra.config import PlatformConfig
+from infra.config.loading import unwrap
 from infra.plan import main
 from tests.conftest import make_project
 
@@ -346,6 +351,13 @@ AWS_LIMITS = [
         "at least 2 items",
         "one-zone",
     ),
+    case(
+        {f"{NS}:aws": {**AWS[f"{NS}:aws"], "zone_offerings": {"p5.48xlarge": ["us-west-2a"]}}},
+        "gpu-platform:aws.zone_offerings.p5.48xlarge[0]",
+        "'us-west-2a'",
+        "its zones are us-east-1a",
+        "offering-zone-region",
+    ),
     # Tagging AWS resources, "Tag naming limits and requirements".
     case(
         tags({"tags": {"aws:owner": "me"}}),
@@ -614,3 +626,17 @@ def test_bad_stack_exits_2_naming_file_key_value_and_what_is_valid(
     lines = [line for line in output.splitlines() if line.startswith(f"  - {path}")]
     assert lines, f"no problem at {path}:\n{output}"
     assert any(value in line and valid in line for line in lines), output
+    if path.startswith(f"{NS}:") and value != "unknown key":
+        assert_is_a_key(path.removeprefix(f"{NS}:"))
+
+
+def assert_is_a_key(path: str) -> None:
+    """A reported path must be one the user can set: every part a field of the model, down to
+    a field that is not a section (the rest names a key inside its value: an instance type)."""
+    model = PlatformConfig
+    for part in re.split(r"\.|\[\d+\]", path):
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return
+        if part:
+            assert part in model.model_fields, f"{path}: {part} is not a key of {model.__name__}"
+            model = unwrap(model.model_fields[part].annotation)

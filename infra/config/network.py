@@ -82,6 +82,13 @@ class AwsSettings(Settings):
                 )
         if len(set(self.zones)) != len(self.zones):
             raise FieldProblem("zones", f"zones repeat: {self.zones}")
+        for name, offered in self.zone_offerings.items():
+            for i, zone in enumerate(offered):
+                if zone[:-1] != self.region or zone[-1:] not in letters:
+                    raise FieldProblem(
+                        f"zone_offerings.{name}[{i}]",
+                        f"{zone!r} is not a zone of region {self.region}; its zones are {valid}",
+                    )
         return self
 
 
