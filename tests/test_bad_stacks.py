@@ -7,14 +7,16 @@ a check loosened in the config model fails here."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 from pydantic import BaseModel
 
 from infra.config import PlatformConfig
 from infra.config.loading import unwrap
-from infra.plan import main
-from tests.conftest import make_project
+from infra.plan import ROOT, main
+from tests.conftest import STACKS, make_project
 
 SOURCE = "stacks/Pulumi.bad.yaml"
 NS = "gpu-platform"
@@ -606,6 +608,20 @@ def plan_bad(tmp_path, monkeypatch, capsys, stack) -> tuple[int, str]:
     captured = capsys.readouterr()
     assert not (tmp_path / "out").exists(), "a refused stack wrote a plan"
     return code, captured.out + captured.err
+
+
+def test_the_command_line_exits_2_without_a_traceback():
+    run = subprocess.run(
+        [sys.executable, "-m", "infra.plan", "no-such-stack", "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    assert "stacks/Pulumi.no-such-stack.yaml" in run.stderr
+    assert f"the stacks that exist: {', '.join(STACKS)}" in run.stderr
 
 
 def test_at_least_sixty_bad_stacks():

@@ -208,9 +208,10 @@ class PlatformConfig(Settings):
                     raise FieldProblem(
                         section, "only valid with provider aws; remove it for provider existing"
                     )
-            for key in sorted(self.cluster.model_fields_set - set(EXISTING_CLUSTER_KEYS)):
+            eks_only = sorted(self.cluster.model_fields_set - set(EXISTING_CLUSTER_KEYS))
+            if eks_only:
                 raise FieldProblem(
-                    f"cluster.{key}",
+                    f"cluster.{eks_only[0]}",
                     "configures EKS, only valid with provider aws; an existing cluster takes "
                     f"only cluster.{', cluster.'.join(EXISTING_CLUSTER_KEYS)}",
                 )

@@ -68,11 +68,6 @@ class StackFileLoader(yaml.CSafeLoader):
         return super().construct_mapping(node, deep)
 
 
-StackFileLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StackFileLoader.construct_mapping
-)
-
-
 def read_yaml(path: Path, source: str) -> Any:
     """The document in `path`, or ConfigError naming `source`, the line and the problem."""
     try:
