@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from infra.plan import ROOT
-from tests.bad_stacks import AWS, EXISTING, GROUP, assert_refused, aws, case, existing
+from tests.bad_stacks import AWS, EXISTING, GROUP, NS, assert_refused, aws, case, existing
 from tests.conftest import STACKS
 from tests.test_bad_aws_stacks import AWS_LIMITS
 
@@ -74,6 +74,13 @@ YAML_FILES = [
 ]
 
 NAMESPACES = [
+    case(
+        {**AWS, "GPU-Platform:production": True},
+        "GPU-Platform:production",
+        "GPU-Platform",
+        "did you mean gpu-platform:production?",
+        "namespace-case",
+    ),
     # This project declares its own providers: Pulumi's default-provider keys never reach them.
     case(
         {**AWS, "aws:region": "us-west-2"},
@@ -142,6 +149,13 @@ NAMESPACES = [
 ]
 
 VALUES = [
+    case(
+        {**AWS, f"{NS}:network.vpc_cidr": "10.1.0.0/16"},
+        "gpu-platform:network.vpc_cidr",
+        "unknown key",
+        "in a stack file keys nest",
+        "path-notation-in-file",
+    ),
     # Booleans are not integers; "4" is 4, but true is no count.
     case(
         aws(system_nodes={"scaling": {"max_size": True}}),

@@ -100,7 +100,6 @@ DnsLabel = Annotated[str, shaped(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", DNS_LABE
 # IAM identifiers (IAM user guide, "IAM identifiers" and "IAM and AWS STS quotas"): a 12-digit
 # account, a path of /-separated segments, a name of at most 64 characters from letters,
 # digits and + = , . @ _ -.
-AccountId = Annotated[str, shaped(r"\d{12}", "an AWS account id: exactly 12 digits")]
 RoleArn = Annotated[
     str,
     shaped(

@@ -150,7 +150,7 @@ def split_namespaces(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
                 f"{key}: not read: this project declares its own {namespace} provider, so "
                 f"Pulumi's {namespace}: keys never reach it; set {instead} (got {value!r})"
             )
-        elif difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7):
+        elif difflib.get_close_matches(namespace.lower(), [NAMESPACE], n=1, cutoff=0.7):
             problems.append(
                 f"{key}: namespace {namespace!r} is not this project's; did you mean "
                 f"{NAMESPACE}:{name}?"
@@ -186,6 +186,9 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> str:
         valid = keys_at(root, loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
+        if "." in str(loc[-1]):
+            # `--path` notation written into the file: a.b is one key with a dot in its name.
+            hint += "in a stack file keys nest (a: {b: ...}), dots do not; "
         return f"{path}: unknown key; {hint}valid keys here: {', '.join(valid)}"
     if kind == "missing":
         return f"{path}: required value is missing"
