@@ -44,9 +44,11 @@ def case(stack, path, value, valid, id):
 
 
 def plan_bad(tmp_path, monkeypatch, capsys, stack) -> tuple[int, str]:
-    root = make_project(tmp_path, {} if isinstance(stack, str) else {"bad": stack})
-    if isinstance(stack, str):
-        (root / SOURCE).write_text(stack)
+    raw = isinstance(stack, (str, bytes))
+    root = make_project(tmp_path, {} if raw else {"bad": stack})
+    if raw:
+        data = stack.encode() if isinstance(stack, str) else stack
+        (root / SOURCE).write_bytes(data)
     monkeypatch.setattr("infra.plan.ROOT", root)
     code = main(["bad", "--quiet", "--out", str(tmp_path / "out")])
     captured = capsys.readouterr()

@@ -70,6 +70,20 @@ YAML_FILES = [
     ),
     case("config: []\n", "config:", "list", "must be a mapping of namespace:key", "config-list"),
     case("config: hello\n", "config:", "string", "must be a mapping", "config-string"),
+    case(
+        "config:\n  a: 1\n---\nconfig: {}\n",
+        "line 3, column 1",
+        "not valid YAML",
+        "expected a single document",
+        "two-documents",
+    ),
+    case(
+        "config:\n  gpu-platform:production: \xff\n".encode("latin-1"),
+        "byte offset 35",
+        "not UTF-8 text",
+        "a stack file is UTF-8 YAML",
+        "not-utf8",
+    ),
     case("- config\n", "the file holds a list", "list", "a stack file is a mapping", "file-list"),
 ]
 

@@ -71,9 +71,13 @@ class StackFileLoader(yaml.CSafeLoader):
 def read_yaml(path: Path, source: str) -> Any:
     """The document in `path`, or ConfigError naming `source`, the line and the problem."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(source, [f"cannot be read: {error.strerror}"]) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            source, [f"byte offset {error.start}: not UTF-8 text; a stack file is UTF-8 YAML"]
+        ) from None
     loader = StackFileLoader(text)
     try:
         doc = loader.get_single_data()
