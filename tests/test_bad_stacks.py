@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from infra.plan import ROOT
-from tests.bad_stacks import AWS, EXISTING, GROUP, NS, assert_refused, aws, case, existing
+from tests.bad_stacks import AWS, EXISTING, GROUP, NS, assert_refused, aws, case, existing, plan_bad
 from tests.conftest import STACKS
 from tests.test_bad_aws_stacks import AWS_LIMITS
 
@@ -99,35 +99,35 @@ NAMESPACES = [
     case(
         {**AWS, "aws:region": "us-west-2"},
         "aws:region",
-        "'us-west-2'",
+        "not read",
         "set gpu-platform:aws.region",
         "aws-region",
     ),
     case(
         {**AWS, "aws:profile": "ml"},
         "aws:profile",
-        "'ml'",
+        "not read",
         "AWS_PROFILE in the environment",
         "aws-profile",
     ),
     case(
         {**AWS, "aws:skipCredentialsValidation": True},
         "aws:skipCredentialsValidation",
-        "true",
+        "not read",
         "set gpu-platform:aws (region, tags)",
         "aws-other",
     ),
     case(
         {**EXISTING, "kubernetes:context": "lab"},
         "kubernetes:context",
-        "'lab'",
+        "not read",
         "set gpu-platform:existing.context",
         "kubernetes-context",
     ),
     case(
         {**EXISTING, "kubernetes:kubeconfig": "~/.kube/x"},
         "kubernetes:kubeconfig",
-        "'~/.kube/x'",
+        "not read",
         "gpu-platform:existing.kubeconfig_path",
         "kubernetes-kubeconfig",
     ),
@@ -270,7 +270,7 @@ EXISTING_CLUSTER = [
     case(
         {**existing(), "aws:region": "us-east-1"},
         "aws:region",
-        "'us-east-1'",
+        "not read",
         "set gpu-platform:aws.region",
         "existing-aws-region",
     ),
@@ -291,6 +291,15 @@ def test_the_command_line_exits_2_without_a_traceback():
     assert "Traceback" not in run.stderr
     assert "stacks/Pulumi.no-such-stack.yaml" in run.stderr
     assert f"the stacks that exist: {', '.join(STACKS)}" in run.stderr
+
+
+def test_a_provider_key_is_refused_without_showing_its_value(tmp_path, monkeypatch, capsys):
+    stack = {**AWS, "aws:secretKey": "wJalrXUtnFEMI/K7MDENG"}
+    code, output = plan_bad(tmp_path, monkeypatch, capsys, stack)
+    assert code == 2
+    assert "aws:secretKey: not read" in output
+    assert "AWS_SECRET_ACCESS_KEY in the environment" in output
+    assert "wJalrXUtnFEMI" not in output
 
 
 def test_at_least_sixty_bad_stacks():

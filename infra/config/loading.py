@@ -150,9 +150,10 @@ def split_namespaces(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
             continue
         elif key in INSTEAD or namespace in INSTEAD_BY_NAMESPACE:
             instead = INSTEAD.get(key) or INSTEAD_BY_NAMESPACE[namespace]
+            # No value shown: a provider key may hold a credential.
             problems.append(
                 f"{key}: not read: this project declares its own {namespace} provider, so "
-                f"Pulumi's {namespace}: keys never reach it; set {instead} (got {value!r})"
+                f"Pulumi's {namespace}: keys never reach it; set {instead}"
             )
         elif difflib.get_close_matches(namespace.lower(), [NAMESPACE], n=1, cutoff=0.7):
             problems.append(
