@@ -196,6 +196,9 @@ class RookCephArgs:
     claim_namespace: str
     # Declared first: the claim's namespace.
     after: Sequence[pulumi.Resource] = ()
+    # Production: `pulumi destroy` or a replacement must never delete the data's cluster,
+    # file system or claim.
+    protect: bool = False
 
 
 class RookCeph(PlatformComponent):
@@ -251,7 +254,7 @@ class RookCeph(PlatformComponent):
             kind="CephCluster",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, namespace=ns, labels=PART_OF),
             spec=ceph_cluster_spec(ceph),
-            opts=self.child(depends_on=[operator, *attachments]),
+            opts=self.child(protect=args.protect, depends_on=[operator, *attachments]),
         )
         filesystem = k8s.apiextensions.CustomResource(
             f"{env}-cephfs",
@@ -261,7 +264,7 @@ class RookCeph(PlatformComponent):
                 name=ceph.filesystem_name, namespace=ns, labels=PART_OF
             ),
             spec=ceph_filesystem_spec(ceph),
-            opts=self.child(depends_on=[cluster]),
+            opts=self.child(protect=args.protect, depends_on=[cluster]),
         )
         storage_class = k8s.storage.v1.StorageClass(
             f"{env}-cephfs",
@@ -279,6 +282,7 @@ class RookCeph(PlatformComponent):
             f"{env}-shared-data",
             shared_data_claim(args.claim_namespace, ceph.claim_size_gib, STORAGE_CLASS),
             after=[storage_class, filesystem, *args.after],
+            protect=args.protect,
         )
         self.shared = SharedData(claim, ceph.expected_throughput_mbps)
         self.register_outputs({"filesystem": ceph.filesystem_name, "claim": claim.metadata.name})

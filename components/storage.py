@@ -145,11 +145,15 @@ class SharedData:
 
 
 def declare_claim(
-    owner: PlatformComponent, name: str, args: ClaimArgs, after: Sequence[pulumi.Resource]
+    owner: PlatformComponent,
+    name: str,
+    args: ClaimArgs,
+    after: Sequence[pulumi.Resource],
+    protect: bool = False,
 ) -> k8s.core.v1.PersistentVolumeClaim:
     return k8s.core.v1.PersistentVolumeClaim(
         name,
         metadata=args.metadata,
         spec=args.spec,
-        opts=owner.child(depends_on=list(after)),
+        opts=owner.child(protect=protect, depends_on=list(after)),
     )

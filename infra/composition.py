@@ -201,7 +201,13 @@ class Platform(PlatformComponent):
         elif cfg.storage.ceph is not None:
             shared = RookCeph(
                 f"{env}-ceph",
-                RookCephArgs(env, cfg.storage.ceph, cfg.namespaces.training, after=[training]),
+                RookCephArgs(
+                    env,
+                    cfg.storage.ceph,
+                    cfg.namespaces.training,
+                    after=[training],
+                    protect=cfg.protect_stateful,
+                ),
                 self.child(providers=[cluster.kubernetes]),
             ).shared
         if shared is not None:

@@ -6,7 +6,8 @@ No Pulumi CLI, no cloud account. It reads the files the CLI reads (Pulumi.yaml a
 config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host
 does (working directory = project root, `runpy.run_path(main)` inside a stack), and records
 every resource the program registers. It prints a plan, writes out/<stack>/resources.json and
-every Kubernetes object under out/<stack>/manifests/, and exits 2 on a configuration error.
+every Kubernetes object under out/<stack>/manifests/. Every refusal of the config (a missing or
+broken stack file, a bad value) exits 2 with one message naming the file and the key.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pulumi.runtime.proto import engine_pb2
 from pulumi.runtime.stack import run_in_stack
 
 from infra.config import ConfigError
+from infra.config.loading import read_stack_file, read_yaml
 from infra.plan_warnings import capacity_block_rolls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,12 +74,10 @@ class Project:
         return self.root / self.stack_config_dir / f"Pulumi.{stack}.yaml"
 
 
-def load_yaml(path: Path) -> Any:
-    return yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
-
-
 def read_project(root: Path) -> Project:
-    doc = load_yaml(root / "Pulumi.yaml")
+    doc = read_yaml(root / "Pulumi.yaml", "Pulumi.yaml")
+    if not isinstance(doc, dict) or "name" not in doc:
+        raise ConfigError("Pulumi.yaml", ["not a Pulumi project file: it needs a name: key"])
     return Project(
         root,
         doc["name"],
@@ -118,9 +118,18 @@ def read_stack_config(project: Project, stack: str) -> tuple[dict[str, str], lis
         else:
             merged[full] = entry
     stack_path = project.stack_file(stack)
-    if not stack_path.exists():
-        raise FileNotFoundError(f"no stack file {stack_path.relative_to(project.root)}")
-    merged.update((load_yaml(stack_path) or {}).get("config") or {})
+    source = str(stack_path.relative_to(project.root))
+    if not stack_path.is_file():
+        pattern = project.stack_file("*")
+        found = sorted(p.name.split(".")[1] for p in pattern.parent.glob(pattern.name))
+        raise ConfigError(
+            source,
+            [
+                f"no such stack file; the stacks that exist: {', '.join(found) or 'none'} "
+                f"(start one with `pulumi stack init {stack}`, or create {source})"
+            ],
+        )
+    merged.update(read_stack_file(stack_path, source, project.name))
     config, secrets = {}, []
     for key, value in merged.items():
         config[key], secret = _encode(value)
@@ -593,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    except (FileNotFoundError, DuplicateResourceError) as error:
+    except DuplicateResourceError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     out_dir = args.out or ROOT / "out" / args.stack

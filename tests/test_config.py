@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from infra.config import ConfigError, GpuNodeGroupSettings, PlatformConfig, _unwrap, parse_config
+from infra.config import ConfigError, GpuNodeGroupSettings, PlatformConfig, parse_config
+from infra.config.loading import unwrap
 from infra.plan import Recording, main, read_project, record, run_program
 from infra.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.conftest import make_project
@@ -51,7 +52,7 @@ def test_every_field_has_a_description_or_is_a_section():
     def walk(model, path):
         seen.add(model)
         for name, field in model.model_fields.items():
-            inner = _unwrap(field.annotation)
+            inner = unwrap(field.annotation)
             is_section = isinstance(inner, type) and issubclass(inner, BaseModel)
             assert field.description or is_section, f"{path}{name} has no description"
             if is_section and inner not in seen:

@@ -161,6 +161,9 @@ def test_project_default_reaches_the_program(tmp_path):
     assert protected == ["p-eks", "p-eks-secrets"]
 
 
-def test_missing_stack_file_is_an_error(capsys):
-    assert main(["nosuchstack"]) == 1
-    assert "stacks/Pulumi.nosuchstack.yaml" in capsys.readouterr().err
+def test_missing_stack_file_exits_2_and_lists_the_stacks_that_exist(capsys):
+    assert main(["nosuchstack"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stacks/Pulumi.nosuchstack.yaml: invalid gpu-platform configuration")
+    assert f"the stacks that exist: {', '.join(STACKS)}" in err
+    assert "Nothing was declared" in err

@@ -154,9 +154,9 @@ BAD = [
     pytest.param(aws({"data_repository": {"bucket_name": "xn--data"}}),
                  f"{FSX}.data_repository.bucket_name", "may not start with", id="bucket-prefix"),
     pytest.param(aws({"data_repository": {"s3_prefix": "datasets"}}),
-                 f"{FSX}.data_repository.s3_prefix", "String should match", id="prefix-no-slash"),
+                 f"{FSX}.data_repository.s3_prefix", "ends with /", id="prefix-no-slash"),
     pytest.param(aws({"data_repository": {"file_system_path": "datasets"}}),
-                 f"{FSX}.data_repository.file_system_path", "String should match",
+                 f"{FSX}.data_repository.file_system_path", "an absolute directory path",
                  id="fs-path-relative"),
     pytest.param(aws({"zone": "us-east-1b"}, [EFA_C]), f"{FSX}.zone",
                  "no GPU group runs in us-east-1b; put the file system where its readers are: "

@@ -11,16 +11,13 @@ path, the bad value and what would be valid.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-import re
-import types
-import typing
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import pulumi
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from infra.catalog import CATALOG
 from infra.config.base import (
@@ -30,7 +27,6 @@ from infra.config.base import (
     DnsLabel,
     FieldProblem,
     InstanceTypeName,
-    RoleArn,
     Settings,
 )
 from infra.config.cluster import (
@@ -39,7 +35,15 @@ from infra.config.cluster import (
     ExistingClusterSettings,
     NamespaceSettings,
 )
-from infra.config.network import AwsSettings, NetworkSettings, ZoneSubnets, subnet_layout
+from infra.config.loading import describe, split_namespaces
+from infra.config.network import (
+    CIDR_PREFIX_RANGE,
+    AwsSettings,
+    NetworkSettings,
+    ZoneSubnets,
+    subnet_bits,
+    subnet_layout,
+)
 from infra.config.nodes import (
     DEFAULT_MAX_PODS,
     RESERVED_CAPACITY,
@@ -101,7 +105,6 @@ __all__ = [
     "NetworkSettings",
     "NvmeCacheSettings",
     "PlatformConfig",
-    "RoleArn",
     "Scaling",
     "Settings",
     "StorageSettings",
@@ -119,7 +122,8 @@ __all__ = [
 
 # ----------------------------------------------------------------------------------- platform
 
-# What `production: true` changes, unless the stack sets the key itself.
+# What `production: true` changes on AWS, unless the stack sets the key itself. On an existing
+# cluster it only protects stateful resources: these keys are AWS-only there.
 PRODUCTION_DEFAULTS: dict[tuple[str, str], Any] = {
     ("network", "nat_gateways"): "per_zone",
     ("network", "flow_logs"): True,
@@ -129,6 +133,18 @@ PRODUCTION_DEFAULTS: dict[tuple[str, str], Any] = {
     ("cluster", "endpoint_private_only"): True,
     ("cluster", "deletion_protection"): True,
 }
+# The only cluster key an existing cluster takes: every other one configures EKS.
+EXISTING_CLUSTER_KEYS = ("kubernetes_version",)
+_BOOL = TypeAdapter(bool)
+
+
+def _as_bool(value: Any) -> Any:
+    """A boolean as the field will read it ("True", "false" as `pulumi config set` stores
+    them); a value the field will refuse is left for it to report."""
+    try:
+        return _BOOL.validate_python(value)
+    except ValidationError:
+        return value
 
 
 class PlatformConfig(Settings):
@@ -161,7 +177,10 @@ class PlatformConfig(Settings):
     @model_validator(mode="before")
     @classmethod
     def _production_defaults(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("production") is not True:
+        # Decided on the value the field will hold, so that "True" hardens as true does.
+        if not isinstance(data, dict) or _as_bool(data.get("production", False)) is not True:
+            return data
+        if data.get("provider", "aws") != "aws":
             return data
         data = dict(data)
         for (section, key), value in PRODUCTION_DEFAULTS.items():
@@ -180,13 +199,7 @@ class PlatformConfig(Settings):
                 raise FieldProblem("existing", "only valid with provider existing")
             self._check_aws_network()
             self._check_gpu_groups()
-            if not self.cluster.admin_principal_arns:
-                raise FieldProblem(
-                    "cluster.admin_principal_arns",
-                    "empty: the cluster would grant nobody access to the Kubernetes API, so "
-                    "`pulumi up` itself could not create namespaces or releases; list the role "
-                    "or user that runs `pulumi up` (arn:aws:iam::<account>:role/<name>)",
-                )
+            self._check_api_reachable()
         else:
             if self.existing is None:
                 raise FieldProblem(
@@ -195,8 +208,38 @@ class PlatformConfig(Settings):
                 )
             for section in ("aws", "network", "system_nodes", "gpu_node_groups", "autoscaler"):
                 if section in self.model_fields_set:
-                    raise FieldProblem(section, "only valid with provider aws")
+                    raise FieldProblem(
+                        section, "only valid with provider aws; remove it for provider existing"
+                    )
+            eks_only = sorted(self.cluster.model_fields_set - set(EXISTING_CLUSTER_KEYS))
+            if eks_only:
+                raise FieldProblem(
+                    f"cluster.{eks_only[0]}",
+                    "configures EKS, only valid with provider aws; an existing cluster takes "
+                    f"only cluster.{', cluster.'.join(EXISTING_CLUSTER_KEYS)}",
+                )
         return self
+
+    def _check_api_reachable(self) -> None:
+        """The first `up` creates Kubernetes objects from the runner: it must be let in, and
+        reach the endpoint, or every one of them is refused or times out."""
+        cluster = self.cluster
+        if not cluster.admin_principal_arns:
+            raise FieldProblem(
+                "cluster.admin_principal_arns",
+                "empty: the cluster would grant nobody access to the Kubernetes API, so "
+                "`pulumi up` itself could not create namespaces or releases; list the role "
+                "or user that runs `pulumi up` (arn:aws:iam::<account>:role/<name>)",
+            )
+        private_path = cluster.api_access_cidrs or cluster.api_access_security_group_ids
+        if cluster.endpoint_private_only and not private_path:
+            raise FieldProblem(
+                "cluster.api_access_cidrs",
+                "endpoint_private_only: true (the default under production: true) but nothing "
+                "may reach the private endpoint: give api_access_cidrs (the runner's subnet, "
+                "VPN or peered range) or api_access_security_group_ids (the runner's security "
+                "group), or make the endpoint public with public_access_cidrs",
+            )
 
     @model_validator(mode="after")
     def _storage_fits(self) -> PlatformConfig:
@@ -213,6 +256,7 @@ class PlatformConfig(Settings):
                     f"{len(given)} subnets for {zones} zones ({', '.join(self.aws.zones)}); "
                     "give exactly one per zone",
                 )
+        self._check_carved_subnets()
         if self.network.vpc_cidr.overlaps(self.cluster.service_ipv4_cidr):
             raise FieldProblem(
                 "cluster.service_ipv4_cidr",
@@ -226,6 +270,26 @@ class PlatformConfig(Settings):
                 "cluster.public_access_cidrs",
                 "has no effect with endpoint_private_only: true; remove one of them",
             )
+
+    def _check_carved_subnets(self) -> None:
+        """Subnets carved from vpc_cidr must still be ones AWS accepts (/28 or larger)."""
+        network, zones = self.network, len(self.aws.zones)
+        bits = subnet_bits(zones)
+        smallest = CIDR_PREFIX_RANGE[1]
+        carved = []
+        if network.private_subnet_cidrs is None:
+            carved.append(("private", network.vpc_cidr.prefixlen + bits))
+        if network.public_subnet_cidrs is None:
+            carved.append(("public", network.vpc_cidr.prefixlen + 2 * bits))
+        for kind, prefix in carved:
+            if prefix > smallest:
+                largest = smallest - max(p for _, p in carved) + network.vpc_cidr.prefixlen
+                raise FieldProblem(
+                    "network.vpc_cidr",
+                    f"{network.vpc_cidr} is too small for {zones} zones: its {kind} subnets would "
+                    f"be /{prefix}, and AWS accepts subnets up to /{smallest}; use a /{largest} "
+                    "or larger VPC, or set network.private_subnet_cidrs and public_subnet_cidrs",
+                )
 
     def _check_gpu_groups(self) -> None:
         names = [g.name for g in self.gpu_node_groups]
@@ -266,14 +330,27 @@ class PlatformConfig(Settings):
             usable = zs.private.num_addresses - 5  # AWS keeps five addresses of every subnet
             users = demand[zs.zone]
             if sum(n for _, n in users) > usable:
-                worst = max(users, key=lambda u: u[1])[0]
                 detail = ", ".join(f"{who} {n}" for who, n in users)
                 raise FieldProblem(
-                    f"{worst}.scaling.max_size",
+                    self._crowded_key(zs.zone, max(users, key=lambda u: u[1])[0]),
                     f"private subnet {zs.private} in {zs.zone} has {usable} usable addresses, "
                     f"but nodes at max_size need {sum(n for _, n in users)} ({detail}); lower "
                     "max_size or kubelet.max_pods, or give network.private_subnet_cidrs more room",
                 )
+
+    def _crowded_key(self, zone: str, biggest: str) -> str:
+        """The key the user set that made a private subnet too small: its own CIDR, the
+        scaling of the group that needs the most addresses, else a VPC narrower than the
+        default one."""
+        if self.network.private_subnet_cidrs is not None:
+            return f"network.private_subnet_cidrs[{self.aws.zones.index(zone)}]"
+        owners = {"system_nodes": self.system_nodes}
+        owners.update((f"gpu_node_groups[{i}]", g) for i, g in enumerate(self.gpu_node_groups))
+        default = NetworkSettings.model_fields["vpc_cidr"].default
+        narrowed = self.network.vpc_cidr.prefixlen > default.prefixlen
+        if narrowed and "scaling" not in owners[biggest].model_fields_set:
+            return "network.vpc_cidr"
+        return f"{biggest}.scaling.max_size"
 
     def group_zones(self, group: GpuNodeGroupSettings) -> list[str]:
         """Zones a GPU group spans: its own zone; EFA groups one zone (EFA traffic stays in a
@@ -294,16 +371,22 @@ def stack_file(stack: str) -> str:
     return f"stacks/Pulumi.{stack}.yaml"
 
 
-def parse_config(raw: dict[str, Any], source: str) -> PlatformConfig:
-    """Validate raw config (keys without the namespace) into the model, or raise ConfigError."""
+def parse_config(raw: dict[str, Any], source: str, problems: Sequence[str] = ()) -> PlatformConfig:
+    """Validate raw config (keys without the namespace) into the model, or raise ConfigError
+    with every problem found, `problems` found before first."""
     try:
-        return PlatformConfig.model_validate(raw)
+        cfg = PlatformConfig.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(source, [_describe(e) for e in error.errors()]) from None
+        raise ConfigError(
+            source, [*problems, *(describe(e, PlatformConfig) for e in error.errors())]
+        ) from None
+    if problems:
+        raise ConfigError(source, list(problems))
+    return cfg
 
 
 def load_config() -> PlatformConfig:
-    """Read the `gpu-platform:` keys of the running stack and validate them."""
+    """Read the running stack's config and validate it."""
     from pulumi.runtime.config import CONFIG
 
     return config_from_pulumi(CONFIG.get(), stack_file(pulumi.get_stack()))
@@ -311,13 +394,8 @@ def load_config() -> PlatformConfig:
 
 def config_from_pulumi(values: dict[str, str], source: str) -> PlatformConfig:
     """Validate config as the CLI hands it over: `namespace:key` -> string."""
-    prefix = f"{NAMESPACE}:"
-    raw = {
-        key[len(prefix) :]: _decode(value)
-        for key, value in sorted(values.items())
-        if key.startswith(prefix)
-    }
-    return parse_config(raw, source)
+    ours, problems = split_namespaces(values)
+    return parse_config({k: _decode(v) for k, v in ours.items()}, source, problems)
 
 
 def _decode(value: str) -> Any:
@@ -326,53 +404,3 @@ def _decode(value: str) -> Any:
         return json.loads(value)
     except (TypeError, ValueError):
         return value
-
-
-# ------------------------------------------------------------------------- error descriptions
-
-
-def _path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
-    return out
-
-
-def _describe(error: dict[str, Any]) -> str:
-    loc = tuple(error["loc"])
-    cause = error.get("ctx", {}).get("error")
-    if isinstance(cause, FieldProblem):
-        loc += tuple(int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]", cause.field) if p)
-        return f"{NAMESPACE}:{_path(loc)}: {cause}"
-    path = f"{NAMESPACE}:{_path(loc)}"
-    kind, value = error["type"], error.get("input")
-    if kind == "extra_forbidden":
-        valid = _keys_at(loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        return f"{path}: unknown key; {hint}valid keys here: {', '.join(valid)}"
-    if kind == "missing":
-        return f"{path}: required value is missing"
-    message = str(cause) if isinstance(cause, ValueError) else error["msg"]
-    if kind == "literal_error":
-        message = message.replace("Input should be", "valid values are")
-    return f"{path}: {message} (got {value!r})"
-
-
-def _unwrap(annotation: Any) -> Any:
-    """The model class inside Optional[...] / list[...] / dict[..., ...], if any."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType, list, tuple, dict, Annotated):
-        for arg in typing.get_args(annotation):
-            inner = _unwrap(arg)
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
-                return inner
-    return annotation
-
-
-def _keys_at(loc: tuple[Any, ...]) -> list[str]:
-    model: Any = PlatformConfig
-    for part in loc:
-        if isinstance(part, str):
-            model = _unwrap(model.model_fields[part].annotation)
-    return sorted(model.model_fields) if isinstance(model, type) else []

@@ -1,7 +1,8 @@
 """What every config module shares: the strict base model, the error types, common field types.
 
 A plane module raises `FieldProblem` from its validators; `infra.config` turns it into a
-`ConfigError` that names the stack file and the `gpu-platform:` key path.
+`ConfigError` that names the stack file and the `gpu-platform:` key path. Every shape a value
+must have is described in words, because the user reads the message, not the regular expression.
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 import difflib
 import re
 from ipaddress import IPv4Network
-from typing import Annotated
+from typing import Annotated, Any
 
 import pulumi
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
 from infra.catalog import CATALOG
 
@@ -37,28 +38,6 @@ LOG_RETENTION_DAYS = (
     1096,
     1827,
 )
-DnsLabel = Annotated[
-    str,
-    Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description="A DNS-1123 label."),
-]
-RoleArn = Annotated[
-    str,
-    Field(
-        pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$",
-        description="An IAM role ARN.",
-    ),
-]
-KmsKeyArn = Annotated[
-    str,
-    Field(
-        pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$",
-        description="A KMS key ARN.",
-    ),
-]
-SecurityGroupId = Annotated[
-    str,
-    Field(pattern=r"^sg-[0-9a-f]{8,17}$", description="A security group id (sg-...)."),
-]
 
 
 class ConfigError(pulumi.RunError):
@@ -84,6 +63,163 @@ class FieldProblem(ValueError):
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+# ----------------------------------------------------------------------------- value types
+
+
+def _not_a_boolean(value: Any) -> Any:
+    # pydantic turns true into 1; `max_size: true` is a mistake, never a count.
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is a boolean; give a whole number, e.g. 4")
+    return value
+
+
+# The project's integer: a whole number, or a string holding one ("4", as `pulumi config set`
+# stores it), never a boolean. Every integer field of the config model uses it.
+Int = Annotated[int, BeforeValidator(_not_a_boolean)]
+
+
+def shaped(pattern: str, words: str) -> AfterValidator:
+    """A string check whose message is `words`, the shape said for a reader."""
+
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"expected {words}")
+        return value
+
+    return AfterValidator(check)
+
+
+DNS_LABEL_WORDS = (
+    "a DNS label: at most 63 characters: lowercase letters, digits and hyphens, beginning and "
+    "ending with a letter or digit"
+)
+DnsLabel = Annotated[str, shaped(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", DNS_LABEL_WORDS)]
+
+# IAM identifiers (IAM user guide, "IAM identifiers" and "IAM and AWS STS quotas"): a 12-digit
+# account, a path of /-separated segments, a name of at most 64 characters from letters,
+# digits and + = , . @ _ -.
+# KMS developer guide, "Key identifiers (KeyId)": key ARNs end in key/<UUID>, multi-Region keys
+# in key/mrk-<32 hex digits>.
+KmsKeyArn = Annotated[
+    str,
+    shaped(
+        r"arn:aws(-cn|-us-gov)?:kms:[a-z]{2}(-[a-z]+)+-\d:\d{12}:key/"
+        r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})",
+        "a KMS key ARN: arn:aws:kms:<region>:<12-digit account>:key/<key id>, the key id a "
+        "UUID or mrk- and 32 hexadecimal digits",
+    ),
+]
+# EC2 resource ids are a prefix and 17 hexadecimal digits (8 for the oldest resources).
+CapacityReservationId = Annotated[
+    str,
+    shaped(
+        r"cr-([0-9a-f]{8}|[0-9a-f]{17})",
+        "a capacity reservation id: cr- and 17 (or 8) lowercase hexadecimal digits",
+    ),
+]
+SecurityGroupId = Annotated[
+    str, shaped(r"sg-[0-9a-f]{8,17}", "a security group id: sg- and 8 to 17 hex digits")
+]
+
+
+def _aws_tag(key: str, value: str) -> str | None:
+    """Why a tag is refused by AWS, or None (Tagging AWS resources user guide, "Tag naming
+    limits and requirements": key 1-128 and value 0-256 Unicode characters, letters, digits,
+    spaces and _ . : / = + - @; the aws: prefix is reserved for AWS)."""
+    allowed = r"[\w\s.:/=+\-@]*"
+    if key.lower().startswith("aws:"):
+        return f"tag key {key!r} begins with aws:, which AWS reserves for its own tags"
+    if not 1 <= len(key) <= 128:
+        return f"tag key {key!r} is {len(key)} characters; AWS allows 1 to 128"
+    if len(value) > 256:
+        return f"tag {key!r} has a value of {len(value)} characters; AWS allows at most 256"
+    for what, text in (("key", key), ("value", value)):
+        if not re.fullmatch(allowed, text):
+            return f"tag {what} {text!r} may hold only letters, digits, spaces and _ . : / = + - @"
+    return None
+
+
+def _check_tags(tags: dict[str, str]) -> dict[str, str]:
+    for key, value in tags.items():
+        why = _aws_tag(key, value)
+        if why:
+            raise ValueError(why)
+    return tags
+
+
+AwsTags = Annotated[dict[str, str], AfterValidator(_check_tags)]
+
+# Kubernetes "Labels and Selectors": a name of at most 63 characters, alphanumeric at both ends
+# with - _ . between, after an optional DNS-subdomain prefix of at most 253 characters and /.
+_LABEL_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+# The kubelet may set labels under kubernetes.io and k8s.io only with these prefixes (kubelet
+# --node-labels reference; NodeRestriction admission).
+_KUBELET_PREFIXES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def _label_problem(key: str, value: str) -> str | None:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not re.fullmatch(_DNS_SUBDOMAIN, prefix)):
+        return (
+            f"label key {key!r} has a prefix that is not a DNS subdomain: at most 253 "
+            "characters, lowercase letters, digits, hyphens and dots"
+        )
+    if not re.fullmatch(_LABEL_NAME, name):
+        return (
+            f"label key {key!r} has a name that is not at most 63 characters of letters, "
+            "digits, - _ and ., beginning and ending with a letter or digit"
+        )
+    reserved = prefix.endswith(("kubernetes.io", "k8s.io"))
+    if reserved and not prefix.endswith(_KUBELET_PREFIXES):
+        return (
+            f"label key {key!r} lies under kubernetes.io or k8s.io, which nodes may not set "
+            f"themselves; use your own prefix, or {' or '.join(_KUBELET_PREFIXES)}"
+        )
+    if value and not re.fullmatch(_LABEL_NAME, value):
+        return (
+            f"label {key!r} has value {value!r}: a label value is empty or at most 63 "
+            "characters of letters, digits, - _ and ., beginning and ending with a letter or digit"
+        )
+    return None
+
+
+def _check_labels(labels: dict[str, str]) -> dict[str, str]:
+    for key, value in labels.items():
+        why = _label_problem(key, value)
+        if why:
+            raise ValueError(why)
+    return labels
+
+
+KubernetesLabels = Annotated[dict[str, str], AfterValidator(_check_labels)]
+
+# Kubernetes "Resource Management for Pods and Containers" / the quantity type: a decimal
+# number with an optional binary (Ki..Ei) or decimal (m, k, M..E) suffix, or an exponent.
+_QUANTITY = r"(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?\d+)?"
+# What kubelet --system-reserved / --kube-reserved account for (kubelet configuration
+# reference, "Reserve Compute Resources for System Daemons").
+RESERVABLE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
+
+
+def _check_reserved(reserved: dict[str, str]) -> dict[str, str]:
+    for resource, quantity in reserved.items():
+        if resource not in RESERVABLE_RESOURCES:
+            raise ValueError(
+                f"{resource!r} cannot be reserved; the kubelet reserves "
+                f"{', '.join(RESERVABLE_RESOURCES)}"
+            )
+        if not re.fullmatch(_QUANTITY, str(quantity)):
+            raise ValueError(
+                f"{resource}: {quantity!r} is not a Kubernetes quantity: a non-negative number "
+                "with an optional suffix, e.g. 500m, 1Gi or 2"
+            )
+    return reserved
+
+
+ReservedResources = Annotated[dict[str, str], AfterValidator(_check_reserved)]
 
 
 def _overlaps(named: list[tuple[str, IPv4Network]]) -> FieldProblem | None:

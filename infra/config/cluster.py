@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from infra.config.base import (
     DnsLabel,
     FieldProblem,
+    Int,
     KmsKeyArn,
     PrincipalArn,
     SecurityGroupId,
@@ -18,6 +19,15 @@ from infra.config.base import (
     _one_key_source,
 )
 from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+
+# EKS API reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: a block inside one of
+# these private ranges, between /12 and /24, that does not overlap the VPC.
+SERVICE_CIDR_RANGES = tuple(
+    IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+)
+SERVICE_CIDR_PREFIXES = (12, 24)
+# EKS service quotas: "Public endpoint access CIDR ranges per cluster", 40, not adjustable.
+MAX_PUBLIC_ACCESS_CIDRS = 40
 
 CONTROL_PLANE_LOG_TYPES = (
     "api",
@@ -51,7 +61,9 @@ class ClusterSettings(Settings):
     public_access_cidrs: list[IPv4Network] = Field(
         default_factory=lambda: [IPv4Network("0.0.0.0/0")],
         min_length=1,
-        description="Who may reach a public API endpoint. Narrow this to your office/VPN ranges.",
+        max_length=MAX_PUBLIC_ACCESS_CIDRS,
+        description="Who may reach a public API endpoint (at most 40 ranges, an EKS limit). "
+        "Narrow this to your office/VPN ranges.",
     )
     service_ipv4_cidr: IPv4Network = Field(
         IPv4Network("172.20.0.0/16"),
@@ -61,7 +73,7 @@ class ClusterSettings(Settings):
         default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES),
         description="Control-plane log types sent to CloudWatch.",
     )
-    log_retention_days: int = Field(
+    log_retention_days: Int = Field(
         90,
         description="Control-plane log retention in days; the group holds the audit log "
         "(production default: 365).",
@@ -112,19 +124,21 @@ class ClusterSettings(Settings):
             )
         return value
 
-    @model_validator(mode="after")
-    def _someone_reaches_the_api(self) -> ClusterSettings:
-        # Without a path from the runner, every Kubernetes resource of the first `up` times out.
-        private_path = self.api_access_cidrs or self.api_access_security_group_ids
-        if self.endpoint_private_only and not private_path:
-            raise FieldProblem(
-                "api_access_cidrs",
-                "endpoint_private_only: true (the default under production: true) but nothing "
-                "may reach the private endpoint: give api_access_cidrs (the runner's subnet, "
-                "VPN or peered range) or api_access_security_group_ids (the runner's security "
-                "group), or make the endpoint public with public_access_cidrs",
+    @field_validator("service_ipv4_cidr")
+    @classmethod
+    def _service_cidr(cls, value: IPv4Network) -> IPv4Network:
+        low, high = SERVICE_CIDR_PREFIXES
+        if not any(value.subnet_of(r) for r in SERVICE_CIDR_RANGES):
+            raise ValueError(
+                f"{value} is outside the ranges EKS accepts for services: "
+                f"{', '.join(map(str, SERVICE_CIDR_RANGES))}"
             )
-        return self
+        if not low <= value.prefixlen <= high:
+            raise ValueError(
+                f"{value} is a /{value.prefixlen}; EKS accepts a service range from /{low} "
+                f"to /{high}"
+            )
+        return value
 
     @field_validator("log_retention_days")
     @classmethod

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-import re
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Literal
@@ -11,21 +11,35 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import (
+    AwsTags,
     FieldProblem,
     InstanceTypeName,
+    Int,
     KmsKeyArn,
     Settings,
     _check_retention,
     _one_key_source,
     _overlaps,
 )
+from infra.config.regions import REGION_ZONES
+
+# Amazon VPC user guide, "VPC CIDR blocks" and "Subnet CIDR blocks": an IPv4 block of a VPC or
+# a subnet is between /16 (65,536 addresses) and /28 (16 addresses).
+CIDR_PREFIX_RANGE = (16, 28)
+
+
+def check_cidr_size(key: str, cidr: IPv4Network, what: str) -> None:
+    low, high = CIDR_PREFIX_RANGE
+    if not low <= cidr.prefixlen <= high:
+        raise FieldProblem(
+            key, f"{cidr} is a /{cidr.prefixlen}; AWS accepts {what} from /{low} to /{high}"
+        )
 
 
 class AwsSettings(Settings):
     """Where the platform lives on AWS. Required with `provider: aws`."""
 
     region: str = Field(
-        pattern=r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$",
         description="AWS region, e.g. us-east-1. Every AWS resource goes through one provider "
         "pinned to it, so ambient AWS_REGION never changes where things land.",
     )
@@ -34,7 +48,7 @@ class AwsSettings(Settings):
         description="Availability zones for subnets, at least two (EKS requires two). GPU "
         "groups that talk over EFA are placed in one of them.",
     )
-    tags: dict[str, str] = Field(
+    tags: AwsTags = Field(
         default_factory=dict,
         description="Extra tags on every AWS resource (provider default tags).",
     )
@@ -46,16 +60,37 @@ class AwsSettings(Settings):
         "not listed for its type is rejected; a type not listed is not checked.",
     )
 
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, value: str) -> str:
+        if value not in REGION_ZONES:
+            close = difflib.get_close_matches(value, REGION_ZONES, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(
+                f"{value!r} is not an AWS region this project knows; {hint}known regions: "
+                f"{', '.join(REGION_ZONES)} (infra/config/regions.py)"
+            )
+        return value
+
     @model_validator(mode="after")
     def _zones_in_region(self) -> AwsSettings:
+        letters = REGION_ZONES[self.region]
+        valid = ", ".join(self.region + letter for letter in letters)
         for i, zone in enumerate(self.zones):
-            if not re.fullmatch(re.escape(self.region) + r"[a-z]", zone):
+            if zone[:-1] != self.region or zone[-1:] not in letters:
                 raise FieldProblem(
                     f"zones[{i}]",
-                    f"{zone!r} is not a zone of region {self.region}; expected e.g. {self.region}a",
+                    f"{zone!r} is not a zone of region {self.region}; its zones are {valid}",
                 )
         if len(set(self.zones)) != len(self.zones):
             raise FieldProblem("zones", f"zones repeat: {self.zones}")
+        for name, offered in self.zone_offerings.items():
+            for i, zone in enumerate(offered):
+                if zone[:-1] != self.region or zone[-1:] not in letters:
+                    raise FieldProblem(
+                        f"zone_offerings.{name}[{i}]",
+                        f"{zone!r} is not a zone of region {self.region}; its zones are {valid}",
+                    )
         return self
 
 
@@ -86,7 +121,7 @@ class NetworkSettings(Settings):
         "and credentials stay off the NAT gateways.",
     )
     flow_logs: bool = Field(False, description="VPC flow logs to CloudWatch (production default).")
-    flow_log_retention_days: int = Field(
+    flow_log_retention_days: Int = Field(
         90, description="Flow log retention in days (production default: 365)."
     )
     flow_log_kms_key_arn: KmsKeyArn | None = Field(
@@ -108,9 +143,11 @@ class NetworkSettings(Settings):
 
     @model_validator(mode="after")
     def _subnets_inside_vpc(self) -> NetworkSettings:
+        check_cidr_size("vpc_cidr", self.vpc_cidr, "a VPC")
         named = [("vpc_cidr", self.vpc_cidr)]
         for key in ("public_subnet_cidrs", "private_subnet_cidrs"):
             for i, cidr in enumerate(getattr(self, key) or []):
+                check_cidr_size(f"{key}[{i}]", cidr, "subnets")
                 if not cidr.subnet_of(self.vpc_cidr):
                     raise FieldProblem(
                         f"{key}[{i}]", f"{cidr} lies outside vpc_cidr {self.vpc_cidr}"
@@ -130,6 +167,11 @@ class ZoneSubnets:
     private: IPv4Network
 
 
+def subnet_bits(zones: int) -> int:
+    """How many bits subnet_layout cuts the VPC by: 2^bits blocks hold every zone and a spare."""
+    return math.ceil(math.log2(zones + 1))
+
+
 def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnets]:
     """One public and one private subnet per zone.
 
@@ -137,7 +179,7 @@ def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnet
     spare): each zone gets a whole block as its private subnet, because GPU pods take VPC
     addresses, and the spare block is cut again for the small public subnets.
     """
-    bits = math.ceil(math.log2(len(zones) + 1))
+    bits = subnet_bits(len(zones))
     blocks = list(network.vpc_cidr.subnets(prefixlen_diff=bits))
     spare = list(blocks[-1].subnets(prefixlen_diff=bits))
     private = network.private_subnet_cidrs or blocks[: len(zones)]

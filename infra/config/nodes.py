@@ -7,15 +7,33 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from infra.catalog import CATALOG, InstanceType
-from infra.config.base import FieldProblem, InstanceTypeName, Settings
+from infra.config.base import (
+    CapacityReservationId,
+    FieldProblem,
+    InstanceTypeName,
+    Int,
+    KubernetesLabels,
+    ReservedResources,
+    Settings,
+    shaped,
+)
+
+# EKS service quotas: "Nodes per managed node group", 450 by default. The quota can be raised;
+# a stack that needs more asks AWS first and then raises this with it.
+MAX_NODES_PER_GROUP = 450
 
 
 class Scaling(Settings):
     """Size bounds of a node group; cluster-autoscaler moves between min_size and max_size."""
 
-    min_size: int = Field(0, ge=0, description="Fewest nodes; 0 lets the group scale to zero.")
-    max_size: int = Field(1, ge=1, description="Most nodes.")
-    desired_size: int | None = Field(
+    min_size: Int = Field(0, ge=0, description="Fewest nodes; 0 lets the group scale to zero.")
+    max_size: Int = Field(
+        1,
+        ge=1,
+        le=MAX_NODES_PER_GROUP,
+        description=f"Most nodes; at most {MAX_NODES_PER_GROUP}, the EKS nodes-per-group quota.",
+    )
+    desired_size: Int | None = Field(
         None,
         description="Nodes at creation; default min_size. Later the autoscaler owns it.",
     )
@@ -47,7 +65,7 @@ class SystemNodeSettings(Settings):
         description="Non-GPU types from the catalog; the first is the launch template default.",
     )
     scaling: Scaling = Field(default_factory=lambda: Scaling(min_size=2, max_size=4))
-    root_volume_gib: int = Field(50, ge=20, le=16384, description="gp3 root volume size.")
+    root_volume_gib: Int = Field(50, ge=20, le=16384, description="gp3 root volume size.")
 
     @field_validator("instance_types")
     @classmethod
@@ -74,7 +92,7 @@ class GpuSharingSettings(Settings):
         description="`time-slicing` for light inference, `mps` for small training jobs, `mig` "
         "to partition A100/H100/H200/B200 GPUs; `none` gives each pod whole GPUs.",
     )
-    replicas: int = Field(1, ge=1, le=48, description="Pods per GPU with time-slicing or MPS.")
+    replicas: Int = Field(1, ge=1, le=48, description="Pods per GPU with time-slicing or MPS.")
     mig_strategy: Literal["single", "mixed"] = Field(
         "single",
         description="MIG: `single` cuts every GPU into seven 1g slices, each advertised as "
@@ -109,17 +127,17 @@ class KubeletSettings(Settings):
     cpu_manager_policy: Literal["none", "static"] = Field(
         "static", description="`static` pins Guaranteed pods' CPUs (data loaders, NCCL threads)."
     )
-    max_pods: int | None = Field(
+    max_pods: Int | None = Field(
         None,
         ge=8,
         description=f"Pods per node; default the lower of {DEFAULT_MAX_PODS} and the instance's "
         "VPC CNI limit. Each pod takes a VPC address.",
     )
-    system_reserved: dict[str, str] = Field(
+    system_reserved: ReservedResources = Field(
         default_factory=lambda: {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
         description="Resources kept for the OS.",
     )
-    kube_reserved: dict[str, str] = Field(
+    kube_reserved: ReservedResources = Field(
         default_factory=lambda: {"cpu": "500m", "memory": "2Gi", "ephemeral-storage": "1Gi"},
         description="Resources kept for the kubelet and container runtime.",
     )
@@ -139,9 +157,14 @@ class KubeletSettings(Settings):
 class GpuNodeGroupSettings(Settings):
     """One EKS managed node group of GPU instances, with its own launch template."""
 
-    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")] = Field(
-        description="Short name, unique in the stack; names the node group and its label."
-    )
+    name: Annotated[
+        str,
+        shaped(
+            r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?",
+            "a group name: at most 32 characters: lowercase letters, digits and hyphens, "
+            "beginning and ending with a letter or digit",
+        ),
+    ] = Field(description="Short name, unique in the stack; names the node group and its label.")
     instance_types: list[InstanceTypeName] = Field(
         min_length=1,
         description="Types from the catalog. Several only make sense for spot (more pools) or "
@@ -152,14 +175,23 @@ class GpuNodeGroupSettings(Settings):
         description="on_demand, spot, reservation (On-Demand Capacity Reservation) or "
         "capacity_block (EC2 Capacity Block for ML).",
     )
-    capacity_reservation_id: str | None = Field(
+    capacity_reservation_id: CapacityReservationId | None = Field(
         None,
-        pattern=r"^cr-[0-9a-f]{8,17}$",
         description="The reservation or Capacity Block (cr-...) to launch into.",
     )
-    capacity_reservation_group_arn: str | None = Field(
+    capacity_reservation_group_arn: (
+        Annotated[
+            str,
+            shaped(
+                r"arn:aws(-cn|-us-gov)?:resource-groups:[a-z]{2}(-[a-z]+)+-\d:\d{12}:group/"
+                r"[\w.-]{1,128}",
+                "a resource group ARN: arn:aws:resource-groups:<region>:<12-digit account>:"
+                "group/<name>, the name at most 128 letters, digits and _ . -",
+            ),
+        ]
+        | None
+    ) = Field(
         None,
-        pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$",
         description="A resource group of reservations (capacity: reservation only).",
     )
     efa: bool = Field(
@@ -178,13 +210,13 @@ class GpuNodeGroupSettings(Settings):
         "other groups every zone.",
     )
     scaling: Scaling = Field(default_factory=lambda: Scaling(min_size=0, max_size=2))
-    root_volume_gib: int = Field(
+    root_volume_gib: Int = Field(
         200, ge=50, le=16384, description="gp3 root volume; GPU images are large."
     )
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
+    labels: KubernetesLabels = Field(default_factory=dict, description="Extra node labels.")
     kubelet: KubeletSettings = Field(default_factory=KubeletSettings)
     gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
-    scale_down_unneeded_minutes: int = Field(
+    scale_down_unneeded_minutes: Int = Field(
         30,
         ge=1,
         description="How long a GPU node sits unneeded before the autoscaler removes it; "
@@ -297,7 +329,7 @@ class AutoscalerSettings(Settings):
     """cluster-autoscaler (provider aws): scales every node group, GPU groups from zero."""
 
     enabled: bool = Field(True, description="Deploy cluster-autoscaler.")
-    priorities: dict[CapacityType, int] = Field(
+    priorities: dict[CapacityType, Int] = Field(
         default_factory=lambda: {
             "capacity_block": 40,
             "reservation": 30,
@@ -307,6 +339,6 @@ class AutoscalerSettings(Settings):
         description="Priority expander: when several groups fit a pending pod, the highest "
         "wins. Default: reserved capacity (already paid for), then on-demand, then spot.",
     )
-    scale_down_delay_after_add_minutes: int = Field(
+    scale_down_delay_after_add_minutes: Int = Field(
         10, ge=0, description="No scale-down this long after any scale-up."
     )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from infra.config.base import DnsLabel, FieldProblem, KmsKeyArn, Settings
+from infra.config.base import DnsLabel, FieldProblem, Int, KmsKeyArn, Settings, shaped
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -62,15 +62,27 @@ class DataRepositorySettings(Settings):
         description="Name of the bucket the platform creates. Default: a unique name derived "
         "from the stack (S3 names are global).",
     )
-    s3_prefix: str = Field(
+    s3_prefix: Annotated[
+        str,
+        shaped(
+            r"([^/\s]\S*/)?",
+            "an S3 prefix: empty, or text without spaces that does not begin with / and ends "
+            "with /",
+        ),
+    ] = Field(
         "datasets/",
-        pattern=r"^([^/][^\s]*/)?$",
         description="Prefix inside the bucket that is linked, ending in `/` (empty: the whole "
         "bucket).",
     )
-    file_system_path: str = Field(
+    file_system_path: Annotated[
+        str,
+        shaped(
+            r"/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*",
+            "an absolute directory path such as /datasets: /-separated names of letters, "
+            "digits and . _ -, without a trailing /",
+        ),
+    ] = Field(
         "/datasets",
-        pattern=r"^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$",
         description="Directory of the file system the prefix maps to, e.g. /datasets; training "
         "pods see it under the shared-data mount.",
     )
@@ -87,7 +99,7 @@ class DataRepositorySettings(Settings):
         description="List the prefix's existing objects into the file system when the "
         "association is created.",
     )
-    noncurrent_version_expiration_days: int = Field(
+    noncurrent_version_expiration_days: Int = Field(
         30,
         ge=1,
         description="Days an overwritten or deleted object's old version is kept in the "
@@ -111,11 +123,11 @@ class FsxSettings(Settings):
         description="SCRATCH_2: cheapest, not replicated (dev). PERSISTENT_2: replicated "
         "servers, a chosen throughput tier, KMS and backups.",
     )
-    storage_capacity_gib: int = Field(
+    storage_capacity_gib: Int = Field(
         FSX_FIRST_CAPACITY_GIB,
         description="SSD capacity in GiB: 1200, or a multiple of 2400. Throughput grows with it.",
     )
-    per_unit_storage_throughput: int | None = Field(
+    per_unit_storage_throughput: Int | None = Field(
         None,
         description="PERSISTENT_2 throughput tier in MB/s per TiB: 125, 250, 500 or 1000 "
         "(default 125). SCRATCH_2 has a fixed 200 and takes none.",
@@ -144,7 +156,7 @@ class FsxSettings(Settings):
         description="Create a platform KMS key (rotated, protected in production) for data at "
         "rest (PERSISTENT_2 only).",
     )
-    automatic_backup_retention_days: int = Field(
+    automatic_backup_retention_days: Int = Field(
         0,
         ge=0,
         le=90,
@@ -152,9 +164,10 @@ class FsxSettings(Settings):
         "only, and only without a data repository (FSx does not back up S3-linked file "
         "systems).",
     )
-    daily_automatic_backup_start_time: str = Field(
+    daily_automatic_backup_start_time: Annotated[
+        str, shaped(r"([01]\d|2[0-3]):[0-5]\d", "a time of day HH:MM, 00:00 to 23:59")
+    ] = Field(
         "03:00",
-        pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
         description="When daily backups start, HH:MM in UTC.",
     )
     csi_provisioning: Literal["static", "dynamic"] = Field(
@@ -253,8 +266,13 @@ class CephNetworkAttachmentSettings(Settings):
     """A Multus network for Ceph traffic: a macvlan interface on a host NIC (the RoCE NIC), with
     whereabouts addresses."""
 
-    interface: str = Field(
-        pattern=r"^[A-Za-z0-9_.:-]{1,15}$",
+    interface: Annotated[
+        str,
+        shaped(
+            r"[A-Za-z0-9_.:-]{1,15}",
+            "a Linux interface name: 1 to 15 letters, digits and _ . : -",
+        ),
+    ] = Field(
         description="Host interface the macvlan sits on; the same name on every host.",
     )
     cidr: IPv4Network = Field(
@@ -331,21 +349,21 @@ class CephSettings(Settings):
         description="Regular expression over disk names that picks OSD disks on hosts that "
         "list no devices, e.g. ^nvme[1-9]n1$.",
     )
-    mon_count: int = Field(3, description="Ceph monitors: odd, 1 to 9; 3 survives one loss.")
-    mgr_count: int = Field(
+    mon_count: Int = Field(3, description="Ceph monitors: odd, 1 to 9; 3 survives one loss.")
+    mgr_count: Int = Field(
         2, ge=1, le=5, description="Ceph managers (one active, the rest standby)."
     )
     network: CephNetworkSettings = Field(
         default_factory=CephNetworkSettings, description="Networks Ceph daemons talk over."
     )
     filesystem_name: DnsLabel = Field("shared", description="Name of the CephFilesystem.")
-    replication: int = Field(
+    replication: Int = Field(
         3, ge=1, description="Copies of each object, one per host; at most the storage hosts."
     )
-    claim_size_gib: int = Field(
+    claim_size_gib: Int = Field(
         1024, ge=1, description="Size (CephFS quota) of the shared-data claim, in GiB."
     )
-    expected_throughput_mbps: int | None = Field(
+    expected_throughput_mbps: Int | None = Field(
         None,
         ge=1,
         description="Aggregate throughput measured on this cluster, in MB/s, for the self-test "
@@ -390,14 +408,16 @@ class CephSettings(Settings):
 class NvmeCacheSettings(Settings):
     """The node-local `nvme-cache` volume every training pod mounts."""
 
-    host_path: str = Field(
+    host_path: Annotated[
+        str,
+        shaped(r"/\S*[^/\s]", "an absolute path without spaces and without a trailing /"),
+    ] = Field(
         "/mnt/k8s-disks/0/nvme-cache",
-        pattern=r"^/[^\s]*[^/\s]$",
         description="Directory on the node's NVMe RAID0 array. On AWS, nodeadm "
         "(localStorage.strategy RAID0) mounts the array at /mnt/k8s-disks/0; on an existing "
         "cluster, the admin mounts local NVMe so that this path lies on it.",
     )
-    fallback_size_gib: int = Field(
+    fallback_size_gib: Int = Field(
         100,
         ge=1,
         description="Size limit of the emptyDir that stands in on instance types without "

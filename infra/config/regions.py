@@ -1,0 +1,43 @@
+"""AWS regions and the zone letters each offers, so a zone that does not exist in its region
+fails here rather than at `pulumi up`.
+
+Source: AWS "Regions and Zones" (docs.aws.amazon.com/global-infrastructure/latest/regions/
+aws-availability-zones.html) and `aws ec2 describe-availability-zones --all-availability-zones`,
+read 2026-11-30. Zone letters map to physical zones per account, and older accounts see letters
+newer ones do not (us-east-1f, us-west-1a/b, ap-northeast-1b); the table lists every letter
+some account can see. A region missing here is refused with its name: add a row, with its
+letters, when a stack needs it.
+"""
+
+from __future__ import annotations
+
+REGION_ZONES: dict[str, str] = {
+    "us-east-1": "abcdef",
+    "us-east-2": "abc",
+    "us-west-1": "abc",
+    "us-west-2": "abcd",
+    "ca-central-1": "abd",
+    "eu-west-1": "abc",
+    "eu-west-2": "abc",
+    "eu-west-3": "abc",
+    "eu-central-1": "abc",
+    "eu-central-2": "abc",
+    "eu-north-1": "abc",
+    "eu-south-1": "abc",
+    "eu-south-2": "abc",
+    "ap-northeast-1": "abcd",
+    "ap-northeast-2": "abcd",
+    "ap-northeast-3": "abc",
+    "ap-south-1": "abc",
+    "ap-south-2": "abc",
+    "ap-southeast-1": "abc",
+    "ap-southeast-2": "abc",
+    "ap-southeast-3": "abc",
+    "ap-southeast-4": "abc",
+    "sa-east-1": "abc",
+    "me-central-1": "abc",
+    "il-central-1": "abc",
+    "af-south-1": "abc",
+    "us-gov-west-1": "abc",
+    "us-gov-east-1": "abc",
+}
