@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -81,3 +83,27 @@ def find(plan: Plan, token: str, name: str):
     matches = [r for r in plan.resources if r.type == token and r.name == name]
     assert len(matches) == 1, f"expected one {token} {name}, found {len(matches)}"
     return matches[0]
+
+
+def check_golden(golden: Path, rendered: str) -> None:
+    """`rendered` must equal the reviewed file. `UPDATE_GOLDEN=1` rewrites the file and still
+    fails, showing the diff: a changed golden file goes through review, never through a green
+    run."""
+    old = golden.read_text() if golden.exists() else ""
+    if rendered == old:
+        return
+    diff = "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            rendered.splitlines(keepends=True),
+            f"{golden.name} (reviewed)",
+            f"{golden.name} (rendered)",
+        )
+    )
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(rendered)
+        raise AssertionError(f"rewrote {golden}; review and commit this change:\n{diff}")
+    raise AssertionError(
+        f"{golden} differs from what the builder renders; if the change is intended, run with "
+        f"UPDATE_GOLDEN=1 and review the diff:\n{diff}"
+    )

@@ -1,11 +1,11 @@
 """Node builders for every catalog type: EFA interface layout, nodeadm user data, autoscaler tags.
 Rendered user data is kept as golden files (tests/golden/user-data/) so a review shows the exact
-bytes; `UPDATE_GOLDEN=1 pytest tests/test_node_builders.py` rewrites them."""
+bytes; `UPDATE_GOLDEN=1 pytest tests/test_node_builders.py` rewrites them and fails, showing the
+diff for review."""
 
 from __future__ import annotations
 
 import email
-import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from components.gpu_node_group import (
 from components.nodes import NODEADM_CONTENT_TYPE, node_config, user_data
 from infra.catalog import CATALOG
 from infra.config import GpuNodeGroupSettings, KubeletSettings
+from tests.conftest import check_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "user-data"
 
@@ -83,10 +84,7 @@ def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name
 def test_rendered_user_data_matches_golden_file(name):
     row = CATALOG[name]
     rendered = user_data([node_config(row, KubeletSettings(), min(row.max_pods, 110))])
-    golden = GOLDEN / f"{name}.mime"
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(rendered)
-    assert rendered == golden.read_text()
+    check_golden(GOLDEN / f"{name}.mime", rendered)
 
 
 def group(**overrides) -> GpuNodeGroupSettings:
