@@ -12,29 +12,33 @@ import pytest
 import yaml
 
 from components.gpu_node_group import (
-    GPU_TAINTS,
-    NODE_TEMPLATE,
     advertised_resources,
     autoscaler_tags,
     efa_interfaces,
     node_labels,
 )
-from components.nodes import NODEADM_CONTENT_TYPE, node_config, user_data
+from components.nodes import node_config, user_data
 from infra.catalog import CATALOG
 from infra.config import GpuNodeGroupSettings, KubeletSettings
 from tests.conftest import check_golden
+from tests.test_catalog import FACTS
+
+# cluster-autoscaler cloudprovider/aws/README.md, "Scaling a node group to 0".
+NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+# tests/test_catalog.py FACTS columns: EFA maximum and local NVMe disks, documented literals.
+EFA_MAX = {name: facts[5] for name, facts in FACTS.items()}
+NVME_DISKS = {name: facts[10] for name, facts in FACTS.items()}
 
 GOLDEN = Path(__file__).parent / "golden" / "user-data"
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_efa_interfaces_follow_the_efa_maximum(name):
-    row = CATALOG[name]
-    interfaces = efa_interfaces(row, ["sg-cluster", "sg-efa"])
-    assert len(interfaces) == row.efa_interfaces
+    interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
+    assert len(interfaces) == EFA_MAX[name]
     if not interfaces:
         return
-    assert [i["network_card_index"] for i in interfaces] == list(range(row.efa_interfaces))
+    assert [i["network_card_index"] for i in interfaces] == list(range(EFA_MAX[name]))
     assert {i["device_index"] for i in interfaces} == {0}
     assert interfaces[0]["interface_type"] == "efa"
     assert {i["interface_type"] for i in interfaces[1:]} <= {"efa-only"}
@@ -62,7 +66,8 @@ def parse_user_data(text: str) -> list[dict]:
     message = email.message_from_string(text)
     assert message.is_multipart()
     parts = message.get_payload()
-    assert all(p.get_content_type() == NODEADM_CONTENT_TYPE for p in parts)
+    # EKS user guide, AL2023 nodeadm: NodeConfig parts are `application/node.eks.aws`.
+    assert all(p.get_content_type() == "application/node.eks.aws" for p in parts)
     return [yaml.safe_load(p.get_payload()) for p in parts]
 
 
@@ -73,7 +78,7 @@ def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name
     assert config["apiVersion"] == "node.eks.aws/v1alpha1"
     assert config["kind"] == "NodeConfig"
     strategy = config["spec"].get("instance", {}).get("localStorage", {}).get("strategy")
-    assert strategy == ("RAID0" if row.has_instance_storage else None)
+    assert strategy == ("RAID0" if NVME_DISKS[name] else None)
     kubelet = config["spec"]["kubelet"]["config"]
     assert kubelet["maxPods"] == 100
     assert kubelet["topologyManagerPolicy"] == "single-numa-node"
@@ -148,7 +153,7 @@ def test_autoscaler_tags_describe_labels_taints_and_resources():
         for k, v in tags.items()
         if k.startswith(f"{NODE_TEMPLATE}/taint/")
     }
-    assert taints == {t["key"]: f"{t['value']}:{t['effect']}" for t in GPU_TAINTS}
+    assert taints == {"nvidia.com/gpu": "present:NoSchedule"}
     assert tags[f"{NODE_TEMPLATE}/resources/nvidia.com/gpu"] == "8"
     assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "32"
     assert f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa" not in autoscaler_tags(group())
