@@ -81,7 +81,7 @@ def test_cluster_encrypts_secrets_logs_and_uses_access_entries(stack):
 
 
 @pytest.mark.parametrize(("stack", "private"), [("dev", False), ("staging", True), ("prod", True)])
-def test_endpoint_exposure_per_environment(stack, private):
+def test_shipped_endpoint_exposure_per_environment(stack, private):
     vpc = find(planned(stack), "aws:eks/cluster:Cluster", f"{stack}-eks").inputs["vpcConfig"]
     assert vpc["endpointPrivateAccess"] is True
     assert vpc["endpointPublicAccess"] is not private
@@ -89,7 +89,7 @@ def test_endpoint_exposure_per_environment(stack, private):
 
 
 @pytest.mark.parametrize(("stack", "admins"), [("dev", 0), ("staging", 1), ("prod", 2)])
-def test_admin_roles_get_access_entries_with_cluster_admin(stack, admins):
+def test_shipped_admin_roles_get_access_entries_with_cluster_admin(stack, admins):
     plan = planned(stack)
     entries = plan.of_type("aws:eks/accessEntry:AccessEntry")
     policies = plan.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")

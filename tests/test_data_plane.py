@@ -42,7 +42,7 @@ def launch_template_of(plan, node_group):
         ),
     ],
 )
-def test_gpu_groups_per_stack(stack, expected):
+def test_shipped_gpu_groups_per_stack(stack, expected):
     plan = planned(stack)
     found = {}
     for ng in gpu_groups(plan):
@@ -99,7 +99,9 @@ def test_each_efa_group_sits_in_one_subnet_of_its_zone_with_the_efa_group(stack)
         ("dev", "spot-small", False),
     ],
 )
-def test_placement_group_on_efa_groups_but_not_with_reserved_capacity(stack, group, placement):
+def test_shipped_placement_group_on_efa_groups_but_not_with_reserved_capacity(
+    stack, group, placement
+):
     plan = planned(stack)
     name = f"{stack}-{group}"
     groups = [p.name for p in plan.of_type("aws:ec2/placementGroup:PlacementGroup")]
@@ -108,7 +110,7 @@ def test_placement_group_on_efa_groups_but_not_with_reserved_capacity(stack, gro
     assert ("placement" in lt.inputs) is placement
 
 
-def test_capacity_block_group_targets_its_block():
+def test_shipped_prod_capacity_block_group_targets_its_block():
     plan = planned("prod")
     lt = find(plan, LAUNCH_TEMPLATE, "prod-h100-block")
     assert lt.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
@@ -212,7 +214,7 @@ def test_cluster_autoscaler_is_scoped_pinned_and_prefers_reserved(stack):
     assert association.inputs["namespace"] == release.inputs["namespace"]
 
 
-def test_priorities_put_reserved_before_on_demand_before_spot():
+def test_shipped_prod_priorities_put_reserved_before_on_demand_before_spot():
     cfg = stack_config("prod")
     spot = cfg.gpu_node_groups[1].model_copy(update={"name": "spare", "capacity": "spot"})
     priorities = expander_priorities("prod", [*cfg.gpu_node_groups, spot], AutoscalerSettings())

@@ -15,7 +15,15 @@ import yaml
 from components.gpu_node_group import autoscaler_tags
 from infra.config import GpuNodeGroupSettings
 from infra.plan import ROOT, Plan, build_plan, run_program
-from tests.conftest import AWS_STACKS, STACKS, find, make_project, planned, stack_config
+from tests.conftest import (
+    AWS_STACKS,
+    CEPH_STACKS,
+    STACKS,
+    find,
+    make_project,
+    planned,
+    stack_config,
+)
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -283,20 +291,29 @@ def test_autoscaler_writes_only_to_groups_of_its_own_cluster(stack):
 # ------------------------------------------------------------------- storage data safety
 
 
-def test_ceph_keeps_three_copies_on_three_hosts_and_refuses_fewer():
+@pytest.mark.parametrize("stack", CEPH_STACKS)
+def test_ceph_keeps_copies_on_separate_hosts_and_refuses_unsafe_sizes(stack):
     """Rook CephFilesystem CRD docs: failureDomain `host` puts each replica on another node;
     `requireSafeReplicaSize` refuses a size that would lose data on one failure; size 3 is
     Rook's production example (deploy/examples/filesystem.yaml)."""
-    (fs,) = [o for o in planned("onprem").kubernetes_objects() if o["kind"] == "CephFilesystem"]
+    (fs,) = [o for o in planned(stack).kubernetes_objects() if o["kind"] == "CephFilesystem"]
+    size = stack_config(stack).storage.ceph.replication
     for pool in [fs["spec"]["metadataPool"], *fs["spec"]["dataPools"]]:
         assert pool["failureDomain"] == "host"
-        assert pool["replicated"] == {"size": 3, "requireSafeReplicaSize": True}
+        assert pool["replicated"] == {"size": size, "requireSafeReplicaSize": True}
 
 
-def test_deleting_the_ceph_filesystem_object_keeps_the_data():
+def test_shipped_onprem_ceph_keeps_three_copies():
+    (fs,) = [o for o in planned("onprem").kubernetes_objects() if o["kind"] == "CephFilesystem"]
+    # stacks/Pulumi.onprem.yaml: replication 3, Rook's production example.
+    assert fs["spec"]["dataPools"][0]["replicated"]["size"] == 3
+
+
+@pytest.mark.parametrize("stack", CEPH_STACKS)
+def test_deleting_the_ceph_filesystem_object_keeps_the_data(stack):
     """Rook CephFilesystem docs: `preserveFilesystemOnDelete: true` keeps the pools when the
     custom resource is deleted (by a rename or a `pulumi destroy`)."""
-    (fs,) = [o for o in planned("onprem").kubernetes_objects() if o["kind"] == "CephFilesystem"]
+    (fs,) = [o for o in planned(stack).kubernetes_objects() if o["kind"] == "CephFilesystem"]
     assert fs["spec"]["preserveFilesystemOnDelete"] is True
 
 
@@ -314,11 +331,12 @@ def test_releasing_a_claim_never_deletes_the_shared_data(stack):
     assert policies and set(policies) == {"Retain"}
 
 
-def test_ceph_node_plugin_runs_on_tainted_gpu_nodes():
+@pytest.mark.parametrize("stack", CEPH_STACKS)
+def test_ceph_node_plugin_runs_on_tainted_gpu_nodes(stack):
     """The CephFS node plugin must run on every node that mounts the file system, GPU nodes
     (tainted nvidia.com/gpu) included: tolerate every taint (Kubernetes docs, "Taints and
     Tolerations": an empty key with operator Exists matches everything)."""
-    values = find(planned("onprem"), RELEASE, "onprem-ceph-csi-drivers").inputs["values"]
+    values = find(planned(stack), RELEASE, f"{stack}-ceph-csi-drivers").inputs["values"]
     node_plugin = values["operatorConfig"]["driverSpecDefaults"]["nodePlugin"]
     assert node_plugin["tolerations"] == [{"operator": "Exists"}]
 

@@ -178,7 +178,7 @@ def test_csi_drivers_follow_the_rook_namespace():
 @pytest.mark.parametrize(
     ("stack", "zone"), [("dev", "us-east-1a"), ("staging", "us-east-1c"), ("prod", "us-east-1b")]
 )
-def test_lustre_sits_in_the_private_subnet_of_the_gpu_zone(stack, zone):
+def test_shipped_lustre_sits_in_the_private_subnet_of_the_gpu_zone(stack, zone):
     plan = planned(stack)
     fs = find(plan, LUSTRE, f"{stack}-fsx").inputs
     assert fs["subnetIds"] == f"(known after apply: {stack}-private-{zone}.id)"
@@ -329,7 +329,7 @@ def test_data_repository_links_the_bucket_prefix_in_both_directions():
     assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"]
 
 
-def test_prod_lustre_is_encrypted_backed_up_protected_and_not_s3_linked():
+def test_shipped_prod_lustre_is_encrypted_backed_up_protected_and_not_s3_linked():
     plan = planned("prod")
     fs = find(plan, LUSTRE, "prod-fsx")
     assert fs.protect
@@ -387,7 +387,7 @@ def ceph_objects(plan) -> dict[str, dict]:
     return {f"{o['kind']}/{o['metadata']['name']}": o for o in plan.kubernetes_objects()}
 
 
-def test_onprem_ceph_cluster_follows_the_config():
+def test_shipped_onprem_ceph_cluster_follows_the_config():
     plan = planned("onprem")
     cfg = parse_config(stack_config("onprem"), "onprem")
     ceph = cfg.storage.ceph
@@ -409,7 +409,7 @@ def test_onprem_ceph_cluster_follows_the_config():
     assert all(p["replicated"]["size"] == ceph.replication for p in fs["dataPools"])
 
 
-def test_onprem_storage_class_points_at_the_filesystem_and_the_driver():
+def test_shipped_onprem_storage_class_points_at_the_filesystem_and_the_driver():
     plan = planned("onprem")
     objects = ceph_objects(plan)
     fs = next(o for o in objects.values() if o["kind"] == "CephFilesystem")
