@@ -20,13 +20,31 @@ Sources, per column:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pytest
 
 from infra.catalog import CATALOG
 
+
+class Facts(NamedTuple):
+    vcpus: int
+    memory_gib: int
+    gpus: int
+    gpu_model: str | None
+    gpu_memory_gib: int
+    efa_interfaces: int
+    network_cards: int
+    max_enis: int
+    ipv4_per_eni: int
+    numa_nodes: int
+    nvme_disks: int
+    nvme_disk_gb: int
+
+
 # fmt: off
 # type: vCPU, memory GiB, GPUs, model, GPU GiB, EFA max, cards, ENIs, IPv4/ENI, NUMA, disks, disk GB
-FACTS = {
+FACTS = {name: Facts(*row) for name, row in {
     "p4d.24xlarge":     (96, 1152, 8, "A100", 40, 4, 4, 15, 50, 2, 8, 1000),
     "p4de.24xlarge":    (96, 1152, 8, "A100", 80, 4, 4, 15, 50, 2, 8, 1000),
     "p5.48xlarge":      (192, 2048, 8, "H100", 80, 32, 32, 2, 50, 2, 8, 3800),
@@ -49,7 +67,7 @@ FACTS = {
     "m7i.xlarge":       (4, 16, 0, None, 0, 0, 1, 4, 15, 1, 0, 0),
     "m7i.2xlarge":      (8, 32, 0, None, 0, 0, 1, 4, 15, 1, 0, 0),
     "m6i.xlarge":       (4, 16, 0, None, 0, 0, 1, 4, 15, 1, 0, 0),
-}
+}.items()}
 # fmt: on
 
 
@@ -60,20 +78,7 @@ def test_every_catalog_row_has_documented_facts():
 @pytest.mark.parametrize("name", sorted(FACTS))
 def test_catalog_row_matches_the_documented_facts(name):
     row = CATALOG[name]
-    assert (
-        row.vcpus,
-        row.memory_gib,
-        row.gpus,
-        row.gpu_model,
-        row.gpu_memory_gib,
-        row.efa_interfaces,
-        row.network_cards,
-        row.max_enis,
-        row.ipv4_per_eni,
-        row.numa_nodes,
-        row.nvme_disks,
-        row.nvme_disk_gb,
-    ) == FACTS[name]
+    assert Facts(*(getattr(row, field) for field in Facts._fields)) == FACTS[name]
 
 
 @pytest.mark.parametrize("name", ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g6e.xlarge"])

@@ -81,7 +81,7 @@ def test_each_efa_group_sits_in_one_subnet_of_its_zone_with_the_efa_group(stack)
         if group.efa:
             assert len(zones) == 1
             interfaces = lt.inputs["networkInterfaces"]
-            assert len(interfaces) == FACTS[group.instance_types[0]][5]  # documented EFA maximum
+            assert len(interfaces) == FACTS[group.instance_types[0]].efa_interfaces
             for interface in interfaces:
                 assert f"(known after apply: {stack}-efa-sg.id)" in interface["securityGroups"]
                 assert interface["associatePublicIpAddress"] == "false"
@@ -128,7 +128,7 @@ def test_user_data_of_every_group_asks_raid0_only_with_instance_storage(stack):
         lt = find(plan, LAUNCH_TEMPLATE, f"{stack}-{group.name}")
         (config,) = parse_user_data(base64.b64decode(lt.inputs["userData"]).decode())
         has_raid = "instance" in config["spec"]
-        assert has_raid is (FACTS[group.instance_types[0]][10] > 0)  # documented NVMe disks
+        assert has_raid is (FACTS[group.instance_types[0]].nvme_disks > 0)
         assert config["spec"]["kubelet"]["config"]["maxPods"] == group.max_pods
 
 

@@ -25,9 +25,6 @@ from tests.test_catalog import FACTS
 
 # cluster-autoscaler cloudprovider/aws/README.md, "Scaling a node group to 0".
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
-# tests/test_catalog.py FACTS columns: EFA maximum and local NVMe disks, documented literals.
-EFA_MAX = {name: facts[5] for name, facts in FACTS.items()}
-NVME_DISKS = {name: facts[10] for name, facts in FACTS.items()}
 
 GOLDEN = Path(__file__).parent / "golden" / "user-data"
 
@@ -35,10 +32,10 @@ GOLDEN = Path(__file__).parent / "golden" / "user-data"
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_efa_interfaces_follow_the_efa_maximum(name):
     interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
-    assert len(interfaces) == EFA_MAX[name]
+    assert len(interfaces) == FACTS[name].efa_interfaces
     if not interfaces:
         return
-    assert [i["network_card_index"] for i in interfaces] == list(range(EFA_MAX[name]))
+    assert [i["network_card_index"] for i in interfaces] == list(range(FACTS[name].efa_interfaces))
     assert {i["device_index"] for i in interfaces} == {0}
     assert interfaces[0]["interface_type"] == "efa"
     assert {i["interface_type"] for i in interfaces[1:]} <= {"efa-only"}
@@ -78,7 +75,7 @@ def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name
     assert config["apiVersion"] == "node.eks.aws/v1alpha1"
     assert config["kind"] == "NodeConfig"
     strategy = config["spec"].get("instance", {}).get("localStorage", {}).get("strategy")
-    assert strategy == ("RAID0" if NVME_DISKS[name] else None)
+    assert strategy == ("RAID0" if FACTS[name].nvme_disks else None)
     kubelet = config["spec"]["kubelet"]["config"]
     assert kubelet["maxPods"] == 100
     assert kubelet["topologyManagerPolicy"] == "single-numa-node"
