@@ -12,8 +12,9 @@ where shared/charts/README.md ("Caveats") says the defaults cannot tell:
 - a block named for a subchart is checked against the parent's block and the subchart's
   defaults together, since the parent's block overrides the subchart's.
 
-List items are not compared with the chart's default list: the template renders them into a
-Kubernetes type, which the schema validation of rendered objects covers.
+Below a key the templates render into a pod spec field (`POD_SPEC_FIELDS`: tolerations,
+affinity, node selector, topology spread), the value is checked against that Kubernetes type
+instead, at the stack's Kubernetes version: a chart's default list or `{}` says nothing of it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import yaml
 
 from infra.plan import ROOT
@@ -46,6 +48,26 @@ TEMPLATE_ONLY: dict[str, set[Path_]] = {
         ("operatorConfig", "driverSpecDefaults", "controllerPlugin", "priorityClassName")
     },
 }
+
+
+# Chart keys whose value the templates copy into the pod spec field of the same name.
+POD_SPEC_FIELDS = ("tolerations", "affinity", "nodeSelector", "topologySpreadConstraints")
+
+
+def pod_spec_problems(field: str, value: Any, kubernetes_version: str) -> list[str]:
+    """What the API server would refuse in `value` as the pod spec's `field`."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "check"},
+        "spec": {"containers": [{"name": "c", "image": "c"}], field: value},
+    }
+    try:
+        kubernetes_validate.validate(pod, f"{kubernetes_version}.0", strict=True)
+    except kubernetes_validate.ValidationError as error:
+        where = "/".join(str(p) for p in list(error.path)[2:])
+        return [f"{where}: {str(error).splitlines()[0]}"]
+    return []
 
 
 def chart_dir(chart: str, version: str) -> Path:
@@ -91,7 +113,11 @@ def _show(path: Path_) -> str:
     return ".".join(f"[{p}]" if "." in p else p for p in path)
 
 
-def _walk(value: Any, default: Any, path: Path_, chart: str, found: list[str]) -> None:
+def _walk(value: Any, default: Any, path: Path_, chart: str, version: str, found: list[str]):
+    if path and path[-1] in POD_SPEC_FIELDS and not isinstance(default, (str, bool, int)):
+        for problem in pod_spec_problems(path[-1], value, version):
+            found.append(f"{chart}: {_show(path)}: not a valid pod spec {problem}")
+        return
     if default is None or path in FREE_FORM.get(chart, set()):
         return
     if isinstance(default, dict):
@@ -103,7 +129,7 @@ def _walk(value: Any, default: Any, path: Path_, chart: str, found: list[str]) -
         for key, item in value.items():
             key = str(key)
             if key in default:
-                _walk(item, default[key], (*path, key), chart, found)
+                _walk(item, default[key], (*path, key), chart, version, found)
             elif (*path, key) not in TEMPLATE_ONLY.get(chart, set()):
                 near = ", ".join(sorted(map(str, default))[:12])
                 found.append(
@@ -117,11 +143,14 @@ def _walk(value: Any, default: Any, path: Path_, chart: str, found: list[str]) -
         found.append(f"{chart}: {_show(path)}: the chart expects true or false, got {value!r}")
 
 
-def unknown_keys(chart: str, version: str, values: dict[str, Any]) -> list[str]:
-    """Every value key Helm would ignore, as `chart: key.path: why`; empty when all are read."""
+def unknown_keys(
+    chart: str, version: str, values: dict[str, Any], kubernetes_version: str
+) -> list[str]:
+    """Every value key Helm would ignore, or pod spec value the API server would refuse, as
+    `chart: key.path: why`; empty when all are good."""
     base = defaults(chart, version)
     subs = subcharts(chart, version)
     merged = {**base, **{name: _merge(base.get(name), sub) for name, sub in subs.items()}}
     found: list[str] = []
-    _walk(values, merged, (), chart, found)
+    _walk(values, merged, (), chart, kubernetes_version, found)
     return found
