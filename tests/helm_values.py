@@ -113,9 +113,9 @@ def _show(path: Path_) -> str:
     return ".".join(f"[{p}]" if "." in p else p for p in path)
 
 
-def _walk(value: Any, default: Any, path: Path_, chart: str, version: str, found: list[str]):
+def _walk(value: Any, default: Any, path: Path_, chart: str, k8s: str, found: list[str]) -> None:
     if path and path[-1] in POD_SPEC_FIELDS and not isinstance(default, (str, bool, int)):
-        for problem in pod_spec_problems(path[-1], value, version):
+        for problem in pod_spec_problems(path[-1], value, k8s):
             found.append(f"{chart}: {_show(path)}: not a valid pod spec {problem}")
         return
     if default is None or path in FREE_FORM.get(chart, set()):
@@ -129,7 +129,7 @@ def _walk(value: Any, default: Any, path: Path_, chart: str, version: str, found
         for key, item in value.items():
             key = str(key)
             if key in default:
-                _walk(item, default[key], (*path, key), chart, version, found)
+                _walk(item, default[key], (*path, key), chart, k8s, found)
             elif (*path, key) not in TEMPLATE_ONLY.get(chart, set()):
                 near = ", ".join(sorted(map(str, default))[:12])
                 found.append(
