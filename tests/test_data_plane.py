@@ -9,7 +9,6 @@ import json
 import pytest
 
 from components.autoscaler import expander_priorities
-from infra.composition import default_tags
 from infra.config import AutoscalerSettings
 from tests.conftest import AWS_STACKS, find, planned, stack_config
 from tests.test_catalog import FACTS
@@ -64,8 +63,13 @@ def test_every_launch_template_requires_imdsv2_and_encrypts_its_root(stack):
         assert root["ebs"]["encrypted"] == "true"
         assert root["ebs"]["volumeType"] == "gp3"
         assert "iamInstanceProfile" not in lt.inputs
+        # The stack's own tags (aws.tags) plus the two every resource carries.
+        expected = {"gpu-platform:stack": stack, "managed-by": "pulumi"}
+        expected |= stack_config(stack).aws.tags
         for spec in lt.inputs["tagSpecifications"]:
-            assert default_tags(stack, stack_config(stack)).items() <= spec["tags"].items()
+            assert expected.items() <= spec["tags"].items()
+        kinds = {spec["resourceType"] for spec in lt.inputs["tagSpecifications"]}
+        assert kinds == {"instance", "volume", "network-interface"}
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
