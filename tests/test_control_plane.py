@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from components.control_plane import (
-    CLUSTER_ADMIN_POLICY,
     POD_IDENTITY_AGENT,
     addons_for,
     endpoint_access,
@@ -95,7 +94,10 @@ def test_shipped_admin_roles_get_access_entries_with_cluster_admin(stack, admins
     policies = plan.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
     assert len(entries) == len(policies) == admins
     for policy in policies:
-        assert policy.inputs["policyArn"] == CLUSTER_ADMIN_POLICY
+        # EKS user guide, "Access policy permissions": AmazonEKSClusterAdminPolicy.
+        assert policy.inputs["policyArn"] == (
+            "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+        )
         assert policy.inputs["accessScope"] == {"type": "cluster"}
 
 

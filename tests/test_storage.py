@@ -15,7 +15,6 @@ from components.ceph import (
 )
 from components.fsx import (
     CSI_CONTROLLER_SA,
-    CSI_DRIVER,
     data_repository_path,
     fsx_csi_values,
     lustre_security_group_rules,
@@ -259,7 +258,7 @@ def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(sta
     capacity = stack_config(stack)["storage"]["fsx"]["storage_capacity_gib"]
     assert pv["spec"]["capacity"]["storage"] == f"{capacity}Gi"
     csi = pv["spec"]["csi"]
-    assert csi["driver"] == CSI_DRIVER
+    assert csi["driver"] == "fsx.csi.aws.com"  # FSx for Lustre CSI driver docs
     assert csi["volumeHandle"] == f"(known after apply: {stack}-fsx.id)"
     assert csi["volumeAttributes"] == {
         "dnsname": f"(known after apply: {stack}-fsx.dnsName)",
