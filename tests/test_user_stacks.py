@@ -15,7 +15,10 @@ RESEARCH = {
     "config": {
         "gpu-platform:aws": {"region": "us-west-2", "zones": ["us-west-2a", "us-west-2b"]},
         "gpu-platform:network": {"vpc_cidr": "10.40.0.0/16"},
-        "gpu-platform:cluster": {"public_access_cidrs": ["198.51.100.0/24"]},
+        "gpu-platform:cluster": {
+            "public_access_cidrs": ["198.51.100.0/24"],
+            "admin_role_arns": ["arn:aws:iam::210987654321:role/research-admins"],
+        },
         "gpu-platform:gpu_node_groups": [
             {
                 "name": "l40s-efa",
