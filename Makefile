@@ -15,8 +15,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 plan: $(VENV)/.installed
 	$(PY) -m infra.plan $(STACK)
 
+# Every stack file found, so a stack a user adds is planned too.
 plan-all: $(VENV)/.installed
-	for s in dev staging prod onprem; do $(PY) -m infra.plan $$s --quiet || exit 1; done
+	for f in stacks/Pulumi.*.yaml; do \
+		s=$${f#stacks/Pulumi.}; s=$${s%.yaml}; $(PY) -m infra.plan $$s --quiet || exit 1; \
+	done
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -6,8 +6,9 @@ No Pulumi CLI, no cloud account. It reads the files the CLI reads (Pulumi.yaml a
 config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host
 does (working directory = project root, `runpy.run_path(main)` inside a stack), and records
 every resource the program registers. It prints a plan, writes out/<stack>/resources.json and
-every Kubernetes object under out/<stack>/manifests/. Every refusal of the config (a missing or
-broken stack file, a bad value) exits 2 with one message naming the file and the key.
+the Kubernetes objects the program declares directly (not what Helm releases render) under
+out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
+exits 2 with one message naming the file and the key.
 """
 
 from __future__ import annotations

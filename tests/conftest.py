@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,9 @@ import yaml
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.plan import ROOT, Plan, plan_stack, read_project, read_stack_config
 
+# Every stack file found, shipped or the user's own; tests that hold for every stack take their
+# expectations from the stack's config, and those about the shipped examples say so in their name.
 STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-AWS_STACKS = [s for s in STACKS if s != "onprem"]
 
 
 @functools.cache
@@ -28,6 +31,10 @@ def stack_config(stack: str) -> PlatformConfig:
     """The validated config of a stack, read from its files as the plan reads them."""
     values, _ = read_stack_config(read_project(ROOT), stack)
     return config_from_pulumi(values, stack_file(stack))
+
+
+AWS_STACKS = [s for s in STACKS if stack_config(s).provider == "aws"]
+CEPH_STACKS = [s for s in STACKS if stack_config(s).storage.ceph is not None]
 
 
 @pytest.fixture(params=STACKS)
@@ -81,3 +88,27 @@ def find(plan: Plan, token: str, name: str):
     matches = [r for r in plan.resources if r.type == token and r.name == name]
     assert len(matches) == 1, f"expected one {token} {name}, found {len(matches)}"
     return matches[0]
+
+
+def check_golden(golden: Path, rendered: str) -> None:
+    """`rendered` must equal the reviewed file. `UPDATE_GOLDEN=1` rewrites the file and still
+    fails, showing the diff: a changed golden file goes through review, never through a green
+    run."""
+    old = golden.read_text() if golden.exists() else ""
+    if rendered == old:
+        return
+    diff = "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            rendered.splitlines(keepends=True),
+            f"{golden.name} (reviewed)",
+            f"{golden.name} (rendered)",
+        )
+    )
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(rendered)
+        raise AssertionError(f"rewrote {golden}; review and commit this change:\n{diff}")
+    raise AssertionError(
+        f"{golden} differs from what the builder renders; if the change is intended, run with "
+        f"UPDATE_GOLDEN=1 and review the diff:\n{diff}"
+    )

@@ -1,58 +1,120 @@
-"""The instance catalog agrees with the facts the platform depends on (shared/FACTS.md)."""
+"""The instance catalog, row by row, against the documented facts. Every value below is a literal
+copied from its source, never from infra/catalog.py; a new catalog row needs a row here too.
+
+Sources, per column:
+- vCPU, memory (GiB = MiB / 1024), GPUs, GPU model, local NVMe total, EFA maximum: EC2
+  DescribeInstanceTypes as published in aws/karpenter-provider-aws
+  `website/content/en/docs/reference/instance-types.md` (instance-cpu, instance-memory,
+  instance-gpu-count, instance-gpu-name, instance-local-nvme, vpc.amazonaws.com/efa), read at
+  commit 1d927085dd81 (2026-08-21).
+- GPU memory: the marketed size (NVIDIA data sheets; shared/FACTS.md "AWS GPU instances"):
+  A100 40/80 GB, H100 80 GB, H200 141 GB, B200 180 GB, A10G 24 GB, L40S 48 GB.
+- NVMe disks × size: EC2 User Guide, "Instance store volume limits" (the per-type disk layout;
+  the product equals karpenter's instance-local-nvme total).
+- Network cards, ENIs and IPv4 addresses per ENI on card 0: aws/amazon-vpc-cni-k8s
+  `pkg/vpc/vpc_ip_resource_limit.go` (ENILimit, IPv4Limit, len(NetworkCards)), read at commit
+  b52188387f2e (2026-08-20).
+- NUMA nodes: CPU sockets, EC2 User Guide "CPU options" tables (default cores / cores per socket);
+  the 96-vCPU p4d/p4de and the 192-vCPU types have two sockets, everything smaller has one.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import pytest
 
 from infra.catalog import CATALOG
 
-# (type, GPUs, GPU model, GPU memory GiB, EFA interfaces): shared/FACTS.md, AWS GPU instances.
-FACTS = [
-    ("p4d.24xlarge", 8, "A100", 40, 4),
-    ("p4de.24xlarge", 8, "A100", 80, 4),
-    ("p5.48xlarge", 8, "H100", 80, 32),
-    ("p5e.48xlarge", 8, "H200", 141, 32),
-    ("p5en.48xlarge", 8, "H200", 141, 16),
-    ("p6-b200.48xlarge", 8, "B200", 180, 8),
-    ("g5.8xlarge", 1, "A10G", 24, 1),
-    ("g5.48xlarge", 8, "A10G", 24, 1),
-    ("g6e.24xlarge", 4, "L40S", 48, 2),
-    ("g6e.48xlarge", 8, "L40S", 48, 4),
-]
+
+class Facts(NamedTuple):
+    vcpus: int
+    memory_gib: int
+    gpus: int
+    gpu_model: str | None
+    gpu_memory_gib: int
+    efa_interfaces: int
+    network_cards: int
+    max_enis: int
+    ipv4_per_eni: int
+    numa_nodes: int
+    nvme_disks: int
+    nvme_disk_gb: int
 
 
-@pytest.mark.parametrize(("name", "gpus", "model", "memory", "efa"), FACTS)
-def test_gpu_and_efa_facts(name, gpus, model, memory, efa):
+# fmt: off
+# type: vCPU, memory GiB, GPUs, model, GPU GiB, EFA max, cards, ENIs, IPv4/ENI, NUMA, disks, disk GB
+FACTS = {name: Facts(*row) for name, row in {
+    "p4d.24xlarge":     (96, 1152, 8, "A100", 40, 4, 4, 15, 50, 2, 8, 1000),
+    "p4de.24xlarge":    (96, 1152, 8, "A100", 80, 4, 4, 15, 50, 2, 8, 1000),
+    "p5.48xlarge":      (192, 2048, 8, "H100", 80, 32, 32, 2, 50, 2, 8, 3800),
+    "p5e.48xlarge":     (192, 2048, 8, "H200", 141, 32, 32, 2, 50, 2, 8, 3800),
+    "p5en.48xlarge":    (192, 2048, 8, "H200", 141, 16, 16, 4, 50, 2, 8, 3800),
+    "p6-b200.48xlarge": (192, 2048, 8, "B200", 180, 8, 8, 4, 50, 2, 8, 3800),
+    "g5.xlarge":        (4, 16, 1, "A10G", 24, 0, 1, 4, 15, 1, 1, 250),
+    "g5.2xlarge":       (8, 32, 1, "A10G", 24, 0, 1, 4, 15, 1, 1, 450),
+    "g5.4xlarge":       (16, 64, 1, "A10G", 24, 0, 1, 8, 30, 1, 1, 600),
+    "g5.8xlarge":       (32, 128, 1, "A10G", 24, 1, 1, 8, 30, 1, 1, 900),
+    "g5.12xlarge":      (48, 192, 4, "A10G", 24, 1, 1, 15, 50, 1, 1, 3800),
+    "g5.16xlarge":      (64, 256, 1, "A10G", 24, 1, 1, 8, 30, 1, 1, 1900),
+    "g5.24xlarge":      (96, 384, 4, "A10G", 24, 1, 1, 15, 50, 1, 1, 3800),
+    "g5.48xlarge":      (192, 768, 8, "A10G", 24, 1, 1, 7, 50, 2, 2, 3800),
+    "g6e.xlarge":       (4, 32, 1, "L40S", 48, 0, 1, 4, 15, 1, 1, 250),
+    "g6e.2xlarge":      (8, 64, 1, "L40S", 48, 0, 1, 4, 15, 1, 1, 450),
+    "g6e.12xlarge":     (48, 384, 4, "L40S", 48, 1, 1, 10, 30, 1, 2, 1900),
+    "g6e.24xlarge":     (96, 768, 4, "L40S", 48, 2, 2, 10, 50, 1, 2, 1900),
+    "g6e.48xlarge":     (192, 1536, 8, "L40S", 48, 4, 4, 10, 50, 2, 4, 1900),
+    "m7i.xlarge":       (4, 16, 0, None, 0, 0, 1, 4, 15, 1, 0, 0),
+    "m7i.2xlarge":      (8, 32, 0, None, 0, 0, 1, 4, 15, 1, 0, 0),
+    "m6i.xlarge":       (4, 16, 0, None, 0, 0, 1, 4, 15, 1, 0, 0),
+}.items()}
+# fmt: on
+
+
+def test_every_catalog_row_has_documented_facts():
+    assert sorted(CATALOG) == sorted(FACTS)
+
+
+@pytest.mark.parametrize("name", sorted(FACTS))
+def test_catalog_row_matches_the_documented_facts(name):
     row = CATALOG[name]
-    assert (row.gpus, row.gpu_model, row.gpu_memory_gib, row.efa_interfaces) == (
-        gpus,
-        model,
-        memory,
-        efa,
-    )
+    assert Facts(*(getattr(row, field) for field in Facts._fields)) == FACTS[name]
 
 
 @pytest.mark.parametrize("name", ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g6e.xlarge"])
 def test_small_g_types_have_no_efa(name):
+    # shared/FACTS.md: g5.4xlarge and smaller offer no EFA.
     assert not CATALOG[name].supports_efa
 
 
-def test_p4d_local_nvme_is_eight_terabyte_disks():
-    row = CATALOG["p4d.24xlarge"]
-    assert (row.nvme_disks, row.nvme_disk_gb) == (8, 1000)
-
-
-@pytest.mark.parametrize(("name", "pods"), [("p5.48xlarge", 100), ("p5en.48xlarge", 198)])
+# VPC CNI max pods without prefix delegation, ENIs × (IPv4 per ENI − 1) + 2, as listed in
+# awslabs/amazon-eks-ami `templates/shared/runtime/eni-max-pods.txt`.
+@pytest.mark.parametrize(
+    ("name", "pods"),
+    [("p4d.24xlarge", 737), ("p5.48xlarge", 100), ("p5en.48xlarge", 198), ("g5.xlarge", 58)],
+)
 def test_max_pods_follow_the_vpc_cni_formula(name, pods):
     assert CATALOG[name].max_pods == pods
 
 
-def test_every_row_is_complete_and_consistent():
+@pytest.mark.parametrize(
+    ("name", "profiles"),
+    [
+        # NVIDIA MIG user guide, "Supported MIG Profiles": A100-40GB, H100-80GB, H200-141GB.
+        ("p4d.24xlarge", ("1g.5gb", "2g.10gb", "3g.20gb")),
+        ("p5.48xlarge", ("1g.10gb", "2g.20gb", "3g.40gb")),
+        ("p5en.48xlarge", ("1g.18gb", "2g.35gb", "3g.71gb")),
+        # A10G and L40S have no MIG.
+        ("g5.48xlarge", None),
+        ("g6e.48xlarge", None),
+    ],
+)
+def test_mig_profiles_per_gpu(name, profiles):
+    assert CATALOG[name].mig_profiles == profiles
+
+
+def test_every_row_is_consistent():
     for name, row in CATALOG.items():
         assert row.name == name
-        assert row.vcpus > 0 and row.memory_gib > 0
-        assert row.efa_interfaces <= max(row.network_cards, 1) or row.efa_interfaces == 1
         assert (row.gpus == 0) == (row.gpu_model is None)
         assert row.on_demand_hourly_usd is None or row.on_demand_hourly_usd > 0
-        if row.network_cards > 1:
-            assert row.efa_interfaces > 0, f"{name}: several cards only matter for EFA"

@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from components.control_plane import (
-    CLUSTER_ADMIN_POLICY,
     POD_IDENTITY_AGENT,
     addons_for,
     endpoint_access,
@@ -83,7 +82,7 @@ def test_cluster_encrypts_secrets_logs_and_uses_access_entries(stack):
 
 
 @pytest.mark.parametrize(("stack", "private"), [("dev", False), ("staging", True), ("prod", True)])
-def test_endpoint_exposure_per_environment(stack, private):
+def test_shipped_endpoint_exposure_per_environment(stack, private):
     vpc = find(planned(stack), "aws:eks/cluster:Cluster", f"{stack}-eks").inputs["vpcConfig"]
     assert vpc["endpointPrivateAccess"] is True
     assert vpc["endpointPublicAccess"] is not private
@@ -91,13 +90,16 @@ def test_endpoint_exposure_per_environment(stack, private):
 
 
 @pytest.mark.parametrize(("stack", "admins"), [("dev", 1), ("staging", 1), ("prod", 2)])
-def test_admin_roles_get_access_entries_with_cluster_admin(stack, admins):
+def test_shipped_admin_roles_get_access_entries_with_cluster_admin(stack, admins):
     plan = planned(stack)
     entries = plan.of_type("aws:eks/accessEntry:AccessEntry")
     policies = plan.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
     assert len(entries) == len(policies) == admins
     for policy in policies:
-        assert policy.inputs["policyArn"] == CLUSTER_ADMIN_POLICY
+        # EKS user guide, "Access policy permissions": AmazonEKSClusterAdminPolicy.
+        assert policy.inputs["policyArn"] == (
+            "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+        )
         assert policy.inputs["accessScope"] == {"type": "cluster"}
 
 

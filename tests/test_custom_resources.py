@@ -8,10 +8,6 @@ import pytest
 from tests import crds
 from tests.conftest import STACKS, planned
 
-needs_crds = pytest.mark.skipif(
-    not crds.CRDS.is_dir(), reason=f"CRD schemas not found at {crds.CRDS} (../shared/crds)"
-)
-
 GOOD_FILESYSTEM = {
     "apiVersion": "ceph.rook.io/v1",
     "kind": "CephFilesystem",
@@ -28,12 +24,10 @@ def with_spec(obj: dict, **spec) -> dict:
     return {**obj, "spec": {**obj["spec"], **spec}}
 
 
-@needs_crds
 def test_a_valid_resource_passes():
     assert crds.errors(GOOD_FILESYSTEM) == []
 
 
-@needs_crds
 @pytest.mark.parametrize(
     ("spec", "detail"),
     [
@@ -52,12 +46,10 @@ def test_a_broken_resource_fails(spec, detail):
     assert any(detail in e for e in found), found
 
 
-@needs_crds
 def test_nulls_are_pruned_as_the_api_server_does():
     assert crds.errors(with_spec(GOOD_FILESYSTEM, preserveFilesystemOnDelete=None)) == []
 
 
-@needs_crds
 def test_go_case_insensitive_patterns_compile():
     rule = {
         "apiVersion": "monitoring.coreos.com/v1",
@@ -77,7 +69,6 @@ def test_built_in_kinds_are_not_custom():
         assert crds.is_custom_resource({"apiVersion": api_version})
 
 
-@needs_crds
 def test_every_custom_resource_of_every_stack_is_valid():
     checked = 0
     for stack in STACKS:
@@ -100,7 +91,6 @@ CHART_OF_REPOSITORY = {
 }
 
 
-@needs_crds
 def test_operator_charts_are_pinned_to_the_releases_the_schemas_come_from():
     """The schemas are only right for the release they were read from (README, "Versions to
     pin"): a chart bump without new schemas would validate against the wrong ones."""

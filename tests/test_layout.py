@@ -7,9 +7,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import yaml
 
 from infra.plan import ROOT
+from tests.conftest import check_golden
 
 
 def test_pulumi_project_file():
@@ -68,3 +70,26 @@ def test_every_test_file_is_collected():
         if "def test_" in path.read_text():
             assert path.name.startswith("test_"), f"{path} has tests pytest will not collect"
             assert path.parent == ROOT / "tests", f"{path}: keep tests in tests/"
+
+
+def test_shared_reference_data_is_present():
+    """The CRD schemas and chart defaults sit beside the repository (../shared): without them the
+    checks that read them must fail, never quietly skip."""
+    for folder in ("crds", "charts"):
+        path = ROOT.parent / "shared" / folder
+        assert path.is_dir(), f"{path} is missing: check out ../shared beside the repository"
+
+
+def test_update_golden_rewrites_the_file_and_still_fails(tmp_path, monkeypatch):
+    """A regression must not be blessed by a green run: regenerating shows the diff and fails."""
+    golden = tmp_path / "x.txt"
+    golden.write_text("old\n")
+    monkeypatch.delenv("UPDATE_GOLDEN", raising=False)
+    with pytest.raises(AssertionError, match="UPDATE_GOLDEN=1"):
+        check_golden(golden, "new\n")
+    assert golden.read_text() == "old\n"
+    monkeypatch.setenv("UPDATE_GOLDEN", "1")
+    with pytest.raises(AssertionError, match=r"(?s)rewrote .*-old\n\+new"):
+        check_golden(golden, "new\n")
+    assert golden.read_text() == "new\n"
+    check_golden(golden, "new\n")

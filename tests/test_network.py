@@ -8,7 +8,7 @@ import pytest
 
 from components.network import interface_endpoint_services, nat_zones
 from infra.config import NetworkSettings, subnet_layout
-from tests.conftest import AWS_STACKS, planned
+from tests.conftest import AWS_STACKS, planned, stack_config
 
 ZONES3 = ["us-east-1a", "us-east-1b", "us-east-1c"]
 
@@ -71,7 +71,7 @@ def test_subnets_span_every_zone_and_are_tagged_for_load_balancers(stack):
 
 
 @pytest.mark.parametrize(("stack", "nats"), [("dev", 1), ("staging", 3), ("prod", 3)])
-def test_nat_gateways_per_environment(stack, nats):
+def test_shipped_nat_gateways_per_environment(stack, nats):
     plan = planned(stack)
     assert len(plan.of_type("aws:ec2/natGateway:NatGateway")) == nats
     routes = plan.of_type("aws:ec2/routeTable:RouteTable")
@@ -81,7 +81,7 @@ def test_nat_gateways_per_environment(stack, nats):
 
 
 @pytest.mark.parametrize(("stack", "flow_logs"), [("dev", 0), ("staging", 1), ("prod", 1)])
-def test_flow_logs_in_staging_and_prod(stack, flow_logs):
+def test_shipped_flow_logs_in_staging_and_prod(stack, flow_logs):
     plan = planned(stack)
     logs = plan.of_type("aws:ec2/flowLog:FlowLog")
     assert len(logs) == flow_logs
@@ -95,11 +95,12 @@ def test_vpc_endpoints_for_s3_ecr_and_sts(stack):
     endpoints = {
         e.inputs["serviceName"]: e for e in plan.of_type("aws:ec2/vpcEndpoint:VpcEndpoint")
     }
+    region = stack_config(stack).aws.region
     assert set(endpoints) == {
-        f"com.amazonaws.us-east-1.{svc}" for svc in ("s3", "ecr.api", "ecr.dkr", "sts")
+        f"com.amazonaws.{region}.{svc}" for svc in ("s3", "ecr.api", "ecr.dkr", "sts")
     }
-    assert endpoints["com.amazonaws.us-east-1.s3"].inputs["vpcEndpointType"] == "Gateway"
-    assert endpoints["com.amazonaws.us-east-1.sts"].inputs["privateDnsEnabled"] is True
+    assert endpoints[f"com.amazonaws.{region}.s3"].inputs["vpcEndpointType"] == "Gateway"
+    assert endpoints[f"com.amazonaws.{region}.sts"].inputs["privateDnsEnabled"] is True
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)

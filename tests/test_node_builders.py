@@ -1,39 +1,41 @@
 """Node builders for every catalog type: EFA interface layout, nodeadm user data, autoscaler tags.
 Rendered user data is kept as golden files (tests/golden/user-data/) so a review shows the exact
-bytes; `UPDATE_GOLDEN=1 pytest tests/test_node_builders.py` rewrites them."""
+bytes; `UPDATE_GOLDEN=1 pytest tests/test_node_builders.py` rewrites them and fails, showing the
+diff for review."""
 
 from __future__ import annotations
 
 import email
-import os
 from pathlib import Path
 
 import pytest
 import yaml
 
 from components.gpu_node_group import (
-    GPU_TAINTS,
-    NODE_TEMPLATE,
     advertised_resources,
     autoscaler_tags,
     efa_interfaces,
     node_labels,
 )
-from components.nodes import NODEADM_CONTENT_TYPE, node_config, user_data
+from components.nodes import node_config, user_data
 from infra.catalog import CATALOG
 from infra.config import GpuNodeGroupSettings, KubeletSettings
+from tests.conftest import check_golden
+from tests.test_catalog import FACTS
+
+# cluster-autoscaler cloudprovider/aws/README.md, "Scaling a node group to 0".
+NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 
 GOLDEN = Path(__file__).parent / "golden" / "user-data"
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_efa_interfaces_follow_the_efa_maximum(name):
-    row = CATALOG[name]
-    interfaces = efa_interfaces(row, ["sg-cluster", "sg-efa"])
-    assert len(interfaces) == row.efa_interfaces
+    interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
+    assert len(interfaces) == FACTS[name].efa_interfaces
     if not interfaces:
         return
-    assert [i["network_card_index"] for i in interfaces] == list(range(row.efa_interfaces))
+    assert [i["network_card_index"] for i in interfaces] == list(range(FACTS[name].efa_interfaces))
     assert {i["device_index"] for i in interfaces} == {0}
     assert interfaces[0]["interface_type"] == "efa"
     assert {i["interface_type"] for i in interfaces[1:]} <= {"efa-only"}
@@ -61,7 +63,8 @@ def parse_user_data(text: str) -> list[dict]:
     message = email.message_from_string(text)
     assert message.is_multipart()
     parts = message.get_payload()
-    assert all(p.get_content_type() == NODEADM_CONTENT_TYPE for p in parts)
+    # EKS user guide, AL2023 nodeadm: NodeConfig parts are `application/node.eks.aws`.
+    assert all(p.get_content_type() == "application/node.eks.aws" for p in parts)
     return [yaml.safe_load(p.get_payload()) for p in parts]
 
 
@@ -72,7 +75,7 @@ def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name
     assert config["apiVersion"] == "node.eks.aws/v1alpha1"
     assert config["kind"] == "NodeConfig"
     strategy = config["spec"].get("instance", {}).get("localStorage", {}).get("strategy")
-    assert strategy == ("RAID0" if row.has_instance_storage else None)
+    assert strategy == ("RAID0" if FACTS[name].nvme_disks else None)
     kubelet = config["spec"]["kubelet"]["config"]
     assert kubelet["maxPods"] == 100
     assert kubelet["topologyManagerPolicy"] == "restricted"
@@ -83,10 +86,7 @@ def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name
 def test_rendered_user_data_matches_golden_file(name):
     row = CATALOG[name]
     rendered = user_data([node_config(row, KubeletSettings(), min(row.max_pods, 110))])
-    golden = GOLDEN / f"{name}.mime"
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(rendered)
-    assert rendered == golden.read_text()
+    check_golden(GOLDEN / f"{name}.mime", rendered)
 
 
 def group(**overrides) -> GpuNodeGroupSettings:
@@ -150,7 +150,7 @@ def test_autoscaler_tags_describe_labels_taints_and_resources():
         for k, v in tags.items()
         if k.startswith(f"{NODE_TEMPLATE}/taint/")
     }
-    assert taints == {t["key"]: f"{t['value']}:{t['effect']}" for t in GPU_TAINTS}
+    assert taints == {"nvidia.com/gpu": "present:NoSchedule"}
     assert tags[f"{NODE_TEMPLATE}/resources/nvidia.com/gpu"] == "8"
     assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "32"
     assert f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa" not in autoscaler_tags(group())

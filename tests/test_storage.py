@@ -13,7 +13,7 @@ from components.ceph import (
     cephfs_driver_name,
     network_attachment_config,
 )
-from components.fsx import CSI_DRIVER, data_repository_path, lustre_security_group_rules
+from components.fsx import data_repository_path, lustre_security_group_rules
 from components.storage import (
     NVME_CACHE,
     SHARED_DATA,
@@ -189,7 +189,7 @@ def test_csi_drivers_follow_the_rook_namespace():
 @pytest.mark.parametrize(
     ("stack", "zone"), [("dev", "us-east-1a"), ("staging", "us-east-1c"), ("prod", "us-east-1b")]
 )
-def test_lustre_sits_in_the_private_subnet_of_the_gpu_zone(stack, zone):
+def test_shipped_lustre_sits_in_the_private_subnet_of_the_gpu_zone(stack, zone):
     plan = planned(stack)
     fs = find(plan, LUSTRE, f"{stack}-fsx").inputs
     assert fs["subnetIds"] == f"(known after apply: {stack}-private-{zone}.id)"
@@ -270,7 +270,7 @@ def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(sta
     capacity = stack_config(stack)["storage"]["fsx"]["storage_capacity_gib"]
     assert pv["spec"]["capacity"]["storage"] == f"{capacity}Gi"
     csi = pv["spec"]["csi"]
-    assert csi["driver"] == CSI_DRIVER
+    assert csi["driver"] == "fsx.csi.aws.com"  # FSx for Lustre CSI driver docs
     assert csi["volumeHandle"] == f"(known after apply: {stack}-fsx.id)"
     assert csi["volumeAttributes"] == {
         "dnsname": f"(known after apply: {stack}-fsx.dnsName)",
@@ -333,7 +333,7 @@ def test_data_repository_links_the_bucket_prefix_in_both_directions():
     assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"]
 
 
-def test_prod_lustre_is_encrypted_backed_up_protected_and_not_s3_linked():
+def test_shipped_prod_lustre_is_encrypted_backed_up_protected_and_not_s3_linked():
     plan = planned("prod")
     fs = find(plan, LUSTRE, "prod-fsx")
     assert fs.protect
@@ -395,7 +395,7 @@ def ceph_objects(plan) -> dict[str, dict]:
     return {f"{o['kind']}/{o['metadata']['name']}": o for o in plan.kubernetes_objects()}
 
 
-def test_onprem_ceph_cluster_follows_the_config():
+def test_shipped_onprem_ceph_cluster_follows_the_config():
     plan = planned("onprem")
     cfg = parse_config(stack_config("onprem"), "onprem")
     ceph = cfg.storage.ceph
@@ -417,7 +417,7 @@ def test_onprem_ceph_cluster_follows_the_config():
     assert all(p["replicated"]["size"] == ceph.replication for p in fs["dataPools"])
 
 
-def test_onprem_storage_class_points_at_the_filesystem_and_the_driver():
+def test_shipped_onprem_storage_class_points_at_the_filesystem_and_the_driver():
     plan = planned("onprem")
     objects = ceph_objects(plan)
     fs = next(o for o in objects.values() if o["kind"] == "CephFilesystem")

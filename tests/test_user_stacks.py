@@ -1,0 +1,65 @@
+"""A user's own stack keeps the suite green: the whole suite runs once more on a copy of the
+project with a `research` stack added in another region, with other groups and other sizes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+from infra.plan import ROOT
+
+RESEARCH = {
+    "config": {
+        "gpu-platform:aws": {"region": "us-west-2", "zones": ["us-west-2a", "us-west-2b"]},
+        "gpu-platform:network": {"vpc_cidr": "10.40.0.0/16"},
+        "gpu-platform:cluster": {
+            "public_access_cidrs": ["198.51.100.0/24"],
+            "admin_principal_arns": ["arn:aws:iam::210987654321:role/research-admins"],
+        },
+        "gpu-platform:gpu_node_groups": [
+            {
+                "name": "l40s-efa",
+                "instance_types": ["g6e.48xlarge"],
+                "efa": True,
+                "zone": "us-west-2b",
+                "scaling": {"min_size": 0, "max_size": 2},
+            },
+            {
+                "name": "a10g-spot",
+                "instance_types": ["g5.12xlarge"],
+                "capacity": "spot",
+                "scaling": {"min_size": 0, "max_size": 6},
+            },
+        ],
+        "gpu-platform:storage": {
+            "fsx": {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 2400}
+        },
+    }
+}
+
+
+def test_the_suite_passes_with_a_users_research_stack_in_another_region(tmp_path):
+    project = tmp_path / "project"
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", "out")
+    for folder in ("infra", "components", "tests", "stacks"):
+        shutil.copytree(ROOT / folder, project / folder, ignore=ignore)
+    for name in ("Pulumi.yaml", "pyproject.toml"):
+        shutil.copy(ROOT / name, project / name)
+    (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
+    (project / "stacks" / "Pulumi.research.yaml").write_text(yaml.safe_dump(RESEARCH))
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+            "--ignore=tests/test_user_stacks.py",
+        ],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "research" in subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+         "tests/test_documented_settings.py"],
+        cwd=project, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
