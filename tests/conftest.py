@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
-from infra.plan import ROOT, Plan, plan_stack, read_project, read_stack_config
+from infra.plan import ROOT, Plan, plan_stack
+from infra.plan_engine import read_project, read_stack_config
 
 # Every stack file found, shipped or the user's own; tests that hold for every stack take their
 # expectations from the stack's config, and those about the shipped examples say so in their name.

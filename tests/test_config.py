@@ -7,7 +7,8 @@ from pydantic import BaseModel
 
 from infra.config import ConfigError, GpuNodeGroupSettings, PlatformConfig, parse_config
 from infra.config.loading import unwrap
-from infra.plan import Recording, main, read_project, record, run_program
+from infra.plan import main
+from infra.plan_engine import Recording, read_project, record, run_program
 from infra.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.conftest import make_project
 

@@ -124,21 +124,12 @@ def test_shipped_prod_block_group_sizes():
     assert scaling == {"minSize": 0, "maxSize": 4, "desiredSize": 4}
 
 
-def test_pulumi_leaves_the_desired_size_to_the_autoscaler(monkeypatch):
+def test_pulumi_leaves_the_desired_size_to_the_autoscaler():
     """Without ignore_changes every `pulumi up` would reset the size the autoscaler chose."""
-    from infra import plan as plan_module
-
-    ignored: dict[str, list[str]] = {}
-    register = plan_module.RecordingMonitor.RegisterResource
-
-    def recording(self, request):
-        ignored[f"{request.type} {request.name}"] = list(request.ignoreChanges)
-        return register(self, request)
-
-    monkeypatch.setattr(plan_module.RecordingMonitor, "RegisterResource", recording)
-    run_program("prod")
+    registered = run_program("prod").resources.values()
+    ignored = {r.name: r.ignore_changes for r in registered if r.type == NODE_GROUP}
     for name in ("prod-system", "prod-h100-block", "prod-h100-ondemand"):
-        assert ignored[f"{NODE_GROUP} {name}"] == ["scalingConfig.desiredSize"], name
+        assert ignored[name] == ["scalingConfig.desiredSize"], name
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)

@@ -7,16 +7,8 @@ import json
 
 import pytest
 
-from infra.plan import (
-    SECRET,
-    DuplicateResourceError,
-    format_plan,
-    main,
-    read_project,
-    read_stack_config,
-    run_program,
-    write_outputs,
-)
+from infra.plan import SECRET, DuplicateResourceError, format_plan, main, run_program, write_outputs
+from infra.plan_engine import read_project, read_stack_config
 from tests.conftest import STACKS, copy_program, find, make_project, planned
 
 

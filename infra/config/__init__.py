@@ -1,8 +1,8 @@
 """The one configuration model of the platform, and the only reader of Pulumi config.
 
-One module per plane (`network`, `cluster`, `nodes`, `storage`) holds that plane's settings;
-this module composes them into `PlatformConfig`, loads a stack and reports errors. Every knob is
-a field, with a default, a description and a check. A stack file
+One module per plane (`network`, `cluster`, `nodes`, `storage`, whose on-prem half is `ceph`)
+holds that plane's settings; this module composes them into `PlatformConfig`, loads a stack and
+reports errors. Every knob is a field, with a default, a description and a check. A stack file
 (`stacks/Pulumi.<stack>.yaml`) holds only what differs from these defaults, under the
 `gpu-platform:` namespace, so `pulumi config set --path gpu-platform:network.vpc_cidr ...` works.
 Bad input raises `ConfigError` before any resource is declared, naming the stack file, the key
@@ -28,6 +28,12 @@ from infra.config.base import (
     FieldProblem,
     InstanceTypeName,
     Settings,
+)
+from infra.config.ceph import (
+    CephNetworkAttachmentSettings,
+    CephNetworkSettings,
+    CephNodeSettings,
+    CephSettings,
 )
 from infra.config.cluster import (
     CONTROL_PLANE_LOG_TYPES,
@@ -60,10 +66,6 @@ from infra.config.storage import (
     FSX_DEPLOYMENT_TYPES,
     FSX_FIRST_CAPACITY_GIB,
     FSX_THROUGHPUT_TIERS,
-    CephNetworkAttachmentSettings,
-    CephNetworkSettings,
-    CephNodeSettings,
-    CephSettings,
     DataRepositorySettings,
     FsxSettings,
     NvmeCacheSettings,

@@ -1,0 +1,384 @@
+"""The offline engine behind `python -m infra.plan`: reads a stack's config as the Pulumi CLI
+does, runs the program under Pulumi's mock engine as the Python language host would, and records
+every registration (parents, dependencies, protection, inputs) and every warning the program
+emits. Rendering and the command line live in infra/plan.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import functools
+import importlib
+import json
+import logging
+import os
+import runpy
+import sys
+import threading
+import types
+import typing
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi import _types
+from pulumi.runtime import mocks, settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.proto import engine_pb2
+from pulumi.runtime.stack import run_in_stack
+
+from infra.config import ConfigError
+from infra.config.loading import read_stack_file, read_yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+STACK_TYPE = "pulumi:pulumi:Stack"
+SECRET = "(secret)"
+# The keys of a project-level config entry that declares a key rather than setting it.
+_DECLARATION_KEYS = {"type", "description", "default", "value", "secret", "items"}
+
+
+class DuplicateResourceError(Exception):
+    """The real engine refuses two resources with one URN; the mock engine lets it pass."""
+
+
+# ------------------------------------------------------------------------- stack files
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    name: str
+    main: str
+    stack_config_dir: str
+    config: dict[str, Any]
+
+    def stack_file(self, stack: str) -> Path:
+        return self.root / self.stack_config_dir / f"Pulumi.{stack}.yaml"
+
+
+def read_project(root: Path) -> Project:
+    doc = read_yaml(root / "Pulumi.yaml", "Pulumi.yaml")
+    if not isinstance(doc, dict) or "name" not in doc:
+        raise ConfigError("Pulumi.yaml", ["not a Pulumi project file: it needs a name: key"])
+    return Project(
+        root,
+        doc["name"],
+        doc.get("main", "."),
+        doc.get("stackConfigDir", "."),
+        doc.get("config") or {},
+    )
+
+
+def _encode(value: Any) -> tuple[str, bool]:
+    """A config value as the CLI hands it to the program (a string, objects as JSON), and
+    whether it holds a secret. Encrypted values cannot be read offline: they show as (secret)."""
+    found = False
+
+    def strip(v: Any) -> Any:
+        nonlocal found
+        if isinstance(v, dict) and set(v) == {"secure"}:
+            found = True
+            return SECRET
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    value = strip(value)
+    return (value if isinstance(value, str) else json.dumps(value)), found
+
+
+def read_stack_config(project: Project, stack: str) -> tuple[dict[str, str], list[str]]:
+    """Project config (values and declared defaults), overlaid by the stack file."""
+    merged: dict[str, Any] = {}
+    for key, entry in project.config.items():
+        full = key if ":" in key else f"{project.name}:{key}"
+        if isinstance(entry, dict) and entry and set(entry) <= _DECLARATION_KEYS:
+            if "value" in entry or "default" in entry:
+                merged[full] = entry.get("value", entry.get("default"))
+        else:
+            merged[full] = entry
+    stack_path = project.stack_file(stack)
+    source = str(stack_path.relative_to(project.root))
+    if not stack_path.is_file():
+        pattern = project.stack_file("*")
+        found = sorted(p.name.split(".")[1] for p in pattern.parent.glob(pattern.name))
+        raise ConfigError(
+            source,
+            [
+                f"no such stack file; the stacks that exist: {', '.join(found) or 'none'} "
+                f"(start one with `pulumi stack init {stack}`, or create {source})"
+            ],
+        )
+    merged.update(read_stack_file(stack_path, source, project.name))
+    config, secrets = {}, []
+    for key, value in merged.items():
+        config[key], secret = _encode(value)
+        if secret:
+            secrets.append(key)
+    return config, sorted(secrets)
+
+
+# ---------------------------------------------------------------------- mock engine
+
+
+def known_after_apply(source: str | None = None) -> str:
+    return f"(known after apply: {source})" if source else "(known after apply)"
+
+
+def _getters(cls: type) -> dict[str, Any]:
+    """Wire name -> resolved return type of each `@pulumi.getter` property of an SDK class."""
+    found = {}
+    for attr in vars(cls).values():
+        getter = getattr(attr, "fget", None)
+        if getter is None or not hasattr(getter, "_pulumi_name"):
+            continue
+        hints = typing.get_type_hints(getter, globalns=vars(sys.modules[getter.__module__]))
+        found[getter._pulumi_name] = hints.get("return")
+    return found
+
+
+def _placeholder(annotation: Any, path: str, depth: int = 0) -> Any:
+    """A value of the declared output type whose strings are labelled placeholders; None where
+    no honest placeholder exists (numbers, booleans, maps), which leaves the value unknown."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is str:
+        return known_after_apply(path)
+    if depth > 4:
+        return None
+    if origin is pulumi.Output or origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _placeholder(inner[0], path, depth) if len(inner) == 1 else None
+    if origin in (list, collections.abc.Sequence):
+        item = _placeholder(args[0], f"{path}[0]", depth + 1)
+        return None if item is None else [item]
+    if isinstance(annotation, type) and _types.is_output_type(annotation):
+        fields = {
+            name: _placeholder(hint, f"{path}.{name}", depth + 1)
+            for name, hint in _getters(annotation).items()
+        }
+        return {k: v for k, v in fields.items() if v is not None} or None
+    return None
+
+
+@functools.cache
+def sdk_class(token: str) -> type | None:
+    """The provider SDK class of a resource type token, if any: `aws:ec2/vpc:Vpc` lives in
+    pulumi_aws.ec2, `kubernetes:storage.k8s.io/v1:StorageClass` in pulumi_kubernetes.storage.v1.
+    Custom resources of operators (`kubernetes:ceph.rook.io/v1:CephCluster`) have none."""
+    try:
+        package, module, cls_name = token.split(":")
+        group, _, version = module.partition("/")
+        path = group.split(".")[0] + (f".{version}" if package == "kubernetes" else "")
+        return getattr(importlib.import_module(f"pulumi_{package}.{path}"), cls_name)
+    except (ValueError, ImportError, AttributeError):
+        return None
+
+
+@functools.cache
+def computed_outputs(token: str, name: str) -> dict[str, Any]:
+    """Placeholders for the outputs a provider resource type declares (read from its SDK class),
+    each naming the resource and attribute it will come from."""
+    cls = sdk_class(token)
+    if cls is None:
+        return {}
+    placeholders = {
+        output: _placeholder(hint, f"{name}.{output}") for output, hint in _getters(cls).items()
+    }
+    return {k: v for k, v in placeholders.items() if v is not None}
+
+
+def _overlay(computed: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs win; an input object keeps the placeholders of computed fields it does not set
+    (EKS's `vpcConfig.clusterSecurityGroupId` beside the subnets we pass)."""
+    merged = dict(computed)
+    for key, value in inputs.items():
+        below = computed.get(key)
+        both_dicts = isinstance(value, dict) and isinstance(below, dict)
+        merged[key] = _overlay(below, value) if both_dicts else value
+    return merged
+
+
+class PlanMocks(pulumi.runtime.Mocks):
+    """Echo inputs; stand a labelled placeholder in for each string the cloud would compute, so
+    the program's own code runs on it and the plan says where each value will come from."""
+
+    def new_resource(self, args: mocks.MockResourceArgs):
+        state = _overlay(computed_outputs(args.typ, args.name), args.inputs)
+        return known_after_apply(f"{args.name}.id"), state
+
+    def call(self, args: mocks.MockCallArgs):
+        # Policies name the deploying account; offline there is none, so say where it comes from.
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                field: f"(from the deploying credentials: {field})"
+                for field in ("accountId", "arn", "userId", "id")
+            }
+        return {}
+
+
+@dataclass
+class Registration:
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    protect: bool
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    raw_inputs: dict[str, Any]
+    # Input paths a later `pulumi up` leaves alone (a node group's desired size, owned by the
+    # autoscaler): what a plan diff must not report as drift.
+    ignore_changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Recording:
+    stack: str
+    project: str
+    resources: dict[str, Registration] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    duplicates: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class RecordingEngine(mocks.MockEngine):
+    """The SDK's mock engine, which only logs messages; this one also keeps the program's
+    warnings (`pulumi.warn`), which `pulumi up` would show."""
+
+    def __init__(self, recording: Recording):
+        super().__init__(logging.getLogger("pulumi-plan"))
+        self.recording = recording
+
+    def Log(self, request):
+        if request.severity == engine_pb2.WARNING:
+            # Printed once, in the plan's Warnings section, rather than also on stderr.
+            self.recording.warnings.append(request.message)
+            return None
+        return super().Log(request)
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """The SDK's mock monitor, also keeping each registration as the engine would see it."""
+
+    def __init__(self, plan_mocks: PlanMocks, recording: Recording):
+        super().__init__(plan_mocks)
+        self.recording = recording
+        self._lock = threading.Lock()
+
+    def RegisterResource(self, request):
+        urn = self.make_urn(request.parent, request.type, request.name)
+        with self._lock:
+            if urn in self.recording.resources:
+                self.recording.duplicates.append(urn)
+            self.recording.resources[urn] = Registration(
+                urn=urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=request.custom,
+                protect=bool(request.protect),
+                dependencies=sorted(set(request.dependencies)),
+                property_dependencies={
+                    k: sorted(v.urns) for k, v in request.propertyDependencies.items()
+                },
+                raw_inputs=json_format.MessageToDict(request.object),
+                ignore_changes=list(request.ignoreChanges),
+            )
+        return super().RegisterResource(request)
+
+    def RegisterResourceOutputs(self, request):
+        if request.urn.split("::")[2] == STACK_TYPE:
+            self.recording.outputs = json_format.MessageToDict(request.outputs)
+        return super().RegisterResourceOutputs(request)
+
+
+async def _settle() -> None:
+    """Wait for every pending Output in waves. The SDK's own wait that follows rescans all
+    pending Outputs each time one completes, quadratic in the platform's size; after this it
+    finds them done. Errors stay in their tasks for the SDK to raise as it always does."""
+    while True:
+        with settings.SETTINGS.lock:
+            pending = [task for task in settings.SETTINGS.outputs if not task.done()]
+        if not pending:
+            return
+        await asyncio.wait(pending)
+
+
+def run_program(
+    stack: str, root: Path = ROOT, program: typing.Callable[[], Any] | None = None
+) -> Recording:
+    """Run the program of `root` for `stack` as the language host would, under the mock engine.
+
+    `program` replaces `main` (the benchmark's engine floor runs through the same harness).
+    Raises ConfigError for bad stack config and DuplicateResourceError for clashing URNs.
+    """
+    project = read_project(root)
+    recording = Recording(stack=stack, project=project.name)
+    record(project, recording, program)
+    if recording.duplicates:
+        clashes = ", ".join(sorted(set(recording.duplicates)))
+        raise DuplicateResourceError(
+            f"two resources share one URN (the same type and name under the same parent "
+            f"types); `pulumi up` would refuse: {clashes}"
+        )
+    return recording
+
+
+def record(
+    project: Project, recording: Recording, program: typing.Callable[[], Any] | None = None
+) -> None:
+    """Fill `recording` with what the program registers for `recording.stack`."""
+    stack, root = recording.stack, project.root
+    config, secret_keys = read_stack_config(project, stack)
+    monitor = RecordingMonitor(PlanMocks(), recording)
+    settings.ROOT.set(None)
+    settings.configure(
+        mocks.MockSettings(
+            monitor=monitor,
+            monitor_features=set(monitor.GetDeploymentInfo(None).supportedFeatures),
+            engine=RecordingEngine(recording),
+            project=project.name,
+            stack=stack,
+            dry_run=True,
+            organization="organization",
+            root_directory=str(root),
+            callbacks=None,
+            outputs=set(),
+            lock=threading.Lock(),
+        )
+    )
+    set_all_config(config, secret_keys)
+
+    loop = asyncio.new_event_loop()
+    # The SDK sends each registration through the loop's executor; the mock monitor answers
+    # at once, so one worker saves the GIL hand-offs of a pool without queueing anything.
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    asyncio.set_event_loop(loop)
+    saved_cwd, saved_argv = os.getcwd(), sys.argv
+    os.chdir(root)
+    sys.argv = [project.main]
+    try:
+        # Absolute, so import caches keyed by a relative path cannot serve another project.
+        main_path = str(root / project.main)
+        declare = program or (lambda: runpy.run_path(main_path, run_name="__main__"))
+
+        async def main() -> None:
+            declare()
+            await _settle()
+
+        loop.run_until_complete(run_in_stack(main))
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        # The mock monitor runs in executor threads that each make an event loop; ending them
+        # here lets those loops close while the interpreter is whole, not noisily at exit.
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+        asyncio.set_event_loop(None)
