@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network
 from typing import Annotated, Any
 
@@ -141,15 +142,20 @@ def _aws_tag(key: str, value: str) -> str | None:
     return None
 
 
-def _check_tags(tags: dict[str, str]) -> dict[str, str]:
-    for key, value in tags.items():
-        why = _aws_tag(key, value)
-        if why:
-            raise ValueError(why)
-    return tags
+def each_entry(problem: Callable[[str, str], str | None]) -> AfterValidator:
+    """A validator of a string map that refuses the first entry `problem` finds fault with."""
+
+    def check(entries: dict[str, str]) -> dict[str, str]:
+        for key, value in entries.items():
+            why = problem(key, value)
+            if why:
+                raise ValueError(why)
+        return entries
+
+    return AfterValidator(check)
 
 
-AwsTags = Annotated[dict[str, str], AfterValidator(_check_tags)]
+AwsTags = Annotated[dict[str, str], each_entry(_aws_tag)]
 
 # Kubernetes "Labels and Selectors": a name of at most 63 characters, alphanumeric at both ends
 # with - _ . between, after an optional DNS-subdomain prefix of at most 253 characters and /.
@@ -186,15 +192,7 @@ def _label_problem(key: str, value: str) -> str | None:
     return None
 
 
-def _check_labels(labels: dict[str, str]) -> dict[str, str]:
-    for key, value in labels.items():
-        why = _label_problem(key, value)
-        if why:
-            raise ValueError(why)
-    return labels
-
-
-KubernetesLabels = Annotated[dict[str, str], AfterValidator(_check_labels)]
+KubernetesLabels = Annotated[dict[str, str], each_entry(_label_problem)]
 
 # Kubernetes "Resource Management for Pods and Containers" / the quantity type: a decimal
 # number with an optional binary (Ki..Ei) or decimal (m, k, M..E) suffix, or an exponent.
@@ -230,15 +228,18 @@ def _overlaps(named: list[tuple[str, IPv4Network]]) -> FieldProblem | None:
     return None
 
 
-def _known_instance_type(value: str) -> str:
-    if value not in CATALOG:
-        close = difflib.get_close_matches(value, CATALOG, n=1)
+def one_of(value: str, known: Iterable[str], what: str, listing: str = "known") -> str:
+    """`value` if it is known, else an error naming the closest known name and all of them."""
+    known = list(known)
+    if value not in known:
+        close = difflib.get_close_matches(value, known, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(
-            f"{value!r} is not in the instance catalog (infra/catalog.py); {hint}"
-            f"known: {', '.join(sorted(CATALOG))}"
-        )
+        raise ValueError(f"{value!r} is not {what}; {hint}{listing}: {', '.join(known)}")
     return value
+
+
+def _known_instance_type(value: str) -> str:
+    return one_of(value, sorted(CATALOG), "in the instance catalog (infra/catalog.py)")
 
 
 InstanceTypeName = Annotated[str, AfterValidator(_known_instance_type)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from ipaddress import IPv4Network
@@ -20,6 +19,7 @@ from infra.config.base import (
     _check_retention,
     _one_key_source,
     _overlaps,
+    one_of,
 )
 from infra.config.regions import REGION_ZONES
 
@@ -63,14 +63,8 @@ class AwsSettings(Settings):
     @field_validator("region")
     @classmethod
     def _known_region(cls, value: str) -> str:
-        if value not in REGION_ZONES:
-            close = difflib.get_close_matches(value, REGION_ZONES, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ValueError(
-                f"{value!r} is not an AWS region this project knows; {hint}known regions: "
-                f"{', '.join(REGION_ZONES)} (infra/config/regions.py)"
-            )
-        return value
+        where = "an AWS region this project knows (infra/config/regions.py)"
+        return one_of(value, REGION_ZONES, where, listing="known regions")
 
     @model_validator(mode="after")
     def _zones_in_region(self) -> AwsSettings:
