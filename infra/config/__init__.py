@@ -61,6 +61,8 @@ from infra.config.nodes import (
     Scaling,
     SystemNodeSettings,
 )
+from infra.config.onprem import OnPremGpuPoolSettings
+from infra.config.pools import GpuPool, gpu_pools
 from infra.config.storage import (
     FSX_CAPACITY_STEP_GIB,
     FSX_DEPLOYMENT_TYPES,
@@ -100,12 +102,14 @@ __all__ = [
     "FieldProblem",
     "FsxSettings",
     "GpuNodeGroupSettings",
+    "GpuPool",
     "GpuSharingSettings",
     "InstanceTypeName",
     "KubeletSettings",
     "NamespaceSettings",
     "NetworkSettings",
     "NvmeCacheSettings",
+    "OnPremGpuPoolSettings",
     "PlatformConfig",
     "Scaling",
     "Settings",
@@ -360,6 +364,11 @@ class PlatformConfig(Settings):
         if group.zone is not None:
             return [group.zone]
         return self.aws.zones[:1] if group.efa else list(self.aws.zones)
+
+    @property
+    def gpu_pools(self) -> list[GpuPool]:
+        """Every GPU pool of the stack, whichever provider made its nodes."""
+        return gpu_pools(self)
 
     @property
     def protect_stateful(self) -> bool:

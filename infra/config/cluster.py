@@ -18,6 +18,7 @@ from infra.config.base import (
     _check_retention,
     _one_key_source,
 )
+from infra.config.onprem import OnPremGpuPoolSettings
 from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 
 # EKS API reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: a block inside one of
@@ -164,6 +165,11 @@ class ExistingClusterSettings(Settings):
         '`pulumi config set --secret --path gpu-platform:existing.kubeconfig "$(cat kc)"`.',
     )
     context: str | None = Field(None, description="Kubeconfig context; default: current context.")
+    gpu_pools: list[OnPremGpuPoolSettings] = Field(
+        default_factory=list,
+        description="The cluster's GPU nodes, one entry per kind (GPU model and count, fabric, "
+        "sharing), selected by labels they already carry.",
+    )
 
     @model_validator(mode="after")
     def _one_kubeconfig(self) -> ExistingClusterSettings:
@@ -172,6 +178,10 @@ class ExistingClusterSettings(Settings):
                 "kubeconfig_path",
                 "set exactly one of kubeconfig_path or kubeconfig (secret)",
             )
+        names = [p.name for p in self.gpu_pools]
+        for i, name in enumerate(names):
+            if names.index(name) != i:
+                raise FieldProblem(f"gpu_pools[{i}].name", f"{name!r} is used twice")
         return self
 
 

@@ -1,0 +1,68 @@
+"""The data plane's config on an existing cluster: the admin's GPU nodes, described as pools.
+
+The platform declares no node there; it needs to know what each kind of GPU node has (GPU
+model and count, fabric) to configure the GPU Operator, the fabric, the queues and the jobs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from infra.catalog import MIG_PROFILES
+from infra.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings
+from infra.config.nodes import GpuSharingSettings
+
+# GPU models with the memory sizes NVIDIA sells them in (GB, as the datasheets and the MIG
+# profile names count them).
+ONPREM_GPU_MEMORY_GIB: dict[str, tuple[int, ...]] = {
+    "A100": (40, 80),
+    "H100": (80, 94),
+    "H200": (141,),
+    "B200": (180,),
+    "L40S": (48,),
+    "A10G": (24,),
+}
+
+
+class OnPremGpuPoolSettings(Settings):
+    """One kind of GPU node in an existing cluster, selected by labels the nodes already carry."""
+
+    name: DnsLabel = Field(description="Short name, unique in the stack; names the pool.")
+    node_selector: KubernetesLabels = Field(
+        min_length=1,
+        description="Labels that select exactly this pool's nodes, e.g. "
+        "{nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB} or a label of your own.",
+    )
+    gpu_model: Literal[tuple(ONPREM_GPU_MEMORY_GIB)] = Field(  # type: ignore[valid-type]
+        description="GPU model of every node of the pool."
+    )
+    gpu_memory_gib: Int = Field(description="Memory of one GPU in GB, as sold (A100: 40 or 80).")
+    gpus_per_node: Int = Field(ge=1, le=16, description="GPUs in each node.")
+    nodes: Int = Field(ge=1, description="Nodes in the pool; bounds what its queues can admit.")
+    fabric: Literal["infiniband", "roce", "tcp"] = Field(
+        "tcp",
+        description="How the pool's nodes talk to each other for collectives: `infiniband` or "
+        "`roce` through the NVIDIA Network Operator, `tcp` over the pod network.",
+    )
+    gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
+
+    @model_validator(mode="after")
+    def _known_gpu(self) -> OnPremGpuPoolSettings:
+        sizes = ONPREM_GPU_MEMORY_GIB[self.gpu_model]
+        if self.gpu_memory_gib not in sizes:
+            raise FieldProblem(
+                "gpu_memory_gib",
+                f"{self.gpu_model} is sold with {' or '.join(map(str, sizes))} GB, "
+                f"not {self.gpu_memory_gib}",
+            )
+        if self.gpu_sharing.mode == "mig" and (self.gpu_model, self.gpu_memory_gib) not in (
+            MIG_PROFILES
+        ):
+            raise FieldProblem(
+                "gpu_sharing.mode",
+                f"mig needs A100, H100, H200 or B200 GPUs with known MIG profiles; "
+                f"{self.gpu_model} {self.gpu_memory_gib} GB has none here",
+            )
+        return self
