@@ -20,7 +20,7 @@ from components.control_plane import (
     ExistingClusterArgs,
 )
 from components.fsx import FsxLustre, FsxLustreArgs
-from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
+from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
 from components.namespaces import Namespaces, NamespacesArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
@@ -133,6 +133,7 @@ class Platform(PlatformComponent):
                 ),
                 on_aws,
             )
+        self.outputs["gpu_tuning"] = {g.name: gpu_tuning_report(g) for g in cfg.gpu_node_groups}
         ClusterAddons(
             f"{env}-addons",
             ClusterAddonsArgs(env, cluster, after=[*cluster.ready, *cluster.schedulable]),
