@@ -50,8 +50,10 @@ def check_tuning(tuning: GpuTuningSettings, sharing_mode: str, rows: list[Instan
     """Refuse settings the group's GPUs or its sharing mode cannot take; paths are relative
     to the GPU node group."""
     if tuning.compute_mode == "exclusive-process" and sharing_mode == "time-slicing":
-        # NVIDIA's MPS guide recommends EXCLUSIVE_PROCESS with MPS (the control daemon is
-        # the one process); time-slicing needs each sharing pod's own process on the GPU.
+        # NVIDIA's MPS guide ("Starting MPS control daemon") sets the GPU EXCLUSIVE_PROCESS
+        # before starting the daemon: "Exclusive-mode restrictions are applied to the MPS
+        # server, not MPS clients". Time-slicing has no such server: each sharing pod's own
+        # process opens the GPU, and all but the first would fail.
         raise FieldProblem(
             "gpu_tuning.compute_mode",
             "exclusive-process lets one process hold a GPU, but gpu_sharing.mode "
