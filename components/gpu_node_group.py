@@ -135,7 +135,8 @@ def autoscaler_tags(group: GpuNodeGroupSettings) -> dict[str, str]:
         tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
     if group.efa:
         tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
-        # A quantity, as the kubelet advertises it: pages x 2 MiB.
+        # A quantity, as the kubelet advertises it (pages x 2 MiB): cluster-autoscaler's AWS
+        # provider reads node-template resources with resource.ParseQuantity.
         tags[f"{NODE_TEMPLATE}/resources/{HUGEPAGES_RESOURCE}"] = f"{2 * hugepages_2mi(group)}Mi"
     unneeded = f"{group.scale_down_unneeded_minutes}m0s"
     tags[f"{NODE_TEMPLATE}/autoscaling-options/scaledownunneededtime"] = unneeded

@@ -35,6 +35,12 @@ def test_only_efa_types_reserve_hugepages_and_they_reserve_5128(name):
     assert CATALOG[name].hugepages_2mi == (5128 if FACTS[name].efa_interfaces else 0)
 
 
+def test_every_gpu_type_has_limits_for_its_model():
+    """A new GPU type must bring its model's power range, or power limits there go unchecked."""
+    missing = [n for n, row in CATALOG.items() if row.gpus and row.gpu_limits is None]
+    assert missing == []
+
+
 @pytest.mark.parametrize(
     ("name", "watts"),
     [
