@@ -12,13 +12,20 @@ import pulumi_aws as aws
 
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
-from components.nodes import ManagedNodeGroupSpec, declare_node_group, node_config, user_data
+from components.nodes import (
+    ManagedNodeGroupSpec,
+    boot_script,
+    declare_node_group,
+    node_config,
+    user_data,
+)
 from infra.catalog import MIG_SLICES, InstanceType
 from infra.config import GpuNodeGroupSettings
 
 GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_RESOURCE = "nvidia.com/gpu"
+HUGEPAGES_RESOURCE = "hugepages-2Mi"
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 CAPACITY_TYPES = {
     "on_demand": "ON_DEMAND",
@@ -64,6 +71,36 @@ def advertised_resources(group: GpuNodeGroupSettings) -> dict[str, int]:
     return {GPU_RESOURCE: row.gpus * per_gpu.get(sharing.mode, 1)}
 
 
+def hugepages_2mi(group: GpuNodeGroupSettings) -> int:
+    """2 MiB hugepages a node of the group reserves at boot: EFA groups only, where libfabric
+    uses them. Mixed types reserve the smallest count any of them needs."""
+    return min(i.hugepages_2mi for i in group.instances) if group.efa else 0
+
+
+def group_user_data(group: GpuNodeGroupSettings) -> str:
+    """nodeadm NodeConfig, then the boot script (hugepages, GPU tuning) when there is one."""
+    config = node_config(group.instances[0], group.kubelet, group.max_pods)
+    script = boot_script(hugepages_2mi(group), group.gpu_tuning)
+    return user_data([config], [script] if script else [])
+
+
+def gpu_tuning_report(group: GpuNodeGroupSettings) -> dict:
+    """What the plan shows of a group's boot-time GPU settings, unset ones in words."""
+    tuning, clocks = group.gpu_tuning, group.gpu_tuning.application_clocks
+    watts = tuning.power_limit_watts
+    return {
+        "compute_mode": tuning.compute_mode,
+        "persistence_mode": tuning.persistence_mode,
+        "power_limit": "the GPU's default" if watts is None else f"{watts} W",
+        "application_clocks": (
+            f"memory {clocks.memory_mhz} MHz, graphics {clocks.graphics_mhz} MHz"
+            if clocks
+            else "the driver's default"
+        ),
+        "hugepages_2mi": hugepages_2mi(group),
+    }
+
+
 def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
     labels = {
         "nvidia.com/gpu.present": "true",
@@ -98,6 +135,9 @@ def autoscaler_tags(group: GpuNodeGroupSettings) -> dict[str, str]:
         tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
     if group.efa:
         tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
+        # A quantity, as the kubelet advertises it (pages x 2 MiB): cluster-autoscaler's AWS
+        # provider reads node-template resources with resource.ParseQuantity.
+        tags[f"{NODE_TEMPLATE}/resources/{HUGEPAGES_RESOURCE}"] = f"{2 * hugepages_2mi(group)}Mi"
     unneeded = f"{group.scale_down_unneeded_minutes}m0s"
     tags[f"{NODE_TEMPLATE}/autoscaling-options/scaledownunneededtime"] = unneeded
     return dict(sorted(tags.items()))
@@ -171,7 +211,7 @@ class GpuNodeGroup(PlatformComponent):
                 instance_types=group.instance_types,
                 scaling=group.scaling,
                 root_volume_gib=group.root_volume_gib,
-                user_data=user_data([node_config(instance, group.kubelet, group.max_pods)]),
+                user_data=group_user_data(group),
                 labels=node_labels(group),
                 taints=GPU_TAINTS,
                 tags={**args.tags, "gpu-platform/node-group": group.name},

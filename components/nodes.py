@@ -16,7 +16,7 @@ import yaml
 from components.base import PlatformComponent
 from components.iam import role_with_policies, service_trust_policy
 from infra.catalog import InstanceType
-from infra.config import KubeletSettings, Scaling
+from infra.config import GpuTuningSettings, KubeletSettings, Scaling
 
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
@@ -24,6 +24,8 @@ NODE_POLICIES = (
 )
 SSM_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 NODEADM_CONTENT_TYPE = "application/node.eks.aws"
+SHELL_CONTENT_TYPE = "text/x-shellscript"
+NVIDIA_SMI = "/usr/bin/nvidia-smi"
 _BOUNDARY = "//gpu-platform//"
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
@@ -53,8 +55,35 @@ def node_config(instance: InstanceType, kubelet: KubeletSettings, max_pods: int)
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
 
 
-def user_data(node_configs: list[dict]) -> str:
-    """MIME multipart user data with one nodeadm part per NodeConfig."""
+def nvidia_smi_commands(tuning: GpuTuningSettings) -> list[str]:
+    """The `nvidia-smi` calls that apply `tuning` to every GPU of the node."""
+    commands = []
+    if tuning.persistence_mode:
+        commands.append(f"{NVIDIA_SMI} -pm 1")
+    if tuning.compute_mode == "exclusive-process":
+        commands.append(f"{NVIDIA_SMI} -c EXCLUSIVE_PROCESS")
+    if tuning.power_limit_watts is not None:
+        commands.append(f"{NVIDIA_SMI} -pl {tuning.power_limit_watts}")
+    if tuning.application_clocks is not None:
+        clocks = tuning.application_clocks
+        commands.append(f"{NVIDIA_SMI} -ac {clocks.memory_mhz},{clocks.graphics_mhz}")
+    return commands
+
+
+def boot_script(hugepages_2mi: int, tuning: GpuTuningSettings) -> str | None:
+    """The shell part a GPU node runs before its kubelet starts: EFA hugepages and GPU
+    tuning. None when there is nothing to do."""
+    commands = nvidia_smi_commands(tuning)
+    if not hugepages_2mi and not commands:
+        return None
+    return _TEMPLATES.get_template("gpu-boot.sh.j2").render(
+        hugepages_2mi=hugepages_2mi, commands=commands
+    )
+
+
+def user_data(node_configs: list[dict], scripts: list[str] = ()) -> str:
+    """MIME multipart user data: one nodeadm part per NodeConfig first (nodeadm reads them
+    before cloud-init runs anything), then one shell part per script."""
     parts = [
         {
             "content_type": NODEADM_CONTENT_TYPE,
@@ -62,6 +91,7 @@ def user_data(node_configs: list[dict]) -> str:
         }
         for c in node_configs
     ]
+    parts += [{"content_type": SHELL_CONTENT_TYPE, "body": script} for script in scripts]
     return _TEMPLATES.get_template("user-data.mime.j2").render(boundary=_BOUNDARY, parts=parts)
 
 

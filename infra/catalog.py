@@ -28,6 +28,46 @@ MIG_PROFILES: dict[tuple[str, int], tuple[str, str, str]] = {
 MIG_SLICES = 7
 PRICE_DATE = "2026-07-20"
 
+# 2 MiB hugepages an EFA node reserves for libfabric's bounce buffers and registered memory.
+# EKS user guide, "Run machine learning training on Amazon EKS with Elastic Fabric Adapter":
+# "Amazon EC2 instances with the EFA driver installed pre-allocate 5128 2MiB Huge Pages";
+# the EFA installer's own check (efa_test.sh) warns below 5128, "enough for current Amazon EC2
+# instance types". AWS's EFA pod examples request `hugepages-2Mi: 5120Mi` of them.
+EFA_HUGEPAGES_2MI = 5128
+
+
+@dataclass(frozen=True)
+class GpuLimits:
+    """What `nvidia-smi` lets an administrator set on one GPU model: the power-limit range
+    (`nvidia-smi -q -d POWER`, Min/Max Power Limit) and the application clock pairs
+    (`-ac <memory MHz>,<graphics MHz>`) this platform knows the model to accept. An empty
+    tuple: no pair is recorded, so the config model refuses application clocks there."""
+
+    min_power_watts: int
+    max_power_watts: int
+    application_clocks: tuple[tuple[int, int], ...] = ()
+
+
+# One row per GPU model (and memory size, as MIG_PROFILES: the A100 40 GB and 80 GB differ in
+# memory clock). Maximum power: NVIDIA's datasheets (A100 SXM4 400 W, H100 SXM5 700 W, H200
+# SXM 700 W, HGX B200 1000 W, L40S 350 W, A10G 300 W). Minimum power and the clock pairs:
+# `nvidia-smi -q` as read on the AWS instance types below (A100-SXM4-40GB on p4d: 100-400 W,
+# application clocks 1215,1410, the pair AWS's "Optimize GPU settings" page gives for P4d;
+# A100-SXM4-80GB: 100-400 W, memory 1593 MHz, max graphics 1410 MHz; H100 80GB HBM3 on p5:
+# 200-700 W, 2619,1980; A10G on g5: 100-300 W, 6251,1710; L40S (46068 MiB, 350 W board):
+# 150-350 W, 9001,2520). No `nvidia-smi -q` reading was found for H200 and B200: their floor is
+# taken as the H100's 200 W (same SXM board class; a higher floor only refuses more) and no
+# clock pair is recorded, so clocks are refused there until a reading adds one.
+GPU_LIMITS: dict[tuple[str, int], GpuLimits] = {
+    ("A100", 40): GpuLimits(100, 400, ((1215, 1410),)),
+    ("A100", 80): GpuLimits(100, 400, ((1593, 1410),)),
+    ("H100", 80): GpuLimits(200, 700, ((2619, 1980),)),
+    ("H200", 141): GpuLimits(200, 700),
+    ("B200", 180): GpuLimits(200, 1000),
+    ("L40S", 48): GpuLimits(150, 350, ((9001, 2520),)),
+    ("A10G", 24): GpuLimits(100, 300, ((6251, 1710),)),
+}
+
 
 @dataclass(frozen=True)
 class InstanceType:
@@ -48,6 +88,8 @@ class InstanceType:
     # NUMA nodes (CPU sockets) the GPUs hang off. A pod whose GPUs span both sockets can never
     # pass the kubelet's single-numa-node topology policy.
     numa_nodes: int = 1
+    # 2 MiB hugepages the node reserves at boot when its group uses EFA (0: none).
+    hugepages_2mi: int = 0
     # None: not sold on demand (p5e: Capacity Blocks only).
     on_demand_hourly_usd: float | None = None
 
@@ -71,6 +113,10 @@ class InstanceType:
     def mig_profiles(self) -> tuple[str, str, str] | None:
         return MIG_PROFILES.get((self.gpu_model, self.gpu_memory_gib))
 
+    @property
+    def gpu_limits(self) -> GpuLimits | None:
+        return GPU_LIMITS.get((self.gpu_model, self.gpu_memory_gib))
+
     def addresses_per_node(self, max_pods: int) -> int:
         """VPC addresses a node takes at `max_pods`: one per pod, plus the primary address of
         each card-0 ENI the VPC CNI attaches to host them. EFA-only interfaces take none."""
@@ -83,6 +129,8 @@ class InstanceType:
 
 
 def _row(name: str, **facts) -> tuple[str, InstanceType]:
+    if facts.get("efa_interfaces"):
+        facts.setdefault("hugepages_2mi", EFA_HUGEPAGES_2MI)
     return name, InstanceType(name=name, **facts)
 
 

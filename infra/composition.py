@@ -19,8 +19,9 @@ from components.control_plane import (
     ExistingCluster,
     ExistingClusterArgs,
 )
+from components.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
 from components.fsx import FsxLustre, FsxLustreArgs
-from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
+from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
 from components.namespaces import Namespaces, NamespacesArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
@@ -131,6 +132,13 @@ class Platform(PlatformComponent):
                     tags=tags,
                     after=before_nodes,
                 ),
+                on_aws,
+            )
+        self.outputs["gpu_tuning"] = {g.name: gpu_tuning_report(g) for g in cfg.gpu_node_groups}
+        if efa_groups(cfg.gpu_node_groups):
+            EfaDevicePlugin(
+                f"{env}-efa-device-plugin",
+                EfaDevicePluginArgs(env, cluster, cfg.gpu_node_groups, after=cluster.schedulable),
                 on_aws,
             )
         ClusterAddons(

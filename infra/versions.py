@@ -125,7 +125,15 @@ CHARTS: dict[str, Chart] = {
     "ceph-csi-drivers": Chart(
         "ceph-csi-drivers", "https://ceph.github.io/ceph-csi-operator", "1.0.4"
     ),
+    # Fabric. 0.5.10 and later know p6-b200 (shared/FACTS.md).
+    "aws-efa-k8s-device-plugin": Chart(
+        "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30"
+    ),
 }
+
+# The EFA device plugin image chart v0.5.30 ships (its values.yaml `image.tag`), set explicitly
+# so a chart bump cannot change the plugin unseen.
+EFA_DEVICE_PLUGIN_IMAGE_TAG = "v0.5.20"
 
 # cluster-autoscaler follows the cluster's minor; the chart's default image follows its own.
 CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {

@@ -15,6 +15,7 @@ from components.gpu_node_group import (
     advertised_resources,
     autoscaler_tags,
     efa_interfaces,
+    group_user_data,
     node_labels,
 )
 from components.nodes import node_config, user_data
@@ -59,13 +60,31 @@ def test_efa_interface_counts_from_the_issue(name, count):
     assert len(efa_interfaces(CATALOG[name], [])) == count
 
 
-def parse_user_data(text: str) -> list[dict]:
+# EKS user guide, AL2023 nodeadm: NodeConfig parts are `application/node.eks.aws`; cloud-init
+# runs `text/x-shellscript` parts.
+NODEADM = "application/node.eks.aws"
+SHELL = "text/x-shellscript"
+
+
+def user_data_parts(text: str) -> list[tuple[str, str]]:
+    """(content type, payload) of each MIME part; the nodeadm parts come first."""
     message = email.message_from_string(text)
     assert message.is_multipart()
-    parts = message.get_payload()
-    # EKS user guide, AL2023 nodeadm: NodeConfig parts are `application/node.eks.aws`.
-    assert all(p.get_content_type() == "application/node.eks.aws" for p in parts)
-    return [yaml.safe_load(p.get_payload()) for p in parts]
+    parts = [(p.get_content_type(), p.get_payload()) for p in message.get_payload()]
+    kinds = [kind for kind, _ in parts]
+    assert kinds[0] == NODEADM
+    assert kinds == sorted(kinds, key=lambda k: k != NODEADM), kinds
+    assert set(kinds) <= {NODEADM, SHELL}, kinds
+    return parts
+
+
+def parse_user_data(text: str) -> list[dict]:
+    """The NodeConfigs of the user data."""
+    return [yaml.safe_load(body) for kind, body in user_data_parts(text) if kind == NODEADM]
+
+
+def shell_parts(text: str) -> list[str]:
+    return [body for kind, body in user_data_parts(text) if kind == SHELL]
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -82,10 +101,34 @@ def test_user_data_is_mime_and_asks_for_raid0_exactly_with_instance_storage(name
     assert kubelet["cpuManagerPolicy"] == "static"
 
 
-@pytest.mark.parametrize("name", ["p5.48xlarge", "g5.2xlarge", "m7i.xlarge"])
-def test_rendered_user_data_matches_golden_file(name):
-    row = CATALOG[name]
+def test_rendered_system_node_user_data_matches_golden_file():
+    row = CATALOG["m7i.xlarge"]
     rendered = user_data([node_config(row, KubeletSettings(), min(row.max_pods, 110))])
+    check_golden(GOLDEN / "m7i.xlarge.mime", rendered)
+
+
+@pytest.mark.parametrize(
+    ("name", "settings"),
+    [
+        # EFA with hugepages and every GPU setting: the longest boot script.
+        (
+            "p5.48xlarge",
+            {
+                "efa": True,
+                "gpu_sharing": {"mode": "mps", "replicas": 2},
+                "gpu_tuning": {
+                    "compute_mode": "exclusive-process",
+                    "power_limit_watts": 600,
+                    "application_clocks": {"memory_mhz": 2619, "graphics_mhz": 1980},
+                },
+            },
+        ),
+        # The defaults: persistence mode only, no hugepages.
+        ("g5.2xlarge", {}),
+    ],
+)
+def test_rendered_gpu_user_data_matches_golden_file(name, settings):
+    rendered = group_user_data(group(instance_types=[name], **settings))
     check_golden(GOLDEN / f"{name}.mime", rendered)
 
 

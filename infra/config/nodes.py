@@ -17,6 +17,7 @@ from infra.config.base import (
     Settings,
     shaped,
 )
+from infra.config.tuning import GpuTuningSettings, check_tuning
 
 # EKS service quotas: "Nodes per managed node group", 450 by default. The quota can be raised;
 # a stack that needs more asks AWS first and then raises this with it.
@@ -216,6 +217,7 @@ class GpuNodeGroupSettings(Settings):
     labels: KubernetesLabels = Field(default_factory=dict, description="Extra node labels.")
     kubelet: KubeletSettings = Field(default_factory=KubeletSettings)
     gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
+    gpu_tuning: GpuTuningSettings = Field(default_factory=GpuTuningSettings)
     scale_down_unneeded_minutes: Int = Field(
         30,
         ge=1,
@@ -292,6 +294,7 @@ class GpuNodeGroupSettings(Settings):
                     "kubelet.max_pods",
                     f"{self.kubelet.max_pods} exceeds {row.name}'s VPC CNI limit {row.max_pods}",
                 )
+        check_tuning(self.gpu_tuning, self.gpu_sharing.mode, rows)
         if self.gpu_sharing.mode == "mig" and len({r.mig_profiles for r in rows}) > 1:
             raise FieldProblem(
                 "gpu_sharing.mode",

@@ -1,0 +1,73 @@
+"""The AWS EFA device plugin: advertises `vpc.amazonaws.com/efa` on the nodes of EFA groups,
+and nowhere else (on a node without EFA devices it crash-loops)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+
+from components.base import PlatformComponent
+from components.control_plane import ClusterHandle
+from components.gpu_node_group import GPU_TAINTS
+from components.shared import pinned_release
+from infra.config import GpuNodeGroupSettings
+from infra.versions import EFA_DEVICE_PLUGIN_IMAGE_TAG
+
+NAMESPACE = "kube-system"
+FABRIC_LABEL = "gpu-platform/fabric"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+# --------------------------------------------------------------------------- pure builders
+
+
+def efa_groups(groups: Sequence[GpuNodeGroupSettings]) -> list[GpuNodeGroupSettings]:
+    return [g for g in groups if g.efa]
+
+
+def helm_values(groups: Sequence[GpuNodeGroupSettings]) -> dict:
+    """The chart ANDs `nodeSelector` with a node affinity on `supportedInstanceLabels` (one
+    term per key, `In` the values). Select the fabric label only EFA groups carry, and narrow
+    the instance types to those groups' own, all of which the chart's default list holds."""
+    efa = efa_groups(groups)
+    return {
+        "image": {"tag": EFA_DEVICE_PLUGIN_IMAGE_TAG},
+        "nodeSelector": {FABRIC_LABEL: "efa"},
+        "supportedInstanceLabels": {
+            "keys": [INSTANCE_TYPE_LABEL],
+            "values": sorted({t for g in efa for t in g.instance_types}),
+        },
+        # The chart tolerates only CriticalAddonsOnly; EFA groups carry the GPU taint.
+        "tolerations": [
+            {"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in GPU_TAINTS
+        ],
+    }
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class EfaDevicePluginArgs:
+    env: str
+    cluster: ClusterHandle
+    groups: Sequence[GpuNodeGroupSettings]
+    after: Sequence[pulumi.Resource] = ()
+
+
+class EfaDevicePlugin(PlatformComponent):
+    PLANE = "data"
+
+    def __init__(
+        self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__(name, opts)
+        self.release = pinned_release(
+            f"{args.env}-efa-device-plugin",
+            "aws-efa-k8s-device-plugin",
+            NAMESPACE,
+            helm_values(args.groups),
+            self.child(provider=args.cluster.kubernetes, depends_on=list(args.after)),
+        )
+        self.register_outputs({"release": self.release.name})
