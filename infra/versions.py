@@ -125,6 +125,9 @@ CHARTS: dict[str, Chart] = {
     "ceph-csi-drivers": Chart(
         "ceph-csi-drivers", "https://ceph.github.io/ceph-csi-operator", "1.0.4"
     ),
+    # GPU software. v26.7.0 runs device plugin v0.20.0, mig-manager v0.15.0 and dcgm-exporter
+    # 4.6.0-4.8.3 (shared/PINS.md, "GPU Operator").
+    "gpu-operator": Chart("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.7.0"),
 }
 
 # cluster-autoscaler follows the cluster's minor; the chart's default image follows its own.
