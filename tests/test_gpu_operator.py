@@ -11,6 +11,7 @@ from components.gpu_node_group import node_labels
 from components.gpu_operator import helm_values, operator_labels, pool_report
 from infra.config import GpuNodeGroupSettings, GpuOperatorSettings, OnPremGpuPoolSettings
 from infra.config.pools import pool_of_group, pool_of_onprem
+from infra.plan_warnings import host_driver_rdma
 from tests import crds
 from tests import helm_values as chart
 from tests.bad_stacks import assert_refused, aws, case, existing
@@ -79,6 +80,18 @@ def test_gpudirect_rdma_is_on_exactly_when_a_pool_has_an_rdma_fabric(fabric, rdm
 
 def test_shipped_onprem_roce_pool_turns_gpudirect_rdma_on():
     assert operator_release("onprem").inputs["values"]["driver"]["rdma"]["enabled"] is True
+
+
+def test_plan_warns_that_a_host_driver_must_bring_gpudirect_rdma_itself():
+    (warning,) = host_driver_rdma(stack_config("onprem"))
+    assert warning.startswith("gpu-platform:gpu_operator.install_driver: false")
+    assert "InfiniBand or RoCE (a100)" in warning
+    assert "nvidia-peermem" in warning
+    assert host_driver_rdma(stack_config("staging")) == []
+    installs = GpuOperatorSettings(install_driver=True)
+    assert (
+        host_driver_rdma(stack_config("onprem").model_copy(update={"gpu_operator": installs})) == []
+    )
 
 
 def test_mofed_detection_is_off_where_efa_runs_or_the_device_plugin_clashes_with_efa():
