@@ -24,11 +24,10 @@ from components.shared import pinned_release
 from components.system_node_group import SYSTEM_LABELS
 from infra.catalog import CATALOG, MIG_SLICES
 from infra.config import GpuOperatorSettings, GpuPool, GpuSharingSettings
+from infra.config.gpu_software import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # ConfigMaps the chart creates from the values below.
 DEVICE_PLUGIN_CONFIGMAP = "gpu-platform-device-plugin"
 MIG_PARTED_CONFIGMAP = "gpu-platform-mig-parted"

@@ -179,7 +179,14 @@ def _check_labels_resolve(pools, vals):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_label_a_stacks_pool_carries_names_a_defined_config(stack):
-    _check_labels_resolve(stack_config(stack).gpu_pools, operator_release(stack).inputs["values"])
+    cfg = stack_config(stack)
+    vals = operator_release(stack).inputs["values"]
+    _check_labels_resolve(cfg.gpu_pools, vals)
+    # On AWS, the labels the node groups really carry (with the stack's own extra labels).
+    for group_settings in cfg.gpu_node_groups:
+        labels = node_labels(group_settings)
+        config = labels.get("nvidia.com/device-plugin.config", "default")
+        assert config in vals["devicePlugin"]["config"]["data"], group_settings.name
 
 
 @pytest.mark.parametrize("strategy", ["single", "mixed"])
@@ -418,6 +425,13 @@ BAD = [
         "single, but existing.gpu_pools[0] uses mixed",
         "give every MIG pool mig_strategy mixed",
         "mig-strategies-disagree-onprem",
+    ),
+    case(
+        aws(gpu_node_groups=[{**GROUP, "labels": {"nvidia.com/device-plugin.config": "mps-9"}}]),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "sets nvidia.com/device-plugin.config",
+        "set gpu_sharing (mode, replicas, mig_strategy) instead",
+        "hand-set-operator-label",
     ),
     case(
         aws(gpu_operator={"install_driver": True}),

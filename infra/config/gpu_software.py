@@ -17,6 +17,11 @@ from infra.config.base import DnsLabel, FieldProblem, Settings
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
 
+# The node labels by which the operator picks a node's device-plugin config and MIG layout. The
+# platform derives them from `gpu_sharing`; a hand-set one could name a config nobody defines.
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+
 
 class GpuOperatorSettings(Settings):
     """NVIDIA GPU Operator (chart gpu-operator, pinned in infra/versions.py)."""
@@ -52,6 +57,15 @@ def check_gpu_software(cfg: PlatformConfig) -> None:
                     "driver and the container toolkit, and a second copy breaks the node; "
                     "only provider existing takes it",
                 )
+        for i, group in enumerate(cfg.gpu_node_groups):
+            for label in (DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL):
+                if label in group.labels:
+                    raise FieldProblem(
+                        f"gpu_node_groups[{i}].labels",
+                        f"sets {label}, which the platform derives from gpu_sharing so that it "
+                        "always names a configuration the GPU Operator defines; remove it and "
+                        "set gpu_sharing (mode, replicas, mig_strategy) instead",
+                    )
     _one_mig_strategy(cfg)
 
 
