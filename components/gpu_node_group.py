@@ -12,6 +12,8 @@ import pulumi_aws as aws
 
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
+from components.gpu_operator import EFA_RESOURCE, operator_labels
+from components.gpu_operator import advertised_resources as pool_resources
 from components.nodes import (
     ManagedNodeGroupSpec,
     boot_script,
@@ -19,12 +21,11 @@ from components.nodes import (
     node_config,
     user_data,
 )
-from infra.catalog import MIG_SLICES, InstanceType
+from infra.catalog import InstanceType
 from infra.config import GpuNodeGroupSettings
+from infra.config.pools import pool_of_group
 
 GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-GPU_RESOURCE = "nvidia.com/gpu"
 HUGEPAGES_RESOURCE = "hugepages-2Mi"
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 CAPACITY_TYPES = {
@@ -57,24 +58,14 @@ def efa_interfaces(instance: InstanceType, security_group_ids: Sequence) -> list
 
 
 def advertised_resources(group: GpuNodeGroupSettings) -> dict[str, int]:
-    """Extended resources a node of the group advertises once the GPU software runs: whole
-    GPUs, shared replicas of them, or MIG slices. Mixed types count by the smallest."""
-    sharing, row = group.gpu_sharing, min(group.instances, key=lambda i: i.gpus)
-    if sharing.mode == "mig" and sharing.mig_strategy == "mixed":
-        one, two, three = row.mig_profiles
-        return {
-            f"nvidia.com/mig-{one}": 2 * row.gpus,
-            f"nvidia.com/mig-{two}": row.gpus,
-            f"nvidia.com/mig-{three}": row.gpus,
-        }
-    per_gpu = {"mig": MIG_SLICES, "time-slicing": sharing.replicas, "mps": sharing.replicas}
-    return {GPU_RESOURCE: row.gpus * per_gpu.get(sharing.mode, 1)}
+    """Extended resources a node of the group advertises once the GPU Operator runs; mixed
+    types count by the smallest."""
+    return pool_resources(pool_of_group(group))
 
 
 def hugepages_2mi(group: GpuNodeGroupSettings) -> int:
-    """2 MiB hugepages a node of the group reserves at boot: EFA groups only, where libfabric
-    uses them. Mixed types reserve the smallest count any of them needs."""
-    return min(i.hugepages_2mi for i in group.instances) if group.efa else 0
+    """2 MiB hugepages a node of the group reserves at boot (EFA groups only)."""
+    return pool_of_group(group).hugepages_2mi
 
 
 def group_user_data(group: GpuNodeGroupSettings) -> str:
@@ -113,15 +104,8 @@ def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
     models = {i.gpu_model for i in group.instances}
     if len(models) == 1:
         labels["gpu-platform/gpu-model"] = models.pop()
-    sharing = group.gpu_sharing
-    if sharing.mode in ("time-slicing", "mps"):
-        # The GPU Operator's device plugin picks its per-node config by this label.
-        labels["nvidia.com/device-plugin.config"] = f"{sharing.mode}-{sharing.replicas}"
-    if sharing.mode == "mig":
-        # The GPU Operator's MIG manager partitions the node's GPUs by this label.
-        one_slice = group.instances[0].mig_profiles[0]
-        layout = "all-balanced" if sharing.mig_strategy == "mixed" else f"all-{one_slice}"
-        labels["nvidia.com/mig.config"] = layout
+    # The GPU Operator's device plugin and MIG manager configure the node by these.
+    labels.update(operator_labels(pool_of_group(group)))
     return {**labels, **group.labels}
 
 
@@ -137,7 +121,9 @@ def autoscaler_tags(group: GpuNodeGroupSettings) -> dict[str, str]:
         tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
         # A quantity, as the kubelet advertises it (pages x 2 MiB): cluster-autoscaler's AWS
         # provider reads node-template resources with resource.ParseQuantity.
-        tags[f"{NODE_TEMPLATE}/resources/{HUGEPAGES_RESOURCE}"] = f"{2 * hugepages_2mi(group)}Mi"
+        tags[f"{NODE_TEMPLATE}/resources/{HUGEPAGES_RESOURCE}"] = pool_of_group(
+            group
+        ).hugepages_quantity
     unneeded = f"{group.scale_down_unneeded_minutes}m0s"
     tags[f"{NODE_TEMPLATE}/autoscaling-options/scaledownunneededtime"] = unneeded
     return dict(sorted(tags.items()))

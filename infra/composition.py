@@ -22,6 +22,7 @@ from components.control_plane import (
 from components.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
 from components.fsx import FsxLustre, FsxLustreArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
+from components.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
 from components.namespaces import Namespaces, NamespacesArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
@@ -63,7 +64,21 @@ class Platform(PlatformComponent):
         namespaces = Namespaces(f"{env}-namespaces", NamespacesArgs(cfg.namespaces), on_cluster)
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
         self._storage(env, cfg, cluster, namespaces)
+        self._gpu_software(env, cfg, cluster, on_cluster)
         self.register_outputs(self.outputs)
+
+    def _gpu_software(
+        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, on_cluster
+    ) -> None:
+        """The GPU Operator, and per GPU pool what a pod can request there."""
+        GpuOperator(
+            f"{env}-gpu-operator",
+            GpuOperatorArgs(
+                env, cfg.gpu_operator, cfg.gpu_pools, cfg.provider == "aws", cluster.schedulable
+            ),
+            on_cluster,
+        )
+        self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
 
     def _aws(self, env: str, cfg: PlatformConfig):
         name = cluster_name(env)

@@ -67,8 +67,25 @@ def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
     return []
 
 
+def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
+    """GPUDirect RDMA on the nodes' own driver: the GPU Operator's `driver.rdma` loads
+    nvidia-peermem only in a driver it installs (GPU Operator docs, "GPUDirect RDMA and
+    GPUDirect Storage"), so the admin's nodes must provide the kernel side themselves."""
+    if cfg.provider != "existing" or cfg.gpu_operator.install_driver:
+        return []
+    rdma = [p.name for p in cfg.gpu_pools if p.fabric in ("infiniband", "roce")]
+    if not rdma:
+        return []
+    return [
+        "gpu-platform:gpu_operator.install_driver: false, so the GPU pools on InfiniBand or "
+        f"RoCE ({', '.join(rdma)}) get GPUDirect RDMA only from the nodes' own driver: DMA-BUF "
+        "with the open kernel modules (which NVIDIA recommends) or nvidia-peermem loaded at "
+        "boot; without either NCCL copies through host memory (README, GPU Operator)"
+    ]
+
+
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
-    return [*documentation_accounts(cfg), *kubernetes_support(cfg, today)]
+    return [*documentation_accounts(cfg), *kubernetes_support(cfg, today), *host_driver_rdma(cfg)]
 
 
 def _by_name(resources: list[dict], token: str) -> dict[str, dict]:

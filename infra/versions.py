@@ -129,6 +129,9 @@ CHARTS: dict[str, Chart] = {
     "aws-efa-k8s-device-plugin": Chart(
         "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30"
     ),
+    # GPU software. v26.7.0 runs device plugin v0.20.0, mig-manager v0.15.0 and dcgm-exporter
+    # 4.6.0-4.8.3 (shared/PINS.md, "GPU Operator").
+    "gpu-operator": Chart("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.7.0"),
 }
 
 # The EFA device plugin image chart v0.5.30 ships (its values.yaml `image.tag`), set explicitly

@@ -165,17 +165,18 @@ def test_advertised_resources(settings, resources):
     assert advertised_resources(group(**settings)) == resources
 
 
+# NVIDIA MIG user guide, "Supported MIG Profiles": H200 141GB's smallest slice is 1g.18gb.
 @pytest.mark.parametrize(
-    ("sharing", "label"),
+    ("sharing", "label", "plugin_config"),
     [
-        ({"mode": "mig"}, "all-1g.18gb"),
-        ({"mode": "mig", "mig_strategy": "mixed"}, "all-balanced"),
+        ({"mode": "mig"}, "all-1g.18gb", "mig-single"),
+        ({"mode": "mig", "mig_strategy": "mixed"}, "all-balanced-1g.18gb", "mig-mixed"),
     ],
 )
-def test_mig_layout_label_names_the_profile_of_the_gpu(sharing, label):
+def test_mig_layout_label_names_the_profile_of_the_gpu(sharing, label, plugin_config):
     labels = node_labels(group(instance_types=["p5en.48xlarge"], gpu_sharing=sharing))
     assert labels["nvidia.com/mig.config"] == label
-    assert "nvidia.com/device-plugin.config" not in labels
+    assert labels["nvidia.com/device-plugin.config"] == plugin_config
 
 
 def test_autoscaler_tags_describe_labels_taints_and_resources():

@@ -41,6 +41,7 @@ from infra.config.cluster import (
     ExistingClusterSettings,
     NamespaceSettings,
 )
+from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.loading import describe, split_namespaces
 from infra.config.network import (
     CIDR_PREFIX_RANGE,
@@ -103,6 +104,7 @@ __all__ = [
     "FieldProblem",
     "FsxSettings",
     "GpuNodeGroupSettings",
+    "GpuOperatorSettings",
     "GpuPool",
     "GpuSharingSettings",
     "GpuTuningSettings",
@@ -181,6 +183,7 @@ class PlatformConfig(Settings):
     autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
     namespaces: NamespaceSettings = Field(default_factory=NamespaceSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    gpu_operator: GpuOperatorSettings = Field(default_factory=GpuOperatorSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -252,6 +255,11 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _storage_fits(self) -> PlatformConfig:
         check_storage(self)
+        return self
+
+    @model_validator(mode="after")
+    def _gpu_software_fits(self) -> PlatformConfig:
+        check_gpu_software(self)
         return self
 
     def _check_aws_network(self) -> None:

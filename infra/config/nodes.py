@@ -93,7 +93,12 @@ class GpuSharingSettings(Settings):
         description="`time-slicing` for light inference, `mps` for small training jobs, `mig` "
         "to partition A100/H100/H200/B200 GPUs; `none` gives each pod whole GPUs.",
     )
-    replicas: Int = Field(1, ge=1, le=48, description="Pods per GPU with time-slicing or MPS.")
+    replicas: Int = Field(
+        1,
+        ge=1,
+        le=48,
+        description="Pods per GPU: 2 to 48 with time-slicing or MPS; 1 (whole GPUs) otherwise.",
+    )
     mig_strategy: Literal["single", "mixed"] = Field(
         "single",
         description="MIG: `single` cuts every GPU into seven 1g slices, each advertised as "
@@ -106,6 +111,14 @@ class GpuSharingSettings(Settings):
         if self.replicas > 1 and self.mode not in ("time-slicing", "mps"):
             raise FieldProblem(
                 "replicas", f"replicas {self.replicas} needs mode time-slicing or mps"
+            )
+        if self.replicas < 2 and self.mode in ("time-slicing", "mps"):
+            # One replica shares nothing: the device plugin would hand out whole GPUs under a
+            # sharing config, and every pod on the node would believe it may share.
+            raise FieldProblem(
+                "replicas",
+                f"{self.mode} with {self.replicas} replica shares nothing; give replicas "
+                "2 to 48 (pods per GPU), or mode none for whole GPUs",
             )
         return self
 

@@ -39,6 +39,8 @@ class GpuPool:
     # EFA devices a node advertises (vpc.amazonaws.com/efa); 0 off AWS or without EFA.
     efa_interfaces: int
     sharing: GpuSharingSettings
+    # 2 MiB hugepages a node reserves at boot (EFA groups, for libfabric); 0 elsewhere.
+    hugepages_2mi: int = 0
     # AWS: the node group's instance types and capacity kind; empty / None on an existing cluster.
     instance_types: tuple[str, ...] = ()
     capacity: str | None = None
@@ -50,6 +52,12 @@ class GpuPool:
     @property
     def max_gpus(self) -> int:
         return self.gpus_per_node * self.max_nodes
+
+    @property
+    def hugepages_quantity(self) -> str | None:
+        """The reserved hugepages as the kubelet advertises `hugepages-2Mi` (pages x 2 MiB),
+        which is also how pods request them and cluster-autoscaler's tags read them."""
+        return f"{2 * self.hugepages_2mi}Mi" if self.hugepages_2mi else None
 
 
 def pool_of_group(group: GpuNodeGroupSettings) -> GpuPool:
@@ -64,6 +72,8 @@ def pool_of_group(group: GpuNodeGroupSettings) -> GpuPool:
         fabric="efa" if group.efa else "tcp",
         efa_interfaces=row.efa_interfaces if group.efa else 0,
         sharing=group.gpu_sharing,
+        # Mixed types reserve the smallest count any of them needs.
+        hugepages_2mi=min(i.hugepages_2mi for i in group.instances) if group.efa else 0,
         instance_types=tuple(group.instance_types),
         capacity=group.capacity,
     )

@@ -1,0 +1,159 @@
+"""The GPU software as a stack sees it: what the plan says a pod can request per GPU pool, the
+warning about GPUDirect RDMA on the nodes' own driver, and the bad input that is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.gpu_operator import pool_report
+from infra.config import GpuOperatorSettings, OnPremGpuPoolSettings
+from infra.config.pools import pool_of_onprem
+from infra.plan_warnings import host_driver_rdma
+from tests.bad_stacks import assert_refused, aws, case, existing
+from tests.conftest import planned, stack_config
+
+POOL = {
+    "name": "lab",
+    "node_selector": {"lab/gpu": "a100"},
+    "gpu_model": "A100",
+    "gpu_memory_gib": 80,
+    "gpus_per_node": 8,
+    "nodes": 2,
+}
+
+
+def onprem(**fields):
+    return pool_of_onprem(OnPremGpuPoolSettings(**{**POOL, **fields}))
+
+
+def test_plan_warns_that_a_host_driver_must_bring_gpudirect_rdma_itself():
+    (warning,) = host_driver_rdma(stack_config("onprem"))
+    assert warning.startswith("gpu-platform:gpu_operator.install_driver: false")
+    assert "InfiniBand or RoCE (a100)" in warning
+    assert "nvidia-peermem" in warning
+    assert host_driver_rdma(stack_config("staging")) == []
+    installs = GpuOperatorSettings(install_driver=True)
+    assert (
+        host_driver_rdma(stack_config("onprem").model_copy(update={"gpu_operator": installs})) == []
+    )
+
+
+# ------------------------------------------------------------------------------ plan output
+
+
+def test_shipped_staging_pool_report_names_gpus_and_efa_devices():
+    # AWS EC2 user guide, EFA supported instance types: p4d.24xlarge has 4 EFA interfaces and
+    # 8 A100 GPUs. EKS user guide, EFA: instances with the EFA driver pre-allocate 5128 2 MiB
+    # hugepages, 10256Mi.
+    assert planned("staging").outputs["gpu_pools"] == {
+        "a100-efa": {
+            "per_node": {
+                "nvidia.com/gpu": 8,
+                "vpc.amazonaws.com/efa": 4,
+                "hugepages-2Mi": "10256Mi",
+            },
+            "max_nodes": 2,
+            "sharing": "none",
+            "node_labels": {},
+        }
+    }
+
+
+def test_shipped_dev_pool_report_counts_time_sliced_replicas():
+    # g5.2xlarge has 1 A10G (EC2 accelerated computing instance specs); 4 replicas each.
+    report = planned("dev").outputs["gpu_pools"]["spot-small"]
+    assert report["per_node"] == {"nvidia.com/gpu": 4}
+    assert report["node_labels"] == {"nvidia.com/device-plugin.config": "time-slicing-4"}
+
+
+def test_onprem_pool_report_tells_the_admin_which_labels_its_nodes_need():
+    report = pool_report(onprem(gpu_sharing={"mode": "mig", "mig_strategy": "mixed"}))
+    # A100-SXM4-80GB mixed: two 1g.10gb, one 2g.20gb and one 3g.40gb per GPU, 8 GPUs.
+    assert report["per_node"] == {
+        "nvidia.com/mig-1g.10gb": 16,
+        "nvidia.com/mig-2g.20gb": 8,
+        "nvidia.com/mig-3g.40gb": 8,
+    }
+    assert report["node_labels"] == {
+        "nvidia.com/device-plugin.config": "mig-mixed",
+        "nvidia.com/mig.config": "all-balanced-1g.10gb",
+    }
+
+
+# ------------------------------------------------------------------------------ bad input
+
+GROUP = {"name": "a100", "instance_types": ["p4d.24xlarge"]}
+
+
+def lab(*pools):
+    return existing(
+        existing={"name": "lab", "kubeconfig_path": "~/.kube/lab.yaml", "gpu_pools": list(pools)}
+    )
+
+
+BAD = [
+    case(
+        aws(gpu_node_groups=[{**GROUP, "gpu_sharing": {"mode": "time-slicing"}}]),
+        "gpu-platform:gpu_node_groups[0].gpu_sharing.replicas",
+        "time-slicing with 1 replica",
+        "give replicas 2 to 48",
+        "time-slicing-one-replica",
+    ),
+    case(
+        lab({**POOL, "gpu_sharing": {"mode": "mps", "replicas": 1}}),
+        "gpu-platform:existing.gpu_pools[0].gpu_sharing.replicas",
+        "mps with 1 replica",
+        "give replicas 2 to 48",
+        "mps-one-replica",
+    ),
+    case(
+        aws(
+            gpu_node_groups=[
+                {**GROUP, "gpu_sharing": {"mode": "mig"}},
+                {**GROUP, "name": "b", "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
+            ]
+        ),
+        "gpu-platform:gpu_node_groups[1].gpu_sharing.mig_strategy",
+        "mixed, but gpu_node_groups[0] uses single",
+        "mig.strategy is one for the whole cluster",
+        "mig-strategies-disagree-aws",
+    ),
+    case(
+        lab(
+            {**POOL, "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
+            {**POOL, "name": "b", "gpu_sharing": {"mode": "mig"}},
+        ),
+        "gpu-platform:existing.gpu_pools[1].gpu_sharing.mig_strategy",
+        "single, but existing.gpu_pools[0] uses mixed",
+        "give every MIG pool mig_strategy mixed",
+        "mig-strategies-disagree-onprem",
+    ),
+    case(
+        aws(gpu_node_groups=[{**GROUP, "labels": {"nvidia.com/device-plugin.config": "mps-9"}}]),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "sets nvidia.com/device-plugin.config",
+        "set gpu_sharing (mode, replicas, mig_strategy) instead",
+        "hand-set-operator-label",
+    ),
+    case(
+        aws(gpu_operator={"install_driver": True}),
+        "gpu-platform:gpu_operator.install_driver",
+        "true",
+        "AL2023 NVIDIA AMI",
+        "driver-install-on-aws",
+    ),
+    case(
+        lab(POOL) | {"gpu-platform:gpu_operator": {"namespce": "gpu"}},
+        "gpu-platform:gpu_operator.namespce",
+        "unknown key",
+        "namespace",
+        "operator-key-typo",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stack", "path", "value", "valid"), BAD)
+def test_bad_gpu_software_is_refused_at_its_key(
+    tmp_path, monkeypatch, capsys, stack, path, value, valid
+):
+    assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
