@@ -14,7 +14,8 @@ from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
 from components.nodes import ManagedNodeGroupSpec, declare_node_group, node_config, user_data
 from infra.catalog import MIG_SLICES, InstanceType
-from infra.config import GpuNodeGroupSettings
+from infra.config import GpuNodeGroupSettings, GpuPool
+from infra.config.pools import pool_of_group
 
 GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -50,18 +51,23 @@ def efa_interfaces(instance: InstanceType, security_group_ids: Sequence) -> list
 
 
 def advertised_resources(group: GpuNodeGroupSettings) -> dict[str, int]:
-    """Extended resources a node of the group advertises once the GPU software runs: whole
+    """Extended resources a node of the group advertises once the GPU software runs."""
+    return pool_resources(pool_of_group(group))
+
+
+def pool_resources(pool: GpuPool) -> dict[str, int]:
+    """Extended resources a node of the pool advertises once the GPU software runs: whole
     GPUs, shared replicas of them, or MIG slices. Mixed types count by the smallest."""
-    sharing, row = group.gpu_sharing, min(group.instances, key=lambda i: i.gpus)
+    sharing, gpus = pool.sharing, pool.gpus_per_node
     if sharing.mode == "mig" and sharing.mig_strategy == "mixed":
-        one, two, three = row.mig_profiles
+        one, two, three = pool.mig_profiles
         return {
-            f"nvidia.com/mig-{one}": 2 * row.gpus,
-            f"nvidia.com/mig-{two}": row.gpus,
-            f"nvidia.com/mig-{three}": row.gpus,
+            f"nvidia.com/mig-{one}": 2 * gpus,
+            f"nvidia.com/mig-{two}": gpus,
+            f"nvidia.com/mig-{three}": gpus,
         }
     per_gpu = {"mig": MIG_SLICES, "time-slicing": sharing.replicas, "mps": sharing.replicas}
-    return {GPU_RESOURCE: row.gpus * per_gpu.get(sharing.mode, 1)}
+    return {GPU_RESOURCE: gpus * per_gpu.get(sharing.mode, 1)}
 
 
 def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:

@@ -125,6 +125,9 @@ CHARTS: dict[str, Chart] = {
     "ceph-csi-drivers": Chart(
         "ceph-csi-drivers", "https://ceph.github.io/ceph-csi-operator", "1.0.4"
     ),
+    # Kueue publishes its chart only to an OCI registry (shared/PINS.md); its custom resources
+    # are validated against v0.19.2's schemas (shared/crds/kueue.x-k8s.io).
+    "kueue": Chart("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
 }
 
 # cluster-autoscaler follows the cluster's minor; the chart's default image follows its own.

@@ -63,6 +63,7 @@ from infra.config.nodes import (
 )
 from infra.config.onprem import OnPremGpuPoolSettings
 from infra.config.pools import GpuPool, gpu_pools
+from infra.config.scheduling import SchedulingSettings, check_scheduling
 from infra.config.storage import (
     FSX_CAPACITY_STEP_GIB,
     FSX_DEPLOYMENT_TYPES,
@@ -112,6 +113,7 @@ __all__ = [
     "OnPremGpuPoolSettings",
     "PlatformConfig",
     "Scaling",
+    "SchedulingSettings",
     "Settings",
     "StorageSettings",
     "SystemNodeSettings",
@@ -179,6 +181,7 @@ class PlatformConfig(Settings):
     autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
     namespaces: NamespaceSettings = Field(default_factory=NamespaceSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -250,6 +253,11 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _storage_fits(self) -> PlatformConfig:
         check_storage(self)
+        return self
+
+    @model_validator(mode="after")
+    def _queues_fit(self) -> PlatformConfig:
+        check_scheduling(self)
         return self
 
     def _check_aws_network(self) -> None:
