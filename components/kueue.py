@@ -83,9 +83,11 @@ def provisioned(pool: GpuPool, flavor: FlavorSettings, autoscaled: bool) -> bool
 
 
 def resource_flavor(pool: GpuPool, tainted: bool) -> dict[str, Any]:
-    """The pool's nodes, by the labels that select exactly them. Where the platform taints
-    them, the taint keeps non-GPU workloads off the flavor and its toleration is added to the
-    pods Kueue admits onto it."""
+    """The pool's nodes, by the labels that select exactly them; Kueue adds them to admitted
+    pods as a node selector. Where the platform taints the nodes (AWS; an existing cluster's
+    taints are the admin's), the flavor records the taint and carries the matching toleration:
+    Kueue adds it to the pods it admits here, so job authors need not, and with both set it
+    does not test the taint at admission (v0.19.2 ResourceFlavor schema, `nodeTaints`)."""
     spec: dict[str, Any] = {"nodeLabels": dict(pool.node_selector)}
     if tainted:
         spec["nodeTaints"] = [dict(t) for t in GPU_TAINTS]
