@@ -256,7 +256,7 @@ INTEGRATIONS = (
 )
 
 
-def manager_config(uncounted: Sequence[str]) -> dict[str, Any]:
+def manager_config(uncounted: Sequence[str], team_namespaces: Sequence[str]) -> dict[str, Any]:
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -276,14 +276,25 @@ def manager_config(uncounted: Sequence[str]) -> dict[str, Any]:
         },
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {"frameworks": list(INTEGRATIONS)},
+        # Kueue's own default manages every namespace but kube-system and kueue-system, and
+        # it runs in the platform's namespace here: only the teams' namespaces are its
+        # business, so no add-on pod ever waits on Kueue's webhooks.
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [
+                {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(team_namespaces)}
+            ]
+        },
         "resources": {"excludeResourcePrefixes": list(uncounted)},
     }
 
 
-def kueue_values(node_selector: dict[str, str], uncounted: Sequence[str]) -> dict[str, Any]:
+def kueue_values(
+    node_selector: dict[str, str], uncounted: Sequence[str], team_namespaces: Sequence[str]
+) -> dict[str, Any]:
+    config = manager_config(uncounted, team_namespaces)
     return {
         # Queue depth (kueue_pending_workloads) is what the queue-driven scalers read.
         "enablePrometheus": True,
         "controllerManager": {"nodeSelector": node_selector},
-        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config(uncounted))},
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config)},
     }

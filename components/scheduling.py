@@ -162,7 +162,11 @@ class Scheduling(PlatformComponent):
             f"{args.env}-kueue",
             "kueue",
             args.kueue_namespace,
-            kueue_values(args.node_selector, uncounted_resources(args.cfg)),
+            kueue_values(
+                args.node_selector,
+                uncounted_resources(args.cfg),
+                [t.name for t in args.cfg.scheduling.all_teams(args.cfg.namespaces.training)],
+            ),
             self.child(depends_on=[*args.cluster.schedulable, *args.after]),
         )
         # Kueue's webhooks validate its objects: they must be running first.

@@ -6,10 +6,12 @@ this file checks what they hold."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from components.kueue import quota_warnings
 from components.scheduling import kueue_objects
 from infra.config import parse_config
+from tests import helm_values
 from tests.bad_stacks import NS, assert_refused, aws, case, existing
 from tests.conftest import AWS_STACKS, STACKS, planned
 
@@ -375,3 +377,35 @@ def test_bad_scheduling_is_refused_with_its_key_path(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+# --------------------------------------------------------------------- Kueue's own config
+
+
+def shipped_manager_config(stack: str) -> dict:
+    (release,) = [r for r in planned(stack).of_type(RELEASE) if r.name == f"{stack}-kueue"]
+    return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kueue_keeps_its_charts_default_configuration_where_the_platform_does_not_change_it(
+    stack,
+):
+    """The value replaces the chart's whole configuration: every default it does not mean to
+    change must survive, read from the chart's own values.yaml at the pinned version."""
+    chart = yaml.safe_load((helm_values.chart_dir("kueue", "0.19.2") / "values.yaml").read_text())
+    default = yaml.safe_load(chart["managerConfig"]["controllerManagerConfigYaml"])
+    ours = shipped_manager_config(stack)
+    changed = {"resources", "managedJobsNamespaceSelector"}
+    assert {k: v for k, v in ours.items() if k not in changed} == default
+
+
+def test_kueue_manages_only_team_namespaces_and_leaves_hugepages_to_the_scheduler():
+    config = shipped_manager_config("prod")
+    assert config["managedJobsNamespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["training"]}
+        ]
+    }
+    # EFA pods ask for hugepages-2Mi (AWS EFA device guide); no queue covers it.
+    assert config["resources"]["excludeResourcePrefixes"] == ["ephemeral-storage", "hugepages-"]
