@@ -158,8 +158,10 @@ def cluster_queue(
             "reclaimWithinCohort": "Any",
             "borrowWithinCohort": {"policy": "Never"},
         },
-        "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
     }
+    # A stack without GPU pools has nothing to give quota of: the queue admits nothing.
+    if flavors:
+        spec["resourceGroups"] = [{"coveredResources": covered, "flavors": flavors}]
     if namespaces:
         # Only the namespaces of the teams on this queue may submit to it; a queue without
         # teams (no selector: no namespace) only lends its quota to the cohort.

@@ -409,3 +409,17 @@ def test_kueue_manages_only_team_namespaces_and_leaves_hugepages_to_the_schedule
     }
     # EFA pods ask for hugepages-2Mi (AWS EFA device guide); no queue covers it.
     assert config["resources"]["excludeResourcePrefixes"] == ["ephemeral-storage", "hugepages-"]
+
+
+def test_a_stack_without_gpu_pools_declares_valid_empty_queues():
+    from tests import crds
+
+    cfg = parse_config(
+        {"aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+         "cluster": {"admin_principal_arns": [ADMIN]}},
+        "t",
+    )  # fmt: skip
+    found = kueue_objects(cfg, True)
+    assert [o["kind"] for o in found if o["kind"] in ("ResourceFlavor", "AdmissionCheck")] == []
+    for obj in found:
+        assert crds.errors(obj) == [], obj
