@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
@@ -17,7 +18,7 @@ from components.iam import account_id, pod_identity_trust_policy, role_with_poli
 from components.shared import pinned_release
 from components.system_node_group import SYSTEM_LABELS
 from infra.config import AutoscalerSettings, GpuNodeGroupSettings
-from infra.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS
+from infra.versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE_TAGS
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
@@ -41,6 +42,13 @@ NODEGROUP_READ_ACTIONS = ("eks:DescribeNodegroup",)
 WRITE_ACTIONS = (
     "autoscaling:SetDesiredCapacity",
     "autoscaling:TerminateInstanceInAutoScalingGroup",
+)
+
+# The ProvisioningRequest CRD, which the chart does not install, from the autoscaler's own
+# repository at the tag of the pinned chart release: a chart bump moves the CRD with it.
+PROVISIONING_REQUEST_CRD = (
+    "https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-chart-{version}/"
+    "cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml"
 )
 
 # --------------------------------------------------------------------------- pure builders
@@ -110,6 +118,9 @@ def helm_values(
             # should it block scale-down of an idle node.
             "skip-nodes-with-local-storage": False,
             "scale-down-delay-after-add": f"{settings.scale_down_delay_after_add_minutes}m",
+            # Kueue asks for a workload's nodes as one ProvisioningRequest (components/
+            # scheduling.py); the CRD comes from PROVISIONING_REQUEST_CRD.
+            "enable-provisioning-requests": True,
         },
         # Helm values are JSON: map keys are strings.
         "expanderPriorities": {
@@ -160,6 +171,11 @@ class ClusterAutoscaler(PlatformComponent):
             ),
             self.child(),
         )
+        self.provisioning_request_crd = crd = k8s.yaml.v2.ConfigFile(
+            f"{args.env}-provisioning-request-crd",
+            file=PROVISIONING_REQUEST_CRD.format(version=CHARTS["cluster-autoscaler"].version),
+            opts=self.child(providers=[args.cluster.kubernetes]),
+        )
         self.release = pinned_release(
             f"{args.env}-cluster-autoscaler",
             "cluster-autoscaler",
@@ -172,6 +188,8 @@ class ClusterAutoscaler(PlatformComponent):
                 args.groups,
                 args.settings,
             ),
-            self.child(provider=args.cluster.kubernetes, depends_on=[association, *args.after]),
+            self.child(
+                provider=args.cluster.kubernetes, depends_on=[association, crd, *args.after]
+            ),
         )
         self.register_outputs({"release": self.release.name})

@@ -22,13 +22,16 @@ def pinned_release(
     """A Helm release of an upstream chart at the version pinned in infra/versions.py, named
     after the chart so its objects keep upstream names."""
     chart = CHARTS[chart_key]
+    # An OCI chart is named by its full reference, without repository options (Helm has no
+    # `repo add` for OCI registries).
+    oci = chart.repository.startswith("oci://")
     return k8s.helm.v3.Release(
         resource_name,
         k8s.helm.v3.ReleaseArgs(
             name=chart.name,
-            chart=chart.name,
+            chart=f"{chart.repository}/{chart.name}" if oci else chart.name,
             version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=namespace,
             values=values,
         ),

@@ -26,8 +26,9 @@ from components.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
 from components.namespaces import Namespaces, NamespacesArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
+from components.scheduling import Scheduling, SchedulingArgs
 from components.storage import SharedData, nvme_cache_report
-from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs
+from components.system_node_group import SYSTEM_LABELS, SystemNodeGroup, SystemNodeGroupArgs
 from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
 
 
@@ -50,6 +51,7 @@ class Platform(PlatformComponent):
             "provider": cfg.provider,
             "kubernetes_version": cfg.cluster.kubernetes_version,
         }
+        self.autoscaler: ClusterAutoscaler | None = None
         if cfg.provider == "aws":
             cluster = self._aws(env, cfg)
         else:
@@ -61,10 +63,15 @@ class Platform(PlatformComponent):
             self.outputs["cluster_name"] = cluster.name
 
         on_cluster = self.child(providers=[cluster.kubernetes])
-        namespaces = Namespaces(f"{env}-namespaces", NamespacesArgs(cfg.namespaces), on_cluster)
+        teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+        namespaces = Namespaces(
+            f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams), on_cluster
+        )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
         self._storage(env, cfg, cluster, namespaces)
         self._gpu_software(env, cfg, cluster, on_cluster)
+        if cfg.scheduling.enabled:
+            self._scheduling(env, cfg, cluster, namespaces)
         self.register_outputs(self.outputs)
 
     def _gpu_software(
@@ -162,7 +169,7 @@ class Platform(PlatformComponent):
             on_aws,
         )
         if cfg.autoscaler.enabled:
-            ClusterAutoscaler(
+            self.autoscaler = ClusterAutoscaler(
                 f"{env}-cluster-autoscaler",
                 ClusterAutoscalerArgs(
                     env=env,
@@ -187,6 +194,31 @@ class Platform(PlatformComponent):
             efa_security_group_id=network.efa_security_group.id,
         )
         return cluster
+
+    def _scheduling(
+        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
+    ) -> None:
+        """Priorities and Kueue. Kueue looks for the ProvisioningRequest CRD when it starts, so
+        on AWS it comes after the autoscaler that installs it; an existing cluster runs no
+        autoscaler of ours, so its queues admit without asking for nodes."""
+        autoscaler = self.autoscaler
+        Scheduling(
+            f"{env}-scheduling",
+            SchedulingArgs(
+                env=env,
+                cfg=cfg,
+                cluster=cluster,
+                kueue_namespace=cfg.namespaces.system,
+                node_selector=dict(SYSTEM_LABELS) if cfg.provider == "aws" else {},
+                autoscaled=autoscaler is not None,
+                after=[
+                    *namespaces.by_purpose.values(),
+                    *namespaces.teams.values(),
+                    *([autoscaler.provisioning_request_crd] if autoscaler else []),
+                ],
+            ),
+            self.child(providers=[cluster.kubernetes]),
+        )
 
     def _storage(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces

@@ -132,6 +132,9 @@ CHARTS: dict[str, Chart] = {
     # GPU software. v26.7.0 runs device plugin v0.20.0, mig-manager v0.15.0 and dcgm-exporter
     # 4.6.0-4.8.3 (shared/PINS.md, "GPU Operator").
     "gpu-operator": Chart("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.7.0"),
+    # Kueue publishes its chart only to an OCI registry (shared/PINS.md); its custom resources
+    # are validated against v0.19.2's schemas (shared/crds/kueue.x-k8s.io).
+    "kueue": Chart("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
 }
 
 # The EFA device plugin image chart v0.5.30 ships (its values.yaml `image.tag`), set explicitly

@@ -72,7 +72,8 @@ def pod_spec_problems(field: str, value: Any, kubernetes_version: str) -> list[s
 
 def chart_dir(chart: str, version: str) -> Path:
     """The stored defaults of `chart` at `version`; the EFA chart's `v0.5.30` is stored as
-    `0.5.30` (README, caveat 7)."""
+    `0.5.30` (README, caveat 7). An OCI chart is stored under its last path segment."""
+    chart = chart.rsplit("/", 1)[-1]
     for candidate in (version, version.removeprefix("v"), f"v{version}"):
         path = CHARTS / chart / candidate
         if (path / "values.yaml").is_file():

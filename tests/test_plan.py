@@ -72,11 +72,20 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
     assert all(set(r) == keys for r in doc["resources"])
     names = sorted(p.name for p in (tmp_path / "manifests").iterdir())
     assert names == [
+        "clusterqueue-cluster-shared.yaml",
+        "localqueue-training-default.yaml",
         "namespace-cluster-gpu-operator.yaml",
         "namespace-cluster-gpu-platform.yaml",
         "namespace-cluster-training.yaml",
         "persistentvolume-cluster-fsx-shared-data.yaml",
         "persistentvolumeclaim-training-shared-data.yaml",
+        "priorityclass-cluster-preemptible.yaml",
+        "priorityclass-cluster-production-training.yaml",
+        "priorityclass-cluster-research.yaml",
+        "resourceflavor-cluster-spot-small.yaml",
+        "workloadpriorityclass-cluster-preemptible.yaml",
+        "workloadpriorityclass-cluster-production-training.yaml",
+        "workloadpriorityclass-cluster-research.yaml",
     ]
 
 

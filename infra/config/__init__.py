@@ -65,6 +65,7 @@ from infra.config.nodes import (
 )
 from infra.config.onprem import OnPremGpuPoolSettings
 from infra.config.pools import GpuPool, gpu_pools
+from infra.config.scheduling import SchedulingSettings, check_scheduling
 from infra.config.storage import (
     FSX_CAPACITY_STEP_GIB,
     FSX_DEPLOYMENT_TYPES,
@@ -116,6 +117,7 @@ __all__ = [
     "OnPremGpuPoolSettings",
     "PlatformConfig",
     "Scaling",
+    "SchedulingSettings",
     "Settings",
     "StorageSettings",
     "SystemNodeSettings",
@@ -184,6 +186,7 @@ class PlatformConfig(Settings):
     namespaces: NamespaceSettings = Field(default_factory=NamespaceSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     gpu_operator: GpuOperatorSettings = Field(default_factory=GpuOperatorSettings)
+    scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -260,6 +263,11 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _gpu_software_fits(self) -> PlatformConfig:
         check_gpu_software(self)
+        return self
+
+    @model_validator(mode="after")
+    def _queues_fit(self) -> PlatformConfig:
+        check_scheduling(self)
         return self
 
     def _check_aws_network(self) -> None:
