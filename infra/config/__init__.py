@@ -41,6 +41,7 @@ from infra.config.cluster import (
     ExistingClusterSettings,
     NamespaceSettings,
 )
+from infra.config.fabric import FabricSettings
 from infra.config.loading import describe, split_namespaces
 from infra.config.network import (
     CIDR_PREFIX_RANGE,
@@ -99,6 +100,7 @@ __all__ = [
     "DataRepositorySettings",
     "DnsLabel",
     "ExistingClusterSettings",
+    "FabricSettings",
     "FieldProblem",
     "FsxSettings",
     "GpuNodeGroupSettings",
@@ -179,6 +181,11 @@ class PlatformConfig(Settings):
     autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
     namespaces: NamespaceSettings = Field(default_factory=NamespaceSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    fabric: FabricSettings | None = Field(
+        None,
+        description="InfiniBand / RoCE through the NVIDIA Network Operator (provider existing); "
+        "required when a GPU pool's fabric is infiniband or roce.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -203,6 +210,12 @@ class PlatformConfig(Settings):
                 )
             if self.existing is not None:
                 raise FieldProblem("existing", "only valid with provider existing")
+            if self.fabric is not None:
+                raise FieldProblem(
+                    "fabric",
+                    "only valid with provider existing; on AWS the fabric is EFA, set per "
+                    "node group with gpu_node_groups[].efa",
+                )
             self._check_aws_network()
             self._check_gpu_groups()
             self._check_api_reachable()
@@ -224,7 +237,36 @@ class PlatformConfig(Settings):
                     "configures EKS, only valid with provider aws; an existing cluster takes "
                     f"only cluster.{', cluster.'.join(EXISTING_CLUSTER_KEYS)}",
                 )
+            self._check_fabric()
         return self
+
+    def _check_fabric(self) -> None:
+        """An RDMA pool needs the Network Operator's settings; RoCE also the GID index NCCL
+        must use, which no default can guess."""
+        rdma = {p.fabric for p in self.existing.gpu_pools if p.fabric in ("infiniband", "roce")}
+        if len(rdma) > 1:
+            raise FieldProblem(
+                "existing.gpu_pools",
+                "pools use both infiniband and roce; one fabric section describes one fabric: "
+                "put the other pools on tcp, or run them from another stack",
+            )
+        for i, pool in enumerate(self.existing.gpu_pools):
+            if pool.fabric not in ("infiniband", "roce"):
+                continue
+            if self.fabric is None:
+                raise FieldProblem(
+                    f"existing.gpu_pools[{i}].fabric",
+                    f"{pool.fabric} needs the NVIDIA Network Operator's settings: add a fabric "
+                    "section (fabric.nic_selector, fabric.network, and fabric.gid_index for "
+                    "roce), or use fabric: tcp",
+                )
+            if pool.fabric == "roce" and self.fabric.gid_index is None:
+                raise FieldProblem(
+                    "fabric.gid_index",
+                    f"required: existing.gpu_pools[{i}] ({pool.name}) uses roce, and NCCL needs "
+                    "the RoCE v2 GID index (NCCL_IB_GID_INDEX), usually 3; `show_gids` on a "
+                    "node lists it",
+                )
 
     def _check_api_reachable(self) -> None:
         """The first `up` creates Kubernetes objects from the runner: it must be let in, and
