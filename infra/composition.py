@@ -19,6 +19,7 @@ from components.control_plane import (
     ExistingCluster,
     ExistingClusterArgs,
 )
+from components.fabric import NetworkOperator, NetworkOperatorArgs, needs_network_operator
 from components.fsx import FsxLustre, FsxLustreArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.namespaces import Namespaces, NamespacesArgs
@@ -61,8 +62,19 @@ class Platform(PlatformComponent):
         on_cluster = self.child(providers=[cluster.kubernetes])
         namespaces = Namespaces(f"{env}-namespaces", NamespacesArgs(cfg.namespaces), on_cluster)
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
+        self._fabric(env, cfg, namespaces, on_cluster)
         self._storage(env, cfg, cluster, namespaces)
         self.register_outputs(self.outputs)
+
+    def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
+        """The Network Operator where RDMA pools or Ceph Multus networks need it."""
+        training = namespaces.by_purpose["training"]
+        if needs_network_operator(cfg):
+            NetworkOperator(
+                f"{env}-network-operator",
+                NetworkOperatorArgs(env, cfg, cfg.namespaces.training, after=[training]),
+                on_cluster,
+            )
 
     def _aws(self, env: str, cfg: PlatformConfig):
         name = cluster_name(env)

@@ -125,6 +125,8 @@ CHARTS: dict[str, Chart] = {
     "ceph-csi-drivers": Chart(
         "ceph-csi-drivers", "https://ceph.github.io/ceph-csi-operator", "1.0.4"
     ),
+    # On-prem fabric: the operator only; its NicClusterPolicy is ours (shared/PINS.md).
+    "network-operator": Chart("network-operator", "https://helm.ngc.nvidia.com/nvidia", "26.4.1"),
 }
 
 # cluster-autoscaler follows the cluster's minor; the chart's default image follows its own.
@@ -137,3 +139,31 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 
 # The Ceph release Rook v1.20.6 deploys in its example CephCluster (deploy/examples/cluster.yaml).
 CEPH_IMAGE = "quay.io/ceph/ceph:v20.2.4"
+
+
+@dataclass(frozen=True)
+class Image:
+    """A container image as the NicClusterPolicy names one: repository, image, version."""
+
+    repository: str
+    image: str
+    version: str
+
+    def spec(self) -> dict[str, str]:
+        return {"repository": self.repository, "image": self.image, "version": self.version}
+
+
+# What network-operator 26.4.1 deploys for each NicClusterPolicy component: its
+# hack/release.yaml at tag v26.4.1 (Mofed, RdmaSharedDevicePlugin, SriovDevicePlugin,
+# CniPlugins, Multus, Ipoib, nvIpam), the same images its example/crs/*nicclusterpolicy* use.
+_MELLANOX = "nvcr.io/nvidia/mellanox"
+_RELEASE = "network-operator-v26.4.1"
+NETWORK_OPERATOR_IMAGES: dict[str, Image] = {
+    "ofedDriver": Image(_MELLANOX, "doca-driver", "doca3.4.1-26.04-1.1.0.0-1"),
+    "rdmaSharedDevicePlugin": Image(_MELLANOX, "k8s-rdma-shared-dev-plugin", _RELEASE),
+    "sriovDevicePlugin": Image(_MELLANOX, "sriov-network-device-plugin", _RELEASE),
+    "cniPlugins": Image(_MELLANOX, "plugins", _RELEASE),
+    "multus": Image(_MELLANOX, "multus-cni", _RELEASE),
+    "ipoib": Image(_MELLANOX, "ipoib-cni", _RELEASE),
+    "nvIpam": Image(_MELLANOX, "nvidia-k8s-ipam", _RELEASE),
+}
