@@ -161,3 +161,18 @@ CATALOG: dict[str, InstanceType] = dict([
 def instance(name: str) -> InstanceType:
     """The catalog row for `name`; the config model has already rejected unknown types."""
     return CATALOG[name]
+
+
+# Instance types whose EFA supports RDMA read, so libfabric can move GPU memory without the host
+# (AWS EC2 user guide, "Supported instance types" for EFA, the RDMA read column: p4d and later
+# P instances; g5 and g6e list none). NCCL's `FI_EFA_USE_DEVICE_RDMA=1` needs it.
+EFA_RDMA_READ = frozenset(
+    {
+        "p4d.24xlarge",
+        "p4de.24xlarge",
+        "p5.48xlarge",
+        "p5e.48xlarge",
+        "p5en.48xlarge",
+        "p6-b200.48xlarge",
+    }
+)

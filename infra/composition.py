@@ -23,6 +23,7 @@ from components.fabric import NetworkOperator, NetworkOperatorArgs, needs_networ
 from components.fsx import FsxLustre, FsxLustreArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.namespaces import Namespaces, NamespacesArgs
+from components.nccl import NcclSettings, NcclSettingsArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
 from components.storage import SharedData, nvme_cache_report
@@ -67,8 +68,15 @@ class Platform(PlatformComponent):
         self.register_outputs(self.outputs)
 
     def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
-        """The Network Operator where RDMA pools or Ceph Multus networks need it."""
+        """Per-pool NCCL settings on every provider; the Network Operator where RDMA pools or
+        Ceph Multus networks need it."""
         training = namespaces.by_purpose["training"]
+        nccl = NcclSettings(
+            f"{env}-nccl",
+            NcclSettingsArgs(cfg, cfg.namespaces.training, env),
+            self.child(providers=on_cluster.providers, depends_on=[training]),
+        )
+        self.outputs["nccl_configmaps"] = nccl.names
         if needs_network_operator(cfg):
             NetworkOperator(
                 f"{env}-network-operator",

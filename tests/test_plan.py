@@ -72,6 +72,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
     assert all(set(r) == keys for r in doc["resources"])
     names = sorted(p.name for p in (tmp_path / "manifests").iterdir())
     assert names == [
+        "configmap-training-nccl-spot-small.yaml",
         "namespace-cluster-gpu-platform.yaml",
         "namespace-cluster-training.yaml",
         "persistentvolume-cluster-fsx-shared-data.yaml",
