@@ -59,14 +59,23 @@ def _image(component: str) -> dict[str, str]:
     return NETWORK_OPERATOR_IMAGES[component].spec()
 
 
+def rdma_resource(fabric: FabricSettings) -> str:
+    """The extended resource a pod requests for RDMA: the shared device plugin's prefix is
+    `rdma`; the SR-IOV plugin's is set below to `nvidia.com`, as the operator's examples do."""
+    prefix = "rdma" if fabric.rdma_mode == "shared" else "nvidia.com"
+    return f"{prefix}/{fabric.resource_name}"
+
+
 def device_plugin_config(fabric: FabricSettings) -> str:
-    """The RDMA shared device plugin's `config` JSON, or the SR-IOV device plugin's: one resource
-    over the selected NICs."""
+    """The `config` JSON of the RDMA shared device plugin (`configList`, selectors `vendors`,
+    `deviceIDs`, `ifNames`) or of the SR-IOV device plugin (`resourceList`, selectors
+    `vendors`, `devices`, `pfNames`, `isRdma`): one resource over the selected NICs, in the
+    shapes network-operator 26.4.1's example/crs/*nicclusterpolicy_cr*.yaml use."""
     sel = fabric.nic_selector
-    selectors: dict[str, Any] = {"vendors": sel.vendors}
-    if sel.device_ids:
-        selectors["deviceIDs"] = sel.device_ids
     if fabric.rdma_mode == "shared":
+        selectors: dict[str, Any] = {"vendors": sel.vendors}
+        if sel.device_ids:
+            selectors["deviceIDs"] = sel.device_ids
         if sel.if_names:
             selectors["ifNames"] = sel.if_names
         entry = {
@@ -75,13 +84,16 @@ def device_plugin_config(fabric: FabricSettings) -> str:
             "selectors": selectors,
         }
         return json.dumps({"configList": [entry]}, sort_keys=True)
-    # sriov-network-device-plugin: `pfNames` picks the VFs of these physical functions.
+    selectors = {"vendors": sel.vendors, "isRdma": True}
+    if sel.device_ids:
+        selectors["devices"] = sel.device_ids
     if sel.if_names:
+        # The VFs of these physical functions.
         selectors["pfNames"] = sel.if_names
     entry = {
         "resourceName": fabric.resource_name,
         "resourcePrefix": "nvidia.com",
-        "selectors": {**selectors, "isRdma": True},
+        "selectors": selectors,
     }
     return json.dumps({"resourceList": [entry]}, sort_keys=True)
 

@@ -19,7 +19,12 @@ from components.control_plane import (
     ExistingCluster,
     ExistingClusterArgs,
 )
-from components.fabric import NetworkOperator, NetworkOperatorArgs, needs_network_operator
+from components.fabric import (
+    NetworkOperator,
+    NetworkOperatorArgs,
+    needs_network_operator,
+    rdma_resource,
+)
 from components.fsx import FsxLustre, FsxLustreArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.namespaces import Namespaces, NamespacesArgs
@@ -77,6 +82,8 @@ class Platform(PlatformComponent):
             self.child(providers=on_cluster.providers, depends_on=[training]),
         )
         self.outputs["nccl_configmaps"] = nccl.names
+        if cfg.fabric is not None:
+            self.outputs["fabric_rdma_resource"] = rdma_resource(cfg.fabric)
         if needs_network_operator(cfg):
             NetworkOperator(
                 f"{env}-network-operator",

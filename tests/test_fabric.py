@@ -117,7 +117,19 @@ def test_sriov_mode_replaces_the_shared_device_plugin():
     plugin = spec["sriovDevicePlugin"]
     assert plugin["image"] == "sriov-network-device-plugin"
     (resource,) = json.loads(plugin["config"])["resourceList"]
+    # sriov-network-device-plugin selectors: `devices` (not deviceIDs) and `pfNames`.
     assert resource["selectors"] == {"vendors": ["15b3"], "isRdma": True}
+    with_nics = onprem(
+        {**ROCE, "rdma_mode": "sriov", "nic_selector": {"device_ids": ["101e"], "if_names": ["p0"]}}
+    )
+    (resource,) = json.loads(nic_cluster_policy_spec(with_nics)["sriovDevicePlugin"]["config"])[
+        "resourceList"
+    ]
+    assert resource == {
+        "resourceName": "rdma_shared_device",
+        "resourcePrefix": "nvidia.com",
+        "selectors": {"vendors": ["15b3"], "devices": ["101e"], "pfNames": ["p0"], "isRdma": True},
+    }
     assert crds.errors(policy(spec)) == []
 
 
@@ -152,6 +164,8 @@ def test_the_rdma_pool_hands_addresses_only_to_the_rdma_pools_nodes():
     }
     nad = objects("onprem", "NetworkAttachmentDefinition")["rdma"]
     assert nad["metadata"]["namespace"] == "training"
+    # k8s-rdma-shared-dev-plugin advertises rdma/<resourceName>: what training pods request.
+    assert planned("onprem").outputs["fabric_rdma_resource"] == "rdma/rdma_shared_device"
 
 
 @pytest.mark.parametrize("stack", STACKS)

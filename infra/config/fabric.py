@@ -41,11 +41,13 @@ class NicSelectorSettings(Settings):
     )
     device_ids: list[PciId] = Field(
         default_factory=list,
-        description="PCI device ids, e.g. 101d (ConnectX-6 Dx) or 1021 (ConnectX-7).",
+        description="PCI device ids, e.g. 101d (ConnectX-6 Dx) or 1021 (ConnectX-7); in sriov "
+        "mode the virtual functions' ids (lspci -nn on a host).",
     )
     if_names: list[InterfaceName] = Field(
         default_factory=list,
-        description="Host interface names of the RDMA NICs, e.g. [ens1f0np0, ens1f1np1].",
+        description="Host interface names of the RDMA NICs, e.g. [ens1f0np0, ens1f1np1]; in "
+        "sriov mode the physical functions whose VFs are handed out.",
     )
 
     @model_validator(mode="after")
