@@ -154,21 +154,13 @@ def ip_pool_spec(
     return spec
 
 
-def ceph_subnet(network: CephNetworkAttachmentSettings) -> IPv4Network:
-    """The smallest subnet holding the pods' range and the hosts' shim addresses: pods see the
-    hosts on-link, as the route to host_range gave them under whereabouts. nv-ipam returns
-    routes only through a pool gateway (nvidia-k8s-ipam pkg/cni/plugin, grpcRespToResult), and
-    the hosts are no gateway."""
-    subnet = network.cidr
-    while network.host_range is not None and not network.host_range.subnet_of(subnet):
-        subnet = subnet.supernet()
-    return subnet
-
-
 def ceph_ip_pool_spec(network: CephNetworkAttachmentSettings) -> dict[str, Any]:
     """Ceph pods take addresses only from `cidr`: every other address of the subnet (the
-    hosts' range above all) is excluded. Blocks wholly excluded are skipped by nv-ipam."""
-    subnet = ceph_subnet(network)
+    hosts' range above all) is excluded, and nv-ipam skips blocks wholly excluded. The subnet
+    holds the hosts' shims, so pods reach them on-link, as the route to host_range gave them
+    under whereabouts: nv-ipam returns routes only through a pool gateway (nvidia-k8s-ipam
+    pkg/cni/plugin, grpcRespToResult), and the hosts are no gateway."""
+    subnet = network.subnet
     outside = list(subnet.address_exclude(network.cidr)) if subnet != network.cidr else []
     return ip_pool_spec(subnet, network.per_node_block_size, outside=outside)
 

@@ -27,6 +27,8 @@ POOL = {
     "fabric": "roce",
 }
 NETWORK = {"interface": "ens1f0np0", "cidr": "192.168.110.0/24"}
+CEPH = {"nodes": [{"name": "s1", "devices": ["nvme1n1"]}], "replication": 1}
+PUBLIC = {"interface": "ens1f0np0", "cidr": "192.168.100.0/25", "host_range": "192.168.100.128/25"}
 ROCE = {"gid_index": 3, "network": NETWORK}
 
 
@@ -204,6 +206,14 @@ BAD = [
                   fabric=ROCE),
          f"{NS}:existing.gpu_pools", "infiniband and roce", "one fabric section",
          "mixed-fabrics"),
+    case(existing(fabric={"network": {**NETWORK, "cidr": "192.168.100.0/24"}},
+                  storage={"ceph": {**CEPH, "network": {"provider": "multus", "public": PUBLIC}}}),
+         f"{NS}:storage.ceph.network.public.cidr", "192.168.100.0/24",
+         "overlaps fabric.network.cidr", "rdma-network-overlaps-ceph"),
+    case(existing(storage={"ceph": {**CEPH, "network": {
+            "provider": "multus", "public": {**PUBLIC, "host_range": "10.0.0.0/24"}}}}),
+         f"{NS}:storage.ceph.network.public.host_range", "10.0.0.0/24",
+         "parts of the one subnet", "ceph-hosts-far-from-pods"),
 ]  # fmt: skip
 
 

@@ -28,6 +28,7 @@ from infra.config.base import (
     FieldProblem,
     InstanceTypeName,
     Settings,
+    _overlaps,
 )
 from infra.config.ceph import (
     CephNetworkAttachmentSettings,
@@ -242,7 +243,19 @@ class PlatformConfig(Settings):
 
     def _check_fabric(self) -> None:
         """An RDMA pool needs the Network Operator's settings; RoCE also the GID index NCCL
-        must use, which no default can guess."""
+        must use, which no default can guess. One nv-ipam serves the RDMA and Ceph networks:
+        their subnets must not overlap."""
+        named = []
+        if self.fabric is not None and self.fabric.network is not None:
+            named.append(("fabric.network.cidr", self.fabric.network.cidr))
+        ceph = self.storage.ceph
+        for role in ("public", "cluster"):
+            network = getattr(ceph.network, role) if ceph is not None else None
+            if network is not None:
+                named.append((f"storage.ceph.network.{role}.cidr", network.subnet))
+        problem = _overlaps(named)
+        if problem is not None:
+            raise problem
         rdma = {p.fabric for p in self.existing.gpu_pools if p.fabric in ("infiniband", "roce")}
         if len(rdma) > 1:
             raise FieldProblem(

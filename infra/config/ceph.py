@@ -25,6 +25,11 @@ class CephNodeSettings(Settings):
     )
 
 
+# nv-ipam returns routes only through a gateway, so pods reach the hosts' shims on-link: the
+# pods' range and the hosts' share one subnet, which must stay a plausible L2 segment.
+MIN_SHARED_PREFIX = 16
+
+
 class CephNetworkAttachmentSettings(Settings):
     """A Multus network for Ceph traffic: a macvlan interface on a host NIC (the RoCE NIC), with
     nv-ipam addresses."""
@@ -56,6 +61,14 @@ class CephNetworkAttachmentSettings(Settings):
         "daemons one node runs. cidr holds addresses for (its size / this) nodes.",
     )
 
+    @property
+    def subnet(self) -> IPv4Network:
+        """The smallest subnet holding the pods' range and the hosts' shim addresses."""
+        subnet = self.cidr
+        while self.host_range is not None and not self.host_range.subnet_of(subnet):
+            subnet = subnet.supernet()
+        return subnet
+
     @model_validator(mode="after")
     def _hosts_outside_pod_range(self) -> CephNetworkAttachmentSettings:
         if self.host_range is not None and self.host_range.overlaps(self.cidr):
@@ -64,6 +77,13 @@ class CephNetworkAttachmentSettings(Settings):
                 f"{self.host_range} overlaps cidr {self.cidr}, the pods' range: nv-ipam "
                 "would hand a host's address to a pod; carve them apart, e.g. the lower half "
                 "of the subnet for pods and the upper half for hosts",
+            )
+        if self.subnet.prefixlen < MIN_SHARED_PREFIX:
+            raise FieldProblem(
+                "host_range",
+                f"{self.host_range} and cidr {self.cidr} share no subnet smaller than "
+                f"{self.subnet}: pods reach the hosts on-link, so both must be parts of the one "
+                f"subnet on the NIC (at most a /{MIN_SHARED_PREFIX}), e.g. the two halves of a /24",
             )
         if self.per_node_block_size >= self.cidr.num_addresses:
             raise FieldProblem(
