@@ -22,7 +22,7 @@ from components.ceph import multus_networks, network_attachment_name
 from components.namespaces import PART_OF as PLATFORM
 from components.shared import pinned_release
 from infra.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
-from infra.config.fabric import FabricSettings
+from infra.config.fabric import RDMA_FABRICS, FabricSettings
 from infra.versions import NETWORK_OPERATOR_IMAGES
 
 PART_OF = {**PLATFORM, "gpu-platform/plane": "data"}
@@ -33,7 +33,6 @@ MULTUS_API = "k8s.cni.cncf.io/v1"
 # example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr.yaml).
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
 RDMA_NETWORK = "rdma"
-RDMA_FABRICS = ("infiniband", "roce")
 
 # --------------------------------------------------------------------------- pure builders
 

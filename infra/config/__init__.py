@@ -28,7 +28,6 @@ from infra.config.base import (
     FieldProblem,
     InstanceTypeName,
     Settings,
-    _overlaps,
 )
 from infra.config.ceph import (
     CephNetworkAttachmentSettings,
@@ -42,7 +41,7 @@ from infra.config.cluster import (
     ExistingClusterSettings,
     NamespaceSettings,
 )
-from infra.config.fabric import FabricSettings
+from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.loading import describe, split_namespaces
 from infra.config.network import (
     CIDR_PREFIX_RANGE,
@@ -238,48 +237,8 @@ class PlatformConfig(Settings):
                     "configures EKS, only valid with provider aws; an existing cluster takes "
                     f"only cluster.{', cluster.'.join(EXISTING_CLUSTER_KEYS)}",
                 )
-            self._check_fabric()
+            check_fabric(self)
         return self
-
-    def _check_fabric(self) -> None:
-        """An RDMA pool needs the Network Operator's settings; RoCE also the GID index NCCL
-        must use, which no default can guess. One nv-ipam serves the RDMA and Ceph networks:
-        their subnets must not overlap."""
-        named = []
-        if self.fabric is not None and self.fabric.network is not None:
-            named.append(("fabric.network.cidr", self.fabric.network.cidr))
-        ceph = self.storage.ceph
-        for role in ("public", "cluster"):
-            network = getattr(ceph.network, role) if ceph is not None else None
-            if network is not None:
-                named.append((f"storage.ceph.network.{role}.cidr", network.subnet))
-        problem = _overlaps(named)
-        if problem is not None:
-            raise problem
-        rdma = {p.fabric for p in self.existing.gpu_pools if p.fabric in ("infiniband", "roce")}
-        if len(rdma) > 1:
-            raise FieldProblem(
-                "existing.gpu_pools",
-                "pools use both infiniband and roce; one fabric section describes one fabric: "
-                "put the other pools on tcp, or run them from another stack",
-            )
-        for i, pool in enumerate(self.existing.gpu_pools):
-            if pool.fabric not in ("infiniband", "roce"):
-                continue
-            if self.fabric is None:
-                raise FieldProblem(
-                    f"existing.gpu_pools[{i}].fabric",
-                    f"{pool.fabric} needs the NVIDIA Network Operator's settings: add a fabric "
-                    "section (fabric.nic_selector, fabric.network, and fabric.gid_index for "
-                    "roce), or use fabric: tcp",
-                )
-            if pool.fabric == "roce" and self.fabric.gid_index is None:
-                raise FieldProblem(
-                    "fabric.gid_index",
-                    f"required: existing.gpu_pools[{i}] ({pool.name}) uses roce, and NCCL needs "
-                    "the RoCE v2 GID index (NCCL_IB_GID_INDEX), usually 3; `show_gids` on a "
-                    "node lists it",
-                )
 
     def _check_api_reachable(self) -> None:
         """The first `up` creates Kubernetes objects from the runner: it must be let in, and

@@ -8,11 +8,14 @@ AWS has no such section: EFA is configured per node group. A stack with an `infi
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, _overlaps, shaped
+
+if TYPE_CHECKING:
+    from infra.config import PlatformConfig
 
 # A Linux interface name: at most 15 characters (IFNAMSIZ less the terminating NUL).
 InterfaceName = Annotated[
@@ -137,3 +140,50 @@ class FabricSettings(Settings):
         description="The hosts already run MOFED / DOCA-OFED drivers; false: the operator "
         "deploys the DOCA driver container on every RDMA node.",
     )
+
+
+# --------------------------------------------------------------------- cross-section rules
+
+RDMA_FABRICS = ("infiniband", "roce")
+
+
+def check_fabric(cfg: PlatformConfig) -> None:
+    """Rules on an existing cluster that need the GPU pools and Ceph too: an RDMA pool needs
+    the Network Operator's settings, RoCE also the GID index NCCL must use, which no default
+    can guess; one nv-ipam serves the RDMA and Ceph networks, so their subnets must not
+    overlap."""
+    fabric, pools = cfg.fabric, cfg.existing.gpu_pools
+    named = []
+    if fabric is not None and fabric.network is not None:
+        named.append(("fabric.network.cidr", fabric.network.cidr))
+    ceph = cfg.storage.ceph
+    for role in ("public", "cluster"):
+        network = getattr(ceph.network, role) if ceph is not None else None
+        if network is not None:
+            named.append((f"storage.ceph.network.{role}.cidr", network.subnet))
+    problem = _overlaps(named)
+    if problem is not None:
+        raise problem
+    if len({p.fabric for p in pools if p.fabric in RDMA_FABRICS}) > 1:
+        raise FieldProblem(
+            "existing.gpu_pools",
+            "pools use both infiniband and roce; one fabric section describes one fabric: "
+            "put the other pools on tcp, or run them from another stack",
+        )
+    for i, pool in enumerate(pools):
+        if pool.fabric not in RDMA_FABRICS:
+            continue
+        if fabric is None:
+            raise FieldProblem(
+                f"existing.gpu_pools[{i}].fabric",
+                f"{pool.fabric} needs the NVIDIA Network Operator's settings: add a fabric "
+                "section (fabric.nic_selector, fabric.network, and fabric.gid_index for "
+                "roce), or use fabric: tcp",
+            )
+        if pool.fabric == "roce" and fabric.gid_index is None:
+            raise FieldProblem(
+                "fabric.gid_index",
+                f"required: existing.gpu_pools[{i}] ({pool.name}) uses roce, and NCCL needs "
+                "the RoCE v2 GID index (NCCL_IB_GID_INDEX), usually 3; `show_gids` on a "
+                "node lists it",
+            )
