@@ -164,8 +164,10 @@ def instance(name: str) -> InstanceType:
 
 
 # Instance types whose EFA supports RDMA read, so libfabric can move GPU memory without the host
-# (AWS EC2 user guide, "Supported instance types" for EFA, the RDMA read column: p4d and later
-# P instances; g5 and g6e list none). NCCL's `FI_EFA_USE_DEVICE_RDMA=1` needs it.
+# and NCCL's `FI_EFA_USE_DEVICE_RDMA=1` holds. AWS EC2 user guide, "Elastic Fabric Adapter": RDMA
+# read on every instance with Nitro v4 and later, and (its "Supported instance types" table) on
+# p4d / p4de; g5 (Nitro v3) has none. g6e is left out until its row is checked: setting the
+# variable on a device without RDMA read fails, leaving it unset only costs speed.
 EFA_RDMA_READ = frozenset(
     {
         "p4d.24xlarge",
