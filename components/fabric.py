@@ -222,7 +222,7 @@ class NetworkOperator(PlatformComponent):
     ):
         super().__init__(name, opts)
         env, cfg = args.env, args.cfg
-        ns = cfg.fabric.namespace if cfg.fabric is not None else "nvidia-network-operator"
+        ns = (cfg.fabric or FabricSettings()).namespace
         namespace = k8s.core.v1.Namespace(
             f"{env}-ns-{ns}",
             metadata=k8s.meta.v1.ObjectMetaArgs(

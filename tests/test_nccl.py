@@ -102,7 +102,7 @@ def test_infiniband_without_named_hcas_uses_every_mlx5_device():
                     }
                 ],
             },
-            "fabric": {},
+            "fabric": {"network": {"interface": "ib0", "cidr": "192.168.110.0/24"}},
         },
         "t",
     )

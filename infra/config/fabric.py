@@ -180,6 +180,13 @@ def check_fabric(cfg: PlatformConfig) -> None:
                 "section (fabric.nic_selector, fabric.network, and fabric.gid_index for "
                 "roce), or use fabric: tcp",
             )
+        if fabric.network is None:
+            raise FieldProblem(
+                "fabric.network",
+                f"required: existing.gpu_pools[{i}] ({pool.name}) uses {pool.fabric}, and a pod "
+                "reaches the RDMA NIC (and, on RoCE, its GID) only through an interface on it; "
+                "give fabric.network.interface and fabric.network.cidr",
+            )
         if pool.fabric == "roce" and fabric.gid_index is None:
             raise FieldProblem(
                 "fabric.gid_index",
