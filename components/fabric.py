@@ -49,8 +49,12 @@ def needs_network_operator(cfg: PlatformConfig) -> bool:
 
 def network_operator_values() -> dict[str, Any]:
     """Chart values: the operator without its own Node Feature Discovery, which the GPU
-    Operator already runs (one NFD per cluster, FACTS.md), nor NFD's NodeFeatureRules, which
-    would need the NFD CRDs the chart then does not install."""
+    Operator already runs (one NFD per cluster, FACTS.md). The operator's DaemonSets select
+    nodes labelled `feature.node.kubernetes.io/pci-15b3.present=true` (its manifests/state-*
+    at v26.4.1); the GPU Operator's NFD sets that label itself (gpu-operator v26.7.0 values:
+    PCI class 02 in `deviceClassWhitelist`, `deviceLabelFields: [vendor]`), so the chart's
+    NodeFeatureRule for it is off too: it needs the NFD CRDs, which the chart no longer
+    brings."""
     return {"nfd": {"enabled": False, "deployNodeFeatureRules": False}}
 
 
