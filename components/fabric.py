@@ -213,6 +213,7 @@ class NetworkOperatorArgs:
     cfg: PlatformConfig
     # The namespace training pods run in: the RDMA network is theirs.
     training_namespace: str
+    # Declared first: that namespace.
     after: Sequence[pulumi.Resource] = ()
 
 
@@ -234,7 +235,7 @@ class NetworkOperator(PlatformComponent):
                 # The driver, device plugin and CNI DaemonSets run privileged on the hosts.
                 labels={**PART_OF, "pod-security.kubernetes.io/enforce": "privileged"},
             ),
-            opts=self.child(depends_on=list(args.after)),
+            opts=self.child(),
         )
         operator = pinned_release(
             f"{env}-network-operator",
@@ -269,6 +270,6 @@ class NetworkOperator(PlatformComponent):
                     name=RDMA_NETWORK, namespace=args.training_namespace, labels=PART_OF
                 ),
                 spec={"config": rdma_network_config(cfg)},
-                opts=self.child(depends_on=[policy]),
+                opts=self.child(depends_on=[policy, *args.after]),
             )
         self.register_outputs({"namespace": ns})

@@ -200,6 +200,8 @@ BAD = [
     case(existing(fabric={"nic_selector": {"vendors": []}}),
          f"{NS}:fabric.nic_selector.vendors", "all empty", "vendors: [15b3]",
          "selector-selects-nothing"),
+    case(existing(fabric=ROCE), f"{NS}:fabric", "no pool", "set a pool's fabric",
+         "fabric-nothing-uses"),
     case(aws(fabric={"gid_index": 3}), f"{NS}:fabric", "", "only valid with provider existing",
          "fabric-on-aws"),
     case(existing(fabric={"network": {**NETWORK, "gateway": "10.0.0.1"}}),

@@ -69,7 +69,9 @@ class SecondaryNetworkSettings(Settings):
     """The Multus network training pods join for RDMA traffic, with nv-ipam addresses."""
 
     interface: InterfaceName = Field(
-        description="Host RDMA NIC the pods' interface sits on; the same name on every GPU node."
+        description="Host interface the pods' interface sits on, the same name on every GPU "
+        "node: RoCE, the NIC's Ethernet port (e.g. ens1f0np0); InfiniBand, its IPoIB "
+        "interface (e.g. ib0)."
     )
     cidr: IPv4Network = Field(description="Subnet of the network (nv-ipam IPPool `subnet`).")
     gateway: IPv4Address | None = Field(
@@ -164,7 +166,14 @@ def check_fabric(cfg: PlatformConfig) -> None:
     problem = _overlaps(named)
     if problem is not None:
         raise problem
-    if len({p.fabric for p in pools if p.fabric in RDMA_FABRICS}) > 1:
+    rdma = {p.fabric for p in pools if p.fabric in RDMA_FABRICS}
+    if fabric is not None and not rdma:
+        raise FieldProblem(
+            "fabric",
+            "no pool in existing.gpu_pools uses infiniband or roce, so nothing would use this "
+            "section; set a pool's fabric, or remove the section",
+        )
+    if len(rdma) > 1:
         raise FieldProblem(
             "existing.gpu_pools",
             "pools use both infiniband and roce; one fabric section describes one fabric: "
