@@ -33,6 +33,10 @@ MULTUS_API = "k8s.cni.cncf.io/v1"
 # example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr.yaml).
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
 RDMA_NETWORK = "rdma"
+# GPU nodes are commonly tainted so that only GPU pods land there; the GPU Operator's DaemonSets
+# tolerate this taint by default (shared/PINS.md), and the RDMA device plugin and CNI
+# DaemonSets must run on the same nodes.
+GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -109,6 +113,7 @@ def nic_cluster_policy_spec(cfg: PlatformConfig) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "secondaryNetwork": secondary,
         "nvIpam": {**_image("nvIpam"), "enableWebhook": False},
+        "tolerations": [GPU_TAINT_TOLERATION],
     }
     fabric = cfg.fabric
     if fabric is None:

@@ -102,6 +102,15 @@ def test_onprem_policy_deploys_the_26_4_1_images_and_the_configured_nics():
     assert "ofedDriver" not in spec
 
 
+def test_rdma_daemonsets_run_on_tainted_gpu_nodes():
+    # The taint GPU nodes carry, as the GPU Operator's daemonsets.tolerations default has it
+    # (shared/PINS.md): the RDMA device plugin must run beside the GPUs it serves.
+    spec = nic_cluster_policy_spec(onprem(ROCE))
+    assert spec["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+
+
 def test_the_operator_deploys_the_doca_driver_only_where_hosts_lack_it():
     spec = nic_cluster_policy_spec(onprem({**ROCE, "mofed_preinstalled": False}))
     # network-operator v26.4.1 hack/release.yaml, Mofed.
