@@ -73,21 +73,19 @@ def network_attachment_name(role: str) -> str:
     return f"ceph-{role}"
 
 
-def network_attachment_config(network: CephNetworkAttachmentSettings) -> str:
+def network_attachment_config(role: str, network: CephNetworkAttachmentSettings) -> str:
     """CNI config of a Ceph Multus network, as Rook's Multus guide recommends: macvlan on the
-    host NIC (bridge mode), whereabouts addresses unique across the cluster, and a route to the
-    hosts' shim addresses so daemons answer host clients over this network. One builder: when
-    the IPAM moves to nv-ipam only this function changes."""
-    ipam: dict[str, Any] = {"type": "whereabouts", "range": str(network.cidr)}
-    if network.host_range is not None:
-        ipam["routes"] = [{"dst": str(network.host_range)}]
+    host NIC (bridge mode), addresses unique across the cluster from the nv-ipam pool of the
+    same name (components/fabric.py: its subnet puts the hosts' shims on-link, so daemons
+    answer host clients over this network)."""
     return json.dumps(
         {
             "cniVersion": "0.3.1",
+            "name": network_attachment_name(role),
             "type": "macvlan",
             "master": network.interface,
             "mode": "bridge",
-            "ipam": ipam,
+            "ipam": {"type": "nv-ipam", "poolName": network_attachment_name(role)},
         },
         sort_keys=True,
     )
@@ -243,7 +241,7 @@ class RookCeph(PlatformComponent):
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=network_attachment_name(role), namespace=ns, labels=PART_OF
                 ),
-                spec={"config": network_attachment_config(network)},
+                spec={"config": network_attachment_config(role, network)},
                 opts=self.child(depends_on=[namespace]),
             )
             for role, network in multus_networks(ceph).items()

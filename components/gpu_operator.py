@@ -24,6 +24,7 @@ from components.shared import pinned_release
 from components.system_node_group import SYSTEM_LABELS
 from infra.catalog import MIG_SLICES
 from infra.config import GpuOperatorSettings, GpuPool, GpuSharingSettings
+from infra.config.fabric import RDMA_FABRICS
 from infra.config.gpu_software import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -121,10 +122,14 @@ def mig_parted_config(pools: Sequence[GpuPool]) -> dict[str, Any]:
 
 
 def helm_values(
-    pools: Sequence[GpuPool], settings: GpuOperatorSettings, on_aws: bool
+    pools: Sequence[GpuPool],
+    settings: GpuOperatorSettings,
+    on_aws: bool,
+    host_mofed: bool = False,
 ) -> dict[str, Any]:
-    """gpu-operator chart values for the stack's GPU pools."""
-    rdma = any(p.fabric in ("infiniband", "roce") for p in pools)
+    """gpu-operator chart values for the stack's GPU pools. `host_mofed`: the nodes run their
+    own MOFED / DOCA-OFED (fabric.mofed_preinstalled), which nvidia-peermem must build against."""
+    rdma = any(p.fabric in RDMA_FABRICS for p in pools)
     device_plugin: dict[str, Any] = {
         "config": {
             "create": True,
@@ -144,7 +149,7 @@ def helm_values(
         "driver": {
             "enabled": settings.install_driver and not on_aws,
             # GPUDirect RDMA (nvidia-peermem) for InfiniBand / RoCE pools.
-            "rdma": {"enabled": rdma},
+            "rdma": {"enabled": rdma, "useHostMofed": rdma and host_mofed},
         },
         "toolkit": {"enabled": settings.install_toolkit and not on_aws},
         # The cluster's one NFD; a Network Operator runs with its own off.
@@ -211,6 +216,7 @@ class GpuOperatorArgs:
     pools: Sequence[GpuPool]
     on_aws: bool
     after: Sequence[pulumi.Resource] = ()
+    host_mofed: bool = False
 
 
 class GpuOperator(PlatformComponent):
@@ -236,7 +242,7 @@ class GpuOperator(PlatformComponent):
             f"{args.env}-gpu-operator",
             "gpu-operator",
             ns,
-            helm_values(args.pools, args.settings, args.on_aws),
+            helm_values(args.pools, args.settings, args.on_aws, args.host_mofed),
             self.child(depends_on=[namespace, *args.after]),
         )
         self.register_outputs({"release": self.release.name})

@@ -209,3 +209,20 @@ CATALOG: dict[str, InstanceType] = dict([
 def instance(name: str) -> InstanceType:
     """The catalog row for `name`; the config model has already rejected unknown types."""
     return CATALOG[name]
+
+
+# Instance types whose EFA supports RDMA read, so libfabric can move GPU memory without the host
+# and NCCL's `FI_EFA_USE_DEVICE_RDMA=1` holds. AWS EC2 user guide, "Elastic Fabric Adapter": RDMA
+# read on every instance with Nitro v4 and later, and (its "Supported instance types" table) on
+# p4d / p4de; g5 (Nitro v3) has none. g6e is left out until its row is checked: setting the
+# variable on a device without RDMA read fails, leaving it unset only costs speed.
+EFA_RDMA_READ = frozenset(
+    {
+        "p4d.24xlarge",
+        "p4de.24xlarge",
+        "p5.48xlarge",
+        "p5e.48xlarge",
+        "p5en.48xlarge",
+        "p6-b200.48xlarge",
+    }
+)

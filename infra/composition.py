@@ -20,10 +20,17 @@ from components.control_plane import (
     ExistingClusterArgs,
 )
 from components.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
+from components.fabric import (
+    NetworkOperator,
+    NetworkOperatorArgs,
+    needs_network_operator,
+    rdma_resource,
+)
 from components.fsx import FsxLustre, FsxLustreArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
 from components.namespaces import Namespaces, NamespacesArgs
+from components.nccl import NcclSettings, NcclSettingsArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
@@ -68,6 +75,7 @@ class Platform(PlatformComponent):
             f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams), on_cluster
         )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
+        self._fabric(env, cfg, namespaces, on_cluster)
         self._storage(env, cfg, cluster, namespaces)
         self._gpu_software(env, cfg, cluster, on_cluster)
         if cfg.scheduling.enabled:
@@ -81,11 +89,35 @@ class Platform(PlatformComponent):
         GpuOperator(
             f"{env}-gpu-operator",
             GpuOperatorArgs(
-                env, cfg.gpu_operator, cfg.gpu_pools, cfg.provider == "aws", cluster.schedulable
+                env,
+                cfg.gpu_operator,
+                cfg.gpu_pools,
+                cfg.provider == "aws",
+                cluster.schedulable,
+                host_mofed=cfg.fabric is not None and cfg.fabric.mofed_preinstalled,
             ),
             on_cluster,
         )
         self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
+
+    def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
+        """Per-pool NCCL settings on every provider; the Network Operator where RDMA pools or
+        Ceph Multus networks need it."""
+        training = namespaces.by_purpose["training"]
+        nccl = NcclSettings(
+            f"{env}-nccl",
+            NcclSettingsArgs(cfg, cfg.namespaces.training, env),
+            self.child(providers=on_cluster.providers, depends_on=[training]),
+        )
+        self.outputs["nccl_configmaps"] = nccl.names
+        if cfg.fabric is not None:
+            self.outputs["fabric_rdma_resource"] = rdma_resource(cfg.fabric)
+        if needs_network_operator(cfg):
+            NetworkOperator(
+                f"{env}-network-operator",
+                NetworkOperatorArgs(env, cfg, cfg.namespaces.training, after=[training]),
+                on_cluster,
+            )
 
     def _aws(self, env: str, cfg: PlatformConfig):
         name = cluster_name(env)

@@ -135,6 +135,8 @@ CHARTS: dict[str, Chart] = {
     # Kueue publishes its chart only to an OCI registry (shared/PINS.md); its custom resources
     # are validated against v0.19.2's schemas (shared/crds/kueue.x-k8s.io).
     "kueue": Chart("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
+    # On-prem fabric: the operator only; its NicClusterPolicy is ours (shared/PINS.md).
+    "network-operator": Chart("network-operator", "https://helm.ngc.nvidia.com/nvidia", "26.4.1"),
 }
 
 # The EFA device plugin image chart v0.5.30 ships (its values.yaml `image.tag`), set explicitly
@@ -151,3 +153,31 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 
 # The Ceph release Rook v1.20.6 deploys in its example CephCluster (deploy/examples/cluster.yaml).
 CEPH_IMAGE = "quay.io/ceph/ceph:v20.2.4"
+
+
+@dataclass(frozen=True)
+class Image:
+    """A container image as the NicClusterPolicy names one: repository, image, version."""
+
+    repository: str
+    image: str
+    version: str
+
+    def spec(self) -> dict[str, str]:
+        return {"repository": self.repository, "image": self.image, "version": self.version}
+
+
+# What network-operator 26.4.1 deploys for each NicClusterPolicy component: its
+# hack/release.yaml at tag v26.4.1 (Mofed, RdmaSharedDevicePlugin, SriovDevicePlugin,
+# CniPlugins, Multus, Ipoib, nvIpam), the same images its example/crs/*nicclusterpolicy* use.
+_MELLANOX = "nvcr.io/nvidia/mellanox"
+_RELEASE = "network-operator-v26.4.1"
+NETWORK_OPERATOR_IMAGES: dict[str, Image] = {
+    "ofedDriver": Image(_MELLANOX, "doca-driver", "doca3.4.1-26.04-1.1.0.0-1"),
+    "rdmaSharedDevicePlugin": Image(_MELLANOX, "k8s-rdma-shared-dev-plugin", _RELEASE),
+    "sriovDevicePlugin": Image(_MELLANOX, "sriov-network-device-plugin", _RELEASE),
+    "cniPlugins": Image(_MELLANOX, "plugins", _RELEASE),
+    "multus": Image(_MELLANOX, "multus-cni", _RELEASE),
+    "ipoib": Image(_MELLANOX, "ipoib-cni", _RELEASE),
+    "nvIpam": Image(_MELLANOX, "nvidia-k8s-ipam", _RELEASE),
+}

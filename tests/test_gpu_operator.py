@@ -72,7 +72,18 @@ def test_existing_cluster_installs_driver_and_toolkit_only_when_told():
 
 @pytest.mark.parametrize(("fabric", "rdma"), [("roce", True), ("infiniband", True), ("tcp", False)])
 def test_gpudirect_rdma_is_on_exactly_when_a_pool_has_an_rdma_fabric(fabric, rdma):
-    assert values(onprem(fabric=fabric), on_aws=False)["driver"]["rdma"] == {"enabled": rdma}
+    rdma_values = values(onprem(fabric=fabric), on_aws=False)["driver"]["rdma"]
+    assert rdma_values == {"enabled": rdma, "useHostMofed": False}
+
+
+def test_nvidia_peermem_builds_against_the_hosts_own_mofed_when_they_run_one():
+    # GPU Operator docs, "GPUDirect RDMA": with MOFED installed on the host (not by the Network
+    # Operator's driver container), set driver.rdma.useHostMofed=true.
+    on_host = helm_values([onprem(fabric="roce")], GpuOperatorSettings(), False, host_mofed=True)
+    assert on_host["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}
+    # The shipped onprem stack's hosts run DOCA-OFED (fabric.mofed_preinstalled: true).
+    shipped = operator_release("onprem").inputs["values"]["driver"]["rdma"]
+    assert shipped == {"enabled": True, "useHostMofed": True}
 
 
 def test_shipped_onprem_roce_pool_turns_gpudirect_rdma_on():

@@ -7,7 +7,12 @@ import pytest
 from infra.config import ConfigError, parse_config
 from tests.conftest import stack_config
 
-EXISTING = {"provider": "existing", "existing": {"name": "lab", "kubeconfig_path": "kc"}}
+# An infiniband pool needs the Network Operator's settings and the network pods join it by.
+EXISTING = {
+    "provider": "existing",
+    "existing": {"name": "lab", "kubeconfig_path": "kc"},
+    "fabric": {"network": {"interface": "ib0", "cidr": "192.168.110.0/24"}},
+}
 A100_POOL = {
     "name": "a100",
     "node_selector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},

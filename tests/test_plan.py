@@ -73,6 +73,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
     names = sorted(p.name for p in (tmp_path / "manifests").iterdir())
     assert names == [
         "clusterqueue-cluster-shared.yaml",
+        "configmap-training-nccl-spot-small.yaml",
         "localqueue-training-default.yaml",
         "namespace-cluster-gpu-operator.yaml",
         "namespace-cluster-gpu-platform.yaml",

@@ -150,30 +150,43 @@ def test_ceph_multus_networks_become_selectors_and_address_ranges():
         "selectors": {"cluster": "storage/ceph-cluster"},
         "addressRanges": {"cluster": ["10.9.0.0/24"]},
     }
-    config = json.loads(network_attachment_config(ceph.network.cluster))
-    assert (config["master"], config["ipam"]["range"]) == ("ens2", "10.9.0.0/24")
-    assert "routes" not in config["ipam"]
+    config = json.loads(network_attachment_config("cluster", ceph.network.cluster))
+    # nv-ipam's CNI config names a pool, nothing more (network-operator 26.4.1,
+    # example/crs/mellanox.com_v1alpha1_macvlannetwork_cr-nvidia-ipam.yaml).
+    assert (config["master"], config["ipam"]) == (
+        "ens2",
+        {"type": "nv-ipam", "poolName": "ceph-cluster"},
+    )
 
 
-def test_onprem_public_network_keeps_hosts_out_of_the_pod_range_and_routes_to_them():
-    # Rook's Multus guide: macvlan in bridge mode, whereabouts with a range that holds no host
-    # address, and a route from the pods to the hosts' range on the public network.
-    (nad,) = [
-        r
+def test_onprem_public_network_keeps_hosts_out_of_the_pod_range_and_reaches_them():
+    # Rook's Multus guide: macvlan in bridge mode, a pod range that holds no host address, and
+    # pods that reach the hosts' shims. nv-ipam (the operator's IPAM since whereabouts left in
+    # v25.10.0) returns routes only through a gateway, so the pool's subnet spans both halves
+    # of the stack's /24, with the hosts' half excluded: the hosts are on-link.
+    objects = {
+        (r.inputs["kind"], r.inputs["metadata"]["name"]): r.inputs
         for r in planned("onprem").resources
-        if r.inputs.get("kind") == "NetworkAttachmentDefinition"
-        and r.inputs["metadata"]["name"] == "ceph-public"
-    ]
-    assert json.loads(nad.inputs["spec"]["config"]) == {
+        if r.inputs.get("kind") in ("NetworkAttachmentDefinition", "IPPool")
+    }
+    nad = objects[("NetworkAttachmentDefinition", "ceph-public")]
+    assert json.loads(nad["spec"]["config"]) == {
         "cniVersion": "0.3.1",
+        "name": "ceph-public",
         "type": "macvlan",
         "master": "ens1f0np0",
         "mode": "bridge",
-        "ipam": {
-            "type": "whereabouts",
-            "range": "192.168.100.0/25",
-            "routes": [{"dst": "192.168.100.128/25"}],
-        },
+        "ipam": {"type": "nv-ipam", "poolName": "ceph-public"},
+    }
+    assert objects[("IPPool", "ceph-public")]["spec"] == {
+        "subnet": "192.168.100.0/24",
+        "perNodeBlockSize": 8,
+        "exclusions": [{"startIP": "192.168.100.128", "endIP": "192.168.100.255"}],
+    }
+    # No host range on the cluster network: the pool is the pods' range itself.
+    assert objects[("IPPool", "ceph-cluster")]["spec"] == {
+        "subnet": "192.168.101.0/24",
+        "perNodeBlockSize": 8,
     }
 
 

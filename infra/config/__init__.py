@@ -41,6 +41,7 @@ from infra.config.cluster import (
     ExistingClusterSettings,
     NamespaceSettings,
 )
+from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.loading import describe, split_namespaces
 from infra.config.network import (
@@ -102,6 +103,7 @@ __all__ = [
     "DataRepositorySettings",
     "DnsLabel",
     "ExistingClusterSettings",
+    "FabricSettings",
     "FieldProblem",
     "FsxSettings",
     "GpuNodeGroupSettings",
@@ -187,6 +189,11 @@ class PlatformConfig(Settings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     gpu_operator: GpuOperatorSettings = Field(default_factory=GpuOperatorSettings)
     scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
+    fabric: FabricSettings | None = Field(
+        None,
+        description="InfiniBand / RoCE through the NVIDIA Network Operator (provider existing); "
+        "required when a GPU pool's fabric is infiniband or roce.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -211,6 +218,12 @@ class PlatformConfig(Settings):
                 )
             if self.existing is not None:
                 raise FieldProblem("existing", "only valid with provider existing")
+            if self.fabric is not None:
+                raise FieldProblem(
+                    "fabric",
+                    "only valid with provider existing; on AWS the fabric is EFA, set per "
+                    "node group with gpu_node_groups[].efa",
+                )
             self._check_aws_network()
             self._check_gpu_groups()
             self._check_api_reachable()
@@ -232,6 +245,7 @@ class PlatformConfig(Settings):
                     "configures EKS, only valid with provider aws; an existing cluster takes "
                     f"only cluster.{', cluster.'.join(EXISTING_CLUSTER_KEYS)}",
                 )
+            check_fabric(self)
         return self
 
     def _check_api_reachable(self) -> None:

@@ -25,9 +25,14 @@ class CephNodeSettings(Settings):
     )
 
 
+# nv-ipam returns routes only through a gateway, so pods reach the hosts' shims on-link: the
+# pods' range and the hosts' share one subnet, which must stay a plausible L2 segment.
+MIN_SHARED_PREFIX = 16
+
+
 class CephNetworkAttachmentSettings(Settings):
     """A Multus network for Ceph traffic: a macvlan interface on a host NIC (the RoCE NIC), with
-    whereabouts addresses."""
+    nv-ipam addresses."""
 
     interface: Annotated[
         str,
@@ -39,7 +44,7 @@ class CephNetworkAttachmentSettings(Settings):
         description="Host interface the macvlan sits on; the same name on every host.",
     )
     cidr: IPv4Network = Field(
-        description="Addresses Ceph pods take on this network (the whereabouts range). Keep "
+        description="Addresses Ceph pods take on this network (nv-ipam hands them out). Keep "
         "every host address out of it: Rook's Multus guide asks that pod and host ranges do "
         "not overlap."
     )
@@ -49,15 +54,42 @@ class CephNetworkAttachmentSettings(Settings):
         "(README: Ceph over Multus). Pods get a route to it. Required for the public network: "
         "the CSI plugin and kernel clients on every host reach Ceph through it.",
     )
+    per_node_block_size: Int = Field(
+        8,
+        ge=1,
+        description="Addresses nv-ipam reserves for each node from cidr: at least the Ceph "
+        "daemons one node runs. cidr holds addresses for (its size / this) nodes.",
+    )
+
+    @property
+    def subnet(self) -> IPv4Network:
+        """The smallest subnet holding the pods' range and the hosts' shim addresses."""
+        subnet = self.cidr
+        while self.host_range is not None and not self.host_range.subnet_of(subnet):
+            subnet = subnet.supernet()
+        return subnet
 
     @model_validator(mode="after")
     def _hosts_outside_pod_range(self) -> CephNetworkAttachmentSettings:
         if self.host_range is not None and self.host_range.overlaps(self.cidr):
             raise FieldProblem(
                 "host_range",
-                f"{self.host_range} overlaps cidr {self.cidr}, the pods' range: whereabouts "
+                f"{self.host_range} overlaps cidr {self.cidr}, the pods' range: nv-ipam "
                 "would hand a host's address to a pod; carve them apart, e.g. the lower half "
                 "of the subnet for pods and the upper half for hosts",
+            )
+        if self.subnet.prefixlen < MIN_SHARED_PREFIX:
+            raise FieldProblem(
+                "host_range",
+                f"{self.host_range} and cidr {self.cidr} share no subnet smaller than "
+                f"{self.subnet}: pods reach the hosts on-link, so both must be parts of the one "
+                f"subnet on the NIC (at most a /{MIN_SHARED_PREFIX}), e.g. the two halves of a /24",
+            )
+        if self.per_node_block_size >= self.cidr.num_addresses:
+            raise FieldProblem(
+                "per_node_block_size",
+                f"{self.per_node_block_size} addresses per node do not fit in cidr {self.cidr} "
+                f"({self.cidr.num_addresses} addresses); nv-ipam needs a block smaller than it",
             )
         return self
 
