@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
-from components.shared import pinned_release
+from components.shared import pinned_release, privileged_namespace
 from components.storage import PART_OF, SharedData, declare_claim, shared_data_claim
 from infra.config import CephNetworkAttachmentSettings, CephSettings
 from infra.versions import CEPH_IMAGE
@@ -209,15 +209,8 @@ class RookCeph(PlatformComponent):
         super().__init__(name, opts)
         env, ceph, ns = args.env, args.ceph, args.ceph.namespace
 
-        namespace = k8s.core.v1.Namespace(
-            f"{env}-ns-{ns}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ns,
-                # OSDs and CSI node plugins run privileged.
-                labels={**PART_OF, "pod-security.kubernetes.io/enforce": "privileged"},
-            ),
-            opts=self.child(),
-        )
+        # OSDs and CSI node plugins run privileged.
+        namespace = privileged_namespace(f"{env}-ns-{ns}", ns, PART_OF, self)
         operator = pinned_release(
             f"{env}-rook-ceph",
             "rook-ceph",

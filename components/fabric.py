@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 from components.base import PlatformComponent
 from components.ceph import multus_networks, network_attachment_name
 from components.namespaces import PART_OF as PLATFORM
-from components.shared import pinned_release
+from components.shared import pinned_release, privileged_namespace
 from infra.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
 from infra.config.fabric import RDMA_FABRICS, FabricSettings
 from infra.versions import NETWORK_OPERATOR_IMAGES
@@ -233,15 +233,8 @@ class NetworkOperator(PlatformComponent):
         super().__init__(name, opts)
         env, cfg = args.env, args.cfg
         ns = (cfg.fabric or FabricSettings()).namespace
-        namespace = k8s.core.v1.Namespace(
-            f"{env}-ns-{ns}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ns,
-                # The driver, device plugin and CNI DaemonSets run privileged on the hosts.
-                labels={**PART_OF, "pod-security.kubernetes.io/enforce": "privileged"},
-            ),
-            opts=self.child(),
-        )
+        # The driver, device plugin and CNI DaemonSets run privileged on the hosts.
+        namespace = privileged_namespace(f"{env}-ns-{ns}", ns, PART_OF, self)
         operator = pinned_release(
             f"{env}-network-operator",
             "network-operator",

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 import yaml
 
 from components.base import PlatformComponent
-from components.shared import pinned_release
+from components.shared import pinned_release, privileged_namespace
 from components.system_node_group import SYSTEM_LABELS
 from infra.catalog import MIG_SLICES
 from infra.config import GpuOperatorSettings, GpuPool, GpuSharingSettings
@@ -229,15 +228,8 @@ class GpuOperator(PlatformComponent):
     ):
         super().__init__(name, opts)
         ns = args.settings.namespace
-        namespace = k8s.core.v1.Namespace(
-            f"{args.env}-ns-{ns}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ns,
-                # The driver, toolkit, MIG manager and DCGM pods need host access.
-                labels={**PART_OF, "pod-security.kubernetes.io/enforce": "privileged"},
-            ),
-            opts=self.child(),
-        )
+        # The driver, toolkit, MIG manager and DCGM pods need host access.
+        namespace = privileged_namespace(f"{args.env}-ns-{ns}", ns, PART_OF, self)
         self.release = pinned_release(
             f"{args.env}-gpu-operator",
             "gpu-operator",

@@ -149,6 +149,20 @@ def key_policy(account: str, *users: dict) -> str:
     )
 
 
+def privileged_namespace(
+    resource_name: str, name: str, labels: dict[str, str], parent: pulumi.Resource
+) -> k8s.core.v1.Namespace:
+    """A namespace whose pods Pod Security admits privileged: for operators whose DaemonSets
+    reach into the host (drivers, device plugins, CNI, storage daemons)."""
+    return k8s.core.v1.Namespace(
+        resource_name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=name, labels={**labels, "pod-security.kubernetes.io/enforce": "privileged"}
+        ),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 def rotated_kms_key(
     resource_name: str,
     description: str,
