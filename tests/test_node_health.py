@@ -318,6 +318,13 @@ BAD = [
         "give 1 to 4",
         "system-count-above-max-size",
     ),
+    case(
+        aws(system_nodes={"node_repair": {"reboot_only": True}}),
+        f"{NS}:system_nodes.node_repair.reboot_only",
+        "system nodes have no GPUs",
+        "set it on gpu_node_groups[].node_repair",
+        "system-reboot-only",
+    ),
     # Existing clusters have neither the agent nor EKS repair: node_repair lives only in the
     # AWS-only sections, which provider existing refuses whole.
     case(

@@ -84,6 +84,14 @@ class SystemNodeSettings(Settings):
     @model_validator(mode="after")
     def _repair_fits(self) -> SystemNodeSettings:
         check_repair_fits(self.node_repair, self.scaling.max_size)
+        # Both only shape GPU-fault overrides; on GPU-less on-demand nodes they would be ignored.
+        for key in ("reboot_only", "gpu_fault_reasons"):
+            if key in self.node_repair.model_fields_set:
+                raise FieldProblem(
+                    f"node_repair.{key}",
+                    "system nodes have no GPUs and no reserved capacity; set it on "
+                    "gpu_node_groups[].node_repair, or use overrides here",
+                )
         return self
 
 
