@@ -5,6 +5,7 @@ Both hand later components the same `ClusterHandle`, so nothing downstream asks 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -309,6 +310,11 @@ def declare_addons(
                     cluster_name=cluster_name,
                     addon_name=addon.name,
                     addon_version=version,
+                    configuration_values=(
+                        json.dumps(addon.configuration, sort_keys=True)
+                        if addon.configuration
+                        else None
+                    ),
                     pod_identity_associations=associations,
                     resolve_conflicts_on_create="OVERWRITE",
                     resolve_conflicts_on_update="PRESERVE",

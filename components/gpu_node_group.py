@@ -19,6 +19,7 @@ from components.nodes import (
     boot_script,
     declare_node_group,
     node_config,
+    node_repair_config,
     user_data,
 )
 from infra.catalog import InstanceType
@@ -201,6 +202,7 @@ class GpuNodeGroup(PlatformComponent):
                 labels=node_labels(group),
                 taints=GPU_TAINTS,
                 tags={**args.tags, "gpu-platform/node-group": group.name},
+                node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
                 network_interfaces=(
                     efa_interfaces(instance, [*node_sgs, args.efa_security_group_id])
                     if group.efa

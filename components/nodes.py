@@ -17,6 +17,7 @@ from components.base import PlatformComponent
 from components.iam import role_with_policies, service_trust_policy
 from infra.catalog import InstanceType
 from infra.config import GpuTuningSettings, KubeletSettings, Scaling
+from infra.config.repair import NodeRepairSettings, repair_overrides
 
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
@@ -135,6 +136,32 @@ def tag_specifications(tags: dict[str, str]) -> list[aws.ec2.LaunchTemplateTagSp
     ]
 
 
+def node_repair_config(
+    repair: NodeRepairSettings, reboot_only: bool
+) -> aws.eks.NodeGroupNodeRepairConfigArgs:
+    """`nodeRepairConfig` of one managed node group. Unset thresholds stay unset, so EKS
+    applies its own defaults rather than a copy of them that could go stale."""
+    if not repair.enabled:
+        return aws.eks.NodeGroupNodeRepairConfigArgs(enabled=False)
+    overrides = [
+        aws.eks.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs(
+            node_monitoring_condition=o.condition,
+            node_unhealthy_reason=o.reason,
+            repair_action=o.action,
+            min_repair_wait_time_mins=o.wait_minutes,
+        )
+        for o in repair_overrides(repair, reboot_only)
+    ]
+    return aws.eks.NodeGroupNodeRepairConfigArgs(
+        enabled=True,
+        max_unhealthy_node_threshold_percentage=repair.max_unhealthy_percentage,
+        max_unhealthy_node_threshold_count=repair.max_unhealthy_count,
+        max_parallel_nodes_repaired_percentage=repair.max_parallel_percentage,
+        max_parallel_nodes_repaired_count=repair.max_parallel_count,
+        node_repair_config_overrides=overrides or None,
+    )
+
+
 # ------------------------------------------------------------------------ shared declaration
 
 
@@ -157,6 +184,7 @@ class ManagedNodeGroupSpec:
     user_data: str
     labels: dict[str, str]
     tags: dict[str, str]
+    node_repair: aws.eks.NodeGroupNodeRepairConfigArgs
     taints: Sequence[dict[str, str]] = ()
     network_interfaces: Sequence[dict] | None = None
     placement_group: pulumi.Input[str] | None = None
@@ -252,6 +280,7 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
                 for t in spec.taints
             ],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            node_repair_config=spec.node_repair,
             tags=spec.tags,
         ),
         # cluster-autoscaler owns the desired size once the group exists.

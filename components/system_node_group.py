@@ -10,7 +10,13 @@ import pulumi
 
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
-from components.nodes import ManagedNodeGroupSpec, declare_node_group, node_config, user_data
+from components.nodes import (
+    ManagedNodeGroupSpec,
+    declare_node_group,
+    node_config,
+    node_repair_config,
+    user_data,
+)
 from infra.catalog import CATALOG
 from infra.config import KubeletSettings, SystemNodeSettings
 
@@ -55,6 +61,7 @@ class SystemNodeGroup(PlatformComponent):
                 user_data=user_data([node_config(instance, SYSTEM_KUBELET, instance.max_pods)]),
                 labels=SYSTEM_LABELS,
                 tags=args.tags,
+                node_repair=node_repair_config(args.nodes.node_repair, reboot_only=False),
                 after=args.after,
             ),
         )

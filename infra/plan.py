@@ -202,11 +202,44 @@ def format_plan(plan: Plan) -> str:
     lines.append("  by type:")
     for token, n in sorted(Counter(r.type for r in custom).items()):
         lines.append(f"    {n:4d}  {token}")
+    lines += repair_policies(plan)
     lines += ["", "Outputs:"]
     for key, value in sorted(plan.outputs.items()):
         shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
         lines.append(f"  {key}: {shown}")
     return "\n".join(lines)
+
+
+# nodeRepairConfig thresholds as the plan shows them; unset ones are EKS's defaults.
+_REPAIR_THRESHOLDS = (
+    ("maxUnhealthyNodeThresholdPercentage", "stop when unhealthy > {}%"),
+    ("maxUnhealthyNodeThresholdCount", "stop when unhealthy > {} nodes"),
+    ("maxParallelNodesRepairedPercentage", "repair {}% at once"),
+    ("maxParallelNodesRepairedCount", "repair {} at once"),
+)
+
+
+def repair_policies(plan: Plan) -> list[str]:
+    """Each managed node group's auto repair, read from what the program declared."""
+    groups = sorted(plan.of_type("aws:eks/nodeGroup:NodeGroup"), key=lambda r: r.name)
+    if not groups:
+        return []
+    lines = ["", "Node repair (EKS node auto repair per managed node group):"]
+    for group in groups:
+        config = group.inputs.get("nodeRepairConfig") or {}
+        if not config.get("enabled"):
+            lines.append(f"  {group.name}: off")
+            continue
+        limits = [words.format(config[key]) for key, words in _REPAIR_THRESHOLDS if key in config]
+        lines.append(f"  {group.name}: on; " + ("; ".join(limits) or "EKS default thresholds"))
+        for o in config.get("nodeRepairConfigOverrides", []):
+            lines.append(
+                f"    {o['nodeMonitoringCondition']}/{o['nodeUnhealthyReason']}: "
+                f"{o['repairAction']} after {o['minRepairWaitTimeMins']} min"
+            )
+        rest = "every other" if config.get("nodeRepairConfigOverrides") else "every"
+        lines.append(f"    {rest} condition and reason: EKS's default action and wait")
+    return lines
 
 
 def compare_with_previous(plan: Plan, previous_path: Path) -> str | None:

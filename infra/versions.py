@@ -46,6 +46,8 @@ class ManagedAddon:
     # Pod Identity: the service account the add-on runs as and the AWS managed policy it needs.
     service_account: str | None = None
     managed_policy_arn: str | None = None
+    # The add-on's `configuration_values`, checked by EKS against the add-on's own schema.
+    configuration: dict | None = None
 
 
 def _same_for_all(version: str) -> dict[str, str]:
@@ -96,6 +98,29 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         needs_nodes=True,
         service_account="ebs-csi-controller-sa",
         managed_policy_arn="arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+    ),
+    # Sets the AcceleratedHardwareReady, NetworkingReady, KernelReady, StorageReady and
+    # ContainerRuntimeReady conditions that EKS node auto repair acts on. Build v1.7.1-eksbuild.1
+    # is the one a cluster exported to Terraform ran in 2026 (the agent's chart at v1.7.0 pins
+    # image v1.7.0-eksbuild.1); the agent builds are not per Kubernetes minor, and no
+    # `describe-addon-versions` listing per minor 1.33-1.36 could be confirmed here: check it
+    # with `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent` before use.
+    ManagedAddon(
+        name="eks-node-monitoring-agent",
+        versions=_same_for_all("v1.7.1-eksbuild.1"),
+        # A DaemonSet: DEGRADED until nodes exist.
+        needs_nodes=True,
+        # The agent's chart (aws/eks-node-monitoring-agent, values.yaml): the agent DaemonSet
+        # tolerates every taint (`operator: Exists`), but its DCGM server DaemonSet, which runs
+        # only on NVIDIA instance types, tolerates none, so the GPU taint must be tolerated here
+        # or the agent's DCGM diagnostics never run on the GPU nodes.
+        configuration={
+            "dcgmAgent": {
+                "tolerations": [
+                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                ]
+            }
+        },
     ),
 )
 

@@ -53,7 +53,11 @@ def test_every_addon_is_pinned_for_every_supported_version(version):
     before = addons_for(version, needs_nodes=False)
     after = addons_for(version, needs_nodes=True)
     assert {a.name for a, _ in before + after} == {a.name for a in MANAGED_ADDONS}
-    assert {a.name for a, _ in after} == {"coredns", "aws-ebs-csi-driver"}
+    assert {a.name for a, _ in after} == {
+        "coredns",
+        "aws-ebs-csi-driver",
+        "eks-node-monitoring-agent",
+    }
     for _, pinned in before + after:
         assert pinned.startswith("v") and "-eksbuild." in pinned
 

@@ -17,6 +17,7 @@ from infra.config.base import (
     Settings,
     shaped,
 )
+from infra.config.repair import NodeRepairSettings, check_repair_fits
 from infra.config.tuning import GpuTuningSettings, check_tuning
 
 # EKS service quotas: "Nodes per managed node group", 450 by default. The quota can be raised;
@@ -67,6 +68,10 @@ class SystemNodeSettings(Settings):
     )
     scaling: Scaling = Field(default_factory=lambda: Scaling(min_size=2, max_size=4))
     root_volume_gib: Int = Field(50, ge=20, le=16384, description="gp3 root volume size.")
+    node_repair: NodeRepairSettings = Field(
+        default_factory=NodeRepairSettings,
+        description="EKS node auto repair; on by default (on-demand nodes replace freely).",
+    )
 
     @field_validator("instance_types")
     @classmethod
@@ -75,6 +80,19 @@ class SystemNodeSettings(Settings):
             if CATALOG[name].gpus:
                 raise ValueError(f"{name} has GPUs; system nodes use non-GPU types such as m7i")
         return value
+
+    @model_validator(mode="after")
+    def _repair_fits(self) -> SystemNodeSettings:
+        check_repair_fits(self.node_repair, self.scaling.max_size)
+        # Both only shape GPU-fault overrides; on GPU-less on-demand nodes they would be ignored.
+        for key in ("reboot_only", "gpu_fault_reasons"):
+            if key in self.node_repair.model_fields_set:
+                raise FieldProblem(
+                    f"node_repair.{key}",
+                    "system nodes have no GPUs and no reserved capacity; set it on "
+                    "gpu_node_groups[].node_repair, or use overrides here",
+                )
+        return self
 
 
 # ---------------------------------------------------------------------------- GPU node groups
@@ -237,6 +255,11 @@ class GpuNodeGroupSettings(Settings):
         description="How long a GPU node sits unneeded before the autoscaler removes it; "
         "long enough to survive the gap between two jobs.",
     )
+    node_repair: NodeRepairSettings = Field(
+        default_factory=NodeRepairSettings,
+        description="EKS node auto repair: on by default; reboot-only on the GPU fault reasons "
+        "for reservation and capacity_block groups unless node_repair.reboot_only says otherwise.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> GpuNodeGroupSettings:
@@ -308,6 +331,7 @@ class GpuNodeGroupSettings(Settings):
                     f"{self.kubelet.max_pods} exceeds {row.name}'s VPC CNI limit {row.max_pods}",
                 )
         check_tuning(self.gpu_tuning, self.gpu_sharing.mode, rows)
+        check_repair_fits(self.node_repair, self.scaling.max_size)
         if self.gpu_sharing.mode == "mig" and len({r.mig_profiles for r in rows}) > 1:
             raise FieldProblem(
                 "gpu_sharing.mode",
@@ -330,6 +354,14 @@ class GpuNodeGroupSettings(Settings):
         if self.placement_group is not None:
             return self.placement_group
         return self.efa and self.capacity not in RESERVED_CAPACITY
+
+    @property
+    def repair_reboot_only(self) -> bool:
+        """A replacement in a reservation or Capacity Block may find no free capacity and
+        leave the group a node short until the block ends; a reboot keeps the instance."""
+        if self.node_repair.reboot_only is not None:
+            return self.node_repair.reboot_only
+        return self.capacity in RESERVED_CAPACITY
 
     @property
     def max_pods(self) -> int:
