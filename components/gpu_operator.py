@@ -153,9 +153,19 @@ def helm_values(
         "toolkit": {"enabled": settings.install_toolkit and not on_aws},
         # The cluster's one NFD; a Network Operator runs with its own off.
         "nfd": {"enabled": True},
-        # The cluster's one DCGM exporter (port 9400); its scraping is the observability
-        # plane's to configure.
-        "dcgmExporter": {"enabled": True},
+        # The cluster's one DCGM exporter (port 9400), scraped through the ServiceMonitor the
+        # operator creates; Prometheus selects every ServiceMonitor, so it needs no extra labels.
+        "dcgmExporter": {
+            "enabled": True,
+            "serviceMonitor": {
+                "enabled": True,
+                # Kept false on purpose: the exporter's own `namespace`, `pod` and `container`
+                # labels (the GPU's user) then arrive as exported_namespace, exported_pod and
+                # exported_container, beside the exporter pod's own. Every dashboard, rule and
+                # autoscaler query reads the exported_* names.
+                "honorLabels": False,
+            },
+        },
         "mig": {"strategy": mig_strategy(pools)},
         "devicePlugin": device_plugin,
     }

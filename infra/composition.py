@@ -33,6 +33,7 @@ from components.namespaces import Namespaces, NamespacesArgs
 from components.nccl import NcclSettings, NcclSettingsArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
+from components.observability import Monitoring, MonitoringArgs, monitoring_report
 from components.scheduling import Scheduling, SchedulingArgs
 from components.storage import SharedData, nvme_cache_report
 from components.system_node_group import SYSTEM_LABELS, SystemNodeGroup, SystemNodeGroupArgs
@@ -77,7 +78,12 @@ class Platform(PlatformComponent):
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
         self._fabric(env, cfg, namespaces, on_cluster)
         self._storage(env, cfg, cluster, namespaces)
-        self._gpu_software(env, cfg, cluster, on_cluster)
+        monitoring = self._monitoring(env, cfg, cluster, namespaces)
+        # The operator creates the DCGM exporter's ServiceMonitor, whose CRD the monitoring
+        # release installs.
+        self._gpu_software(
+            env, cfg, cluster, self.child(providers=[cluster.kubernetes], depends_on=[monitoring])
+        )
         if cfg.scheduling.enabled:
             self._scheduling(env, cfg, cluster, namespaces)
         self.register_outputs(self.outputs)
@@ -99,6 +105,29 @@ class Platform(PlatformComponent):
             on_cluster,
         )
         self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
+
+    def _monitoring(
+        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
+    ) -> pulumi.Resource:
+        """Prometheus, Alertmanager and Grafana, on the system nodes where the platform has
+        them; the Grafana admin password leaves the program only as a secret."""
+        on_aws = cfg.provider == "aws"
+        ns = cfg.namespaces.monitoring
+        monitoring = Monitoring(
+            f"{env}-monitoring",
+            MonitoringArgs(
+                env=env,
+                settings=cfg.observability,
+                namespace=ns,
+                on_aws=on_aws,
+                node_selector=dict(SYSTEM_LABELS) if on_aws else {},
+                after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
+            ),
+            self.child(providers=[cluster.kubernetes]),
+        )
+        self.outputs["monitoring"] = monitoring_report(cfg.observability, ns, on_aws)
+        self.outputs["grafana_admin_password"] = monitoring.admin_password
+        return monitoring.release
 
     def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
         """Per-pool NCCL settings on every provider; the Network Operator where RDMA pools or

@@ -54,7 +54,7 @@ def render(value: Any, sources: list[str] = ()) -> Any:
     if isinstance(value, dict):
         sig = value.get(_SIG_KEY)
         if sig == _SECRET_SIG:
-            return SECRET
+            return _masked(value.get("value"))
         if sig == _RESOURCE_SIG:
             return _name_of(value.get("urn", ""))
         return {k: render(v, sources) for k, v in sorted(value.items())}
@@ -65,6 +65,16 @@ def render(value: Any, sources: list[str] = ()) -> Any:
     if value == rpc.UNKNOWN:
         return known_after_apply(", ".join(sorted({_name_of(s) for s in sources})))
     return value
+
+
+def _masked(value: Any) -> Any:
+    """A secret keeps its shape (a Secret's `stringData` stays an object that the schema check
+    can read), every value in it shown as (secret)."""
+    if isinstance(value, dict) and _SIG_KEY not in value:
+        return {k: _masked(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return SECRET
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,10 @@ def sdk_class(token: str) -> type | None:
         package, module, cls_name = token.split(":")
         group, _, version = module.partition("/")
         path = group.split(".")[0] + (f".{version}" if package == "kubernetes" else "")
-        return getattr(importlib.import_module(f"pulumi_{package}.{path}"), cls_name)
+        # A provider's top-level resources (`random:index/randomPassword:RandomPassword`) live
+        # in the package itself.
+        where = f"pulumi_{package}" if path == "index" else f"pulumi_{package}.{path}"
+        return getattr(importlib.import_module(where), cls_name)
     except (ValueError, ImportError, AttributeError):
         return None
 

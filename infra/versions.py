@@ -162,6 +162,10 @@ CHARTS: dict[str, Chart] = {
     "kueue": Chart("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
     # On-prem fabric: the operator only; its NicClusterPolicy is ours (shared/PINS.md).
     "network-operator": Chart("network-operator", "https://helm.ngc.nvidia.com/nvidia", "26.4.1"),
+    # Prometheus (operator), Alertmanager, Grafana, kube-state-metrics and node-exporter.
+    "kube-prometheus-stack": Chart(
+        "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "88.5.3"
+    ),
 }
 
 # The EFA device plugin image chart v0.5.30 ships (its values.yaml `image.tag`), set explicitly

@@ -73,10 +73,14 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
     names = sorted(p.name for p in (tmp_path / "manifests").iterdir())
     assert names == [
         "clusterqueue-cluster-shared.yaml",
+        "configmap-monitoring-dashboard-gpu-fleet.yaml",
+        "configmap-monitoring-dashboard-queues.yaml",
+        "configmap-monitoring-dashboard-training-job.yaml",
         "configmap-training-nccl-spot-small.yaml",
         "localqueue-training-default.yaml",
         "namespace-cluster-gpu-operator.yaml",
         "namespace-cluster-gpu-platform.yaml",
+        "namespace-cluster-monitoring.yaml",
         "namespace-cluster-training.yaml",
         "persistentvolume-cluster-fsx-shared-data.yaml",
         "persistentvolumeclaim-training-shared-data.yaml",
@@ -84,6 +88,8 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "priorityclass-cluster-production-training.yaml",
         "priorityclass-cluster-research.yaml",
         "resourceflavor-cluster-spot-small.yaml",
+        "secret-monitoring-grafana-admin.yaml",
+        "storageclass-cluster-gp3.yaml",
         "workloadpriorityclass-cluster-preemptible.yaml",
         "workloadpriorityclass-cluster-production-training.yaml",
         "workloadpriorityclass-cluster-research.yaml",

@@ -64,6 +64,7 @@ from infra.config.nodes import (
     Scaling,
     SystemNodeSettings,
 )
+from infra.config.observability import ObservabilitySettings, check_observability
 from infra.config.onprem import OnPremGpuPoolSettings
 from infra.config.pools import GpuPool, gpu_pools
 from infra.config.scheduling import SchedulingSettings, check_scheduling
@@ -116,6 +117,7 @@ __all__ = [
     "NamespaceSettings",
     "NetworkSettings",
     "NvmeCacheSettings",
+    "ObservabilitySettings",
     "OnPremGpuPoolSettings",
     "PlatformConfig",
     "Scaling",
@@ -189,6 +191,7 @@ class PlatformConfig(Settings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     gpu_operator: GpuOperatorSettings = Field(default_factory=GpuOperatorSettings)
     scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     fabric: FabricSettings | None = Field(
         None,
         description="InfiniBand / RoCE through the NVIDIA Network Operator (provider existing); "
@@ -282,6 +285,11 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _queues_fit(self) -> PlatformConfig:
         check_scheduling(self)
+        return self
+
+    @model_validator(mode="after")
+    def _observability_fits(self) -> PlatformConfig:
+        check_observability(self)
         return self
 
     def _check_aws_network(self) -> None:

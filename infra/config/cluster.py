@@ -188,3 +188,6 @@ class ExistingClusterSettings(Settings):
 class NamespaceSettings(Settings):
     system: DnsLabel = Field("gpu-platform", description="Namespace of the platform's add-ons.")
     training: DnsLabel = Field("training", description="Namespace of training jobs.")
+    monitoring: DnsLabel = Field(
+        "monitoring", description="Namespace of Prometheus, Alertmanager and Grafana."
+    )

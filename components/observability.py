@@ -1,0 +1,205 @@
+"""Monitoring: kube-prometheus-stack (Prometheus, Alertmanager, Grafana) with the platform's
+dashboards, as pure builders and the thin component that declares them.
+
+Prometheus selects every ServiceMonitor, PodMonitor, PrometheusRule, Probe and ScrapeConfig in
+the cluster, so the GPU Operator's DCGM exporter and Kueue are scraped without extra labels.
+Grafana's admin password is generated, kept in a Secret and exported only as a Pulumi secret.
+Dashboards are JSON files in components/dashboards, loaded by Grafana's sidecar from ConfigMaps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from components.base import PlatformComponent
+from components.shared import pinned_release
+from infra.config.observability import ObservabilitySettings
+
+RELEASE = "kube-prometheus-stack"
+DASHBOARDS = Path(__file__).parent / "dashboards"
+# The sidecar loads every ConfigMap with this label, in every namespace (chart default
+# `grafana.sidecar.dashboards.searchNamespace: ALL`).
+DASHBOARD_LABEL = {"grafana_dashboard": "1"}
+GP3_CLASS = "gp3"
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+ADMIN_SECRET = "grafana-admin"
+# The keys the chart reads by default (`grafana.admin.userKey` / `passwordKey`).
+USER_KEY, PASSWORD_KEY = "admin-user", "admin-password"
+
+
+def prometheus_url(namespace: str) -> str:
+    """Prometheus's in-cluster address: the chart names its Service `<release>-prometheus`."""
+    return f"http://{RELEASE}-prometheus.{namespace}.svc:9090"
+
+
+def grafana_service(namespace: str) -> str:
+    """Grafana's Service (`<release>-grafana`, port 80): `kubectl port-forward` to reach it."""
+    return f"{namespace}/{RELEASE}-grafana"
+
+
+def gp3_storage_class() -> dict[str, Any]:
+    """Prometheus's volumes on AWS: encrypted gp3 through the EBS CSI driver, created in the zone
+    the pod lands in (WaitForFirstConsumer), since an EBS volume cannot leave its zone."""
+    return {
+        "provisioner": EBS_CSI_DRIVER,
+        "parameters": {"type": "gp3", "encrypted": "true"},
+        "volume_binding_mode": "WaitForFirstConsumer",
+        "allow_volume_expansion": True,
+        # Metrics history outlives the release: a reinstall or rename finds its volume again.
+        "reclaim_policy": "Retain",
+    }
+
+
+def storage_class(settings: ObservabilitySettings, on_aws: bool) -> str | None:
+    """gp3 on AWS (the config refuses another class there); on an existing cluster the class
+    the stack names, or None: the cluster's default StorageClass."""
+    return GP3_CLASS if on_aws else settings.storage_class
+
+
+def monitoring_values(
+    settings: ObservabilitySettings, storage_class_name: str | None, node_selector: dict[str, str]
+) -> dict[str, Any]:
+    """kube-prometheus-stack's values."""
+    nil_uses_helm_values_off = {
+        f"{kind}SelectorNilUsesHelmValues": False
+        for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
+    }
+    placed = {"nodeSelector": node_selector} if node_selector else {}
+    return {
+        "prometheus": {
+            "prometheusSpec": {
+                # With these false, an empty selector matches every object of the kind in
+                # every namespace, not only those labelled for this release.
+                **nil_uses_helm_values_off,
+                "retention": f"{settings.retention_days}d",
+                "retentionSize": f"{settings.retention_size_gib}GiB",
+                "scrapeInterval": f"{settings.scrape_interval_seconds}s",
+                "storageSpec": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            # Omitted, the claim gets the cluster's default StorageClass.
+                            **(
+                                {"storageClassName": storage_class_name}
+                                if storage_class_name
+                                else {}
+                            ),
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": f"{settings.storage_gib}Gi"}},
+                        }
+                    }
+                },
+                **placed,
+            }
+        },
+        "alertmanager": {"enabled": True, "alertmanagerSpec": {**placed}},
+        "prometheusOperator": {**placed},
+        "kube-state-metrics": {**placed},
+        "grafana": {
+            "enabled": True,
+            "admin": {
+                "existingSecret": ADMIN_SECRET,
+                "userKey": USER_KEY,
+                "passwordKey": PASSWORD_KEY,
+            },
+            "sidecar": {"dashboards": {"enabled": True, **_sidecar_label()}},
+            **placed,
+        },
+    }
+
+
+def _sidecar_label() -> dict[str, str]:
+    ((label, value),) = DASHBOARD_LABEL.items()
+    return {"label": label, "labelValue": value}
+
+
+def dashboards() -> dict[str, str]:
+    """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads."""
+    return {path.stem: path.read_text() for path in sorted(DASHBOARDS.glob("*.json"))}
+
+
+def dashboard_titles() -> list[str]:
+    return [json.loads(text)["title"] for text in dashboards().values()]
+
+
+@dataclass(frozen=True)
+class MonitoringArgs:
+    env: str
+    settings: ObservabilitySettings
+    namespace: str
+    on_aws: bool
+    node_selector: dict[str, str]
+    after: Sequence[pulumi.Resource] = ()
+
+
+class Monitoring(PlatformComponent):
+    """kube-prometheus-stack in the monitoring namespace, its admin Secret and dashboards."""
+
+    PLANE = "observability"
+
+    def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        env, ns, settings = args.env, args.namespace, args.settings
+        before_release: list[pulumi.Resource] = list(args.after)
+        if args.on_aws:
+            before_release.append(
+                k8s.storage.v1.StorageClass(
+                    f"{env}-{GP3_CLASS}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=GP3_CLASS),
+                    **gp3_storage_class(),
+                    opts=self.child(),
+                )
+            )
+        password = random.RandomPassword(
+            f"{env}-grafana-admin",
+            random.RandomPasswordArgs(length=32, special=False),
+            self.child(),
+        )
+        # The password lives in the Secret and in this secret output only; the chart reads it
+        # through grafana.admin.existingSecret, so it never appears in the release's values.
+        self.admin_password = pulumi.Output.secret(password.result)
+        before_release.append(
+            k8s.core.v1.Secret(
+                f"{env}-{ADMIN_SECRET}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=ADMIN_SECRET, namespace=ns),
+                # The provider marks RandomPassword.result secret, and a Secret's data with it.
+                string_data={USER_KEY: settings.grafana.admin_user, PASSWORD_KEY: password.result},
+                opts=self.child(depends_on=list(args.after)),
+            )
+        )
+        for stem, text in dashboards().items():
+            k8s.core.v1.ConfigMap(
+                f"{env}-dashboard-{stem}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"dashboard-{stem}", namespace=ns, labels=DASHBOARD_LABEL
+                ),
+                data={f"{stem}.json": text},
+                opts=self.child(depends_on=list(args.after)),
+            )
+        self.release = pinned_release(
+            f"{env}-{RELEASE}",
+            RELEASE,
+            ns,
+            monitoring_values(settings, storage_class(settings, args.on_aws), args.node_selector),
+            self.child(depends_on=before_release),
+        )
+        self.register_outputs({"release": self.release.name})
+
+
+def monitoring_report(settings: ObservabilitySettings, namespace: str, on_aws: bool) -> dict:
+    """What the plan says of monitoring."""
+    return {
+        "retention": f"{settings.retention_days}d or {settings.retention_size_gib}GiB",
+        "storage": f"{settings.storage_gib}Gi on StorageClass "
+        + (storage_class(settings, on_aws) or "(the cluster's default)"),
+        "prometheus": prometheus_url(namespace),
+        "grafana_service": grafana_service(namespace),
+        "dashboards": dashboard_titles(),
+    }
