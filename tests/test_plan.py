@@ -84,6 +84,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "priorityclass-cluster-production-training.yaml",
         "priorityclass-cluster-research.yaml",
         "resourceflavor-cluster-spot-small.yaml",
+        "scaledobject-training-llm-inference.yaml",
         "workloadpriorityclass-cluster-preemptible.yaml",
         "workloadpriorityclass-cluster-production-training.yaml",
         "workloadpriorityclass-cluster-research.yaml",

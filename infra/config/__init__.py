@@ -20,6 +20,7 @@ import pulumi
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from infra.catalog import CATALOG
+from infra.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
 from infra.config.base import (
     LOG_RETENTION_DAYS,
     NAMESPACE,
@@ -123,6 +124,7 @@ __all__ = [
     "Settings",
     "StorageSettings",
     "SystemNodeSettings",
+    "WorkloadAutoscalingSettings",
     "ZoneSubnets",
     "check_storage",
     "config_from_pulumi",
@@ -189,6 +191,9 @@ class PlatformConfig(Settings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     gpu_operator: GpuOperatorSettings = Field(default_factory=GpuOperatorSettings)
     scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
+    workload_autoscaling: WorkloadAutoscalingSettings = Field(
+        default_factory=WorkloadAutoscalingSettings
+    )
     fabric: FabricSettings | None = Field(
         None,
         description="InfiniBand / RoCE through the NVIDIA Network Operator (provider existing); "
@@ -282,6 +287,7 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _queues_fit(self) -> PlatformConfig:
         check_scheduling(self)
+        check_autoscaling(self)
         return self
 
     def _check_aws_network(self) -> None:
