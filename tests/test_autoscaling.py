@@ -260,6 +260,12 @@ BAD = [
     case(aws(workload_autoscaling={"gpu": [{"name": "serve"}],
                                    "queue": [{"name": "serve", "cluster_queue": "shared"}]}),
          f"{W}.queue[0].name", "serve", "give it one", id="two-autoscalers-one-target"),
+    # The default namespace written out is still the same workload.
+    case(aws(workload_autoscaling={"gpu": [{"name": "serve"},
+                                           {"name": "serve", "namespace": "training"}]}),
+         f"{W}.gpu[1].name", "serve", "give it one", id="same-target-default-namespace"),
+    case(gpu(min_replicas=0), f"{W}.gpu[0].min_replicas", "0", "give 1 or more",
+         id="gpu-autoscaler-at-zero"),
     case(aws(workload_autoscaling={"enabled": False, "gpu": [{"name": "serve"}]}),
          f"{W}.enabled", "false", "set it true", id="autoscalers-without-keda"),
 ]  # fmt: skip

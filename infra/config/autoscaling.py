@@ -82,6 +82,17 @@ class GpuAutoscalerSettings(ScaledTargetSettings):
         description="Average GPU utilisation (percent, 1-100) of the target's pods to hold.",
     )
 
+    @model_validator(mode="after")
+    def _never_zero(self) -> GpuAutoscalerSettings:
+        # At zero replicas no pod reports GPU utilisation, so nothing would scale it back up.
+        if self.min_replicas == 0:
+            raise FieldProblem(
+                "min_replicas",
+                "0: with no pods there is no GPU utilisation to scale back up on; give 1 or "
+                "more (queue autoscalers may scale to zero)",
+            )
+        return self
+
 
 class QueueAutoscalerSettings(ScaledTargetSettings):
     """Scale worker Deployments on the depth of a Kueue ClusterQueue (pending workloads)."""
@@ -115,27 +126,29 @@ class WorkloadAutoscalingSettings(Settings):
     )
 
     @model_validator(mode="after")
-    def _one_autoscaler_per_target(self) -> WorkloadAutoscalingSettings:
+    def _keda_runs_them(self) -> WorkloadAutoscalingSettings:
         if not self.enabled and (self.gpu or self.queue):
             raise FieldProblem(
                 "enabled", "false, but autoscalers are listed; KEDA runs them: set it true"
             )
-        seen: dict[tuple[str | None, str, str], str] = {}
-        for key, scalers in (("gpu", self.gpu), ("queue", self.queue)):
-            for i, s in enumerate(scalers):
-                target = (s.namespace, s.kind, s.name)
-                if target in seen:
-                    raise FieldProblem(
-                        f"{key}[{i}].name",
-                        f"{s.kind} {s.name!r} already has an autoscaler ({seen[target]}); two "
-                        "HPAs on one workload fight each other, give it one",
-                    )
-                seen[target] = f"{key}[{i}]"
         return self
 
 
 def check_autoscaling(cfg: PlatformConfig) -> None:
-    """Queue autoscalers read Kueue's metrics: Kueue must run and the queue exist."""
+    """One autoscaler per workload; queue autoscalers read Kueue's metrics: Kueue must run
+    and the queue exist."""
+    auto = cfg.workload_autoscaling
+    seen: dict[tuple[str, str, str], str] = {}
+    for key, scalers in (("gpu", auto.gpu), ("queue", auto.queue)):
+        for i, s in enumerate(scalers):
+            target = (s.namespace or cfg.namespaces.training, s.kind, s.name)
+            if target in seen:
+                raise FieldProblem(
+                    f"workload_autoscaling.{key}[{i}].name",
+                    f"{s.kind} {s.name!r} already has an autoscaler (workload_autoscaling."
+                    f"{seen[target]}); two HPAs on one workload fight each other, give it one",
+                )
+            seen[target] = f"{key}[{i}]"
     queues = [q.name for q in cfg.scheduling.cluster_queues]
     for i, scaler in enumerate(cfg.workload_autoscaling.queue):
         path = f"workload_autoscaling.queue[{i}].cluster_queue"
