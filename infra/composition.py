@@ -8,6 +8,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.autoscaling import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.base import PlatformComponent
 from components.ceph import RookCeph, RookCephArgs
 from components.control_plane import (
@@ -86,6 +87,8 @@ class Platform(PlatformComponent):
         )
         if cfg.scheduling.enabled:
             self._scheduling(env, cfg, cluster, namespaces)
+        if cfg.workload_autoscaling.enabled:
+            self._workload_autoscaling(env, cfg, cluster, namespaces)
         self.register_outputs(self.outputs)
 
     def _gpu_software(
@@ -280,6 +283,23 @@ class Platform(PlatformComponent):
             ),
             self.child(providers=[cluster.kubernetes]),
         )
+
+    def _workload_autoscaling(
+        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
+    ) -> None:
+        """KEDA and the stack's autoscalers; the plan lists each with its target and bounds."""
+        autoscaling = WorkloadAutoscaling(
+            f"{env}-workload-autoscaling",
+            WorkloadAutoscalingArgs(
+                env=env,
+                cfg=cfg,
+                cluster=cluster,
+                node_selector=dict(SYSTEM_LABELS) if cfg.provider == "aws" else {},
+                after=[*namespaces.by_purpose.values(), *namespaces.teams.values()],
+            ),
+            self.child(providers=[cluster.kubernetes]),
+        )
+        self.outputs["workload_autoscalers"] = autoscaling.reports
 
     def _storage(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces

@@ -160,6 +160,9 @@ CHARTS: dict[str, Chart] = {
     # Kueue publishes its chart only to an OCI registry (shared/PINS.md); its custom resources
     # are validated against v0.19.2's schemas (shared/crds/kueue.x-k8s.io).
     "kueue": Chart("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
+    # Workload autoscaling. The chart installs its own copies of KEDA's CRDs (shared/crds/README.md:
+    # they add bounds to the HPA stabilisation windows, 0 to 3600 s).
+    "keda": Chart("keda", "https://kedacore.github.io/charts", "2.20.2"),
     # On-prem fabric: the operator only; its NicClusterPolicy is ours (shared/PINS.md).
     "network-operator": Chart("network-operator", "https://helm.ngc.nvidia.com/nvidia", "26.4.1"),
     # Prometheus (operator), Alertmanager, Grafana, kube-state-metrics and node-exporter.

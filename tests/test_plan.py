@@ -88,6 +88,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "priorityclass-cluster-production-training.yaml",
         "priorityclass-cluster-research.yaml",
         "resourceflavor-cluster-spot-small.yaml",
+        "scaledobject-training-llm-inference.yaml",
         "secret-monitoring-grafana-admin.yaml",
         "storageclass-cluster-gp3.yaml",
         "workloadpriorityclass-cluster-preemptible.yaml",

@@ -20,6 +20,7 @@ import pulumi
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from infra.catalog import CATALOG
+from infra.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
 from infra.config.base import (
     LOG_RETENTION_DAYS,
     NAMESPACE,
@@ -125,6 +126,7 @@ __all__ = [
     "Settings",
     "StorageSettings",
     "SystemNodeSettings",
+    "WorkloadAutoscalingSettings",
     "ZoneSubnets",
     "check_storage",
     "config_from_pulumi",
@@ -192,6 +194,9 @@ class PlatformConfig(Settings):
     gpu_operator: GpuOperatorSettings = Field(default_factory=GpuOperatorSettings)
     scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    workload_autoscaling: WorkloadAutoscalingSettings = Field(
+        default_factory=WorkloadAutoscalingSettings
+    )
     fabric: FabricSettings | None = Field(
         None,
         description="InfiniBand / RoCE through the NVIDIA Network Operator (provider existing); "
@@ -285,6 +290,7 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _queues_fit(self) -> PlatformConfig:
         check_scheduling(self)
+        check_autoscaling(self)
         return self
 
     @model_validator(mode="after")
