@@ -7,6 +7,7 @@ import dataclasses
 import pulumi
 import pulumi_aws as aws
 
+from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.base import PlatformComponent
 from components.ceph import RookCeph, RookCephArgs
@@ -80,6 +81,7 @@ class Platform(PlatformComponent):
         self._gpu_software(env, cfg, cluster, on_cluster)
         if cfg.scheduling.enabled:
             self._scheduling(env, cfg, cluster, namespaces)
+        self._alerts(env, cfg, namespaces, on_cluster)
         self.register_outputs(self.outputs)
 
     def _gpu_software(
@@ -99,6 +101,15 @@ class Platform(PlatformComponent):
             on_cluster,
         )
         self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
+
+    def _alerts(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
+        """The PrometheusRule, in the monitoring namespace where kube-prometheus-stack runs."""
+        # Until the monitoring namespace is a configured purpose, it is the shared contract's
+        # literal name.
+        monitoring = getattr(cfg.namespaces, "monitoring", "monitoring")
+        after = [namespaces.by_purpose[p] for p in ("monitoring",) if p in namespaces.by_purpose]
+        GpuAlerts(f"{env}-alerts", GpuAlertsArgs(env, cfg, monitoring, after), on_cluster)
+        self.outputs["alerts"] = alert_report(cfg)
 
     def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
         """Per-pool NCCL settings on every provider; the Network Operator where RDMA pools or

@@ -83,6 +83,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "priorityclass-cluster-preemptible.yaml",
         "priorityclass-cluster-production-training.yaml",
         "priorityclass-cluster-research.yaml",
+        "prometheusrule-monitoring-gpu-platform-alerts.yaml",
         "resourceflavor-cluster-spot-small.yaml",
         "workloadpriorityclass-cluster-preemptible.yaml",
         "workloadpriorityclass-cluster-production-training.yaml",
