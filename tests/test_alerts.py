@@ -99,6 +99,12 @@ def test_promtool_unit_tests_can_fail(tmp_path):
     assert "GpuTemperatureHigh" in result.stdout + result.stderr
 
 
+def test_missing_promtool_fails_and_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="apt-get install prometheus"):
+        promtool()
+
+
 def test_every_alert_has_a_firing_and_a_silent_promtool_case():
     cases = yaml.safe_load(PROMTOOL_TESTS.read_text())["tests"]
     fires, silent = set(), set()
