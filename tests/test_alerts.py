@@ -19,7 +19,7 @@ from infra.config.alerts import AlertSettings, check_alerts, check_retention
 from infra.config.base import FieldProblem
 from infra.plan import ROOT
 from tests.bad_stacks import ADMIN, GROUP, assert_refused, aws, case, existing
-from tests.conftest import STACKS, planned, stack_config
+from tests.conftest import STACKS, check_golden, planned, stack_config
 
 PROMTOOL_TESTS = Path(__file__).parent / "promtool" / "alerts_test.yaml"
 AWS_ALERTS = {
@@ -117,6 +117,15 @@ def test_every_alert_has_a_firing_and_a_silent_promtool_case():
 
 
 # ------------------------------------------------------------------------------ the rule
+
+
+@pytest.mark.parametrize("stack", ["dev", "onprem"])
+def test_shipped_rules_match_their_reviewed_golden_file(stack):
+    """The rendered rules of an AWS and an on-prem example, kept for review (UPDATE_GOLDEN=1)."""
+    rendered = yaml.safe_dump(
+        prometheus_rule_spec(stack_config(stack)), sort_keys=False, width=100, allow_unicode=True
+    )
+    check_golden(Path(__file__).parent / "golden" / "alerts" / f"{stack}.yaml", rendered)
 
 
 def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
