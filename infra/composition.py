@@ -107,7 +107,8 @@ class Platform(PlatformComponent):
         # Until the monitoring namespace is a configured purpose, it is the shared contract's
         # literal name.
         monitoring = getattr(cfg.namespaces, "monitoring", "monitoring")
-        after = [namespaces.by_purpose[p] for p in ("monitoring",) if p in namespaces.by_purpose]
+        own = namespaces.by_purpose.get("monitoring")
+        after = [own] if own is not None else []
         GpuAlerts(f"{env}-alerts", GpuAlertsArgs(env, cfg, monitoring, after), on_cluster)
         self.outputs["alerts"] = alert_report(cfg)
 
