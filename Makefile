@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: plan plan-all test lint bench clean
+.PHONY: plan plan-all test lint check-promtool bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,14 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: lint
+# The alert tests run Prometheus's own promtool; without it they fail, so say how to get it first.
+check-promtool:
+	@command -v promtool >/dev/null || { \
+		echo "error: promtool not found; the alert tests need it:" \
+			"apt-get install prometheus (Debian/Ubuntu), or a Prometheus release's promtool on PATH" >&2; \
+		exit 1; }
+
+test: lint check-promtool
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.installed

@@ -7,6 +7,7 @@ import dataclasses
 import pulumi
 import pulumi_aws as aws
 
+from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.autoscaling import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.base import PlatformComponent
@@ -86,9 +87,10 @@ class Platform(PlatformComponent):
             env, cfg, cluster, self.child(providers=[cluster.kubernetes], depends_on=[monitoring])
         )
         if cfg.scheduling.enabled:
-            self._scheduling(env, cfg, cluster, namespaces)
+            self._scheduling(env, cfg, cluster, namespaces, monitoring)
         if cfg.workload_autoscaling.enabled:
             self._workload_autoscaling(env, cfg, cluster, namespaces)
+        self._alerts(env, cfg, monitoring, on_cluster)
         self.register_outputs(self.outputs)
 
     def _gpu_software(
@@ -131,6 +133,14 @@ class Platform(PlatformComponent):
         self.outputs["monitoring"] = monitoring_report(cfg.observability, ns, on_aws)
         self.outputs["grafana_admin_password"] = monitoring.admin_password
         return monitoring.release
+
+    def _alerts(
+        self, env: str, cfg: PlatformConfig, monitoring: pulumi.Resource, on_cluster
+    ) -> None:
+        """The PrometheusRule, beside kube-prometheus-stack, whose release installs its CRD."""
+        ns = cfg.namespaces.monitoring
+        GpuAlerts(f"{env}-alerts", GpuAlertsArgs(env, cfg, ns, [monitoring]), on_cluster)
+        self.outputs["alerts"] = alert_report(cfg)
 
     def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
         """Per-pool NCCL settings on every provider; the Network Operator where RDMA pools or
@@ -260,11 +270,17 @@ class Platform(PlatformComponent):
         return cluster
 
     def _scheduling(
-        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
+        self,
+        env: str,
+        cfg: PlatformConfig,
+        cluster: ClusterHandle,
+        namespaces: Namespaces,
+        monitoring: pulumi.Resource,
     ) -> None:
         """Priorities and Kueue. Kueue looks for the ProvisioningRequest CRD when it starts, so
         on AWS it comes after the autoscaler that installs it; an existing cluster runs no
-        autoscaler of ours, so its queues admit without asking for nodes."""
+        autoscaler of ours, so its queues admit without asking for nodes. Its chart declares a
+        ServiceMonitor for its metrics, whose CRD the monitoring release installs."""
         autoscaler = self.autoscaler
         Scheduling(
             f"{env}-scheduling",
@@ -279,6 +295,7 @@ class Platform(PlatformComponent):
                     *namespaces.by_purpose.values(),
                     *namespaces.teams.values(),
                     *([autoscaler.provisioning_request_crd] if autoscaler else []),
+                    monitoring,
                 ],
             ),
             self.child(providers=[cluster.kubernetes]),

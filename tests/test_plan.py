@@ -87,6 +87,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "priorityclass-cluster-preemptible.yaml",
         "priorityclass-cluster-production-training.yaml",
         "priorityclass-cluster-research.yaml",
+        "prometheusrule-monitoring-gpu-platform-alerts.yaml",
         "resourceflavor-cluster-spot-small.yaml",
         "scaledobject-training-llm-inference.yaml",
         "secret-monitoring-grafana-admin.yaml",

@@ -20,6 +20,7 @@ import pulumi
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from infra.catalog import CATALOG
+from infra.config.alerts import AlertSettings, check_alerts
 from infra.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
 from infra.config.base import (
     LOG_RETENTION_DAYS,
@@ -202,6 +203,7 @@ class PlatformConfig(Settings):
         description="InfiniBand / RoCE through the NVIDIA Network Operator (provider existing); "
         "required when a GPU pool's fabric is infiniband or roce.",
     )
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -296,6 +298,11 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _observability_fits(self) -> PlatformConfig:
         check_observability(self)
+        return self
+
+    @model_validator(mode="after")
+    def _alerts_fit(self) -> PlatformConfig:
+        check_alerts(self)
         return self
 
     def _check_aws_network(self) -> None:

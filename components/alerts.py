@@ -1,0 +1,254 @@
+"""The platform's alerts as one PrometheusRule (monitoring.coreos.com/v1) in the monitoring
+namespace: a pure builder of its spec from the config, and the component that declares it.
+
+Series labels (FACTS.md, "Monitoring"): the DCGM exporter names the node `Hostname`, the GPU
+`gpu` and `UUID`; its ServiceMonitor keeps `honorLabels: false`, so the pod that holds a GPU
+is `exported_namespace` / `exported_pod` / `exported_container` (the scrape's own `namespace`
+and `pod` are the exporter's). Alerts built on kube-state-metrics copy its `node` label into
+`Hostname`, so every alert names a node the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.base import PlatformComponent
+from components.scheduling import KubernetesObject
+from infra.config import PlatformConfig
+from infra.config.alerts import AlertSettings
+
+API_VERSION = "monitoring.coreos.com/v1"
+RULE_NAME = "gpu-platform-alerts"
+# The EKS node monitoring agent's conditions (EKS User Guide, "Detect node health issues":
+# node conditions reported by the agent).
+EKS_AGENT_CONDITIONS = (
+    "AcceleratedHardwareReady",
+    "ContainerRuntimeReady",
+    "KernelReady",
+    "NetworkingReady",
+    "StorageReady",
+)
+# kube-state-metrics writes the extended resource nvidia.com/gpu as `nvidia_com_gpu`; the
+# capacity metric is on by default, node labels are not (they need --metric-labels-allowlist).
+GPU_CAPACITY = 'kube_node_status_capacity{resource="nvidia_com_gpu"}'
+# GPU memory in use, in percent of the GPU's framebuffer (FB_USED and FB_FREE are MiB).
+FB_PERCENT = "100 * DCGM_FI_DEV_FB_USED{sel} / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
+GPU = "GPU {{ $labels.gpu }} ({{ $labels.UUID }}) on {{ $labels.Hostname }}"
+POD = "pod {{ $labels.exported_namespace }}/{{ $labels.exported_pod }}"
+
+
+def _as_hostname(expr: str) -> str:
+    return f'label_replace({expr}, "Hostname", "$1", "node", "(.+)")'
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alerting rule, with the condition in words for the plan."""
+
+    name: str
+    expr: str
+    duration: str
+    severity: str
+    summary: str
+    description: str
+    # The threshold as the plan shows it: "GPU utilisation < 30 %".
+    condition: str
+
+    def rule(self, settings: AlertSettings) -> dict[str, Any]:
+        return {
+            "alert": self.name,
+            "expr": self.expr,
+            "for": self.duration,
+            "labels": {"severity": self.severity},
+            "annotations": {
+                "summary": self.summary,
+                "description": self.description,
+                # The README's section for the alert: GitHub's anchor of "### <name>".
+                "runbook_url": f"{settings.runbook_base_url}#{self.name.lower()}",
+            },
+        }
+
+
+def gpu_rules(cfg: PlatformConfig) -> list[Alert]:
+    """Alerts on the GPUs themselves, from the DCGM exporter, on every provider."""
+    a = cfg.alerts
+    teams = "|".join(t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training))
+    training_pod = f'{{exported_pod!="", exported_namespace=~"{teams}"}}'
+    return [
+        Alert(
+            "GpuIdle",
+            f'DCGM_FI_DEV_GPU_UTIL{{exported_pod!=""}} < {a.idle_utilisation_percent}',
+            a.idle_for,
+            "info",
+            "A GPU held by a pod has been nearly idle: release the capacity",
+            f"{GPU}, held by {POD}, has run under {a.idle_utilisation_percent} % utilisation "
+            f"for {a.idle_for} (now {{{{ $value }}}} %).",
+            f"GPU utilisation (a pod's GPU) < {a.idle_utilisation_percent} %",
+        ),
+        Alert(
+            "GpuFramebufferFull",
+            f"{FB_PERCENT.format(sel='')} > {a.framebuffer_full_percent}",
+            a.framebuffer_full_for,
+            "warning",
+            "GPU memory nearly full: out-of-memory risk",
+            f"{GPU} uses {{{{ $value | humanize }}}} % of its memory "
+            f"(threshold {a.framebuffer_full_percent} %).",
+            f"GPU memory used > {a.framebuffer_full_percent} %",
+        ),
+        Alert(
+            "GpuTemperatureHigh",
+            f"DCGM_FI_DEV_GPU_TEMP > {a.temperature_celsius}",
+            a.temperature_for,
+            "warning",
+            "GPU running hot",
+            f"{GPU} is at {{{{ $value }}}} °C, above {a.temperature_celsius} °C "
+            f"for {a.temperature_for}.",
+            f"GPU temperature > {a.temperature_celsius} celsius",
+        ),
+        Alert(
+            "GpuMigrationCandidate",
+            f"{FB_PERCENT.format(sel=training_pod)} > {a.migration_framebuffer_percent}",
+            a.migration_for,
+            "info",
+            "Training pod near its GPU memory limit: checkpoint and requeue",
+            f"{POD} uses {{{{ $value | humanize }}}} % of {GPU}'s memory "
+            f"(threshold {a.migration_framebuffer_percent} %).",
+            f"GPU memory used by a training pod > {a.migration_framebuffer_percent} %",
+        ),
+        Alert(
+            "GpuXidError",
+            # The gauge holds the last XID error code, 0 when none: any code in the window.
+            f"max_over_time(DCGM_FI_DEV_XID_ERRORS[{a.xid_window}]) > 0",
+            "0s",
+            "critical",
+            "GPU reported an XID error",
+            f"{GPU} reported XID {{{{ $value }}}} within the last {a.xid_window}.",
+            f"any XID error in the last {a.xid_window}",
+        ),
+        Alert(
+            "GpuMissing",
+            # A GPU node advertising more GPUs than the exporter reports on it: the exporter
+            # is down (no series at all) or a GPU fell off the bus.
+            f"{_as_hostname(f'{GPU_CAPACITY} > 0')} unless on(Hostname) "
+            f"(count by (Hostname) (DCGM_FI_DEV_GPU_TEMP) "
+            f">= on(Hostname) {_as_hostname(GPU_CAPACITY)})",
+            a.gpu_missing_for,
+            "critical",
+            "GPU node with GPUs the DCGM exporter does not report",
+            "{{ $labels.Hostname }} advertises {{ $value }} GPUs, but the DCGM exporter "
+            f"reports fewer (or none) for {a.gpu_missing_for}.",
+            "DCGM exporter reports fewer GPUs than the node advertises",
+        ),
+    ]
+
+
+def queue_rules(cfg: PlatformConfig) -> list[Alert]:
+    """Queue depth per ClusterQueue, from Kueue's metrics (status `active` and
+    `inadmissible`: every pending workload)."""
+    a = cfg.alerts
+    return [
+        Alert(
+            "KueueQueueBacklog",
+            f"sum by (cluster_queue) (kueue_pending_workloads) > {a.queue_depth}",
+            a.queue_depth_for,
+            "warning",
+            "Workloads are piling up in a queue",
+            "ClusterQueue {{ $labels.cluster_queue }} holds {{ $value }} pending workloads, "
+            f"more than {a.queue_depth} for {a.queue_depth_for}.",
+            f"pending workloads per ClusterQueue > {a.queue_depth}",
+        )
+    ]
+
+
+def node_rules(cfg: PlatformConfig) -> list[Alert]:
+    """The EKS node monitoring agent's conditions (AWS only: an existing cluster runs no
+    agent, so it is alerted from the exporter's XID and health metrics alone)."""
+    if cfg.provider != "aws":
+        return []
+    a = cfg.alerts
+    conditions = "|".join(EKS_AGENT_CONDITIONS)
+    selector = f'{{condition=~"{conditions}", status="false"}}'
+    return [
+        Alert(
+            "EksNodeConditionFailed",
+            f"{_as_hostname(f'kube_node_status_condition{selector}')} == 1",
+            a.node_condition_for,
+            "critical",
+            "EKS node monitoring agent reports a failed node condition",
+            "{{ $labels.Hostname }}: condition {{ $labels.condition }} is False "
+            f"for {a.node_condition_for}.",
+            f"EKS node condition False: {', '.join(EKS_AGENT_CONDITIONS)}",
+        )
+    ]
+
+
+def alert_groups(cfg: PlatformConfig) -> dict[str, list[Alert]]:
+    """The stack's alerts, one group per source of metrics."""
+    groups = {
+        "gpu-platform.gpus": gpu_rules(cfg),
+        "gpu-platform.queues": queue_rules(cfg),
+        "gpu-platform.nodes": node_rules(cfg),
+    }
+    return {name: alerts for name, alerts in groups.items() if alerts}
+
+
+def prometheus_rule_spec(cfg: PlatformConfig) -> dict[str, Any]:
+    """The PrometheusRule's spec."""
+    return {
+        "groups": [
+            {"name": name, "rules": [alert.rule(cfg.alerts) for alert in alerts]}
+            for name, alerts in alert_groups(cfg).items()
+        ]
+    }
+
+
+def alert_report(cfg: PlatformConfig) -> dict[str, str]:
+    """For the plan: each alert with its threshold and duration."""
+    return {
+        alert.name: alert.condition + (f" for {alert.duration}" if alert.duration != "0s" else "")
+        for alerts in alert_groups(cfg).values()
+        for alert in alerts
+    }
+
+
+def prometheus_rule(cfg: PlatformConfig, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": RULE_NAME,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
+        },
+        "spec": prometheus_rule_spec(cfg),
+    }
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class GpuAlertsArgs:
+    env: str
+    cfg: PlatformConfig
+    namespace: str
+    # What must exist first: the monitoring namespace and the release that installs the
+    # PrometheusRule CRD.
+    after: Sequence[pulumi.Resource] = ()
+
+
+class GpuAlerts(PlatformComponent):
+    PLANE = "observability"
+
+    def __init__(self, name: str, args: GpuAlertsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        rule = KubernetesObject(
+            f"{args.env}-{RULE_NAME}",
+            prometheus_rule(args.cfg, args.namespace),
+            self.child(depends_on=list(args.after)),
+        )
+        self.register_outputs({"rule": rule.id})
