@@ -12,14 +12,12 @@ path, the bad value and what would be valid.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import pulumi
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
-from infra.catalog import CATALOG
 from infra.config.alerts import AlertSettings, check_alerts
 from infra.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
 from infra.config.base import (
@@ -45,13 +43,12 @@ from infra.config.cluster import (
 )
 from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
+from infra.config.layout import check_aws_layout, check_gpu_group_zones
 from infra.config.loading import describe, split_namespaces
 from infra.config.network import (
-    CIDR_PREFIX_RANGE,
     AwsSettings,
     NetworkSettings,
     ZoneSubnets,
-    subnet_bits,
     subnet_layout,
 )
 from infra.config.nodes import (
@@ -234,8 +231,8 @@ class PlatformConfig(Settings):
                     "only valid with provider existing; on AWS the fabric is EFA, set per "
                     "node group with gpu_node_groups[].efa",
                 )
-            self._check_aws_network()
-            self._check_gpu_groups()
+            check_aws_layout(self)
+            check_gpu_group_zones(self)
             self._check_api_reachable()
         else:
             if self.existing is None:
@@ -280,136 +277,18 @@ class PlatformConfig(Settings):
             )
 
     @model_validator(mode="after")
-    def _storage_fits(self) -> PlatformConfig:
-        check_storage(self)
-        return self
-
-    @model_validator(mode="after")
-    def _gpu_software_fits(self) -> PlatformConfig:
-        check_gpu_software(self)
-        return self
-
-    @model_validator(mode="after")
-    def _queues_fit(self) -> PlatformConfig:
-        check_scheduling(self)
-        check_autoscaling(self)
-        return self
-
-    @model_validator(mode="after")
-    def _observability_fits(self) -> PlatformConfig:
-        check_observability(self)
-        return self
-
-    @model_validator(mode="after")
-    def _alerts_fit(self) -> PlatformConfig:
-        check_alerts(self)
-        return self
-
-    def _check_aws_network(self) -> None:
-        zones = len(self.aws.zones)
-        for key in ("public_subnet_cidrs", "private_subnet_cidrs"):
-            given = getattr(self.network, key)
-            if given is not None and len(given) != zones:
-                raise FieldProblem(
-                    f"network.{key}",
-                    f"{len(given)} subnets for {zones} zones ({', '.join(self.aws.zones)}); "
-                    "give exactly one per zone",
-                )
-        self._check_carved_subnets()
-        if self.network.vpc_cidr.overlaps(self.cluster.service_ipv4_cidr):
-            raise FieldProblem(
-                "cluster.service_ipv4_cidr",
-                f"{self.cluster.service_ipv4_cidr} overlaps network.vpc_cidr "
-                f"{self.network.vpc_cidr}",
-            )
-        if self.cluster.endpoint_private_only and "public_access_cidrs" in (
-            self.cluster.model_fields_set
+    def _planes_fit_together(self) -> PlatformConfig:
+        """Each plane's rules that need the rest of the stack, in the order of the planes."""
+        for check in (
+            check_storage,
+            check_gpu_software,
+            check_scheduling,
+            check_autoscaling,
+            check_observability,
+            check_alerts,
         ):
-            raise FieldProblem(
-                "cluster.public_access_cidrs",
-                "has no effect with endpoint_private_only: true; remove one of them",
-            )
-
-    def _check_carved_subnets(self) -> None:
-        """Subnets carved from vpc_cidr must still be ones AWS accepts (/28 or larger)."""
-        network, zones = self.network, len(self.aws.zones)
-        bits = subnet_bits(zones)
-        smallest = CIDR_PREFIX_RANGE[1]
-        carved = []
-        if network.private_subnet_cidrs is None:
-            carved.append(("private", network.vpc_cidr.prefixlen + bits))
-        if network.public_subnet_cidrs is None:
-            carved.append(("public", network.vpc_cidr.prefixlen + 2 * bits))
-        for kind, prefix in carved:
-            if prefix > smallest:
-                largest = smallest - max(p for _, p in carved) + network.vpc_cidr.prefixlen
-                raise FieldProblem(
-                    "network.vpc_cidr",
-                    f"{network.vpc_cidr} is too small for {zones} zones: its {kind} subnets would "
-                    f"be /{prefix}, and AWS accepts subnets up to /{smallest}; use a /{largest} "
-                    "or larger VPC, or set network.private_subnet_cidrs and public_subnet_cidrs",
-                )
-
-    def _check_gpu_groups(self) -> None:
-        names = [g.name for g in self.gpu_node_groups]
-        for i, group in enumerate(self.gpu_node_groups):
-            path = f"gpu_node_groups[{i}]"
-            if names.index(group.name) != i:
-                raise FieldProblem(f"{path}.name", f"{group.name!r} is used twice")
-            if group.zone is not None and group.zone not in self.aws.zones:
-                raise FieldProblem(
-                    f"{path}.zone", f"{group.zone} is not one of aws.zones {self.aws.zones}"
-                )
-            for zone in self.group_zones(group):
-                for name in group.instance_types:
-                    offered = self.aws.zone_offerings.get(name)
-                    if offered is not None and zone not in offered:
-                        raise FieldProblem(
-                            f"{path}.zone",
-                            f"{zone} does not offer {name}; it is offered in "
-                            f"{', '.join(offered) or 'no zone'} (aws.zone_offerings)",
-                        )
-        self._check_subnet_room()
-
-    def _check_subnet_room(self) -> None:
-        """Every private subnet must hold, at full scale, each node's pods and the addresses
-        its interfaces take."""
-        demand: dict[str, list[tuple[str, int]]] = {z: [] for z in self.aws.zones}
-        system_row = CATALOG[self.system_nodes.instance_types[0]]
-        per_zone = math.ceil(self.system_nodes.scaling.max_size / len(self.aws.zones))
-        for zone in self.aws.zones:
-            need = per_zone * system_row.addresses_per_node(system_row.max_pods)
-            demand[zone].append(("system_nodes", need))
-        for i, group in enumerate(self.gpu_node_groups):
-            zones = self.group_zones(group)
-            nodes = math.ceil(group.scaling.max_size / len(zones))
-            for zone in zones:
-                demand[zone].append((f"gpu_node_groups[{i}]", nodes * group.addresses_per_node))
-        for zs in subnet_layout(self.network, self.aws.zones):
-            usable = zs.private.num_addresses - 5  # AWS keeps five addresses of every subnet
-            users = demand[zs.zone]
-            if sum(n for _, n in users) > usable:
-                detail = ", ".join(f"{who} {n}" for who, n in users)
-                raise FieldProblem(
-                    self._crowded_key(zs.zone, max(users, key=lambda u: u[1])[0]),
-                    f"private subnet {zs.private} in {zs.zone} has {usable} usable addresses, "
-                    f"but nodes at max_size need {sum(n for _, n in users)} ({detail}); lower "
-                    "max_size or kubelet.max_pods, or give network.private_subnet_cidrs more room",
-                )
-
-    def _crowded_key(self, zone: str, biggest: str) -> str:
-        """The key the user set that made a private subnet too small: its own CIDR, the
-        scaling of the group that needs the most addresses, else a VPC narrower than the
-        default one."""
-        if self.network.private_subnet_cidrs is not None:
-            return f"network.private_subnet_cidrs[{self.aws.zones.index(zone)}]"
-        owners = {"system_nodes": self.system_nodes}
-        owners.update((f"gpu_node_groups[{i}]", g) for i, g in enumerate(self.gpu_node_groups))
-        default = NetworkSettings.model_fields["vpc_cidr"].default
-        narrowed = self.network.vpc_cidr.prefixlen > default.prefixlen
-        if narrowed and "scaling" not in owners[biggest].model_fields_set:
-            return "network.vpc_cidr"
-        return f"{biggest}.scaling.max_size"
+            check(self)
+        return self
 
     def group_zones(self, group: GpuNodeGroupSettings) -> list[str]:
         """Zones a GPU group spans: its own zone; EFA groups one zone (EFA traffic stays in a
