@@ -1,0 +1,58 @@
+"""What a self-test run knows about where it runs: its rank in the job, its device, the volumes
+to test, what the GPU pool promises and the floors to hold it to."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class SelfTestContext:
+    run_id: str
+    rank: int
+    world_size: int
+    local_rank: int
+    # "cuda" with NCCL on GPU nodes, "cpu" with gloo elsewhere.
+    device: str
+    # Where the report goes (shared storage in the cluster, out/selftest/ here).
+    out_dir: Path
+    # The storage plane's volumes; a missing one is a FAIL of its own checks only.
+    shared_data: Path
+    nvme_cache: Path
+    image: str = "local"
+    nodes: int = 1
+    # What the GPU pool promises per node (0 on CPU): GPUs, EFA or RDMA devices.
+    expected_gpus: int = 0
+    expected_fabric_devices: int = 0
+    fabric: str = "tcp"
+    instance_type: str | None = None
+    # Thresholds, by name; each carries its source in `floor_sources`.
+    floors: dict[str, float] = field(default_factory=dict)
+    floor_sources: dict[str, str] = field(default_factory=dict)
+    dcgm_exporter_url: str | None = None
+    prometheus_url: str | None = None
+    # Seconds to wait for every rank to join before the run reports the missing ones.
+    join_timeout_s: float = 60.0
+
+    @property
+    def is_rank0(self) -> bool:
+        return self.rank == 0
+
+    @classmethod
+    def from_env(cls, **overrides) -> SelfTestContext:
+        """torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK), then the given settings."""
+        env = os.environ
+        values = {
+            "run_id": env.get("SELFTEST_RUN_ID", "local"),
+            "rank": int(env.get("RANK", "0")),
+            "world_size": int(env.get("WORLD_SIZE", "1")),
+            "local_rank": int(env.get("LOCAL_RANK", "0")),
+            "device": "cpu",
+            "out_dir": Path(env.get("SELFTEST_OUT", "out/selftest")),
+            "shared_data": Path(env.get("SELFTEST_SHARED_DATA", "/mnt/shared-data")),
+            "nvme_cache": Path(env.get("SELFTEST_NVME_CACHE", "/mnt/nvme-cache")),
+        }
+        values.update(overrides)
+        return cls(**values)

@@ -1,0 +1,50 @@
+"""One check's outcome, as the report carries it, and the guard that keeps a fault from ending
+the run: whatever a check raises becomes a FAIL with its reason, and the rest still runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["PASS", "WARN", "FAIL", "SKIP"]
+# Worst first: a report's status is the worst of its checks'.
+SEVERITY: dict[str, int] = {"FAIL": 3, "WARN": 2, "PASS": 1, "SKIP": 0}
+
+
+@dataclass
+class CheckResult:
+    """A measured value against its threshold, and where that threshold comes from."""
+
+    name: str
+    status: Status
+    value: float | int | str | None = None
+    unit: str = ""
+    threshold: float | int | str | None = None
+    source: str = ""
+    reason: str = ""
+    duration_s: float = 0.0
+    # Series for the HTML report's plots (bus bandwidth per size, loss per step, latencies);
+    # not part of the JSON report's check schema.
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc.pop("details")
+        return doc
+
+
+def worst(statuses: Iterable[str]) -> Status:
+    """The report's status: FAIL over WARN over PASS; only SKIPs (or nothing) is a SKIP."""
+    return max(statuses, key=SEVERITY.__getitem__, default="SKIP")  # type: ignore[return-value]
+
+
+def run_check(name: str, check: Callable[[], list[CheckResult]]) -> list[CheckResult]:
+    """Run one group of checks; an exception is a FAIL naming it, never the end of the run."""
+    started = time.perf_counter()
+    try:
+        return check()
+    except Exception as error:  # a fault is reported as a FAIL, never the end of the run
+        reason = f"{type(error).__name__}: {error}"
+        return [CheckResult(name, "FAIL", reason=reason, duration_s=time.perf_counter() - started)]
