@@ -377,3 +377,33 @@ def test_injected_faults_each_fail_with_reason_and_the_report_stays_whole(tmp_pa
     names = {c["name"] for c in doc["checks"]}
     assert {"compute.gemm_bf16", "metrics.autoscaler_metric", "collectives"} <= names
     assert doc["status"] == "FAIL" and (tmp_path / "report.html").exists()
+
+
+def test_two_single_rank_nodes_measure_across_nodes(tmp_path):
+    """Two processes with LOCAL_WORLD_SIZE=1 stand for two one-GPU nodes: the cross-node sweep
+    runs over both, and there is nothing to measure inside a node."""
+    port = str(closed_port())
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), "WORLD_SIZE": "2",
+           "LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": port}  # fmt: skip
+    cmd = [sys.executable, "-m", "selftest", "--out", str(tmp_path), "--join-timeout", "60",
+           "--checks", "inventory,collectives", "--sizes", "1024,65536"]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env={**env, "RANK": str(rank)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    doc = json.loads((tmp_path / "report.json").read_text())
+    by_name = {c["name"]: c for c in doc["checks"]}
+    assert doc["nodes"] == 2
+    assert by_name["collectives.allreduce_busbw_inter_node"]["status"] == "PASS"
+    assert by_name["collectives.allreduce_busbw_intra_node"]["status"] == "SKIP"
+    assert by_name["collectives.allreduce_correct"]["status"] == "PASS"

@@ -192,7 +192,7 @@ def bench_lines(results: list[CheckResult]) -> list[str]:
             lines.append(f"{result.name}  {row['bytes']:>12} B  algbw {row['algbw']:.4f} GB/s"
                          f"  busbw {row['busbw']:.4f} GB/s")  # fmt: skip
     for result in results:
-        if result.unit in {"MB/s", "GB/s", "µs", "samples/s", "TFLOP/s", "TB/s"}:
+        if result.unit.endswith("/s") or result.unit in {"µs", "us", "ms"}:
             lines.append(f"{result.name}  {result.value} {result.unit}  ({result.status})")
     return lines
 
