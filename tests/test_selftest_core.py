@@ -11,13 +11,13 @@ import socket
 import subprocess
 import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
-from selftest import collectives, compute, inventory, metrics, report
+from selftest import collectives, compute, inventory, metrics, report, runner
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
-from selftest.runner import merge
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -291,7 +291,7 @@ def test_merge_keeps_the_worst_rank_and_names_it():
         CheckResult("compute.gemm_bf16", "FAIL", 500.0, reason="slow"),
         CheckResult("a", "SKIP"),
     ]
-    merged = merge([rank0, rank1])
+    merged = runner.merge([rank0, rank1])
     assert [(r.name, r.status, r.value, r.reason) for r in merged] == [
         ("compute.gemm_bf16", "FAIL", 500.0, "rank 1: slow"), ("a", "SKIP", None, "")]  # fmt: skip
 
@@ -407,3 +407,21 @@ def test_two_single_rank_nodes_measure_across_nodes(tmp_path):
     assert by_name["collectives.allreduce_busbw_inter_node"]["status"] == "PASS"
     assert by_name["collectives.allreduce_busbw_intra_node"]["status"] == "SKIP"
     assert by_name["collectives.allreduce_correct"]["status"] == "PASS"
+
+
+def test_a_group_that_raises_is_a_fail_and_the_next_group_still_runs(tmp_path, monkeypatch):
+    broken = types.ModuleType("selftest.storage")
+
+    def run(ctx):
+        raise FileNotFoundError("/mnt/shared-data is not mounted")
+
+    broken.run = run
+    monkeypatch.setitem(sys.modules, "selftest.storage", broken)
+    args = runner.parse_args(["--checks", "storage,metrics"], {})
+    results = runner.run_groups(ctx(tmp_path), args, grouped=True)
+    assert [(r.name, r.status) for r in results] == [
+        ("storage", "FAIL"),
+        ("metrics.dcgm_exporter", "SKIP"),
+        ("metrics.autoscaler_metric", "SKIP"),
+    ]
+    assert results[0].reason == "FileNotFoundError: /mnt/shared-data is not mounted"
