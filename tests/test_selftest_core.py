@@ -5,6 +5,7 @@ against documented figures and literal log / exposition text, then the real 2-ra
 from __future__ import annotations
 
 import http.server
+import importlib.machinery
 import json
 import os
 import socket
@@ -332,7 +333,7 @@ def cpu_selftest(tmp_path_factory):
     done = _run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
                  "--out", str(out), "--shared-data", str(out / "shared-data"),
                  "--nvme-cache", str(out / "nvme-cache"),
-                 "--sizes", "1024,65536,1048576"])  # fmt: skip
+                 "--sizes", "1024,65536,4194304"])  # fmt: skip
     return done, out
 
 
@@ -387,7 +388,7 @@ def test_two_single_rank_nodes_measure_across_nodes(tmp_path):
            "LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": port}  # fmt: skip
     cmd = [sys.executable, "-m", "selftest", "--out", str(tmp_path), "--join-timeout", "60",
-           "--checks", "inventory,collectives", "--sizes", "1024,65536"]  # fmt: skip
+           "--checks", "inventory,collectives", "--sizes", "1024,4194304"]  # fmt: skip
     procs = [
         subprocess.Popen(
             cmd,
@@ -411,6 +412,7 @@ def test_two_single_rank_nodes_measure_across_nodes(tmp_path):
 
 def test_a_group_that_raises_is_a_fail_and_the_next_group_still_runs(tmp_path, monkeypatch):
     broken = types.ModuleType("selftest.storage")
+    broken.__spec__ = importlib.machinery.ModuleSpec("selftest.storage", None)
 
     def run(ctx):
         raise FileNotFoundError("/mnt/shared-data is not mounted")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
+import importlib.util
 import os
 import socket
 import sys
@@ -148,12 +149,12 @@ def group_runner(name: str, ctx: SelfTestContext, args: argparse.Namespace):
         log = nccl_log_path(ctx) if ctx.device == "cuda" else None
         return lambda: collectives.run(ctx, sizes, args.iters, local, log)
     module = {"inventory": inventory, "compute": compute, "metrics": metrics}.get(name)
-    if module is None:
-        try:
-            module = importlib.import_module(f"selftest.{name}")
-        except ModuleNotFoundError:
-            return None
-    return lambda: module.run(ctx)
+    if module is not None:
+        return lambda: module.run(ctx)
+    if importlib.util.find_spec(f"selftest.{name}") is None:
+        return None
+    # Imported inside run_check: a module that is present but fails to import is a FAIL.
+    return lambda: importlib.import_module(f"selftest.{name}").run(ctx)
 
 
 def run_groups(ctx, args, grouped: bool) -> list[CheckResult]:
