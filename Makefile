@@ -1,10 +1,11 @@
-# Entry points: `make plan` (offline plan of dev), `make test` (lint + tests), `make bench`.
+# Entry points: `make plan` (offline plan of dev), `make test` (lint + tests), `make bench`,
+# `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: plan plan-all test lint check-promtool bench clean
+.PHONY: plan plan-all test lint check-promtool bench selftest bench-selftest clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-selftest.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,23 @@ test: lint check-promtool
 
 bench: $(VENV)/.installed
 	$(PY) -m tests.bench
+
+# The bootstrap self-test on this machine: two gloo ranks on the CPU, as the Job runs it with NCCL.
+# Local folders stand in for the shared-data and nvme-cache volumes.
+SELFTEST_OUT ?= out/selftest
+SELFTEST_ARGS ?=
+TORCHRUN := PYTHONPATH=bootstrap $(VENV)/bin/torchrun --standalone --nproc_per_node=2
+SELFTEST := $(TORCHRUN) -m selftest --out $(SELFTEST_OUT) \
+	--shared-data $(SELFTEST_OUT)/shared-data --nvme-cache $(SELFTEST_OUT)/nvme-cache
+
+selftest: $(VENV)/.installed
+	mkdir -p $(SELFTEST_OUT)/shared-data $(SELFTEST_OUT)/nvme-cache
+	$(SELFTEST) $(SELFTEST_ARGS)
+
+# The same run with a wider all-reduce sweep, printing busbw per size, storage and training figures.
+bench-selftest: $(VENV)/.installed
+	mkdir -p $(SELFTEST_OUT)/shared-data $(SELFTEST_OUT)/nvme-cache
+	$(SELFTEST) --bench --iters 10 --sizes 1024,16384,262144,4194304,16777216,67108864 $(SELFTEST_ARGS)
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

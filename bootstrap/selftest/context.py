@@ -25,6 +25,8 @@ class SelfTestContext:
     nodes: int = 1
     # What the GPU pool promises per node (0 on CPU): GPUs, EFA or RDMA devices.
     expected_gpus: int = 0
+    # The instance catalog's GPU count for `instance_type`, when the Job knows it.
+    catalog_gpus: int | None = None
     expected_fabric_devices: int = 0
     fabric: str = "tcp"
     instance_type: str | None = None

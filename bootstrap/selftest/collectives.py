@@ -1,0 +1,207 @@
+"""Collectives: all-reduce gives the right answer, at the bus bandwidth the fabric promises, and
+NCCL really uses the fabric (a silent fall back to TCP sockets is the most common failure).
+
+Bandwidth follows nccl-tests' PERFORMANCE.md: algbw = bytes / seconds, and for all-reduce
+busbw = algbw × 2(n−1)/n, so that the figure compares with the hardware's link speed whatever n."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from selftest.context import SelfTestContext
+from selftest.result import CheckResult
+
+GB = 1e9
+# Default sweep: 1 KiB … 64 MiB per rank on CPU keeps `make selftest` well under a minute;
+# GPU runs sweep to 2 GiB, where the floors below were measured.
+CPU_SIZES = [2**10, 2**14, 2**18, 2**22, 2**26]
+GPU_SIZES = [2**20, 2**24, 2**27, 2**29, 2**31]
+
+# all-reduce busbw floors, GB/s (FACTS.md "Self-test numbers"): one 8-GPU node; two nodes at 2 GiB.
+INTRA_NODE_FLOORS = {
+    "p4d.24xlarge": 228.0,
+    "p4de.24xlarge": 228.0,
+    "p5.48xlarge": 460.0,
+    "p5e.48xlarge": 431.0,
+    "p5en.48xlarge": 431.0,
+}
+INTER_NODE_FLOORS = {"p4de.24xlarge": 78.0, "p5.48xlarge": 444.0}
+FLOOR_SOURCE = "FACTS.md Self-test numbers (nccl-tests all_reduce_perf on the instance type)"
+# The gloo floor on CPU has no datasheet: it is a config value, sized to catch a broken loopback.
+DEFAULT_CPU_FLOOR_GBPS = 0.05
+
+# NCCL_DEBUG=INFO names the network it picked ("Using network IB", "Using network AWS Libfabric",
+# "Using network Socket") and each connection's transport ("... via NET/Socket/0", "via NET/IB/0",
+# "via NET/AWS Libfabric/0", "via P2P/IPC" inside a node).
+_USING_NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$", re.MULTILINE)
+_VIA_NET = re.compile(r"NCCL INFO .* via NET/([^/\s][^/]*)/")
+RDMA_FABRICS = {"efa", "infiniband", "roce"}
+
+
+def bus_bandwidth(nbytes: int, seconds: float, world_size: int) -> tuple[float, float]:
+    """(algbw, busbw) in GB/s for one all-reduce of `nbytes` per rank."""
+    algbw = nbytes / seconds / GB
+    return algbw, algbw * 2 * (world_size - 1) / world_size
+
+
+def nccl_networks(log_text: str) -> set[str]:
+    """The networks NCCL's INFO log says it used: 'Socket', 'IB', 'Libfabric', 'AWS Libfabric'…"""
+    found = set(_USING_NETWORK.findall(log_text)) | set(_VIA_NET.findall(log_text))
+    return {name.strip() for name in found}
+
+
+def socket_fallback_reason(log_text: str, fabric: str) -> str | None:
+    """Why this run fell back to TCP sockets on an RDMA fabric, or None when it did not."""
+    if fabric not in RDMA_FABRICS:
+        return None
+    networks = nccl_networks(log_text)
+    if "Socket" in networks:
+        others = sorted(networks - {"Socket"})
+        used = f" (also saw {', '.join(others)})" if others else ""
+        return f"NCCL uses NET/Socket on a {fabric} fabric{used}: the RDMA transport did not load"
+    return None
+
+
+def floor_for(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
+    """The busbw floor (GB/s) for 'intra' or 'inter' node all-reduce, and its source."""
+    key = f"allreduce_busbw_{scope}_gbps"
+    if key in ctx.floors:
+        return ctx.floors[key], ctx.floor_sources.get(key, "selftest config")
+    if ctx.device == "cpu":
+        return DEFAULT_CPU_FLOOR_GBPS, "selftest config (gloo on CPU: no datasheet figure)"
+    table = INTRA_NODE_FLOORS if scope == "intra" else INTER_NODE_FLOORS
+    floor = table.get(ctx.instance_type or "")
+    return floor, FLOOR_SOURCE if floor is not None else "no floor known for this instance type"
+
+
+def _time_all_reduce(buf: torch.Tensor, group, device: str, iters: int) -> float:
+    """Seconds per all-reduce, after one warm-up, averaged over `iters`."""
+    dist.all_reduce(buf, group=group)
+    _sync(device)
+    dist.barrier(group=group)
+    started = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(buf, group=group)
+    _sync(device)
+    return (time.perf_counter() - started) / iters
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def correctness(ctx: SelfTestContext, numel: int = 1 << 16) -> CheckResult:
+    """Rank r contributes r+1 everywhere: every element must equal n(n+1)/2, exactly."""
+    started = time.perf_counter()
+    n = ctx.world_size
+    buf = torch.full((numel,), float(ctx.rank + 1), dtype=torch.float32, device=_dev(ctx))
+    dist.all_reduce(buf)
+    expected = n * (n + 1) / 2
+    wrong = int((buf != expected).sum().item())
+    status = "PASS" if wrong == 0 else "FAIL"
+    reason = "" if wrong == 0 else f"{wrong} of {numel} elements differ from the expected sum"
+    return CheckResult(
+        "collectives.allreduce_correct", status, wrong, "wrong elements", 0,
+        "every element equals the sum of the ranks' values", reason,
+        time.perf_counter() - started,
+    )  # fmt: skip
+
+
+def _dev(ctx: SelfTestContext) -> torch.device:
+    return torch.device("cuda", ctx.local_rank) if ctx.device == "cuda" else torch.device("cpu")
+
+
+def sweep(ctx: SelfTestContext, sizes: list[int], group, group_size: int, iters: int) -> list[dict]:
+    """busbw per message size (bytes per rank) over `group`."""
+    rows = []
+    for nbytes in sizes:
+        buf = torch.ones(nbytes // 4, dtype=torch.float32, device=_dev(ctx))
+        seconds = _time_all_reduce(buf, group, ctx.device, iters)
+        algbw, busbw = bus_bandwidth(nbytes, seconds, group_size)
+        rows.append({"bytes": nbytes, "seconds": seconds, "algbw": algbw, "busbw": busbw})
+    return rows
+
+
+def bandwidth_check(ctx: SelfTestContext, scope: str, rows: list[dict], seconds: float):
+    """The largest message's busbw against the floor (small messages measure latency, not bw)."""
+    floor, source = floor_for(ctx, scope)
+    best = rows[-1]["busbw"]
+    if floor is None:
+        status, reason = "WARN", f"no {scope}-node floor for {ctx.instance_type!r}"
+    elif best >= floor:
+        status, reason = "PASS", ""
+    else:
+        status = "FAIL"
+        reason = f"busbw {best:.3g} GB/s at {rows[-1]['bytes']} B is under the {floor} GB/s floor"
+    return CheckResult(
+        f"collectives.allreduce_busbw_{scope}_node", status, round(best, 4), "GB/s", floor,
+        source, reason, seconds, details={"sweep": rows, "floor": floor},
+    )  # fmt: skip
+
+
+def node_groups(world_size: int, local_world_size: int) -> list[list[int]]:
+    """Ranks per node, as torchrun numbers them: node k holds ranks k·L … k·L+L−1."""
+    return [
+        list(range(start, min(start + local_world_size, world_size)))
+        for start in range(0, world_size, local_world_size)
+    ]
+
+
+def run(
+    ctx: SelfTestContext,
+    sizes: list[int] | None = None,
+    iters: int = 5,
+    local_world_size: int | None = None,
+    nccl_log: Path | None = None,
+) -> list[CheckResult]:
+    """Correctness, then busbw within each node and across all nodes, then the fallback check."""
+    sizes = sizes or (GPU_SIZES if ctx.device == "cuda" else CPU_SIZES)
+    local = local_world_size or ctx.world_size
+    results = [correctness(ctx)]
+
+    # Every rank creates every node's group (new_group is collective), then measures its own.
+    started = time.perf_counter()
+    groups = node_groups(ctx.world_size, local)
+    handles = [dist.new_group(ranks) for ranks in groups]
+    mine = next(i for i, ranks in enumerate(groups) if ctx.rank in ranks)
+    if len(groups[mine]) > 1:
+        rows = sweep(ctx, sizes, handles[mine], len(groups[mine]), iters)
+        results.append(bandwidth_check(ctx, "intra", rows, time.perf_counter() - started))
+    else:
+        results.append(_skip("intra", "one rank per node: nothing to measure inside a node"))
+
+    started = time.perf_counter()
+    if len(groups) > 1:
+        rows = sweep(ctx, sizes, None, ctx.world_size, iters)
+        results.append(bandwidth_check(ctx, "inter", rows, time.perf_counter() - started))
+    else:
+        results.append(_skip("inter", "single node: no cross-node all-reduce"))
+
+    results.append(fallback_check(ctx, nccl_log))
+    return results
+
+
+def _skip(scope: str, reason: str) -> CheckResult:
+    return CheckResult(f"collectives.allreduce_busbw_{scope}_node", "SKIP", reason=reason)
+
+
+def fallback_check(ctx: SelfTestContext, nccl_log: Path | None) -> CheckResult:
+    """FAIL when NCCL's own log shows TCP sockets on a fabric that should be RDMA."""
+    name = "collectives.nccl_transport"
+    if ctx.device != "cuda":
+        return CheckResult(name, "SKIP", reason="gloo on CPU: no NCCL transport to check")
+    if nccl_log is None or not nccl_log.exists():
+        return CheckResult(name, "WARN", reason="no NCCL_DEBUG=INFO log to read")
+    text = nccl_log.read_text(errors="replace")
+    networks = ", ".join(sorted(nccl_networks(text))) or "none (single node: P2P/SHM only)"
+    reason = socket_fallback_reason(text, ctx.fabric)
+    return CheckResult(
+        name, "FAIL" if reason else "PASS", networks, "", f"no NET/Socket on {ctx.fabric}",
+        "NCCL_DEBUG=INFO log: 'Using network …' and '… via NET/<transport>/'", reason or "",
+    )  # fmt: skip

@@ -1,0 +1,151 @@
+"""Inventory: the GPUs this node shows are the ones requested and the catalog promises, with
+their model, memory and driver / CUDA / NCCL versions; the fabric's devices are there; and which
+GPUs share a NUMA node with this process (a data loader on the far socket halves host bandwidth).
+
+Fabric devices are counted from /sys/class/infiniband: the kernel lists every RDMA device there —
+EFA (`rdmap*`) and Mellanox HCAs (`mlx5_*`) alike — without needing libfabric's fi_info."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+
+from selftest.context import SelfTestContext
+from selftest.result import CheckResult
+
+SYS = Path("/sys")
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """A kernel cpulist ('0-3,8,10-11') as a set of CPU numbers."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def numa_local_gpus(
+    gpu_numa: dict[int, int], node_cpus: dict[int, set[int]], process_cpus: set[int]
+) -> list[int]:
+    """GPUs whose NUMA node holds at least one CPU this process may run on."""
+    mine = {node for node, cpus in node_cpus.items() if cpus & process_cpus}
+    return sorted(gpu for gpu, node in gpu_numa.items() if node in mine)
+
+
+def gpu_count_check(visible: int, ctx: SelfTestContext) -> CheckResult:
+    """visible = requested (ctx.expected_gpus) = catalog (ctx.catalog_gpus, when known)."""
+    expected = ctx.expected_gpus
+    parts = [f"{visible} visible", f"{expected} requested"]
+    problems = []
+    if visible != expected:
+        problems.append(f"{expected} GPUs requested, {visible} visible")
+    if ctx.catalog_gpus is not None:
+        parts.append(f"{ctx.catalog_gpus} in the catalog for {ctx.instance_type}")
+        if expected != ctx.catalog_gpus:
+            problems.append(f"the catalog's {ctx.instance_type} has {ctx.catalog_gpus}")
+    return CheckResult(
+        "inventory.gpu_count", "FAIL" if problems else "PASS", visible, "GPUs", expected,
+        "requested by the Job (nvidia.com/gpu) = instance catalog", "; ".join(problems),
+        details={"summary": ", ".join(parts)},
+    )  # fmt: skip
+
+
+def fabric_devices(sys_root: Path = SYS) -> list[str]:
+    """RDMA devices the kernel shows (EFA and InfiniBand / RoCE HCAs)."""
+    ib = sys_root / "class" / "infiniband"
+    return sorted(p.name for p in ib.iterdir()) if ib.is_dir() else []
+
+
+def fabric_check(ctx: SelfTestContext, sys_root: Path = SYS) -> CheckResult:
+    devices = fabric_devices(sys_root)
+    expected = ctx.expected_fabric_devices
+    name = "inventory.fabric_devices"
+    if expected == 0 and ctx.fabric == "tcp":
+        return CheckResult(name, "SKIP", len(devices), "devices", 0, reason="no RDMA fabric here")
+    ok = len(devices) == expected
+    reason = "" if ok else f"{expected} {ctx.fabric} devices advertised, {len(devices)} present"
+    return CheckResult(
+        name, "PASS" if ok else "FAIL", len(devices), "devices", expected,
+        "node group resources (vpc.amazonaws.com/efa or the RDMA resource)", reason,
+        details={"devices": devices},
+    )  # fmt: skip
+
+
+def _smi(*args: str) -> str:
+    """nvidia-smi's output, or '' where it is not installed."""
+    if shutil.which("nvidia-smi") is None:
+        return ""
+    done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=60)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def gpu_checks(ctx: SelfTestContext) -> list[CheckResult]:
+    """Model, memory and versions per node, then topology and NUMA locality."""
+    props = [torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count())]
+    models = sorted({p.name for p in props})
+    memory_gb = min(p.total_memory for p in props) / 1e9
+    driver = _smi("--query-gpu=driver_version", "--format=csv,noheader").split("\n")[0].strip()
+    nccl = ".".join(map(str, torch.cuda.nccl.version()))
+    versions = f"driver {driver or '?'}, CUDA {torch.version.cuda}, NCCL {nccl}"
+    results = [
+        CheckResult(
+            "inventory.gpu_model", "PASS" if len(models) == 1 else "FAIL", ", ".join(models),
+            reason="" if len(models) == 1 else "mixed GPU models on one node",
+        ),
+        CheckResult("inventory.gpu_memory", "PASS", round(memory_gb, 1), "GB"),
+        CheckResult("inventory.versions", "PASS" if driver else "WARN", versions,
+                    reason="" if driver else "nvidia-smi not found: driver version unknown"),
+    ]  # fmt: skip
+    results.append(topology_check())
+    return results
+
+
+def pci_numa(smi_csv: str, sys_root: Path = SYS) -> dict[int, int]:
+    """GPU index -> NUMA node, from `nvidia-smi --query-gpu=index,pci.bus_id` and sysfs."""
+    gpu_numa = {}
+    for line in smi_csv.strip().splitlines():
+        index, _, bus = (part.strip() for part in line.partition(","))
+        # nvidia-smi prints an 8-digit PCI domain ("00000000:18:00.0"); sysfs uses 4 ("0000:…").
+        node_file = sys_root / "bus" / "pci" / "devices" / bus.lower()[-12:] / "numa_node"
+        if node_file.exists():
+            gpu_numa[int(index)] = max(int(node_file.read_text()), 0)
+    return gpu_numa
+
+
+def topology_check() -> CheckResult:
+    """`nvidia-smi topo -m` kept for the report; NUMA locality from sysfs per GPU's PCI address."""
+    topo = _smi("topo", "-m")
+    gpu_numa = pci_numa(_smi("--query-gpu=index,pci.bus_id", "--format=csv,noheader"))
+    node_cpus = {
+        int(d.name[4:]): parse_cpulist((d / "cpulist").read_text())
+        for d in (SYS / "devices" / "system" / "node").glob("node[0-9]*")
+    }
+    local = numa_local_gpus(gpu_numa, node_cpus, os.sched_getaffinity(0))
+    status = "PASS" if topo and local else "WARN"
+    reason = "" if status == "PASS" else "topology or NUMA nodes unreadable (nvidia-smi / sysfs)"
+    return CheckResult(
+        "inventory.topology", status, f"GPUs {local} share a NUMA node with this process",
+        reason=reason, details={"topo": topo, "gpu_numa": gpu_numa},
+    )  # fmt: skip
+
+
+def run(ctx: SelfTestContext) -> list[CheckResult]:
+    started = time.perf_counter()
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    results = [gpu_count_check(visible, ctx), fabric_check(ctx)]
+    if visible:
+        results += gpu_checks(ctx)
+    else:
+        for name in ("gpu_model", "gpu_memory", "versions", "topology"):
+            results.append(CheckResult(f"inventory.{name}", "SKIP", reason="no GPU visible"))
+    for result in results:
+        result.duration_s = result.duration_s or time.perf_counter() - started
+    return results
