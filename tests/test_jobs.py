@@ -3,9 +3,13 @@ settings a multi-node training job lives or dies by."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import yaml
 
 from components.jobs import render, spec_for_pool
+from infra.plan import ROOT
 from tests.conftest import STACKS, stack_config, validate_kubernetes
 
 IMAGE = "registry.example.com/team/train@sha256:" + "a" * 64
@@ -187,3 +191,16 @@ def test_shm_in_memory_storage_volumes_nccl_settings_and_a_writable_tmp():
         "/tmp": "tmp",
     }
     assert trainer(objects)["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
+
+
+def test_the_readme_snippet_renders_a_valid_job(capsys):
+    """README, "Submitting a training job": the snippet a team copies runs as written."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Submitting a training job", 1)[1].split("\n## ", 1)[0]
+    (snippet,) = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    exec(compile(snippet, "README.md", "exec"), {})
+    service, job = yaml.safe_load_all(capsys.readouterr().out)
+    for obj in (service, job):
+        validate_kubernetes(obj, stack_config("prod").cluster.kubernetes_version)
+    assert job["spec"]["completions"] == 2
+    assert job["metadata"]["namespace"] == "training"
