@@ -6,8 +6,9 @@ pods find each other through a headless Service, and run the command under torch
   `<job>-<index>.<service>`; torchrun's rendezvous master is index 0 on port 29500 and each
   pod's node rank is its completion index.
 - Admitted through Kueue: the LocalQueue label, the WorkloadPriorityClass label, and the Job
-  created suspended, so that Kueue starts it once the whole job fits (Kueue v0.19.2 docs, "Run
-  a Kubernetes Job": `kueue.x-k8s.io/queue-name`, `kueue.x-k8s.io/priority-class`).
+  created suspended, so that Kueue starts it once the whole job fits (Kueue's
+  pkg/controller/constants: QueueLabel `kueue.x-k8s.io/queue-name`, WorkloadPriorityClassLabel
+  `kueue.x-k8s.io/priority-class`; unchanged through v0.19.2).
 - Requests what the pool's nodes offer (components/gpu_operator.pool_report): GPUs, the
   fabric's devices (EFA or the RDMA resource), 2 MiB hugepages with requests = limits, memory;
   a memory-backed /dev/shm for NCCL and data loaders; the storage plane's volumes; the pool's

@@ -112,6 +112,11 @@ def selftest_report(cfg: PlatformConfig) -> dict[str, Any]:
     }
 
 
+def is_example_image(image: str | None) -> bool:
+    """The shipped stacks' stand-in digest, which no registry serves."""
+    return image is not None and image.endswith("@sha256:" + "0" * 64)
+
+
 def repository_name(env: str) -> str:
     return f"gpu-platform-{env}-selftest"
 
@@ -157,6 +162,11 @@ class SelfTest(PlatformComponent):
             outputs["repository_url"] = repository.repository_url
             self.repository_url = repository.repository_url
         mode = cfg.selftest.resolved_mode(cfg.production)
+        if mode != "off" and is_example_image(cfg.selftest.image):
+            pulumi.warn(
+                f"selftest.image {cfg.selftest.image} has the all-zero EXAMPLE digest: push "
+                "bootstrap/Dockerfile and give its digest, or the Job cannot pull its image"
+            )
         if mode != "off":
             if mode == "warn":
                 pulumi.warn(

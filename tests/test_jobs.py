@@ -84,8 +84,7 @@ def test_torchrun_rendezvous_on_index_zero_with_the_completion_index_as_node_ran
 
 def test_kueue_admits_it_the_job_starts_suspended_with_queue_and_priority_labels():
     _, job = rendered("prod", "h100-block", queue="default", priority_class="research")
-    # Kueue docs (v0.19), "Run a Kubernetes Job": the LocalQueue label, and the
-    # WorkloadPriorityClass label.
+    # Kueue pkg/controller/constants: QueueLabel and WorkloadPriorityClassLabel.
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
     assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "research"
     assert job["spec"]["suspend"] is True

@@ -211,3 +211,17 @@ def test_off_declares_no_job():
     plan = planned("prod")
     assert not [r for r in plan.resources if r.type == "kubernetes:batch/v1:Job"]
     assert plan.outputs["selftest"] == {"mode": "off"}
+
+
+def test_the_shipped_example_digest_is_warned_about():
+    assert any("all-zero EXAMPLE digest" in w for w in planned("onprem").warnings)
+
+
+def test_without_kueue_the_job_is_neither_queued_nor_suspended():
+    cfg = with_selftest("onprem", nodes=2)
+    raw = cfg.model_dump(exclude_unset=True)
+    raw["scheduling"] = {"enabled": False}
+    _, job = render(selftest_spec(parse_config(raw, "stacks/Pulumi.onprem.yaml")))
+    assert job["spec"]["suspend"] is False
+    assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
+    assert "priorityClassName" not in job["spec"]["template"]["spec"]
