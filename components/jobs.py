@@ -134,8 +134,11 @@ def resources(spec: TrainingJobSpec) -> dict[str, dict[str, Any]]:
         **fabric_devices(spec),
         "memory": f"{spec.memory_gib_per_gpu * spec.gpus}Gi",
     }
-    if spec.pool.hugepages_quantity and fabric_devices(spec):
-        wanted["hugepages-2Mi"] = spec.pool.hugepages_quantity
+    if spec.pool.hugepages_2mi and fabric_devices(spec):
+        # The node's reserved pages in the pod's share of its GPUs, so that pods sharing a
+        # node each fit: 2 MiB a page.
+        pages = spec.pool.hugepages_2mi * spec.gpus // spec.pool.gpus_per_node
+        wanted["hugepages-2Mi"] = f"{2 * pages}Mi"
     return {"requests": dict(wanted), "limits": dict(wanted)}
 
 

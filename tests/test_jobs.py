@@ -124,10 +124,12 @@ def test_shipped_p5_pool_requests_eight_gpus_32_efa_and_its_hugepages():
     assert resources == {"requests": expected, "limits": expected}
 
 
-def test_half_a_p5_node_takes_half_its_efa_devices():
+def test_half_a_p5_node_takes_half_its_efa_devices_and_hugepages():
     resources = trainer(rendered("prod", "h100-block", gpus_per_node=4))["resources"]
     assert resources["requests"]["nvidia.com/gpu"] == 4
     assert resources["requests"]["vpc.amazonaws.com/efa"] == 16
+    # 2,564 of the node's 5,128 pages of 2 MiB.
+    assert resources["requests"]["hugepages-2Mi"] == "5128Mi"
 
 
 def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_network():

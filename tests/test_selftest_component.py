@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from components.jobs import render
+from components.kueue import uncounted_resources
+from components.scheduling import kueue_objects
 from components.selftest import run_id, selftest_report, selftest_spec
 from infra.config import ConfigError, parse_config
 from infra.plan import build_plan, run_program
@@ -225,3 +227,20 @@ def test_without_kueue_the_job_is_neither_queued_nor_suspended():
     assert job["spec"]["suspend"] is False
     assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
     assert "priorityClassName" not in job["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kueue_can_admit_what_the_selftest_asks_for(stack):
+    """Kueue admits no workload asking for a resource its ClusterQueue neither covers nor
+    excludes (Kueue docs, "Resources": excludeResourcePrefixes); the Job would wait forever."""
+    cfg = with_selftest(stack)
+    _, job = render(selftest_spec(cfg))
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    objects = kueue_objects(cfg, autoscaled=cfg.provider == "aws")
+    (queue,) = [
+        o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "shared"
+    ]
+    covered = {r for g in queue["spec"]["resourceGroups"] for r in g["coveredResources"]}
+    excluded = uncounted_resources(cfg)
+    for resource in container["resources"]["requests"]:
+        assert resource in covered or resource.startswith(tuple(excluded)), resource
