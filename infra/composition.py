@@ -234,7 +234,7 @@ class Platform(PlatformComponent):
         )
         cluster = dataclasses.replace(cluster, schedulable=[system])
         for group in cfg.gpu_node_groups:
-            GpuNodeGroup(
+            gpu_group = GpuNodeGroup(
                 f"{env}-gpu-{group.name}",
                 GpuNodeGroupArgs(
                     env=env,
@@ -250,6 +250,7 @@ class Platform(PlatformComponent):
                 ),
                 on_aws,
             )
+            self.tested.append(gpu_group)
         self.outputs["gpu_tuning"] = {g.name: gpu_tuning_report(g) for g in cfg.gpu_node_groups}
         if efa_groups(cfg.gpu_node_groups):
             efa = EfaDevicePlugin(
@@ -277,6 +278,8 @@ class Platform(PlatformComponent):
                 ),
                 on_aws,
             )
+            # It scales the GPU groups from zero for the self-test's pods.
+            self.tested.append(self.autoscaler)
         self.outputs.update(
             region=cfg.aws.region,
             cluster_name=control.cluster.name,

@@ -206,6 +206,9 @@ def test_an_aws_stack_gets_a_private_scanned_immutable_encrypted_repository(tmp_
     (job,) = [r for r in plan.resources if r.type == "kubernetes:batch/v1:Job"]
     assert any("gpu-platform:data:EfaDevicePlugin$" in d for d in job.dependencies)
     assert any("gpu-platform:storage:FsxLustre$" in d for d in job.dependencies)
+    # The GPU nodes and the autoscaler that brings them up from zero.
+    assert any("gpu-platform:data:GpuNodeGroup$" in d for d in job.dependencies)
+    assert any("gpu-platform:data:ClusterAutoscaler$" in d for d in job.dependencies)
     assert any(w.startswith("selftest.mode is warn") for w in plan.warnings)
 
 
