@@ -36,6 +36,7 @@ from components.jobs import TrainingJobSpec, render, spec_for_pool
 from components.scheduling import KubernetesObject
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import PlatformConfig
+from infra.config.fabric import RDMA_FABRICS
 from infra.config.selftest import floors, selftest_pool
 
 PART_OF = {"app.kubernetes.io/part-of": "gpu-platform", "gpu-platform/plane": "selftest"}
@@ -47,6 +48,17 @@ SKIP_AWAIT = "pulumi.com/skipAwait"
 def run_id(cfg: PlatformConfig) -> str:
     """Ten hex digits of the stack's whole config: the same inputs, the same run."""
     return hashlib.sha256(cfg.model_dump_json().encode()).hexdigest()[:10]
+
+
+def fabric_devices(cfg: PlatformConfig) -> int:
+    """The fabric devices a self-test pod should see: the node's EFA interfaces, or on RDMA
+    pools the HCAs NCCL is told to use (fabric.hca_names); 0 on TCP pools."""
+    pool = selftest_pool(cfg)
+    if pool.efa_interfaces:
+        return pool.efa_interfaces
+    if pool.fabric in RDMA_FABRICS and cfg.fabric is not None:
+        return len(cfg.fabric.hca_names)
+    return 0
 
 
 def selftest_env(cfg: PlatformConfig, run: str) -> dict[str, str]:
@@ -64,7 +76,7 @@ def selftest_env(cfg: PlatformConfig, run: str) -> dict[str, str]:
         "SELFTEST_NODES": str(settings.nodes),
         "SELFTEST_EXPECTED_GPUS": str(settings.gpus_per_node or pool.gpus_per_node),
         "SELFTEST_FABRIC": pool.fabric,
-        "SELFTEST_EXPECTED_FABRIC_DEVICES": str(pool.efa_interfaces),
+        "SELFTEST_EXPECTED_FABRIC_DEVICES": str(fabric_devices(cfg)),
         "SELFTEST_FLOORS": json.dumps({k: v for k, (v, _) in table.items()}, sort_keys=True),
         "SELFTEST_FLOOR_SOURCES": json.dumps({k: s for k, (_, s) in table.items()}, sort_keys=True),
         "NCCL_DEBUG": "INFO",

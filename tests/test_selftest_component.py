@@ -247,3 +247,17 @@ def test_kueue_can_admit_what_the_selftest_asks_for(stack):
     excluded = uncounted_resources(cfg)
     for resource in container["resources"]["requests"]:
         assert resource in covered or resource.startswith(tuple(excluded)), resource
+
+
+def test_expected_fabric_devices_per_pool_kind():
+    def expected(cfg):
+        _, job = render(selftest_spec(cfg))
+        (container,) = job["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        return env["SELFTEST_EXPECTED_FABRIC_DEVICES"], env["SELFTEST_FABRIC"]
+
+    # p5.48xlarge: 32 EFA interfaces (AWS EC2 User Guide); onprem lists two HCAs, mlx5_0 and
+    # mlx5_1; the dev pool has no EFA.
+    assert expected(with_selftest("prod")) == ("32", "efa")
+    assert expected(stack_config("onprem")) == ("2", "roce")
+    assert expected(with_selftest("dev")) == ("0", "tcp")
