@@ -38,6 +38,9 @@ MIG_DISABLED = "all-disabled"
 # The chart's default `mig.strategy`, kept when no pool uses MIG.
 DEFAULT_MIG_STRATEGY = "single"
 SHARED_MODES = {"time-slicing": "timeSlicing", "mps": "mps"}
+# The Service the GPU Operator creates for its DCGM exporter, and the exporter's port.
+DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
+DCGM_EXPORTER_PORT = 9400
 PART_OF = {"app.kubernetes.io/part-of": "gpu-platform", "gpu-platform/plane": "data"}
 
 # --------------------------------------------------------------------------- pure builders
@@ -165,6 +168,11 @@ def helm_values(
                 # autoscaler query reads the exported_* names.
                 "honorLabels": False,
             },
+            # A pod asking the exporter's Service reaches the exporter on its own node
+            # (Kubernetes "Service Internal Traffic Policy"), so the self-test can check that
+            # its node's exporter answers and exports this node's GPUs. Prometheus scrapes the
+            # endpoints directly, so scraping is unaffected.
+            "service": {"internalTrafficPolicy": "Local"},
         },
         "mig": {"strategy": mig_strategy(pools)},
         "devicePlugin": device_plugin,
@@ -213,6 +221,12 @@ def pool_report(pool: GpuPool) -> dict[str, Any]:
         "sharing": pool.sharing.mode,
         "node_labels": operator_labels(pool),
     }
+
+
+def dcgm_exporter_url(namespace: str) -> str:
+    """The operator's DCGM exporter Service (`nvidia-dcgm-exporter`, port 9400); with the
+    Local traffic policy above it answers with the caller's own node's GPUs."""
+    return f"http://{DCGM_EXPORTER_SERVICE}.{namespace}.svc:{DCGM_EXPORTER_PORT}/metrics"
 
 
 # ------------------------------------------------------------------------------ component

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from components.fabric import rdma_resource
 from components.gpu_node_group import GPU_TAINTS
 from components.gpu_operator import EFA_RESOURCE
 from components.gpu_operator import advertised_resources as pool_resources
@@ -67,8 +68,11 @@ def uncounted_resources(cfg: PlatformConfig) -> list[str]:
     """Resource prefixes Kueue leaves to the scheduler. Kueue admits no workload that asks for
     a resource its queue does not cover: hugepages (EFA pods ask for hugepages-2Mi) and
     ephemeral storage are the node's business, not a team's quota; CPU and memory too where
-    the nodes' sizes are unknown."""
+    the nodes' sizes are unknown. The RDMA device is shared by every pod on a node
+    (`rdmaHcaMax`), a node's business too: counted, no RDMA job would ever be admitted."""
     prefixes = ["ephemeral-storage", "hugepages-"]
+    if cfg.fabric is not None:
+        prefixes.append(rdma_resource(cfg.fabric))
     if not counts_cpu_and_memory(cfg):
         prefixes += ["cpu", "memory"]
     return sorted(prefixes)

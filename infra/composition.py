@@ -37,6 +37,7 @@ from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
 from components.observability import Monitoring, MonitoringArgs, monitoring_report
 from components.scheduling import Scheduling, SchedulingArgs
+from components.selftest import SelfTest, SelfTestArgs, selftest_report
 from components.storage import SharedData, nvme_cache_report
 from components.system_node_group import SYSTEM_LABELS, SystemNodeGroup, SystemNodeGroupArgs
 from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
@@ -62,6 +63,9 @@ class Platform(PlatformComponent):
             "kubernetes_version": cfg.cluster.kubernetes_version,
         }
         self.autoscaler: ClusterAutoscaler | None = None
+        self.aws_provider: aws.Provider | None = None
+        # What the self-test tests, so that it runs after all of it.
+        self.tested: list[pulumi.Resource] = []
         if cfg.provider == "aws":
             cluster = self._aws(env, cfg)
         else:
@@ -81,6 +85,7 @@ class Platform(PlatformComponent):
         self._fabric(env, cfg, namespaces, on_cluster)
         self._storage(env, cfg, cluster, namespaces)
         monitoring = self._monitoring(env, cfg, cluster, namespaces)
+        self.tested.append(monitoring)
         # The operator creates the DCGM exporter's ServiceMonitor, whose CRD the monitoring
         # release installs.
         self._gpu_software(
@@ -91,13 +96,25 @@ class Platform(PlatformComponent):
         if cfg.workload_autoscaling.enabled:
             self._workload_autoscaling(env, cfg, cluster, namespaces)
         self._alerts(env, cfg, monitoring, on_cluster)
+        self._selftest(env, cfg, on_cluster)
         self.register_outputs(self.outputs)
+
+    def _selftest(self, env: str, cfg: PlatformConfig, on_cluster) -> None:
+        """The bootstrap self-test Job, after everything it tests; its image repository on AWS."""
+        selftest = SelfTest(
+            f"{env}-selftest",
+            SelfTestArgs(env, cfg, after=list(self.tested), aws_provider=self.aws_provider),
+            on_cluster,
+        )
+        self.outputs["selftest"] = selftest_report(cfg)
+        if self.aws_provider is not None:
+            self.outputs["selftest_repository_url"] = selftest.repository_url
 
     def _gpu_software(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, on_cluster
     ) -> None:
         """The GPU Operator, and per GPU pool what a pod can request there."""
-        GpuOperator(
+        operator = GpuOperator(
             f"{env}-gpu-operator",
             GpuOperatorArgs(
                 env,
@@ -109,6 +126,7 @@ class Platform(PlatformComponent):
             ),
             on_cluster,
         )
+        self.tested.append(operator)
         self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
 
     def _monitoring(
@@ -152,14 +170,16 @@ class Platform(PlatformComponent):
             self.child(providers=on_cluster.providers, depends_on=[training]),
         )
         self.outputs["nccl_configmaps"] = nccl.names
+        self.tested.append(nccl)
         if cfg.fabric is not None:
             self.outputs["fabric_rdma_resource"] = rdma_resource(cfg.fabric)
         if needs_network_operator(cfg):
-            NetworkOperator(
+            network_operator = NetworkOperator(
                 f"{env}-network-operator",
                 NetworkOperatorArgs(env, cfg, cfg.namespaces.training, after=[training]),
                 on_cluster,
             )
+            self.tested.append(network_operator)
 
     def _aws(self, env: str, cfg: PlatformConfig):
         name = cluster_name(env)
@@ -214,7 +234,7 @@ class Platform(PlatformComponent):
         )
         cluster = dataclasses.replace(cluster, schedulable=[system])
         for group in cfg.gpu_node_groups:
-            GpuNodeGroup(
+            gpu_group = GpuNodeGroup(
                 f"{env}-gpu-{group.name}",
                 GpuNodeGroupArgs(
                     env=env,
@@ -230,13 +250,15 @@ class Platform(PlatformComponent):
                 ),
                 on_aws,
             )
+            self.tested.append(gpu_group)
         self.outputs["gpu_tuning"] = {g.name: gpu_tuning_report(g) for g in cfg.gpu_node_groups}
         if efa_groups(cfg.gpu_node_groups):
-            EfaDevicePlugin(
+            efa = EfaDevicePlugin(
                 f"{env}-efa-device-plugin",
                 EfaDevicePluginArgs(env, cluster, cfg.gpu_node_groups, after=cluster.schedulable),
                 on_aws,
             )
+            self.tested.append(efa)
         ClusterAddons(
             f"{env}-addons",
             ClusterAddonsArgs(env, cluster, after=[*cluster.ready, *cluster.schedulable]),
@@ -256,6 +278,8 @@ class Platform(PlatformComponent):
                 ),
                 on_aws,
             )
+            # It scales the GPU groups from zero for the self-test's pods.
+            self.tested.append(self.autoscaler)
         self.outputs.update(
             region=cfg.aws.region,
             cluster_name=control.cluster.name,
@@ -282,7 +306,7 @@ class Platform(PlatformComponent):
         autoscaler of ours, so its queues admit without asking for nodes. Its chart declares a
         ServiceMonitor for its metrics, whose CRD the monitoring release installs."""
         autoscaler = self.autoscaler
-        Scheduling(
+        scheduling = Scheduling(
             f"{env}-scheduling",
             SchedulingArgs(
                 env=env,
@@ -300,6 +324,7 @@ class Platform(PlatformComponent):
             ),
             self.child(providers=[cluster.kubernetes]),
         )
+        self.tested.append(scheduling)
 
     def _workload_autoscaling(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
@@ -346,13 +371,14 @@ class Platform(PlatformComponent):
                 self.child(providers=[self.aws_provider, cluster.kubernetes]),
             )
             shared = component.shared
+            self.tested.append(component)
             self.outputs.update(
                 storage_fsx_id=component.file_system.id,
                 storage_fsx_zone=zone,
                 storage_fsx_dns_name=component.file_system.dns_name,
             )
         elif cfg.storage.ceph is not None:
-            shared = RookCeph(
+            ceph = RookCeph(
                 f"{env}-ceph",
                 RookCephArgs(
                     env,
@@ -362,7 +388,9 @@ class Platform(PlatformComponent):
                     protect=cfg.protect_stateful,
                 ),
                 self.child(providers=[cluster.kubernetes]),
-            ).shared
+            )
+            shared = ceph.shared
+            self.tested.append(ceph)
         if shared is not None:
             self.outputs["storage_shared_data_claim"] = pulumi.Output.concat(
                 shared.claim.metadata.namespace, "/", shared.claim.metadata.name

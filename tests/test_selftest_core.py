@@ -103,7 +103,7 @@ def test_busbw_floors_per_instance_type_are_facts_md_figures(tmp_path):
     assert floor("p4de.24xlarge", "inter") == 78
     assert floor("p5.48xlarge", "inter") == 444
     assert floor("g5.48xlarge", "inter") is None
-    configured = ctx(tmp_path, floors={"allreduce_busbw_intra_gbps": 2.5})
+    configured = ctx(tmp_path, floors={"intra_node_busbw_gbps": 2.5})
     assert collectives.floor_for(configured, "intra")[0] == 2.5
 
 

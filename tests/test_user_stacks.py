@@ -46,7 +46,7 @@ def test_the_suite_passes_with_a_users_research_stack_in_another_region(tmp_path
     ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", "out")
     for folder in ("infra", "components", "tests", "stacks", "bootstrap"):
         shutil.copytree(ROOT / folder, project / folder, ignore=ignore)
-    for name in ("Pulumi.yaml", "pyproject.toml", "README.md"):
+    for name in ("Pulumi.yaml", "pyproject.toml", "README.md", "requirements-selftest.txt"):
         shutil.copy(ROOT / name, project / name)
     (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
     (project / "stacks" / "Pulumi.research.yaml").write_text(yaml.safe_dump(RESEARCH))

@@ -69,7 +69,8 @@ def socket_fallback_reason(log_text: str, fabric: str) -> str | None:
 
 def floor_for(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
     """The busbw floor (GB/s) for 'intra' or 'inter' node all-reduce, and its source."""
-    key = f"allreduce_busbw_{scope}_gbps"
+    # The names the stack's config gives them (infra/config/selftest.py).
+    key = f"{scope}_node_busbw_gbps"
     if key in ctx.floors:
         return ctx.floors[key], ctx.floor_sources.get(key, "selftest config")
     if ctx.device == "cpu":

@@ -11,6 +11,7 @@ import argparse
 import datetime
 import importlib
 import importlib.util
+import json
 import os
 import socket
 import sys
@@ -55,7 +56,7 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a threshold, e.g. allreduce_busbw_intra_gbps=0.05 (repeatable)",
+        help="a threshold, e.g. intra_node_busbw_gbps=0.05 (repeatable)",
     )
     p.add_argument("--dcgm-url", default=e("SELFTEST_DCGM_URL"))
     p.add_argument("--prometheus-url", default=e("SELFTEST_PROMETHEUS_URL"))
@@ -88,7 +89,13 @@ def parse_floors(pairs: list[str]) -> dict[str, float]:
 def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestContext:
     world = int(env.get("WORLD_SIZE", "1"))
     local_world = int(env.get("LOCAL_WORLD_SIZE", str(world)))
-    floors = parse_floors(args.floor)
+    # The Job passes the stack's floors as JSON (SELFTEST_FLOORS, with their sources); a
+    # --floor flag overrides one by hand.
+    floors = json.loads(env.get("SELFTEST_FLOORS") or "{}")
+    sources = json.loads(env.get("SELFTEST_FLOOR_SOURCES") or "{}")
+    by_hand = parse_floors(args.floor)
+    floors.update(by_hand)
+    sources.update(dict.fromkeys(by_hand, "command line --floor"))
     return SelfTestContext.from_env(
         run_id=args.run_id, image=args.image, out_dir=args.out,
         shared_data=args.shared_data, nvme_cache=args.nvme_cache,
@@ -96,7 +103,7 @@ def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestCont
         nodes=max(1, world // max(local_world, 1)), expected_gpus=args.expected_gpus,
         catalog_gpus=args.catalog_gpus, expected_fabric_devices=args.expected_fabric_devices,
         fabric=args.fabric, instance_type=args.instance_type, floors=floors,
-        floor_sources=dict.fromkeys(floors, "command line --floor"),
+        floor_sources={name: sources.get(name, "selftest config") for name in floors},
         dcgm_exporter_url=args.dcgm_url, prometheus_url=args.prometheus_url,
         join_timeout_s=args.join_timeout,
     )  # fmt: skip

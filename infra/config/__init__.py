@@ -67,6 +67,7 @@ from infra.config.observability import ObservabilitySettings, check_observabilit
 from infra.config.onprem import OnPremGpuPoolSettings
 from infra.config.pools import GpuPool, gpu_pools
 from infra.config.scheduling import SchedulingSettings, check_scheduling
+from infra.config.selftest import SelfTestSettings, check_selftest
 from infra.config.storage import (
     FSX_CAPACITY_STEP_GIB,
     FSX_DEPLOYMENT_TYPES,
@@ -121,6 +122,7 @@ __all__ = [
     "PlatformConfig",
     "Scaling",
     "SchedulingSettings",
+    "SelfTestSettings",
     "Settings",
     "StorageSettings",
     "SystemNodeSettings",
@@ -201,6 +203,7 @@ class PlatformConfig(Settings):
         "required when a GPU pool's fabric is infiniband or roce.",
     )
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+    selftest: SelfTestSettings = Field(default_factory=SelfTestSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -286,6 +289,7 @@ class PlatformConfig(Settings):
             check_autoscaling,
             check_observability,
             check_alerts,
+            check_selftest,
         ):
             check(self)
         return self

@@ -1,0 +1,321 @@
+"""A distributed training job on one GPU pool, as plain Kubernetes objects: an Indexed Job whose
+pods find each other through a headless Service, and run the command under torchrun.
+
+- One pod per node: `completionMode: Indexed`, completions = parallelism = nodes. Each pod's
+  hostname is `<job>-<index>` and, with `subdomain: <service>`, it resolves as
+  `<job>-<index>.<service>`; torchrun's rendezvous master is index 0 on port 29500 and each
+  pod's node rank is its completion index.
+- Admitted through Kueue: the LocalQueue label, the WorkloadPriorityClass label, and the Job
+  created suspended, so that Kueue starts it once the whole job fits (Kueue's
+  pkg/controller/constants: QueueLabel `kueue.x-k8s.io/queue-name`, WorkloadPriorityClassLabel
+  `kueue.x-k8s.io/priority-class`; unchanged through v0.19.2).
+- Requests what the pool's nodes offer (components/gpu_operator.pool_report): GPUs, the
+  fabric's devices (EFA or the RDMA resource), 2 MiB hugepages with requests = limits, memory;
+  a memory-backed /dev/shm for NCCL and data loaders; the storage plane's volumes; the pool's
+  NCCL ConfigMap as environment; on RDMA pools the `rdma` Multus network.
+- Locked down: non-root, read-only root file system (writable /tmp as an emptyDir), no
+  privilege escalation, every capability dropped, RuntimeDefault seccomp.
+
+Everything here is pure: `render(spec)` returns the two objects as dicts, validated in tests
+against the Kubernetes schema. A team's own job uses the same builder (README, "Submitting a
+training job").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.fabric import RDMA_NETWORK, rdma_resource
+from components.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
+from components.nccl import configmap_name
+from components.storage import (
+    NvmeCache,
+    _on_host,
+    nvme_cache,
+    training_volume_mounts,
+    training_volumes,
+)
+from infra.config import GpuPool, PlatformConfig
+from infra.config.fabric import RDMA_FABRICS
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+# The label the Job controller puts on its pods (Kubernetes 1.27+), with the Job's name.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+# The label that carries an Indexed Job pod's index (Kubernetes 1.28+).
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+RENDEZVOUS_PORT = 29500
+# The GPU nodes' taint (components/gpu_node_group.py; admins taint on-prem GPU nodes alike).
+GPU_TOLERATION = {
+    "key": "nvidia.com/gpu",
+    "operator": "Equal",
+    "value": "present",
+    "effect": "NoSchedule",
+}
+# The image's non-root user (bootstrap/Dockerfile); any non-root uid works for other images.
+RUN_AS = 1000
+
+
+@dataclass(frozen=True)
+class TrainingJobSpec:
+    """What a team decides about its job; the pool decides the rest."""
+
+    name: str
+    namespace: str
+    image: str
+    # What torchrun runs: `["-m", "package"]` or `["train.py", "--flag"]`.
+    command: Sequence[str]
+    pool: GpuPool
+    # What backs nvme-cache on the pool's nodes (components/storage.nvme_cache).
+    cache: NvmeCache
+    nodes: int = 1
+    gpus_per_node: int | None = None
+    # The LocalQueue; None submits straight to the scheduler, not through Kueue.
+    queue: str | None = "default"
+    priority_class: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    # The pool's RDMA resource name (components/fabric.rdma_resource) on RDMA pools.
+    rdma_resource: str | None = None
+    memory_gib_per_gpu: int = 16
+    backoff_limit: int = 0
+    active_deadline_seconds: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    extra_volumes: Sequence[dict[str, Any]] = ()
+    extra_mounts: Sequence[dict[str, Any]] = ()
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node or self.pool.gpus_per_node
+
+    @property
+    def service(self) -> str:
+        return self.name
+
+
+def master_address(spec: TrainingJobSpec) -> str:
+    """Index 0's stable name: `<job>-0.<service>` (Indexed Job hostname + pod subdomain)."""
+    return f"{spec.name}-0.{spec.service}"
+
+
+def torchrun_args(spec: TrainingJobSpec) -> list[str]:
+    """torchrun's static rendezvous on index 0; the node rank is the pod's completion index,
+    which Kubernetes substitutes from the container's environment ($(VAR) expansion)."""
+    return [
+        "torchrun",
+        f"--nnodes={spec.nodes}",
+        f"--nproc-per-node={spec.gpus}",
+        "--node-rank=$(JOB_COMPLETION_INDEX)",
+        f"--master-addr={master_address(spec)}",
+        f"--master-port={RENDEZVOUS_PORT}",
+        *spec.command,
+    ]
+
+
+def fabric_devices(spec: TrainingJobSpec) -> dict[str, int]:
+    """EFA devices in the share of the node's GPUs the pod takes (all of them on a whole
+    node), or one RDMA device: the shared device plugin hands every selected HCA to a pod that
+    asks for one."""
+    pool = spec.pool
+    if pool.efa_interfaces:
+        return {EFA_RESOURCE: max(1, pool.efa_interfaces * spec.gpus // pool.gpus_per_node)}
+    if pool.fabric in RDMA_FABRICS and spec.rdma_resource:
+        return {spec.rdma_resource: 1}
+    return {}
+
+
+def resources(spec: TrainingJobSpec) -> dict[str, dict[str, Any]]:
+    """Requests equal to limits, which extended resources and hugepages require anyway."""
+    wanted: dict[str, Any] = {
+        GPU_RESOURCE: spec.gpus,
+        **fabric_devices(spec),
+        "memory": f"{spec.memory_gib_per_gpu * spec.gpus}Gi",
+    }
+    if spec.pool.hugepages_2mi and fabric_devices(spec):
+        # The node's reserved pages in the pod's share of its GPUs, so that pods sharing a
+        # node each fit: 2 MiB a page.
+        pages = spec.pool.hugepages_2mi * spec.gpus // spec.pool.gpus_per_node
+        wanted["hugepages-2Mi"] = f"{2 * pages}Mi"
+    return {"requests": dict(wanted), "limits": dict(wanted)}
+
+
+def shm_volume(spec: TrainingJobSpec) -> dict[str, Any]:
+    """/dev/shm in memory, half the pod's memory: NCCL's shared-memory transport and data
+    loader workers use it, and the container runtime's 64 MiB default is far too small."""
+    return {
+        "name": "dshm",
+        "emptyDir": {
+            "medium": "Memory",
+            "sizeLimit": f"{spec.memory_gib_per_gpu * spec.gpus // 2}Gi",
+        },
+    }
+
+
+def security_context() -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS,
+        "runAsGroup": RUN_AS,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+DOWNWARD_API_ENV = {
+    "NODE_NAME": "spec.nodeName",
+    "POD_NAME": "metadata.name",
+    "POD_NAMESPACE": "metadata.namespace",
+}
+
+
+def container(spec: TrainingJobSpec) -> dict[str, Any]:
+    env = [
+        {
+            "name": "JOB_COMPLETION_INDEX",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": f"metadata.labels['{COMPLETION_INDEX_LABEL}']"}
+            },
+        },
+        # Who and where the pod is, for metrics and logs that name it (downward API).
+        *(
+            {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+            for name, path in DOWNWARD_API_ENV.items()
+        ),
+        # A read-only root: caches (torch, triton, matplotlib) go under the writable /tmp.
+        {"name": "HOME", "value": "/tmp"},
+        *({"name": k, "value": v} for k, v in sorted(spec.env.items())),
+    ]
+    return {
+        "name": "trainer",
+        "image": spec.image,
+        "command": torchrun_args(spec),
+        "env": env,
+        "envFrom": [{"configMapRef": {"name": configmap_name(spec.pool)}}],
+        "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}],
+        "resources": resources(spec),
+        "securityContext": security_context(),
+        "volumeMounts": [
+            *training_volume_mounts(),
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "tmp", "mountPath": "/tmp"},
+            *spec.extra_mounts,
+        ],
+    }
+
+
+def pod_annotations(spec: TrainingJobSpec) -> dict[str, str]:
+    if spec.pool.fabric in RDMA_FABRICS:
+        return {MULTUS_ANNOTATION: RDMA_NETWORK}
+    return {}
+
+
+def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "subdomain": spec.service,
+        "restartPolicy": "Never",
+        "nodeSelector": dict(spec.pool.node_selector),
+        "tolerations": [dict(GPU_TOLERATION)],
+        "securityContext": {"fsGroup": RUN_AS, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container(spec)],
+        "volumes": [
+            *training_volumes(spec.cache),
+            shm_volume(spec),
+            {"name": "tmp", "emptyDir": {}},
+            *spec.extra_volumes,
+        ],
+    }
+    if spec.priority_class:
+        pod["priorityClassName"] = spec.priority_class
+    meta: dict[str, Any] = {"labels": dict(spec.labels)}
+    if pod_annotations(spec):
+        meta["annotations"] = pod_annotations(spec)
+    return {"metadata": meta, "spec": pod}
+
+
+def job_labels(spec: TrainingJobSpec) -> dict[str, str]:
+    labels = dict(spec.labels)
+    if spec.queue:
+        labels[QUEUE_LABEL] = spec.queue
+        if spec.priority_class:
+            labels[PRIORITY_LABEL] = spec.priority_class
+    return labels
+
+
+def job(spec: TrainingJobSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": spec.nodes,
+        "parallelism": spec.nodes,
+        "backoffLimit": spec.backoff_limit,
+        # Kueue unsuspends it once admitted; without a queue it starts at once.
+        "suspend": spec.queue is not None,
+        # A preempted or evicted pod is no failure of the job: it is recreated, without
+        # spending the backoff limit (Kubernetes docs, "Pod failure policy").
+        "podFailurePolicy": {
+            "rules": [
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+            ]
+        },
+        "template": pod_template(spec),
+    }
+    if spec.active_deadline_seconds:
+        body["activeDeadlineSeconds"] = spec.active_deadline_seconds
+    meta: dict[str, Any] = {
+        "name": spec.name,
+        "namespace": spec.namespace,
+        "labels": job_labels(spec),
+    }
+    if spec.annotations:
+        meta["annotations"] = dict(spec.annotations)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": body}
+
+
+def service(spec: TrainingJobSpec) -> dict[str, Any]:
+    """Headless, publishing pods before they are ready: the rendezvous needs index 0's
+    address while every pod is still starting."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": spec.service,
+            "namespace": spec.namespace,
+            "labels": dict(spec.labels),
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {JOB_NAME_LABEL: spec.name},
+            "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT}],
+        },
+    }
+
+
+def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
+    """The Service first: index 0's name must resolve by the time its peers look it up."""
+    return [service(spec), job(spec)]
+
+
+def pool_cache(cfg: PlatformConfig, pool: GpuPool) -> NvmeCache:
+    """What backs nvme-cache on the pool's nodes, as the storage plane declares it."""
+    if cfg.provider == "existing":
+        # The admin mounts local NVMe at host_path on every GPU node (components/storage.py).
+        return _on_host(cfg.storage.nvme_cache, size_gb=None)
+    group = next(g for g in cfg.gpu_node_groups if g.name == pool.name)
+    return nvme_cache(group.instances, cfg.storage.nvme_cache)
+
+
+def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> TrainingJobSpec:
+    """A job on one of the stack's pools, in the training namespace unless `namespace` is
+    given; `choices` are TrainingJobSpec's fields (name, image, command, nodes, ...)."""
+    pool = next(p for p in cfg.gpu_pools if p.name == pool_name)
+    rdma = rdma_resource(cfg.fabric) if cfg.fabric is not None else None
+    choices.setdefault("namespace", cfg.namespaces.training)
+    return TrainingJobSpec(pool=pool, cache=pool_cache(cfg, pool), rdma_resource=rdma, **choices)

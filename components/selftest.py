@@ -1,0 +1,208 @@
+"""The post-deploy self-test: the bootstrap image (bootstrap/Dockerfile) run as a distributed
+job (components/jobs.py) on N nodes of one GPU pool, after everything it tests.
+
+How `pulumi up` waits (selftest.mode):
+- `block`: pulumi-kubernetes awaits a Job until its `Complete` condition and fails the update at
+  once on `Failed` (pulumi-kubernetes v4 Job await; its timeout is the resource's custom create
+  timeout, here selftest.timeout_minutes). A FAIL in the report exits non-zero, the Job fails,
+  and so does `pulumi up`.
+- `warn`: `pulumi.com/skipAwait: "true"`; the update goes on and the plan warns that nobody
+  waits for the result.
+
+A new run per change: the Job's name carries a hash of the whole stack config and of the Job
+itself, so any change to the platform or to the self-test replaces the Job (create the new one,
+delete the old), and an unchanged deploy keeps the last run and its result. No
+`replace_on_changes` is needed; the name is the run id the report is filed under
+(`/mnt/shared-data/selftest/<run_id>/`).
+
+On AWS a private ECR repository (scan on push, immutable tags, KMS encryption) holds the
+image; the program does not build it: the digest comes from config (`selftest.image`), so a
+deploy never depends on a local Docker daemon.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import PlatformComponent
+from components.gpu_operator import dcgm_exporter_url
+from components.jobs import TrainingJobSpec, render, spec_for_pool
+from components.observability import prometheus_url
+from components.scheduling import KubernetesObject
+from components.storage import SHARED_DATA_MOUNT_PATH
+from infra.config import PlatformConfig
+from infra.config.fabric import RDMA_FABRICS
+from infra.config.selftest import floors, selftest_pool
+
+PART_OF = {"app.kubernetes.io/part-of": "gpu-platform", "gpu-platform/plane": "selftest"}
+SKIP_AWAIT = "pulumi.com/skipAwait"
+
+# --------------------------------------------------------------------------- pure builders
+
+
+def run_id(cfg: PlatformConfig) -> str:
+    """Ten hex digits of the stack's whole config: the same inputs, the same run."""
+    return hashlib.sha256(cfg.model_dump_json().encode()).hexdigest()[:10]
+
+
+def fabric_devices(cfg: PlatformConfig) -> int:
+    """The fabric devices a self-test pod should see: the node's EFA interfaces, or on RDMA
+    pools the HCAs NCCL is told to use (fabric.hca_names); 0 on TCP pools."""
+    pool = selftest_pool(cfg)
+    if pool.efa_interfaces:
+        return pool.efa_interfaces
+    if pool.fabric in RDMA_FABRICS and cfg.fabric is not None:
+        return len(cfg.fabric.hca_names)
+    return 0
+
+
+def selftest_env(cfg: PlatformConfig, run: str) -> dict[str, str]:
+    """What the self-test reads (bootstrap/selftest): where it writes, what the pool promises,
+    the floors and where each comes from. NCCL_DEBUG=INFO lets it find a fallback to sockets
+    in NCCL's own log."""
+    pool, settings = selftest_pool(cfg), cfg.selftest
+    table = floors(cfg)
+    env = {
+        "SELFTEST_RUN_ID": run,
+        "SELFTEST_IMAGE": settings.image or "",
+        "SELFTEST_OUT": f"{SHARED_DATA_MOUNT_PATH}/selftest/{run}",
+        "SELFTEST_SHARED_DATA": SHARED_DATA_MOUNT_PATH,
+        "SELFTEST_NVME_CACHE": "/mnt/nvme-cache",
+        "SELFTEST_NODES": str(settings.nodes),
+        "SELFTEST_EXPECTED_GPUS": str(settings.gpus_per_node or pool.gpus_per_node),
+        "SELFTEST_FABRIC": pool.fabric,
+        "SELFTEST_EXPECTED_FABRIC_DEVICES": str(fabric_devices(cfg)),
+        "SELFTEST_FLOORS": json.dumps({k: v for k, (v, _) in table.items()}, sort_keys=True),
+        "SELFTEST_FLOOR_SOURCES": json.dumps({k: s for k, (_, s) in table.items()}, sort_keys=True),
+        "NCCL_DEBUG": "INFO",
+        "SELFTEST_DCGM_URL": dcgm_exporter_url(cfg.gpu_operator.namespace),
+    }
+    if cfg.workload_autoscaling.gpu:
+        # The GPU autoscalers' metric must be served for the self-test's own pods too.
+        env["SELFTEST_PROMETHEUS_URL"] = prometheus_url(cfg.namespaces.monitoring)
+    if pool.instance_types:
+        env["SELFTEST_INSTANCE_TYPE"] = pool.instance_types[0]
+    return env
+
+
+def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
+    settings, pool = cfg.selftest, selftest_pool(cfg)
+    run = run_id(cfg)
+    annotations = {SKIP_AWAIT: "true"} if settings.resolved_mode(cfg.production) == "warn" else {}
+    return spec_for_pool(
+        cfg,
+        pool.name,
+        name=f"selftest-{run}",
+        image=settings.image,
+        command=["-m", "selftest"],
+        nodes=settings.nodes,
+        gpus_per_node=settings.gpus_per_node,
+        queue=settings.queue if cfg.scheduling.enabled else None,
+        priority_class=settings.priority_class if cfg.scheduling.enabled else None,
+        env=selftest_env(cfg, run),
+        active_deadline_seconds=settings.timeout_minutes * 60,
+        labels={**PART_OF, "gpu-platform/selftest-run": run},
+        annotations=annotations,
+    )
+
+
+def selftest_report(cfg: PlatformConfig) -> dict[str, Any]:
+    """The plan's summary: what runs where, how up waits, and the floors."""
+    mode = cfg.selftest.resolved_mode(cfg.production)
+    if mode == "off":
+        return {"mode": "off"}
+    spec = selftest_spec(cfg)
+    return {
+        "mode": mode,
+        "job": f"{spec.namespace}/{spec.name}",
+        "pool": spec.pool.name,
+        "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus,
+        "report": spec.env["SELFTEST_OUT"],
+        "floors": {k: {"value": v, "source": s} for k, (v, s) in floors(cfg).items()},
+    }
+
+
+def is_example_image(image: str | None) -> bool:
+    """The shipped stacks' stand-in digest, which no registry serves."""
+    return image is not None and image.endswith("@sha256:" + "0" * 64)
+
+
+def repository_name(env: str) -> str:
+    return f"gpu-platform-{env}-selftest"
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class SelfTestArgs:
+    env: str
+    cfg: PlatformConfig
+    # Everything the self-test tests: GPU Operator, storage, fabric, NCCL settings, Kueue.
+    after: Sequence[pulumi.Resource] = ()
+    # On AWS: the provider of the ECR repository; None on an existing cluster.
+    aws_provider: pulumi.ProviderResource | None = None
+
+
+class SelfTest(PlatformComponent):
+    """The image's repository on AWS, and the Job with its headless Service."""
+
+    PLANE = "selftest"
+
+    def __init__(self, name: str, args: SelfTestArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        cfg, env = args.cfg, args.env
+        outputs: dict[str, Any] = {}
+        if args.aws_provider is not None:
+            repository = aws.ecr.Repository(
+                f"{env}-selftest-repository",
+                aws.ecr.RepositoryArgs(
+                    name=repository_name(env),
+                    image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
+                        scan_on_push=True
+                    ),
+                    image_tag_mutability="IMMUTABLE",
+                    encryption_configurations=[
+                        aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS")
+                    ],
+                    force_delete=not cfg.protect_stateful,
+                ),
+                self.child(provider=args.aws_provider),
+            )
+            outputs["repository_url"] = repository.repository_url
+            self.repository_url = repository.repository_url
+        mode = cfg.selftest.resolved_mode(cfg.production)
+        if mode != "off" and is_example_image(cfg.selftest.image):
+            pulumi.warn(
+                f"selftest.image {cfg.selftest.image} has the all-zero EXAMPLE digest: push "
+                "bootstrap/Dockerfile and give its digest, or the Job cannot pull its image"
+            )
+        if mode != "off":
+            if mode == "warn":
+                pulumi.warn(
+                    "selftest.mode is warn: the self-test Job runs, but pulumi up does not wait "
+                    "for it; read its report under /mnt/shared-data/selftest/ or its log"
+                )
+            service, job = render(selftest_spec(cfg))
+            svc = KubernetesObject(
+                f"{env}-selftest-service", service, self.child(depends_on=list(args.after))
+            )
+            timeout = f"{cfg.selftest.timeout_minutes}m"
+            KubernetesObject(
+                f"{env}-selftest-job",
+                job,
+                self.child(
+                    depends_on=[svc, *args.after],
+                    custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+                ),
+            )
+            outputs["job"] = job["metadata"]["name"]
+        self.register_outputs(outputs)

@@ -1,0 +1,197 @@
+"""The post-deploy self-test (components/selftest.py): where it runs, how `pulumi up` waits for
+it, and the floors it holds the platform to.
+
+`mode` decides what a failing self-test does to `pulumi up`: `block` awaits the Job, so a FAIL
+fails the update; `warn` runs it without waiting (the plan warns that nobody waits); `off`
+declares nothing. Left unset it is `off` until the stack names an image (the Job has nothing to
+run without one), then `block` on a production stack and `warn` elsewhere.
+
+Floors default to the figures in shared/FACTS.md ("Self-test numbers"), one table below.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import Field
+
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, one_of, shaped
+
+if TYPE_CHECKING:
+    from infra.config import PlatformConfig
+    from infra.config.pools import GpuPool
+
+Mode = Literal["block", "warn", "off"]
+
+# An image pinned by content: `<registry>/<repository>[:<tag>]@sha256:<64 hex digits>` (OCI
+# distribution spec, "Pulling manifests": a digest is `<algorithm>:<encoded>`, sha256 encodes 64
+# lowercase hex digits). A tag alone can be moved under the same name; a digest cannot.
+DIGEST_WORDS = (
+    "an image pinned by digest: <registry>/<repository>[:<tag>]@sha256:<64 lowercase hex "
+    "digits>, e.g. 111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:…"
+)
+PinnedImage = Annotated[str, shaped(r"[a-z0-9][^\s@]*/[^\s@]+@sha256:[0-9a-f]{64}", DIGEST_WORDS)]
+
+# All-reduce bus-bandwidth floors in GB/s (GB = 1e9), shared/FACTS.md "Self-test numbers":
+# within one 8-GPU node per GPU model, across two nodes per instance type at 2 GiB messages.
+FACTS = 'shared/FACTS.md, "Self-test numbers"'
+INTRA_NODE_BUSBW_GBPS: dict[str, float] = {"A100": 228.0, "H100": 460.0, "H200": 431.0}
+INTER_NODE_BUSBW_GBPS: dict[str, float] = {"p4de.24xlarge": 78.0, "p5.48xlarge": 444.0}
+# The NVMe cache's small-file latency floor: the source documents ask for under 200 µs.
+NVME_P99_LATENCY_US = 200.0
+
+
+def _fraction(default: float, what: str) -> float:
+    return Field(default, gt=0, le=1, description=f"{what}, as a fraction (0-1].")
+
+
+class SelfTestSettings(Settings):
+    """The bootstrap self-test Job that runs after every deploy (README, "The post-deploy
+    self-test")."""
+
+    mode: Mode | None = Field(
+        None,
+        description="`block`: pulumi up waits for the Job and fails when the self-test "
+        "fails. `warn`: runs it without waiting. `off`: no self-test. Default: off without "
+        "an image; with one, block on production stacks, warn elsewhere.",
+    )
+    image: PinnedImage | None = Field(
+        None,
+        description="The bootstrap image (bootstrap/Dockerfile), pinned by digest; on AWS "
+        "push it to the platform's ECR repository (output `selftest_repository_url`). "
+        "Required unless mode is off.",
+    )
+    pool: DnsLabel | None = Field(
+        None, description="The GPU pool it runs on. Default: the stack's first pool."
+    )
+    nodes: Int = Field(1, ge=1, description="Nodes it spans (1 or more, at most the pool's).")
+    gpus_per_node: Int | None = Field(
+        None, ge=1, description="GPUs per node. Default: every GPU of one of the pool's nodes."
+    )
+    timeout_minutes: Int = Field(
+        30,
+        ge=5,
+        le=1440,
+        description="How long the Job may run (activeDeadlineSeconds) and, with block, how long "
+        "pulumi up waits for it, queueing included (5-1440).",
+    )
+    queue: DnsLabel = Field(
+        "default", description="The Kueue LocalQueue of the training namespace it submits to."
+    )
+    priority_class: DnsLabel = Field(
+        "research",
+        description="PriorityClass and Kueue WorkloadPriorityClass: `research` preempts only "
+        "preemptible work, never a production training run.",
+    )
+    intra_node_busbw_gbps: float | None = Field(
+        None,
+        gt=0,
+        description="All-reduce busbw floor within a node, GB/s. Default: the FACTS.md figure "
+        "for the pool's GPU (A100 228, H100 460, H200 431), else none (WARN only).",
+    )
+    inter_node_busbw_gbps: float | None = Field(
+        None,
+        gt=0,
+        description="All-reduce busbw floor across nodes, GB/s. Default: the FACTS.md figure "
+        "for the pool's instance type (2 x p4de 78, 2 x p5 444).",
+    )
+    gemm_fraction: float = _fraction(0.75, "Dense bf16 GEMM floor: share of the GPU's peak")
+    memory_bandwidth_fraction: float = _fraction(
+        0.80, "Device-memory bandwidth floor: share of the GPU's HBM peak"
+    )
+    storage_fraction: float = _fraction(
+        0.5,
+        "shared-data sequential throughput floor: share of the plan's expected throughput "
+        "(capacity x tier), per node",
+    )
+    nvme_p99_latency_us: float = Field(
+        NVME_P99_LATENCY_US, gt=0, description="nvme-cache small-file p99 latency ceiling, µs."
+    )
+
+    def resolved_mode(self, production: bool) -> Mode:
+        if self.mode is not None:
+            return self.mode
+        if self.image is None:
+            return "off"
+        return "block" if production else "warn"
+
+
+def selftest_pool(cfg: PlatformConfig) -> GpuPool:
+    """The pool the self-test runs on (checked by check_selftest)."""
+    name = cfg.selftest.pool or cfg.gpu_pools[0].name
+    return next(p for p in cfg.gpu_pools if p.name == name)
+
+
+def floors(cfg: PlatformConfig) -> dict[str, tuple[float, str]]:
+    """Every threshold the self-test holds the stack to: name -> (value, where it comes from)."""
+    settings, pool = cfg.selftest, selftest_pool(cfg)
+    out: dict[str, tuple[float, str]] = {
+        "gemm_fraction": (settings.gemm_fraction, "selftest.gemm_fraction"),
+        "memory_bandwidth_fraction": (
+            settings.memory_bandwidth_fraction,
+            "selftest.memory_bandwidth_fraction",
+        ),
+        "nvme_p99_latency_us": (settings.nvme_p99_latency_us, "selftest.nvme_p99_latency_us"),
+    }
+    intra = settings.intra_node_busbw_gbps
+    if intra is not None:
+        out["intra_node_busbw_gbps"] = (intra, "selftest.intra_node_busbw_gbps")
+    elif pool.gpu_model in INTRA_NODE_BUSBW_GBPS:
+        out["intra_node_busbw_gbps"] = (INTRA_NODE_BUSBW_GBPS[pool.gpu_model], FACTS)
+    inter = settings.inter_node_busbw_gbps
+    if inter is not None:
+        out["inter_node_busbw_gbps"] = (inter, "selftest.inter_node_busbw_gbps")
+    else:
+        known = [
+            INTER_NODE_BUSBW_GBPS[t] for t in pool.instance_types if t in INTER_NODE_BUSBW_GBPS
+        ]
+        if known:
+            out["inter_node_busbw_gbps"] = (min(known), FACTS)
+    expected = cfg.storage.fsx.expected_throughput_mbps if cfg.storage.fsx else None
+    if expected is None and cfg.storage.ceph is not None:
+        expected = cfg.storage.ceph.expected_throughput_mbps
+    if expected is not None:
+        out["shared_data_mbps"] = (
+            round(expected * settings.storage_fraction / settings.nodes, 1),
+            "plan: storage expected throughput x selftest.storage_fraction / nodes",
+        )
+    return out
+
+
+def check_selftest(cfg: PlatformConfig) -> None:
+    """The self-test's rules that need the pools: it must fit the pool it names."""
+    settings = cfg.selftest
+    if settings.resolved_mode(cfg.production) == "off":
+        return
+    if settings.image is None:
+        raise FieldProblem(
+            "selftest.image",
+            f"required with mode {settings.mode}: build bootstrap/Dockerfile, push it and give "
+            "its digest (README, 'The post-deploy self-test'), or set selftest.mode: off",
+        )
+    pools = cfg.gpu_pools
+    if not pools:
+        raise FieldProblem("selftest.mode", "the stack has no GPU pool to test; set mode: off")
+    if settings.pool is not None:
+        try:
+            one_of(settings.pool, [p.name for p in pools], "a GPU pool of this stack", "pools")
+        except ValueError as error:
+            raise FieldProblem("selftest.pool", str(error)) from None
+    pool = selftest_pool(cfg)
+    if settings.nodes > pool.max_nodes:
+        raise FieldProblem(
+            "selftest.nodes",
+            f"{settings.nodes} nodes, but pool {pool.name!r} has at most {pool.max_nodes}",
+        )
+    if settings.gpus_per_node is not None and settings.gpus_per_node > pool.gpus_per_node:
+        raise FieldProblem(
+            "selftest.gpus_per_node",
+            f"{settings.gpus_per_node} GPUs, but a node of pool {pool.name!r} has "
+            f"{pool.gpus_per_node}",
+        )
+    if pool.sharing.mode == "mig":
+        raise FieldProblem(
+            "selftest.pool",
+            f"{pool.name!r} cuts its GPUs into MIG slices; the self-test measures whole GPUs, "
+            "pick a pool without MIG",
+        )
