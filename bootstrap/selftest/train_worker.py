@@ -18,6 +18,7 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -121,7 +122,7 @@ def load(directory: Path, model, optimizer) -> dict:
     return state["trainer"]
 
 
-def train(settings: dict) -> dict:
+def train(settings: dict) -> NoReturn:
     stop_requested: list[float] = []
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.append(time.perf_counter()))
     rank, world = settings["rank"], settings["world_size"]
@@ -150,7 +151,10 @@ def train(settings: dict) -> dict:
     checkpoints = Path(settings["checkpoints"])
     trainer = {"step": 0, "position": 0}
     if settings["resume_from"]:
-        trainer = load(Path(settings["resume_from"]), model, optimizer)
+        try:
+            trainer = load(Path(settings["resume_from"]), model, optimizer)
+        except CheckpointError as error:
+            finish(settings, {"error": str(error)})
     accumulation, per_step = (
         settings["accumulation"],
         settings["accumulation"] * settings["micro_batch"],
@@ -196,19 +200,19 @@ def train(settings: dict) -> dict:
         torch.cuda.max_memory_allocated(device) if cuda
         else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     )  # fmt: skip
-    dist.destroy_process_group()
-    return outcome
+    finish(settings, outcome)
 
 
-def main() -> int:
-    settings = json.loads(sys.argv[1])
-    try:
-        outcome = train(settings)
-    except CheckpointError as error:
-        outcome = {"error": str(error)}
+def finish(settings: dict, outcome: dict) -> NoReturn:
+    """Write the outcome and leave without tearing torch down. Freeing a DDP model on gloo can
+    deadlock (torch 2.13: the Reducer's destructor, holding the GIL, joins gloo's run-loop
+    thread, which waits for the GIL to free a finished work's tensors), so the worker's result
+    is on disk first and the process ends with os._exit once every rank has got this far."""
+    dist.barrier()
     Path(settings["result"]).write_text(json.dumps(outcome))
-    return 0 if "error" not in outcome else 3
+    sys.stdout.flush()
+    os._exit(3 if "error" in outcome else 0)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    train(json.loads(sys.argv[1]))
