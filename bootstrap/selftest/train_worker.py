@@ -142,7 +142,8 @@ def train(settings: dict) -> NoReturn:
     torch.manual_seed(settings["seed"])  # the same initial weights on every rank and every run
     images = [image for _, image in iter_samples([Path(p) for p in settings["shards"]])]
     model = DistributedDataParallel(
-        Denoiser(checkpointing=True).to(device), device_ids=[device.index] if cuda else None
+        Denoiser(width=settings["width"], checkpointing=True).to(device),
+        device_ids=[device.index] if cuda else None,
     )
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"])
     dtype = autocast_dtype(device)
