@@ -90,6 +90,11 @@ def augment(image: torch.Tensor, crop: int, generator: torch.Generator) -> torch
     return window.float() / 127.5 - 1.0
 
 
+def collective_device(ctx: SelfTestContext) -> torch.device:
+    """Where a collective's tensors must live: NCCL only reduces CUDA tensors, gloo CPU ones."""
+    return torch.device("cuda", ctx.local_rank) if ctx.device == "cuda" else torch.device("cpu")
+
+
 def rank_shards(paths: list[Path], rank: int, world_size: int) -> list[Path]:
     return paths[rank::world_size]
 
@@ -127,18 +132,19 @@ def pipeline_check(ctx: SelfTestContext) -> CheckResult:
         count += 1
     elapsed = time.perf_counter() - started
     # The job's rate: every rank's samples over the slowest rank's time.
-    counts = torch.tensor([float(count)], dtype=torch.float64)
-    slowest = torch.tensor([elapsed], dtype=torch.float64)
+    device = collective_device(ctx)
+    counts = torch.tensor([float(count)], dtype=torch.float64, device=device)
+    slowest = torch.tensor([elapsed], dtype=torch.float64, device=device)
     if dist.is_initialized():
         dist.all_reduce(counts)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-    samples_per_s = float(counts / slowest)
+    samples_per_s = float((counts / slowest).item())
     key = "pipeline.samples_per_s"
     floor = ctx.floors.get(key)
     result = CheckResult(
         "storage.pipeline", "PASS", round(samples_per_s, 1), "samples/s", floor,
         ctx.floor_sources.get(key, ""), duration_s=elapsed,
-        details={"samples": int(counts), "crop": PIPELINE_CROP, "image_size": IMAGE_SIZE},
+        details={"samples": int(counts.item()), "crop": PIPELINE_CROP, "image_size": IMAGE_SIZE},
     )  # fmt: skip
     if floor is None:
         result.reason = f"no floor set ({key})"

@@ -104,11 +104,11 @@ def verify(directory: Path) -> str | None:
     return None
 
 
-def load(directory: Path, model, optimizer) -> dict:
+def load(directory: Path, model, optimizer, device: torch.device) -> dict:
     """The trainer state, after the model and optimizer are restored; every rank agrees first
     that the files are intact, so none enters DCP's collective load alone."""
     problem = verify(directory)
-    flag = torch.tensor([0 if problem is None else 1])
+    flag = torch.tensor([0 if problem is None else 1], device=device)
     dist.all_reduce(flag, op=dist.ReduceOp.MAX)
     if flag.item():
         raise CheckpointError(problem or f"checkpoint {directory} corrupted (seen by another rank)")
@@ -153,7 +153,7 @@ def train(settings: dict) -> NoReturn:
     trainer = {"step": 0, "position": 0}
     if settings["resume_from"]:
         try:
-            trainer = load(Path(settings["resume_from"]), model, optimizer)
+            trainer = load(Path(settings["resume_from"]), model, optimizer, device)
         except CheckpointError as error:
             finish(settings, {"error": str(error)})
     accumulation, per_step = (

@@ -27,7 +27,7 @@ import torch.distributed as dist
 
 import selftest
 from selftest.context import SelfTestContext
-from selftest.data import ensure_shards, rank_shards
+from selftest.data import collective_device, ensure_shards, rank_shards
 from selftest.result import CheckResult
 
 STEPS = 8
@@ -75,7 +75,12 @@ def launch(settings: dict, interrupt_after: int | None = None) -> tuple[dict, fl
     printed. Returns its outcome and the seconds from SIGTERM to its exit."""
     Path(settings["result"]).parent.mkdir(parents=True, exist_ok=True)
     Path(settings["result"]).unlink(missing_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(Path(selftest.__file__).parent.parent))
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(Path(selftest.__file__).parent.parent),
+        # cuBLAS is deterministic only with a fixed workspace (PyTorch's reproducibility notes).
+        CUBLAS_WORKSPACE_CONFIG=":4096:8",
+    )
     with open(settings["log"], "w") as log:
         worker = subprocess.Popen(
             [sys.executable, "-m", "selftest.train_worker", json.dumps(settings)],
@@ -128,11 +133,11 @@ def reference_checks(ctx: SelfTestContext, outcome: dict, elapsed: float) -> lis
     ]  # fmt: skip
 
 
-def _agreed(ok: bool) -> bool:
+def _agreed(ctx: SelfTestContext, ok: bool) -> bool:
     """True only when every rank's comparison held."""
     if not dist.is_initialized():
         return ok
-    flag = torch.tensor([0 if ok else 1])
+    flag = torch.tensor([0 if ok else 1], device=collective_device(ctx))
     dist.all_reduce(flag, op=dist.ReduceOp.MAX)
     return flag.item() == 0
 
@@ -204,7 +209,7 @@ def run(ctx: SelfTestContext) -> list[CheckResult]:
     settings["resume_from"] = str(checkpoint)
     resumed, _ = launch(settings)
     resume = resume_check(reference, interrupted, resumed)
-    if not _agreed(resume.status == "PASS") and resume.status == "PASS":
+    if not _agreed(ctx, resume.status == "PASS") and resume.status == "PASS":
         resume.status, resume.reason = "FAIL", "another rank's losses differ from its reference"
     resume.duration_s = time.perf_counter() - started
     results.append(resume)
