@@ -170,3 +170,23 @@ def test_outcomes_are_json_so_losses_round_trip_exactly():
     # json.dumps writes a float's shortest repr, which float() reads back to the same bits.
     loss = 0.8347939848899841
     assert json.loads(json.dumps({"loss": loss}))["loss"].hex() == loss.hex()
+
+
+def test_workers_serve_their_own_rendezvous_under_torchrun():
+    # torchrun sets TORCHELASTIC_USE_AGENT_STORE=True for its ranks (torch.distributed.elastic's
+    # c10d rendezvous): a worker that inherited it would wait for a store nobody serves.
+    env = training.worker_env({"TORCHELASTIC_USE_AGENT_STORE": "True", "RANK": "1"})
+    assert "TORCHELASTIC_USE_AGENT_STORE" not in env
+    assert env["RANK"] == "1"
+    assert env["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert (Path(env["PYTHONPATH"]) / "selftest" / "train_worker.py").is_file()
+
+
+def test_without_shared_storage_training_is_one_fail_with_the_reason(tmp_path):
+    ctx = SelfTestContext(
+        run_id="m", rank=0, world_size=1, local_rank=0, device="cpu", out_dir=tmp_path,
+        shared_data=tmp_path / "gone", nvme_cache=tmp_path,
+    )  # fmt: skip
+    (result,) = training.run(ctx)
+    assert (result.name, result.status) == ("training", "FAIL")
+    assert result.reason == f"FileNotFoundError: not mounted: {tmp_path / 'gone'}"

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -28,7 +29,7 @@ import torch.distributed as dist
 import selftest
 from selftest.context import SelfTestContext
 from selftest.data import collective_device, ensure_shards, rank_shards
-from selftest.result import CheckResult
+from selftest.result import CheckResult, run_check
 
 STEPS = 8
 INTERRUPT_AFTER_STEP = 2
@@ -70,17 +71,26 @@ def _settings(ctx: SelfTestContext, paths: list[Path], phase: str, port: int) ->
     }  # fmt: skip
 
 
+def worker_env(parent: Mapping[str, str]) -> dict[str, str]:
+    """The worker's environment: the rank's, with the package on the path."""
+    env = dict(
+        parent,
+        PYTHONPATH=str(Path(selftest.__file__).parent.parent),
+        # cuBLAS is deterministic only with a fixed workspace (PyTorch's reproducibility notes).
+        CUBLAS_WORKSPACE_CONFIG=":4096:8",
+    )
+    # Under torchrun this says "rank 0 does not serve the store, the agent does": true for the
+    # self-test's own group, false for the workers', whose rank 0 must serve theirs.
+    env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+    return env
+
+
 def launch(settings: dict, interrupt_after: int | None = None) -> tuple[dict, float | None]:
     """Run one worker to its end; with `interrupt_after`, SIGTERM it once that step's loss is
     printed. Returns its outcome and the seconds from SIGTERM to its exit."""
     Path(settings["result"]).parent.mkdir(parents=True, exist_ok=True)
     Path(settings["result"]).unlink(missing_ok=True)
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(Path(selftest.__file__).parent.parent),
-        # cuBLAS is deterministic only with a fixed workspace (PyTorch's reproducibility notes).
-        CUBLAS_WORKSPACE_CONFIG=":4096:8",
-    )
+    env = worker_env(os.environ)
     with open(settings["log"], "w") as log:
         worker = subprocess.Popen(
             [sys.executable, "-m", "selftest.train_worker", json.dumps(settings)],
@@ -183,7 +193,12 @@ def resume_check(reference: dict, interrupted: dict, resumed: dict) -> CheckResu
 
 
 def run(ctx: SelfTestContext) -> list[CheckResult]:
-    """Every rank calls this after init_process_group; each runs its own worker three times."""
+    """Every rank calls this after init_process_group; each runs its own worker three times. A
+    fault before the checks have figures (no shared storage, a worker that died) is one FAIL."""
+    return run_check("training", lambda: _run(ctx))
+
+
+def _run(ctx: SelfTestContext) -> list[CheckResult]:
     started = time.perf_counter()
     paths = ensure_shards(ctx)
     ports = _ports(ctx, 3)
