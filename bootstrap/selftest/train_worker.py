@@ -104,16 +104,16 @@ def verify(directory: Path) -> str | None:
     return None
 
 
-def load(directory: Path, model, optimizer, device: torch.device) -> dict:
-    """The trainer state, after the model and optimizer are restored; every rank agrees first
-    that the files are intact, so none enters DCP's collective load alone."""
+def load(directory: Path, model, optimizer, trainer: dict, device: torch.device) -> dict:
+    """The trainer state (`trainer` gives its keys), after the model and optimizer are restored;
+    every rank agrees first that the files are intact, so none enters DCP's load alone."""
     problem = verify(directory)
     flag = torch.tensor([0 if problem is None else 1], device=device)
     dist.all_reduce(flag, op=dist.ReduceOp.MAX)
     if flag.item():
         raise CheckpointError(problem or f"checkpoint {directory} corrupted (seen by another rank)")
     model_state, optim_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optim": optim_state, "trainer": {"step": 0, "position": 0}}
+    state = {"model": model_state, "optim": optim_state, "trainer": dict(trainer)}
     try:
         dcp.load(state, checkpoint_id=directory)
     except Exception as error:  # DCP wraps a rank's failure; the reason is what matters here
@@ -123,8 +123,8 @@ def load(directory: Path, model, optimizer, device: torch.device) -> dict:
 
 
 def train(settings: dict) -> NoReturn:
-    stop_requested: list[float] = []
-    signal.signal(signal.SIGTERM, lambda *_: stop_requested.append(time.perf_counter()))
+    stop_requested: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: stop_requested.append(signum))
     rank, world = settings["rank"], settings["world_size"]
     cuda = settings["device"] == "cuda"
     device = torch.device(f"cuda:{settings['local_rank']}" if cuda else "cpu")
@@ -152,10 +152,13 @@ def train(settings: dict) -> NoReturn:
     checkpoints = Path(settings["checkpoints"])
     trainer = {"step": 0, "position": 0}
     if settings["resume_from"]:
+        template = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
         try:
-            trainer = load(Path(settings["resume_from"]), model, optimizer, device)
+            trainer = load(Path(settings["resume_from"]), model, optimizer, template, device)
         except CheckpointError as error:
             finish(settings, {"error": str(error)})
+        if scaler.is_enabled():
+            scaler.load_state_dict(trainer.pop("scaler"))
     accumulation, per_step = (
         settings["accumulation"],
         settings["accumulation"] * settings["micro_batch"],
@@ -188,11 +191,10 @@ def train(settings: dict) -> NoReturn:
         dist.all_reduce(stop, op=dist.ReduceOp.MAX)
         if stop.item():
             directory = checkpoints / f"step-{trainer['step']:06d}"
-            outcome["save_s"] = save(directory, model, optimizer, trainer, rank)
+            # fp16's loss scale is state too: without it a resume would rescale differently.
+            state = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
+            outcome["save_s"] = save(directory, model, optimizer, state, rank)
             outcome["checkpoint"] = str(directory)
-            outcome["stopped_after_sigterm_s"] = (
-                time.perf_counter() - stop_requested[0] if stop_requested else None
-            )
             break
     if timed_from is not None and "checkpoint" not in outcome:
         elapsed = time.perf_counter() - timed_from
