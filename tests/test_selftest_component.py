@@ -55,8 +55,9 @@ def test_floors_default_to_the_documented_figures_with_their_source():
     assert "FACTS.md" in floors["inter_node_busbw_gbps"]["source"]
     # 9,600 GiB of PERSISTENT_2 at 500 MB/s/TiB gives 4,688 MB/s (STYLE.md's worked example);
     # half of it, shared by two nodes.
-    assert floors["shared_data_mbps"]["value"] == 1172.0
-    assert floors["nvme_p99_latency_us"]["value"] == 200.0
+    assert floors["shared-data.write_mb_s"]["value"] == 1172.0
+    assert floors["shared-data.read_mb_s"]["value"] == 1172.0
+    assert floors["nvme-cache.small_file_p99_us"]["value"] == 200.0
     assert floors["gemm_fraction"]["value"] == 0.75
     assert floors["memory_bandwidth_fraction"]["value"] == 0.80
     a100 = selftest_report(stack_config("onprem"))["floors"]
@@ -283,6 +284,10 @@ def test_the_job_tells_the_selftest_where_this_nodes_exporter_and_its_floors_are
     operator = find(planned("prod"), release, "prod-gpu-operator").inputs["values"]
     assert operator["dcgmExporter"]["service"] == {"internalTrafficPolicy": "Local"}
     # The names the runner reads (bootstrap/selftest: collectives.floor_for, compute).
-    assert {"intra_node_busbw_gbps", "gemm_fraction", "memory_bandwidth_fraction"} <= set(
-        json.loads(env["SELFTEST_FLOORS"])
-    )
+    assert {
+        "intra_node_busbw_gbps",
+        "gemm_fraction",
+        "memory_bandwidth_fraction",
+        "shared-data.write_mb_s",
+        "nvme-cache.small_file_p99_us",
+    } <= set(json.loads(env["SELFTEST_FLOORS"]))

@@ -37,6 +37,11 @@ class SelfTestContext:
     prometheus_url: str | None = None
     # Seconds to wait for every rank to join before the run reports the missing ones.
     join_timeout_s: float = 60.0
+    # Storage check sizes: one sequential file of `storage_bytes`, then `small_files` 4 KiB files.
+    storage_bytes: int = 64 * 1024 * 1024
+    small_files: int = 200
+    # Faults the tests inject into a real run, by name (training knows "corrupt-checkpoint").
+    faults: tuple[str, ...] = ()
 
     @property
     def is_rank0(self) -> bool:

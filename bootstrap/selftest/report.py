@@ -76,6 +76,9 @@ def plot_busbw(result: CheckResult) -> str:
 def plot_loss(result: CheckResult) -> str:
     loss = result.details["loss"]
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    reference = result.details.get("reference")
+    if reference is not None:
+        ax.plot(range(len(reference)), reference, "--", color="grey", label="uninterrupted")
     ax.plot(range(len(loss)), loss, ".-", label="loss")
     if result.details.get("interrupted_at") is not None:
         ax.axvline(result.details["interrupted_at"], color="red", linestyle=":",

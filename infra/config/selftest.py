@@ -131,7 +131,11 @@ def floors(cfg: PlatformConfig) -> dict[str, tuple[float, str]]:
             settings.memory_bandwidth_fraction,
             "selftest.memory_bandwidth_fraction",
         ),
-        "nvme_p99_latency_us": (settings.nvme_p99_latency_us, "selftest.nvme_p99_latency_us"),
+        # Keyed by the names bootstrap/selftest looks them up by.
+        "nvme-cache.small_file_p99_us": (
+            settings.nvme_p99_latency_us,
+            "selftest.nvme_p99_latency_us",
+        ),
     }
     intra = settings.intra_node_busbw_gbps
     if intra is not None:
@@ -151,10 +155,11 @@ def floors(cfg: PlatformConfig) -> dict[str, tuple[float, str]]:
     if expected is None and cfg.storage.ceph is not None:
         expected = cfg.storage.ceph.expected_throughput_mbps
     if expected is not None:
-        out["shared_data_mbps"] = (
+        shared = (
             round(expected * settings.storage_fraction / settings.nodes, 1),
             "plan: storage expected throughput x selftest.storage_fraction / nodes",
         )
+        out["shared-data.write_mb_s"] = out["shared-data.read_mb_s"] = shared
     return out
 
 

@@ -1,0 +1,153 @@
+"""The data pipeline: WebDataset shards of synthetic 512×512 images on shared storage, streamed
+back through decode (Pillow) and augmentation (random crop, horizontal flip, in torch).
+
+A WebDataset shard is a plain tar whose members are `<key>.<ext>`, a sample's members adjacent;
+this module writes and reads that format with the standard library's `tarfile`, so the image
+needs no `webdataset` package."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from PIL import Image
+
+from selftest.context import SelfTestContext
+from selftest.result import CheckResult
+
+IMAGE_SIZE = 512
+SHARDS = 4
+SAMPLES_PER_SHARD = 8
+# The pipeline check's crop: the size a real diffusion run would train on.
+PIPELINE_CROP = 256
+
+
+def shard_dir(ctx: SelfTestContext) -> Path:
+    return ctx.shared_data / "selftest" / ctx.run_id / "shards"
+
+
+def synthetic_image(index: int, seed: int, size: int = IMAGE_SIZE) -> Image.Image:
+    """A smooth random RGB image: a random 8×8 field upsampled, so a denoiser has structure to
+    learn and PNG compresses it as it would a photograph rather than as noise."""
+    rng = np.random.default_rng([seed, index])
+    field = rng.integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
+    return Image.fromarray(field, "RGB").resize((size, size), Image.Resampling.BICUBIC)
+
+
+def write_shards(directory: Path, seed: int, shards: int = SHARDS) -> list[Path]:
+    """`shards` tars of SAMPLES_PER_SHARD samples each; a tar appears only once complete."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for shard in range(shards):
+        path = directory / f"shard-{shard:05d}.tar"
+        partial = path.with_suffix(".tar.partial")
+        with tarfile.open(partial, "w") as tar:
+            for offset in range(SAMPLES_PER_SHARD):
+                index = shard * SAMPLES_PER_SHARD + offset
+                key = f"{index:08d}"
+                png = io.BytesIO()
+                synthetic_image(index, seed).save(png, format="PNG")
+                meta = json.dumps({"key": key, "index": index, "seed": seed}).encode()
+                for name, payload in ((f"{key}.png", png.getvalue()), (f"{key}.json", meta)):
+                    info = tarfile.TarInfo(name)
+                    info.size = len(payload)
+                    tar.addfile(info, io.BytesIO(payload))
+        partial.rename(path)
+        paths.append(path)
+    return paths
+
+
+def iter_samples(paths: list[Path]) -> Iterator[tuple[dict, torch.Tensor]]:
+    """(metadata, uint8 CHW image) per sample, streamed member by member from each tar."""
+    for path in paths:
+        with tarfile.open(path, "r|") as tar:  # "r|": a stream, as from an object store
+            sample: dict[str, bytes] = {}
+            for member in tar:
+                _, ext = member.name.split(".", 1)
+                sample[ext] = tar.extractfile(member).read()
+                if {"png", "json"} <= sample.keys():
+                    image = Image.open(io.BytesIO(sample["png"])).convert("RGB")
+                    tensor = torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous()
+                    yield json.loads(sample["json"]), tensor
+                    sample = {}
+
+
+def augment(image: torch.Tensor, crop: int, generator: torch.Generator) -> torch.Tensor:
+    """A random `crop`×`crop` window, flipped left-right half the time, scaled to [-1, 1]."""
+    _, height, width = image.shape
+    top = int(torch.randint(0, height - crop + 1, (1,), generator=generator))
+    left = int(torch.randint(0, width - crop + 1, (1,), generator=generator))
+    window = image[:, top : top + crop, left : left + crop]
+    if bool(torch.rand((), generator=generator) < 0.5):
+        window = window.flip(-1)
+    return window.float() / 127.5 - 1.0
+
+
+def collective_device(ctx: SelfTestContext) -> torch.device:
+    """Where a collective's tensors must live: NCCL only reduces CUDA tensors, gloo CPU ones."""
+    return torch.device("cuda", ctx.local_rank) if ctx.device == "cuda" else torch.device("cpu")
+
+
+def rank_shards(paths: list[Path], rank: int, world_size: int) -> list[Path]:
+    return paths[rank::world_size]
+
+
+def ensure_shards(ctx: SelfTestContext, seed: int = 0) -> list[Path]:
+    """Rank 0 writes the shards once per run; every rank gets the list, or the same error."""
+    if not ctx.shared_data.is_dir():
+        raise FileNotFoundError(f"not mounted: {ctx.shared_data}")
+    directory = shard_dir(ctx)
+    error = None
+    if ctx.rank == 0 and not (directory / "complete").exists():
+        try:
+            write_shards(directory, seed)
+            (directory / "complete").touch()
+        except OSError as failure:
+            error = f"writing shards to {directory}: {failure}"
+    if dist.is_initialized():
+        # Rank 0's outcome, so no rank waits on shards that will never come.
+        box = [error]
+        dist.broadcast_object_list(box, src=0)
+        error = box[0]
+    if error:
+        raise OSError(error)
+    return sorted(directory.glob("shard-*.tar"))
+
+
+def pipeline_check(ctx: SelfTestContext) -> CheckResult:
+    """Samples/s through read, decode and augment, summed over the ranks, each on its shards."""
+    paths = ensure_shards(ctx)
+    generator = torch.Generator().manual_seed(ctx.rank)
+    started = time.perf_counter()
+    count = 0
+    for _, image in iter_samples(rank_shards(paths, ctx.rank, ctx.world_size)):
+        augment(image, PIPELINE_CROP, generator)
+        count += 1
+    elapsed = time.perf_counter() - started
+    # The job's rate: every rank's samples over the slowest rank's time.
+    device = collective_device(ctx)
+    counts = torch.tensor([float(count)], dtype=torch.float64, device=device)
+    slowest = torch.tensor([elapsed], dtype=torch.float64, device=device)
+    if dist.is_initialized():
+        dist.all_reduce(counts)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    samples_per_s = float((counts / slowest).item())
+    key = "pipeline.samples_per_s"
+    floor = ctx.floors.get(key)
+    result = CheckResult(
+        "storage.pipeline", "PASS", round(samples_per_s, 1), "samples/s", floor,
+        ctx.floor_sources.get(key, ""), duration_s=elapsed,
+        details={"samples": int(counts.item()), "crop": PIPELINE_CROP, "image_size": IMAGE_SIZE},
+    )  # fmt: skip
+    if floor is None:
+        result.reason = f"no floor set ({key})"
+    elif samples_per_s < floor:
+        result.status, result.reason = "FAIL", f"{samples_per_s:.1f} samples/s below {floor:g}"
+    return result

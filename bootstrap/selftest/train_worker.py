@@ -1,0 +1,221 @@
+"""One training worker of the self-test's DDP run, a process of its own so that SIGTERM can really
+end it: `python -m selftest.train_worker '<json settings>'`. It trains, prints each step's loss
+as a JSON line, and on SIGTERM saves a `torch.distributed.checkpoint` at the next step boundary
+and exits, as a worker of an evicted Job would. Its outcome goes to the settings' `result` file.
+
+Determinism: every random draw is keyed by (seed, rank, position) rather than taken from a
+running generator, so the step and the data position in the checkpoint restore all of it."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import resource
+import signal
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import NoReturn
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+import torch.nn.functional as F
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.nn.parallel import DistributedDataParallel
+
+from selftest.data import augment, iter_samples
+from selftest.model import Denoiser
+
+MANIFEST = "manifest.json"
+NOISE_SIGMA = 0.5
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be resumed from; the message names it."""
+
+
+def autocast_dtype(device: torch.device) -> torch.dtype:
+    """bf16 where the device has it (every CPU autocast, Ampere and later); fp16 otherwise."""
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
+def keyed_generator(*key: int) -> torch.Generator:
+    """A generator seeded by a digest of `key`: distinct keys give unrelated streams."""
+    digest = hashlib.sha256(repr(key).encode()).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
+
+
+def micro_batch(images, settings: dict, position: int, step: int, micro: int):
+    """The (noisy, noise) pair for one micro-step: samples from the rank's images in a per-epoch
+    permutation, each cropped and flipped with a generator keyed by its data position."""
+    seed, rank, size = settings["seed"], settings["rank"], settings["micro_batch"]
+    crops = []
+    for offset in range(size):
+        at = position + offset
+        epoch, index = divmod(at, len(images))
+        order = torch.randperm(len(images), generator=keyed_generator(seed, epoch))
+        crop = augment(images[int(order[index])], settings["crop"], keyed_generator(seed, rank, at))
+        crops.append(crop)
+    clean = torch.stack(crops)
+    noise = torch.randn(clean.shape, generator=keyed_generator(seed, rank, step, micro))
+    return clean + NOISE_SIGMA * noise, noise
+
+
+def file_digests(directory: Path) -> dict[str, str]:
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.iterdir())
+        if path.name != MANIFEST
+    }
+
+
+def save(directory: Path, model, optimizer, trainer: dict, rank: int) -> float:
+    """A DCP checkpoint plus a manifest of its files' sha256, so a torn or garbled file is
+    caught before the resume rather than trained on. Returns the seconds it took."""
+    started = time.perf_counter()
+    model_state, optim_state = get_state_dict(model, optimizer)
+    dcp.save(
+        {"model": model_state, "optim": optim_state, "trainer": trainer}, checkpoint_id=directory
+    )
+    dist.barrier()
+    if rank == 0:
+        (directory / MANIFEST).write_text(json.dumps(file_digests(directory), indent=1))
+    dist.barrier()
+    return time.perf_counter() - started
+
+
+def verify(directory: Path) -> str | None:
+    """Why the checkpoint cannot be trusted, or None."""
+    manifest = directory / MANIFEST
+    if not manifest.is_file():
+        return f"checkpoint {directory}: no {MANIFEST} (the save never finished)"
+    expected = json.loads(manifest.read_text())
+    found = file_digests(directory)
+    for name, digest in expected.items():
+        if found.get(name) != digest:
+            state = "missing" if name not in found else "sha256 mismatch"
+            return f"checkpoint {directory} corrupted: {name} {state}"
+    return None
+
+
+def load(directory: Path, model, optimizer, trainer: dict, device: torch.device) -> dict:
+    """The trainer state (`trainer` gives its keys), after the model and optimizer are restored;
+    every rank agrees first that the files are intact, so none enters DCP's load alone."""
+    problem = verify(directory)
+    flag = torch.tensor([0 if problem is None else 1], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    if flag.item():
+        raise CheckpointError(problem or f"checkpoint {directory} corrupted (seen by another rank)")
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state, "trainer": dict(trainer)}
+    try:
+        dcp.load(state, checkpoint_id=directory)
+    except Exception as error:  # DCP wraps a rank's failure; the reason is what matters here
+        raise CheckpointError(f"checkpoint {directory} unreadable: {error}") from error
+    set_state_dict(model, optimizer, model_state_dict=model_state, optim_state_dict=optim_state)
+    return state["trainer"]
+
+
+def train(settings: dict) -> NoReturn:
+    stop_requested: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: stop_requested.append(signum))
+    rank, world = settings["rank"], settings["world_size"]
+    cuda = settings["device"] == "cuda"
+    device = torch.device(f"cuda:{settings['local_rank']}" if cuda else "cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    else:
+        # The node's cores shared among its ranks: oversubscribed threads spin against each other.
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings["local_world_size"]))
+    dist.init_process_group(
+        "nccl" if cuda else "gloo", init_method=settings["init_method"], rank=rank,
+        world_size=world, timeout=timedelta(seconds=settings["timeout_s"]),
+    )  # fmt: skip
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    torch.manual_seed(settings["seed"])  # the same initial weights on every rank and every run
+    images = [image for _, image in iter_samples([Path(p) for p in settings["shards"]])]
+    model = DistributedDataParallel(
+        Denoiser(width=settings["width"], checkpointing=True).to(device),
+        device_ids=[device.index] if cuda else None,
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"])
+    dtype = autocast_dtype(device)
+    # fp16's narrow range needs loss scaling; bf16 has fp32's exponent and does not.
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    checkpoints = Path(settings["checkpoints"])
+    trainer = {"step": 0, "position": 0}
+    if settings["resume_from"]:
+        template = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
+        try:
+            trainer = load(Path(settings["resume_from"]), model, optimizer, template, device)
+        except CheckpointError as error:
+            finish(settings, {"error": str(error)})
+        if scaler.is_enabled():
+            scaler.load_state_dict(trainer.pop("scaler"))
+    accumulation, per_step = (
+        settings["accumulation"],
+        settings["accumulation"] * settings["micro_batch"],
+    )
+    losses: dict[int, float] = {}
+    outcome: dict = {"losses": losses, "dtype": str(dtype).removeprefix("torch.")}
+    timed_from = None
+    first_step = trainer["step"]
+    for step in range(first_step, settings["steps"]):
+        if step == first_step + 1:
+            timed_from = time.perf_counter()  # the first step pays for warm-up
+        total = 0.0
+        for micro in range(accumulation):
+            position = trainer["position"] + micro * settings["micro_batch"]
+            noisy, noise = micro_batch(images, settings, position, step, micro)
+            # DDP all-reduces gradients on the last micro-step only.
+            sync = contextlib.nullcontext() if micro == accumulation - 1 else model.no_sync()
+            with sync, torch.autocast(device.type, dtype=dtype):
+                loss = F.mse_loss(model(noisy.to(device)).float(), noise.to(device)) / accumulation
+            scaler.scale(loss).backward()
+            total += loss.item()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        trainer = {"step": step + 1, "position": trainer["position"] + per_step}
+        losses[step] = total
+        print(json.dumps({"step": step, "loss": total}), flush=True)
+        # Ranks may get SIGTERM at different moments; all stop at the same step boundary.
+        stop = torch.tensor([1 if stop_requested else 0], device=device)
+        dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+        if stop.item():
+            directory = checkpoints / f"step-{trainer['step']:06d}"
+            # fp16's loss scale is state too: without it a resume would rescale differently.
+            state = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
+            outcome["save_s"] = save(directory, model, optimizer, state, rank)
+            outcome["checkpoint"] = str(directory)
+            break
+    if timed_from is not None and "checkpoint" not in outcome:
+        elapsed = time.perf_counter() - timed_from
+        outcome["samples_per_s"] = world * per_step * (len(losses) - 1) / elapsed
+    outcome["peak_memory_bytes"] = (
+        torch.cuda.max_memory_allocated(device) if cuda
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    )  # fmt: skip
+    finish(settings, outcome)
+
+
+def finish(settings: dict, outcome: dict) -> NoReturn:
+    """Write the outcome and leave without tearing torch down. Freeing a DDP model on gloo can
+    deadlock (torch 2.13: the Reducer's destructor, holding the GIL, joins gloo's run-loop
+    thread, which waits for the GIL to free a finished work's tensors), so the worker's result
+    is on disk first and the process ends with os._exit once every rank has got this far."""
+    dist.barrier()
+    Path(settings["result"]).write_text(json.dumps(outcome))
+    sys.stdout.flush()
+    os._exit(3 if "error" in outcome else 0)
+
+
+if __name__ == "__main__":
+    train(json.loads(sys.argv[1]))
