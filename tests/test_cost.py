@@ -335,3 +335,15 @@ def test_a_stack_without_a_budget_or_a_price_exports_no_null():
         )
     )
     assert None not in list(walk(cost_report(cfg, TODAY)))
+
+
+def test_a_stack_outside_us_east_1_says_it_is_priced_at_us_east_1_rates():
+    cfg = parse_config(
+        {
+            "aws": {"region": "us-west-2", "zones": ["us-west-2a", "us-west-2b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+        },
+        SOURCE,
+    )
+    text = format_cost(cost_report(cfg, TODAY))
+    assert "  priced at us-east-1 rates; the stack is in us-west-2" in text
