@@ -14,11 +14,14 @@ import pulumi
 
 from infra.composition import Platform
 from infra.config import load_config
+from infra.cost import budget_warnings, cost_report
 from infra.plan_warnings import config_warnings
 
 config = load_config()
-for message in config_warnings(config, date.today()):
+today = date.today()
+for message in [*config_warnings(config, today), *budget_warnings(config, today)]:
     pulumi.warn(message)
 platform = Platform(pulumi.get_stack(), config)
 for key, value in platform.outputs.items():
     pulumi.export(key, value)
+pulumi.export("cost", cost_report(config, today))

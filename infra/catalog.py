@@ -226,3 +226,66 @@ EFA_RDMA_READ = frozenset(
         "p6-b200.48xlarge",
     }
 )
+
+
+# ------------------------------------------------------------------ service prices (us-east-1)
+# What the cost estimate (infra/cost.py) prices besides the instances' on-demand rates. Every
+# price names its region and the date it was read; a stack in another region is priced at these
+# us-east-1 rates and the estimate says so.
+
+
+@dataclass(frozen=True)
+class Price:
+    usd: float
+    unit: str
+    region: str
+    as_of: str
+    source: str
+
+
+# EC2 Capacity Blocks for ML pricing page, "Effective Instance Hourly Rate" (reservation fee per
+# instance-hour, paid up front for the whole block). The table read is the one AWS published to
+# be replaced on 2025-01-01: AWS reprices blocks regularly, so this rate is old and indicative;
+# set gpu-platform:cost.capacity_block_hourly_usd to the rate of the block actually bought.
+# p4d blocks are sold in us-east-2 and us-west-2 only (EC2 User Guide, "Capacity Blocks for
+# ML"), so us-east-1 has no p4d rate and such a block must be priced in the config.
+CAPACITY_BLOCK_HOURLY: dict[str, Price] = {
+    "p5.48xlarge": Price(
+        39.33,
+        "per instance-hour",
+        "us-east-1",
+        "2024-Q4 table (repriced 2025-01-01)",
+        "aws.amazon.com/ec2/capacityblocks/pricing",
+    ),
+}
+# FSx for Lustre pricing page, SSD storage per GB-month by deployment type and per-TiB
+# throughput tier (MB/s/TiB), us-east-1. On 2026-11-30 the SCRATCH_2 and PERSISTENT_2-125 rates
+# were confirmed by pages quoting it; the 250, 500 and 1000 tiers were not: check them against
+# the page before trusting a PERSISTENT_2 figure. Backups are billed apart (left out).
+FSX_LUSTRE_GB_MONTH: dict[tuple[str, int], Price] = {
+    (deployment, tier): Price(
+        usd, "per GB-month", "us-east-1", "2026-11-30", "aws.amazon.com/fsx/lustre/pricing"
+    )
+    for deployment, tier, usd in (
+        ("SCRATCH_2", 200, 0.140),
+        ("PERSISTENT_2", 125, 0.145),
+        ("PERSISTENT_2", 250, 0.210),
+        ("PERSISTENT_2", 500, 0.340),
+        ("PERSISTENT_2", 1000, 0.600),
+    )
+}
+# Amazon VPC pricing page, NAT gateway: per gateway-hour (as quoted by pages read 2026-11-30);
+# its per-GB processing charge is data transfer, which the estimate leaves out.
+NAT_GATEWAY_HOURLY = Price(
+    0.045, "per gateway-hour", "us-east-1", "2026-11-30", "aws.amazon.com/vpc/pricing"
+)
+# Amazon EKS pricing page: per cluster-hour in standard support, and in extended support (a
+# minor past its standard support; infra/versions.py says when each minor gets there). The
+# $0.60 is also AWS's notice of 2024 to extended-support customers ("charged at $0.60 per
+# cluster hour"), quoted in github.com/WGBH-MLA/chowda issue 217.
+EKS_STANDARD_HOURLY = Price(
+    0.10, "per cluster-hour", "all regions", "2026-11-30", "aws.amazon.com/eks/pricing"
+)
+EKS_EXTENDED_HOURLY = Price(
+    0.60, "per cluster-hour", "all regions", "2026-11-30", "aws.amazon.com/eks/pricing"
+)

@@ -27,6 +27,7 @@ import yaml
 from pulumi.runtime import rpc
 
 from infra.config import ConfigError
+from infra.cost import format_cost
 from infra.plan_engine import (
     ROOT,
     SECRET,
@@ -213,8 +214,12 @@ def format_plan(plan: Plan) -> str:
     for token, n in sorted(Counter(r.type for r in custom).items()):
         lines.append(f"    {n:4d}  {token}")
     lines += repair_policies(plan)
+    if "cost" in plan.outputs:
+        lines += format_cost(plan.outputs["cost"])
     lines += ["", "Outputs:"]
     for key, value in sorted(plan.outputs.items()):
+        if key == "cost":  # printed as its own section above
+            continue
         shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
         lines.append(f"  {key}: {shown}")
     return "\n".join(lines)

@@ -41,6 +41,7 @@ from infra.config.cluster import (
     ExistingClusterSettings,
     NamespaceSettings,
 )
+from infra.config.cost import CostSettings, check_cost
 from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.layout import check_aws_layout, check_gpu_group_zones
@@ -101,6 +102,7 @@ __all__ = [
     "CephSettings",
     "ClusterSettings",
     "ConfigError",
+    "CostSettings",
     "DataRepositorySettings",
     "DnsLabel",
     "ExistingClusterSettings",
@@ -204,6 +206,7 @@ class PlatformConfig(Settings):
     )
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     selftest: SelfTestSettings = Field(default_factory=SelfTestSettings)
+    cost: CostSettings = Field(default_factory=CostSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -290,6 +293,7 @@ class PlatformConfig(Settings):
             check_observability,
             check_alerts,
             check_selftest,
+            check_cost,
         ):
             check(self)
         return self

@@ -1,0 +1,290 @@
+"""The plan's cost estimate: what a stack costs per hour and per month at its node groups' min
+and max size, from the catalog's dated us-east-1 prices and the `gpu-platform:cost` settings.
+
+Pure functions of the config. The program exports `cost_report` as the `cost` output, the
+offline plan prints it with `format_cost`, and `budget_warnings` goes through `pulumi.warn`.
+`estimated_monthly_usd` is the one figure the policy pack's budget rule compares.
+
+Priced: GPU and system node groups (instances only), the FSx for Lustre file system, NAT
+gateways and the EKS control plane. Left out, and said so in every report: data transfer (NAT
+processing, cross-zone, internet egress), EBS root volumes, FSx backups, S3, CloudWatch logs,
+KMS keys, public IPv4 addresses, and any discount (Savings Plans, EDP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import date
+
+from components.network import nat_zones
+from infra.catalog import (
+    CAPACITY_BLOCK_HOURLY,
+    EKS_EXTENDED_HOURLY,
+    EKS_STANDARD_HOURLY,
+    FSX_LUSTRE_GB_MONTH,
+    NAT_GATEWAY_HOURLY,
+    PRICE_DATE,
+    PRICE_REGION,
+    instance,
+)
+from infra.config import PlatformConfig
+from infra.config.nodes import Scaling
+from infra.versions import in_extended_support
+
+LEFT_OUT = (
+    "data transfer (NAT gateway processing per GB, cross-zone and internet egress), EBS root "
+    "volumes, FSx backups, S3 storage and requests, CloudWatch logs, KMS keys, public IPv4 "
+    "addresses, and discounts (Savings Plans, private pricing)"
+)
+ON_PREM = "provider existing: the cluster runs on your own machines; no AWS prices apply"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One priced item. Hourly and monthly at the node groups' min and max size; items that do
+    not scale have min = max. `hourly_*` is None when no price is known (`basis` says which
+    key to set); such a line is left out of the totals."""
+
+    item: str
+    basis: str
+    hourly_min: float | None
+    hourly_max: float | None
+    monthly_min: float | None
+    monthly_max: float | None
+    estimate: bool = False
+
+
+def _line(item: str, basis: str, hourly: float, scaling: Scaling | None, hours: int, **kw) -> Line:
+    low, high = (scaling.min_size, scaling.max_size) if scaling else (1, 1)
+    return Line(
+        item,
+        basis,
+        round(hourly * low, 4),
+        round(hourly * high, 4),
+        round(hourly * low * hours, 2),
+        round(hourly * high * hours, 2),
+        **kw,
+    )
+
+
+def _unpriced(item: str, why: str) -> Line:
+    return Line(item, why, None, None, None, None)
+
+
+def _dearest(types: list[str]) -> tuple[str, float | None]:
+    """The listed type with the highest on-demand rate: the group may launch any of them, so
+    the estimate takes the one that costs most. A type without one (p5e) wins: unknown."""
+    rows = [instance(t) for t in types]
+    unpriced = [r for r in rows if r.on_demand_hourly_usd is None]
+    row = unpriced[0] if unpriced else max(rows, key=lambda r: r.on_demand_hourly_usd)
+    return row.name, row.on_demand_hourly_usd
+
+
+def _on_demand_basis(name: str) -> str:
+    return f"on-demand ${instance(name).on_demand_hourly_usd}/h, {PRICE_REGION}, {PRICE_DATE}"
+
+
+def node_group_lines(cfg: PlatformConfig) -> list[Line]:
+    hours, cost = cfg.cost.hours_per_month, cfg.cost
+    lines = []
+    system = cfg.system_nodes
+    name, rate = _dearest(system.instance_types)
+    lines.append(
+        _line(f"system nodes ({name})", _on_demand_basis(name), rate, system.scaling, hours)
+    )
+    for group in cfg.gpu_node_groups:
+        name, on_demand = _dearest(group.instance_types)
+        item = f"GPU node group {group.name} ({name}, {group.capacity})"
+        if group.capacity == "capacity_block":
+            lines.append(_capacity_block(item, name, cfg, group.scaling))
+            continue
+        if on_demand is None:
+            lines.append(_unpriced(item, f"{name} is not sold on demand; no rate to price it"))
+        elif group.capacity == "spot":
+            rate = on_demand * (1 - cost.spot_discount)
+            basis = (
+                f"spot ESTIMATE: on-demand ${on_demand}/h less the assumed "
+                f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {PRICE_REGION}, "
+                f"{PRICE_DATE}"
+            )
+            lines.append(_line(item, basis, rate, group.scaling, hours, estimate=True))
+        elif group.capacity == "reservation":
+            basis = (
+                f"reservation at the on-demand rate ${on_demand}/h, billed for every reserved "
+                f"instance whether it runs or not, {PRICE_REGION}, {PRICE_DATE}"
+            )
+            lines.append(_line(item, basis, on_demand, group.scaling, hours))
+        else:
+            lines.append(_line(item, _on_demand_basis(name), on_demand, group.scaling, hours))
+    return lines
+
+
+def _capacity_block(item: str, name: str, cfg: PlatformConfig, scaling: Scaling) -> Line:
+    hours = cfg.cost.hours_per_month
+    paid = "paid up front for the block's instances and days, whether they run or not"
+    configured = cfg.cost.capacity_block_hourly_usd.get(name)
+    if configured is not None:
+        basis = (
+            f"Capacity Block ${configured}/instance-h "
+            f"(gpu-platform:cost.capacity_block_hourly_usd), {paid}"
+        )
+        return _line(item, basis, configured, scaling, hours)
+    price = CAPACITY_BLOCK_HOURLY.get(name)
+    if price is None:
+        return _unpriced(
+            item,
+            f"no published {PRICE_REGION} Capacity Block rate for {name}: set "
+            f"gpu-platform:cost.capacity_block_hourly_usd.{name}",
+        )
+    basis = (
+        f"Capacity Block ${price.usd}/instance-h, {price.region}, {price.as_of} "
+        f"({price.source}; indicative, AWS reprices blocks), {paid}"
+    )
+    return _line(item, basis, price.usd, scaling, hours)
+
+
+def fsx_line(cfg: PlatformConfig) -> Line | None:
+    fsx = cfg.storage.fsx
+    if fsx is None:
+        return None
+    tier = fsx.per_unit_storage_throughput or (200 if fsx.deployment_type == "SCRATCH_2" else 125)
+    price = FSX_LUSTRE_GB_MONTH[(fsx.deployment_type, tier)]
+    hours = cfg.cost.hours_per_month
+    monthly = round(price.usd * fsx.storage_capacity_gib, 2)
+    return Line(
+        f"FSx for Lustre {fsx.deployment_type} {tier} MB/s/TiB, {fsx.storage_capacity_gib} GiB",
+        f"${price.usd:.3f} {price.unit} of capacity, {price.region}, {price.as_of}",
+        round(monthly / hours, 4),
+        round(monthly / hours, 4),
+        monthly,
+        monthly,
+    )
+
+
+def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
+    hours = cfg.cost.hours_per_month
+    nats = len(nat_zones(cfg.network, cfg.aws.zones))
+    nat = NAT_GATEWAY_HOURLY
+    minor = cfg.cluster.kubernetes_version
+    extended = in_extended_support(minor, today)
+    eks = EKS_EXTENDED_HOURLY if extended else EKS_STANDARD_HOURLY
+    support = "extended" if extended else "standard"
+    lines = [
+        _line(
+            f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
+            f"${nat.usd:.3f} {nat.unit} each, {nat.region}, {nat.as_of}; per-GB processing "
+            "left out",
+            nat.usd * nats,
+            None,
+            hours,
+        ),
+        _line(
+            f"EKS control plane (Kubernetes {minor}, {support} support on {today.isoformat()})",
+            f"${eks.usd:.2f} {eks.unit}, {eks.region}, {eks.as_of}",
+            eks.usd,
+            None,
+            hours,
+        ),
+    ]
+    fsx = fsx_line(cfg)
+    return lines + ([fsx] if fsx else [])
+
+
+def cost_lines(cfg: PlatformConfig, today: date) -> list[Line]:
+    if cfg.provider != "aws":
+        return []
+    return [*node_group_lines(cfg), *service_lines(cfg, today)]
+
+
+def _total(lines: list[Line], key: str) -> float:
+    return round(sum(getattr(line, key) or 0 for line in lines), 2)
+
+
+def cost_report(cfg: PlatformConfig, today: date) -> dict:
+    """The `cost` output: every priced line, the items without a price (and the key that would
+    price them), the totals at min and max size, the budget check when a budget is set, and
+    what is left out. No value is null: what is unknown is left out and listed."""
+    if cfg.provider != "aws":
+        return {"priced": False, "why": ON_PREM}
+    lines = cost_lines(cfg, today)
+    priced = [line for line in lines if line.hourly_max is not None]
+    report = {
+        "priced": True,
+        "region": cfg.aws.region,
+        "prices_for": PRICE_REGION,
+        "hours_per_month": cfg.cost.hours_per_month,
+        "lines": [asdict(line) for line in priced],
+        "unpriced": [{"item": x.item, "why": x.basis} for x in lines if x not in priced],
+        "total_hourly_min": _total(priced, "hourly_min"),
+        "total_hourly_max": _total(priced, "hourly_max"),
+        "total_monthly_min": _total(priced, "monthly_min"),
+        "total_monthly_max": _total(priced, "monthly_max"),
+        "left_out": LEFT_OUT,
+    }
+    budget = cfg.cost.monthly_budget_usd
+    if budget is not None:
+        report["monthly_budget_usd"] = budget
+        report["over_budget"] = report["total_monthly_max"] > budget
+    return report
+
+
+def estimated_monthly_usd(cfg: PlatformConfig, today: date | None = None) -> float | None:
+    """The stack's estimated monthly cost at every node group's max size (what the autoscaler
+    may reach, so what a budget must cover); None on an existing cluster (no AWS prices)."""
+    if cfg.provider != "aws":
+        return None
+    return _total(cost_lines(cfg, today or date.today()), "monthly_max")
+
+
+def budget_warnings(cfg: PlatformConfig, today: date) -> list[str]:
+    budget = cfg.cost.monthly_budget_usd
+    if cfg.provider != "aws" or budget is None:
+        return []
+    report = cost_report(cfg, today)
+    if not report["over_budget"]:
+        return []
+    return [
+        f"gpu-platform:cost.monthly_budget_usd: the estimate at max size, "
+        f"${report['total_monthly_max']:,.2f}/month, is over the budget of ${budget:,.2f} "
+        f"(at min size ${report['total_monthly_min']:,.2f}); lower gpu_node_groups[].scaling."
+        "max_size, use spot or a smaller file system, or raise the budget (README, Cost "
+        "estimate)"
+    ]
+
+
+def _money(value: float | None, places: int = 2) -> str:
+    return "not priced" if value is None else f"${value:,.{places}f}"
+
+
+def format_cost(report: dict) -> list[str]:
+    """The plan's cost section, from the `cost` output."""
+    lines = ["", "Cost estimate (USD; at node groups' min .. max size):"]
+    if not report.get("priced"):
+        return [*lines, f"  {report['why']}"]
+    if report["region"] != report["prices_for"]:
+        lines.append(
+            f"  priced at {report['prices_for']} rates; the stack is in {report['region']}"
+        )
+    for line in report["lines"]:
+        hourly = f"{_money(line['hourly_min'], 3)} .. {_money(line['hourly_max'], 3)}/h"
+        monthly = f"{_money(line['monthly_min'])} .. {_money(line['monthly_max'])}/month"
+        lines.append(f"  {line['item']}: {hourly}, {monthly}")
+        lines.append(f"      {line['basis']}")
+    hours = report["hours_per_month"]
+    lines.append(
+        f"  total: {_money(report['total_hourly_min'], 3)} .. "
+        f"{_money(report['total_hourly_max'], 3)}"
+        f"/h, {_money(report['total_monthly_min'])} .. {_money(report['total_monthly_max'])}"
+        f"/month ({hours} h)"
+    )
+    for item in report["unpriced"]:
+        lines.append(f"  {item['item']}: not priced, not in the total")
+        lines.append(f"      {item['why']}")
+    lines.append(f"  left out: {report['left_out']}")
+    budget = report.get("monthly_budget_usd")
+    if budget is None:
+        lines.append("  budget: none set (gpu-platform:cost.monthly_budget_usd)")
+    else:
+        verdict = "OVER BUDGET" if report["over_budget"] else "within budget"
+        lines.append(f"  budget: {_money(budget)}/month; at max size {verdict}")
+    return lines

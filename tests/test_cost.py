@@ -1,0 +1,349 @@
+"""The plan's cost estimate and budget check, against figures worked out by hand.
+
+Every expected figure is a literal computed on paper from the published rate it names (the AWS
+us-east-1 price list of 2026-07-20 for instances; the FSx, VPC, EKS and Capacity Block pricing
+pages for the rest) and 730 hours a month, never read back from the catalog or infra/cost.py.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from infra.config import ConfigError, PlatformConfig, parse_config
+from infra.cost import (
+    budget_warnings,
+    cost_lines,
+    cost_report,
+    estimated_monthly_usd,
+    format_cost,
+)
+from infra.plan import build_plan, format_plan, run_program
+from tests.bad_stacks import ADMIN
+from tests.conftest import make_project, planned, stack_config
+from tests.test_plan import walk
+
+TODAY = date(2026, 11, 30)
+SOURCE = "stacks/Pulumi.test.yaml"
+
+
+def aws_config(*groups: dict, **sections) -> PlatformConfig:
+    raw = {
+        "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b", "us-east-1c"]},
+        "cluster": {"admin_principal_arns": [ADMIN]},
+        "gpu_node_groups": list(groups),
+        **sections,
+    }
+    return parse_config(raw, SOURCE)
+
+
+def group(name: str, types: list[str], max_size: int, **settings) -> dict:
+    return {
+        "name": name,
+        "instance_types": types,
+        "scaling": {"min_size": 0, "max_size": max_size},
+        **settings,
+    }
+
+
+def line(cfg: PlatformConfig, starts: str, today: date = TODAY):
+    (found,) = [x for x in cost_lines(cfg, today) if x.item.startswith(starts)]
+    return found
+
+
+# ------------------------------------------------------------------------ node groups
+
+
+def test_eight_p5_on_demand_cost_the_price_list_rate_times_730_hours():
+    # p5.48xlarge on demand, us-east-1 price list 2026-07-20: $55.04/h. 8 × 55.04 = 440.32/h;
+    # × 730 h = 321,433.60 a month. At min size 0: nothing.
+    cfg = aws_config(group("h100", ["p5.48xlarge"], 8))
+    found = line(cfg, "GPU node group h100")
+    assert (found.hourly_min, found.hourly_max) == (0, 440.32)
+    assert (found.monthly_min, found.monthly_max) == (0, 321433.60)
+    assert "on-demand $55.04/h, us-east-1, 2026-07-20" in found.basis
+
+
+def test_hours_per_month_is_the_configured_month():
+    # 8 × 55.04 × 720 h = 317,030.40.
+    cfg = aws_config(group("h100", ["p5.48xlarge"], 8), cost={"hours_per_month": 720})
+    assert line(cfg, "GPU node group h100").monthly_max == 317030.40
+
+
+def test_spot_is_an_estimate_at_the_configured_discount_off_the_dearest_listed_type():
+    # Dearest of g5.2xlarge $1.212, g6e.2xlarge $2.242 (price list 2026-07-20): g6e.2xlarge.
+    # 2.242 × (1 − 0.75) = 0.5605/h a node; × 4 = 2.242/h; × 730 = 1,636.66 a month.
+    cfg = aws_config(
+        group("spot", ["g5.2xlarge", "g6e.2xlarge"], 4, capacity="spot"),
+        cost={"spot_discount": 0.75},
+    )
+    found = line(cfg, "GPU node group spot (g6e.2xlarge, spot)")
+    assert found.estimate is True
+    assert found.hourly_max == 2.242
+    assert found.monthly_max == 1636.66
+    assert found.basis.startswith("spot ESTIMATE: on-demand $2.242/h less the assumed 75%")
+
+
+def test_a_reservation_costs_the_on_demand_rate_whether_its_instances_run_or_not():
+    # p4d.24xlarge on demand $21.958/h; 2 reserved: 43.916/h; × 730 = 32,058.68.
+    cfg = aws_config(
+        group(
+            "a100",
+            ["p4d.24xlarge"],
+            2,
+            capacity="reservation",
+            capacity_reservation_id="cr-0a1b2c3d4e5f60718",
+        )
+    )
+    found = line(cfg, "GPU node group a100")
+    assert (found.hourly_max, found.monthly_max) == (43.916, 32058.68)
+    assert "whether it runs or not" in found.basis
+
+
+def test_a_p5_capacity_block_takes_the_published_block_rate():
+    # EC2 Capacity Blocks pricing, p5.48xlarge, US East (N. Virginia): $39.33 per instance-hour.
+    # 4 × 39.33 = 157.32/h; × 730 = 114,843.60.
+    cfg = aws_config(
+        group(
+            "block",
+            ["p5.48xlarge"],
+            4,
+            capacity="capacity_block",
+            capacity_reservation_id="cr-0a1b2c3d4e5f60718",
+        )
+    )
+    found = line(cfg, "GPU node group block")
+    assert (found.hourly_max, found.monthly_max) == (157.32, 114843.60)
+    assert "Capacity Block $39.33/instance-h, us-east-1" in found.basis
+    assert "paid up front" in found.basis
+
+
+def test_a_configured_block_rate_replaces_the_catalogs():
+    # 2 × 31.464 = 62.928/h; × 730 = 45,937.44.
+    cfg = aws_config(
+        group(
+            "block",
+            ["p5.48xlarge"],
+            2,
+            capacity="capacity_block",
+            capacity_reservation_id="cr-0a1b2c3d4e5f60718",
+        ),
+        cost={"capacity_block_hourly_usd": {"p5.48xlarge": 31.464}},
+    )
+    assert line(cfg, "GPU node group block").monthly_max == 45937.44
+
+
+def test_a_block_without_a_rate_is_left_out_of_the_total_and_names_the_key_to_set():
+    # p4d blocks are not sold in us-east-1 (EC2 User Guide, "Capacity Blocks for ML").
+    cfg = aws_config(
+        group(
+            "block",
+            ["p4d.24xlarge"],
+            2,
+            capacity="capacity_block",
+            capacity_reservation_id="cr-0a1b2c3d4e5f60718",
+        )
+    )
+    found = line(cfg, "GPU node group block")
+    assert found.monthly_max is None
+    assert "gpu-platform:cost.capacity_block_hourly_usd.p4d.24xlarge" in found.basis
+    report = cost_report(cfg, TODAY)
+    assert [x["item"] for x in report["unpriced"]] == [
+        "GPU node group block (p4d.24xlarge, capacity_block)"
+    ]
+    assert (
+        "  GPU node group block (p4d.24xlarge, capacity_block): not priced, not in the total"
+        in (format_cost(report))
+    )
+    # What is left at max: system nodes 588.67, 1 NAT 32.85, EKS 73.00 (no FSx by default).
+    assert report["total_monthly_max"] == 694.52
+
+
+def test_system_nodes_are_priced_at_min_and_max_size():
+    # Default system group: m7i.xlarge $0.2016/h, 2 to 4 nodes: 294.34 .. 588.67 a month.
+    found = line(aws_config(), "system nodes (m7i.xlarge)")
+    assert (found.hourly_min, found.hourly_max) == (0.4032, 0.8064)
+    assert (found.monthly_min, found.monthly_max) == (294.34, 588.67)
+
+
+# ------------------------------------------------------------------------- services
+
+
+@pytest.mark.parametrize(
+    "fsx, item, monthly",
+    [
+        # FSx for Lustre pricing, us-east-1: SCRATCH_2 $0.140 per GB-month; 1,200 × 0.14 = 168.
+        ({}, "FSx for Lustre SCRATCH_2 200 MB/s/TiB, 1200 GiB", 168.00),
+        # PERSISTENT_2 at 125 MB/s/TiB (its default tier): $0.145; 2,400 × 0.145 = 348.
+        (
+            {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 2400},
+            "FSx for Lustre PERSISTENT_2 125 MB/s/TiB, 2400 GiB",
+            348.00,
+        ),
+        # PERSISTENT_2 at 500: $0.340; 9,600 × 0.34 = 3,264.
+        (
+            {
+                "deployment_type": "PERSISTENT_2",
+                "storage_capacity_gib": 9600,
+                "per_unit_storage_throughput": 500,
+            },
+            "FSx for Lustre PERSISTENT_2 500 MB/s/TiB, 9600 GiB",
+            3264.00,
+        ),
+    ],
+)
+def test_fsx_is_priced_per_gb_month_by_deployment_type_and_tier(fsx, item, monthly):
+    cfg = aws_config(storage={"fsx": fsx})
+    found = line(cfg, "FSx for Lustre")
+    assert found.item == item
+    assert found.monthly_min == found.monthly_max == monthly
+
+
+@pytest.mark.parametrize("nats, count, monthly", [("single", 1, 32.85), ("per_zone", 3, 98.55)])
+def test_nat_gateways_are_priced_per_gateway_hour(nats, count, monthly):
+    # Amazon VPC pricing, us-east-1: $0.045 per NAT gateway-hour; × 730 = 32.85 each.
+    found = line(aws_config(network={"nat_gateways": nats}), "NAT gateways")
+    assert found.item == f"NAT gateways ({count}, {nats})"
+    assert found.monthly_max == monthly
+
+
+def test_the_estimate_counts_the_nat_gateways_the_plan_declares(aws_plan):
+    cfg = stack_config(aws_plan.stack)
+    count = len(aws_plan.of_type("aws:ec2/natGateway:NatGateway"))
+    assert line(cfg, "NAT gateways").item.startswith(f"NAT gateways ({count},")
+
+
+def test_eks_costs_ten_cents_an_hour_and_sixty_in_extended_support():
+    # Amazon EKS pricing: $0.10 per cluster-hour (73.00 a month), $0.60 in extended support
+    # (438.00). 1.35 leaves standard support on 2027-03-27 (infra/versions.py, EKS calendar).
+    cfg = aws_config(cluster={"admin_principal_arns": [ADMIN], "kubernetes_version": "1.35"})
+    assert line(cfg, "EKS control plane").monthly_max == 73.00
+    later = line(cfg, "EKS control plane", date(2027, 4, 1))
+    assert later.monthly_max == 438.00
+    assert "extended support" in later.item
+
+
+# --------------------------------------------------------------------- totals and budget
+
+
+def test_prod_totals_at_min_and_max_size_add_up_by_hand():
+    # Shipped prod: system 294.34 .. 588.67; h100-block 4 × 39.33 × 730 = 114,843.60 at max;
+    # h100-ondemand 8 × 55.04 × 730 = 321,433.60 at max; 3 NATs 98.55; EKS 73.00; FSx
+    # PERSISTENT_2 500, 9,600 GiB: 3,264.00. Min: 294.34 + 98.55 + 73 + 3,264 = 3,729.89.
+    report = cost_report(stack_config("prod"), TODAY)
+    assert report["total_monthly_min"] == 3729.89
+    assert report["total_monthly_max"] == 440301.42
+    assert estimated_monthly_usd(stack_config("prod"), TODAY) == 440301.42
+
+
+def test_over_budget_warns_with_the_figures_and_the_key():
+    # One p5 on demand at max: 40,179.20 + system 588.67 + 1 NAT 32.85 + EKS 73 = 40,873.72 a
+    # month, over a 20,000 budget; at min 294.34 + 32.85 + 73 = 400.19.
+    cfg = aws_config(group("h100", ["p5.48xlarge"], 1), cost={"monthly_budget_usd": 20000})
+    (warning,) = budget_warnings(cfg, TODAY)
+    assert warning.startswith(
+        "gpu-platform:cost.monthly_budget_usd: the estimate at max size, $40,873.72/month, "
+        "is over the budget of $20,000.00 (at min size $400.19)"
+    )
+    assert cost_report(cfg, TODAY)["over_budget"] is True
+
+
+def test_within_budget_or_without_one_nothing_warns():
+    cfg = aws_config(group("h100", ["p5.48xlarge"], 1), cost={"monthly_budget_usd": 50000})
+    assert budget_warnings(cfg, TODAY) == []
+    assert budget_warnings(aws_config(group("h100", ["p5.48xlarge"], 1)), TODAY) == []
+    assert "over_budget" not in cost_report(aws_config(), TODAY)
+
+
+def test_an_over_budget_stack_plans_with_the_warning(tmp_path):
+    stack = {
+        "gpu-platform:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+        "gpu-platform:cluster": {"admin_principal_arns": [ADMIN]},
+        "gpu-platform:cost": {"monthly_budget_usd": 100},
+    }
+    plan = build_plan(run_program("tight", make_project(tmp_path, {"tight": stack})))
+    assert any(w.startswith("gpu-platform:cost.monthly_budget_usd") for w in plan.warnings)
+    assert "budget: $100.00/month; at max size OVER BUDGET" in format_plan(plan)
+
+
+# -------------------------------------------------------------------- plan and on-prem
+
+
+def test_every_aws_plan_prints_its_cost_section_and_exports_it(aws_plan):
+    text = format_plan(aws_plan)
+    assert "Cost estimate (USD; at node groups' min .. max size):" in text
+    assert "  left out: data transfer (NAT gateway processing per GB" in text
+    assert aws_plan.outputs["cost"]["priced"] is True
+
+
+def test_shipped_stacks_stay_within_their_budgets():
+    for stack in ("dev", "staging", "prod"):
+        assert planned(stack).outputs["cost"]["over_budget"] is False, stack
+
+
+def test_onprem_has_no_aws_prices_and_says_so():
+    cfg = stack_config("onprem")
+    assert estimated_monthly_usd(cfg, TODAY) is None
+    report = cost_report(cfg, TODAY)
+    assert format_cost(report)[-1] == (
+        "  provider existing: the cluster runs on your own machines; no AWS prices apply"
+    )
+    assert planned("onprem").outputs["cost"] == report
+
+
+# -------------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(
+    "cost, path",
+    [
+        ({"spot_discount": True}, "cost.spot_discount"),
+        ({"spot_discount": 1}, "cost.spot_discount"),
+        ({"monthly_budget_usd": 0}, "cost.monthly_budget_usd"),
+        ({"hours_per_month": 800}, "cost.hours_per_month"),
+        ({"capacity_block_hourly_usd": {"p9.huge": 1.0}}, "cost.capacity_block_hourly_usd"),
+    ],
+)
+def test_bad_cost_settings_are_refused(cost, path):
+    with pytest.raises(ConfigError) as error:
+        aws_config(cost=cost)
+    assert path in str(error.value)
+
+
+def test_a_budget_on_an_existing_cluster_is_refused():
+    raw = {
+        "provider": "existing",
+        "existing": {"name": "lab", "kubeconfig_path": "~/.kube/lab.yaml"},
+        "cost": {"monthly_budget_usd": 1000},
+    }
+    with pytest.raises(ConfigError) as error:
+        parse_config(raw, SOURCE)
+    assert "cost.monthly_budget_usd" in str(error.value)
+    assert "only valid with provider aws" in str(error.value)
+
+
+def test_a_stack_without_a_budget_or_a_price_exports_no_null():
+    # The plan renders no value as null (DESIGN, "No silent nulls"): unknowns are listed instead.
+    cfg = aws_config(
+        group(
+            "block",
+            ["p4d.24xlarge"],
+            2,
+            capacity="capacity_block",
+            capacity_reservation_id="cr-0a1b2c3d4e5f60718",
+        )
+    )
+    assert None not in list(walk(cost_report(cfg, TODAY)))
+
+
+def test_a_stack_outside_us_east_1_says_it_is_priced_at_us_east_1_rates():
+    cfg = parse_config(
+        {
+            "aws": {"region": "us-west-2", "zones": ["us-west-2a", "us-west-2b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+        },
+        SOURCE,
+    )
+    text = format_cost(cost_report(cfg, TODAY))
+    assert "  priced at us-east-1 rates; the stack is in us-west-2" in text
