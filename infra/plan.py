@@ -1,6 +1,6 @@
 """Offline plan: run the Pulumi program of one stack under Pulumi's mock engine.
 
-    python -m infra.plan <stack> [--out DIR] [--quiet]
+    python -m infra.plan <stack> [--out DIR] [--quiet] [--against DIR] [--detail] [--graph]
 
 No Pulumi CLI, no cloud account. It reads the files the CLI reads (Pulumi.yaml and its project
 config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host
@@ -8,7 +8,9 @@ does (working directory = project root, `runpy.run_path(main)` inside a stack), 
 every resource the program registers. It prints a plan, writes out/<stack>/resources.json and
 the Kubernetes objects the program declares directly (not what Helm releases render) under
 out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
-exits 2 with one message naming the file and the key.
+exits 2 with one message naming the file and the key. Every plan ends with an exposure summary;
+`--against` adds a diff with an earlier plan, `--detail` every input, `--graph` the resource graph
+(infra/plan_diff.py, infra/plan_review.py, infra/plan_graph.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import yaml
 from pulumi.runtime import rpc
 
+from infra import plan_diff, plan_graph, plan_review
 from infra.config import ConfigError
 from infra.cost import format_cost
 from infra.plan_engine import (
@@ -88,6 +91,8 @@ class PlannedResource:
     dependencies: list[str]
     protect: bool
     custom: bool
+    # Input paths `pulumi up` leaves alone, so a diff against an earlier plan skips them.
+    ignore_changes: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -158,6 +163,7 @@ def build_plan(recording: Recording) -> Plan:
                 dependencies=reg.dependencies,
                 protect=reg.protect,
                 custom=reg.custom,
+                ignore_changes=tuple(reg.ignore_changes),
             )
         )
     return Plan(
@@ -290,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, help="output folder (default out/<stack>)")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
+    parser.add_argument("--against", type=Path, help="an earlier plan folder to diff with")
+    parser.add_argument("--detail", action="store_true", help="print every resource's inputs")
+    parser.add_argument(
+        "--graph", action="store_true", help="write the resource graph (DOT, Mermaid)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
@@ -302,13 +313,33 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out_dir = args.out or ROOT / "out" / args.stack
     note = compare_with_previous(plan, out_dir / "resources.json")
+    try:  # Read before writing: the earlier plan may be the one this run replaces.
+        previous = plan_diff.read_previous(args.against) if args.against else None
+    except (OSError, ValueError, KeyError) as error:
+        print(
+            f"error: --against {args.against}: not a plan's resources.json ({error})",
+            file=sys.stderr,
+        )
+        return 2
     written = write_outputs(plan, out_dir)
+    graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
     if not args.quiet:
         print(format_plan(plan))
+        if args.detail:
+            print("\n" + plan_review.format_detail(plan))
         print(f"\nWrote {out_dir / 'resources.json'} and {len(written)} manifests.")
+        if graphs:
+            print("Wrote " + ", ".join(str(g) for g in graphs))
         if note:
             print(note)
+    if previous is not None:
+        current = [r.as_json() for r in plan.resources]
+        ignored = {r.urn: list(r.ignore_changes) for r in plan.resources}
+        diffs = plan_diff.diff_plans(previous, current, ignored)
+        print("\n" + plan_diff.format_diff(diffs, str(args.against)))
+    if not args.quiet:
+        print("\n" + plan_review.format_exposure(plan))
     if plan.warnings:
         print(format_warnings(plan.warnings))
     count = sum(r.custom for r in plan.resources)
