@@ -10,11 +10,20 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Annotated, Any
 
 import pulumi
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+)
+from pydantic_core import core_schema
 
 from infra.catalog import CATALOG
 
@@ -81,15 +90,29 @@ def _not_a_boolean(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_not_a_boolean)]
 
 
-def shaped(pattern: str, words: str) -> AfterValidator:
-    """A string check whose message is `words`, the shape said for a reader."""
+@dataclass(frozen=True)
+class Shape:
+    """A string check whose message is `words`, the shape said for a reader. The JSON Schema of
+    the stack files carries `pattern`, so that editors check it too; the config reference
+    shows `words`."""
 
-    def check(value: str) -> str:
-        if not re.fullmatch(pattern, value):
-            raise ValueError(f"expected {words}")
+    pattern: str
+    words: str
+
+    def check(self, value: str) -> str:
+        if not re.fullmatch(self.pattern, value):
+            raise ValueError(f"expected {self.words}")
         return value
 
-    return AfterValidator(check)
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        return {**handler(schema), "pattern": f"^(?:{self.pattern})$"}
+
+
+def shaped(pattern: str, words: str) -> Shape:
+    return Shape(pattern, words)
 
 
 DNS_LABEL_WORDS = (
