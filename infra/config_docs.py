@@ -22,13 +22,12 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from infra.config import PRODUCTION_DEFAULTS, PlatformConfig
-from infra.config.base import NAMESPACE, Shape
+from infra.config.base import NAMESPACE, Documented, Shape
 from infra.config.loading import READ_NAMESPACES
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = Path("docs/config.md")
 SCHEMA = Path("docs/stack-schema.json")
-SCHEMA_ID = "https://gpu-platform.invalid/docs/stack-schema.json"
 
 
 # ------------------------------------------------------------------------------- reference
@@ -82,25 +81,40 @@ def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, str]:
 _BOUNDS = {Ge: ("≥", "ge"), Gt: (">", "gt"), Le: ("≤", "le"), Lt: ("<", "lt")}
 
 
+def _checks(annotation: Any, whose: str = "") -> Iterator[tuple[str, Any]]:
+    """Every Literal and every Annotated check in a type, through unions, lists and maps,
+    each with whose it is ("keys: " for a map's keys)."""
+    annotation, metadata = _unwrap(annotation)
+    yield from ((whose, item) for item in metadata)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Literal:
+        yield whose, annotation
+    elif origin is dict:
+        yield from _checks(args[0], "keys: ")
+        yield from _checks(args[1], whose)
+    else:
+        for arg in args:
+            yield from _checks(arg, whose)
+
+
 def _constraint(field: FieldInfo) -> str:
     """What a value must be, in words: allowed values, bounds, lengths, shapes."""
     words: list[str] = []
-    annotation, metadata = _unwrap(field.annotation)
-    for arg in (annotation, *typing.get_args(annotation)):
-        inner, more = _unwrap(arg)
-        metadata = [*metadata, *more]
-        if typing.get_origin(inner) is Literal:
-            words.append("one of " + ", ".join(f"`{v}`" for v in typing.get_args(inner)))
-    for item in [*field.metadata, *metadata]:
+    for whose, item in [*(("", m) for m in field.metadata), *_checks(field.annotation)]:
         bound = _BOUNDS.get(type(item))
-        if bound:
-            words.append(f"{bound[0]} {getattr(item, bound[1])}")
+        if typing.get_origin(item) is Literal:
+            said = "one of " + ", ".join(f"`{v}`" for v in typing.get_args(item))
+        elif bound:
+            said = f"{bound[0]} {getattr(item, bound[1])}"
         elif isinstance(item, MinLen):
-            words.append(f"at least {item.min_length} long")
+            said = f"at least {item.min_length} long"
         elif isinstance(item, MaxLen):
-            words.append(f"at most {item.max_length} long")
-        elif isinstance(item, Shape):
-            words.append(item.words)
+            said = f"at most {item.max_length} long"
+        elif isinstance(item, Shape | Documented):
+            said = item.words
+        else:
+            continue
+        words.append(whose + said)
     return "; ".join(words)
 
 
@@ -118,13 +132,16 @@ def _default(field: FieldInfo) -> Any:
     return field.default
 
 
-def _rows(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, ...]]:
+def _rows(
+    model: type[BaseModel], prefix: str, defaults: BaseModel | None = None
+) -> Iterator[tuple[str, ...]]:
     """One row per key, depth first: path, type, default, production default, constraint,
-    description. A nested model's own keys follow its row."""
+    description. A nested model's own keys follow its row, with the defaults its parent gives
+    it (system_nodes.scaling starts at 2 nodes, where Scaling alone starts at 0)."""
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
         nested, suffix = _model_of(field.annotation)
-        default = _default(field)
+        default = _default(field) if defaults is None else getattr(defaults, name)
         production = PRODUCTION_DEFAULTS.get(tuple(path.split(".")), PydanticUndefined)
         description = field.description or (nested.__doc__ if nested else "") or ""
         yield (
@@ -136,7 +153,8 @@ def _rows(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, ...]]:
             " ".join(description.split()).replace("|", "\\|"),
         )
         if nested is not None:
-            yield from _rows(nested, f"{path}{suffix}.")
+            given = default if isinstance(default, BaseModel) else None
+            yield from _rows(nested, f"{path}{suffix}.", given)
 
 
 def reference() -> str:
@@ -218,7 +236,6 @@ def stack_schema() -> dict[str, Any]:
     others = [n for n in READ_NAMESPACES if n != NAMESPACE]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
         "title": "gpu-platform stack file",
         "description": "stacks/Pulumi.<stack>.yaml. Generated from infra/config/ by `make docs`.",
         "type": "object",

@@ -87,6 +87,16 @@ def test_shipped_stack_files_name_the_schema_on_their_first_line(stack):
                                                "scaling": {"min_size": 0, "max_size": True}}]},
             "config/gpu-platform:gpu_node_groups/0/scaling/max_size",
         ),
+        # Instance types come from the catalog; the schema lists them, so editors complete them.
+        (
+            {"gpu-platform:gpu_node_groups": [{"name": "a", "instance_types": ["p5.48xlarg"]}]},
+            "config/gpu-platform:gpu_node_groups/0/instance_types/0",
+        ),
+        # An IAM ARN holds a 12-digit account (IAM user guide, "IAM identifiers").
+        (
+            {"cluster": {"admin_principal_arns": ["arn:aws:iam::1234:role/admins"]}},
+            "config/cluster/admin_principal_arns/0",
+        ),
         # instance_types is required.
         (
             {"gpu-platform:gpu_node_groups": [{"name": "a"}]},
@@ -141,6 +151,27 @@ def test_reference_gives_type_default_production_default_and_constraint():
         "a group name: at most 32 characters: lowercase letters, digits and hyphens, "
         "beginning and ending with a letter or digit",
     ]
+
+
+def test_reference_gives_nested_keys_the_defaults_their_parent_gives():
+    # SystemNodeSettings declares scaling = Scaling(min_size=2, max_size=4), where Scaling's own
+    # fields default to 0 and 1: the reference shows what a stack that sets nothing gets.
+    assert row("system_nodes.scaling.min_size")[2] == "`2`"
+    assert row("system_nodes.scaling.max_size")[2] == "`4`"
+
+
+def test_reference_says_what_function_checks_accept():
+    assert row("gpu_node_groups[].instance_types")[4] == (
+        "at least 1 long; an instance type of the catalog (infra/catalog.py)"
+    )
+    # A map's key checks are said as such: the autoscaler's priority expander takes one
+    # priority per capacity kind.
+    assert row("autoscaler.priorities")[4] == (
+        "keys: one of `on_demand`, `spot`, `reservation`, `capacity_block`"
+    )
+    assert row("gpu_node_groups[].kubelet.system_reserved")[4] == (
+        "keys cpu, memory, ephemeral-storage, pid; values Kubernetes quantities (500m, 1Gi)"
+    )
 
 
 def test_reference_lists_every_top_level_key():

@@ -115,6 +115,18 @@ def shaped(pattern: str, words: str) -> Shape:
     return Shape(pattern, words)
 
 
+@dataclass(frozen=True)
+class Documented:
+    """What a function check beside it accepts: in words for the config reference, and as
+    JSON Schema keywords (an enum, a pattern) where editors can check it too."""
+
+    words: str
+    keywords: tuple[tuple[str, Any], ...] = ()
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        return {**handler(schema), **dict(self.keywords)}
+
+
 DNS_LABEL_WORDS = (
     "a DNS label: at most 63 characters: lowercase letters, digits and hyphens, beginning and "
     "ending with a letter or digit"
@@ -178,7 +190,14 @@ def each_entry(problem: Callable[[str, str], str | None]) -> AfterValidator:
     return AfterValidator(check)
 
 
-AwsTags = Annotated[dict[str, str], each_entry(_aws_tag)]
+AwsTags = Annotated[
+    dict[str, str],
+    each_entry(_aws_tag),
+    Documented(
+        "AWS tags: keys of 1 to 128 and values of at most 256 letters, digits, spaces and "
+        "_ . : / = + - @; no key under aws:"
+    ),
+]
 
 # Kubernetes "Labels and Selectors": a name of at most 63 characters, alphanumeric at both ends
 # with - _ . between, after an optional DNS-subdomain prefix of at most 253 characters and /.
@@ -215,7 +234,14 @@ def _label_problem(key: str, value: str) -> str | None:
     return None
 
 
-KubernetesLabels = Annotated[dict[str, str], each_entry(_label_problem)]
+KubernetesLabels = Annotated[
+    dict[str, str],
+    each_entry(_label_problem),
+    Documented(
+        "Kubernetes labels: [prefix/]name, a name of at most 63 letters, digits, - _ and .; "
+        f"no prefix under kubernetes.io or k8s.io but {' and '.join(_KUBELET_PREFIXES)}"
+    ),
+]
 
 # Kubernetes "Resource Management for Pods and Containers" / the quantity type: a decimal
 # number with an optional binary (Ki..Ei) or decimal (m, k, M..E) suffix, or an exponent.
@@ -240,7 +266,11 @@ def _check_reserved(reserved: dict[str, str]) -> dict[str, str]:
     return reserved
 
 
-ReservedResources = Annotated[dict[str, str], AfterValidator(_check_reserved)]
+ReservedResources = Annotated[
+    dict[str, str],
+    AfterValidator(_check_reserved),
+    Documented(f"keys {', '.join(RESERVABLE_RESOURCES)}; values Kubernetes quantities (500m, 1Gi)"),
+]
 
 
 def _overlaps(named: list[tuple[str, IPv4Network]]) -> FieldProblem | None:
@@ -265,7 +295,12 @@ def _known_instance_type(value: str) -> str:
     return one_of(value, sorted(CATALOG), "in the instance catalog (infra/catalog.py)")
 
 
-InstanceTypeName = Annotated[str, AfterValidator(_known_instance_type)]
+InstanceTypeName = Annotated[
+    str,
+    AfterValidator(_known_instance_type),
+    # An enum, so that editors complete instance types from the catalog.
+    Documented("an instance type of the catalog (infra/catalog.py)", (("enum", sorted(CATALOG)),)),
+]
 
 _PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+")
 
@@ -279,7 +314,14 @@ def _principal_arn(value: str) -> str:
     return value
 
 
-PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
+PrincipalArn = Annotated[
+    str,
+    AfterValidator(_principal_arn),
+    Documented(
+        "an IAM role or user ARN: arn:aws:iam::<12-digit account>:role/<name> or user/<name>",
+        (("pattern", f"^(?:{_PRINCIPAL_ARN.pattern})$"),),
+    ),
+]
 
 
 def _check_retention(value: int) -> int:
