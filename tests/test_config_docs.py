@@ -97,6 +97,11 @@ def test_shipped_stack_files_name_the_schema_on_their_first_line(stack):
             {"cluster": {"admin_principal_arns": ["arn:aws:iam::1234:role/admins"]}},
             "config/cluster/admin_principal_arns/0",
         ),
+        # CloudWatch Logs keeps logs 1, 3, 5, 7, 14, 30, ... days, never 100 (PutRetentionPolicy).
+        (
+            {"gpu-platform:cluster": {"log_retention_days": 100}},
+            "config/gpu-platform:cluster/log_retention_days",
+        ),
         # instance_types is required.
         (
             {"gpu-platform:gpu_node_groups": [{"name": "a"}]},

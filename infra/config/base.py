@@ -332,6 +332,17 @@ def _check_retention(value: int) -> int:
     return value
 
 
+# CloudWatch Logs PutRetentionPolicy: retentionInDays takes only these values.
+RetentionDays = Annotated[
+    Int,
+    AfterValidator(_check_retention),
+    Documented(
+        f"a CloudWatch Logs retention in days: {', '.join(map(str, LOG_RETENTION_DAYS))}",
+        (("enum", list(LOG_RETENTION_DAYS)),),
+    ),
+]
+
+
 def _one_key_source(settings: BaseModel, arn_field: str, create_field: str) -> None:
     """A key is either given or created, never both."""
     if getattr(settings, arn_field) and getattr(settings, create_field):
