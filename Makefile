@@ -1,11 +1,12 @@
 # Entry points: `make plan` (offline plan of dev), `make test` (lint + tests), `make bench`,
-# `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`.
+# `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make docs` (the
+# config reference and the stack files' JSON Schema, from the config model).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: plan plan-all test lint check-promtool bench selftest bench-selftest clean
+.PHONY: plan plan-all docs test lint check-promtool bench selftest bench-selftest clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-selftest.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,10 @@ plan-all: $(VENV)/.installed
 	for f in stacks/Pulumi.*.yaml; do \
 		s=$${f#stacks/Pulumi.}; s=$${s%.yaml}; $(PY) -m infra.plan $$s --quiet || exit 1; \
 	done
+
+# docs/config.md and docs/stack-schema.json; a test fails while either is stale.
+docs: $(VENV)/.installed
+	$(PY) -m infra.config_docs
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

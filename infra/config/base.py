@@ -10,11 +10,20 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Annotated, Any
 
 import pulumi
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+)
+from pydantic_core import core_schema
 
 from infra.catalog import CATALOG
 
@@ -81,15 +90,41 @@ def _not_a_boolean(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_not_a_boolean)]
 
 
-def shaped(pattern: str, words: str) -> AfterValidator:
-    """A string check whose message is `words`, the shape said for a reader."""
+@dataclass(frozen=True)
+class Shape:
+    """A string check whose message is `words`, the shape said for a reader. The JSON Schema of
+    the stack files carries `pattern`, so that editors check it too; the config reference
+    shows `words`."""
 
-    def check(value: str) -> str:
-        if not re.fullmatch(pattern, value):
-            raise ValueError(f"expected {words}")
+    pattern: str
+    words: str
+
+    def check(self, value: str) -> str:
+        if not re.fullmatch(self.pattern, value):
+            raise ValueError(f"expected {self.words}")
         return value
 
-    return AfterValidator(check)
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        return {**handler(schema), "pattern": f"^(?:{self.pattern})$"}
+
+
+def shaped(pattern: str, words: str) -> Shape:
+    return Shape(pattern, words)
+
+
+@dataclass(frozen=True)
+class Documented:
+    """What a function check beside it accepts: in words for the config reference, and as
+    JSON Schema keywords (an enum, a pattern) where editors can check it too."""
+
+    words: str
+    keywords: tuple[tuple[str, Any], ...] = ()
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        return {**handler(schema), **dict(self.keywords)}
 
 
 DNS_LABEL_WORDS = (
@@ -155,7 +190,14 @@ def each_entry(problem: Callable[[str, str], str | None]) -> AfterValidator:
     return AfterValidator(check)
 
 
-AwsTags = Annotated[dict[str, str], each_entry(_aws_tag)]
+AwsTags = Annotated[
+    dict[str, str],
+    each_entry(_aws_tag),
+    Documented(
+        "AWS tags: keys of 1 to 128 and values of at most 256 letters, digits, spaces and "
+        "_ . : / = + - @; no key under aws:"
+    ),
+]
 
 # Kubernetes "Labels and Selectors": a name of at most 63 characters, alphanumeric at both ends
 # with - _ . between, after an optional DNS-subdomain prefix of at most 253 characters and /.
@@ -192,7 +234,14 @@ def _label_problem(key: str, value: str) -> str | None:
     return None
 
 
-KubernetesLabels = Annotated[dict[str, str], each_entry(_label_problem)]
+KubernetesLabels = Annotated[
+    dict[str, str],
+    each_entry(_label_problem),
+    Documented(
+        "Kubernetes labels: [prefix/]name, a name of at most 63 letters, digits, - _ and .; "
+        f"no prefix under kubernetes.io or k8s.io but {' and '.join(_KUBELET_PREFIXES)}"
+    ),
+]
 
 # Kubernetes "Resource Management for Pods and Containers" / the quantity type: a decimal
 # number with an optional binary (Ki..Ei) or decimal (m, k, M..E) suffix, or an exponent.
@@ -217,7 +266,11 @@ def _check_reserved(reserved: dict[str, str]) -> dict[str, str]:
     return reserved
 
 
-ReservedResources = Annotated[dict[str, str], AfterValidator(_check_reserved)]
+ReservedResources = Annotated[
+    dict[str, str],
+    AfterValidator(_check_reserved),
+    Documented(f"keys {', '.join(RESERVABLE_RESOURCES)}; values Kubernetes quantities (500m, 1Gi)"),
+]
 
 
 def _overlaps(named: list[tuple[str, IPv4Network]]) -> FieldProblem | None:
@@ -242,7 +295,12 @@ def _known_instance_type(value: str) -> str:
     return one_of(value, sorted(CATALOG), "in the instance catalog (infra/catalog.py)")
 
 
-InstanceTypeName = Annotated[str, AfterValidator(_known_instance_type)]
+InstanceTypeName = Annotated[
+    str,
+    AfterValidator(_known_instance_type),
+    # An enum, so that editors complete instance types from the catalog.
+    Documented("an instance type of the catalog (infra/catalog.py)", (("enum", sorted(CATALOG)),)),
+]
 
 _PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+")
 
@@ -256,7 +314,14 @@ def _principal_arn(value: str) -> str:
     return value
 
 
-PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
+PrincipalArn = Annotated[
+    str,
+    AfterValidator(_principal_arn),
+    Documented(
+        "an IAM role or user ARN: arn:aws:iam::<12-digit account>:role/<name> or user/<name>",
+        (("pattern", f"^(?:{_PRINCIPAL_ARN.pattern})$"),),
+    ),
+]
 
 
 def _check_retention(value: int) -> int:
@@ -265,6 +330,17 @@ def _check_retention(value: int) -> int:
             f"{value} is not a CloudWatch retention; valid: {list(LOG_RETENTION_DAYS)}"
         )
     return value
+
+
+# CloudWatch Logs PutRetentionPolicy: retentionInDays takes only these values.
+RetentionDays = Annotated[
+    Int,
+    AfterValidator(_check_retention),
+    Documented(
+        f"a CloudWatch Logs retention in days: {', '.join(map(str, LOG_RETENTION_DAYS))}",
+        (("enum", list(LOG_RETENTION_DAYS)),),
+    ),
+]
 
 
 def _one_key_source(settings: BaseModel, arn_field: str, create_field: str) -> None:

@@ -10,12 +10,11 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from infra.config.base import (
     DnsLabel,
     FieldProblem,
-    Int,
     KmsKeyArn,
     PrincipalArn,
+    RetentionDays,
     SecurityGroupId,
     Settings,
-    _check_retention,
     _one_key_source,
 )
 from infra.config.onprem import OnPremGpuPoolSettings
@@ -74,7 +73,7 @@ class ClusterSettings(Settings):
         default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES),
         description="Control-plane log types sent to CloudWatch.",
     )
-    log_retention_days: Int = Field(
+    log_retention_days: RetentionDays = Field(
         90,
         description="Control-plane log retention in days; the group holds the audit log "
         "(production default: 365).",
@@ -140,11 +139,6 @@ class ClusterSettings(Settings):
                 f"to /{high}"
             )
         return value
-
-    @field_validator("log_retention_days")
-    @classmethod
-    def _retention(cls, value: int) -> int:
-        return _check_retention(value)
 
     @model_validator(mode="after")
     def _one_log_key(self) -> ClusterSettings:

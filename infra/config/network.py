@@ -13,10 +13,9 @@ from infra.config.base import (
     AwsTags,
     FieldProblem,
     InstanceTypeName,
-    Int,
     KmsKeyArn,
+    RetentionDays,
     Settings,
-    _check_retention,
     _one_key_source,
     _overlaps,
     one_of,
@@ -115,7 +114,7 @@ class NetworkSettings(Settings):
         "and credentials stay off the NAT gateways.",
     )
     flow_logs: bool = Field(False, description="VPC flow logs to CloudWatch (production default).")
-    flow_log_retention_days: Int = Field(
+    flow_log_retention_days: RetentionDays = Field(
         90, description="Flow log retention in days (production default: 365)."
     )
     flow_log_kms_key_arn: KmsKeyArn | None = Field(
@@ -129,11 +128,6 @@ class NetworkSettings(Settings):
         description="Create a rotated KMS key for the flow log group alone, usable only by "
         "CloudWatch Logs for that group.",
     )
-
-    @field_validator("flow_log_retention_days")
-    @classmethod
-    def _retention(cls, value: int) -> int:
-        return _check_retention(value)
 
     @model_validator(mode="after")
     def _subnets_inside_vpc(self) -> NetworkSettings:
