@@ -8,7 +8,8 @@ does (working directory = project root, `runpy.run_path(main)` inside a stack), 
 every resource the program registers. It prints a plan, writes out/<stack>/resources.json and
 the Kubernetes objects the program declares directly (not what Helm releases render) under
 out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
-exits 2 with one message naming the file and the key.
+exits 2 with one message naming the file and the key. Then the policy pack's rules run on every
+planned resource (infra/plan_policy.py): a mandatory violation exits 3.
 """
 
 from __future__ import annotations
@@ -306,9 +307,14 @@ def main(argv: list[str] | None = None) -> int:
             print(note)
     if plan.warnings:
         print(format_warnings(plan.warnings))
+    # Imported here: infra.plan_policy imports this module for Plan.
+    from infra.plan_policy import check_plan
+
+    report, status = check_plan(plan, ROOT)
+    print(report)
     count = sum(r.custom for r in plan.resources)
     print(f"Planned {args.stack}: {count} resources in {elapsed:.2f} s")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ from infra.config.nodes import (
 )
 from infra.config.observability import ObservabilitySettings, check_observability
 from infra.config.onprem import OnPremGpuPoolSettings
+from infra.config.policy import PolicyExemption, PolicySettings
 from infra.config.pools import GpuPool, gpu_pools
 from infra.config.scheduling import SchedulingSettings, check_scheduling
 from infra.config.selftest import SelfTestSettings, check_selftest
@@ -120,6 +121,8 @@ __all__ = [
     "ObservabilitySettings",
     "OnPremGpuPoolSettings",
     "PlatformConfig",
+    "PolicyExemption",
+    "PolicySettings",
     "Scaling",
     "SchedulingSettings",
     "SelfTestSettings",
@@ -204,6 +207,7 @@ class PlatformConfig(Settings):
     )
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     selftest: SelfTestSettings = Field(default_factory=SelfTestSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
 
     @model_validator(mode="before")
     @classmethod

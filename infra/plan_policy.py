@@ -1,0 +1,70 @@
+"""The policy pack's offline run: every rule of `policy/rules` on every planned resource.
+
+`python -m infra.plan <stack>` calls `check_plan` after planning; it prints the violations
+grouped by level and fails the plan (exit 3) on any mandatory one, naming the resource, the rule
+and the remediation. The CrossGuard pack (`policy/__main__.py`) runs the same rules under
+`pulumi preview --policy-pack policy`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from infra.config import PlatformConfig, config_from_pulumi, stack_file
+from infra.plan import Plan
+from infra.plan_engine import read_project, read_stack_config
+from policy.rules import Context, Subject, Violation, evaluate
+
+EXIT_MANDATORY = 3
+
+
+def subjects(plan: Plan) -> tuple[Subject, ...]:
+    return tuple(Subject(r.type, r.name, r.inputs, r.protect, r.urn) for r in plan.resources)
+
+
+def monthly_estimate(cfg: PlatformConfig) -> float | None:
+    """The stack's estimated monthly cost from `infra.cost` (issue 11's cost estimate), or None
+    where that module is not part of this checkout: the budget rule then says so."""
+    try:
+        cost = importlib.import_module("infra.cost")
+    except ModuleNotFoundError:
+        return None
+    return float(cost.estimated_monthly_usd(cfg))
+
+
+def stack_config(stack: str, root: Path) -> PlatformConfig:
+    """The stack's config as the program read it (the plan has already validated it)."""
+    values, _ = read_stack_config(read_project(root), stack)
+    return config_from_pulumi(values, stack_file(stack))
+
+
+def context_for(plan: Plan, cfg: PlatformConfig) -> Context:
+    return Context(
+        resources=subjects(plan),
+        production=cfg.production,
+        settings=cfg.policy,
+        monthly_usd=monthly_estimate(cfg),
+    )
+
+
+def format_violations(found: list[Violation]) -> str:
+    if not found:
+        return "Policies: every rule passes."
+    lines = ["Policies:"]
+    for level in ("mandatory", "advisory"):
+        group = [v for v in found if v.rule.level == level]
+        if group:
+            lines.append(f"  {level} ({len(group)}):")
+            for v in group:
+                lines.append(f"    - {v.rule.name}: {v.resource.type} {v.resource.name}")
+                lines.append(f"        {v.message}")
+                lines.append(f"        fix: {v.rule.remediation}")
+    return "\n".join(lines)
+
+
+def check_plan(plan: Plan, root: Path) -> tuple[str, int]:
+    """The report to print and the exit status: EXIT_MANDATORY on a mandatory violation."""
+    found = evaluate(context_for(plan, stack_config(plan.stack, root)))
+    failed = any(v.rule.level == "mandatory" for v in found)
+    return format_violations(found), EXIT_MANDATORY if failed else 0
