@@ -117,7 +117,7 @@ def efa_single_subnet(r: Subject, ctx: Context) -> Iterator[str]:
     [LAUNCH_TEMPLATE],
     "A cluster with EFA nodes runs the EFA device plugin, or pods cannot request "
     "vpc.amazonaws.com/efa.",
-    "the EFA device plugin follows gpu_node_groups[].efa; restore components/efa_device_plugin",
+    "the EFA device plugin follows gpu_node_groups[].efa; restore components/efa.py",
 )
 def efa_device_plugin_installed(r: Subject, ctx: Context) -> Iterator[str]:
     if not efa_interfaces(r):
@@ -177,7 +177,7 @@ def fsx_in_gpu_zone(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [FSX],
     "The file system's security group admits Lustre on TCP 988 and 1018-1023 from itself.",
-    "components/storage declares the Lustre rules: restore them",
+    "components/fsx.py declares the Lustre rules: restore them",
     linked=True,
 )
 def fsx_lustre_ports(r: Subject, ctx: Context) -> Iterator[str]:

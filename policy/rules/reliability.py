@@ -116,7 +116,7 @@ def flow_logs_on(r: Subject, ctx: Context) -> Iterator[str]:
     KUBERNETES_WORKLOADS,
     "Every container declares resource requests and limits, so the scheduler and Kueue "
     "account for it and one pod cannot starve a node.",
-    "set the resources in the workload's builder (selftest.resources for the self-test)",
+    "set the resources in the workload's builder (components/jobs.py, components/selftest.py)",
 )
 def containers_requests_limits(r: Subject, ctx: Context) -> Iterator[str]:
     spec = pod_spec(r.props)
@@ -165,7 +165,7 @@ def gpu_pods_tolerate_and_request(r: Subject, ctx: Context) -> Iterator[str]:
     [BUCKET],
     "A versioned bucket expires non-current versions, or every overwrite is kept and paid "
     "for forever.",
-    "keep the noncurrentVersionExpiration lifecycle rule of the data bucket (components/storage)",
+    "keep the noncurrentVersionExpiration lifecycle rule of the data bucket (components/fsx.py)",
     linked=True,
 )
 def versioned_buckets_expire(r: Subject, ctx: Context) -> Iterator[str]:

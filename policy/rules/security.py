@@ -81,7 +81,7 @@ def prod_api_endpoint_private(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [LAUNCH_TEMPLATE],
     "Nodes require IMDSv2 session tokens, so a pod cannot read node credentials through SSRF.",
-    "restore metadataOptions.httpTokens: required in components/node_builders.py",
+    "restore metadataOptions.httpTokens: required in components/nodes.py",
 )
 def imdsv2_required(r: Subject, ctx: Context) -> Iterator[str]:
     tokens = (r.props.get("metadataOptions") or {}).get("httpTokens")
@@ -113,7 +113,7 @@ def no_open_ingress(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [LAUNCH_TEMPLATE, STORAGE_CLASS],
     "Node root volumes and EBS volumes from the gp3 StorageClass are encrypted.",
-    "restore ebs.encrypted on the launch template (components/node_builders.py) or "
+    "restore ebs.encrypted on the launch template (components/nodes.py) or "
     "parameters.encrypted on the StorageClass",
 )
 def ebs_encrypted(r: Subject, ctx: Context) -> Iterator[str]:
@@ -146,7 +146,7 @@ def prod_fsx_customer_key(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [BUCKET],
     "Every bucket has default server-side encryption declared.",
-    "the FSx data bucket's encryption lives in components/storage: restore its "
+    "the FSx data bucket's encryption lives in components/fsx.py: restore its "
     "BucketServerSideEncryptionConfiguration",
     linked=True,
 )
@@ -178,7 +178,7 @@ def log_groups_encrypted(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [BUCKET],
     "Every bucket blocks public ACLs and policies, all four settings on.",
-    "restore the bucket's BucketPublicAccessBlock in components/storage",
+    "restore the bucket's BucketPublicAccessBlock in components/fsx.py",
     linked=True,
 )
 def s3_public_access_blocked(r: Subject, ctx: Context) -> Iterator[str]:
@@ -337,7 +337,7 @@ def _images(value: Any) -> Iterator[str]:
             if key == "image" and isinstance(item, str):
                 yield item
             elif key == "image" and isinstance(item, dict) and "tag" in item:
-                yield f"{item.get('repository', '')}:{item.get('tag')}"
+                yield f"{item.get('repository') or '(chart default image)'}:{item.get('tag')}"
             else:
                 yield from _images(item)
     elif isinstance(value, list):
