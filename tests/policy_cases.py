@@ -73,6 +73,10 @@ def edit(change: Callable[[dict[str, Any]], Any]) -> Callable[[Subject], Subject
     return apply
 
 
+# set_path's value that removes the property instead of setting it.
+DELETE = object()
+
+
 def set_path(path: str, value: Any) -> Callable[[Subject], Subject]:
     """Set (or, with value DELETE, remove) the property at a dotted path; digits index lists."""
 
@@ -87,9 +91,6 @@ def set_path(path: str, value: Any) -> Callable[[Subject], Subject]:
             node[int(last) if last.isdigit() else last] = value
 
     return edit(change)
-
-
-DELETE = object()
 
 
 def policy_json(change: Callable[[dict[str, Any]], Any]) -> Callable[[Subject], Subject]:

@@ -67,6 +67,27 @@ def test_imdsv1_launch_template_fails_the_plan_with_exit_3(tmp_path, monkeypatch
     assert "        fix: restore metadataOptions.httpTokens: required in " in out
 
 
+def test_stack_file_exemptions_let_the_plan_pass(tmp_path, monkeypatch, capsys):
+    # The same IMDSv1 templates, waived in the stack file: the config reaches the offline run.
+    import components.nodes as nodes
+
+    allow_imdsv1 = nodes.aws.ec2.LaunchTemplateMetadataOptionsArgs(
+        http_endpoint="enabled", http_tokens="optional", http_put_response_hop_limit=1
+    )
+    monkeypatch.setattr(nodes, "imdsv2_only", lambda: allow_imdsv1)
+    reason = "legacy agent needs IMDSv1, reviewed"
+    waived = [
+        {"rule": "imdsv2-required", "resource": name, "reason": reason}
+        for name in ("bad-a100", "bad-system")
+    ]
+    stack = {**group(), "gpu-platform:policy": {"exemptions": waived}}
+    monkeypatch.setattr("infra.plan.ROOT", make_project(tmp_path, {"bad": stack}))
+    code = main(["bad", "--quiet", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "imdsv2-required" not in out
+
+
 def test_a_compliant_stack_plans_with_exit_0_and_says_every_rule_passes(tmp_path, capsys):
     assert main(["onprem", "--quiet", "--out", str(tmp_path)]) == 0
     assert "Policies: every rule passes." in capsys.readouterr().out

@@ -60,7 +60,7 @@ def vcpus_per_gpu(r: Subject, ctx: Context) -> Iterator[str]:
     "advisory",
     [NODE_GROUP],
     "Outside production, a GPU group that scales from zero (interruptible work) runs on spot. "
-    "Advisory: staging's EFA group stays on-demand because spot EFA capacity is scarce.",
+    "Advisory: the shipped staging stack keeps its EFA group on-demand.",
     "set gpu_node_groups[].capacity: spot",
     linked=True,
 )
