@@ -14,7 +14,7 @@ from pathlib import Path
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.plan import Plan
 from infra.plan_engine import read_project, read_stack_config
-from policy.rules import Context, Subject, Violation, evaluate
+from policy.rules import BY_NAME, Context, Subject, Violation, evaluate
 
 EXIT_MANDATORY = 3
 
@@ -63,8 +63,23 @@ def format_violations(found: list[Violation]) -> str:
     return "\n".join(lines)
 
 
+def stale_exemptions(cfg: PlatformConfig, plan: Plan) -> list[str]:
+    """Exemptions that waive nothing: a misspelt rule or a resource the plan does not hold."""
+    names = {r.name for r in plan.resources}
+    return [
+        f"policy.exemptions[{i}]: no rule {e.rule}"
+        if e.rule not in BY_NAME
+        else f"policy.exemptions[{i}]: no resource {e.resource} in this plan"
+        for i, e in enumerate(cfg.policy.exemptions)
+        if e.rule not in BY_NAME or e.resource not in names
+    ]
+
+
 def check_plan(plan: Plan, root: Path) -> tuple[str, int]:
     """The report to print and the exit status: EXIT_MANDATORY on a mandatory violation."""
-    found = evaluate(context_for(plan, stack_config(plan.stack, root)))
+    cfg = stack_config(plan.stack, root)
+    found = evaluate(context_for(plan, cfg))
     failed = any(v.rule.level == "mandatory" for v in found)
-    return format_violations(found), EXIT_MANDATORY if failed else 0
+    report = [format_violations(found)]
+    report += [f"  stale exemption, waives nothing: {line}" for line in stale_exemptions(cfg, plan)]
+    return "\n".join(report), EXIT_MANDATORY if failed else 0

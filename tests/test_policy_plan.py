@@ -88,6 +88,22 @@ def test_stack_file_exemptions_let_the_plan_pass(tmp_path, monkeypatch, capsys):
     assert "imdsv2-required" not in out
 
 
+def test_an_exemption_that_waives_nothing_is_reported(tmp_path, monkeypatch, capsys):
+    waived = [
+        {"rule": "imdsv2-requried", "resource": "bad-a100", "reason": "misspelt rule name"},
+        {"rule": "imdsv2-required", "resource": "bad-h100", "reason": "no such resource here"},
+    ]
+    stack = {**group(), "gpu-platform:policy": {"exemptions": waived}}
+    monkeypatch.setattr("infra.plan.ROOT", make_project(tmp_path, {"bad": stack}))
+    assert main(["bad", "--quiet", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "  stale exemption, waives nothing: policy.exemptions[0]: no rule imdsv2-requried" in out
+    assert (
+        "  stale exemption, waives nothing: policy.exemptions[1]: no resource bad-h100 in this plan"
+        in out
+    )
+
+
 def test_a_compliant_stack_plans_with_exit_0_and_says_every_rule_passes(tmp_path, capsys):
     assert main(["onprem", "--quiet", "--out", str(tmp_path)]) == 0
     assert "Policies: every rule passes." in capsys.readouterr().out

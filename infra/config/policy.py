@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from infra.config.base import Int, Settings
+from infra.config.base import DnsLabel, Int, Settings
 
 
 class PolicyExemption(Settings):
@@ -36,7 +36,7 @@ class PolicySettings(Settings):
         description="Allow a cluster placement group on a group that launches into a capacity "
         "reservation: only when the reservation was made in that placement group.",
     )
-    privileged_namespaces: list[str] = Field(
+    privileged_namespaces: list[DnsLabel] = Field(
         default_factory=lambda: ["kube-system", "gpu-operator", "nvidia-network-operator"],
         description="Namespaces whose pods may run privileged or mount hostPath (drivers, "
         "device plugins, node agents).",
