@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from policy.rules import correctness, reliability, security, sizing
+from policy.rules import correctness, reliability, security, sizing, software
 from policy.rules.base import Context, Rule, Subject, Violation
 
-RULES: list[Rule] = [*security.RULES, *reliability.RULES, *correctness.RULES, *sizing.RULES]
+RULES: list[Rule] = [
+    *security.RULES,
+    *software.RULES,
+    *reliability.RULES,
+    *correctness.RULES,
+    *sizing.RULES,
+]
 BY_NAME = {r.name: r for r in RULES}
 
 

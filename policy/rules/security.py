@@ -39,7 +39,6 @@ IAM_POLICY_TYPES = (
     "aws:iam/userPolicy:UserPolicy",
     "aws:iam/groupPolicy:GroupPolicy",
 )
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 OPEN_CIDRS = {"0.0.0.0/0", "::/0"}
 
@@ -329,56 +328,6 @@ def privileged_only_where_needed(r: Subject, ctx: Context) -> Iterator[str]:
         yield f"{what} in namespace {namespace}"
 
 
-def _images(value: Any) -> Iterator[str]:
-    """Every image reference in a manifest or in Helm values: `image: repo:tag` strings and
-    `image: {repository, tag}` objects."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "image" and isinstance(item, str):
-                yield item
-            elif key == "image" and isinstance(item, dict) and "tag" in item:
-                yield f"{item.get('repository') or '(chart default image)'}:{item.get('tag')}"
-            else:
-                yield from _images(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _images(item)
-
-
-def _unpinned(image: str) -> bool:
-    if "@sha256:" in image:
-        return False
-    last = image.rsplit("/", 1)[-1]
-    return ":" not in last or last.endswith((":latest", ":"))
-
-
-@rule(
-    "images-pinned",
-    "mandatory",
-    [*KUBERNETES_WORKLOADS, HELM_RELEASE],
-    "Every image is pinned to a tag or digest, never latest.",
-    "set the tag in infra/versions.py (or selftest.image for the self-test)",
-)
-def images_pinned(r: Subject, ctx: Context) -> Iterator[str]:
-    source = r.props.get("values") if r.type == HELM_RELEASE else r.props
-    for image in _images(source or {}):
-        if _unpinned(image):
-            yield f"image {image} is not pinned"
-
-
-@rule(
-    "helm-charts-pinned",
-    "mandatory",
-    [HELM_RELEASE],
-    "Every Helm chart is pinned to a version.",
-    "pin the chart in infra/versions.py",
-)
-def helm_charts_pinned(r: Subject, ctx: Context) -> Iterator[str]:
-    version = str(r.props.get("version") or "")
-    if not version or version == "latest" or any(c in version for c in "*^~><x"):
-        yield f"chart {r.props.get('chart')} is not pinned (version {version or 'unset'})"
-
-
 RULES = [
     eks_secrets_encrypted,
     prod_api_endpoint_private,
@@ -395,6 +344,4 @@ RULES = [
     efa_no_public_ip,
     iam_no_wildcard_write,
     privileged_only_where_needed,
-    images_pinned,
-    helm_charts_pinned,
 ]
