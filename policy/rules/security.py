@@ -1,4 +1,4 @@
-"""Security rules: encryption, exposure, instance metadata, IAM, pods and pinned software."""
+"""Security rules: encryption, exposure, instance metadata, IAM and host access of pods."""
 
 from __future__ import annotations
 
