@@ -8,9 +8,10 @@ does (working directory = project root, `runpy.run_path(main)` inside a stack), 
 every resource the program registers. It prints a plan, writes out/<stack>/resources.json and
 the Kubernetes objects the program declares directly (not what Helm releases render) under
 out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
-exits 2 with one message naming the file and the key. Every plan ends with an exposure summary;
-`--against` adds a diff with an earlier plan, `--detail` every input, `--graph` the resource graph
-(infra/plan_diff.py, infra/plan_review.py, infra/plan_graph.py).
+exits 2 with one message naming the file and the key. Then the policy pack's rules run on every
+planned resource (infra/plan_policy.py): a mandatory violation exits 3. Every plan ends with an
+exposure summary; `--against` adds a diff with an earlier plan, `--detail` every input, `--graph`
+the resource graph (infra/plan_diff.py, infra/plan_review.py, infra/plan_graph.py).
 """
 
 from __future__ import annotations
@@ -342,9 +343,14 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + plan_review.format_exposure(plan))
     if plan.warnings:
         print(format_warnings(plan.warnings))
+    # Imported here: infra.plan_policy imports this module for Plan.
+    from infra.plan_policy import check_plan
+
+    report, status = check_plan(plan, ROOT)
+    print(report)
     count = sum(r.custom for r in plan.resources)
     print(f"Planned {args.stack}: {count} resources in {elapsed:.2f} s")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

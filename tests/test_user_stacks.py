@@ -44,7 +44,16 @@ RESEARCH = {
 def test_the_suite_passes_with_a_users_research_stack_in_another_region(tmp_path):
     project = tmp_path / "project"
     ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", "out")
-    for folder in ("infra", "components", "tests", "stacks", "bootstrap", "docs", ".github"):
+    for folder in (
+        "infra",
+        "components",
+        "policy",
+        "tests",
+        "stacks",
+        "bootstrap",
+        "docs",
+        ".github",
+    ):
         shutil.copytree(ROOT / folder, project / folder, ignore=ignore)
     for name in ("Pulumi.yaml", "pyproject.toml", "README.md", "requirements-selftest.txt"):
         shutil.copy(ROOT / name, project / name)

@@ -66,6 +66,7 @@ from infra.config.nodes import (
 )
 from infra.config.observability import ObservabilitySettings, check_observability
 from infra.config.onprem import OnPremGpuPoolSettings
+from infra.config.policy import PolicyExemption, PolicySettings
 from infra.config.pools import GpuPool, gpu_pools
 from infra.config.scheduling import SchedulingSettings, check_scheduling
 from infra.config.selftest import SelfTestSettings, check_selftest
@@ -122,6 +123,8 @@ __all__ = [
     "ObservabilitySettings",
     "OnPremGpuPoolSettings",
     "PlatformConfig",
+    "PolicyExemption",
+    "PolicySettings",
     "Scaling",
     "SchedulingSettings",
     "SelfTestSettings",
@@ -207,6 +210,7 @@ class PlatformConfig(Settings):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     selftest: SelfTestSettings = Field(default_factory=SelfTestSettings)
     cost: CostSettings = Field(default_factory=CostSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,1 @@
+"""The CrossGuard policy pack: rules in `policy.rules`, the pack itself in `__main__.py`."""

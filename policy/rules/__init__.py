@@ -1,0 +1,43 @@
+"""Every rule of the pack, and the one function that runs them on a stack's resources.
+
+`python -m infra.plan` and the CrossGuard pack (`policy/__main__.py`) both run `RULES`; the
+plan through `evaluate`, the pack by wrapping each rule in a policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from policy.rules import correctness, reliability, security, sizing, software
+from policy.rules.base import Context, Rule, Subject, Violation
+
+RULES: list[Rule] = [
+    *security.RULES,
+    *software.RULES,
+    *reliability.RULES,
+    *correctness.RULES,
+    *sizing.RULES,
+]
+BY_NAME = {r.name: r for r in RULES}
+
+
+def violations(rule: Rule, subject: Subject, ctx: Context) -> list[Violation]:
+    """One rule on one resource, less what the stack's exemptions waive."""
+    if subject.type not in rule.types:
+        return []
+    waived = any(
+        e.rule == rule.name and e.resource == subject.name for e in ctx.settings.exemptions
+    )
+    if waived:
+        return []
+    return [Violation(rule, subject, message) for message in rule.check(subject, ctx)]
+
+
+def evaluate(ctx: Context, rules: Iterable[Rule] = RULES) -> list[Violation]:
+    """Every rule on every resource of the stack."""
+    return [
+        v for rule in rules for subject in ctx.resources for v in violations(rule, subject, ctx)
+    ]
+
+
+__all__ = ["BY_NAME", "RULES", "Context", "Rule", "Subject", "Violation", "evaluate", "violations"]

@@ -1,0 +1,148 @@
+"""What every rule sees: one resource as a small adapter, and the stack around it.
+
+The same rule code runs under `pulumi preview --policy-pack policy` (CrossGuard hands each
+resource's type, name, URN and properties) and in `python -m infra.plan` (the planned resources);
+neither needs the other. A rule is a plain function `(subject, context) -> messages`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from infra.config.policy import PolicySettings
+
+Level = Literal["mandatory", "advisory"]
+
+# The offline plan shows a value known only after apply as "(known after apply: <name>.<attr>)";
+# the name is the logical name of the resource it comes from.
+_REFERENCE = re.compile(r"\(known after apply: ([^).]+)")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One resource: its type token, logical name, properties and protection."""
+
+    type: str
+    name: str
+    props: dict[str, Any]
+    protect: bool = False
+    urn: str = ""
+
+
+@dataclass(frozen=True)
+class Context:
+    """The whole stack, for rules that look beyond one resource, and the stack's settings."""
+
+    resources: tuple[Subject, ...]
+    production: bool = False
+    settings: PolicySettings = field(default_factory=PolicySettings)
+    # The estimated monthly cost at maximum size; None where no estimate is available.
+    monthly_usd: float | None = None
+    # The stack's budget (cost.monthly_budget_usd); None: no budget check.
+    monthly_budget_usd: float | None = None
+
+    def of_type(self, token: str) -> list[Subject]:
+        return [r for r in self.resources if r.type == token]
+
+    def named(self, token: str, name: str | None) -> Subject | None:
+        return next((r for r in self.of_type(token) if r.name == name), None)
+
+
+Check = Callable[[Subject, Context], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    level: Level
+    types: tuple[str, ...]
+    description: str
+    remediation: str
+    check: Check
+    # The check follows references between resources ("(known after apply: <name>...)"), which
+    # only the offline plan resolves; under `pulumi preview` they are still unknown.
+    linked: bool = False
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: Rule
+    resource: Subject
+    message: str
+
+    def __str__(self) -> str:
+        return (
+            f"[{self.rule.level}] {self.rule.name}: {self.resource.type} {self.resource.name}: "
+            f"{self.message}. Fix: {self.rule.remediation}"
+        )
+
+
+def rule(
+    name: str,
+    level: Level,
+    types: Iterable[str],
+    description: str,
+    remediation: str,
+    linked: bool = False,
+):
+    """Turn a check function into a Rule with its metadata."""
+
+    def wrap(check: Check) -> Rule:
+        return Rule(name, level, tuple(types), description, remediation, check, linked)
+
+    return wrap
+
+
+def reference(value: Any) -> str | None:
+    """The logical name a known-after-apply value points at, or None."""
+    match = _REFERENCE.search(value) if isinstance(value, str) else None
+    return match.group(1) if match else None
+
+
+def truthy(value: Any) -> bool:
+    # Launch-template booleans travel as strings ("true") in pulumi-aws.
+    return value is True or value == "true"
+
+
+def as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+POD_SPEC_KINDS = {"Pod", "Job", "CronJob", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"}
+
+
+def pod_spec(props: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod spec of a Kubernetes workload object, or None for anything else."""
+    kind = props.get("kind")
+    if kind not in POD_SPEC_KINDS:
+        return None
+    spec = props.get("spec") or {}
+    if kind == "Pod":
+        return spec
+    if kind == "CronJob":
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    return (spec.get("template") or {}).get("spec") or {}
+
+
+def containers(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield from spec.get("initContainers") or []
+    yield from spec.get("containers") or []
+
+
+KUBERNETES_WORKLOADS = tuple(
+    f"kubernetes:{group}:{kind}"
+    for group, kind in (
+        ("core/v1", "Pod"),
+        ("batch/v1", "Job"),
+        ("batch/v1", "CronJob"),
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "DaemonSet"),
+        ("apps/v1", "ReplicaSet"),
+    )
+)

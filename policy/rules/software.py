@@ -1,0 +1,64 @@
+"""Pinned software rules: every image and every Helm chart at a fixed version, so a plan
+today and an apply next week install the same thing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from policy.rules.base import KUBERNETES_WORKLOADS, Context, Subject, rule
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _images(value: Any) -> Iterator[str]:
+    """Every image reference in a manifest or in Helm values: `image: repo:tag` strings and
+    `image: {repository, tag}` objects."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "image" and isinstance(item, str):
+                yield item
+            elif key == "image" and isinstance(item, dict) and "tag" in item:
+                yield f"{item.get('repository') or '(chart default image)'}:{item.get('tag')}"
+            else:
+                yield from _images(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _images(item)
+
+
+def _unpinned(image: str) -> bool:
+    if "@sha256:" in image:
+        return False
+    last = image.rsplit("/", 1)[-1]
+    return ":" not in last or last.endswith((":latest", ":"))
+
+
+@rule(
+    "images-pinned",
+    "mandatory",
+    [*KUBERNETES_WORKLOADS, HELM_RELEASE],
+    "Every image is pinned to a tag or digest, never latest.",
+    "set the tag in infra/versions.py (or selftest.image for the self-test)",
+)
+def images_pinned(r: Subject, ctx: Context) -> Iterator[str]:
+    source = r.props.get("values") if r.type == HELM_RELEASE else r.props
+    for image in _images(source or {}):
+        if _unpinned(image):
+            yield f"image {image} is not pinned"
+
+
+@rule(
+    "helm-charts-pinned",
+    "mandatory",
+    [HELM_RELEASE],
+    "Every Helm chart is pinned to a version.",
+    "pin the chart in infra/versions.py",
+)
+def helm_charts_pinned(r: Subject, ctx: Context) -> Iterator[str]:
+    version = str(r.props.get("version") or "")
+    if not version or version == "latest" or any(c in version for c in "*^~><x"):
+        yield f"chart {r.props.get('chart')} is not pinned (version {version or 'unset'})"
+
+
+RULES = [images_pinned, helm_charts_pinned]
