@@ -107,3 +107,26 @@ def test_every_action_is_pinned_to_a_major_version_or_a_commit(uses):
     # A branch (main, master) moves under the workflow; a major tag or a full SHA does not move
     # to a breaking release.
     assert re.fullmatch(r"[\w.-]+/[\w.-]+@(v\d+|[0-9a-f]{40})", uses), uses
+
+
+def test_pull_requests_show_the_plan_diff_against_the_target_branch():
+    """Issue 11: the workflow posts the plan diff on pull requests, planned against the target
+    branch; both plans are offline, so no cloud credential is needed for either."""
+    (base,) = [s for s in JOBS["plan"]["steps"] if s.get("with", {}).get("path") == "base"]
+    assert base["uses"].startswith("actions/checkout@")
+    assert base["with"]["ref"] == "${{ github.base_ref }}"
+    base_plan = next(
+        s["run"] for s in JOBS["plan"]["steps"] if "target branch" in s.get("name", "")
+    )
+    assert "-m infra.plan" in base_plan and '--out "$here/../base-plan"' in base_plan
+    plan = next(s["run"] for s in JOBS["plan"]["steps"] if s.get("name", "").startswith("plan"))
+    assert "--against ../base-plan" in plan
+
+
+def test_the_preview_runs_the_pack_in_the_projects_venv_for_its_stack():
+    # policy/__main__.py refuses to start without GPU_PLATFORM_STACK; PulumiPolicy.yaml uses
+    # ../.venv, so the pack's pinned pulumi-policy goes there.
+    runs = [s.get("run", "") for s in JOBS["preview"]["steps"]]
+    assert ".venv/bin/pip install -r policy/requirements.txt" in runs
+    (pulumi,) = steps_using("preview", "pulumi/actions")
+    assert pulumi["env"]["GPU_PLATFORM_STACK"] == "${{ matrix.stack }}"
