@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from components.base import PlatformComponent
+from components.base import PLATFORM_LABELS, PlatformComponent
 from components.scheduling import KubernetesObject
 from infra.config import PlatformConfig
 from infra.config.alerts import AlertSettings
@@ -222,7 +222,7 @@ def prometheus_rule(cfg: PlatformConfig, namespace: str) -> dict[str, Any]:
         "metadata": {
             "name": RULE_NAME,
             "namespace": namespace,
-            "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
+            "labels": PLATFORM_LABELS,
         },
         "spec": prometheus_rule_spec(cfg),
     }

@@ -6,6 +6,13 @@ from typing import Any
 
 import pulumi
 
+# Every Kubernetes object the platform declares says so, and which plane it belongs to.
+PLATFORM_LABELS = {"app.kubernetes.io/part-of": "gpu-platform"}
+
+
+def plane_labels(plane: str) -> dict[str, str]:
+    return {**PLATFORM_LABELS, "gpu-platform/plane": plane}
+
 
 class PlatformComponent(pulumi.ComponentResource):
     """A component whose type token names its plane: `gpu-platform:<plane>:<Kind>`.

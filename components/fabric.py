@@ -17,15 +17,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.base import PlatformComponent
+from components.base import PlatformComponent, plane_labels
 from components.ceph import multus_networks, network_attachment_name
-from components.namespaces import PART_OF as PLATFORM
 from components.shared import pinned_release, privileged_namespace
 from infra.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
 from infra.config.fabric import RDMA_FABRICS, FabricSettings
 from infra.versions import NETWORK_OPERATOR_IMAGES
 
-PART_OF = {**PLATFORM, "gpu-platform/plane": "data"}
+PART_OF = plane_labels("data")
 MELLANOX_API = "mellanox.com/v1alpha1"
 NV_IPAM_API = "nv-ipam.nvidia.com/v1alpha1"
 MULTUS_API = "k8s.cni.cncf.io/v1"

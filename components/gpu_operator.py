@@ -18,7 +18,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components.base import PlatformComponent
+from components.base import PlatformComponent, plane_labels
 from components.shared import pinned_release, privileged_namespace
 from components.system_node_group import SYSTEM_LABELS
 from infra.catalog import MIG_SLICES
@@ -41,7 +41,7 @@ SHARED_MODES = {"time-slicing": "timeSlicing", "mps": "mps"}
 # The Service the GPU Operator creates for its DCGM exporter, and the exporter's port.
 DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
 DCGM_EXPORTER_PORT = 9400
-PART_OF = {"app.kubernetes.io/part-of": "gpu-platform", "gpu-platform/plane": "data"}
+PART_OF = plane_labels("data")
 
 # --------------------------------------------------------------------------- pure builders
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.base import PlatformComponent
+from components.base import PLATFORM_LABELS, PlatformComponent
 from infra.config import NamespaceSettings
 from infra.config.scheduling import TeamSettings
 
-PART_OF = {"app.kubernetes.io/part-of": "gpu-platform"}
+PART_OF = PLATFORM_LABELS
 POD_SECURITY = "pod-security.kubernetes.io"
 
 

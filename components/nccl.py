@@ -13,12 +13,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.base import PlatformComponent
-from components.namespaces import PART_OF as PLATFORM
+from components.base import PlatformComponent, plane_labels
 from infra.catalog import EFA_RDMA_READ
 from infra.config import GpuPool, PlatformConfig
 
-PART_OF = {**PLATFORM, "gpu-platform/plane": "data"}
+PART_OF = plane_labels("data")
 # Values filled per pool from config or the catalog rather than fixed per fabric.
 HCA = "<hca>"
 GID_INDEX = "<gid_index>"

@@ -31,7 +31,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.base import PlatformComponent
+from components.base import PlatformComponent, plane_labels
 from components.gpu_operator import dcgm_exporter_url
 from components.jobs import TrainingJobSpec, render, spec_for_pool
 from components.observability import prometheus_url
@@ -41,7 +41,7 @@ from infra.config import PlatformConfig
 from infra.config.fabric import RDMA_FABRICS
 from infra.config.selftest import floors, selftest_pool
 
-PART_OF = {"app.kubernetes.io/part-of": "gpu-platform", "gpu-platform/plane": "selftest"}
+PART_OF = plane_labels("selftest")
 SKIP_AWAIT = "pulumi.com/skipAwait"
 
 # --------------------------------------------------------------------------- pure builders

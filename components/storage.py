@@ -24,7 +24,7 @@ from typing import Any, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.base import PlatformComponent
+from components.base import PlatformComponent, plane_labels
 from infra.catalog import InstanceType
 from infra.config import NvmeCacheSettings, PlatformConfig
 
@@ -33,7 +33,7 @@ NVME_CACHE = "nvme-cache"
 # Where training containers see the two volumes.
 SHARED_DATA_MOUNT_PATH = "/mnt/shared-data"
 NVME_CACHE_MOUNT_PATH = "/mnt/nvme-cache"
-PART_OF = {"app.kubernetes.io/part-of": "gpu-platform", "gpu-platform/plane": "storage"}
+PART_OF = plane_labels("storage")
 
 # --------------------------------------------------------------------------- pure builders
 
