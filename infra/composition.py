@@ -43,6 +43,12 @@ from components.system_node_group import SYSTEM_LABELS, SystemNodeGroup, SystemN
 from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
 
 
+def add_on_nodes(cfg: PlatformConfig) -> dict[str, str]:
+    """Where add-ons run: the system nodes the platform declares on AWS; on an existing
+    cluster, wherever its scheduler puts them."""
+    return dict(SYSTEM_LABELS) if cfg.provider == "aws" else {}
+
+
 def cluster_name(env: str) -> str:
     return f"{NAMESPACE}-{env}"
 
@@ -143,7 +149,7 @@ class Platform(PlatformComponent):
                 settings=cfg.observability,
                 namespace=ns,
                 on_aws=on_aws,
-                node_selector=dict(SYSTEM_LABELS) if on_aws else {},
+                node_selector=add_on_nodes(cfg),
                 after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
             ),
             self.child(providers=[cluster.kubernetes]),
@@ -313,7 +319,7 @@ class Platform(PlatformComponent):
                 cfg=cfg,
                 cluster=cluster,
                 kueue_namespace=cfg.namespaces.system,
-                node_selector=dict(SYSTEM_LABELS) if cfg.provider == "aws" else {},
+                node_selector=add_on_nodes(cfg),
                 autoscaled=autoscaler is not None,
                 after=[
                     *namespaces.by_purpose.values(),
@@ -336,7 +342,7 @@ class Platform(PlatformComponent):
                 env=env,
                 cfg=cfg,
                 cluster=cluster,
-                node_selector=dict(SYSTEM_LABELS) if cfg.provider == "aws" else {},
+                node_selector=add_on_nodes(cfg),
                 after=[*namespaces.by_purpose.values(), *namespaces.teams.values()],
             ),
             self.child(providers=[cluster.kubernetes]),
