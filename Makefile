@@ -8,7 +8,7 @@ STACK ?= dev
 
 .PHONY: plan plan-all docs test lint check-promtool bench selftest bench-selftest clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-selftest.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-selftest.txt requirements-recipes.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt

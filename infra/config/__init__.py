@@ -68,6 +68,7 @@ from infra.config.observability import ObservabilitySettings, check_observabilit
 from infra.config.onprem import OnPremGpuPoolSettings
 from infra.config.policy import PolicyExemption, PolicySettings
 from infra.config.pools import GpuPool, gpu_pools
+from infra.config.recipes import RecipesSettings
 from infra.config.scheduling import SchedulingSettings, check_scheduling
 from infra.config.selftest import SelfTestSettings, check_selftest
 from infra.config.storage import (
@@ -209,6 +210,7 @@ class PlatformConfig(Settings):
     )
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     selftest: SelfTestSettings = Field(default_factory=SelfTestSettings)
+    recipes: RecipesSettings = Field(default_factory=RecipesSettings)
     cost: CostSettings = Field(default_factory=CostSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
 

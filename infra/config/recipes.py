@@ -1,0 +1,242 @@
+"""The training recipes (recipes/, README "Training recipes"): data preparation, Stable Diffusion
+fine-tuning and ESRGAN super-resolution, submitted as Kueue-admitted distributed jobs by
+`python -m recipes submit <recipe> --stack <stack>`.
+
+Paths are relative to the shared-data volume (mounted at /mnt/shared-data in every training pod).
+Pretrained weights are never downloaded: an admin stages them once under `weights_root` and
+records each file's sha256 here (`python -m recipes checksums <folder>` prints the YAML); a
+recipe whose weights are missing, unlisted or differ stops before it trains.
+
+Defaults come from the source documents the platform was built from unless a field says
+otherwise (sources named per field).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.selftest import PinnedImage
+
+if TYPE_CHECKING:
+    from infra.config import PlatformConfig
+
+RECIPES = ("prepare", "sd-finetune", "esrgan")
+
+# A path inside the shared-data volume: relative, no `..`, no empty or dot segments.
+RELATIVE_WORDS = "a relative path inside shared-data, e.g. datasets/laion-512 (no leading /, no ..)"
+SharedPath = Annotated[
+    str, shaped(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*", RELATIVE_WORDS)
+]
+Sha256 = Annotated[str, shaped(r"[0-9a-f]{64}", "64 lowercase hex digits (sha256sum's output)")]
+
+
+class StagedWeights(Settings):
+    """One pretrained model staged on shared storage: a folder and every file's checksum."""
+
+    path: SharedPath = Field(description="The folder under recipes.weights_root.")
+    sha256: dict[str, Sha256] = Field(
+        default_factory=dict,
+        description="Every file the recipe reads, by its path inside the folder, with its "
+        "sha256. Empty means not staged yet: the recipe refuses to run.",
+    )
+
+
+def _default_weights() -> dict[str, StagedWeights]:
+    # The Hugging Face layouts the loaders read: diffusers' pipeline folder (unet, vae,
+    # text_encoder, tokenizer, scheduler), transformers' CLIPModel folder, torchvision's VGG19.
+    return {
+        "stable-diffusion": StagedWeights(path="stable-diffusion-v1-5"),
+        "clip": StagedWeights(path="clip-vit-base-patch32"),
+        "vgg19": StagedWeights(path="vgg19"),
+    }
+
+
+# Which staged models each recipe reads.
+WEIGHTS_NEEDED: dict[str, tuple[str, ...]] = {
+    "prepare": ("clip",),
+    "sd-finetune": ("stable-diffusion",),
+    "esrgan": ("vgg19",),
+}
+
+
+class BatchSettings(Settings):
+    """The global batch, and what one GPU takes per micro-step; gradient accumulation makes up
+    the difference, so global_batch must equal micro_batch x GPUs x accumulation exactly."""
+
+    global_batch: Int = Field(ge=1, description="Samples per optimizer step, over every GPU.")
+    micro_batch: Int = Field(ge=1, description="Samples per GPU per forward/backward pass.")
+
+
+class TrainingSettings(BatchSettings):
+    """What every training recipe shares."""
+
+    learning_rate: float = Field(gt=0, description="Peak learning rate (AdamW).")
+    warmup_steps: Int = Field(0, ge=0, description="Linear warm-up before the cosine decay.")
+    checkpoint_every: Int = Field(
+        1000, ge=1, description="Steps between DCP checkpoints on shared-data (and on SIGTERM)."
+    )
+    keep_checkpoints: Int = Field(3, ge=1, description="Checkpoints kept; older ones deleted.")
+    seed: Int = Field(0, ge=0, description="Seeds weights init, data order and augmentation.")
+    min_gpu_memory_gib: Int = Field(
+        ge=1, description="Smallest GPU (memory, GiB) the recipe at its defaults fits on."
+    )
+
+
+class PrepareSettings(Settings):
+    """img2dataset output → 512×512 WebDataset shards, filtered by aesthetic and CLIP scores."""
+
+    source: SharedPath = Field(
+        "raw/laion-aesthetics",
+        description="img2dataset's output folder (`<shard>/<key>.jpg|.txt|.json`).",
+    )
+    output: SharedPath = Field(
+        "datasets/laion-aesthetics-512", description="Where the WebDataset shards go."
+    )
+    resolution: Int = Field(512, ge=64, description="Side of the square the images become.")
+    aesthetic_key: str = Field(
+        "aesthetic",
+        description="The metadata key holding the LAION aesthetic score (img2dataset copies "
+        "the parquet's columns into each sample's .json).",
+    )
+    min_aesthetic: float = Field(
+        5.0,
+        description="Pairs scoring at or below this are dropped (LAION-Aesthetics V2 '5+').",
+    )
+    min_clip_similarity: float = Field(
+        0.28,
+        ge=-1,
+        le=1,
+        description="Pairs whose CLIP image-text cosine similarity is below this are dropped; "
+        "equal is kept. 0.28: LAION-5B's English threshold for ViT-B/32 (Schuhmann et al. "
+        "2022, section 3.1).",
+    )
+    samples_per_shard: Int = Field(1000, ge=1, description="Samples per WebDataset tar.")
+    clip_batch: Int = Field(64, ge=1, description="Images scored per CLIP forward pass.")
+
+
+class SdFinetuneSettings(TrainingSettings):
+    """Stable Diffusion UNet fine-tuning (diffusers); the VAE and text encoder stay frozen."""
+
+    learning_rate: float = Field(3e-6, gt=0, description="Peak learning rate, cosine-annealed.")
+    global_batch: Int = Field(32, ge=1, description="Samples per optimizer step (4 x 8 GPUs).")
+    micro_batch: Int = Field(4, ge=1, description="Samples per GPU per micro-step.")
+    steps: Int = Field(150_000, ge=1, description="Optimizer steps.")
+    resolution: Int = Field(512, ge=64, description="Training crop side, pixels.")
+    dataset: SharedPath = Field(
+        "datasets/laion-aesthetics-512", description="WebDataset shards (prepare's output)."
+    )
+    gradient_checkpointing: bool = Field(True, description="Recompute UNet activations.")
+    min_gpu_memory_gib: Int = Field(
+        40,
+        ge=1,
+        description="SD 1.5 UNet at 512², 4 per GPU, AdamW, bf16 autocast with gradient "
+        "checkpointing: platform estimate, see recipes/README.md for measured peaks.",
+    )
+    output: SharedPath = Field("runs/sd-finetune", description="Checkpoints and reports.")
+
+
+class EsrganSettings(TrainingSettings):
+    """ESRGAN's RRDB generator trained on degraded crops: 2× first, then 4× fine-tuned from it."""
+
+    learning_rate: float = Field(1e-4, gt=0, description="Peak lr (ESRGAN paper, section 4.1).")
+    global_batch: Int = Field(16, ge=1, description="Samples per step (ESRGAN paper: 16).")
+    micro_batch: Int = Field(2, ge=1, description="Samples per GPU per micro-step.")
+    hr_crop: Int = Field(128, ge=16, description="High-resolution crop side (ESRGAN paper: 128).")
+    steps_2x: Int = Field(100_000, ge=1, description="Steps of the 2× stage (platform choice).")
+    steps_4x: Int = Field(
+        50_000, ge=1, description="Steps of the 4× stage, from the 2× weights (platform choice)."
+    )
+    num_blocks: Int = Field(23, ge=1, description="RRDB blocks (ESRGAN paper: 23).")
+    num_features: Int = Field(64, ge=1, description="Feature channels (ESRGAN paper: 64).")
+    growth_channels: Int = Field(32, ge=1, description="Dense-block growth (ESRGAN paper: 32).")
+    pixel_loss: Literal["l1", "mse"] = Field(
+        "l1",
+        description="The pixel term. The source documents name it L1 but compute MSE; L1 is "
+        "the default, as they describe and as ESRGAN trains; mse reproduces their code.",
+    )
+    pixel_weight: float = Field(0.1, ge=0, description="Weight of the pixel loss (sources: 0.1).")
+    perceptual_weight: float = Field(1.0, ge=0, description="Weight of the VGG19 loss.")
+    noise_sigma: float = Field(
+        0.05, ge=0, description="Gaussian noise σ on [0, 1] pixels (sources: 0.05)."
+    )
+    jpeg_quality: tuple[Int, Int] = Field(
+        (30, 95),
+        description="JPEG quality drawn uniformly in [low, high] (Real-ESRGAN's range).",
+    )
+    dataset: SharedPath = Field(
+        "datasets/laion-aesthetics-512", description="WebDataset shards of HR images."
+    )
+    min_gpu_memory_gib: Int = Field(
+        24, ge=1, description="RRDB 23 blocks at 128² HR crops, 2 per GPU (platform estimate)."
+    )
+    output: SharedPath = Field("runs/esrgan", description="Checkpoints and reports.")
+
+    @model_validator(mode="after")
+    def _quality_range(self) -> EsrganSettings:
+        low, high = self.jpeg_quality
+        if not 1 <= low <= high <= 100:
+            raise FieldProblem(
+                "jpeg_quality", f"[{low}, {high}]: need 1 <= low <= high <= 100 (Pillow's scale)"
+            )
+        return self
+
+
+class RecipesSettings(Settings):
+    """The recipes' image, where their weights are staged, and each recipe's settings."""
+
+    image: PinnedImage | None = Field(
+        None,
+        description="The recipes image (recipes/Dockerfile), pinned by digest. Required to "
+        "submit; `--render-only` renders with a placeholder.",
+    )
+    queue: DnsLabel = Field("default", description="The training namespace's LocalQueue.")
+    priority_class: DnsLabel = Field(
+        "research", description="PriorityClass and Kueue WorkloadPriorityClass of the jobs."
+    )
+    weights_root: SharedPath = Field(
+        "weights", description="Where admins stage pretrained weights on shared-data."
+    )
+    weights: dict[str, StagedWeights] = Field(
+        default_factory=_default_weights,
+        description="Staged models by name: stable-diffusion, clip, vgg19.",
+    )
+    prepare: PrepareSettings = Field(default_factory=PrepareSettings)
+    sd_finetune: SdFinetuneSettings = Field(default_factory=SdFinetuneSettings)
+    esrgan: EsrganSettings = Field(default_factory=EsrganSettings)
+
+    @model_validator(mode="after")
+    def _known_weights(self) -> RecipesSettings:
+        needed = {name for names in WEIGHTS_NEEDED.values() for name in names}
+        missing = sorted(needed - self.weights.keys())
+        if missing:
+            raise FieldProblem(
+                "weights", f"missing {', '.join(missing)}: every recipe's model needs an entry"
+            )
+        return self
+
+    def section(self, recipe: str) -> PrepareSettings | SdFinetuneSettings | EsrganSettings:
+        return {
+            "prepare": self.prepare,
+            "sd-finetune": self.sd_finetune,
+            "esrgan": self.esrgan,
+        }[recipe]
+
+
+def recipe_settings(cfg: PlatformConfig, recipe: str) -> dict[str, Any]:
+    """What the image-side recipe reads (as JSON): its section, and its staged weights with
+    their checksums. Paths stay relative to shared-data; the pod resolves them."""
+    settings = cfg.recipes
+    return {
+        "recipe": recipe,
+        **settings.section(recipe).model_dump(mode="json"),
+        "weights": {
+            name: {
+                "path": f"{settings.weights_root}/{settings.weights[name].path}",
+                "sha256": dict(settings.weights[name].sha256),
+            }
+            for name in WEIGHTS_NEEDED[recipe]
+        },
+    }
