@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from selftest import train_worker, training
+from selftest import training, trainkit
 from selftest.context import SelfTestContext
 from selftest.model import Denoiser
 
@@ -119,7 +119,7 @@ def test_a_torn_checkpoint_fails_the_resume_naming_it(run):
 def test_verify_names_a_garbled_missing_or_unfinished_checkpoint(run, tmp_path):
     _base, ranks = run
     source = Path(ranks[0]["training.sigterm_checkpoint"].reason.split()[1])
-    assert train_worker.verify(source) is None
+    assert trainkit.verify(source) is None
     garbled = tmp_path / "garbled"
     shutil.copytree(source, garbled)
     shard = garbled / "__1_0.distcp"
@@ -127,13 +127,12 @@ def test_verify_names_a_garbled_missing_or_unfinished_checkpoint(run, tmp_path):
     payload[len(payload) // 2] ^= 0xFF  # same length: only a digest catches it
     shard.write_bytes(bytes(payload))
     assert (
-        train_worker.verify(garbled)
-        == f"checkpoint {garbled} corrupted: __1_0.distcp sha256 mismatch"
+        trainkit.verify(garbled) == f"checkpoint {garbled} corrupted: __1_0.distcp sha256 mismatch"
     )
     (garbled / "__0_0.distcp").unlink()
-    assert "__0_0.distcp missing" in train_worker.verify(garbled)
+    assert "__0_0.distcp missing" in trainkit.verify(garbled)
     (garbled / "manifest.json").unlink()
-    assert train_worker.verify(garbled) == (
+    assert trainkit.verify(garbled) == (
         f"checkpoint {garbled}: no manifest.json (the save never finished)"
     )
 

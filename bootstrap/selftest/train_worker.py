@@ -2,14 +2,11 @@
 end it: `python -m selftest.train_worker '<json settings>'`. It trains, prints each step's loss
 as a JSON line, and on SIGTERM saves a `torch.distributed.checkpoint` at the next step boundary
 and exits, as a worker of an evicted Job would. Its outcome goes to the settings' `result` file.
-
-Determinism: every random draw is keyed by (seed, rank, position) rather than taken from a
-running generator, so the step and the data position in the checkpoint restore all of it."""
+Keyed draws, checkpoints and the exit are selftest.trainkit's, shared with the recipes."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import resource
@@ -22,33 +19,21 @@ from typing import NoReturn
 
 import torch
 import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
 import torch.nn.functional as F
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.nn.parallel import DistributedDataParallel
 
 from selftest.data import augment, iter_samples
 from selftest.model import Denoiser
+from selftest.trainkit import (
+    CheckpointError,
+    autocast_dtype,
+    keyed_generator,
+    leave,
+    load,
+    save,
+)
 
-MANIFEST = "manifest.json"
 NOISE_SIGMA = 0.5
-
-
-class CheckpointError(Exception):
-    """A checkpoint that cannot be resumed from; the message names it."""
-
-
-def autocast_dtype(device: torch.device) -> torch.dtype:
-    """bf16 where the device has it (every CPU autocast, Ampere and later); fp16 otherwise."""
-    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        return torch.float16
-    return torch.bfloat16
-
-
-def keyed_generator(*key: int) -> torch.Generator:
-    """A generator seeded by a digest of `key`: distinct keys give unrelated streams."""
-    digest = hashlib.sha256(repr(key).encode()).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
 
 
 def micro_batch(images, settings: dict, position: int, step: int, micro: int):
@@ -65,61 +50,6 @@ def micro_batch(images, settings: dict, position: int, step: int, micro: int):
     clean = torch.stack(crops)
     noise = torch.randn(clean.shape, generator=keyed_generator(seed, rank, step, micro))
     return clean + NOISE_SIGMA * noise, noise
-
-
-def file_digests(directory: Path) -> dict[str, str]:
-    return {
-        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(directory.iterdir())
-        if path.name != MANIFEST
-    }
-
-
-def save(directory: Path, model, optimizer, trainer: dict, rank: int) -> float:
-    """A DCP checkpoint plus a manifest of its files' sha256, so a torn or garbled file is
-    caught before the resume rather than trained on. Returns the seconds it took."""
-    started = time.perf_counter()
-    model_state, optim_state = get_state_dict(model, optimizer)
-    dcp.save(
-        {"model": model_state, "optim": optim_state, "trainer": trainer}, checkpoint_id=directory
-    )
-    dist.barrier()
-    if rank == 0:
-        (directory / MANIFEST).write_text(json.dumps(file_digests(directory), indent=1))
-    dist.barrier()
-    return time.perf_counter() - started
-
-
-def verify(directory: Path) -> str | None:
-    """Why the checkpoint cannot be trusted, or None."""
-    manifest = directory / MANIFEST
-    if not manifest.is_file():
-        return f"checkpoint {directory}: no {MANIFEST} (the save never finished)"
-    expected = json.loads(manifest.read_text())
-    found = file_digests(directory)
-    for name, digest in expected.items():
-        if found.get(name) != digest:
-            state = "missing" if name not in found else "sha256 mismatch"
-            return f"checkpoint {directory} corrupted: {name} {state}"
-    return None
-
-
-def load(directory: Path, model, optimizer, trainer: dict, device: torch.device) -> dict:
-    """The trainer state (`trainer` gives its keys), after the model and optimizer are restored;
-    every rank agrees first that the files are intact, so none enters DCP's load alone."""
-    problem = verify(directory)
-    flag = torch.tensor([0 if problem is None else 1], device=device)
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    if flag.item():
-        raise CheckpointError(problem or f"checkpoint {directory} corrupted (seen by another rank)")
-    model_state, optim_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optim": optim_state, "trainer": dict(trainer)}
-    try:
-        dcp.load(state, checkpoint_id=directory)
-    except Exception as error:  # DCP wraps a rank's failure; the reason is what matters here
-        raise CheckpointError(f"checkpoint {directory} unreadable: {error}") from error
-    set_state_dict(model, optimizer, model_state_dict=model_state, optim_state_dict=optim_state)
-    return state["trainer"]
 
 
 def train(settings: dict) -> NoReturn:
@@ -207,14 +137,9 @@ def train(settings: dict) -> NoReturn:
 
 
 def finish(settings: dict, outcome: dict) -> NoReturn:
-    """Write the outcome and leave without tearing torch down. Freeing a DDP model on gloo can
-    deadlock (torch 2.13: the Reducer's destructor, holding the GIL, joins gloo's run-loop
-    thread, which waits for the GIL to free a finished work's tensors), so the worker's result
-    is on disk first and the process ends with os._exit once every rank has got this far."""
-    dist.barrier()
+    """Write the outcome, then leave (trainkit.leave: why not a normal exit)."""
     Path(settings["result"]).write_text(json.dumps(outcome))
-    sys.stdout.flush()
-    os._exit(3 if "error" in outcome else 0)
+    leave(3 if "error" in outcome else 0)
 
 
 if __name__ == "__main__":
