@@ -13,15 +13,12 @@ otherwise (sources named per field).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from infra.config.selftest import PinnedImage
-
-if TYPE_CHECKING:
-    from infra.config import PlatformConfig
 
 RECIPES = ("prepare", "sd-finetune", "esrgan")
 
@@ -124,7 +121,12 @@ class SdFinetuneSettings(TrainingSettings):
     global_batch: Int = Field(32, ge=1, description="Samples per optimizer step (4 x 8 GPUs).")
     micro_batch: Int = Field(4, ge=1, description="Samples per GPU per micro-step.")
     steps: Int = Field(150_000, ge=1, description="Optimizer steps.")
-    resolution: Int = Field(512, ge=64, description="Training crop side, pixels.")
+    resolution: Int = Field(
+        512,
+        ge=8,
+        multiple_of=8,
+        description="Training crop side, pixels; a multiple of 8, the VAE's downsampling.",
+    )
     dataset: SharedPath = Field(
         "datasets/laion-aesthetics-512", description="WebDataset shards (prepare's output)."
     )
@@ -225,10 +227,10 @@ class RecipesSettings(Settings):
         }[recipe]
 
 
-def recipe_settings(cfg: PlatformConfig, recipe: str) -> dict[str, Any]:
-    """What the image-side recipe reads (as JSON): its section, and its staged weights with
-    their checksums. Paths stay relative to shared-data; the pod resolves them."""
-    settings = cfg.recipes
+def recipe_settings(settings: RecipesSettings, recipe: str) -> dict[str, Any]:
+    """What the image-side recipe reads (as JSON; the stack's `cfg.recipes`): its section, and
+    its staged weights with their checksums. Paths stay relative to shared-data; the pod
+    resolves them."""
     return {
         "recipe": recipe,
         **settings.section(recipe).model_dump(mode="json"),

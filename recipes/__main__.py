@@ -1,0 +1,143 @@
+"""python -m recipes <command>
+
+  prepare | sd-finetune | esrgan   run a recipe, under torchrun in the job (one process alone
+                                   works too); settings as JSON in RECIPE_SETTINGS or --settings
+  submit <recipe> --stack <stack>  render the recipe's job, or apply it (recipes.submit)
+  checksums <folder>               the sha256 mapping of a staged model, for the stack file
+
+A recipe's refusals (weights missing or changed, a batch the GPUs cannot reach, shards that
+cannot feed every rank) exit 2 before the first step; the report lands in --out/report.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+# Weights are staged, never fetched: the Hugging Face libraries must not try the network, and
+# their progress bars would drown the per-step log.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
+
+RECIPES = ("prepare", "sd-finetune", "esrgan")
+SHARED_DATA = Path("/mnt/shared-data")
+
+
+def _arguments(command: str, argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=f"python -m recipes {command}")
+    parser.add_argument("--settings", type=Path, help="JSON file (default: $RECIPE_SETTINGS)")
+    parser.add_argument("--shared-data", type=Path, default=SHARED_DATA)
+    parser.add_argument("--out", type=Path, help="default: <shared-data>/<settings output>")
+    parser.add_argument(
+        "--interrupt-after", type=int, help="SIGTERM itself after this step, as an eviction would"
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, default=None, help="default 8000; 0 takes a free port"
+    )
+    return parser.parse_args(argv)
+
+
+def _settings(command: str, source: Path | None) -> dict:
+    text = source.read_text() if source else os.environ.get("RECIPE_SETTINGS")
+    if not text:
+        raise SystemExit(f"error: {command}: no settings: set RECIPE_SETTINGS or --settings")
+    settings = json.loads(text)
+    if settings.get("recipe") != command:
+        raise SystemExit(f"error: settings are for {settings.get('recipe')!r}, not {command!r}")
+    return settings
+
+
+def _join() -> tuple[int, int]:
+    """The process group torchrun describes, or a group of one; returns (rank, local rank)."""
+    import torch
+    import torch.distributed as dist
+
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
+        os.environ.setdefault(name, value)
+    os.environ.setdefault("MASTER_PORT", "29500")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "gloo":
+        # The node's cores shared among its ranks: oversubscribed threads spin against each other.
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+    dist.init_process_group(backend, timeout=timedelta(minutes=30))
+    return dist.get_rank(), local_rank
+
+
+def run_recipe(command: str, argv: list[str]) -> int:
+    from selftest.trainkit import CheckpointError, leave
+
+    from recipes.loop import BatchError
+    from recipes.metrics import METRICS_PORT, MetricsServer
+    from recipes.runs import TRAINING
+    from recipes.shards import DataError
+
+    args = _arguments(command, argv)
+    settings = _settings(command, args.settings)
+    out = args.out or args.shared_data / settings["output"]
+    started = time.perf_counter()
+    rank, local_rank = _join()
+    if command == "prepare":
+        from recipes.prepare import PrepareError, run
+
+        try:
+            run(settings, args.shared_data, out)
+        except PrepareError as error:
+            print(f"error: prepare: {error}", file=sys.stderr)
+            leave(2)
+        leave(0)
+    port = METRICS_PORT if args.metrics_port is None else args.metrics_port
+    metrics = MetricsServer(command, port) if local_rank == 0 else None
+    try:
+        figures = TRAINING[command](
+            settings, args.shared_data, out, local_rank,
+            interrupt_after=args.interrupt_after, metrics=metrics,
+        )  # fmt: skip
+    except (BatchError, DataError, CheckpointError, RuntimeError) as error:
+        print(f"error: {command}: {error}", file=sys.stderr)
+        leave(2)
+    if rank == 0:
+        figures["duration_s"] = round(time.perf_counter() - started, 3)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps(figures, indent=1) + "\n")
+        if metrics is not None:  # what Prometheus would have scraped last, for the record
+            url = f"http://127.0.0.1:{metrics.port}/metrics"
+            with urllib.request.urlopen(url, timeout=5) as response:
+                (out / "metrics.txt").write_bytes(response.read())
+    leave(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "submit":
+        from recipes.submit import main as submit
+
+        return submit(rest)
+    if command == "checksums":
+        from recipes.weights import checksums_yaml
+
+        if len(rest) != 1 or not Path(rest[0]).is_dir():
+            print("usage: python -m recipes checksums <staged model folder>", file=sys.stderr)
+            return 2
+        print(checksums_yaml(Path(rest[0])), end="")
+        return 0
+    if command in RECIPES:
+        return run_recipe(command, rest)
+    print(f"error: unknown command {command!r}; one of submit, checksums, {', '.join(RECIPES)}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

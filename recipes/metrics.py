@@ -1,0 +1,71 @@
+"""The recipes' live figures in Prometheus' text exposition format (version 0.0.4), served by each
+pod's local rank 0 on the container port `metrics`; the platform's PodMonitor scrapes it and the
+training-job dashboard reads it. Prometheus adds `namespace` and `pod`; every series here carries
+`recipe`. No client library: five gauges, written by the standard library's HTTP server."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+METRICS_PORT = 8000
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+GAUGES = {
+    "gpu_platform_training_step": "The last optimizer step finished.",
+    "gpu_platform_training_loss": "The last step's loss, averaged over every rank.",
+    "gpu_platform_training_step_seconds": "Wall time of the last step.",
+    "gpu_platform_training_samples_per_second": "Samples per second over the whole job.",
+    "gpu_platform_training_gpu_memory_bytes": "Peak memory allocated on the job's fullest GPU.",
+}
+
+
+def exposition(recipe: str, values: dict[str, float]) -> str:
+    """The gauges set so far; one not yet set is left out rather than reported as 0."""
+    lines = []
+    for name, help_text in GAUGES.items():
+        if name not in values:
+            continue
+        lines += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} gauge",
+            f'{name}{{recipe="{recipe}"}} {float(values[name])!r}',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+class MetricsServer:
+    """The current figures over HTTP at /metrics, from a daemon thread; `port` 0 takes a free
+    port (tests and the smoke), read back from `.port`."""
+
+    def __init__(self, recipe: str, port: int = METRICS_PORT) -> None:
+        self.recipe = recipe
+        self.values: dict[str, float] = {}
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.split("?")[0] != "/metrics":
+                    self.send_error(404)
+                    return
+                body = server.render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: object) -> None:  # scrapes every 15 s would flood the log
+                pass
+
+        self._http = ThreadingHTTPServer(("", port), Handler)
+        self.port = self._http.server_address[1]
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+
+    def update(self, **values: float) -> None:
+        with self._lock:
+            self.values.update({f"gpu_platform_training_{k}": v for k, v in values.items()})
+
+    def render(self) -> str:
+        with self._lock:
+            return exposition(self.recipe, dict(self.values))

@@ -1,0 +1,96 @@
+"""Each training recipe wired to the loop: its staged weights verified, its task built, its run(s)
+trained, its result exported, and the figures its report holds. ESRGAN trains in two stages,
+2x then 4x from the 2x generator (progressive training); a stage whose exported generator exists
+is done, so a resumed job continues where it stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from recipes.loop import Run, device_for, train, verified_once
+from recipes.sd import SdTask
+from recipes.weights import require
+
+
+def _run(settings: dict, shared_data: Path, folder: Path, steps: int, crop: int, **extra) -> Run:
+    return Run(
+        recipe=settings["recipe"],
+        steps=steps,
+        global_batch=settings["global_batch"],
+        micro_batch=settings["micro_batch"],
+        learning_rate=settings["learning_rate"],
+        warmup_steps=settings["warmup_steps"],
+        checkpoint_every=settings["checkpoint_every"],
+        keep_checkpoints=settings["keep_checkpoints"],
+        seed=settings["seed"],
+        crop=crop,
+        shards=shared_data / settings["dataset"],
+        checkpoints=folder / "checkpoints",
+        **extra,
+    )
+
+
+def _figures(outcomes: list[dict], steps: int) -> dict:
+    losses = [loss for outcome in outcomes for _, loss in sorted(outcome["losses"].items())]
+    rates = [o["samples_per_s"] for o in outcomes if o["samples_per_s"] is not None]
+    return {
+        "steps": steps,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "samples_per_s": rates[-1] if rates else None,
+        "resumed": any(o["resumed_from"] for o in outcomes),
+        "interrupted": any(o["interrupted"] for o in outcomes),
+        "peak_memory_bytes": max((o["peak_memory_bytes"] or 0 for o in outcomes), default=None),
+        "losses": losses,
+    }
+
+
+def sd_finetune(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:
+    folder = verified_once(lambda: require(shared_data, settings["weights"], "stable-diffusion"))
+    device = device_for(local_rank)
+    task = SdTask(folder, device, settings["gradient_checkpointing"])
+    run = _run(settings, shared_data, out, settings["steps"], settings["resolution"], **extra)
+    outcome = train(task, run, local_rank)
+    if outcome["finished"] and dist.get_rank() == 0:
+        task.export(outcome["model"], out / "unet")
+    return _figures([outcome], outcome["step"])
+
+
+def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:
+    from recipes.esrgan.model import grow_from
+    from recipes.esrgan.task import EsrganTask
+
+    vgg = verified_once(lambda: require(shared_data, settings["weights"], "vgg19"))
+    device = device_for(local_rank)
+    interrupt_after = extra.pop("interrupt_after", None)
+    outcomes, done = [], 0
+    previous: Path | None = None
+    for scale, steps in ((2, settings["steps_2x"]), (4, settings["steps_4x"])):
+        stage = out / f"{scale}x"
+        exported = stage / "generator.pt"
+        if exported.is_file():  # a finished stage of an earlier run
+            done, previous = done + steps, exported
+            continue
+        task = EsrganTask(settings, scale, vgg, device)
+        if previous is not None and not (stage / "checkpoints").is_dir():
+            grow_from(torch.load(previous, weights_only=True), task.trainable())
+        # The interruption counts steps over both stages.
+        stop = interrupt_after - done if interrupt_after and interrupt_after > done else None
+        run = _run(settings, shared_data, stage, steps, settings["hr_crop"], **extra)
+        run.interrupt_after = stop
+        outcome = train(task, run, local_rank)
+        outcomes.append(outcome)
+        done += outcome["step"]
+        if not outcome["finished"]:
+            break
+        if dist.get_rank() == 0:
+            torch.save(outcome["model"].state_dict(), exported)
+        dist.barrier()
+        previous = exported
+    return _figures(outcomes, done)
+
+
+TRAINING = {"sd-finetune": sd_finetune, "esrgan": esrgan}
