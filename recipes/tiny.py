@@ -153,3 +153,27 @@ def synthetic_img2dataset(folder: Path, count: int, seed: int = 0, per_shard: in
         }  # fmt: skip
         (shard / f"{key}.json").write_text(json.dumps(meta))
     return folder
+
+
+def synthetic_shards(folder: Path, shards: int, per_shard: int, size: int, seed: int = 0) -> Path:
+    """WebDataset shards as prepare writes them (`<key>.jpg`, `<key>.txt` adjacent), without
+    running prepare: for the training recipes' tests."""
+    import io
+    import tarfile
+
+    from selftest.data import synthetic_image
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for shard in range(shards):
+        with tarfile.open(folder / f"shard-{shard:05d}.tar", "w") as tar:
+            for offset in range(per_shard):
+                key = f"{shard:05d}{offset:04d}"
+                jpeg = io.BytesIO()
+                synthetic_image(shard * per_shard + offset, seed, size).save(jpeg, format="JPEG")
+                caption = " ".join(rng.choice(WORDS, size=3)).encode()
+                for name, payload in ((f"{key}.jpg", jpeg.getvalue()), (f"{key}.txt", caption)):
+                    info = tarfile.TarInfo(name)
+                    info.size = len(payload)
+                    tar.addfile(info, io.BytesIO(payload))
+    return folder

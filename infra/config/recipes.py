@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from infra.config.selftest import PinnedImage
@@ -209,15 +209,21 @@ class RecipesSettings(Settings):
     sd_finetune: SdFinetuneSettings = Field(default_factory=SdFinetuneSettings)
     esrgan: EsrganSettings = Field(default_factory=EsrganSettings)
 
-    @model_validator(mode="after")
-    def _known_weights(self) -> RecipesSettings:
-        needed = {name for names in WEIGHTS_NEEDED.values() for name in names}
-        missing = sorted(needed - self.weights.keys())
-        if missing:
-            raise FieldProblem(
-                "weights", f"missing {', '.join(missing)}: every recipe's model needs an entry"
-            )
-        return self
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _over_defaults(cls, value: Any) -> Any:
+        # A stack that records one model's checksums keeps the other models' defaults, and an
+        # entry that gives only `sha256` keeps its default folder.
+        if not isinstance(value, dict):
+            return value
+        merged: dict[str, Any] = {
+            name: entry.model_dump() for name, entry in _default_weights().items()
+        }
+        for name, entry in value.items():
+            if isinstance(entry, dict) and name in merged:
+                entry = {**merged[name], **entry}
+            merged[name] = entry
+        return merged
 
     def section(self, recipe: str) -> PrepareSettings | SdFinetuneSettings | EsrganSettings:
         return {

@@ -1,0 +1,226 @@
+"""The recipes' shared training loop, staged weights and metrics, on tiny models on this CPU.
+
+Expected values are literals from the issue and the vendors' documentation; diffusers'
+get_cosine_schedule_with_warmup is the independent reference for the learning-rate curve."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+
+from infra.config.recipes import RecipesSettings, recipe_settings
+from recipes.loop import BatchError, accumulation_steps, forward_backward, learning_rate
+from recipes.metrics import MetricsServer, exposition
+from recipes.sd import SdTask
+from recipes.shards import DataError, ShardStream, micro_batch, rank_shards
+from recipes.tiny import stage_tiny_sd, synthetic_shards
+from recipes.weights import WeightsError, checksums, require
+from tests.test_dashboards import promtool
+
+ROOT = Path(__file__).resolve().parent.parent
+SD_WEIGHTS = "weights/stable-diffusion-v1-5"
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("shared-data")
+    stage_tiny_sd(root / SD_WEIGHTS)
+    synthetic_shards(root / "datasets" / "laion-aesthetics-512", shards=2, per_shard=6, size=40)
+    return root
+
+
+def sd_settings(shared: Path, **overrides) -> dict:
+    weights = {"path": "stable-diffusion-v1-5", "sha256": checksums(shared / SD_WEIGHTS)}
+    section = {"global_batch": 4, "micro_batch": 1, "steps": 4, "resolution": 32}
+    section |= {"checkpoint_every": 10, "learning_rate": 1e-3, **overrides}
+    settings = RecipesSettings(weights={"stable-diffusion": weights}, sd_finetune=section)
+    return recipe_settings(settings, "sd-finetune")
+
+
+# The issue: global batch 32 = 4 per GPU x 8 GPUs; accumulation makes up the difference.
+@pytest.mark.parametrize(("gpus", "accumulation"), [(8, 1), (4, 2), (2, 4), (1, 8)])
+def test_accumulation_makes_up_the_global_batch(gpus, accumulation):
+    assert accumulation_steps(32, 4, gpus) == accumulation
+
+
+def test_a_global_batch_the_gpus_cannot_reach_is_refused_with_what_would_work():
+    with pytest.raises(BatchError) as refused:
+        accumulation_steps(32, 4, 3)
+    assert str(refused.value) == (
+        "global_batch 32 is not a multiple of micro_batch 4 x 3 GPU(s) = 12: with 3 GPU(s) "
+        "reachable global batches are 12, 24, 36, …; or run on 1, 2, 4, 8 GPU(s)"
+    )
+
+
+# The source documents: 3e-6, cosine annealing over 150K steps. cos(pi/4) = sqrt(2)/2.
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [(0, 3e-6), (37_500, 3e-6 * (2 + math.sqrt(2)) / 4), (75_000, 1.5e-6), (150_000, 0.0)],
+)
+def test_the_sd_learning_rate_anneals_on_a_cosine(step, expected):
+    assert learning_rate(step, 3e-6, 0, 150_000) == pytest.approx(expected, rel=1e-12, abs=1e-20)
+
+
+@pytest.mark.parametrize("warmup", [0, 500])
+def test_the_schedule_is_diffusers_cosine_with_warmup(warmup):
+    from diffusers.optimization import get_cosine_schedule_with_warmup
+
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-6)
+    reference = get_cosine_schedule_with_warmup(optimizer, warmup, 150_000)
+    for step in (0, 1, 250, 499, 500, 1000, 74_999, 120_000, 149_999):
+        factor = reference.lr_lambdas[0](step)
+        assert learning_rate(step, 3e-6, warmup, 150_000) == pytest.approx(3e-6 * factor)
+
+
+def test_accumulated_micro_batches_give_the_gradient_of_one_large_batch(shared):
+    task = SdTask(shared / SD_WEIGHTS, torch.device("cpu"), gradient_checkpointing=True)
+    model = task.trainable()
+    stream = ShardStream(rank_shards(shared / "datasets/laion-aesthetics-512", 0, 1), seed=0)
+    scaler = torch.amp.GradScaler("cuda", enabled=False)
+
+    def gradients(batches):
+        model.zero_grad(set_to_none=True)
+        loss = forward_backward(model, task, batches, torch.float32, scaler)
+        return loss, [p.grad.clone() for p in model.parameters()]
+
+    cpu = torch.device("cpu")
+    one_loss, one = gradients([micro_batch(stream, 0, 4, 32, 0, cpu)])
+    parts = [micro_batch(stream, position, 2, 32, 0, cpu) for position in (0, 2)]
+    accumulated_loss, accumulated = gradients(parts)
+    assert accumulated_loss == pytest.approx(one_loss, rel=1e-5)
+    worst = max(
+        float((a - b).abs().max() / (b.abs().max() + 1e-12))
+        for a, b in zip(accumulated, one, strict=True)
+    )
+    assert worst < 1e-4
+
+
+def test_shards_fewer_than_ranks_are_refused(tmp_path):
+    synthetic_shards(tmp_path, shards=1, per_shard=2, size=16)
+    with pytest.raises(DataError, match="1 shard\\(s\\) for 2 ranks"):
+        rank_shards(tmp_path, 0, 2)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
+
+
+def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2):
+    env = {
+        **os.environ,
+        "RECIPE_SETTINGS": json.dumps(settings),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "bootstrap"), str(ROOT)]),
+        "MASTER_PORT": str(_free_port()),
+    }
+    env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+    runner = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
+    command = [sys.executable, *(runner if ranks > 1 else []), "-m", "recipes", "sd-finetune"]
+    command += ["--shared-data", str(shared), "--out", str(out), "--metrics-port", "0", *extra]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+def report(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def test_a_resumed_run_reproduces_the_next_losses_exactly(shared, tmp_path):
+    settings = sd_settings(shared)
+    reference = launch(settings, shared, tmp_path / "reference")
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    interrupted = launch(settings, shared, tmp_path / "run", "--interrupt-after", "2")
+    assert interrupted.returncode == 0, interrupted.stderr[-3000:]
+    first = report(tmp_path / "run")
+    assert (first["steps"], first["interrupted"], first["resumed"]) == (2, True, False)
+    assert sorted(p.name for p in (tmp_path / "run/checkpoints").iterdir()) == ["step-00000002"]
+    resumed = launch(settings, shared, tmp_path / "run")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    second = report(tmp_path / "run")
+    assert (second["steps"], second["resumed"]) == (4, True)
+    # Bitwise: a float's repr round-trips through JSON.
+    assert first["losses"] + second["losses"] == report(tmp_path / "reference")["losses"]
+    assert (tmp_path / "run/unet/diffusion_pytorch_model.safetensors").is_file()
+    exported = (tmp_path / "run/metrics.txt").read_text()
+    assert 'gpu_platform_training_step{recipe="sd-finetune"} 4.0' in exported
+
+
+def test_changed_weights_stop_the_recipe_before_it_trains(shared, tmp_path):
+    settings = sd_settings(shared)
+    settings["weights"]["stable-diffusion"]["sha256"]["unet/config.json"] = "0" * 64
+    refused = launch(settings, shared, tmp_path, ranks=1)
+    assert refused.returncode == 2
+    assert "recipes.weights.stable-diffusion" in refused.stderr
+    assert "unet/config.json has sha256" in refused.stderr
+    assert not (tmp_path / "checkpoints").exists()
+
+
+def test_an_unreachable_batch_stops_the_recipe_before_it_trains(shared, tmp_path):
+    refused = launch(sd_settings(shared, global_batch=3, micro_batch=2), shared, tmp_path, ranks=1)
+    assert refused.returncode == 2
+    assert "global_batch 3 is not a multiple of micro_batch 2 x 1 GPU(s)" in refused.stderr
+
+
+def stage(tmp_path: Path, files: dict[str, bytes]) -> dict:
+    for name, payload in files.items():
+        (tmp_path / "m" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "m" / name).write_bytes(payload)
+    return {"m": {"path": "m", "sha256": checksums(tmp_path / "m")}}
+
+
+# sha256 of b"abc": FIPS 180-2, appendix B.1.
+ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_checksums_are_sha256_by_relative_path(tmp_path):
+    assert stage(tmp_path, {"sub/a.bin": b"abc"})["m"]["sha256"] == {"sub/a.bin": ABC}
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda root, w: (root / "m/a.bin").unlink(), "m/a.bin is missing"),
+        (lambda root, w: (root / "m/a.bin").write_bytes(b"abd"), f"expected {ABC}"),
+        (lambda root, w: (root / "m/extra.json").write_text("{}"), "extra.json is not in"),
+        (lambda root, w: w["m"].update(sha256={}), "sha256 is empty"),
+        (lambda root, w: w["m"].update(path="elsewhere"), "elsewhere does not exist"),
+    ],
+    ids=["missing", "changed", "unrecorded", "not-recorded", "not-staged"],
+)
+def test_weights_that_cannot_be_trusted_are_refused(tmp_path, change, words):
+    weights = stage(tmp_path, {"a.bin": b"abc"})
+    assert require(tmp_path, weights, "m") == tmp_path / "m"
+    change(tmp_path, weights)
+    with pytest.raises(WeightsError, match=r"recipes\.weights\.m") as refused:
+        require(tmp_path, weights, "m")
+    assert words in str(refused.value)
+
+
+def test_the_metrics_parse_as_prometheus_exposition():
+    text = exposition(
+        "esrgan", {"gpu_platform_training_loss": 0.25, "gpu_platform_training_step": 7}
+    )
+    checked = subprocess.run(
+        [promtool(), "check", "metrics"], input=text, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stderr + checked.stdout
+    assert 'gpu_platform_training_loss{recipe="esrgan"} 0.25' in text.splitlines()
+
+
+def test_the_metrics_endpoint_serves_the_latest_figures():
+    server = MetricsServer("sd-finetune", port=0)
+    server.update(step=3, step_seconds=0.5)
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as reply:
+        assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        body = reply.read().decode()
+    assert 'gpu_platform_training_step_seconds{recipe="sd-finetune"} 0.5' in body
+    assert "gpu_platform_training_loss" not in body  # never set, so not reported as 0
