@@ -1,12 +1,13 @@
 # Entry points: `make plan` (offline plan of dev), `make test` (lint + tests), `make bench`,
-# `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make docs` (the
-# config reference and the stack files' JSON Schema, from the config model).
+# `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make
+# recipes-smoke` (the training recipes at toy scale on this CPU), `make docs` (the config
+# reference and the stack files' JSON Schema, from the config model).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: plan plan-all docs test lint check-promtool bench selftest bench-selftest clean
+.PHONY: plan plan-all docs test lint check-promtool bench selftest bench-selftest recipes-smoke clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-selftest.txt requirements-recipes.txt
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +61,11 @@ selftest: $(VENV)/.installed
 bench-selftest: $(VENV)/.installed
 	mkdir -p $(SELFTEST_OUT)/shared-data $(SELFTEST_OUT)/nvme-cache
 	$(SELFTEST) --bench --iters 10 --sizes 1024,16384,262144,4194304,16777216,67108864 $(SELFTEST_ARGS)
+
+# prepare, sd-finetune and esrgan at toy scale on this CPU, two gloo ranks each, the training
+# recipes interrupted by SIGTERM and resumed; reports in out/recipes/<recipe>/report.json.
+recipes-smoke: $(VENV)/.installed
+	PYTHONPATH=bootstrap:. $(PY) -m recipes.smoke
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

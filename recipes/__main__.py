@@ -27,6 +27,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
 
 RECIPES = ("prepare", "sd-finetune", "esrgan")
+INTERRUPTED = 128 + 15  # the shell's code for a process ended by SIGTERM
 SHARED_DATA = Path("/mnt/shared-data")
 
 
@@ -112,7 +113,9 @@ def run_recipe(command: str, argv: list[str]) -> int:
             url = f"http://127.0.0.1:{metrics.port}/metrics"
             with urllib.request.urlopen(url, timeout=5) as response:
                 (out / "metrics.txt").write_bytes(response.read())
-    leave(0)
+    # Saved and stopped on SIGTERM: exit as a terminated process would, so the Job never counts
+    # an evicted pod's index as succeeded; its podFailurePolicy ignores the disrupted pod.
+    leave(INTERRUPTED if figures["interrupted"] else 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,7 +47,7 @@ def stage(shared: Path) -> RecipesSettings:
     return RecipesSettings(weights=weights, **OVERRIDES)
 
 
-def launch(recipe: str, settings: RecipesSettings, shared: Path, *extra: str) -> None:
+def launch(recipe: str, settings: RecipesSettings, shared: Path, *extra: str) -> int:
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
         "-m", "recipes", recipe, "--shared-data", str(shared), "--out", str(ROOT / recipe),
@@ -58,7 +58,7 @@ def launch(recipe: str, settings: RecipesSettings, shared: Path, *extra: str) ->
         "RECIPE_SETTINGS": json.dumps(recipe_settings(settings, recipe)),
         "PYTHONPATH": os.pathsep.join(["bootstrap", "."]),
     }
-    subprocess.run(command, env=env, check=True)
+    return subprocess.run(command, env=env).returncode
 
 
 def main() -> int:
@@ -66,10 +66,16 @@ def main() -> int:
     shutil.rmtree(ROOT, ignore_errors=True)
     shared = ROOT / "shared-data"
     settings = stage(shared)
-    launch("prepare", settings, shared)
+    if launch("prepare", settings, shared):
+        return 1
     for recipe, step in INTERRUPT_AFTER.items():
+        # Saved and stopped on SIGTERM, the worker exits 143 and torchrun reports a failure.
         launch(recipe, settings, shared, "--interrupt-after", str(step))
-        launch(recipe, settings, shared)
+        if not json.loads((ROOT / recipe / "report.json").read_text())["interrupted"]:
+            print(f"error: {recipe} did not save and stop on SIGTERM", file=sys.stderr)
+            return 1
+        if launch(recipe, settings, shared):
+            return 1
     print(f"\n{'recipe':12} {'steps':>5} {'loss first':>11} {'loss last':>10} {'samples/s':>9}")
     for recipe in ("prepare", *INTERRUPT_AFTER):
         report = json.loads((ROOT / recipe / "report.json").read_text())

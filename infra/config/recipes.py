@@ -198,6 +198,14 @@ class RecipesSettings(Settings):
     priority_class: DnsLabel = Field(
         "research", description="PriorityClass and Kueue WorkloadPriorityClass of the jobs."
     )
+    grace_period_seconds: Int = Field(
+        300,
+        ge=30,
+        le=3600,
+        description="terminationGracePeriodSeconds of the recipes' pods: an evicted or "
+        "preempted pod finishes its step and saves its checkpoint in this time before SIGKILL "
+        "(Kubernetes' default, 30 s, is too short for a UNet's optimizer state).",
+    )
     weights_root: SharedPath = Field(
         "weights", description="Where admins stage pretrained weights on shared-data."
     )
