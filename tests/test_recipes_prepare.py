@@ -1,0 +1,502 @@
+"""prepare: img2dataset's folders → filtered, cropped WebDataset shards and a manifest.
+
+Sources named per test: LAION-Aesthetics V2 "5+" (scores above 5 kept), LAION-5B (Schuhmann et
+al. 2022, section 3.1: CLIP similarity at or above the threshold kept), img2dataset's README
+(the `output_format=files` layout), the WebDataset format (a tar, a sample's members adjacent and
+sharing the key before the first dot), CLIP's preprocessing (openai/CLIP `_transform`)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import socket
+import tarfile
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from PIL import Image
+
+from recipes import clip_score, prepare
+from recipes.prepare import PrepareError
+
+RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
+
+
+def settings(**overrides) -> dict:
+    """What recipe_settings(cfg, "prepare") hands the pod, at test scale."""
+    base = {
+        "recipe": "prepare",
+        "source": "raw/laion",
+        "output": "datasets/laion-32",
+        "resolution": 32,
+        "aesthetic_key": "aesthetic",
+        "min_aesthetic": 5.0,
+        "min_clip_similarity": 0.28,
+        "samples_per_shard": 1000,
+        "clip_batch": 4,
+        "weights": {"clip": {"path": "weights/clip", "sha256": {}}},
+    }
+    return {**base, **overrides}
+
+
+def photo(seed: int, size: tuple[int, int] = (48, 40)) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8), "RGB")
+
+
+def pair(
+    folder: Path,
+    key: str,
+    caption: str | None = "a photo",
+    aesthetic: object = 6.0,
+    image: str | None = "jpg",
+    metadata: bool = True,
+) -> None:
+    """One sample as img2dataset writes it: `<key>.<ext>`, `<key>.txt`, `<key>.json`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if image == "garbage":
+        (folder / f"{key}.jpg").write_bytes(b"not an image at all")
+    elif image is not None:
+        photo(int(key)).save(folder / f"{key}.{image}", format="JPEG" if image == "jpg" else None)
+    if caption is not None:
+        (folder / f"{key}.txt").write_text(caption)
+    if metadata:
+        meta = {"key": key, "status": "success", "url": f"https://example.com/{key}"}
+        if aesthetic is not ...:
+            meta["aesthetic"] = aesthetic
+        (folder / f"{key}.json").write_text(json.dumps(meta))
+
+
+class CaptionScorer:
+    """Similarity read from the caption ("sim=0.28"), so thresholds are exact; records calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, images, texts) -> list[float]:
+        assert all(image.size == (32, 32) and image.mode == "RGB" for image in images)
+        self.calls.append(list(texts))
+        return [float(text.split("sim=")[1]) if "sim=" in text else 1.0 for text in texts]
+
+
+def shard_names(output: Path) -> list[str]:
+    return sorted(path.name for path in output.iterdir() if path.name.startswith("shard-"))
+
+
+def read_tar(path: Path) -> list[tuple[str, bytes]]:
+    with tarfile.open(path) as tar:
+        return [(member.name, tar.extractfile(member).read()) for member in tar.getmembers()]
+
+
+# --- filters -------------------------------------------------------------------------------
+
+
+def test_aesthetic_at_five_is_dropped_and_just_above_is_kept(tmp_path):
+    # LAION-Aesthetics V2 "5+" and the issue: "drop pairs whose aesthetic score is <= 5".
+    shard = tmp_path / "raw/laion/00000"
+    pair(shard, "000000000", aesthetic=5.0)
+    pair(shard, "000000001", aesthetic=5.01)
+    pair(shard, "000000002", aesthetic=4.99)
+    report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    assert report["kept"] == 1
+    assert report["dropped"]["low_aesthetic"] == 2
+    members = read_tar(tmp_path / "datasets/laion-32/shard-r000-00000.tar")
+    assert [name for name, _ in members] == ["000000001.jpg", "000000001.txt", "000000001.json"]
+
+
+def test_clip_similarity_at_threshold_is_kept_and_just_below_is_dropped(tmp_path):
+    # LAION-5B section 3.1: pairs with similarity below 0.28 removed; equal stays.
+    shard = tmp_path / "raw/laion/00000"
+    pair(shard, "000000000", caption="sim=0.28")
+    pair(shard, "000000001", caption="sim=0.2799")
+    pair(shard, "000000002", caption="sim=0.9")
+    report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    assert (report["kept"], report["dropped"]["low_clip"]) == (2, 1)
+    members = read_tar(tmp_path / "datasets/laion-32/shard-r000-00000.tar")
+    assert [name for name, _ in members if name.endswith(".txt")] == [
+        "000000000.txt",
+        "000000002.txt",
+    ]
+
+
+def test_clip_scores_only_pairs_that_passed_the_aesthetic_filter_in_clip_batches(tmp_path):
+    shard = tmp_path / "raw/laion/00000"
+    for index in range(7):
+        pair(shard, f"{index:09d}", caption=f"pair {index}", aesthetic=6.0 if index != 3 else 2.0)
+    scorer = CaptionScorer()
+    prepare.run(settings(clip_batch=4), tmp_path, tmp_path / "out", scorer=scorer)
+    assert scorer.calls == [
+        ["pair 0", "pair 1", "pair 2", "pair 4"],
+        ["pair 5", "pair 6"],
+    ]
+
+
+def test_manifest_counts_every_reason(tmp_path):
+    source = tmp_path / "raw/laion"
+    shard = source / "00000"
+    pair(shard, "000000000", image=None)  # failed download: caption and metadata only
+    pair(shard, "000000001", caption=None)
+    pair(shard, "000000002", caption="   \n")  # blank caption
+    pair(shard, "000000003", aesthetic=...)  # no score column
+    pair(shard, "000000004", aesthetic=None)  # null score
+    pair(shard, "000000005", metadata=False)  # no .json at all
+    pair(shard, "000000006", aesthetic=3.5)
+    pair(shard, "000000007", image="garbage")
+    pair(shard, "000000008", caption="sim=0.1")
+    pair(shard, "000000009")
+    pair(shard, "000000010", image="png")
+    pair(source / "00001", "000010000", image="webp")
+    # img2dataset writes a parquet and stats beside each folder; they are not samples.
+    (source / "00000.parquet").write_bytes(b"PAR1")
+    (source / "00000_stats.json").write_text("{}")
+    prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    manifest = json.loads((tmp_path / "datasets/laion-32/manifest.json").read_text())
+    assert manifest == {
+        "source": "raw/laion",
+        "seen": 12,
+        "kept": 3,
+        "dropped": {
+            "missing_image": 1,
+            "missing_caption": 2,
+            "missing_aesthetic": 3,
+            "low_aesthetic": 1,
+            "unreadable_image": 1,
+            "low_clip": 1,
+        },
+        "shards": [{"name": "shard-r000-00000.tar", "samples": 3}],
+        "resolution": 32,
+        "thresholds": {
+            "aesthetic_key": "aesthetic",
+            "min_aesthetic": 5.0,
+            "min_clip_similarity": 0.28,
+        },
+        "world_size": 1,
+    }
+
+
+def test_aesthetic_key_names_the_metadata_column(tmp_path):
+    shard = tmp_path / "raw/laion/00000"
+    shard.mkdir(parents=True)
+    photo(1).save(shard / "000000001.jpg")
+    (shard / "000000001.txt").write_text("a photo")
+    (shard / "000000001.json").write_text(json.dumps({"aesthetic_score": 6.5}))
+    report = prepare.run(
+        settings(aesthetic_key="aesthetic_score"),
+        tmp_path,
+        tmp_path / "out",
+        scorer=CaptionScorer(),
+    )
+    assert report["kept"] == 1
+
+
+# --- resize and crop -------------------------------------------------------------------------
+
+
+def stripes(colours: list[tuple[int, int, int]], vertical: bool) -> Image.Image:
+    """One-pixel stripes: columns (vertical) or rows of the given colours, 3 pixels long."""
+    row = np.array(colours, dtype=np.uint8)
+    array = np.stack([row] * 3) if vertical else np.stack([row] * 3, axis=1)
+    return Image.fromarray(array, "RGB")
+
+
+def test_crop_keeps_the_centre_columns_of_a_wide_image():
+    # 6×3, shorter side already 3: no resize; the centre 3 columns start at (6 - 3) // 2 = 1.
+    image = stripes([RED, RED, GREEN, GREEN, BLUE, BLUE], vertical=True)
+    cropped = clip_score.resize_crop(image, 3)
+    assert cropped.size == (3, 3)
+    assert [cropped.getpixel((x, 1)) for x in range(3)] == [RED, GREEN, GREEN]
+
+
+def test_crop_keeps_the_centre_rows_of_a_tall_image():
+    image = stripes([RED, RED, GREEN, GREEN, BLUE, BLUE], vertical=False)
+    cropped = clip_score.resize_crop(image, 3)
+    assert cropped.size == (3, 3)
+    assert [cropped.getpixel((1, y)) for y in range(3)] == [RED, GREEN, GREEN]
+
+
+def test_shorter_side_is_resized_bicubically_then_centre_cropped():
+    # 300×200 to 64: the shorter side 200 → 64, the longer 300 × 64 / 200 = 96; the centred
+    # window starts at (96 - 64) / 2 = 16. Pillow's own bicubic resize is the reference.
+    image = photo(7, size=(300, 200))
+    expected = image.resize((96, 64), Image.Resampling.BICUBIC).crop((16, 0, 80, 64))
+    result = clip_score.resize_crop(image, 64)
+    assert result.size == (64, 64)
+    assert np.array_equal(np.asarray(result), np.asarray(expected))
+
+
+def test_small_and_non_rgb_images_come_out_square_rgb():
+    grey = Image.new("L", (20, 10), 128)
+    result = clip_score.resize_crop(grey, 32)
+    assert (result.size, result.mode) == ((32, 32), "RGB")
+    assert result.getpixel((16, 16)) == (128, 128, 128)
+
+
+# --- shards --------------------------------------------------------------------------------
+
+
+def test_shards_are_webdataset_tars_with_each_samples_members_adjacent(tmp_path):
+    shard = tmp_path / "raw/laion/00000"
+    for index in range(5):
+        pair(shard, f"{index:09d}", caption=f"caption {index}", aesthetic=5.5 + index)
+    pair(shard, "000000005", image="png", caption="a png")
+    report = prepare.run(
+        settings(samples_per_shard=2), tmp_path, tmp_path / "out", scorer=CaptionScorer()
+    )
+    output = tmp_path / "datasets/laion-32"
+    assert shard_names(output) == [
+        "shard-r000-00000.tar",
+        "shard-r000-00001.tar",
+        "shard-r000-00002.tar",
+    ]
+    assert report["shards"] == 3
+    members = [m for name in shard_names(output) for m in read_tar(output / name)]
+    names = [name for name, _ in members]
+    assert names[:3] == ["000000000.jpg", "000000000.txt", "000000000.json"]
+    # A JPEG source stays JPEG; a PNG source stays lossless.
+    assert names[-3:] == ["000000005.png", "000000005.txt", "000000005.json"]
+    # WebDataset groups consecutive members by the name before the first dot.
+    keys = [name.split(".", 1)[0] for name in names]
+    assert keys == [key for key in dict.fromkeys(keys) for _ in range(3)]
+    payload = dict(members)
+    image = Image.open(io.BytesIO(payload["000000004.jpg"]))
+    assert (image.format, image.size, image.mode) == ("JPEG", (32, 32), "RGB")
+    assert payload["000000004.txt"] == b"caption 4"
+    metadata = json.loads(payload["000000004.json"])
+    assert (metadata["aesthetic"], metadata["clip_similarity"]) == (9.5, 1.0)
+    assert metadata["url"] == "https://example.com/000000004"
+    assert not list(output.glob("*.partial"))
+
+
+def test_rerun_replaces_the_previous_output(tmp_path):
+    shard = tmp_path / "raw/laion/00000"
+    for index in range(3):
+        pair(shard, f"{index:09d}")
+    prepare.run(settings(samples_per_shard=1), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    prepare.run(settings(samples_per_shard=3), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    assert shard_names(tmp_path / "datasets/laion-32") == ["shard-r000-00000.tar"]
+
+
+def test_report_has_the_common_fields_and_the_counts(tmp_path):
+    shard = tmp_path / "raw/laion/00000"
+    pair(shard, "000000000")
+    pair(shard, "000000001", aesthetic=1.0)
+    report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    written = json.loads((tmp_path / "out/report.json").read_text())
+    assert written == report
+    assert (report["steps"], report["kept"], report["dropped"]["low_aesthetic"]) == (2, 1, 1)
+    assert (report["loss_first"], report["loss_last"], report["resumed"]) == (None, None, False)
+    assert report["samples_per_s"] > 0 and report["duration_s"] > 0
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+def test_filters_that_keep_nothing_stop_before_any_shard_and_name_the_setting(tmp_path):
+    shard = tmp_path / "raw/laion/00000"
+    pair(shard, "000000000", aesthetic=4.0)
+    pair(shard, "000000001", aesthetic=5.0)
+    pair(shard, "000000002", caption="sim=0.1")
+    scorer = CaptionScorer()
+    with pytest.raises(PrepareError) as error:
+        prepare.run(settings(), tmp_path, tmp_path / "out", scorer=scorer)
+    message = str(error.value)
+    assert "kept none of the 3 pairs" in message
+    assert "low_aesthetic 2, low_clip 1" in message
+    assert "lower recipes.prepare.min_aesthetic (now 5.0)" in message
+    assert "lower recipes.prepare.min_clip_similarity (now 0.28)" in message
+    output = tmp_path / "datasets/laion-32"
+    assert list(output.iterdir()) == []
+    assert not (tmp_path / "out/report.json").exists()
+
+
+def test_a_wrong_aesthetic_key_says_which_setting_names_the_column(tmp_path):
+    pair(tmp_path / "raw/laion/00000", "000000000")
+    with pytest.raises(PrepareError, match=r"missing_aesthetic 1") as error:
+        prepare.run(
+            settings(aesthetic_key="score"), tmp_path, tmp_path / "out", scorer=CaptionScorer()
+        )
+    assert "set recipes.prepare.aesthetic_key" in str(error.value)
+    assert "(now 'score')" in str(error.value)
+
+
+def test_missing_source_names_the_path_and_the_setting(tmp_path):
+    with pytest.raises(PrepareError) as error:
+        prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    assert f"recipes.prepare.source: {tmp_path / 'raw/laion'} does not exist" in str(error.value)
+
+
+def test_empty_source_names_the_path_and_the_setting(tmp_path):
+    (tmp_path / "raw/laion/00000").mkdir(parents=True)
+    # Shard folders holding no sample files (only img2dataset's parquet) are empty too.
+    (tmp_path / "raw/laion/00001").mkdir()
+    (tmp_path / "raw/laion/00001/00001.parquet").write_bytes(b"PAR1")
+    with pytest.raises(PrepareError) as error:
+        prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    assert f"recipes.prepare.source: {tmp_path / 'raw/laion'} holds no shard folders" in str(
+        error.value
+    )
+
+
+# --- a real (tiny) CLIP from a staged folder -------------------------------------------------
+
+
+def byte_level_chars() -> list[str]:
+    """CLIP's byte-level alphabet: printable Latin-1 bytes as themselves, the other 68 bytes
+    mapped to code points from 256 up (the GPT-2 / CLIP `bytes_to_unicode` table)."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars, shifted = [], 0
+    for byte in range(256):
+        if byte in printable:
+            chars.append(chr(byte))
+        else:
+            chars.append(chr(256 + shifted))
+            shifted += 1
+    return chars
+
+
+def stage_tiny_clip(folder: Path) -> dict[str, str]:
+    """A randomly initialised CLIP saved as an admin stages the real one; its files' sha256."""
+    from transformers import CLIPConfig, CLIPModel, CLIPTokenizer
+
+    folder.mkdir(parents=True)
+    chars = byte_level_chars()
+    tokens = [*chars, *(char + "</w>" for char in chars), "<|startoftext|>", "<|endoftext|>"]
+    (folder / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    tokenizer = CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
+    torch.manual_seed(0)
+    text = {
+        "vocab_size": len(tokens),
+        "max_position_embeddings": 16,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+    tower = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1}
+    tower["num_attention_heads"] = 2
+    config = CLIPConfig(
+        text_config={**text, **tower},
+        vision_config={**tower, "image_size": 32, "patch_size": 8},
+        projection_dim=8,
+    )
+    CLIPModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return {
+        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in folder.rglob("*")
+        if path.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def staged_clip(tmp_path_factory) -> tuple[Path, dict]:
+    shared = tmp_path_factory.mktemp("shared")
+    return shared, stage_tiny_clip(shared / "weights/clip")
+
+
+def test_clip_scorer_matches_transformers_preprocessing_and_cosine(staged_clip):
+    # Reference: transformers' CLIPImageProcessor (PIL backend, its OpenAI mean/std defaults)
+    # and CLIPModel's logits_per_image, which are cosine × exp(logit_scale).
+    from transformers import CLIPModel, CLIPTokenizer
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    shared, _ = staged_clip
+    folder = shared / "weights/clip"
+    images = [photo(1, (64, 48)), photo(2, (50, 90)), photo(3, (32, 32))]
+    texts = ["a cat", "a very long caption " * 10, "x"]
+    scores = clip_score.load(folder, torch.device("cpu"))(images, texts)
+    processor = CLIPImageProcessorPil(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    )
+    model = CLIPModel.from_pretrained(folder).eval()
+    tokens = CLIPTokenizer.from_pretrained(folder)(
+        texts, padding=True, truncation=True, max_length=16, return_tensors="pt"
+    )
+    with torch.no_grad():
+        output = model(**tokens, pixel_values=processor(images, return_tensors="pt").pixel_values)
+    expected = torch.diagonal(output.logits_per_image) / model.logit_scale.exp()
+    assert scores == pytest.approx(expected.tolist(), abs=1e-6)
+    assert all(-1.0 <= score <= 1.0 for score in scores)
+
+
+def test_prepare_scores_with_the_staged_clip(staged_clip, tmp_path):
+    shared, sha256 = staged_clip
+    for index in range(3):
+        pair(shared / "raw/laion/00000", f"{index:09d}", caption=f"photo number {index}")
+    staged = {"clip": {"path": "weights/clip", "sha256": sha256}}
+    # Cosine similarity is never below -1: every pair passes; none of random CLIP's reaches 1.
+    report = prepare.run(
+        settings(min_clip_similarity=-1.0, weights=staged), shared, tmp_path / "out"
+    )
+    assert report["kept"] == 3
+    members = dict(read_tar(shared / "datasets/laion-32/shard-r000-00000.tar"))
+    similarity = json.loads(members["000000000.json"])["clip_similarity"]
+    assert -1.0 <= similarity < 1.0
+    with pytest.raises(PrepareError, match=r"low_clip 3"):
+        prepare.run(settings(min_clip_similarity=1.0, weights=staged), shared, tmp_path / "out")
+
+
+def test_prepare_refuses_unverified_clip_weights(staged_clip, tmp_path):
+    from recipes.weights import WeightsError
+
+    shared, sha256 = staged_clip
+    pair(shared / "raw/laion/00000", "000000000")
+    altered = {**sha256, "config.json": "0" * 64}
+    with pytest.raises(WeightsError, match=r"config\.json has sha256"):
+        prepare.run(
+            settings(weights={"clip": {"path": "weights/clip", "sha256": altered}}),
+            shared,
+            tmp_path / "out",
+        )
+
+
+# --- distributed ---------------------------------------------------------------------------
+
+
+def _rank(rank: int, world: int, port: int, shared: Path) -> None:
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=120),
+    )
+    torch.set_num_threads(1)
+    report = prepare.run(settings(), shared, shared / f"out{rank}", scorer=CaptionScorer())
+    (shared / f"report{rank}.json").write_text(json.dumps(report))
+    dist.destroy_process_group()
+
+
+def test_two_ranks_split_the_folders_and_rank_zero_merges_the_manifest(tmp_path):
+    source = tmp_path / "raw/laion"
+    # Rank 0 takes folders 0 and 2, rank 1 folder 1: 3 + 1 kept on rank 0, 2 on rank 1.
+    for folder, kept, dropped in (("00000", 3, 1), ("00001", 2, 2), ("00002", 1, 0)):
+        for index in range(kept + dropped):
+            key = f"{folder[-1]}{index:08d}"
+            pair(source / folder, key, aesthetic=7.0 if index < kept else 1.0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    mp.spawn(_rank, args=(2, port, tmp_path), nprocs=2)
+    output = tmp_path / "datasets/laion-32"
+    manifest = json.loads((output / "manifest.json").read_text())
+    assert manifest["shards"] == [
+        {"name": "shard-r000-00000.tar", "samples": 4},
+        {"name": "shard-r001-00000.tar", "samples": 2},
+    ]
+    assert (manifest["seen"], manifest["kept"], manifest["dropped"]["low_aesthetic"]) == (9, 6, 3)
+    assert manifest["world_size"] == 2
+    rank1 = [name for name, _ in read_tar(output / "shard-r001-00000.tar")]
+    assert rank1[0] == "100000000.jpg"
+    # Every rank reports the job's totals; only rank 0 writes report.json.
+    assert json.loads((tmp_path / "report1.json").read_text())["kept"] == 6
+    assert (tmp_path / "out0/report.json").exists()
+    assert not (tmp_path / "out1/report.json").exists()
