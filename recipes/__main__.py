@@ -65,7 +65,9 @@ def _join() -> tuple[int, int]:
     os.environ.setdefault("MASTER_PORT", "29500")
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "gloo":
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)  # NCCL's object collectives use the current device
+    else:
         # The node's cores shared among its ranks: oversubscribed threads spin against each other.
         local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))

@@ -7,7 +7,6 @@ sharing the key before the first dot), CLIP's preprocessing (openai/CLIP `_trans
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -25,6 +24,8 @@ from PIL import Image
 
 from recipes import clip_score, prepare
 from recipes.prepare import PrepareError
+from recipes.tiny import stage_tiny_clip
+from recipes.weights import checksums
 
 RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
 
@@ -347,58 +348,10 @@ def test_empty_source_names_the_path_and_the_setting(tmp_path):
 # --- a real (tiny) CLIP from a staged folder -------------------------------------------------
 
 
-def byte_level_chars() -> list[str]:
-    """CLIP's byte-level alphabet: printable Latin-1 bytes as themselves, the other 68 bytes
-    mapped to code points from 256 up (the GPT-2 / CLIP `bytes_to_unicode` table)."""
-    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    chars, shifted = [], 0
-    for byte in range(256):
-        if byte in printable:
-            chars.append(chr(byte))
-        else:
-            chars.append(chr(256 + shifted))
-            shifted += 1
-    return chars
-
-
-def stage_tiny_clip(folder: Path) -> dict[str, str]:
-    """A randomly initialised CLIP saved as an admin stages the real one; its files' sha256."""
-    from transformers import CLIPConfig, CLIPModel, CLIPTokenizer
-
-    folder.mkdir(parents=True)
-    chars = byte_level_chars()
-    tokens = [*chars, *(char + "</w>" for char in chars), "<|startoftext|>", "<|endoftext|>"]
-    (folder / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}))
-    (folder / "merges.txt").write_text("#version: 0.2\n")
-    tokenizer = CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
-    torch.manual_seed(0)
-    text = {
-        "vocab_size": len(tokens),
-        "max_position_embeddings": 16,
-        "bos_token_id": tokenizer.bos_token_id,
-        "eos_token_id": tokenizer.eos_token_id,
-        "pad_token_id": tokenizer.pad_token_id,
-    }
-    tower = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1}
-    tower["num_attention_heads"] = 2
-    config = CLIPConfig(
-        text_config={**text, **tower},
-        vision_config={**tower, "image_size": 32, "patch_size": 8},
-        projection_dim=8,
-    )
-    CLIPModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return {
-        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in folder.rglob("*")
-        if path.is_file()
-    }
-
-
 @pytest.fixture(scope="module")
 def staged_clip(tmp_path_factory) -> tuple[Path, dict]:
     shared = tmp_path_factory.mktemp("shared")
-    return shared, stage_tiny_clip(shared / "weights/clip")
+    return shared, checksums(stage_tiny_clip(shared / "weights/clip"))
 
 
 def test_clip_scorer_matches_transformers_preprocessing_and_cosine(staged_clip):
