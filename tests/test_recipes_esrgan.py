@@ -12,9 +12,9 @@ import pytest
 import torch
 from PIL import Image
 
-from recipes.esrgan.degrade import add_noise, degrade, jpeg
+from recipes.esrgan.degrade import add_noise, degrade, downscale, jpeg
 from recipes.esrgan.losses import VGG19Features, generator_loss, load_vgg19, pixel_loss
-from recipes.esrgan.model import RRDB, RRDBNet, grow_from
+from recipes.esrgan.model import RRDB, ResidualDenseBlock, RRDBNet, grow_from
 from recipes.esrgan.task import EsrganTask
 
 # torchvision/models/vgg.py, cfgs["E"] through make_layers: the index of every Conv2d in
@@ -104,6 +104,18 @@ def test_jpeg_is_pillows_round_trip():
     assert torch.equal(jpeg(image, [40])[0].permute(1, 2, 0), expected)
 
 
+def test_downscale_blurs_what_the_low_resolution_cannot_hold_instead_of_aliasing_it():
+    """Vertical stripes 3 pixels on, 3 off: at ×4 that is finer than the LR can hold (its
+    Nyquist limit is a period of 8 HR pixels). Plain bicubic samples them into false
+    full-contrast stripes; antialiased bicubic (PIL / MATLAB imresize behaviour) widens its
+    kernel by the scale and leaves them close to grey."""
+    stripes = torch.tensor([1.0, 1, 1, 0, 0, 0]).repeat(16).expand(1, 3, 96, 96)
+    lr = downscale(stripes, 4)
+    assert lr.shape == (1, 3, 24, 24)
+    inside = lr[..., 2:-2]  # the border columns see the image edge, not the stripes
+    assert inside.min().item() > 0.35 and inside.max().item() < 0.65
+
+
 @pytest.mark.parametrize(("scale", "size"), [(2, (16, 24)), (4, (8, 12))])
 def test_lr_is_the_hr_size_divided_by_the_scale(scale, size):
     hr = torch.rand(2, 3, 32, 48, generator=generator(8))
@@ -155,6 +167,34 @@ def test_rrdbnet_at_the_papers_size_has_esrgans_parameter_count():
         four, two = RRDBNet(4), RRDBNet(2)
     assert sum(p.numel() for p in four.parameters()) == 16_697_987
     assert sum(p.numel() for p in two.parameters()) == 16_697_987 - 36_928
+
+
+def test_upsampling_is_nearest_neighbour_then_a_convolution_per_factor_of_two():
+    """With an empty trunk and every convolution passing its channel through (3 features,
+    identity kernels), a non-negative LR image comes out nearest-upsampled: each pixel as a
+    scale × scale block."""
+    model = RRDBNet(4, num_blocks=1, num_features=3, growth_channels=2)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            parameter.zero_()
+            if name.endswith("weight") and not name.startswith(("body", "conv_body")):
+                for channel in range(3):
+                    parameter[channel, channel, 1, 1] = 1.0
+        lr = torch.tensor([[0.1, 0.2], [0.3, 0.4]]).expand(1, 3, 2, 2)
+        sr = model(lr)
+    row = [0.1] * 4 + [0.2] * 4
+    expected = torch.tensor([row] * 4 + [[v + 0.2 for v in row]] * 4)
+    assert torch.allclose(sr[0, 0], expected) and torch.allclose(sr[0, 2], expected)
+
+
+def test_dense_block_convolutions_start_at_a_tenth_of_kaiming():
+    """ESRGAN section 3.1, "smaller initialization"; Kaiming (He et al. 2015) normal init for
+    ReLU: std = sqrt(2 / fan_in). conv1 of a 64-feature block: fan_in 64·9, std 0.0589 × 0.1.
+    18,432 weights: the sample std is within 2% of it (standard error 0.5%)."""
+    torch.manual_seed(0)
+    conv1 = ResidualDenseBlock(64, 32).convs[0]
+    assert conv1.weight.std().item() == pytest.approx(0.005893, rel=0.02)
+    assert torch.equal(conv1.bias, torch.zeros(32))
 
 
 def test_every_residual_branch_is_scaled_by_0_2():
@@ -281,6 +321,10 @@ def test_perceptual_loss_is_zero_for_identical_images_and_weights_combine(tiny_v
     shifted = generator_loss((image + 0.25), image, vgg, SETTINGS)
     assert shifted.pixel.item() == pytest.approx(0.25)
     assert shifted.perceptual.item() > 0
+    # ESRGAN's perceptual term is an L1 distance between the features (section 3.3).
+    with torch.no_grad():
+        l1 = (vgg(image + 0.25) - vgg(image)).abs().mean().item()
+    assert shifted.perceptual.item() == pytest.approx(l1)
     assert shifted.total.item() == pytest.approx(0.1 * 0.25 + shifted.perceptual.item())
 
 

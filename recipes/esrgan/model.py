@@ -31,10 +31,10 @@ class ResidualDenseBlock(nn.Module):
         # ESRGAN section 3.1, "smaller initialization": Kaiming init scaled by 0.1 keeps the
         # deep residual stack close to identity at the start, which the paper found trains
         # more easily.
-        for conv in self.convs:
-            nn.init.kaiming_normal_(conv.weight, a=0, mode="fan_in")
-            conv.weight.data.mul_(0.1)
-            nn.init.zeros_(conv.bias)
+        with torch.no_grad():
+            for conv in self.convs:
+                nn.init.kaiming_normal_(conv.weight, a=0, mode="fan_in").mul_(0.1)
+                nn.init.zeros_(conv.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         seen = [x]
