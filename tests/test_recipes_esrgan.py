@@ -25,6 +25,8 @@ TINY = {"num_blocks": 1, "num_features": 8, "growth_channels": 4}
 
 
 def generator(*key: int) -> torch.Generator:
+    """A CPU generator seeded from an integer key, as the loop seeds one per
+    (seed, rank, step, micro); hashes of int tuples are stable across runs."""
     return torch.Generator().manual_seed(hash(key) % 2**63)
 
 
@@ -171,8 +173,9 @@ def test_rrdbnet_at_the_papers_size_has_esrgans_parameter_count():
 
 def test_upsampling_is_nearest_neighbour_then_a_convolution_per_factor_of_two():
     """With an empty trunk and every convolution passing its channel through (3 features,
-    identity kernels), a non-negative LR image comes out nearest-upsampled: each pixel as a
-    scale × scale block."""
+    identity kernels), the LR image comes out nearest-upsampled: each pixel as a 4×4 block.
+    LeakyReLU(0.2) follows both upsampling convs and conv_hr (ESRGAN section 3.1), so the
+    negative pixel comes out scaled by 0.2³ = 0.008."""
     model = RRDBNet(4, num_blocks=1, num_features=3, growth_channels=2)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
@@ -180,10 +183,9 @@ def test_upsampling_is_nearest_neighbour_then_a_convolution_per_factor_of_two():
             if name.endswith("weight") and not name.startswith(("body", "conv_body")):
                 for channel in range(3):
                     parameter[channel, channel, 1, 1] = 1.0
-        lr = torch.tensor([[0.1, 0.2], [0.3, 0.4]]).expand(1, 3, 2, 2)
+        lr = torch.tensor([[0.1, 0.2], [0.3, -1.0]]).expand(1, 3, 2, 2)
         sr = model(lr)
-    row = [0.1] * 4 + [0.2] * 4
-    expected = torch.tensor([row] * 4 + [[v + 0.2 for v in row]] * 4)
+    expected = torch.tensor([[0.1] * 4 + [0.2] * 4] * 4 + [[0.3] * 4 + [-0.008] * 4] * 4)
     assert torch.allclose(sr[0, 0], expected) and torch.allclose(sr[0, 2], expected)
 
 
@@ -284,18 +286,18 @@ def test_vgg19_loader_names_the_bad_file_and_key(tmp_path):
 
 
 def test_vgg_input_is_normalised_with_imagenet_mean_and_std():
-    """torchvision.models docs: mean [0.485, 0.456, 0.406], std [0.229, 0.224, 0.225]. With
-    conv1_1 the identity on each channel (bias 0), the first layer's output is the
+    """torchvision.models docs: mean [0.485, 0.456, 0.406], std [0.229, 0.224, 0.225]. Cut
+    after conv1_1 and with conv1_1 passing each channel through, the stack returns the
     normalised image."""
     vgg = VGG19Features([3] * 16)
+    vgg.features = vgg.features[:1]
     with torch.no_grad():
-        first = vgg.features[0]
-        first.weight.zero_()
-        first.bias.zero_()
+        vgg.features[0].weight.zero_()
+        vgg.features[0].bias.zero_()
         for channel in range(3):
-            first.weight[channel, channel, 1, 1] = 1.0
+            vgg.features[0].weight[channel, channel, 1, 1] = 1.0
         image = torch.tensor([0.485 + 0.229, 0.456, 0.406 - 2 * 0.225]).view(1, 3, 1, 1)
-        normalised = vgg.features[0]((image - vgg.mean) / vgg.std)
+        normalised = vgg(image)
     assert torch.allclose(normalised.flatten(), torch.tensor([1.0, 0.0, -2.0]), atol=1e-6)
 
 
