@@ -397,3 +397,25 @@ def test_task_names_missing_settings_and_a_crop_the_loop_did_not_make(tiny_vgg_f
     task = EsrganTask(task_settings(hr_crop=32), 2, tiny_vgg_file, "cpu")
     with pytest.raises(ValueError, match=r"images are 16x16, esrgan\.hr_crop is 32"):
         task.loss(task.trainable(), batch(1))
+
+
+def test_progressive_stages_the_2x_trains_and_the_4x_starts_from_it(tiny_vgg_file):
+    """The two stages as the loop runs them, in miniature: a few Adam steps of the 2× task on
+    one batch lower its loss; the 4× task's generator then grows from the 2× weights."""
+    torch.manual_seed(0)
+    two = EsrganTask(task_settings(), 2, tiny_vgg_file, "cpu")
+    optimizer = torch.optim.Adam(two.trainable().parameters(), lr=1e-3)
+    losses = []
+    for _ in range(10):
+        optimizer.zero_grad()
+        loss = two.loss(two.trainable(), batch(1))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    four = EsrganTask(task_settings(), 4, tiny_vgg_file, "cpu")
+    assert grow_from(two.trainable().state_dict(), four.trainable()) == [
+        "upsample.1.bias", "upsample.1.weight",
+    ]  # fmt: skip
+    assert torch.equal(four.trainable().conv_last.weight, two.trainable().conv_last.weight)
+    assert torch.isfinite(four.loss(four.trainable(), batch(2)))
