@@ -104,26 +104,15 @@ def stage_tiny_sd(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-# torchvision's VGG19 (cfgs["E"]): convolution widths, "M" a max-pool; features.<i> indices count
-# a conv and its ReLU as two layers and a pool as one.
-VGG19_LAYERS = [64, 64, "M", 128, 128, "M", *[256] * 4, "M", *[512] * 4, "M", *[512] * 4, "M"]
-
-
 def stage_tiny_vgg(folder: Path, seed: int = 0) -> Path:
-    """`vgg19.pth`: a random state dict in torchvision's VGG19 `features` shapes and keys."""
-    generator = torch.Generator().manual_seed(seed)
-    state, index, channels = {}, 0, 3
-    for layer in VGG19_LAYERS:
-        if layer == "M":
-            index += 1
-            continue
-        fan_in = channels * 9
-        weight = torch.randn(layer, channels, 3, 3, generator=generator) * (2 / fan_in) ** 0.5
-        state[f"features.{index}.weight"] = weight
-        state[f"features.{index}.bias"] = torch.zeros(layer)
-        index, channels = index + 2, layer
+    """`vgg19.pth`: torchvision's VGG19 `features` keys and layout at a sixteenth of the widths
+    (the loader reads the widths from the file)."""
+    from recipes.esrgan.losses import VGG19_FILE, VGG19Features, conv_widths
+
+    torch.manual_seed(seed)
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save(state, folder / "vgg19.pth")
+    model = VGG19Features([width // 16 for width in conv_widths()])
+    torch.save(model.state_dict(), folder / VGG19_FILE)
     return folder
 
 

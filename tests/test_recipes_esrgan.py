@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from recipes.esrgan.degrade import add_noise, degrade, downscale, jpeg
 from recipes.esrgan.losses import VGG19Features, generator_loss, load_vgg19, pixel_loss
 from recipes.esrgan.model import RRDB, ResidualDenseBlock, RRDBNet, grow_from
 from recipes.esrgan.task import EsrganTask
+from recipes.shards import Batch
 
 # torchvision/models/vgg.py, cfgs["E"] through make_layers: the index of every Conv2d in
 # `vgg19().features` (conv1_1 ... conv5_4), and its output channels.
@@ -333,16 +333,6 @@ def test_perceptual_loss_is_zero_for_identical_images_and_weights_combine(tiny_v
 # --- the task ------------------------------------------------------------------------------
 
 
-@dataclass
-class Batch:
-    """Mirrors recipes.loop.Batch (the lead's loop) field for field."""
-
-    images: torch.Tensor
-    captions: list[str]
-    generator: torch.Generator
-    device: torch.device
-
-
 def task_settings(**overrides):
     # infra/config/recipes.py EsrganSettings defaults, with a tiny RRDB and crop.
     return {
@@ -353,7 +343,8 @@ def task_settings(**overrides):
 
 def batch(step: int) -> Batch:
     images = torch.rand(2, 3, 16, 16, generator=generator(13))
-    return Batch(images, ["a", "b"], generator(0, 0, step, 0), torch.device("cpu"))
+    keys = [generator(0, 0, step, sample) for sample in range(2)]
+    return Batch(images, ["a", "b"], keys, torch.device("cpu"))
 
 
 def test_task_loss_is_a_float32_scalar_that_trains_only_the_generator(tiny_vgg_file):

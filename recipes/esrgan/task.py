@@ -14,7 +14,7 @@ from recipes.esrgan.losses import generator_loss, load_vgg19, pixel_loss
 from recipes.esrgan.model import SCALES, RRDBNet
 
 if TYPE_CHECKING:
-    from recipes.loop import Batch
+    from recipes.shards import Batch
 
 # The keys of recipe_settings(cfg, "esrgan") this task reads (infra/config/recipes.py,
 # EsrganSettings, documents each).
@@ -58,8 +58,9 @@ class EsrganTask:
         return self.model
 
     def loss(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
-        """`model` is `trainable()` as the loop wraps it (DDP). The batch's generator draws
-        the noise and JPEG qualities, so a resumed step sees the same LR images."""
+        """`model` is `trainable()` as the loop wraps it (DDP). Each sample's generator draws
+        its noise and JPEG quality, so a resumed step sees the same LR images, however the
+        samples were batched."""
         hr = batch.images
         crop = self.settings["hr_crop"]
         if tuple(hr.shape[-2:]) != (crop, crop):
@@ -67,12 +68,12 @@ class EsrganTask:
                 f"esrgan batch: images are {hr.shape[-2]}x{hr.shape[-1]}, "
                 f"esrgan.hr_crop is {crop}: the loop must crop to it"
             )
-        lr = degrade(
-            hr,
-            self.scale,
-            batch.generator,
-            self.settings["noise_sigma"],
-            tuple(self.settings["jpeg_quality"]),
-        ).lr
+        quality = tuple(self.settings["jpeg_quality"])
+        lr = torch.cat(
+            [
+                degrade(image[None], self.scale, key, self.settings["noise_sigma"], quality).lr
+                for image, key in zip(hr, batch.generators, strict=True)
+            ]
+        )
         sr = model(lr.to(batch.device))
         return generator_loss(sr, hr.to(batch.device), self.vgg, self.settings).total
