@@ -19,13 +19,6 @@ import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
-# Weights are staged, never fetched: the Hugging Face libraries must not try the network, and
-# their progress bars would drown the per-step log.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
-
 RECIPES = ("prepare", "sd-finetune", "esrgan")
 INTERRUPTED = 128 + 15  # the shell's code for a process ended by SIGTERM
 SHARED_DATA = Path("/mnt/shared-data")

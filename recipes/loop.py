@@ -92,6 +92,8 @@ class Run:
     crop: int
     shards: Path
     checkpoints: Path
+    # A recipe's part, for the log: ESRGAN's "2x" and "4x" stages.
+    stage: str | None = None
     # Send ourselves SIGTERM after this step, as an eviction would (the smoke and the tests).
     interrupt_after: int | None = None
     metrics: MetricsServer | None = None
@@ -209,7 +211,8 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
             "samples_per_second": rate, "gpu_memory_bytes": int(peaks[0].item()),
         }  # fmt: skip
         if rank == 0:
-            print(json.dumps({"recipe": run.recipe, **figures, "lr": lr}), flush=True)
+            where = {"recipe": run.recipe, **({"stage": run.stage} if run.stage else {})}
+            print(json.dumps({**where, **figures, "lr": lr}), flush=True)
         if run.metrics is not None:
             run.metrics.update(**figures)
         stop = bool(peaks[1].item())

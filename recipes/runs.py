@@ -80,7 +80,7 @@ def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extr
         # The interruption counts steps over both stages.
         stop = interrupt_after - done if interrupt_after and interrupt_after > done else None
         run = _run(settings, shared_data, stage, steps, settings["hr_crop"], **extra)
-        run.interrupt_after = stop
+        run.interrupt_after, run.stage = stop, f"{scale}x"
         outcome = train(task, run, local_rank)
         outcomes.append(outcome)
         done += outcome["step"]

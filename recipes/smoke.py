@@ -82,11 +82,13 @@ def main() -> int:
     print(f"\n{'recipe':12} {'steps':>5} {'loss first':>11} {'loss last':>10} {'samples/s':>9}")
     for recipe in ("prepare", *INTERRUPT_AFTER):
         report = json.loads((ROOT / recipe / "report.json").read_text())
-        first, last = report["loss_first"], report["loss_last"]
+        first, last = (
+            "-" if report[key] is None else f"{report[key]:.4f}"
+            for key in ("loss_first", "loss_last")
+        )
         print(
-            f"{recipe:12} {report['steps']:>5} {first if first is None else f'{first:.4f}':>11} "
-            f"{last if last is None else f'{last:.4f}':>10} {report['samples_per_s'] or 0:>9.1f}"
-            f"  resumed={report['resumed']}"
+            f"{recipe:12} {report['steps']:>5} {first:>11} {last:>10} "
+            f"{report['samples_per_s'] or 0:>9.1f}  resumed={report['resumed']}"
         )
     print(f"total {time.perf_counter() - started:.1f} s")
     return 0
