@@ -330,6 +330,15 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     size = f"{spec.nodes} node(s) x {spec.gpus} GPU(s) of pool {spec.pool.name}"
     batch = "" if steps is None else f", gradient accumulation {steps}"
     print(f"Wrote {out}: Job {spec.namespace}/{spec.name}, {size}{batch}")
+    sharing = spec.pool.sharing
+    if sharing.mode in ("time-slicing", "mps"):
+        # Not refused (a dev pool is often shared), but the GPU memory the recipe needs is not
+        # the job's alone there.
+        print(
+            f"warning: pool {spec.pool.name} shares each GPU among {sharing.replicas} pods "
+            f"({sharing.mode}); the job's GPU memory is not its own",
+            file=sys.stderr,
+        )
     if config is None or kubectl is None:
         return 0
     context = cfg.existing.context if cfg.existing else None

@@ -420,3 +420,12 @@ def test_an_onprem_stack_applies_with_its_own_kubeconfig_path(monkeypatch):
         SubmitError, match=r"existing.kubeconfig_path ~/.kube/onprem-a100.yaml: no such file"
     ):
         kubeconfig(None, stack_config("onprem"), {"KUBECONFIG": "/etc/hostname"})
+
+
+def test_a_time_sliced_pool_takes_the_job_with_a_warning(tmp_path, capsys):
+    """dev's spot-small shares each A10G among 4 pods (stacks/Pulumi.dev.yaml)."""
+    (tmp_path / "project").mkdir()
+    root = stack_with(tmp_path, base="dev")
+    assert submit(root, "esrgan", "--nodes", "1") == 0
+    err = capsys.readouterr().err
+    assert "warning: pool spot-small shares each GPU among 4 pods (time-slicing)" in err
