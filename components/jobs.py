@@ -94,6 +94,9 @@ class TrainingJobSpec:
     extra_mounts: Sequence[dict[str, Any]] = ()
     # Where the trainer serves Prometheus metrics; None: not scraped.
     metrics_port: int | None = None
+    # terminationGracePeriodSeconds: time between SIGTERM and SIGKILL for a checkpoint on
+    # eviction or preemption; None keeps Kubernetes' 30 s.
+    termination_grace_period_seconds: int | None = None
 
     @property
     def gpus(self) -> int:
@@ -252,6 +255,8 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
     }
     if spec.priority_class:
         pod["priorityClassName"] = spec.priority_class
+    if spec.termination_grace_period_seconds is not None:
+        pod["terminationGracePeriodSeconds"] = spec.termination_grace_period_seconds
     meta: dict[str, Any] = {"labels": pod_labels(spec)}
     if pod_annotations(spec):
         meta["annotations"] = pod_annotations(spec)

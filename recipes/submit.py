@@ -4,8 +4,10 @@ distributed job on a GPU pool of the stack (components/jobs.py), written to
 
 This is the infra side of the recipes: it reads the stack's config as the offline plan does
 (infra.plan_engine, then infra.config), so it needs the platform's dependencies, not the image's.
-The recipe in the pod gets its settings, `infra.config.recipes.recipe_settings(cfg, recipe)`, as
-JSON in the environment variable RECIPE_SETTINGS; its command stays `python -m recipes <recipe>`.
+The recipe in the pod gets its settings, `infra.config.recipes.recipe_settings(cfg.recipes,
+recipe)`, as JSON in the environment variable RECIPE_SETTINGS; its command stays
+`python -m recipes <recipe>`, and its pods get `recipes.grace_period_seconds` to checkpoint on
+eviction.
 
 Refused before any job is written, exit 2, every problem at once, each naming its key or flag:
 weights not staged (no sha256 in config), no GPU pool that can hold the job (each pool with why),
@@ -63,8 +65,8 @@ def weights_problems(cfg: PlatformConfig, recipe: str) -> list[str]:
     return [
         f"recipes.weights.{name}.sha256 is empty: {recipe} reads {name} from shared-data "
         f"{settings.weights_root}/{settings.weights[name].path}, which is not staged; stage it "
-        f"there and paste what `python -m recipes checksums <folder>` prints under "
-        f"recipes.weights.{name}.sha256"
+        f"there and paste what `python -m recipes checksums <folder>` prints (its sha256: "
+        f"mapping) under recipes.weights.{name}"
         for name in WEIGHTS_NEEDED[recipe]
         if not settings.weights[name].sha256
     ]
@@ -198,7 +200,7 @@ def plan_job(
             problems += error.problems
     if problems:
         raise SubmitError(problems)
-    settings = recipe_settings(cfg, recipe)
+    settings = recipe_settings(cfg.recipes, recipe)
     name = name or job_name(recipe, settings, chosen.name, nodes, gpus)
     check_name(name, nodes)
     scheduled = cfg.scheduling.enabled
@@ -216,6 +218,8 @@ def plan_job(
         env={SETTINGS_ENV: json.dumps(settings, sort_keys=True)},
         labels={RECIPE_LABEL: recipe},
         metrics_port=METRICS_PORT,
+        # Time for an evicted or preempted pod to finish its step and save its checkpoint.
+        termination_grace_period_seconds=cfg.recipes.grace_period_seconds,
     )
     return spec, steps
 

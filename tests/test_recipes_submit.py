@@ -144,6 +144,9 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 4
     assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == 16
     assert container["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
+    # recipes.grace_period_seconds' default: time to save a checkpoint on eviction, where
+    # Kubernetes' own 30 s is too short for a UNet's optimizer state.
+    assert render(spec)[1]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 300
 
 
 def test_prepare_takes_one_gpu_per_node_unless_asked_and_has_no_accumulation():
