@@ -272,7 +272,11 @@ def load_stack(stack: str, root: Path) -> PlatformConfig:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m recipes submit", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m recipes submit",
+        description="Render a training recipe's job on a GPU pool of the stack to "
+        "out/recipes/<recipe>/job.yaml, or apply it with kubectl.",
+    )
     p.add_argument("recipe", choices=RECIPES)
     p.add_argument("--stack", required=True, help="stacks/Pulumi.<stack>.yaml")
     p.add_argument("--nodes", type=int, required=True, help="pods, one per node")

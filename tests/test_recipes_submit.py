@@ -440,3 +440,16 @@ def test_a_time_sliced_pool_takes_the_job_with_a_warning(tmp_path, capsys):
     assert submit(root, "esrgan", "--nodes", "1") == 0
     err = capsys.readouterr().err
     assert "warning: pool spot-small shares each GPU among 4 pods (time-slicing)" in err
+
+
+@pytest.mark.parametrize(
+    ("choices", "message"),
+    [
+        ({"nodes": 0}, "--nodes 0: give 1 or more"),
+        ({"nodes": 1, "gpus_per_node": 0}, "--gpus-per-node 0: give 1 or more"),
+        ({"nodes": 1, "name": "Big_Run"}, "--name 'Big_Run': give a DNS label"),
+    ],
+)
+def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(choices, message):
+    with pytest.raises(SubmitError, match=message):
+        plan_job(staged(stack_config("prod")), "esrgan", **choices)
