@@ -13,6 +13,9 @@ pods find each other through a headless Service, and run the command under torch
   fabric's devices (EFA or the RDMA resource), 2 MiB hugepages with requests = limits, memory;
   a memory-backed /dev/shm for NCCL and data loaders; the storage plane's volumes; the pool's
   NCCL ConfigMap as environment; on RDMA pools the `rdma` Multus network.
+- Scraped when it serves metrics: a container port named `metrics` and the pod label
+  `gpu-platform/metrics: training`, which the platform's one PodMonitor selects in every training
+  namespace (components/observability.training_pod_monitor).
 - Locked down: non-root, read-only root file system (writable /tmp as an emptyDir), no
   privilege escalation, every capability dropped, RuntimeDefault seccomp.
 
@@ -48,6 +51,9 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 # The label that carries an Indexed Job pod's index (Kubernetes 1.28+).
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 RENDEZVOUS_PORT = 29500
+# The container port's name and the pod label the platform's PodMonitor scrapes by.
+METRICS_PORT_NAME = "metrics"
+METRICS_LABEL = {"gpu-platform/metrics": "training"}
 # The GPU nodes' taint (components/gpu_node_group.py; admins taint on-prem GPU nodes alike).
 GPU_TOLERATION = {
     "key": "nvidia.com/gpu",
@@ -86,6 +92,11 @@ class TrainingJobSpec:
     annotations: dict[str, str] = field(default_factory=dict)
     extra_volumes: Sequence[dict[str, Any]] = ()
     extra_mounts: Sequence[dict[str, Any]] = ()
+    # Where the trainer serves Prometheus metrics; None: not scraped.
+    metrics_port: int | None = None
+    # terminationGracePeriodSeconds: time between SIGTERM and SIGKILL for a checkpoint on
+    # eviction or preemption; None keeps Kubernetes' 30 s.
+    termination_grace_period_seconds: int | None = None
 
     @property
     def gpus(self) -> int:
@@ -196,7 +207,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         "command": torchrun_args(spec),
         "env": env,
         "envFrom": [{"configMapRef": {"name": configmap_name(spec.pool)}}],
-        "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}],
+        "ports": ports(spec),
         "resources": resources(spec),
         "securityContext": security_context(),
         "volumeMounts": [
@@ -206,6 +217,19 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
             *spec.extra_mounts,
         ],
     }
+
+
+def ports(spec: TrainingJobSpec) -> list[dict[str, Any]]:
+    found = [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}]
+    if spec.metrics_port is not None:
+        found.append({"name": METRICS_PORT_NAME, "containerPort": spec.metrics_port})
+    return found
+
+
+def pod_labels(spec: TrainingJobSpec) -> dict[str, str]:
+    if spec.metrics_port is None:
+        return dict(spec.labels)
+    return {**spec.labels, **METRICS_LABEL}
 
 
 def pod_annotations(spec: TrainingJobSpec) -> dict[str, str]:
@@ -231,7 +255,9 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
     }
     if spec.priority_class:
         pod["priorityClassName"] = spec.priority_class
-    meta: dict[str, Any] = {"labels": dict(spec.labels)}
+    if spec.termination_grace_period_seconds is not None:
+        pod["terminationGracePeriodSeconds"] = spec.termination_grace_period_seconds
+    meta: dict[str, Any] = {"labels": pod_labels(spec)}
     if pod_annotations(spec):
         meta["annotations"] = pod_annotations(spec)
     return {"metadata": meta, "spec": pod}

@@ -3,6 +3,8 @@ dashboards, as pure builders and the thin component that declares them.
 
 Prometheus selects every ServiceMonitor, PodMonitor, PrometheusRule, Probe and ScrapeConfig in
 the cluster, so the GPU Operator's DCGM exporter and Kueue are scraped without extra labels.
+The platform's own PodMonitor scrapes training jobs that serve metrics (the recipes do), in every
+training namespace.
 Grafana's admin password is generated, kept in a Secret and exported only as a Pulumi secret.
 Dashboards are JSON files in components/dashboards, loaded by Grafana's sidecar from ConfigMaps.
 """
@@ -19,7 +21,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from components.base import PlatformComponent
+from components.base import PLATFORM_LABELS, PlatformComponent
+from components.jobs import METRICS_LABEL, METRICS_PORT_NAME
+from components.scheduling import KubernetesObject
 from components.shared import pinned_release
 from infra.config.observability import ObservabilitySettings
 
@@ -33,6 +37,10 @@ EBS_CSI_DRIVER = "ebs.csi.aws.com"
 ADMIN_SECRET = "grafana-admin"
 # The keys the chart reads by default (`grafana.admin.userKey` / `passwordKey`).
 USER_KEY, PASSWORD_KEY = "admin-user", "admin-password"
+TRAINING_MONITOR = "training-jobs"
+# Training metrics move per step; a 15 s scrape keeps a step-time curve readable whatever the
+# stack's global scrape interval.
+TRAINING_SCRAPE_INTERVAL = "15s"
 
 
 def prometheus_url(namespace: str) -> str:
@@ -129,6 +137,25 @@ def dashboard_titles() -> list[str]:
     return [json.loads(text)["title"] for text in dashboards().values()]
 
 
+def training_pod_monitor(namespace: str, training_namespaces: Sequence[str]) -> dict[str, Any]:
+    """One PodMonitor for every training job that serves metrics (components/jobs.py: the
+    port named `metrics`, the pod label `gpu-platform/metrics: training`), in the training
+    namespaces only, so that a team's own pods elsewhere are never scraped by accident.
+    Prometheus adds `namespace` and `pod` to each series (honorLabels stays false)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": TRAINING_MONITOR, "namespace": namespace, "labels": PLATFORM_LABELS},
+        "spec": {
+            "namespaceSelector": {"matchNames": list(training_namespaces)},
+            "selector": {"matchLabels": dict(METRICS_LABEL)},
+            "podMetricsEndpoints": [
+                {"port": METRICS_PORT_NAME, "interval": TRAINING_SCRAPE_INTERVAL}
+            ],
+        },
+    }
+
+
 @dataclass(frozen=True)
 class MonitoringArgs:
     env: str
@@ -136,6 +163,8 @@ class MonitoringArgs:
     namespace: str
     on_aws: bool
     node_selector: dict[str, str]
+    # Where training jobs run: the training namespace and every team's.
+    training_namespaces: Sequence[str] = ()
     after: Sequence[pulumi.Resource] = ()
 
 
@@ -190,6 +219,13 @@ class Monitoring(PlatformComponent):
             monitoring_values(settings, storage_class(settings, args.on_aws), args.node_selector),
             self.child(depends_on=before_release),
         )
+        if args.training_namespaces:
+            # The release installs the PodMonitor CRD.
+            KubernetesObject(
+                f"{env}-{TRAINING_MONITOR}",
+                training_pod_monitor(ns, args.training_namespaces),
+                self.child(depends_on=[self.release]),
+            )
         self.register_outputs({"release": self.release.name})
 
 

@@ -150,6 +150,9 @@ class Platform(PlatformComponent):
                 namespace=ns,
                 on_aws=on_aws,
                 node_selector=add_on_nodes(cfg),
+                training_namespaces=[
+                    t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)
+                ],
                 after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
             ),
             self.child(providers=[cluster.kubernetes]),

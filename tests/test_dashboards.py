@@ -22,7 +22,9 @@ from components.observability import DASHBOARDS
 # - Kueue v0.19.2, pkg/metrics: kueue_pending_workloads{cluster_queue,status},
 #   kueue_admitted_active_workloads{cluster_queue}, kueue_cluster_queue_resource_usage and
 #   kueue_cluster_queue_nominal_quota{cohort,cluster_queue,flavor,resource}.
-# - The bootstrap self-test's step time, which it must export (labels of its own pod).
+# - The training recipes (recipes/metrics.py), each series labelled `recipe`, scraped by the
+#   platform's PodMonitor, which adds the pod's `namespace` and `pod` (Prometheus Operator's
+#   PodMonitor target labels; honorLabels false).
 DCGM_LABELS = {
     "gpu",
     "UUID",
@@ -47,6 +49,14 @@ DCGM_METRICS = [
     "DCGM_FI_PROF_PCIE_TX_BYTES",
     "DCGM_FI_PROF_PCIE_RX_BYTES",
 ]
+RECIPE_LABELS = {"recipe", "namespace", "pod"}
+RECIPE_METRICS = [
+    "gpu_platform_training_step",
+    "gpu_platform_training_loss",
+    "gpu_platform_training_step_seconds",
+    "gpu_platform_training_samples_per_second",
+    "gpu_platform_training_gpu_memory_bytes",
+]
 KUEUE_QUEUE = {"cohort", "cluster_queue", "flavor", "resource"}
 KNOWN: dict[str, set[str]] = {
     **dict.fromkeys(DCGM_METRICS, DCGM_LABELS),
@@ -54,7 +64,7 @@ KNOWN: dict[str, set[str]] = {
     "kueue_admitted_active_workloads": {"cluster_queue"},
     "kueue_cluster_queue_resource_usage": KUEUE_QUEUE,
     "kueue_cluster_queue_nominal_quota": KUEUE_QUEUE,
-    "gpu_platform_selftest_step_seconds": {"namespace", "pod"},
+    **dict.fromkeys(RECIPE_METRICS, RECIPE_LABELS),
 }
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"}
 KEYWORDS |= {"and", "or", "unless", "inf", "nan"}
@@ -139,11 +149,23 @@ def test_the_metric_check_catches_a_typo_and_a_pod_label_dcgm_renames():
     ]
 
 
-def test_the_training_view_reads_tensor_activity_and_the_self_tests_step_time():
+def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_and_recipe():
     exprs = " ".join(expr for where, expr in expressions() if where.startswith("training-job/"))
     assert "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" in exprs
-    assert "gpu_platform_selftest_step_seconds" in exprs
     assert "exported_pod" in exprs
+    # What the recipes export (common contract with recipes/metrics.py), one panel each.
+    for metric in (
+        "gpu_platform_training_step_seconds",
+        "gpu_platform_training_loss",
+        "gpu_platform_training_samples_per_second",
+        "gpu_platform_training_gpu_memory_bytes",
+    ):
+        assert f"max by (namespace, pod, recipe) ({metric})" in exprs, metric
+
+
+def test_no_panel_reads_the_self_test_step_time_that_nothing_exports():
+    exprs = " ".join(expr for _, expr in expressions())
+    assert "gpu_platform_selftest_step_seconds" not in exprs
 
 
 def promtool() -> str:

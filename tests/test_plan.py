@@ -84,6 +84,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "namespace-cluster-training.yaml",
         "persistentvolume-cluster-fsx-shared-data.yaml",
         "persistentvolumeclaim-training-shared-data.yaml",
+        "podmonitor-monitoring-training-jobs.yaml",
         "priorityclass-cluster-preemptible.yaml",
         "priorityclass-cluster-production-training.yaml",
         "priorityclass-cluster-research.yaml",

@@ -51,6 +51,7 @@ def test_the_suite_passes_with_a_users_research_stack_in_another_region(tmp_path
         "tests",
         "stacks",
         "bootstrap",
+        "recipes",
         "docs",
         ".github",
     ):
