@@ -71,7 +71,7 @@ def _join() -> tuple[int, int]:
 def run_recipe(command: str, argv: list[str]) -> int:
     from selftest.trainkit import CheckpointError, leave
 
-    from recipes.loop import BatchError
+    from recipes.batch import BatchError
     from recipes.metrics import METRICS_PORT, MetricsServer
     from recipes.runs import TRAINING
     from recipes.shards import DataError

@@ -34,6 +34,7 @@ import torch.distributed as dist
 from selftest.trainkit import MANIFEST, autocast_dtype, load, save
 from torch.nn.parallel import DistributedDataParallel
 
+from recipes.batch import accumulation_steps
 from recipes.metrics import MetricsServer
 from recipes.shards import Batch, ShardStream, micro_batch, rank_shards
 
@@ -48,24 +49,6 @@ class Task(Protocol):
     def loss(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
         """The scalar float32 loss of one micro-batch, under the loop's autocast."""
         ...
-
-
-class BatchError(ValueError):
-    """A global batch the ranks cannot reach exactly."""
-
-
-def accumulation_steps(global_batch: int, micro_batch: int, gpus: int) -> int:
-    """Micro-steps per optimizer step so that micro x GPUs x accumulation = global exactly."""
-    per_pass = micro_batch * gpus
-    if global_batch % per_pass:
-        reachable = ", ".join(str(per_pass * k) for k in range(1, 4))
-        divisors = [g for g in range(1, global_batch + 1) if global_batch % (micro_batch * g) == 0]
-        raise BatchError(
-            f"global_batch {global_batch} is not a multiple of micro_batch {micro_batch} x "
-            f"{gpus} GPU(s) = {per_pass}: with {gpus} GPU(s) reachable global batches are "
-            f"{reachable}, …; or run on {', '.join(map(str, divisors))} GPU(s)"
-        )
-    return global_batch // per_pass
 
 
 def learning_rate(step: int, peak: float, warmup: int, total: int) -> float:

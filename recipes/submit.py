@@ -34,6 +34,7 @@ from components.jobs import TrainingJobSpec, render, spec_for_pool
 from infra.config import ConfigError, GpuPool, PlatformConfig, config_from_pulumi, stack_file
 from infra.config.recipes import RECIPES, WEIGHTS_NEEDED, BatchSettings, recipe_settings
 from infra.plan_engine import ROOT, read_project, read_stack_config
+from recipes.batch import BatchError, accumulation_steps
 
 SETTINGS_ENV = "RECIPE_SETTINGS"
 # recipes/metrics.py serves Prometheus metrics here on each pod's local rank 0.
@@ -123,28 +124,13 @@ def choose_pool(
 
 
 def accumulation(section: str, batch: BatchSettings, gpus: int) -> int:
-    """Micro-steps per optimizer step: global_batch = micro_batch x GPUs x accumulation, with
-    an integer accumulation >= 1. A global batch that is not reached exactly would change the
-    optimisation the learning rate was tuned for, so it is refused, not rounded."""
-    micro, total = batch.micro_batch, batch.global_batch
-    step = micro * gpus
-    if total % step == 0:
-        return total // step
-    head = (
-        f"recipes.{section}.global_batch {total} is not a multiple of {step}; with {gpus} "
-        f"GPUs at micro_batch {micro} reachable global batches are {step}, {2 * step}, "
-        f"{3 * step}, …"
-    )
-    if total % micro:
-        tail = (
-            f"and no GPU count reaches {total}: it must be a multiple of "
-            f"recipes.{section}.micro_batch ({micro})"
+    """Micro-steps per optimizer step (recipes.batch), or SubmitError naming the settings."""
+    try:
+        return accumulation_steps(
+            batch.global_batch, batch.micro_batch, gpus, keys=f"recipes.{section}."
         )
-    else:
-        per_micro = total // micro
-        counts = [g for g in range(1, per_micro + 1) if per_micro % g == 0]
-        tail = f"or use {', '.join(map(str, counts))} GPUs (--nodes x --gpus-per-node)"
-    raise SubmitError([f"{head}; {tail}"])
+    except BatchError as error:
+        raise SubmitError([str(error)]) from None
 
 
 def job_name(recipe: str, settings: Mapping, pool: str, nodes: int, gpus: int) -> str:

@@ -18,7 +18,8 @@ import pytest
 import torch
 
 from infra.config.recipes import RecipesSettings, recipe_settings
-from recipes.loop import BatchError, accumulation_steps, forward_backward, learning_rate
+from recipes.batch import BatchError, accumulation_steps
+from recipes.loop import forward_backward, learning_rate
 from recipes.metrics import MetricsServer, exposition
 from recipes.sd import SdTask
 from recipes.shards import DataError, ShardStream, micro_batch, rank_shards
@@ -56,8 +57,8 @@ def test_a_global_batch_the_gpus_cannot_reach_is_refused_with_what_would_work():
     with pytest.raises(BatchError) as refused:
         accumulation_steps(32, 4, 3)
     assert str(refused.value) == (
-        "global_batch 32 is not a multiple of micro_batch 4 x 3 GPU(s) = 12: with 3 GPU(s) "
-        "reachable global batches are 12, 24, 36, …; or run on 1, 2, 4, 8 GPU(s)"
+        "global_batch 32 is not a multiple of 12; with 3 GPUs at micro_batch 4 reachable "
+        "global batches are 12, 24, 36, …; or use 1, 2, 4, 8 GPUs"
     )
 
 
@@ -169,7 +170,8 @@ def test_changed_weights_stop_the_recipe_before_it_trains(shared, tmp_path):
 def test_an_unreachable_batch_stops_the_recipe_before_it_trains(shared, tmp_path):
     refused = launch(sd_settings(shared, global_batch=3, micro_batch=2), shared, tmp_path, ranks=1)
     assert refused.returncode == 2
-    assert "global_batch 3 is not a multiple of micro_batch 2 x 1 GPU(s)" in refused.stderr
+    assert "global_batch 3 is not a multiple of 2; with 1 GPUs" in refused.stderr
+    assert "it must be a multiple of micro_batch (2)" in refused.stderr
 
 
 def stage(tmp_path: Path, files: dict[str, bytes]) -> dict:
