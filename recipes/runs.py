@@ -74,6 +74,8 @@ def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extr
         if exported.is_file():  # a finished stage of an earlier run
             done, previous = done + steps, exported
             continue
+        # The same initial weights on every rank and in every run: a resume depends on it.
+        torch.manual_seed(settings["seed"])
         task = EsrganTask(settings, scale, vgg, device)
         if previous is not None and not (stage / "checkpoints").is_dir():
             grow_from(torch.load(previous, weights_only=True), task.trainable())

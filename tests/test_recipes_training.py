@@ -23,7 +23,7 @@ from recipes.loop import forward_backward, learning_rate
 from recipes.metrics import MetricsServer, exposition
 from recipes.sd import SdTask
 from recipes.shards import DataError, ShardStream, micro_batch, rank_shards
-from recipes.tiny import stage_tiny_sd, synthetic_shards
+from recipes.tiny import stage_tiny_sd, stage_tiny_vgg, synthetic_shards
 from recipes.weights import WeightsError, checksums, require
 from tests.test_dashboards import promtool
 
@@ -35,6 +35,7 @@ SD_WEIGHTS = "weights/stable-diffusion-v1-5"
 def shared(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("shared-data")
     stage_tiny_sd(root / SD_WEIGHTS)
+    stage_tiny_vgg(root / "weights/vgg19")
     synthetic_shards(root / "datasets" / "laion-aesthetics-512", shards=2, per_shard=6, size=40)
     return root
 
@@ -118,6 +119,7 @@ def _free_port() -> int:
 
 
 def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2):
+    """`python -m recipes <settings' recipe>` under torchrun with `ranks` gloo ranks."""
     env = {
         **os.environ,
         "RECIPE_SETTINGS": json.dumps(settings),
@@ -126,7 +128,8 @@ def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2)
     }
     env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
     runner = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
-    command = [sys.executable, *(runner if ranks > 1 else []), "-m", "recipes", "sd-finetune"]
+    recipe = settings["recipe"]
+    command = [sys.executable, *(runner if ranks > 1 else []), "-m", "recipes", recipe]
     command += ["--shared-data", str(shared), "--out", str(out), "--metrics-port", "0", *extra]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
@@ -155,6 +158,28 @@ def test_a_resumed_run_reproduces_the_next_losses_exactly(shared, tmp_path):
     assert (tmp_path / "run/unet/diffusion_pytorch_model.safetensors").is_file()
     exported = (tmp_path / "run/metrics.txt").read_text()
     assert 'gpu_platform_training_step{recipe="sd-finetune"} 4.0' in exported
+
+
+def test_esrgan_resumed_in_its_4x_stage_reproduces_the_losses_of_both_stages(shared, tmp_path):
+    weights = {"vgg19": {"path": "vgg19", "sha256": checksums(shared / "weights/vgg19")}}
+    section = {"global_batch": 4, "micro_batch": 1, "steps_2x": 3, "steps_4x": 2, "hr_crop": 16}
+    section |= {"num_blocks": 1, "num_features": 8, "growth_channels": 4, "checkpoint_every": 10}
+    settings = recipe_settings(RecipesSettings(weights=weights, esrgan=section), "esrgan")
+    reference = launch(settings, shared, tmp_path / "reference")
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    # Step 4 of 5 is the 4x stage's first: the 2x generator is exported, the 4x one grew from it.
+    interrupted = launch(settings, shared, tmp_path / "run", "--interrupt-after", "4")
+    assert "exitcode  : 143" in interrupted.stderr, interrupted.stderr[-3000:]
+    assert (tmp_path / "run/2x/generator.pt").is_file()
+    assert not (tmp_path / "run/4x/generator.pt").exists()
+    first = report(tmp_path / "run")
+    resumed = launch(settings, shared, tmp_path / "run")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    second = report(tmp_path / "run")
+    assert (first["steps"], second["steps"], second["resumed"]) == (4, 5, True)
+    # Bitwise, across the stage boundary and the resume.
+    assert first["losses"] + second["losses"] == report(tmp_path / "reference")["losses"]
+    assert (tmp_path / "run/4x/generator.pt").is_file()
 
 
 def test_changed_weights_stop_the_recipe_before_it_trains(shared, tmp_path):
