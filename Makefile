@@ -7,7 +7,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: plan plan-all docs test lint check-promtool bench selftest bench-selftest recipes-smoke clean
+.PHONY: plan plan-all docs test lint check-promtool bench selftest bench-selftest recipes-smoke \
+	bench-recipes clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-selftest.txt requirements-recipes.txt
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +67,13 @@ bench-selftest: $(VENV)/.installed
 # recipes interrupted by SIGTERM and resumed; reports in out/recipes/<recipe>/report.json.
 recipes-smoke: $(VENV)/.installed
 	PYTHONPATH=bootstrap:. $(PY) -m recipes.smoke
+
+# One training step after warm-up of sd-finetune (SD 1.5 shapes, 512², 4 per GPU) and esrgan
+# (RRDB 23 blocks, 128² crops, 2 per GPU) on the GPU, random weights: step time, peak memory.
+# On a CPU give smaller sizes, e.g. BENCH_RECIPES_ARGS="--sd-resolution 64 --sd-batch 1".
+BENCH_RECIPES_ARGS ?=
+bench-recipes: $(VENV)/.installed
+	PYTHONPATH=bootstrap:. $(PY) -m recipes.bench $(BENCH_RECIPES_ARGS)
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from recipes.loop import Run, device_for, train, verified_once
-from recipes.sd import SdTask
+from recipes.sd import SdTask, load_pipeline
 from recipes.weights import require
 
 
@@ -51,7 +51,7 @@ def _figures(outcomes: list[dict], steps: int) -> dict:
 def sd_finetune(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:
     folder = verified_once(lambda: require(shared_data, settings["weights"], "stable-diffusion"))
     device = device_for(local_rank)
-    task = SdTask(folder, device, settings["gradient_checkpointing"])
+    task = SdTask(load_pipeline(folder), device, settings["gradient_checkpointing"])
     run = _run(settings, shared_data, out, settings["steps"], settings["resolution"], **extra)
     outcome = train(task, run, local_rank)
     if outcome["finished"] and dist.get_rank() == 0:

@@ -6,7 +6,9 @@ the flash or memory-efficient kernel where the GPU has one)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -19,24 +21,46 @@ def _draw(shape: torch.Size, batch: Batch) -> torch.Tensor:
     return torch.stack([torch.randn(shape, generator=g) for g in batch.generators])
 
 
-class SdTask:
-    """The staged pipeline's parts (`stable-diffusion`: a diffusers folder)."""
+@dataclass
+class Pipeline:
+    """The parts of a Stable Diffusion pipeline the fine-tuning uses."""
 
-    def __init__(self, folder: Path, device: torch.device, gradient_checkpointing: bool) -> None:
-        from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
+    tokenizer: Any
+    text_encoder: torch.nn.Module
+    vae: torch.nn.Module
+    scheduler: Any
+    unet: torch.nn.Module
+
+
+def load_pipeline(folder: Path) -> Pipeline:
+    """The staged diffusers folder (`stable-diffusion`): unet, vae, text_encoder, tokenizer,
+    scheduler. diffusers' training scripts train on DDPM's forward process whatever sampler
+    the pipeline ships with; from_pretrained reads the folder's noise schedule."""
+    from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
+    from transformers import CLIPTextModel, CLIPTokenizer
+
+    return Pipeline(
+        tokenizer=CLIPTokenizer.from_pretrained(folder / "tokenizer"),
+        text_encoder=CLIPTextModel.from_pretrained(folder / "text_encoder"),
+        vae=AutoencoderKL.from_pretrained(folder / "vae"),
+        scheduler=DDPMScheduler.from_pretrained(folder / "scheduler"),
+        unet=UNet2DConditionModel.from_pretrained(folder / "unet"),
+    )
+
+
+class SdTask:
+    """Trains the pipeline's UNet; the VAE and text encoder are frozen on `device`."""
+
+    def __init__(self, parts: Pipeline, device: torch.device, gradient_checkpointing: bool) -> None:
         from diffusers.models.attention_processor import AttnProcessor2_0
-        from transformers import CLIPTextModel, CLIPTokenizer
 
         self.device = device
-        self.tokenizer = CLIPTokenizer.from_pretrained(folder / "tokenizer")
-        self.text_encoder = CLIPTextModel.from_pretrained(folder / "text_encoder").to(device)
-        self.vae = AutoencoderKL.from_pretrained(folder / "vae").to(device)
+        self.tokenizer, self.scheduler = parts.tokenizer, parts.scheduler
+        self.text_encoder = parts.text_encoder.to(device)
+        self.vae = parts.vae.to(device)
         for frozen in (self.text_encoder, self.vae):
             frozen.requires_grad_(False).eval()
-        # diffusers' training scripts train on DDPM's forward process whatever sampler the
-        # pipeline ships with; from_pretrained reads the folder's noise schedule.
-        self.scheduler = DDPMScheduler.from_pretrained(folder / "scheduler")
-        self.unet = UNet2DConditionModel.from_pretrained(folder / "unet")
+        self.unet = parts.unet
         self.unet.set_attn_processor(AttnProcessor2_0())
         if gradient_checkpointing:
             self.unet.enable_gradient_checkpointing()

@@ -19,9 +19,10 @@ import torch
 
 from infra.config.recipes import RecipesSettings, recipe_settings
 from recipes.batch import BatchError, accumulation_steps
+from recipes.bench import sd15
 from recipes.loop import forward_backward, learning_rate
 from recipes.metrics import MetricsServer, exposition
-from recipes.sd import SdTask
+from recipes.sd import SdTask, load_pipeline
 from recipes.shards import DataError, ShardStream, micro_batch, rank_shards
 from recipes.tiny import stage_tiny_sd, stage_tiny_vgg, synthetic_shards
 from recipes.weights import WeightsError, checksums, require
@@ -84,7 +85,7 @@ def test_the_schedule_is_diffusers_cosine_with_warmup(warmup):
 
 
 def test_accumulated_micro_batches_give_the_gradient_of_one_large_batch(shared):
-    task = SdTask(shared / SD_WEIGHTS, torch.device("cpu"), gradient_checkpointing=True)
+    task = SdTask(load_pipeline(shared / SD_WEIGHTS), torch.device("cpu"), True)
     model = task.trainable()
     stream = ShardStream(rank_shards(shared / "datasets/laion-aesthetics-512", 0, 1), seed=0)
     scaler = torch.amp.GradScaler("cuda", enabled=False)
@@ -253,3 +254,14 @@ def test_the_metrics_endpoint_serves_the_latest_figures():
         body = reply.read().decode()
     assert 'gpu_platform_training_step_seconds{recipe="sd-finetune"} 0.5' in body
     assert "gpu_platform_training_loss" not in body  # never set, so not reported as 0
+
+
+def test_the_gpu_bench_trains_stable_diffusion_1_5_at_its_released_size():
+    """The bench's shapes are SD 1.5's: parameter counts of the released checkpoint's unet,
+    text_encoder and vae (runwayml/stable-diffusion-v1-5 safetensors; the model card's "860M
+    UNet" and "123M text encoder"). Built on the meta device: shapes without memory."""
+    with torch.device("meta"):
+        task = sd15(torch.device("meta"))
+    counts = [sum(p.numel() for p in m.parameters()) for m in (task.unet, task.text_encoder)]
+    assert counts == [859_520_964, 123_060_480]
+    assert sum(p.numel() for p in task.vae.parameters()) == 83_653_863
