@@ -72,6 +72,7 @@ def run_recipe(command: str, argv: list[str]) -> int:
     from selftest.trainkit import CheckpointError, leave
 
     from recipes.batch import BatchError
+    from recipes.loop import CheckFailed
     from recipes.metrics import METRICS_PORT, MetricsServer
     from recipes.runs import TRAINING
     from recipes.shards import DataError
@@ -97,7 +98,7 @@ def run_recipe(command: str, argv: list[str]) -> int:
             settings, args.shared_data, out, local_rank,
             interrupt_after=args.interrupt_after, metrics=metrics,
         )  # fmt: skip
-    except (BatchError, DataError, CheckpointError, RuntimeError) as error:
+    except (BatchError, CheckFailed, DataError, CheckpointError) as error:
         print(f"error: {command}: {error}", file=sys.stderr)
         leave(2)
     if rank == 0:

@@ -219,6 +219,10 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
     }
 
 
+class CheckFailed(Exception):
+    """A check run on rank 0 failed; every rank raises this with its message."""
+
+
 def verified_once(check: Callable[[], object]) -> object:
     """Run `check` on rank 0 only (hashing gigabytes of weights once, not per rank) and give
     every rank its outcome, or the same error."""
@@ -230,5 +234,5 @@ def verified_once(check: Callable[[], object]) -> object:
             box[1] = f"{type(error).__name__}: {error}"
     dist.broadcast_object_list(box, src=0)
     if box[1] is not None:
-        raise RuntimeError(box[1])
+        raise CheckFailed(box[1])
     return box[0]
