@@ -265,3 +265,12 @@ def test_the_gpu_bench_trains_stable_diffusion_1_5_at_its_released_size():
     counts = [sum(p.numel() for p in m.parameters()) for m in (task.unet, task.text_encoder)]
     assert counts == [859_520_964, 123_060_480]
     assert sum(p.numel() for p in task.vae.parameters()) == 83_653_863
+
+
+def test_the_checksums_command_prints_the_mapping_to_paste(tmp_path, capsys):
+    from recipes.__main__ import main
+
+    stage(tmp_path, {"sub/a.bin": b"abc"})
+    assert main(["checksums", str(tmp_path / "m")]) == 0
+    assert capsys.readouterr().out == f"sha256:\n  sub/a.bin: {ABC}\n"
+    assert main(["checksums", str(tmp_path / "nowhere")]) == 2
