@@ -38,7 +38,9 @@ from recipes.metrics import MetricsServer
 from recipes.prepare_progress import (
     MANIFEST,
     ShardWriter,
+    broadcast,
     fingerprint,
+    gather,
     keep_or_wipe,
     peak_memory,
     sigterm_flag,
@@ -53,8 +55,6 @@ Scorer = Callable[[Sequence[Image.Image], Sequence[str]], list[float]]
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
 # img2dataset's default encode_quality; re-encoding at Pillow's default 75 would add artefacts.
 JPEG_QUALITY = 95
-# The per-folder log line: after the folder's name and counts, the run's pace and memory.
-LOG_KEYS = ("recipe", "folder", "seen", "kept")
 
 # Why a pair is dropped, in the order the checks run: the cheap ones (files present, the
 # aesthetic score in the metadata) before decoding the image, CLIP last and only on survivors.
@@ -192,15 +192,6 @@ def encode(candidate: Candidate, similarity: float) -> list[tuple[str, bytes]]:
     ]
 
 
-def _gather(value: object) -> list:
-    """Every rank's `value`, in rank order (just this one's when not distributed)."""
-    if not dist.is_initialized():
-        return [value]
-    values: list = [None] * dist.get_world_size()
-    dist.all_gather_object(values, value)
-    return values
-
-
 def _score_and_write(
     batch: list[Candidate], scorer: Scorer, settings: dict, counts: dict, writer: ShardWriter
 ) -> None:
@@ -218,7 +209,7 @@ def _score_and_write(
 
 
 def filter_folder(
-    folder: Path, settings: dict, scorer: Scorer, writer: ShardWriter, stop: Sequence
+    folder: Path, settings: dict, scorer: Scorer, writer: ShardWriter, stop: list[int]
 ) -> dict[str, int] | None:
     """Screen, score and write every pair in `folder`, its last shard closed; the counts seen,
     kept and per reason. None if `stop` fills first (SIGTERM): the folder's shards are deleted,
@@ -278,15 +269,6 @@ def _clip_scorer(settings: dict, shared_data: Path) -> Scorer:
     return clip_score.load(folder, _device())
 
 
-def _broadcast(value: object) -> object:
-    """Rank 0's `value` on every rank."""
-    if not dist.is_initialized():
-        return value
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
 @dataclass
 class Work:
     """What one run does on this rank: the folders without a record, and how to report them."""
@@ -319,7 +301,7 @@ def process(work: Work, rank: int, world: int, stop: list[int]) -> tuple[list[di
                 finished += 1
                 if finished == work.interrupt_after:  # as an eviction would (smoke, tests)
                     os.kill(os.getpid(), signal.SIGTERM)
-        outcomes = _gather((record, bool(stop), peak_memory(device)))
+        outcomes = gather((record, bool(stop), peak_memory(device)))
         new = [outcome[0] for outcome in outcomes if outcome[0] is not None]
         records += new
         seen += sum(r["counts"]["seen"] for r in new)
@@ -328,8 +310,9 @@ def process(work: Work, rank: int, world: int, stop: list[int]) -> tuple[list[di
             "gpu_memory_bytes": max(outcome[2] for outcome in outcomes),
         }
         for done in new if rank == 0 else []:
-            line = {"recipe": "prepare", "folder": done["folder"], **done["counts"]}
-            print(json.dumps({k: line[k] for k in LOG_KEYS} | figures), flush=True)
+            counts = done["counts"]
+            line = {"folder": done["folder"], "seen": counts["seen"], "kept": counts["kept"]}
+            print(json.dumps({"recipe": "prepare", **line, **figures}), flush=True)
         if work.metrics is not None:
             work.metrics.update(step=work.done_before + len(records), **figures)
         if any(outcome[1] for outcome in outcomes):
@@ -346,9 +329,12 @@ def run(
     metrics: MetricsServer | None = None,
 ) -> dict:
     """Prepare the dataset `settings` (recipe_settings(cfg, "prepare")) describe, resuming from
-    the folders an earlier run with the same settings finished; the report. `scorer` replaces
-    the staged CLIP model (tests control similarities with it); `interrupt_after`: SIGTERM
-    ourselves after this many folders on this rank; `metrics`: the gauges to update."""
+    the folders an earlier run with the same settings finished; the report. A run after a
+    finished one with the same settings redoes nothing: records say which folders are done,
+    not what they held, so a source folder downloaded again needs other settings or its
+    record deleted. `scorer` replaces the staged CLIP model (tests control similarities with
+    it); `interrupt_after`: SIGTERM ourselves after this many folders done on this rank, as an
+    eviction would; `metrics`: the gauges to update after each round of folders."""
     started = time.perf_counter()
     distributed = dist.is_initialized()
     rank = dist.get_rank() if distributed else 0
@@ -359,7 +345,7 @@ def run(
     names = [folder.name for folder in folders]
     # Rank 0 alone deletes; the broadcast also keeps the others from writing before it is done.
     kept = keep_or_wipe(output, names, fingerprint(settings)) if rank == 0 else None
-    kept = _broadcast(kept)
+    kept = broadcast(kept)
     recorded = {record["folder"] for record in kept}
     work = Work(
         todo=[folder for folder in folders if folder.name not in recorded],

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
 PROGRESS = "progress"
 MANIFEST = "manifest.json"
@@ -164,6 +165,24 @@ def keep_or_wipe(output: Path, folders: list[str], digest: str) -> list[dict]:
 def wipe_records(output: Path) -> None:
     """Records of a run that kept nothing: a refused run leaves no progress behind."""
     shutil.rmtree(output / PROGRESS, ignore_errors=True)
+
+
+def gather(value: object) -> list:
+    """Every rank's `value`, in rank order (just this one's when not distributed)."""
+    if not dist.is_initialized():
+        return [value]
+    values: list = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
+
+
+def broadcast(value: object) -> object:
+    """Rank 0's `value` on every rank."""
+    if not dist.is_initialized():
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
 
 
 def peak_memory(device: torch.device) -> int:

@@ -427,6 +427,18 @@ def test_changed_settings_wipe_the_records_instead_of_resuming(tmp_path):
     assert manifest["thresholds"]["min_aesthetic"] == 6.5
 
 
+def test_a_rerun_after_a_finished_run_with_the_same_settings_redoes_nothing(tmp_path):
+    three_folders(tmp_path / "raw/laion")
+    output = tmp_path / "datasets/laion-32"
+    prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    manifest = (output / "manifest.json").read_bytes()
+    scorer = CaptionScorer()
+    report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=scorer)
+    assert (report["resumed"], report["kept"], report["samples_per_s"]) == (True, 6, 0.0)
+    assert scorer.calls == []
+    assert (output / "manifest.json").read_bytes() == manifest
+
+
 def test_resume_removes_debris_and_keeps_recorded_shards(tmp_path):
     three_folders(tmp_path / "raw/laion")
     output = tmp_path / "datasets/laion-32"
