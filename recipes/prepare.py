@@ -9,12 +9,13 @@ with the parquet's extra columns, e.g. LAION-Aesthetics' `aesthetic`, copied in 
 `save_additional_columns`). The `<shard>.parquet` and `<shard>_stats.json` files img2dataset
 writes beside the folders are not samples and are skipped.
 
-Output: `<output>/shard-r<rank>-<n>.tar` (WebDataset: a plain tar, each sample's `<key>.jpg|png`,
-`<key>.txt` and `<key>.json` adjacent) and `<output>/manifest.json`. Each torchrun rank takes
-every world-th source folder and writes its own shards; rank 0 writes the manifest once every
-rank is done. The tar writing follows bootstrap/selftest/data.py (standard-library tarfile, a
-`.partial` renamed once complete); it is repeated rather than shared because the self-test
-image must not depend on the recipes package."""
+Output: `<output>/shard-<folder>-<n>.tar` (WebDataset: a plain tar, each sample's
+`<key>.jpg|png`, `<key>.txt` and `<key>.json` adjacent) and `<output>/manifest.json`. Each
+torchrun rank takes every world-th source folder not yet done; a folder's shards are named after
+it, so the output is the same whatever the world size, and a record per finished folder lets a
+run stopped by SIGTERM resume (recipes.prepare_progress). Rank 0 writes the manifest once every
+folder is done. After each folder rank 0 logs one JSON line, and the metrics server (if any)
+gets the folders done as its step."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import io
 import json
 import math
 import os
-import tarfile
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,20 @@ import torch.distributed as dist
 from PIL import Image
 
 from recipes.clip_score import resize_crop
+from recipes.metrics import MetricsServer
+from recipes.prepare_progress import (
+    MANIFEST,
+    ShardWriter,
+    broadcast,
+    fingerprint,
+    gather,
+    keep_or_wipe,
+    peak_memory,
+    sigterm_flag,
+    wipe_records,
+    write_json,
+    write_record,
+)
 
 # (images, captions) -> one CLIP cosine similarity per pair.
 Scorer = Callable[[Sequence[Image.Image], Sequence[str]], list[float]]
@@ -40,7 +55,6 @@ Scorer = Callable[[Sequence[Image.Image], Sequence[str]], list[float]]
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
 # img2dataset's default encode_quality; re-encoding at Pillow's default 75 would add artefacts.
 JPEG_QUALITY = 95
-SHARD_GLOB = "shard-*.tar*"
 
 # Why a pair is dropped, in the order the checks run: the cheap ones (files present, the
 # aesthetic score in the metadata) before decoding the image, CLIP last and only on survivors.
@@ -178,52 +192,6 @@ def encode(candidate: Candidate, similarity: float) -> list[tuple[str, bytes]]:
     ]
 
 
-class ShardWriter:
-    """This rank's shards. A tar is opened only when its first sample is kept, so a rank that
-    keeps nothing creates no file, and appears under its final name only once complete."""
-
-    def __init__(self, directory: Path, rank: int, samples_per_shard: int) -> None:
-        self.directory = directory
-        self.rank = rank
-        self.samples_per_shard = samples_per_shard
-        self.shards: list[dict] = []
-        self._tar: tarfile.TarFile | None = None
-        self._count = 0
-
-    def _path(self) -> Path:
-        return self.directory / f"shard-r{self.rank:03d}-{len(self.shards):05d}.tar"
-
-    def add(self, members: list[tuple[str, bytes]]) -> None:
-        if self._tar is None:
-            # Held open across add() calls, closed in close(): a context manager cannot span them.
-            self._tar = tarfile.open(self._path().with_suffix(".tar.partial"), "w")  # noqa: SIM115
-        for name, payload in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(payload)
-            self._tar.addfile(info, io.BytesIO(payload))
-        self._count += 1
-        if self._count == self.samples_per_shard:
-            self.close()
-
-    def close(self) -> None:
-        if self._tar is None:
-            return
-        self._tar.close()
-        path = self._path()
-        path.with_suffix(".tar.partial").rename(path)
-        self.shards.append({"name": path.name, "samples": self._count})
-        self._tar, self._count = None, 0
-
-
-def _gather(value: object) -> list:
-    """Every rank's `value`, in rank order (just this one's when not distributed)."""
-    if not dist.is_initialized():
-        return [value]
-    values: list = [None] * dist.get_world_size()
-    dist.all_gather_object(values, value)
-    return values
-
-
 def _score_and_write(
     batch: list[Candidate], scorer: Scorer, settings: dict, counts: dict, writer: ShardWriter
 ) -> None:
@@ -240,25 +208,28 @@ def _score_and_write(
     batch.clear()
 
 
-def filter_folders(
-    folders: Sequence[Path], settings: dict, scorer: Scorer, writer: ShardWriter
-) -> dict[str, int]:
-    """Screen, score and write every pair in `folders`; the counts seen, kept and per reason.
-    The last, partly filled shard stays open: the caller closes it once the run's total says
-    something was kept."""
+def filter_folder(
+    folder: Path, settings: dict, scorer: Scorer, writer: ShardWriter, stop: list[int]
+) -> dict[str, int] | None:
+    """Screen, score and write every pair in `folder`, its last shard closed; the counts seen,
+    kept and per reason. None if `stop` fills first (SIGTERM): the folder's shards are deleted,
+    since only a whole folder counts as done."""
     counts = dict.fromkeys(("seen", "kept", *REASONS), 0)
     batch: list[Candidate] = []
-    for folder in folders:
-        for raw in raw_samples(folder):
-            counts["seen"] += 1
-            screened = screen(raw, settings)
-            if isinstance(screened, str):
-                counts[screened] += 1
-                continue
-            batch.append(screened)
-            if len(batch) == settings["clip_batch"]:
-                _score_and_write(batch, scorer, settings, counts, writer)
+    for raw in raw_samples(folder):
+        if stop:
+            writer.abandon()
+            return None
+        counts["seen"] += 1
+        screened = screen(raw, settings)
+        if isinstance(screened, str):
+            counts[screened] += 1
+            continue
+        batch.append(screened)
+        if len(batch) == settings["clip_batch"]:
+            _score_and_write(batch, scorer, settings, counts, writer)
     _score_and_write(batch, scorer, settings, counts, writer)
+    writer.close()
     return counts
 
 
@@ -284,12 +255,6 @@ def nothing_kept_message(totals: dict[str, int], settings: dict, source: Path) -
     return "\n".join(lines)
 
 
-def _write_json(path: Path, value: dict) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
-    partial.rename(path)
-
-
 def _device() -> torch.device:
     if torch.cuda.is_available():
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
@@ -304,9 +269,72 @@ def _clip_scorer(settings: dict, shared_data: Path) -> Scorer:
     return clip_score.load(folder, _device())
 
 
-def run(settings: dict, shared_data: Path, out: Path, scorer: Scorer | None = None) -> dict:
-    """Prepare the dataset `settings` (recipe_settings(cfg, "prepare")) describe; the report.
-    `scorer` replaces the staged CLIP model (tests control similarities with it)."""
+@dataclass
+class Work:
+    """What one run does on this rank: the folders without a record, and how to report them."""
+
+    todo: list[Path]
+    settings: dict
+    output: Path
+    scorer: Scorer
+    done_before: int
+    interrupt_after: int | None
+    metrics: MetricsServer | None
+
+
+def process(work: Work, rank: int, world: int, stop: list[int]) -> tuple[list[dict], bool]:
+    """Filter this rank's share of `work.todo` (every world-th folder), a record per finished
+    folder; the records every rank wrote and whether SIGTERM stopped the job. Ranks exchange
+    their outcome after each round of folders, a collective every rank joins, so a stop any
+    rank got stops all of them at the same boundary (the MAX of the flags, as recipes.loop)."""
+    digest, device = fingerprint(work.settings), _device()
+    records: list[dict] = []
+    finished, seen, begun = 0, 0, time.perf_counter()
+    for first in range(0, len(work.todo), world):
+        record = None
+        if first + rank < len(work.todo) and not stop:
+            folder = work.todo[first + rank]
+            writer = ShardWriter(work.output, folder.name, work.settings["samples_per_shard"])
+            counts = filter_folder(folder, work.settings, work.scorer, writer, stop)
+            if counts is not None:
+                record = write_record(work.output, folder.name, digest, counts, writer.shards)
+                finished += 1
+                if finished == work.interrupt_after:  # as an eviction would (smoke, tests)
+                    os.kill(os.getpid(), signal.SIGTERM)
+        outcomes = gather((record, bool(stop), peak_memory(device)))
+        new = [outcome[0] for outcome in outcomes if outcome[0] is not None]
+        records += new
+        seen += sum(r["counts"]["seen"] for r in new)
+        figures = {
+            "samples_per_second": seen / (time.perf_counter() - begun),
+            "gpu_memory_bytes": max(outcome[2] for outcome in outcomes),
+        }
+        for done in new if rank == 0 else []:
+            counts = done["counts"]
+            line = {"folder": done["folder"], "seen": counts["seen"], "kept": counts["kept"]}
+            print(json.dumps({"recipe": "prepare", **line, **figures}), flush=True)
+        if work.metrics is not None:
+            work.metrics.update(step=work.done_before + len(records), **figures)
+        if any(outcome[1] for outcome in outcomes):
+            return records, True
+    return records, False
+
+
+def run(
+    settings: dict,
+    shared_data: Path,
+    out: Path,
+    scorer: Scorer | None = None,
+    interrupt_after: int | None = None,
+    metrics: MetricsServer | None = None,
+) -> dict:
+    """Prepare the dataset `settings` (recipe_settings(cfg, "prepare")) describe, resuming from
+    the folders an earlier run with the same settings finished; the report. A run after a
+    finished one with the same settings redoes nothing: records say which folders are done,
+    not what they held, so a source folder downloaded again needs other settings or its
+    record deleted. `scorer` replaces the staged CLIP model (tests control similarities with
+    it); `interrupt_after`: SIGTERM ourselves after this many folders done on this rank, as an
+    eviction would; `metrics`: the gauges to update after each round of folders."""
     started = time.perf_counter()
     distributed = dist.is_initialized()
     rank = dist.get_rank() if distributed else 0
@@ -314,30 +342,35 @@ def run(settings: dict, shared_data: Path, out: Path, scorer: Scorer | None = No
     source = shared_data / settings["source"]
     output = shared_data / settings["output"]
     folders = source_folders(source)
-    if rank == 0:
-        # The output folder is prepare's own: a rerun replaces it, and the manifest goes first
-        # so that a half-written folder never looks complete.
-        output.mkdir(parents=True, exist_ok=True)
-        (output / "manifest.json").unlink(missing_ok=True)
-        for stale in output.glob(SHARD_GLOB):
-            stale.unlink()
-    if distributed:
-        dist.barrier()
-    scorer = scorer or _clip_scorer(settings, shared_data)
-    writer = ShardWriter(output, rank, settings["samples_per_shard"])
-    counts = filter_folders(folders[rank::world], settings, scorer, writer)
-    per_rank = _gather(counts)
-    totals = {name: sum(c[name] for c in per_rank) for name in counts}
-    if totals["kept"] == 0:
-        # Every rank sees the same totals and raises; none has opened a shard.
+    names = [folder.name for folder in folders]
+    # Rank 0 alone deletes; the broadcast also keeps the others from writing before it is done.
+    kept = keep_or_wipe(output, names, fingerprint(settings)) if rank == 0 else None
+    kept = broadcast(kept)
+    recorded = {record["folder"] for record in kept}
+    work = Work(
+        todo=[folder for folder in folders if folder.name not in recorded],
+        settings=settings,
+        output=output,
+        scorer=scorer or _clip_scorer(settings, shared_data),
+        done_before=len(kept),
+        interrupt_after=interrupt_after,
+        metrics=metrics,
+    )
+    with sigterm_flag() as stop:
+        new, interrupted = process(work, rank, world, stop)
+    records = sorted(kept + new, key=lambda record: record["folder"])
+    totals = {name: sum(r["counts"][name] for r in records) for name in ("seen", "kept", *REASONS)}
+    shards = [shard for record in records for shard in record["shards"]]
+    if not interrupted and totals["kept"] == 0:
+        if rank == 0:
+            wipe_records(output)
+        # Every rank sees the same totals and raises; no folder has written a shard.
         raise PrepareError(nothing_kept_message(totals, settings, source))
-    writer.close()
-    shards = [shard for rank_shards in _gather(writer.shards) for shard in rank_shards]
-    duration = time.perf_counter() - started
     dropped = {reason: totals[reason] for reason in REASONS}
-    if rank == 0:
-        _write_json(
-            output / "manifest.json",
+    if rank == 0 and not interrupted:
+        # The same records make the same manifest, however many runs wrote them.
+        write_json(
+            output / MANIFEST,
             {
                 "source": settings["source"],
                 "seen": totals["seen"],
@@ -350,22 +383,26 @@ def run(settings: dict, shared_data: Path, out: Path, scorer: Scorer | None = No
                     "min_aesthetic": settings["min_aesthetic"],
                     "min_clip_similarity": settings["min_clip_similarity"],
                 },
-                "world_size": world,
             },
         )
+    duration = time.perf_counter() - started
     report = {
         "recipe": "prepare",
         "steps": totals["seen"],
         "loss_first": None,
         "loss_last": None,
-        "samples_per_s": totals["seen"] / duration,
-        "resumed": False,
+        # This run's pace: pairs it screened, not those an earlier run did.
+        "samples_per_s": sum(r["counts"]["seen"] for r in new) / duration,
+        "resumed": bool(kept),
+        "interrupted": interrupted,
         "duration_s": duration,
         "kept": totals["kept"],
         "dropped": dropped,
         "shards": len(shards),
+        "folders": len(folders),
+        "folders_done": len(records),
     }
     if rank == 0:
         out.mkdir(parents=True, exist_ok=True)
-        _write_json(out / "report.json", report)
+        write_json(out / "report.json", report)
     return report

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import socket
 import tarfile
 from datetime import timedelta
@@ -96,6 +97,14 @@ def read_tar(path: Path) -> list[tuple[str, bytes]]:
         return [(member.name, tar.extractfile(member).read()) for member in tar.getmembers()]
 
 
+def three_folders(source: Path) -> None:
+    """Folders 00000, 00001, 00002 keeping 3, 2 and 1 of 4, 4 and 1 pairs."""
+    for folder, kept, dropped in (("00000", 3, 1), ("00001", 2, 2), ("00002", 1, 0)):
+        for index in range(kept + dropped):
+            key = f"{folder[-1]}{index:08d}"
+            pair(source / folder, key, aesthetic=7.0 if index < kept else 1.0)
+
+
 # --- filters -------------------------------------------------------------------------------
 
 
@@ -108,7 +117,7 @@ def test_aesthetic_at_five_is_dropped_and_just_above_is_kept(tmp_path):
     report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
     assert report["kept"] == 1
     assert report["dropped"]["low_aesthetic"] == 2
-    members = read_tar(tmp_path / "datasets/laion-32/shard-r000-00000.tar")
+    members = read_tar(tmp_path / "datasets/laion-32/shard-00000-00000.tar")
     assert [name for name, _ in members] == ["000000001.jpg", "000000001.txt", "000000001.json"]
 
 
@@ -120,7 +129,7 @@ def test_clip_similarity_at_threshold_is_kept_and_just_below_is_dropped(tmp_path
     pair(shard, "000000002", caption="sim=0.9")
     report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
     assert (report["kept"], report["dropped"]["low_clip"]) == (2, 1)
-    members = read_tar(tmp_path / "datasets/laion-32/shard-r000-00000.tar")
+    members = read_tar(tmp_path / "datasets/laion-32/shard-00000-00000.tar")
     assert [name for name, _ in members if name.endswith(".txt")] == [
         "000000000.txt",
         "000000002.txt",
@@ -171,14 +180,17 @@ def test_manifest_counts_every_reason(tmp_path):
             "unreadable_image": 1,
             "low_clip": 1,
         },
-        "shards": [{"name": "shard-r000-00000.tar", "samples": 3}],
+        # Folder 00000 keeps 000000009 and 000000010; folder 00001 its webp.
+        "shards": [
+            {"name": "shard-00000-00000.tar", "samples": 2},
+            {"name": "shard-00001-00000.tar", "samples": 1},
+        ],
         "resolution": 32,
         "thresholds": {
             "aesthetic_key": "aesthetic",
             "min_aesthetic": 5.0,
             "min_clip_similarity": 0.28,
         },
-        "world_size": 1,
     }
 
 
@@ -252,9 +264,9 @@ def test_shards_are_webdataset_tars_with_each_samples_members_adjacent(tmp_path)
     )
     output = tmp_path / "datasets/laion-32"
     assert shard_names(output) == [
-        "shard-r000-00000.tar",
-        "shard-r000-00001.tar",
-        "shard-r000-00002.tar",
+        "shard-00000-00000.tar",
+        "shard-00000-00001.tar",
+        "shard-00000-00002.tar",
     ]
     assert report["shards"] == 3
     members = [m for name in shard_names(output) for m in read_tar(output / name)]
@@ -281,7 +293,7 @@ def test_rerun_replaces_the_previous_output(tmp_path):
         pair(shard, f"{index:09d}")
     prepare.run(settings(samples_per_shard=1), tmp_path, tmp_path / "out", scorer=CaptionScorer())
     prepare.run(settings(samples_per_shard=3), tmp_path, tmp_path / "out", scorer=CaptionScorer())
-    assert shard_names(tmp_path / "datasets/laion-32") == ["shard-r000-00000.tar"]
+    assert shard_names(tmp_path / "datasets/laion-32") == ["shard-00000-00000.tar"]
 
 
 def test_report_has_the_common_fields_and_the_counts(tmp_path):
@@ -294,6 +306,163 @@ def test_report_has_the_common_fields_and_the_counts(tmp_path):
     assert (report["steps"], report["kept"], report["dropped"]["low_aesthetic"]) == (2, 1, 1)
     assert (report["loss_first"], report["loss_last"], report["resumed"]) == (None, None, False)
     assert report["samples_per_s"] > 0 and report["duration_s"] > 0
+
+
+# --- interruption and resume ----------------------------------------------------------------
+
+
+class Gauges:
+    """Stands in for recipes.metrics.MetricsServer: records each update."""
+
+    def __init__(self) -> None:
+        self.updates: list[dict] = []
+
+    def update(self, **values: float) -> None:
+        self.updates.append(values)
+
+
+def shard_bytes(output: Path) -> dict[str, bytes]:
+    return {name: (output / name).read_bytes() for name in shard_names(output)}
+
+
+def test_sigterm_after_a_folder_stops_without_a_manifest_and_a_rerun_resumes_exactly(
+    tmp_path, capsys
+):
+    # The issue: a recipe "saves on SIGTERM within the grace period, resumes exactly".
+    three_folders(tmp_path / "raw/laion")
+    whole = tmp_path / "whole"
+    three_folders(whole / "raw/laion")
+    prepare.run(settings(samples_per_shard=2), whole, tmp_path / "w", scorer=CaptionScorer())
+    capsys.readouterr()
+    output = tmp_path / "datasets/laion-32"
+    before = signal.getsignal(signal.SIGTERM)
+    first = prepare.run(
+        settings(samples_per_shard=2),
+        tmp_path,
+        tmp_path / "out",
+        scorer=CaptionScorer(),
+        interrupt_after=1,
+    )
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert [json.loads(line)["folder"] for line in capsys.readouterr().out.splitlines()] == [
+        "00000"
+    ]
+    assert (first["interrupted"], first["resumed"], first["folders_done"]) == (True, False, 1)
+    assert (first["steps"], first["kept"]) == (4, 3)
+    assert json.loads((tmp_path / "out/report.json").read_text()) == first
+    assert not (output / "manifest.json").exists()
+    assert sorted(p.name for p in (output / "progress").iterdir()) == ["00000.json"]
+    record = json.loads((output / "progress/00000.json").read_text())
+    assert record["counts"]["seen"] == 4 and record["counts"]["low_aesthetic"] == 1
+    assert record["shards"] == [
+        {"name": "shard-00000-00000.tar", "samples": 2},
+        {"name": "shard-00000-00001.tar", "samples": 1},
+    ]
+    gauges = Gauges()
+    second = prepare.run(
+        settings(samples_per_shard=2),
+        tmp_path,
+        tmp_path / "out",
+        scorer=CaptionScorer(),
+        metrics=gauges,
+    )
+    assert (second["interrupted"], second["resumed"], second["folders_done"]) == (False, True, 3)
+    assert (second["steps"], second["kept"]) == (9, 6)
+    # Byte for byte what the uninterrupted run wrote.
+    whole_output = whole / "datasets/laion-32"
+    assert (output / "manifest.json").read_bytes() == (whole_output / "manifest.json").read_bytes()
+    assert shard_bytes(output) == shard_bytes(whole_output)
+    assert len(shard_bytes(output)) == 4
+    # One log line and one metrics update per folder this run did; the step counts every folder.
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line["folder"], line["seen"], line["kept"]) for line in lines] == [
+        ("00001", 4, 2),
+        ("00002", 1, 1),
+    ]
+    assert set(lines[0]) == {
+        "recipe", "folder", "seen", "kept", "samples_per_second", "gpu_memory_bytes",
+    }  # fmt: skip
+    assert lines[0]["recipe"] == "prepare" and lines[0]["gpu_memory_bytes"] > 0
+    assert [update["step"] for update in gauges.updates] == [2, 3]
+    assert set(gauges.updates[0]) == {"step", "samples_per_second", "gpu_memory_bytes"}
+
+
+def test_sigterm_inside_a_folder_deletes_its_shards_and_writes_no_record(tmp_path):
+    three_folders(tmp_path / "raw/laion")
+    scored: list[str] = []
+
+    def scorer(images, texts):
+        scored.extend(texts)
+        if len(scored) == 4:  # the first pair of folder 00001, once its shard is complete
+            os.kill(os.getpid(), signal.SIGTERM)
+        return [1.0] * len(texts)
+
+    report = prepare.run(
+        settings(samples_per_shard=1, clip_batch=1), tmp_path, tmp_path / "out", scorer=scorer
+    )
+    assert (report["interrupted"], report["folders_done"]) == (True, 1)
+    output = tmp_path / "datasets/laion-32"
+    # Folder 00001's first shard was closed before the stop: gone with the folder.
+    assert shard_names(output) == [
+        "shard-00000-00000.tar",
+        "shard-00000-00001.tar",
+        "shard-00000-00002.tar",
+    ]
+    assert sorted(p.name for p in (output / "progress").iterdir()) == ["00000.json"]
+    assert not list(output.rglob("*.partial"))
+
+
+def test_changed_settings_wipe_the_records_instead_of_resuming(tmp_path):
+    three_folders(tmp_path / "raw/laion")
+    output = tmp_path / "datasets/laion-32"
+    prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer(), interrupt_after=2)
+    assert len(list((output / "progress").iterdir())) == 2
+    # A threshold of 6.5 still keeps the 7.0 pairs: the counts come out the same, but the
+    # records were written under 5.0 and are not reused.
+    scorer = CaptionScorer()
+    report = prepare.run(settings(min_aesthetic=6.5), tmp_path, tmp_path / "out", scorer=scorer)
+    assert (report["resumed"], report["kept"], report["steps"]) == (False, 6, 9)
+    assert len(scorer.calls) == 3  # every folder scored again
+    manifest = json.loads((output / "manifest.json").read_text())
+    assert manifest["thresholds"]["min_aesthetic"] == 6.5
+
+
+def test_a_rerun_after_a_finished_run_with_the_same_settings_redoes_nothing(tmp_path):
+    three_folders(tmp_path / "raw/laion")
+    output = tmp_path / "datasets/laion-32"
+    prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    manifest = (output / "manifest.json").read_bytes()
+    scorer = CaptionScorer()
+    report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=scorer)
+    assert (report["resumed"], report["kept"], report["samples_per_s"]) == (True, 6, 0.0)
+    assert scorer.calls == []
+    assert (output / "manifest.json").read_bytes() == manifest
+
+
+def test_resume_removes_debris_and_keeps_recorded_shards(tmp_path):
+    three_folders(tmp_path / "raw/laion")
+    output = tmp_path / "datasets/laion-32"
+    prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer(), interrupt_after=1)
+    recorded = (output / "shard-00000-00000.tar").read_bytes()
+    # What a SIGKILL mid-write leaves: a tar and a record half written, a complete shard of
+    # a folder whose record was never written.
+    (output / "shard-00001-00000.tar.partial").write_bytes(b"half a tar")
+    (output / "shard-00001-00000.tar").write_bytes(b"a shard without a record")
+    (output / "progress/00001.json.partial").write_text("{")
+    scorer = CaptionScorer()
+    report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=scorer)
+    assert report["resumed"] is True
+    assert len(scorer.calls) == 2  # folders 00001 and 00002 only
+    assert (output / "shard-00000-00000.tar").read_bytes() == recorded
+    redone = [name for name, _ in read_tar(output / "shard-00001-00000.tar")]
+    assert redone[:3] == ["100000000.jpg", "100000000.txt", "100000000.json"]
+    assert len(redone) == 6  # its 2 kept pairs, written again
+    assert not list(output.rglob("*.partial"))
+    assert sorted(p.name for p in (output / "progress").iterdir()) == [
+        "00000.json",
+        "00001.json",
+        "00002.json",
+    ]
 
 
 # --- bad input -----------------------------------------------------------------------------
@@ -389,7 +558,7 @@ def test_prepare_scores_with_the_staged_clip(staged_clip, tmp_path):
         settings(min_clip_similarity=-1.0, weights=staged), shared, tmp_path / "out"
     )
     assert report["kept"] == 3
-    members = dict(read_tar(shared / "datasets/laion-32/shard-r000-00000.tar"))
+    members = dict(read_tar(shared / "datasets/laion-32/shard-00000-00000.tar"))
     similarity = json.loads(members["000000000.json"])["clip_similarity"]
     assert -1.0 <= similarity < 1.0
     with pytest.raises(PrepareError, match=r"low_clip 3"):
@@ -413,7 +582,7 @@ def test_prepare_refuses_unverified_clip_weights(staged_clip, tmp_path):
 # --- distributed ---------------------------------------------------------------------------
 
 
-def _rank(rank: int, world: int, port: int, shared: Path) -> None:
+def _rank(rank: int, world: int, port: int, shared: Path, interrupt: dict) -> None:
     dist.init_process_group(
         "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
@@ -422,34 +591,60 @@ def _rank(rank: int, world: int, port: int, shared: Path) -> None:
         timeout=timedelta(seconds=120),
     )
     torch.set_num_threads(1)
-    report = prepare.run(settings(), shared, shared / f"out{rank}", scorer=CaptionScorer())
+    report = prepare.run(
+        settings(),
+        shared,
+        shared / f"out{rank}",
+        scorer=CaptionScorer(),
+        interrupt_after=interrupt.get(rank),
+    )
     (shared / f"report{rank}.json").write_text(json.dumps(report))
     dist.destroy_process_group()
 
 
-def test_two_ranks_split_the_folders_and_rank_zero_merges_the_manifest(tmp_path):
-    source = tmp_path / "raw/laion"
-    # Rank 0 takes folders 0 and 2, rank 1 folder 1: 3 + 1 kept on rank 0, 2 on rank 1.
-    for folder, kept, dropped in (("00000", 3, 1), ("00001", 2, 2), ("00002", 1, 0)):
-        for index in range(kept + dropped):
-            key = f"{folder[-1]}{index:08d}"
-            pair(source / folder, key, aesthetic=7.0 if index < kept else 1.0)
+def spawn(shared: Path, world: int, interrupt: dict) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    mp.spawn(_rank, args=(2, port, tmp_path), nprocs=2)
+    mp.spawn(_rank, args=(world, port, shared, interrupt), nprocs=world)
+
+
+def test_two_ranks_split_the_folders_and_rank_zero_merges_the_manifest(tmp_path):
+    # Rank 0 takes folders 00000 and 00002, rank 1 folder 00001; shards are named per folder.
+    three_folders(tmp_path / "raw/laion")
+    spawn(tmp_path, 2, {})
     output = tmp_path / "datasets/laion-32"
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["shards"] == [
-        {"name": "shard-r000-00000.tar", "samples": 4},
-        {"name": "shard-r001-00000.tar", "samples": 2},
+        {"name": "shard-00000-00000.tar", "samples": 3},
+        {"name": "shard-00001-00000.tar", "samples": 2},
+        {"name": "shard-00002-00000.tar", "samples": 1},
     ]
     assert (manifest["seen"], manifest["kept"], manifest["dropped"]["low_aesthetic"]) == (9, 6, 3)
-    assert manifest["world_size"] == 2
-    rank1 = [name for name, _ in read_tar(output / "shard-r001-00000.tar")]
-    assert rank1[0] == "100000000.jpg"
+    folder1 = [name for name, _ in read_tar(output / "shard-00001-00000.tar")]
+    assert folder1[0] == "100000000.jpg"
     # Every rank reports the job's totals; only rank 0 writes report.json.
     assert json.loads((tmp_path / "report1.json").read_text())["kept"] == 6
     assert (tmp_path / "out0/report.json").exists()
     assert not (tmp_path / "out1/report.json").exists()
+
+
+def test_a_sigterm_on_one_rank_stops_both_at_the_folder_boundary(tmp_path):
+    # Rank 1 stops itself after its only folder (00001) while rank 0 finishes 00000; both
+    # return at that boundary, before rank 0 starts 00002; one rank alone then finishes it.
+    three_folders(tmp_path / "raw/laion")
+    spawn(tmp_path, 2, {1: 1})
+    output = tmp_path / "datasets/laion-32"
+    for rank in (0, 1):
+        report = json.loads((tmp_path / f"report{rank}.json").read_text())
+        assert (report["interrupted"], report["folders_done"], report["kept"]) == (True, 2, 5)
+    assert sorted(p.name for p in (output / "progress").iterdir()) == ["00000.json", "00001.json"]
+    assert not (output / "manifest.json").exists()
+    report = prepare.run(settings(), tmp_path, tmp_path / "out", scorer=CaptionScorer())
+    assert (report["resumed"], report["interrupted"], report["kept"]) == (True, False, 6)
+    assert shard_names(output) == [
+        "shard-00000-00000.tar",
+        "shard-00001-00000.tar",
+        "shard-00002-00000.tar",
+    ]
