@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-from selftest.trainkit import autocast_dtype, keyed_generator
+from selftest.trainkit import autocast_dtype, keyed_generator, peak_memory
 
 from recipes.esrgan.losses import VGG19_FILE, VGG19Features
 from recipes.esrgan.task import EsrganTask
@@ -88,10 +87,7 @@ def measure(task, device: torch.device, size: int, batch: int, steps: int) -> di
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - started)
-    peak = (
-        torch.cuda.max_memory_allocated(device) if device.type == "cuda"
-        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    )  # fmt: skip
+    peak = peak_memory(device)
     timed = times[1:] or times
     return {
         "image_size": size, "batch_per_gpu": batch, "steps": steps, "loss": loss,

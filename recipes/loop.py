@@ -20,7 +20,6 @@ import contextlib
 import json
 import math
 import os
-import resource
 import shutil
 import signal
 import time
@@ -31,7 +30,7 @@ from typing import Protocol
 
 import torch
 import torch.distributed as dist
-from selftest.trainkit import MANIFEST, autocast_dtype, load, save
+from selftest.trainkit import MANIFEST, autocast_dtype, load, peak_memory, save, sigterm_flag
 from torch.nn.parallel import DistributedDataParallel
 
 from recipes.batch import accumulation_steps
@@ -116,12 +115,6 @@ def forward_backward(
     return total
 
 
-def _peak_memory(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-
-
 def _prune(folder: Path, keep: int) -> None:
     for old in complete_checkpoints(folder)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
@@ -130,8 +123,11 @@ def _prune(folder: Path, keep: int) -> None:
 def train(task: Task, run: Run, local_rank: int) -> dict:
     """Train `run.steps` steps (or until SIGTERM) from the newest checkpoint; the outcome as
     rank 0 reports it."""
-    stop_requested: list[int] = []
-    previous = signal.signal(signal.SIGTERM, lambda signum, _: stop_requested.append(signum))
+    with sigterm_flag() as stop_requested:
+        return _train(task, run, local_rank, stop_requested)
+
+
+def _train(task: Task, run: Run, local_rank: int, stop_requested: list[int]) -> dict:
     rank, world = dist.get_rank(), dist.get_world_size()
     device = device_for(local_rank)
     accumulation = accumulation_steps(run.global_batch, run.micro_batch, world)
@@ -182,7 +178,7 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
         # different moments, and all must stop at the same step boundary.
         summed = torch.tensor([local_loss], dtype=torch.float64, device=device)
         dist.all_reduce(summed)
-        peaks = torch.tensor([_peak_memory(device), len(stop_requested)], device=device)
+        peaks = torch.tensor([peak_memory(device), len(stop_requested)], device=device)
         dist.all_reduce(peaks, op=dist.ReduceOp.MAX)
         loss, seconds = summed.item() / world, time.perf_counter() - started
         losses[step] = loss
@@ -206,7 +202,6 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
                 _prune(run.checkpoints, run.keep_checkpoints)
         if stop:
             break
-    signal.signal(signal.SIGTERM, previous)
     return {
         "model": model.module,
         "losses": losses,

@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from PIL import Image
+from selftest.trainkit import peak_memory, sigterm_flag
 
 from recipes.clip_score import resize_crop
 from recipes.metrics import MetricsServer
@@ -42,8 +43,6 @@ from recipes.prepare_progress import (
     fingerprint,
     gather,
     keep_or_wipe,
-    peak_memory,
-    sigterm_flag,
     wipe_records,
     write_json,
     write_record,

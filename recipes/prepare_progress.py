@@ -17,15 +17,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import resource
 import shutil
-import signal
 import tarfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import torch
 import torch.distributed as dist
 
 PROGRESS = "progress"
@@ -183,24 +178,3 @@ def broadcast(value: object) -> object:
     box = [value]
     dist.broadcast_object_list(box, src=0)
     return box[0]
-
-
-def peak_memory(device: torch.device) -> int:
-    """Peak bytes allocated on the GPU, or the process's peak resident set on a CPU (the same
-    figure recipes.loop reports)."""
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-
-
-@contextmanager
-def sigterm_flag() -> Iterator[list[int]]:
-    """A list that SIGTERM appends to while inside; the previous handler back on leaving.
-    Kubernetes sends SIGTERM, then SIGKILL after the grace period: the flag lets the work stop
-    at the next pair, cleanly, within it."""
-    received: list[int] = []
-    previous = signal.signal(signal.SIGTERM, lambda signum, _: received.append(signum))
-    try:
-        yield received
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import signal
 import sys
 import time
@@ -30,6 +29,7 @@ from selftest.trainkit import (
     keyed_generator,
     leave,
     load,
+    peak_memory,
     save,
 )
 
@@ -129,10 +129,7 @@ def train(settings: dict) -> NoReturn:
     if timed_from is not None and "checkpoint" not in outcome:
         elapsed = time.perf_counter() - timed_from
         outcome["samples_per_s"] = world * per_step * (len(losses) - 1) / elapsed
-    outcome["peak_memory_bytes"] = (
-        torch.cuda.max_memory_allocated(device) if cuda
-        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-    )  # fmt: skip
+    outcome["peak_memory_bytes"] = peak_memory(device)
     finish(settings, outcome)
 
 

@@ -1,6 +1,6 @@
 """What every training loop here shares (the self-test's worker, the recipes): random draws keyed
 by position, the autocast dtype, `torch.distributed.checkpoint` saves with a checksum manifest,
-and a clean exit.
+a SIGTERM flag, the peak-memory figure, and a clean exit.
 
 Determinism: every random draw is keyed by (seed, rank, position) rather than taken from a
 running generator, so the step and the data position in the checkpoint restore all of it."""
@@ -10,8 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -93,6 +97,26 @@ def load(directory: Path, model, optimizer, trainer: dict, device: torch.device)
         raise CheckpointError(f"checkpoint {directory} unreadable: {error}") from error
     set_state_dict(model, optimizer, model_state_dict=model_state, optim_state_dict=optim_state)
     return state["trainer"]
+
+
+def peak_memory(device: torch.device) -> int:
+    """Peak bytes allocated on the GPU, or the process's peak resident set on a CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+@contextmanager
+def sigterm_flag() -> Iterator[list[int]]:
+    """A list that SIGTERM appends to while inside; the previous handler back on leaving.
+    Kubernetes sends SIGTERM, then SIGKILL after the grace period: the flag lets the work stop
+    at its next boundary (a step, a sample), cleanly, within it."""
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _: received.append(signum))
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def leave(code: int) -> NoReturn:
