@@ -74,37 +74,31 @@ def run_recipe(command: str, argv: list[str]) -> int:
     from recipes.batch import BatchError
     from recipes.loop import CheckFailed
     from recipes.metrics import METRICS_PORT, MetricsServer
-    from recipes.runs import TRAINING
+    from recipes.prepare import PrepareError
+    from recipes.runs import RUNS
     from recipes.shards import DataError
+    from recipes.weights import WeightsError
 
     args = _arguments(command, argv)
     settings = _settings(command, args.settings)
     out = args.out or args.shared_data / settings["output"]
     started = time.perf_counter()
     rank, local_rank = _join()
-    if command == "prepare":
-        from recipes.prepare import PrepareError, run
-
-        try:
-            run(settings, args.shared_data, out)
-        except PrepareError as error:
-            print(f"error: prepare: {error}", file=sys.stderr)
-            leave(2)
-        leave(0)
     port = METRICS_PORT if args.metrics_port is None else args.metrics_port
     metrics = MetricsServer(command, port) if local_rank == 0 else None
     try:
-        figures = TRAINING[command](
-            settings, args.shared_data, out, local_rank,
+        figures = RUNS[command](
+            settings, args.shared_data, out, local_rank=local_rank,
             interrupt_after=args.interrupt_after, metrics=metrics,
         )  # fmt: skip
-    except (BatchError, CheckFailed, DataError, CheckpointError) as error:
-        print(f"error: {command}: {error}", file=sys.stderr)
+    except (BatchError, CheckFailed, DataError, CheckpointError, PrepareError, WeightsError) as e:
+        print(f"error: {command}: {e}", file=sys.stderr)
         leave(2)
     if rank == 0:
-        figures["duration_s"] = round(time.perf_counter() - started, 3)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps(figures, indent=1) + "\n")
+        if command != "prepare":  # prepare writes its own, with its counts
+            figures["duration_s"] = round(time.perf_counter() - started, 3)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "report.json").write_text(json.dumps(figures, indent=1) + "\n")
         if metrics is not None:  # what Prometheus would have scraped last, for the record
             url = f"http://127.0.0.1:{metrics.port}/metrics"
             with urllib.request.urlopen(url, timeout=5) as response:

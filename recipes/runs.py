@@ -1,7 +1,8 @@
-"""Each training recipe wired to the loop: its staged weights verified, its task built, its run(s)
-trained, its result exported, and the figures its report holds. ESRGAN trains in two stages,
-2x then 4x from the 2x generator (progressive training); a stage whose exported generator exists
-is done, so a resumed job continues where it stopped."""
+"""Each recipe as `python -m recipes` runs it. A training recipe is wired to the loop: its staged
+weights verified, its task built, its run(s) trained, its result exported, and the figures its
+report holds. ESRGAN trains in two stages, 2x then 4x from the 2x generator (progressive
+training); a stage whose exported generator exists is done, so a resumed job continues where it
+stopped."""
 
 from __future__ import annotations
 
@@ -95,4 +96,11 @@ def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extr
     return _figures(outcomes, done)
 
 
-TRAINING = {"sd-finetune": sd_finetune, "esrgan": esrgan}
+def prepare(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:
+    """prepare scores on `cuda:LOCAL_RANK` by itself and writes its own report."""
+    from recipes.prepare import run
+
+    return run(settings, shared_data, out, **extra)
+
+
+RUNS = {"prepare": prepare, "sd-finetune": sd_finetune, "esrgan": esrgan}
