@@ -24,7 +24,13 @@ from recipes.loop import forward_backward, learning_rate
 from recipes.metrics import MetricsServer, exposition
 from recipes.sd import SdTask, load_pipeline
 from recipes.shards import DataError, ShardStream, micro_batch, rank_shards
-from recipes.tiny import stage_tiny_sd, stage_tiny_vgg, synthetic_shards
+from recipes.tiny import (
+    stage_tiny_clip,
+    stage_tiny_sd,
+    stage_tiny_vgg,
+    synthetic_img2dataset,
+    synthetic_shards,
+)
 from recipes.weights import WeightsError, checksums, require
 from tests.test_dashboards import promtool
 
@@ -274,3 +280,17 @@ def test_the_checksums_command_prints_the_mapping_to_paste(tmp_path, capsys):
     assert main(["checksums", str(tmp_path / "m")]) == 0
     assert capsys.readouterr().out == f"sha256:\n  sub/a.bin: {ABC}\n"
     assert main(["checksums", str(tmp_path / "nowhere")]) == 2
+
+
+def test_prepare_that_would_keep_nothing_exits_2_through_the_command(tmp_path):
+    clip = stage_tiny_clip(tmp_path / "weights/clip-vit-base-patch32")
+    synthetic_img2dataset(tmp_path / "raw/laion-aesthetics", 8)
+    weights = {"clip": {"sha256": checksums(clip)}}
+    # A cosine similarity never exceeds 1: nothing passes a threshold above it.
+    section = {"min_clip_similarity": 1.0, "resolution": 64}
+    settings = recipe_settings(RecipesSettings(weights=weights, prepare=section), "prepare")
+    refused = launch(settings, tmp_path, tmp_path / "out", ranks=1)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "error: prepare: recipes.prepare: the filters kept none of the 8 pairs" in refused.stderr
+    assert "lower recipes.prepare.min_clip_similarity (now 1.0)" in refused.stderr
+    assert not (tmp_path / "datasets/laion-aesthetics-512/manifest.json").exists()
