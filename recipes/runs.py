@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from recipes.loop import Run, device_for, train, verified_once
+from recipes.loop import Run, complete_checkpoints, device_for, train, verified_once
 from recipes.sd import SdTask, load_pipeline
 from recipes.weights import require
 
@@ -67,18 +67,19 @@ def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extr
     vgg = verified_once(lambda: require(shared_data, settings["weights"], "vgg19"))
     device = device_for(local_rank)
     interrupt_after = extra.pop("interrupt_after", None)
-    outcomes, done = [], 0
+    outcomes, done, carried_on = [], 0, False
     previous: Path | None = None
     for scale, steps in ((2, settings["steps_2x"]), (4, settings["steps_4x"])):
         stage = out / f"{scale}x"
         exported = stage / "generator.pt"
         if exported.is_file():  # a finished stage of an earlier run
-            done, previous = done + steps, exported
+            done, previous, carried_on = done + steps, exported, True
             continue
         # The same initial weights on every rank and in every run: a resume depends on it.
         torch.manual_seed(settings["seed"])
         task = EsrganTask(settings, scale, vgg, device)
-        if previous is not None and not (stage / "checkpoints").is_dir():
+        # Grown from 2x unless the stage has a checkpoint to resume (a save cut short is none).
+        if previous is not None and not complete_checkpoints(stage / "checkpoints"):
             grow_from(torch.load(previous, weights_only=True), task.trainable())
         # The interruption counts steps over both stages.
         stop = interrupt_after - done if interrupt_after and interrupt_after > done else None
@@ -93,7 +94,9 @@ def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extr
             torch.save(outcome["model"].state_dict(), exported)
         dist.barrier()
         previous = exported
-    return _figures(outcomes, done)
+    figures = _figures(outcomes, done)
+    figures["resumed"] = figures["resumed"] or carried_on
+    return figures
 
 
 def prepare(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:
