@@ -31,6 +31,7 @@ from pathlib import Path
 import yaml
 
 from components.jobs import TrainingJobSpec, render, spec_for_pool
+from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, GpuPool, PlatformConfig, config_from_pulumi, stack_file
 from infra.config.recipes import RECIPES, WEIGHTS_NEEDED, BatchSettings, recipe_settings
 from infra.plan_engine import ROOT, read_project, read_stack_config
@@ -152,6 +153,16 @@ def check_name(name: str, nodes: int) -> None:
         )
 
 
+def run_folder(recipe: str, output: str, name: str) -> list[str]:
+    """A training job's checkpoints and report under `<output>/<job name>`: resubmitting the
+    same job (same name) resumes it, a job with other settings (another name) starts afresh
+    instead of resuming a stranger's checkpoint. prepare's output is the dataset itself, and
+    its records say whether a rerun may resume."""
+    if recipe == "prepare":
+        return []
+    return ["--out", f"{SHARED_DATA_MOUNT_PATH}/{output}/{name}"]
+
+
 def plan_job(
     cfg: PlatformConfig,
     recipe: str,
@@ -195,7 +206,7 @@ def plan_job(
         chosen.name,
         name=name,
         image=cfg.recipes.image or RENDER_ONLY_IMAGE,
-        command=["-m", "recipes", recipe],
+        command=["-m", "recipes", recipe, *run_folder(recipe, section.output, name)],
         nodes=nodes,
         gpus_per_node=gpus,
         # Without Kueue there is no queue to name: the job goes straight to the scheduler.

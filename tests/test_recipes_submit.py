@@ -121,6 +121,9 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
         "-m",
         "recipes",
         "sd-finetune",
+        # Its own folder: a job with other settings gets another name, and never resumes this.
+        "--out",
+        "/mnt/shared-data/runs/sd-finetune/sd-run",
     ]
     env = {e["name"]: e.get("value") for e in container["env"]}
     settings = json.loads(env["RECIPE_SETTINGS"])
