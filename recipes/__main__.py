@@ -52,6 +52,7 @@ def _join() -> tuple[int, int]:
     """The process group torchrun describes, or a group of one; returns (rank, local rank)."""
     import torch
     import torch.distributed as dist
+    from selftest.trainkit import share_cpu_cores
 
     for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
         os.environ.setdefault(name, value)
@@ -61,9 +62,7 @@ def _join() -> tuple[int, int]:
     if backend == "nccl":
         torch.cuda.set_device(local_rank)  # NCCL's object collectives use the current device
     else:
-        # The node's cores shared among its ranks: oversubscribed threads spin against each other.
-        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+        share_cpu_cores(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     dist.init_process_group(backend, timeout=timedelta(minutes=30))
     return dist.get_rank(), local_rank
 

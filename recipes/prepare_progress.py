@@ -8,20 +8,19 @@ is written last, atomically, once the folder's shards are closed: a folder with 
 done, one without is redone from its first pair. Each record carries the fingerprint of the
 settings that decide the output; records written under other settings are not reused.
 
-The tar writing follows bootstrap/selftest/data.py (standard-library tarfile, a `.partial`
-renamed once complete); it is repeated rather than shared because the self-test image must not
-depend on the recipes package."""
+Shards are standard-library tars (selftest.data.add_member, as the self-test writes its own),
+written as `.partial` and renamed once complete."""
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import shutil
 import tarfile
 from pathlib import Path
 
 import torch.distributed as dist
+from selftest.data import add_member
 
 PROGRESS = "progress"
 MANIFEST = "manifest.json"
@@ -73,9 +72,7 @@ class ShardWriter:
             # Held open across add() calls, closed in close(): a context manager cannot span them.
             self._tar = tarfile.open(self._partial(), "w")  # noqa: SIM115
         for name, payload in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(payload)
-            self._tar.addfile(info, io.BytesIO(payload))
+            add_member(self._tar, name, payload)
         self._count += 1
         if self._count == self.samples_per_shard:
             self.close()

@@ -7,15 +7,12 @@ per epoch; a shard's member list is read once (tar headers only), then a sample 
 
 from __future__ import annotations
 
-import io
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
-from PIL import Image
-from selftest.data import augment
+from selftest.data import augment, decode_image
 from selftest.trainkit import keyed_generator
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
@@ -84,8 +81,7 @@ class ShardStream:
             raise DataError(f"{tar.name}: sample {members} lacks an image or a caption")
         raw = tar.extractfile(members[image_ext]).read()
         caption = tar.extractfile(members["txt"]).read().decode()
-        image = Image.open(io.BytesIO(raw)).convert("RGB")
-        return torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous(), caption
+        return decode_image(raw), caption
 
 
 def micro_batch(

@@ -150,7 +150,7 @@ def synthetic_shards(folder: Path, shards: int, per_shard: int, size: int, seed:
     import io
     import tarfile
 
-    from selftest.data import synthetic_image
+    from selftest.data import add_member, synthetic_image
 
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
@@ -162,7 +162,5 @@ def synthetic_shards(folder: Path, shards: int, per_shard: int, size: int, seed:
                 synthetic_image(shard * per_shard + offset, seed, size).save(jpeg, format="JPEG")
                 caption = " ".join(rng.choice(WORDS, size=3)).encode()
                 for name, payload in ((f"{key}.jpg", jpeg.getvalue()), (f"{key}.txt", caption)):
-                    info = tarfile.TarInfo(name)
-                    info.size = len(payload)
-                    tar.addfile(info, io.BytesIO(payload))
+                    add_member(tar, name, payload)
     return folder

@@ -41,6 +41,19 @@ def synthetic_image(index: int, seed: int, size: int = IMAGE_SIZE) -> Image.Imag
     return Image.fromarray(field, "RGB").resize((size, size), Image.Resampling.BICUBIC)
 
 
+def add_member(tar: tarfile.TarFile, name: str, payload: bytes) -> None:
+    """One WebDataset member, `<key>.<ext>`, from bytes in memory."""
+    info = tarfile.TarInfo(name)
+    info.size = len(payload)
+    tar.addfile(info, io.BytesIO(payload))
+
+
+def decode_image(raw: bytes) -> torch.Tensor:
+    """An encoded image (PNG, JPEG, ...) as a uint8 CHW RGB tensor."""
+    image = Image.open(io.BytesIO(raw)).convert("RGB")
+    return torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous()
+
+
 def write_shards(directory: Path, seed: int, shards: int = SHARDS) -> list[Path]:
     """`shards` tars of SAMPLES_PER_SHARD samples each; a tar appears only once complete."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -56,9 +69,7 @@ def write_shards(directory: Path, seed: int, shards: int = SHARDS) -> list[Path]
                 synthetic_image(index, seed).save(png, format="PNG")
                 meta = json.dumps({"key": key, "index": index, "seed": seed}).encode()
                 for name, payload in ((f"{key}.png", png.getvalue()), (f"{key}.json", meta)):
-                    info = tarfile.TarInfo(name)
-                    info.size = len(payload)
-                    tar.addfile(info, io.BytesIO(payload))
+                    add_member(tar, name, payload)
         partial.rename(path)
         paths.append(path)
     return paths
@@ -73,9 +84,7 @@ def iter_samples(paths: list[Path]) -> Iterator[tuple[dict, torch.Tensor]]:
                 _, ext = member.name.split(".", 1)
                 sample[ext] = tar.extractfile(member).read()
                 if {"png", "json"} <= sample.keys():
-                    image = Image.open(io.BytesIO(sample["png"])).convert("RGB")
-                    tensor = torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous()
-                    yield json.loads(sample["json"]), tensor
+                    yield json.loads(sample["json"]), decode_image(sample["png"])
                     sample = {}
 
 

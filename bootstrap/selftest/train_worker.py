@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import sys
 import time
@@ -31,6 +30,7 @@ from selftest.trainkit import (
     load,
     peak_memory,
     save,
+    share_cpu_cores,
 )
 
 NOISE_SIGMA = 0.5
@@ -61,8 +61,7 @@ def train(settings: dict) -> NoReturn:
     if cuda:
         torch.cuda.set_device(device)
     else:
-        # The node's cores shared among its ranks: oversubscribed threads spin against each other.
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings["local_world_size"]))
+        share_cpu_cores(settings["local_world_size"])
     dist.init_process_group(
         "nccl" if cuda else "gloo", init_method=settings["init_method"], rank=rank,
         world_size=world, timeout=timedelta(seconds=settings["timeout_s"]),

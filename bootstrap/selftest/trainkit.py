@@ -99,6 +99,11 @@ def load(directory: Path, model, optimizer, trainer: dict, device: torch.device)
     return state["trainer"]
 
 
+def share_cpu_cores(local_world_size: int) -> None:
+    """The node's cores shared among its ranks: oversubscribed threads spin against each other."""
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world_size))
+
+
 def peak_memory(device: torch.device) -> int:
     """Peak bytes allocated on the GPU, or the process's peak resident set on a CPU."""
     if device.type == "cuda":
