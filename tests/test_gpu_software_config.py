@@ -3,11 +3,16 @@ warning about GPUDirect RDMA on the nodes' own driver, and the bad input that is
 
 from __future__ import annotations
 
+import re
+import textwrap
+from xml.etree import ElementTree
+
 import pytest
 
 from components.gpu_operator import pool_report
 from infra.config import GpuOperatorSettings, OnPremGpuPoolSettings
 from infra.config.pools import pool_of_onprem
+from infra.plan import ROOT
 from infra.plan_warnings import host_driver_rdma
 from tests.bad_stacks import assert_refused, aws, case, existing
 from tests.conftest import AWS_STACKS, planned, stack_config
@@ -206,3 +211,33 @@ def test_bad_gpu_software_is_refused_at_its_key(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+# ------------------------------------------------------------------------- VM nodes (README)
+
+
+def passthrough_section() -> str:
+    readme = (ROOT / "README.md").read_text()
+    heading = "### On-prem nodes that are virtual machines: KVM GPU passthrough\n"
+    assert heading in readme, "README has no word on GPU nodes that are VMs"
+    return readme.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_says_what_a_kvm_host_needs_for_gpu_passthrough_and_that_eks_needs_none():
+    section = passthrough_section()
+    for needed in ("IOMMU on", "vfio-pci", "managed='yes'", "NVIDIA driver only in the guest"):
+        assert needed in section
+    assert "GPU Operator then sees" in section
+    assert "None of this applies on EKS" in section
+
+
+def test_readme_hostdev_snippet_is_a_managed_pci_passthrough_libvirt_accepts():
+    # libvirt "Domain XML format", Host device assignment: a PCI device is
+    # <hostdev mode='subsystem' type='pci' managed='yes'> with <source><address domain= bus=
+    # slot= function=/></source>; managed='yes' detaches it from the host driver at start.
+    (snippet,) = re.findall(r"```xml\n(.*?)```", passthrough_section(), flags=re.DOTALL)
+    hostdev = ElementTree.fromstring(textwrap.dedent(snippet))
+    assert hostdev.tag == "hostdev"
+    assert hostdev.attrib == {"mode": "subsystem", "type": "pci", "managed": "yes"}
+    address = hostdev.find("source/address")
+    assert sorted(address.attrib) == ["bus", "domain", "function", "slot"]
