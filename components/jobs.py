@@ -17,7 +17,8 @@ pods find each other through a headless Service, and run the command under torch
   `gpu-platform/metrics: training`, which the platform's one PodMonitor selects in every training
   namespace (components/observability.training_pod_monitor).
 - Locked down: non-root, read-only root file system (writable /tmp as an emptyDir), no
-  privilege escalation, every capability dropped, RuntimeDefault seccomp.
+  privilege escalation, every capability dropped but IPC_LOCK on pods that hold an EFA or RDMA
+  device, RuntimeDefault seccomp.
 
 Everything here is pure: `render(spec)` returns the two objects as dicts, validated in tests
 against the Kubernetes schema. A team's own job uses the same builder (README, "Submitting a
@@ -165,14 +166,20 @@ def shm_volume(spec: TrainingJobSpec) -> dict[str, Any]:
     }
 
 
-def security_context() -> dict[str, Any]:
+def security_context(spec: TrainingJobSpec) -> dict[str, Any]:
+    capabilities: dict[str, list[str]] = {"drop": ["ALL"]}
+    if fabric_devices(spec):
+        # Verbs memory registration (NCCL's IB transport, libfabric's EFA provider) pins pages
+        # and is charged against RLIMIT_MEMLOCK unless the process holds CAP_IPC_LOCK; the
+        # Network Operator's RDMA example pods add it. Only pods holding a fabric device.
+        capabilities["add"] = ["IPC_LOCK"]
     return {
         "runAsNonRoot": True,
         "runAsUser": RUN_AS,
         "runAsGroup": RUN_AS,
         "readOnlyRootFilesystem": True,
         "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
+        "capabilities": capabilities,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
 
@@ -209,7 +216,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         "envFrom": [{"configMapRef": {"name": configmap_name(spec.pool)}}],
         "ports": ports(spec),
         "resources": resources(spec),
-        "securityContext": security_context(),
+        "securityContext": security_context(spec),
         "volumeMounts": [
             *training_volume_mounts(),
             {"name": "dshm", "mountPath": "/dev/shm"},

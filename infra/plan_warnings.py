@@ -9,7 +9,8 @@ from datetime import date
 from typing import Any
 
 from infra.config import PlatformConfig
-from infra.versions import DEFAULT_KUBERNETES_VERSION, END_OF_STANDARD_SUPPORT
+from infra.config.fabric import RDMA_FABRICS
+from infra.versions import CHARTS, DEFAULT_KUBERNETES_VERSION, END_OF_STANDARD_SUPPORT
 
 # Account ids AWS documentation uses in its examples: no one can deploy into them.
 DOCUMENTATION_ACCOUNT_IDS = ("111122223333", "123456789012", "444455556666", "777788889999")
@@ -68,19 +69,36 @@ def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
 
 
 def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
-    """GPUDirect RDMA on the nodes' own driver: the GPU Operator's `driver.rdma` loads
-    nvidia-peermem only in a driver it installs (GPU Operator docs, "GPUDirect RDMA and
-    GPUDirect Storage"), so the admin's nodes must provide the kernel side themselves."""
+    """GPUDirect RDMA on the nodes' own driver. The kernel side is DMA-BUF (open kernel
+    modules, which NVIDIA recommends) or nvidia-peermem, and the GPU Operator loads
+    nvidia-peermem only as a sidecar of the driver DaemonSet it runs (GPU Operator docs,
+    "GPUDirect RDMA and GPUDirect Storage"): with `driver.enabled: false` nothing loads it.
+    nvidia-peermem needs MOFED's peer-memory API in the running kernel (NVIDIA driver README,
+    "GPUDirect RDMA Peer Memory Client"), which the DOCA driver container brings only after
+    boot, so a host's own nvidia-peermem is an answer only where the hosts run MOFED."""
     if cfg.provider != "existing" or cfg.gpu_operator.install_driver:
         return []
-    rdma = [p.name for p in cfg.gpu_pools if p.fabric in ("infiniband", "roce")]
+    rdma = [p for p in cfg.gpu_pools if p.fabric in RDMA_FABRICS]
     if not rdma:
         return []
+    if not cfg.fabric.mofed_preinstalled:
+        remedy = (
+            "With fabric.mofed_preinstalled: false MOFED arrives with the DOCA driver container "
+            "after boot, so a host's nvidia-peermem cannot register: use DMA-BUF (open kernel "
+            "modules) or set gpu_operator.install_driver: true"
+        )
+    else:
+        remedy = (
+            "Load nvidia-peermem at every boot (/etc/modules-load.d/), after the hosts' MOFED, "
+            "or use DMA-BUF (open kernel modules)"
+        )
     return [
-        "gpu-platform:gpu_operator.install_driver: false, so the GPU pools on InfiniBand or "
-        f"RoCE ({', '.join(rdma)}) get GPUDirect RDMA only from the nodes' own driver: DMA-BUF "
-        "with the open kernel modules (which NVIDIA recommends) or nvidia-peermem loaded at "
-        "boot; without either NCCL copies through host memory (README, GPU Operator)"
+        f"gpu-platform:gpu_operator.install_driver: false, and gpu-operator "
+        f"{CHARTS['gpu-operator'].version} loads nvidia-peermem only in its own driver "
+        f"container: the GPU pools on {rdma[0].fabric} ({', '.join(p.name for p in rdma)}) get "
+        f"GPUDirect RDMA only from the nodes. {remedy}; without it NCCL "
+        "stages every transfer through host memory and the self-test fails the pool (README, "
+        "GPU Operator)"
     ]
 
 

@@ -3,14 +3,19 @@ warning about GPUDirect RDMA on the nodes' own driver, and the bad input that is
 
 from __future__ import annotations
 
+import re
+import textwrap
+from xml.etree import ElementTree
+
 import pytest
 
 from components.gpu_operator import pool_report
 from infra.config import GpuOperatorSettings, OnPremGpuPoolSettings
 from infra.config.pools import pool_of_onprem
+from infra.plan import ROOT
 from infra.plan_warnings import host_driver_rdma
 from tests.bad_stacks import assert_refused, aws, case, existing
-from tests.conftest import planned, stack_config
+from tests.conftest import AWS_STACKS, planned, stack_config
 
 POOL = {
     "name": "lab",
@@ -26,16 +31,65 @@ def onprem(**fields):
     return pool_of_onprem(OnPremGpuPoolSettings(**{**POOL, **fields}))
 
 
-def test_plan_warns_that_a_host_driver_must_bring_gpudirect_rdma_itself():
-    (warning,) = host_driver_rdma(stack_config("onprem"))
-    assert warning.startswith("gpu-platform:gpu_operator.install_driver: false")
-    assert "InfiniBand or RoCE (a100)" in warning
-    assert "nvidia-peermem" in warning
-    assert host_driver_rdma(stack_config("staging")) == []
-    installs = GpuOperatorSettings(install_driver=True)
-    assert (
-        host_driver_rdma(stack_config("onprem").model_copy(update={"gpu_operator": installs})) == []
+def onprem_stack(fabric: str, mofed_preinstalled: bool, install_driver: bool = False):
+    """The shipped onprem stack with its one pool on `fabric` and the hosts' MOFED as given."""
+    cfg = stack_config("onprem")
+    (pool,) = cfg.existing.gpu_pools
+    return cfg.model_copy(
+        update={
+            "existing": cfg.existing.model_copy(
+                update={"gpu_pools": [pool.model_copy(update={"fabric": fabric})]}
+            ),
+            "fabric": cfg.fabric.model_copy(update={"mofed_preinstalled": mofed_preinstalled}),
+            "gpu_operator": GpuOperatorSettings(install_driver=install_driver),
+        }
     )
+
+
+# GPU Operator docs, "GPUDirect RDMA and GPUDirect Storage": kernel support comes from DMA-BUF
+# (open kernel modules; NVIDIA recommends it) or the legacy nvidia-peermem module, which the
+# operator loads from its driver DaemonSet only. NVIDIA driver README, "GPUDirect RDMA Peer
+# Memory Client": nvidia-peermem needs MOFED's peer-memory API in the running kernel.
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_host_driver_with_host_mofed_must_load_nvidia_peermem_at_boot(fabric):
+    (warning,) = host_driver_rdma(onprem_stack(fabric, mofed_preinstalled=True))
+    assert warning.startswith("gpu-platform:gpu_operator.install_driver: false")
+    assert f"pools on {fabric} (a100)" in warning
+    assert "gpu-operator v26.7.0 loads nvidia-peermem only in its own driver container" in warning
+    assert "Load nvidia-peermem at every boot (/etc/modules-load.d/)" in warning
+    assert "DMA-BUF" in warning
+    assert "NCCL stages every transfer through host memory" in warning
+    assert "the self-test fails the pool" in warning
+
+
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_host_driver_with_the_doca_driver_container_cannot_use_a_host_nvidia_peermem(fabric):
+    """With the Network Operator's DOCA driver container, MOFED arrives after boot: a host's
+    nvidia-peermem has nothing to register with at boot, so only DMA-BUF or the operator's
+    own driver (whose nvidia-peermem waits for MOFED) give GPUDirect RDMA."""
+    (warning,) = host_driver_rdma(onprem_stack(fabric, mofed_preinstalled=False))
+    assert "fabric.mofed_preinstalled: false" in warning
+    assert "/etc/modules-load.d/" not in warning
+    assert "DMA-BUF" in warning
+    assert "gpu_operator.install_driver: true" in warning
+
+
+@pytest.mark.parametrize("mofed_preinstalled", [True, False])
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_no_warning_when_the_operator_installs_the_driver_or_without_rdma(
+    fabric, mofed_preinstalled
+):
+    cfg = onprem_stack(fabric, mofed_preinstalled, install_driver=True)
+    assert host_driver_rdma(cfg) == []
+    for stack in AWS_STACKS:
+        assert host_driver_rdma(stack_config(stack)) == []
+
+
+def test_the_onprem_plan_shows_the_gpudirect_rdma_warning():
+    """The shipped stack runs host drivers on RoCE: the plan (and `pulumi up`) say so."""
+    warnings = [w for w in planned("onprem").warnings if "nvidia-peermem" in w]
+    assert warnings == host_driver_rdma(stack_config("onprem"))
+    assert len(warnings) == 1
 
 
 # ------------------------------------------------------------------------------ plan output
@@ -157,3 +211,33 @@ def test_bad_gpu_software_is_refused_at_its_key(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+# ------------------------------------------------------------------------- VM nodes (README)
+
+
+def passthrough_section() -> str:
+    readme = (ROOT / "README.md").read_text()
+    heading = "### On-prem nodes that are virtual machines: KVM GPU passthrough\n"
+    assert heading in readme, "README has no word on GPU nodes that are VMs"
+    return readme.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_says_what_a_kvm_host_needs_for_gpu_passthrough_and_that_eks_needs_none():
+    section = passthrough_section()
+    for needed in ("IOMMU on", "vfio-pci", "managed='yes'", "NVIDIA driver only in the guest"):
+        assert needed in section
+    assert "GPU Operator then sees" in section
+    assert "None of this applies on EKS" in section
+
+
+def test_readme_hostdev_snippet_is_a_managed_pci_passthrough_libvirt_accepts():
+    # libvirt "Domain XML format", Host device assignment: a PCI device is
+    # <hostdev mode='subsystem' type='pci' managed='yes'> with <source><address domain= bus=
+    # slot= function=/></source>; managed='yes' detaches it from the host driver at start.
+    (snippet,) = re.findall(r"```xml\n(.*?)```", passthrough_section(), flags=re.DOTALL)
+    hostdev = ElementTree.fromstring(textwrap.dedent(snippet))
+    assert hostdev.tag == "hostdev"
+    assert hostdev.attrib == {"mode": "subsystem", "type": "pci", "managed": "yes"}
+    address = hostdev.find("source/address")
+    assert sorted(address.attrib) == ["bus", "domain", "function", "slot"]

@@ -149,6 +149,73 @@ def test_efa_group_reserves_hugepages_and_tunes_gpus_before_the_kubelet():
     assert "systemctl enable --now gpu-platform-tuning.service\n" in script
 
 
+# The AL2023 NVIDIA AMI's own GPU units (awslabs/amazon-eks-ami, templates/al2023/runtime/gpu/ and
+# templates/al2023/runtime/rootfs/etc/systemd/system/ at 81fec2e, July 2026) and the units they
+# are ordered after (After=). nvidia-kmod-load loads the kernel modules nvidia-smi needs;
+# nvidia-persistenced holds the GPUs initialised; set-nvidia-clocks turns persistence on,
+# auto-boost off and sets the highest application clocks, so run before ours it would undo them.
+AMI_UNITS_AFTER = {
+    "nvidia-kmod-load.service": ["network-online.target"],
+    "nvidia-persistenced.service": [],
+    "set-nvidia-clocks.service": ["nvidia-persistenced.service"],
+    "nodeadm-run.service": ["nodeadm-config.service", "cloud-final.service"],
+    "kubelet.service": ["containerd.service"],
+}
+AMI_GPU_UNITS = [
+    "nvidia-kmod-load.service",
+    "nvidia-persistenced.service",
+    "set-nvidia-clocks.service",
+]
+
+
+def tuning_unit(script: str) -> dict[str, list[str]]:
+    """The [Unit] section of the tuning unit the boot script writes, as systemd reads it:
+    space-separated lists, repeated keys adding up."""
+    text = script.split("<<'UNIT'\n", 1)[1].split("\nUNIT\n", 1)[0]
+    section = text.split("[Unit]\n", 1)[1].split("\n[", 1)[0]
+    unit: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            unit.setdefault(key, []).extend(value.split())
+    return unit
+
+
+def tuned_unit() -> dict[str, list[str]]:
+    g = gpu_group(
+        efa=True, gpu_tuning={"application_clocks": {"memory_mhz": 2619, "graphics_mhz": 1980}}
+    )
+    (script,) = shell_parts(group_user_data(g))
+    return tuning_unit(script)
+
+
+@pytest.mark.parametrize("ami_unit", AMI_GPU_UNITS)
+def test_tuning_runs_after_every_gpu_unit_of_the_ami_so_a_reboot_cannot_undo_it(ami_unit):
+    assert ami_unit in tuned_unit().get("After", [])
+
+
+def test_tuning_requires_the_amis_module_load_so_a_reboot_cannot_skip_it():
+    # Requires= with After=: the tuning starts only once the modules are loaded, and not at all
+    # (a failed unit the node shows) when loading them failed.
+    unit = tuned_unit()
+    assert "nvidia-kmod-load.service" in unit.get("Requires", [])
+    assert "nvidia-kmod-load.service" in unit.get("After", [])
+    assert unit["Before"] == ["kubelet.service"]
+
+
+def test_tuning_waits_for_nothing_that_waits_for_cloud_init():
+    """The boot script starts the unit and waits for it (`enable --now`) inside cloud-final:
+    a unit it is ordered after that is itself ordered after cloud-final would hang the boot."""
+    waits_for, todo = set(), list(tuned_unit().get("After", []))
+    while todo:
+        unit = todo.pop()
+        if unit not in waits_for:
+            waits_for.add(unit)
+            todo.extend(AMI_UNITS_AFTER.get(unit, []))
+    assert "cloud-final.service" not in waits_for
+    assert not waits_for & {"nodeadm-run.service", "kubelet.service"}
+
+
 def test_group_without_efa_reserves_no_hugepages():
     (script,) = shell_parts(group_user_data(gpu_group(instance_types=["g5.2xlarge"])))
     assert "nr_hugepages" not in script
