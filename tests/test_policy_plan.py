@@ -11,9 +11,9 @@ import pytest
 from infra.config.policy import PolicyExemption, PolicySettings
 from infra.plan import main
 from policy.rules import BY_NAME, evaluate, violations
-from tests.bad_stacks import group
+from tests.bad_stacks import aws, group
 from tests.conftest import STACKS, make_project
-from tests.policy_cases import context, find, set_path
+from tests.policy_cases import context, edit, find, set_path
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -46,6 +46,32 @@ def test_shipped_stacks_advisories_are_the_documented_ones():
         ],
         "onprem": [],
     }
+
+
+def test_the_default_world_open_api_endpoint_is_reported_outside_production(
+    tmp_path, monkeypatch, capsys
+):
+    # The stack sets no cluster.public_access_cidrs: the user gets the default, 0.0.0.0/0.
+    monkeypatch.setattr("infra.plan.ROOT", make_project(tmp_path, {"open": aws()}))
+    code = main(["open", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (
+        "    - api-endpoint-world-open: aws:eks/cluster:Cluster open-eks\n"
+        "        the API endpoint is public to the whole internet (publicAccessCidrs: 0.0.0.0/0)\n"
+        "        fix: list the runner's and your office's CIDRs in cluster.public_access_cidrs"
+    ) in out
+
+
+def test_a_world_open_endpoint_in_production_is_mandatory_and_reported_once():
+    ctx = context("prod")
+    opened = edit(
+        lambda p: p["vpcConfig"].update(endpointPublicAccess=True, publicAccessCidrs=["0.0.0.0/0"])
+    )(find(ctx, "Cluster", "prod-eks"))
+    found = [v for v in evaluate(context("prod", opened)) if v.resource.name == "prod-eks"]
+    assert [(v.rule.name, v.rule.level) for v in found] == [
+        ("prod-api-endpoint-private", "mandatory")
+    ]
 
 
 def test_imdsv1_launch_template_fails_the_plan_with_exit_3(tmp_path, monkeypatch, capsys):
