@@ -9,9 +9,10 @@ every resource the program registers. It prints a plan, writes out/<stack>/resou
 the Kubernetes objects the program declares directly (not what Helm releases render) under
 out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
 exits 2 with one message naming the file and the key. Then the policy pack's rules run on every
-planned resource (infra/plan_policy.py): a mandatory violation exits 3. Every plan ends with an
-exposure summary; `--against` adds a diff with an earlier plan, `--detail` every input, `--graph`
-the resource graph (infra/plan_diff.py, infra/plan_review.py, infra/plan_graph.py).
+planned resource (infra/plan_policy.py): a mandatory violation makes the last line FAILED and
+exits 3. Every plan shows an exposure summary; `--against` adds a diff with an earlier plan,
+`--detail` every input, `--graph` the resource graph (infra/plan_diff.py, infra/plan_review.py,
+infra/plan_graph.py); `--quiet` prints only the last line.
 """
 
 from __future__ import annotations
@@ -296,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, help="output folder (default out/<stack>)")
-    parser.add_argument("--quiet", action="store_true", help="print only the summary line")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only the summary line (FAILED on a mandatory policy violation)",
+    )
     parser.add_argument("--against", type=Path, help="an earlier plan folder to diff with")
     parser.add_argument("--detail", action="store_true", help="print every resource's inputs")
     parser.add_argument(
@@ -325,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     written = write_outputs(plan, out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
+    # Imported here: infra.plan_policy imports this module for Plan.
+    from infra.plan_policy import check_plan
+
+    policies = check_plan(plan, ROOT)
     if not args.quiet:
         print(format_plan(plan))
         if args.detail:
@@ -334,23 +343,18 @@ def main(argv: list[str] | None = None) -> int:
             print("Wrote " + ", ".join(str(g) for g in graphs))
         if note:
             print(note)
-    if previous is not None:
-        current = [r.as_json() for r in plan.resources]
-        ignored = {r.urn: list(r.ignore_changes) for r in plan.resources}
-        diffs = plan_diff.diff_plans(previous, current, ignored)
-        print("\n" + plan_diff.format_diff(diffs, str(args.against)))
-    if not args.quiet:
+        if previous is not None:
+            current = [r.as_json() for r in plan.resources]
+            ignored = {r.urn: list(r.ignore_changes) for r in plan.resources}
+            diffs = plan_diff.diff_plans(previous, current, ignored)
+            print("\n" + plan_diff.format_diff(diffs, str(args.against)))
         print("\n" + plan_review.format_exposure(plan))
-    if plan.warnings:
-        print(format_warnings(plan.warnings))
-    # Imported here: infra.plan_policy imports this module for Plan.
-    from infra.plan_policy import check_plan
-
-    report, status = check_plan(plan, ROOT)
-    print(report)
+        if plan.warnings:
+            print(format_warnings(plan.warnings))
+        print(policies.report)
     count = sum(r.custom for r in plan.resources)
-    print(f"Planned {args.stack}: {count} resources in {elapsed:.2f} s")
-    return status
+    print(policies.summary(args.stack, count, elapsed))
+    return policies.status
 
 
 if __name__ == "__main__":

@@ -1,20 +1,22 @@
 """The policy pack's offline run: every rule of `policy/rules` on every planned resource.
 
 `python -m infra.plan <stack>` calls `check_plan` after planning; it prints the violations
-grouped by level and fails the plan (exit 3) on any mandatory one, naming the resource, the rule
-and the remediation. The CrossGuard pack (`policy/__main__.py`) runs the same rules under
-`pulumi preview --policy-pack policy`.
+grouped by level (mandatory first), each naming the resource, the rule and the remediation, then
+what the stack's exemptions waive with their reasons; a mandatory violation makes the plan's last
+line a FAILED line and its exit status 3. The CrossGuard pack (`policy/__main__.py`) runs the
+same rules under `pulumi preview --policy-pack policy`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.cost import estimated_monthly_usd
 from infra.plan import Plan
 from infra.plan_engine import read_project, read_stack_config
-from policy.rules import BY_NAME, Context, Subject, Violation, evaluate
+from policy.rules import BY_NAME, Context, Subject, Violation, review
 
 EXIT_MANDATORY = 3
 
@@ -40,17 +42,24 @@ def context_for(plan: Plan, cfg: PlatformConfig) -> Context:
 
 
 def format_violations(found: list[Violation]) -> str:
-    if not found:
-        return "Policies: every rule passes."
-    lines = ["Policies:"]
+    """Mandatory violations first, then advisory ones, then what the stack's exemptions waive,
+    each with its reason: a waiver is a decision a reviewer should keep seeing."""
+    active = [v for v in found if v.waived is None]
+    waived = {(v.rule.name, v.resource.name): v.waived for v in found if v.waived is not None}
+    if not active:
+        head = "Policies: every rule passes" + (", less what the stack waives:" if waived else ".")
+        lines = [head]
+    else:
+        lines = ["Policies:"]
     for level in ("mandatory", "advisory"):
-        group = [v for v in found if v.rule.level == level]
+        group = [v for v in active if v.rule.level == level]
         if group:
             lines.append(f"  {level} ({len(group)}):")
             for v in group:
                 lines.append(f"    - {v.rule.name}: {v.resource.type} {v.resource.name}")
                 lines.append(f"        {v.message}")
                 lines.append(f"        fix: {v.rule.remediation}")
+    lines += [f"  waived: {rule} on {name}: {reason}" for (rule, name), reason in waived.items()]
     return "\n".join(lines)
 
 
@@ -66,11 +75,46 @@ def stale_exemptions(cfg: PlatformConfig, plan: Plan) -> list[str]:
     ]
 
 
-def check_plan(plan: Plan, root: Path) -> tuple[str, int]:
-    """The report to print and the exit status: EXIT_MANDATORY on a mandatory violation."""
+@dataclass(frozen=True)
+class PolicyCheck:
+    """The policy pack's verdict on one plan: the report, and what the summary line counts."""
+
+    report: str
+    failed: list[Violation]
+    advisory: int
+    waived: int
+
+    @property
+    def status(self) -> int:
+        return EXIT_MANDATORY if self.failed else 0
+
+    def summary(self, stack: str, resources: int, seconds: float) -> str:
+        """The plan's last line; FAILED on a mandatory violation, so that neither advisories
+        nor a long plan above it hide the verdict (and `--quiet` prints only this line)."""
+        counts = f"{self.advisory} advisory, {self.waived} waived"
+        if not self.failed:
+            return (
+                f"Planned {stack}: {resources} resources in {seconds:.2f} s; "
+                f"policies: 0 mandatory, {counts}"
+            )
+        which = ", ".join(f"{v.rule.name} on {v.resource.name}" for v in self.failed)
+        return (
+            f"FAILED {stack}: {len(self.failed)} mandatory policy violation"
+            f"{'s' if len(self.failed) > 1 else ''} ({which}); {counts}; "
+            f"{resources} resources planned in {seconds:.2f} s; exit {EXIT_MANDATORY}"
+        )
+
+
+def check_plan(plan: Plan, root: Path) -> PolicyCheck:
+    """Every rule on the plan: the report to print and the verdict."""
     cfg = stack_config(plan.stack, root)
-    found = evaluate(context_for(plan, cfg))
-    failed = any(v.rule.level == "mandatory" for v in found)
+    found = review(context_for(plan, cfg))
     report = [format_violations(found)]
     report += [f"  stale exemption, waives nothing: {line}" for line in stale_exemptions(cfg, plan)]
-    return "\n".join(report), EXIT_MANDATORY if failed else 0
+    active = [v for v in found if v.waived is None]
+    return PolicyCheck(
+        "\n".join(report),
+        failed=[v for v in active if v.rule.level == "mandatory"],
+        advisory=sum(v.rule.level == "advisory" for v in active),
+        waived=sum(v.waived is not None for v in found),
+    )

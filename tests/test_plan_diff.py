@@ -160,7 +160,6 @@ def test_plan_against_an_earlier_folder_prints_the_diff(tmp_path, capsys):
     (tmp_path / "before" / "resources.json").write_text(json.dumps({"resources": earlier}))
     argv = [
         "prod",
-        "--quiet",
         "--out",
         str(tmp_path / "now"),
         "--against",

@@ -51,6 +51,26 @@ CASES = [
             )
         ),
     ),
+    # EKS API reference, VpcConfigRequest: publicAccessCidrs "defaults to 0.0.0.0/0"; written
+    # out, left unset, or beside a narrow range, the endpoint is open to everyone.
+    Case(
+        "api-endpoint-world-open",
+        "dev",
+        ("Cluster", "dev-eks"),
+        set_path("vpcConfig.publicAccessCidrs", ["0.0.0.0/0"]),
+    ),
+    Case(
+        "api-endpoint-world-open",
+        "dev",
+        ("Cluster", "dev-eks"),
+        set_path("vpcConfig.publicAccessCidrs", DELETE),
+    ),
+    Case(
+        "api-endpoint-world-open",
+        "dev",
+        ("Cluster", "dev-eks"),
+        set_path("vpcConfig.publicAccessCidrs", ["203.0.113.0/24", "0.0.0.0/0"]),
+    ),
     Case(
         "imdsv2-required",
         "prod",

@@ -113,6 +113,6 @@ def test_prod_compares_with_its_previous_plan(tmp_path):
 
 
 def test_main_prints_a_warnings_section(tmp_path, capsys):
-    assert main(["dev", "--out", str(tmp_path), "--quiet"]) == 0
+    assert main(["dev", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "Warnings:\n  - gpu-platform:cluster.admin_principal_arns[0]:" in printed

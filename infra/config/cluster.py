@@ -63,7 +63,8 @@ class ClusterSettings(Settings):
         min_length=1,
         max_length=MAX_PUBLIC_ACCESS_CIDRS,
         description="Who may reach a public API endpoint (at most 40 ranges, an EKS limit). "
-        "Narrow this to your office/VPN ranges.",
+        "The default, 0.0.0.0/0 as in EKS, is the whole internet: the plan reports it "
+        "(advisory api-endpoint-world-open). Narrow this to your runners' and office/VPN ranges.",
     )
     service_ipv4_cidr: IPv4Network = Field(
         IPv4Network("172.20.0.0/16"),

@@ -21,23 +21,46 @@ RULES: list[Rule] = [
 BY_NAME = {r.name: r for r in RULES}
 
 
-def violations(rule: Rule, subject: Subject, ctx: Context) -> list[Violation]:
-    """One rule on one resource, less what the stack's exemptions waive."""
+def findings(rule: Rule, subject: Subject, ctx: Context) -> list[Violation]:
+    """One rule on one resource; what the stack's exemptions waive carries the reason."""
     if subject.type not in rule.types:
         return []
-    waived = any(
-        e.rule == rule.name and e.resource == subject.name for e in ctx.settings.exemptions
+    reason = next(
+        (
+            e.reason
+            for e in ctx.settings.exemptions
+            if e.rule == rule.name and e.resource == subject.name
+        ),
+        None,
     )
-    if waived:
-        return []
-    return [Violation(rule, subject, message) for message in rule.check(subject, ctx)]
+    return [Violation(rule, subject, message, reason) for message in rule.check(subject, ctx)]
+
+
+def violations(rule: Rule, subject: Subject, ctx: Context) -> list[Violation]:
+    """One rule on one resource, less what the stack's exemptions waive."""
+    return [v for v in findings(rule, subject, ctx) if v.waived is None]
+
+
+def review(ctx: Context, rules: Iterable[Rule] = RULES) -> list[Violation]:
+    """Every rule on every resource of the stack, waived violations included, so that a
+    report can show what each exemption hides."""
+    return [v for rule in rules for subject in ctx.resources for v in findings(rule, subject, ctx)]
 
 
 def evaluate(ctx: Context, rules: Iterable[Rule] = RULES) -> list[Violation]:
-    """Every rule on every resource of the stack."""
-    return [
-        v for rule in rules for subject in ctx.resources for v in violations(rule, subject, ctx)
-    ]
+    """Every rule on every resource of the stack, less what its exemptions waive."""
+    return [v for v in review(ctx, rules) if v.waived is None]
 
 
-__all__ = ["BY_NAME", "RULES", "Context", "Rule", "Subject", "Violation", "evaluate", "violations"]
+__all__ = [
+    "BY_NAME",
+    "RULES",
+    "Context",
+    "Rule",
+    "Subject",
+    "Violation",
+    "evaluate",
+    "findings",
+    "review",
+    "violations",
+]

@@ -72,6 +72,8 @@ class Violation:
     rule: Rule
     resource: Subject
     message: str
+    # The reason of the stack's exemption that waives this violation; None: not waived.
+    waived: str | None = None
 
     def __str__(self) -> str:
         return (

@@ -67,12 +67,36 @@ def eks_secrets_encrypted(r: Subject, ctx: Context) -> Iterator[str]:
     "set cluster.endpoint_private_only: true, or list cluster.public_access_cidrs",
 )
 def prod_api_endpoint_private(r: Subject, ctx: Context) -> Iterator[str]:
-    vpc = r.props.get("vpcConfig") or {}
-    if not ctx.production or not truthy(vpc.get("endpointPublicAccess", True)):
-        return
-    cidrs = set(as_list(vpc.get("publicAccessCidrs")))
-    if not cidrs or cidrs & OPEN_CIDRS:
+    if ctx.production and _endpoint_world_open(r):
         yield "the API endpoint is public to the whole internet"
+
+
+@rule(
+    "api-endpoint-world-open",
+    "advisory",
+    [CLUSTER],
+    "Outside production a public Kubernetes API endpoint is limited to listed CIDRs; the "
+    "default public_access_cidrs (0.0.0.0/0) admits the whole internet. No shipped stack "
+    "breaks it: dev lists one range.",
+    "list the runner's and your office's CIDRs in cluster.public_access_cidrs "
+    "(README, The real flow), or set cluster.endpoint_private_only: true",
+)
+def api_endpoint_world_open(r: Subject, ctx: Context) -> Iterator[str]:
+    # Production stacks get prod-api-endpoint-private, mandatory, for the same exposure.
+    if not ctx.production and _endpoint_world_open(r):
+        cidrs = as_list((r.props.get("vpcConfig") or {}).get("publicAccessCidrs"))
+        shown = ", ".join(cidrs) if cidrs else "unset, which EKS reads as 0.0.0.0/0"
+        yield f"the API endpoint is public to the whole internet (publicAccessCidrs: {shown})"
+
+
+def _endpoint_world_open(r: Subject) -> bool:
+    vpc = r.props.get("vpcConfig") or {}
+    # EKS API reference, VpcConfigRequest: endpointPublicAccess defaults to true and
+    # publicAccessCidrs to 0.0.0.0/0.
+    if not truthy(vpc.get("endpointPublicAccess", True)):
+        return False
+    cidrs = set(as_list(vpc.get("publicAccessCidrs")))
+    return not cidrs or bool(cidrs & OPEN_CIDRS)
 
 
 @rule(
@@ -332,6 +356,7 @@ def privileged_only_where_needed(r: Subject, ctx: Context) -> Iterator[str]:
 RULES = [
     eks_secrets_encrypted,
     prod_api_endpoint_private,
+    api_endpoint_world_open,
     imdsv2_required,
     no_open_ingress,
     ebs_encrypted,
