@@ -10,6 +10,7 @@ and `pod` are the exporter's). Alerts built on kube-state-metrics copy its `node
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +18,15 @@ from typing import Any
 import pulumi
 
 from components.base import PLATFORM_LABELS, PlatformComponent
+from components.gpu_operator import (
+    DEFAULT_CONFIG,
+    advertised_resources,
+    device_plugin_config_key,
+)
 from components.scheduling import KubernetesObject
 from infra.config import PlatformConfig
 from infra.config.alerts import AlertSettings
+from infra.config.gpu_software import DEVICE_PLUGIN_LABEL
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-platform-alerts"
@@ -32,9 +39,15 @@ EKS_AGENT_CONDITIONS = (
     "NetworkingReady",
     "StorageReady",
 )
-# kube-state-metrics writes the extended resource nvidia.com/gpu as `nvidia_com_gpu`; the
-# capacity metric is on by default, node labels are not (they need --metric-labels-allowlist).
-GPU_CAPACITY = 'kube_node_status_capacity{resource="nvidia_com_gpu"}'
+# kube-state-metrics writes an extended resource's name with every character outside
+# [a-zA-Z0-9_] turned into `_` (nvidia.com/gpu: `nvidia_com_gpu`; nvidia.com/mig-1g.10gb:
+# `nvidia_com_mig_1g_10gb`). What the device plugin advertises, per node: whole GPUs, shared
+# replicas of them, or MIG slices.
+GPU_DEVICES = 'kube_node_status_capacity{resource=~"nvidia_com_gpu|nvidia_com_mig_.+"}'
+# Node labels the alerts read. kube-state-metrics exports a node label only when its key is in
+# `--metric-labels-allowlist` (monitoring_values sets it from this tuple), as `label_<key>`
+# with the same character rule as resources.
+NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL,)
 # GPU memory in use, in percent of the GPU's framebuffer (FB_USED and FB_FREE are MiB).
 FB_PERCENT = "100 * DCGM_FI_DEV_FB_USED{sel} / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
 GPU = "GPU {{ $labels.gpu }} ({{ $labels.UUID }}) on {{ $labels.Hostname }}"
@@ -43,6 +56,41 @@ POD = "pod {{ $labels.exported_namespace }}/{{ $labels.exported_pod }}"
 
 def _as_hostname(expr: str) -> str:
     return f'label_replace({expr}, "Hostname", "$1", "node", "(.+)")'
+
+
+def node_label(key: str) -> str:
+    """A node label as kube-state-metrics names it on `kube_node_labels`."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
+    """Device-plugin config key -> devices a node advertises per physical GPU under it (the
+    pools' advertised resources: replicas when shared, MIG slices when cut)."""
+    return {
+        device_plugin_config_key(pool.sharing): sum(advertised_resources(pool).values())
+        // pool.gpus_per_node
+        for pool in cfg.gpu_pools
+    }
+
+
+def physical_gpus(cfg: PlatformConfig) -> str:
+    """Physical GPUs per node (`node`): the devices the node advertises divided by the devices
+    per GPU of the device-plugin config its label names. Capacity alone counts replicas and
+    slices, while the exporter reports physical GPUs; and capacity, unlike a live count,
+    keeps a GPU that fell off the bus."""
+    devices = f"sum by (node) ({GPU_DEVICES})"
+    label = node_label(DEVICE_PLUGIN_LABEL)
+    keys_by_factor: dict[int, list[str]] = {}
+    for key, factor in sorted(devices_per_gpu(cfg).items()):
+        if key != DEFAULT_CONFIG:
+            keys_by_factor.setdefault(factor, []).append(key)
+    # A node without the label runs the `default` entry: whole GPUs.
+    terms = [f'({devices} unless on(node) kube_node_labels{{{label}!=""}})']
+    terms += [
+        f'({devices} / {factor} and on(node) kube_node_labels{{{label}=~"{"|".join(keys)}"}})'
+        for factor, keys in sorted(keys_by_factor.items())
+    ]
+    return " or ".join(terms)
 
 
 @dataclass(frozen=True)
@@ -78,6 +126,7 @@ def gpu_rules(cfg: PlatformConfig) -> list[Alert]:
     a = cfg.alerts
     teams = "|".join(t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training))
     training_pod = f'{{exported_pod!="", exported_namespace=~"{teams}"}}'
+    physical = _as_hostname(physical_gpus(cfg))
     return [
         Alert(
             "GpuIdle",
@@ -131,17 +180,19 @@ def gpu_rules(cfg: PlatformConfig) -> list[Alert]:
         ),
         Alert(
             "GpuMissing",
-            # A GPU node advertising more GPUs than the exporter reports on it: the exporter
-            # is down (no series at all) or a GPU fell off the bus.
-            f"{_as_hostname(f'{GPU_CAPACITY} > 0')} unless on(Hostname) "
-            f"(count by (Hostname) (DCGM_FI_DEV_GPU_TEMP) "
-            f">= on(Hostname) {_as_hostname(GPU_CAPACITY)})",
+            # A GPU node with more physical GPUs than the exporter reports on it: the exporter
+            # is down (no series at all) or a GPU fell off the bus. The exporter reports a
+            # series per GPU, per MIG instance under MIG and per pod on a shared GPU: distinct
+            # `gpu` indexes count physical GPUs.
+            f"{physical} > 0 unless on(Hostname) "
+            f"(count by (Hostname) (count by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)) "
+            f">= on(Hostname) {physical})",
             a.gpu_missing_for,
             "critical",
             "GPU node with GPUs the DCGM exporter does not report",
-            "{{ $labels.Hostname }} advertises {{ $value }} GPUs, but the DCGM exporter "
+            "{{ $labels.Hostname }} has {{ $value }} GPUs, but the DCGM exporter "
             f"reports fewer (or none) for {a.gpu_missing_for}.",
-            "DCGM exporter reports fewer GPUs than the node advertises",
+            "DCGM exporter reports fewer GPUs than the node has",
         ),
     ]
 

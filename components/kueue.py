@@ -247,7 +247,8 @@ def quota_warnings(cfg: PlatformConfig) -> list[str]:
 
 
 # The chart's default manager configuration (charts/kueue values.yaml at 0.19.2), which a
-# value replaces whole: kept as it is but for the resources Kueue leaves uncounted.
+# value replaces whole: kept as it is but for the resources Kueue leaves uncounted, the
+# namespaces it manages and the ClusterQueue resource metrics.
 INTEGRATIONS = (
     "batch/job",
     "kubeflow.org/mpijob",
@@ -269,7 +270,10 @@ def manager_config(uncounted: Sequence[str], team_namespaces: Sequence[str]) -> 
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # The Queues dashboard's GPUs in use against quota: Kueue exports
+        # kueue_cluster_queue_resource_usage and _nominal_quota only with this on (v0.19.2
+        # cmd/kueue/main.go), a handful of series per queue, flavor and resource.
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {

@@ -21,6 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from components.alerts import NODE_LABELS_READ
 from components.base import PLATFORM_LABELS, PlatformComponent
 from components.jobs import METRICS_LABEL, METRICS_PORT_NAME
 from components.scheduling import KubernetesObject
@@ -109,7 +110,12 @@ def monitoring_values(
         },
         "alertmanager": {"enabled": True, "alertmanagerSpec": {**placed}},
         "prometheusOperator": {**placed},
-        "kube-state-metrics": {**placed},
+        "kube-state-metrics": {
+            # `nodes=[k1,k2]` (kube-state-metrics --metric-labels-allowlist): the node labels
+            # the alerts read; kube_node_labels carries no other.
+            "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_READ)}]"],
+            **placed,
+        },
         "grafana": {
             "enabled": True,
             "admin": {

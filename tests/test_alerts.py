@@ -13,9 +13,11 @@ import pytest
 import yaml
 
 from components.alerts import alert_report, prometheus_rule, prometheus_rule_spec
+from components.observability import monitoring_values
 from infra.config import PlatformConfig
 from infra.config.alerts import AlertSettings, check_retention
 from infra.config.base import FieldProblem
+from infra.config.observability import ObservabilitySettings
 from infra.plan import ROOT
 from tests.bad_stacks import ADMIN, GROUP, assert_refused, aws, case, existing
 from tests.conftest import STACKS, check_golden, planned, stack_config
@@ -50,13 +52,24 @@ def run_promtool(*args: str, cwd: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def aws_config(**alerts) -> PlatformConfig:
-    """An AWS stack with one GPU group and the given alert settings, defaults elsewhere."""
+# One A100 group per way of sharing a GPU that the promtool cases hold nodes of: whole GPUs,
+# time-slicing 4, MPS 2, MIG single (the cluster's one MIG strategy; mixed has its own file).
+SHARING_GROUPS = [
+    GROUP,
+    {**GROUP, "name": "a100-ts", "gpu_sharing": {"mode": "time-slicing", "replicas": 4}},
+    {**GROUP, "name": "a100-mps", "gpu_sharing": {"mode": "mps", "replicas": 2}},
+    {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig"}},
+]
+MIG_MIXED_TESTS = Path(__file__).parent / "promtool" / "gpu_missing_mig_mixed_test.yaml"
+
+
+def aws_config(groups=SHARING_GROUPS, **alerts) -> PlatformConfig:
+    """An AWS stack with the given GPU groups and alert settings, defaults elsewhere."""
     return PlatformConfig.model_validate(
         {
             "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
             "cluster": {"admin_principal_arns": [ADMIN]},
-            "gpu_node_groups": [GROUP],
+            "gpu_node_groups": groups,
             "alerts": alerts,
         }
     )
@@ -80,6 +93,29 @@ def test_promtool_unit_tests_fire_and_stay_silent(tmp_path):
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(prometheus_rule_spec(aws_config())))
     shutil.copy(PROMTOOL_TESTS, tmp_path / "alerts_test.yaml")
     run_promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
+
+
+def test_gpu_missing_counts_physical_gpus_under_mig_mixed(tmp_path):
+    """MIG mixed advertises no nvidia.com/gpu but nvidia.com/mig-<profile> slices, four per GPU
+    in the balanced layout: a healthy node stays silent, one that lost a GPU fires."""
+    mixed = {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}}
+    rules = prometheus_rule_spec(aws_config([GROUP, mixed]))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    shutil.copy(MIG_MIXED_TESTS, tmp_path / "alerts_test.yaml")
+    run_promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
+
+
+def test_gpu_missing_reads_the_device_plugin_config_label_kube_state_metrics_exports():
+    """kube-state-metrics exports `nvidia.com/device-plugin.config` as
+    `label_nvidia_com_device_plugin_config` (every character outside [a-zA-Z0-9_] becomes `_`,
+    kube-state-metrics internal/store/utils.go) and only when it is allow-listed:
+    `--metric-labels-allowlist=nodes=[...]`, the chart's `metricLabelsAllowlist`."""
+    expr = rules_by_name(aws_config())["GpuMissing"]["expr"]
+    assert 'kube_node_labels{label_nvidia_com_device_plugin_config=~"mig-single"}' in expr
+    values = monitoring_values(ObservabilitySettings(), None, {})
+    assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
+        "nodes=[nvidia.com/device-plugin.config]"
+    ]
 
 
 def test_promtool_unit_tests_can_fail(tmp_path):
