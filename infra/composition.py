@@ -25,6 +25,7 @@ from components.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
 from components.fabric import (
     NetworkOperator,
     NetworkOperatorArgs,
+    SecondaryNetworks,
     needs_network_operator,
     rdma_resource,
 )
@@ -72,6 +73,7 @@ class Platform(PlatformComponent):
         self.aws_provider: aws.Provider | None = None
         # What the self-test tests, so that it runs after all of it.
         self.tested: list[pulumi.Resource] = []
+        self.networks: SecondaryNetworks | None = None
         if cfg.provider == "aws":
             cluster = self._aws(env, cfg)
         else:
@@ -189,6 +191,7 @@ class Platform(PlatformComponent):
                 on_cluster,
             )
             self.tested.append(network_operator)
+            self.networks = network_operator.networks
 
     def _aws(self, env: str, cfg: PlatformConfig):
         name = cluster_name(env)
@@ -395,6 +398,7 @@ class Platform(PlatformComponent):
                     cfg.namespaces.training,
                     after=[training],
                     protect=cfg.protect_stateful,
+                    networks=self.networks,
                 ),
                 self.child(providers=[cluster.kubernetes]),
             )
