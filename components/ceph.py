@@ -168,6 +168,16 @@ def ceph_filesystem_spec(ceph: CephSettings) -> dict[str, Any]:
     }
 
 
+def ceph_filesystem_annotations(ceph: CephSettings) -> dict[str, str]:
+    """pulumi up waits for the filesystem to be Ready, which Rook reports once the cluster is
+    up and the pools, filesystem and MDS exist. pulumi-kubernetes awaits the claim declared
+    after it for a fixed 5 minutes, too short for a cold cluster, but enough from here."""
+    return {
+        "pulumi.com/waitFor": "jsonpath={.status.phase}=Ready",
+        "pulumi.com/timeoutSeconds": str(ceph.ready_timeout_minutes * 60),
+    }
+
+
 def cephfs_storage_class_parameters(ceph: CephSettings) -> dict[str, str]:
     """What the CephFS provisioner needs: the cluster (its namespace), the filesystem and data
     pool, and the secrets Rook creates for the CSI driver."""
@@ -263,7 +273,10 @@ class RookCeph(PlatformComponent):
             api_version=CEPH_API,
             kind="CephFilesystem",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ceph.filesystem_name, namespace=ns, labels=PART_OF
+                name=ceph.filesystem_name,
+                namespace=ns,
+                labels=PART_OF,
+                annotations=ceph_filesystem_annotations(ceph),
             ),
             spec=ceph_filesystem_spec(ceph),
             opts=self.child(protect=args.protect, depends_on=[cluster]),

@@ -1,5 +1,5 @@
-"""What `pulumi up` creates before what: an object after the release that installs its kind, and
-after what hands its pods their network addresses.
+"""What `pulumi up` creates before what: an object after the release that installs its kind,
+after what hands its pods their network addresses, and a claim once its volume can bind.
 
 The mock engine creates everything at once, so an object declared before its CRD exists, or a
 CephCluster whose pods start before Multus and nv-ipam can give them addresses, passes every
@@ -19,7 +19,7 @@ import pytest
 
 from infra.plan import ROOT, Plan, PlannedResource
 from tests import crds
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned, stack_config
 
 HELM = ROOT.parent / "shared" / "helm"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -27,6 +27,19 @@ NAD = "kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition"
 IP_POOL = "kubernetes:nv-ipam.nvidia.com/v1alpha1:IPPool"
 NIC_CLUSTER_POLICY = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
 CEPH_CLUSTER = "kubernetes:ceph.rook.io/v1:CephCluster"
+CEPH_FILESYSTEM = "kubernetes:ceph.rook.io/v1:CephFilesystem"
+CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
+VOLUME = "kubernetes:core/v1:PersistentVolume"
+STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
+# pulumi-kubernetes awaits a claim until Bound for a fixed 5 minutes, whatever the resource's
+# custom timeouts (provider/pkg/await/awaiters.go, untilCoreV1PersistentVolumeClaimReady).
+# Any other object waits on `pulumi.com/waitFor` for `pulumi.com/timeoutSeconds`
+# (provider/pkg/metadata/overrides.go: ReadyCondition, TimeoutDuration).
+WAIT_FOR, TIMEOUT_SECONDS = "pulumi.com/waitFor", "pulumi.com/timeoutSeconds"
+# Rook sets a CephFilesystem's status.phase to Ready once its reconcile has created the pools,
+# the filesystem and the MDS, which it starts only when the CephCluster is ready to reconcile
+# (rook v1.20, pkg/operator/ceph/file/controller.go).
+CEPHFS_READY = "jsonpath={.status.phase}=Ready"
 # Multus reads the networks a pod joins from this annotation (multus-cni docs, "How to use").
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # No chart ships nv-ipam's CRDs: the Network Operator deploys nv-ipam, CRDs included, from the
@@ -152,3 +165,37 @@ def test_pods_on_a_multus_network_wait_for_the_network_and_its_addresses(stack):
             assert pool.urn in before, f"{stack}: {r.name} may start before pool {pool_name}"
     if any(r.type == CEPH_CLUSTER and networks_joined(r.inputs) for r in plan.resources):
         assert joined >= 2, stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_claim_is_declared_once_its_volume_can_bind_within_the_fixed_await(stack):
+    """A static claim after its volume; a CephFS claim after its filesystem, which `pulumi up`
+    awaits Ready for storage.ceph.ready_timeout_minutes, a cold cluster's bootstrap included."""
+    plan = planned(stack)
+    for claim in plan.of_type(CLAIM):
+        before, spec = upstream(plan, claim), claim.inputs["spec"]
+        if spec.get("volumeName"):
+            (volume,) = [
+                v
+                for v in plan.of_type(VOLUME)
+                if v.inputs["metadata"]["name"] == spec["volumeName"]
+            ]
+            assert volume.urn in before, f"{stack}: {claim.name} before {volume.name}"
+            continue
+        (storage_class,) = [
+            c
+            for c in plan.of_type(STORAGE_CLASS)
+            if c.inputs["metadata"]["name"] == spec["storageClassName"]
+        ]
+        assert storage_class.urn in before, f"{stack}: {claim.name} before its class"
+        fs_name = storage_class.inputs.get("parameters", {}).get("fsName")
+        filesystems = [
+            f for f in plan.of_type(CEPH_FILESYSTEM) if f.inputs["metadata"]["name"] == fs_name
+        ]
+        assert filesystems, f"{stack}: {claim.name} binds through nothing pulumi up awaits"
+        (filesystem,) = filesystems
+        assert filesystem.urn in before, f"{stack}: {claim.name} before {filesystem.name}"
+        annotations = filesystem.inputs["metadata"].get("annotations", {})
+        assert annotations.get(WAIT_FOR) == CEPHFS_READY, stack
+        minutes = stack_config(stack).storage.ceph.ready_timeout_minutes
+        assert annotations.get(TIMEOUT_SECONDS) == str(minutes * 60), stack
