@@ -42,6 +42,7 @@ from components.selftest import SelfTest, SelfTestArgs, selftest_report
 from components.storage import SharedData, nvme_cache_report
 from components.system_node_group import SYSTEM_LABELS, SystemNodeGroup, SystemNodeGroupArgs
 from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
+from infra.versions import addon_build_report
 
 
 def add_on_nodes(cfg: PlatformConfig) -> dict[str, str]:
@@ -264,6 +265,7 @@ class Platform(PlatformComponent):
             )
             self.tested.append(gpu_group)
         self.outputs["gpu_tuning"] = {g.name: gpu_tuning_report(g) for g in cfg.gpu_node_groups}
+        self.outputs["addon_builds"] = addon_build_report(cfg.cluster.kubernetes_version)
         if efa_groups(cfg.gpu_node_groups):
             efa = EfaDevicePlugin(
                 f"{env}-efa-device-plugin",
