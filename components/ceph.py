@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -17,6 +17,10 @@ from components.shared import pinned_release, privileged_namespace
 from components.storage import PART_OF, SharedData, declare_claim, shared_data_claim
 from infra.config import CephNetworkAttachmentSettings, CephSettings
 from infra.versions import CEPH_IMAGE
+
+if TYPE_CHECKING:
+    # components/fabric.py builds the Ceph networks' pools from this module's builders.
+    from components.fabric import SecondaryNetworks
 
 CEPH_API = "ceph.rook.io/v1"
 MULTUS_API = "k8s.cni.cncf.io/v1"
@@ -164,6 +168,16 @@ def ceph_filesystem_spec(ceph: CephSettings) -> dict[str, Any]:
     }
 
 
+def ceph_filesystem_annotations(ceph: CephSettings) -> dict[str, str]:
+    """pulumi up waits for the filesystem to be Ready, which Rook reports once the cluster is
+    up and the pools, filesystem and MDS exist. pulumi-kubernetes awaits the claim declared
+    after it for a fixed 5 minutes, too short for a cold cluster, but enough from here."""
+    return {
+        "pulumi.com/waitFor": "jsonpath={.status.phase}=Ready",
+        "pulumi.com/timeoutSeconds": str(ceph.ready_timeout_minutes * 60),
+    }
+
+
 def cephfs_storage_class_parameters(ceph: CephSettings) -> dict[str, str]:
     """What the CephFS provisioner needs: the cluster (its namespace), the filesystem and data
     pool, and the secrets Rook creates for the CSI driver."""
@@ -197,6 +211,8 @@ class RookCephArgs:
     # Production: `pulumi destroy` or a replacement must never delete the data's cluster,
     # file system or claim.
     protect: bool = False
+    # With Multus networks: the Network Operator's CRD, Multus and nv-ipam pools they need.
+    networks: SecondaryNetworks | None = None
 
 
 class RookCeph(PlatformComponent):
@@ -226,6 +242,9 @@ class RookCeph(PlatformComponent):
             self.child(depends_on=[operator]),
         )
 
+        multus = multus_networks(ceph)
+        if multus and args.networks is None:
+            raise ValueError("Ceph Multus networks need the Network Operator's networks")
         attachments = [
             k8s.apiextensions.CustomResource(
                 f"{env}-ceph-{role}-net",
@@ -235,24 +254,29 @@ class RookCeph(PlatformComponent):
                     name=network_attachment_name(role), namespace=ns, labels=PART_OF
                 ),
                 spec={"config": network_attachment_config(role, network)},
-                opts=self.child(depends_on=[namespace]),
+                opts=self.child(depends_on=[namespace, args.networks.release]),
             )
-            for role, network in multus_networks(ceph).items()
+            for role, network in multus.items()
         ]
+        # Its mons and OSDs join the networks at start: their addresses must be served by then.
+        pools = [args.networks.ip_pools[network_attachment_name(role)] for role in multus]
         cluster = k8s.apiextensions.CustomResource(
             f"{env}-ceph-cluster",
             api_version=CEPH_API,
             kind="CephCluster",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, namespace=ns, labels=PART_OF),
             spec=ceph_cluster_spec(ceph),
-            opts=self.child(protect=args.protect, depends_on=[operator, *attachments]),
+            opts=self.child(protect=args.protect, depends_on=[operator, *attachments, *pools]),
         )
         filesystem = k8s.apiextensions.CustomResource(
             f"{env}-cephfs",
             api_version=CEPH_API,
             kind="CephFilesystem",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ceph.filesystem_name, namespace=ns, labels=PART_OF
+                name=ceph.filesystem_name,
+                namespace=ns,
+                labels=PART_OF,
+                annotations=ceph_filesystem_annotations(ceph),
             ),
             spec=ceph_filesystem_spec(ceph),
             opts=self.child(protect=args.protect, depends_on=[cluster]),

@@ -212,6 +212,17 @@ def ip_pools(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
 
 
 @dataclass(frozen=True)
+class SecondaryNetworks:
+    """What an object on a Multus network waits for, beyond the Network Operator's namespace."""
+
+    # The release: it installs the NetworkAttachmentDefinition CRD.
+    release: pulumi.Resource
+    # nv-ipam pools by name. Each waits for the NicClusterPolicy, which deploys Multus and
+    # nv-ipam: a pod that joins a network before its pool is served gets no address.
+    ip_pools: dict[str, pulumi.Resource]
+
+
+@dataclass(frozen=True)
 class NetworkOperatorArgs:
     env: str
     cfg: PlatformConfig
@@ -249,8 +260,9 @@ class NetworkOperator(PlatformComponent):
             spec=nic_cluster_policy_spec(cfg),
             opts=self.child(depends_on=[operator]),
         )
+        pools = {}
         for pool, spec in ip_pools(cfg).items():
-            k8s.apiextensions.CustomResource(
+            pools[pool] = k8s.apiextensions.CustomResource(
                 f"{env}-ippool-{pool}",
                 api_version=NV_IPAM_API,
                 kind="IPPool",
@@ -269,4 +281,5 @@ class NetworkOperator(PlatformComponent):
                 spec={"config": rdma_network_config(cfg)},
                 opts=self.child(depends_on=[policy, *args.after]),
             )
+        self.networks = SecondaryNetworks(operator, pools)
         self.register_outputs({"namespace": ns})

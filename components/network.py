@@ -57,6 +57,9 @@ def flow_log_assume_role_policy() -> str:
 
 
 def flow_log_write_policy(log_group_arn: str) -> str:
+    """What AWS's VPC guide says the flow-log role needs ("IAM role for publishing flow logs to
+    CloudWatch Logs"), but logs:CreateLogGroup: the program creates the group, with its
+    retention and key, and a role that could create one would recreate it without them."""
     return json.dumps(
         {
             "Version": "2012-10-17",
@@ -69,7 +72,9 @@ def flow_log_write_policy(log_group_arn: str) -> str:
                         "logs:DescribeLogStreams",
                     ],
                     "Resource": [log_group_arn, f"{log_group_arn}:*"],
-                }
+                },
+                # Lists the account's groups: a read, which takes no group's ARN.
+                {"Effect": "Allow", "Action": ["logs:DescribeLogGroups"], "Resource": "*"},
             ],
         }
     )

@@ -4,8 +4,10 @@ job (components/jobs.py) on N nodes of one GPU pool, after everything it tests.
 How `pulumi up` waits (selftest.mode):
 - `block`: pulumi-kubernetes awaits a Job until its `Complete` condition and fails the update at
   once on `Failed` (pulumi-kubernetes v4 Job await; its timeout is the resource's custom create
-  timeout, here selftest.timeout_minutes). A FAIL in the report exits non-zero, the Job fails,
-  and so does `pulumi up`.
+  timeout). That clock starts at creation, while the Job's own (activeDeadlineSeconds,
+  selftest.timeout_minutes) starts when Kueue admits it, after queueing and node provisioning:
+  up waits selftest.provisioning_minutes longer. A FAIL in the report exits non-zero, the Job
+  fails, and so does `pulumi up`.
 - `warn`: `pulumi.com/skipAwait: "true"`; the update goes on and the plan warns that nobody
   waits for the result.
 
@@ -126,6 +128,7 @@ def selftest_report(cfg: PlatformConfig) -> dict[str, Any]:
         "nodes": spec.nodes,
         "gpus_per_node": spec.gpus,
         "report": spec.env["SELFTEST_OUT"],
+        "up_waits_minutes": cfg.selftest.up_wait_minutes,
         "floors": {k: {"value": v, "source": s} for k, (v, s) in floors(cfg).items()},
     }
 
@@ -195,7 +198,7 @@ class SelfTest(PlatformComponent):
             svc = KubernetesObject(
                 f"{env}-selftest-service", service, self.child(depends_on=list(args.after))
             )
-            timeout = f"{cfg.selftest.timeout_minutes}m"
+            timeout = f"{cfg.selftest.up_wait_minutes}m"
             KubernetesObject(
                 f"{env}-selftest-job",
                 job,

@@ -25,6 +25,7 @@ from components.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
 from components.fabric import (
     NetworkOperator,
     NetworkOperatorArgs,
+    SecondaryNetworks,
     needs_network_operator,
     rdma_resource,
 )
@@ -41,6 +42,7 @@ from components.selftest import SelfTest, SelfTestArgs, selftest_report
 from components.storage import SharedData, nvme_cache_report
 from components.system_node_group import SYSTEM_LABELS, SystemNodeGroup, SystemNodeGroupArgs
 from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
+from infra.versions import addon_build_report
 
 
 def add_on_nodes(cfg: PlatformConfig) -> dict[str, str]:
@@ -72,6 +74,7 @@ class Platform(PlatformComponent):
         self.aws_provider: aws.Provider | None = None
         # What the self-test tests, so that it runs after all of it.
         self.tested: list[pulumi.Resource] = []
+        self.networks: SecondaryNetworks | None = None
         if cfg.provider == "aws":
             cluster = self._aws(env, cfg)
         else:
@@ -189,6 +192,7 @@ class Platform(PlatformComponent):
                 on_cluster,
             )
             self.tested.append(network_operator)
+            self.networks = network_operator.networks
 
     def _aws(self, env: str, cfg: PlatformConfig):
         name = cluster_name(env)
@@ -261,6 +265,7 @@ class Platform(PlatformComponent):
             )
             self.tested.append(gpu_group)
         self.outputs["gpu_tuning"] = {g.name: gpu_tuning_report(g) for g in cfg.gpu_node_groups}
+        self.outputs["addon_builds"] = addon_build_report(cfg.cluster.kubernetes_version)
         if efa_groups(cfg.gpu_node_groups):
             efa = EfaDevicePlugin(
                 f"{env}-efa-device-plugin",
@@ -395,6 +400,7 @@ class Platform(PlatformComponent):
                     cfg.namespaces.training,
                     after=[training],
                     protect=cfg.protect_stateful,
+                    networks=self.networks,
                 ),
                 self.child(providers=[cluster.kubernetes]),
             )

@@ -95,6 +95,8 @@ class PlannedResource:
     custom: bool
     # Input paths `pulumi up` leaves alone, so a diff against an earlier plan skips them.
     ignore_changes: tuple[str, ...] = ()
+    # How long `pulumi up` waits for it, per operation (`create`: `30m`), where the program says.
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -166,6 +168,7 @@ def build_plan(recording: Recording) -> Plan:
                 protect=reg.protect,
                 custom=reg.custom,
                 ignore_changes=tuple(reg.ignore_changes),
+                custom_timeouts=reg.custom_timeouts,
             )
         )
     return Plan(

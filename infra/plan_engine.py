@@ -239,6 +239,8 @@ class Registration:
     # Input paths a later `pulumi up` leaves alone (a node group's desired size, owned by the
     # autoscaler): what a plan diff must not report as drift.
     ignore_changes: list[str] = field(default_factory=list)
+    # How long `pulumi up` waits for it, per operation, where the program says (`30m`).
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -293,6 +295,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 },
                 raw_inputs=json_format.MessageToDict(request.object),
                 ignore_changes=list(request.ignoreChanges),
+                custom_timeouts=json_format.MessageToDict(request.customTimeouts),
             )
         return super().RegisterResource(request)
 

@@ -10,7 +10,13 @@ from typing import Any
 
 from infra.config import PlatformConfig
 from infra.config.fabric import RDMA_FABRICS
-from infra.versions import CHARTS, DEFAULT_KUBERNETES_VERSION, END_OF_STANDARD_SUPPORT
+from infra.versions import (
+    CHARTS,
+    DEFAULT_KUBERNETES_VERSION,
+    END_OF_STANDARD_SUPPORT,
+    MANAGED_ADDONS,
+    confirm_command,
+)
 
 # Account ids AWS documentation uses in its examples: no one can deploy into them.
 DOCUMENTATION_ACCOUNT_IDS = ("111122223333", "123456789012", "444455556666", "777788889999")
@@ -102,8 +108,28 @@ def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
     ]
 
 
+def unconfirmed_addon_builds(cfg: PlatformConfig) -> list[str]:
+    """Managed add-on builds no recorded listing confirms (infra/versions.py): EKS refuses a
+    build it does not offer only when `pulumi up` creates the add-on, after the cluster."""
+    if cfg.provider != "aws":
+        return []
+    minor = cfg.cluster.kubernetes_version
+    return [
+        f"UNCONFIRMED add-on build: {addon.name} {build} (Kubernetes {minor}) is in no listing "
+        f"infra/versions.py records; run `{confirm_command(addon.name, minor)}`, pin a build it "
+        "lists and record where in its `confirmed`, or `pulumi up` may fail creating the add-on"
+        for addon in MANAGED_ADDONS
+        if (build := addon.versions[minor]) not in addon.confirmed
+    ]
+
+
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
-    return [*documentation_accounts(cfg), *kubernetes_support(cfg, today), *host_driver_rdma(cfg)]
+    return [
+        *documentation_accounts(cfg),
+        *kubernetes_support(cfg, today),
+        *host_driver_rdma(cfg),
+        *unconfirmed_addon_builds(cfg),
+    ]
 
 
 def _by_name(resources: list[dict], token: str) -> dict[str, dict]:

@@ -5,7 +5,7 @@ One table per kind of version, so that an upgrade is a one-line diff that review
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 # Kubernetes minors that EKS serves (standard or extended support) on the date below, and for
@@ -48,6 +48,20 @@ class ManagedAddon:
     managed_policy_arn: str | None = None
     # The add-on's `configuration_values`, checked by EKS against the add-on's own schema.
     configuration: dict | None = None
+    # Build -> where it was seen offered. A pinned build missing here is unconfirmed: the
+    # plan's add-on report fails it and the plan warns, since EKS refuses a build it does not
+    # list only when `pulumi up` creates the add-on, after the cluster.
+    confirmed: dict[str, str] = field(default_factory=dict)
+
+
+def confirm_command(name: str, minor: str) -> str:
+    return f"aws eks describe-addon-versions --addon-name {name} --kubernetes-version {minor}"
+
+
+# Where the builds below were seen. LISTED is this file's own record from when they were
+# pinned; PINS_1_36 is AWS's 1.36 add-on tables as shared/PINS.md quotes them (2026-11-30).
+LISTED = "`aws eks describe-addon-versions` per minor, August 2026 (recorded when pinned)"
+PINS_1_36 = "EKS user guide add-on version tables for 1.36 (shared/PINS.md, 2026-11-30)"
 
 
 def _same_for_all(version: str) -> dict[str, str]:
@@ -64,6 +78,7 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         name="eks-pod-identity-agent",
         versions=_same_for_all("v1.3.10-eksbuild.3"),
         needs_nodes=False,
+        confirmed={"v1.3.10-eksbuild.3": LISTED},
     ),
     ManagedAddon(
         name="vpc-cni",
@@ -71,6 +86,7 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         needs_nodes=False,
         service_account="aws-node",
         managed_policy_arn="arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        confirmed={"v1.22.4-eksbuild.3": f"{PINS_1_36}; 1.33-1.35: {LISTED}"},
     ),
     ManagedAddon(
         name="kube-proxy",
@@ -81,6 +97,12 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
             "1.36": "v1.36.0-eksbuild.14",
         },
         needs_nodes=False,
+        confirmed={
+            "v1.33.10-eksbuild.13": LISTED,
+            "v1.34.6-eksbuild.13": LISTED,
+            "v1.35.3-eksbuild.13": LISTED,
+            "v1.36.0-eksbuild.14": PINS_1_36,
+        },
     ),
     ManagedAddon(
         name="coredns",
@@ -91,6 +113,11 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
             "1.36": "v1.14.3-eksbuild.3",
         },
         needs_nodes=True,
+        confirmed={
+            "v1.12.4-eksbuild.18": LISTED,
+            "v1.13.2-eksbuild.11": LISTED,
+            "v1.14.3-eksbuild.3": f"{PINS_1_36}; 1.35: {LISTED}",
+        },
     ),
     ManagedAddon(
         name="aws-ebs-csi-driver",
@@ -98,13 +125,14 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         needs_nodes=True,
         service_account="ebs-csi-controller-sa",
         managed_policy_arn="arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+        confirmed={"v1.64.0-eksbuild.1": LISTED},
     ),
     # Sets the AcceleratedHardwareReady, NetworkingReady, KernelReady, StorageReady and
     # ContainerRuntimeReady conditions that EKS node auto repair acts on. Build v1.7.1-eksbuild.1
     # is the one a cluster exported to Terraform ran in 2026 (the agent's chart at v1.7.0 pins
-    # image v1.7.0-eksbuild.1); the agent builds are not per Kubernetes minor, and no
-    # `describe-addon-versions` listing per minor 1.33-1.36 could be confirmed here: check it
-    # with `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent` before use.
+    # image v1.7.0-eksbuild.1); no `describe-addon-versions` listing or AWS table for 1.33-1.36
+    # could confirm it, so it has no `confirmed` entry and every AWS plan fails it in its
+    # add-on report until someone lists it (confirm_command) and records where.
     ManagedAddon(
         name="eks-node-monitoring-agent",
         versions=_same_for_all("v1.7.1-eksbuild.1"),
@@ -213,3 +241,19 @@ NETWORK_OPERATOR_IMAGES: dict[str, Image] = {
     "ipoib": Image(_MELLANOX, "ipoib-cni", _RELEASE),
     "nvIpam": Image(_MELLANOX, "nvidia-k8s-ipam", _RELEASE),
 }
+
+
+def addon_build_report(minor: str) -> dict[str, dict[str, str]]:
+    """The plan's add-on report: each managed add-on's build on `minor`, and where it was
+    confirmed, or FAIL with the command that would confirm it."""
+    report = {}
+    for addon in MANAGED_ADDONS:
+        build = addon.versions[minor]
+        where = addon.confirmed.get(build)
+        status = (
+            f"confirmed: {where}"
+            if where
+            else f"FAIL: unconfirmed; `{confirm_command(addon.name, minor)}` must list {build}"
+        )
+        report[addon.name] = {"build": build, "status": status}
+    return report

@@ -140,5 +140,5 @@ def test_an_aws_stack_on_an_extended_minor_plans_extended_support_and_warns(tmp_
     cluster = find(plan, "aws:eks/cluster:Cluster", "old-eks")
     # EKS API, UpgradePolicyRequest.supportType: STANDARD | EXTENDED.
     assert cluster.inputs["upgradePolicy"] == {"supportType": "EXTENDED"}
-    (warning,) = plan.warnings
+    (warning,) = [w for w in plan.warnings if "kubernetes_version" in w]
     assert "1.33 left EKS standard support on 2026-07-29" in warning

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from ipaddress import IPv4Network
 
 import pytest
 
-from components.network import interface_endpoint_services, nat_zones
+from components.network import flow_log_write_policy, interface_endpoint_services, nat_zones
 from infra.config import NetworkSettings, subnet_layout
 from tests.conftest import AWS_STACKS, planned, stack_config
 
@@ -149,3 +150,30 @@ def test_every_security_group_and_rule_says_what_it_is_for(stack):
                 assert inline.get("description"), f"{resource.name}: an inline rule has none"
             checked += 1
     assert checked > 0
+
+
+def test_the_flow_log_role_grants_what_the_vpc_guide_lists_on_its_own_group():
+    group = "arn:aws:logs:us-east-1:210987654321:log-group:/gpu-platform/x/vpc-flow-logs"
+    policy = json.loads(flow_log_write_policy(group))
+    granted = {
+        action: statement["Resource"]
+        for statement in policy["Statement"]
+        if statement["Effect"] == "Allow"
+        for action in statement["Action"]
+    }
+    # Amazon VPC User Guide, "IAM role for publishing flow logs to CloudWatch Logs": the policy
+    # "must include at least" these. CreateLogGroup is left out on purpose: the program creates
+    # the group with its retention and key, and a role that could create groups would recreate
+    # a deleted one without either.
+    guide = {
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "logs:DescribeLogGroups",
+        "logs:DescribeLogStreams",
+    }
+    assert set(granted) == guide - {"logs:CreateLogGroup"}
+    # Writes and stream reads stay on the stack's own group; listing groups is account-wide.
+    for action in ("logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"):
+        assert granted[action] == [group, f"{group}:*"], action
+    assert granted["logs:DescribeLogGroups"] == "*"

@@ -117,6 +117,13 @@ REFUSED = [
         "mode: off",
         id="no-pool-to-test",
     ),
+    pytest.param(
+        aws(gpu_node_groups=[P5], selftest={"image": IMAGE, "provisioning_minutes": -5}),
+        f"{NS}:selftest.provisioning_minutes",
+        "-5",
+        "greater than or equal to 0",
+        id="negative-provisioning-allowance",
+    ),
 ]
 
 
@@ -291,3 +298,66 @@ def test_the_job_tells_the_selftest_where_this_nodes_exporter_and_its_floors_are
         "shared-data.write_mb_s",
         "nvme-cache.small_file_p99_us",
     } <= set(json.loads(env["SELFTEST_FLOORS"]))
+
+
+# --------------------------------------------------------------------------- how long up waits
+
+JOB = "kubernetes:batch/v1:Job"
+
+
+def minutes(timeout: str) -> int:
+    assert timeout.endswith("m"), timeout
+    return int(timeout[:-1])
+
+
+def assert_up_outwaits_the_job(plan, cfg) -> int:
+    """Every Job pulumi up awaits: its wait covers queueing and node provisioning, which start
+    on Pulumi's clock at creation, before the Job's own (activeDeadlineSeconds counts from the
+    Job's startTime, reset when Kueue resumes a suspended Job: Kubernetes docs, "Job
+    suspension"), and then the whole run."""
+    awaited = 0
+    for job in plan.of_type(JOB):
+        deadline = job.inputs["spec"]["activeDeadlineSeconds"]
+        allowance = cfg.selftest.provisioning_minutes
+        for op in ("create", "update"):
+            assert minutes(job.custom_timeouts[op]) * 60 == deadline + allowance * 60, op
+        awaited += 1
+    assert awaited == (cfg.selftest.resolved_mode(cfg.production) != "off")
+    return awaited
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_up_waits_for_queueing_and_provisioning_then_the_whole_run(stack):
+    assert_up_outwaits_the_job(planned(stack), stack_config(stack))
+
+
+def test_shipped_onprem_waits_an_hour_for_a_half_hour_run():
+    # selftest.timeout_minutes 30 and provisioning_minutes 30 (defaults): the Job may run 1,800
+    # s once started, pulumi up waits 60 minutes from its creation.
+    (job,) = planned("onprem").of_type(JOB)
+    assert job.inputs["spec"]["activeDeadlineSeconds"] == 1800
+    assert job.custom_timeouts == {"create": "60m", "update": "60m"}
+    assert planned("onprem").outputs["selftest"]["up_waits_minutes"] == 60
+
+
+def test_an_aws_stack_that_blocks_waits_for_its_allowance(tmp_path):
+    stack = aws(
+        gpu_node_groups=[P5],
+        selftest={
+            "image": IMAGE,
+            "mode": "block",
+            "timeout_minutes": 20,
+            "provisioning_minutes": 45,
+        },
+    )
+    plan = build_plan(run_program("st", make_project(tmp_path, {"st": stack})))
+    (job,) = plan.of_type(JOB)
+    assert job.inputs["spec"]["activeDeadlineSeconds"] == 1200
+    assert job.custom_timeouts == {"create": "65m", "update": "65m"}
+    assert assert_up_outwaits_the_job(plan, stack_config_of(stack)) == 1
+
+
+def stack_config_of(raw: dict):
+    return parse_config(
+        {k.removeprefix(f"{NS}:"): v for k, v in raw.items()}, "stacks/Pulumi.st.yaml"
+    )

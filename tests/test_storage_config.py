@@ -202,6 +202,8 @@ BAD = [
                  id="hosts-inside-pod-range"),
     pytest.param(ceph(filesytem_name="x"), f"{CEPH}.filesytem_name", "did you mean "
                  "'filesystem_name'", id="typo"),
+    pytest.param(ceph(ready_timeout_minutes=4), f"{CEPH}.ready_timeout_minutes",
+                 "greater than or equal to 5", id="ceph-wait-too-short"),
 ]  # fmt: skip
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from components.control_plane import addons_for
-from infra.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS
-from tests.conftest import find, planned, validate_kubernetes
+from infra.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS, MANAGED_ADDONS
+from tests.conftest import AWS_STACKS, find, planned, stack_config, validate_kubernetes
 from tests.crds import is_custom_resource
 
 
@@ -31,3 +33,51 @@ def test_staging_plans_on_1_36_and_its_objects_fit_the_1_36_schema():
     for obj in plan.kubernetes_objects():
         if not is_custom_resource(obj):
             validate_kubernetes(obj, "1.36")
+
+
+# --------------------------------------------------------------------------- confirmed builds
+
+# The pin no listing could confirm (issue 16: not in any describe-addon-versions output or AWS
+# table its reviewers could find).
+UNCONFIRMED = ("eks-node-monitoring-agent", "v1.7.1-eksbuild.1")
+
+
+def test_every_pinned_addon_build_says_where_it_was_confirmed_or_that_it_was_not():
+    for addon in MANAGED_ADDONS:
+        for minor, build in addon.versions.items():
+            where = addon.confirmed.get(build)
+            if (addon.name, build) == UNCONFIRMED:
+                assert where is None, minor
+            else:
+                assert where, f"{addon.name} {build} on {minor}: say where it was confirmed"
+    # The 1.36 builds AWS's add-on tables list (shared/PINS.md) say so.
+    (proxy,) = [a for a in MANAGED_ADDONS if a.name == "kube-proxy"]
+    assert "PINS.md" in proxy.confirmed["v1.36.0-eksbuild.14"]
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_the_plans_version_report_fails_every_unconfirmed_build_it_deploys(stack):
+    plan = planned(stack)
+    minor = stack_config(stack).cluster.kubernetes_version
+    report = plan.outputs["addon_builds"]
+    assert set(report) == {a.name for a in MANAGED_ADDONS}
+    for addon in MANAGED_ADDONS:
+        entry, build = report[addon.name], addon.versions[minor]
+        assert entry["build"] == build
+        if build in addon.confirmed:
+            assert entry["status"] == f"confirmed: {addon.confirmed[build]}"
+            continue
+        assert entry["status"].startswith("FAIL: unconfirmed"), entry
+        # Loud: pulumi up and the plan print it, with the command that settles it.
+        (warning,) = [w for w in plan.warnings if f"{addon.name} {build}" in w]
+        assert "UNCONFIRMED" in warning
+        assert (
+            f"aws eks describe-addon-versions --addon-name {addon.name} "
+            f"--kubernetes-version {minor}" in warning
+        )
+    assert report[UNCONFIRMED[0]]["status"].startswith("FAIL"), stack
+
+
+def test_an_existing_cluster_reports_no_addon_builds():
+    assert "addon_builds" not in planned("onprem").outputs
+    assert not [w for w in planned("onprem").warnings if "UNCONFIRMED" in w]

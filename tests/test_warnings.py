@@ -56,7 +56,9 @@ def test_a_minor_in_standard_support_or_an_existing_cluster_does_not_warn():
 
 
 def test_the_plan_captures_the_programs_warnings():
-    (warning,) = planned("dev").warnings
+    # The other: the unconfirmed eks-node-monitoring-agent build (tests/test_versions.py).
+    warning, unconfirmed = planned("dev").warnings
+    assert unconfirmed.startswith("UNCONFIRMED add-on build: eks-node-monitoring-agent")
     assert warning.startswith(
         "gpu-platform:cluster.admin_principal_arns[0]: "
         "arn:aws:iam::111122223333:role/platform-admins names 111122223333"

@@ -164,6 +164,14 @@ class CephSettings(Settings):
         description="Aggregate throughput measured on this cluster, in MB/s, for the self-test "
         "to check against; none: the plan reports no figure.",
     )
+    ready_timeout_minutes: Int = Field(
+        60,
+        ge=5,
+        le=1440,
+        description="How long pulumi up waits for the CephFilesystem to report Ready (5-1440): a "
+        "cold cluster's mons, OSD preparation and MDS included. The shared-data claim is "
+        "declared after it, since pulumi-kubernetes waits at most 5 minutes for a claim to bind.",
+    )
 
     @field_validator("device_filter")
     @classmethod

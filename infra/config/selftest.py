@@ -72,8 +72,16 @@ class SelfTestSettings(Settings):
         30,
         ge=5,
         le=1440,
-        description="How long the Job may run (activeDeadlineSeconds) and, with block, how long "
-        "pulumi up waits for it, queueing included (5-1440).",
+        description="How long the Job may run once admitted (activeDeadlineSeconds; its clock "
+        "restarts when Kueue resumes it) (5-1440).",
+    )
+    provisioning_minutes: Int = Field(
+        30,
+        ge=0,
+        le=1440,
+        description="With block, how much longer than timeout_minutes pulumi up waits for the "
+        "Job: its wait starts at creation, so Kueue queueing and GPU node provisioning come "
+        "out of it before the run does (0-1440).",
     )
     queue: DnsLabel = Field(
         "default", description="The Kueue LocalQueue of the training namespace it submits to."
@@ -107,6 +115,11 @@ class SelfTestSettings(Settings):
     nvme_p99_latency_us: float = Field(
         NVME_P99_LATENCY_US, gt=0, description="nvme-cache small-file p99 latency ceiling, µs."
     )
+
+    @property
+    def up_wait_minutes(self) -> int:
+        """How long pulumi up waits for the Job: admission and nodes first, then the run."""
+        return self.provisioning_minutes + self.timeout_minutes
 
     def resolved_mode(self, production: bool) -> Mode:
         if self.mode is not None:
