@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import pulumi
-from pydantic import Field, TypeAdapter, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from infra.config.alerts import AlertSettings, check_alerts
 from infra.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
 from infra.config.base import (
     LOG_RETENTION_DAYS,
     NAMESPACE,
+    TRUE_WORDS,
     ConfigError,
     DnsLabel,
     FieldProblem,
@@ -159,16 +160,11 @@ PRODUCTION_DEFAULTS: dict[tuple[str, str], Any] = {
 }
 # The only cluster key an existing cluster takes: every other one configures EKS.
 EXISTING_CLUSTER_KEYS = ("kubernetes_version",)
-_BOOL = TypeAdapter(bool)
 
 
-def _as_bool(value: Any) -> Any:
-    """A boolean as the field will read it ("True", "false" as `pulumi config set` stores
-    them); a value the field will refuse is left for it to report."""
-    try:
-        return _BOOL.validate_python(value)
-    except ValidationError:
-        return value
+def _is_true(value: Any) -> bool:
+    """True as the field will read it ("True", "true" as `pulumi config set` stores them)."""
+    return value is True or value in TRUE_WORDS
 
 
 class PlatformConfig(Settings):
@@ -218,7 +214,7 @@ class PlatformConfig(Settings):
     @classmethod
     def _production_defaults(cls, data: Any) -> Any:
         # Decided on the value the field will hold, so that "True" hardens as true does.
-        if not isinstance(data, dict) or _as_bool(data.get("production", False)) is not True:
+        if not isinstance(data, dict) or not _is_true(data.get("production", False)):
             return data
         if data.get("provider", "aws") != "aws":
             return data
