@@ -154,7 +154,7 @@ def test_reference_gives_type_default_production_default_and_constraint():
         "required",
         "",
         "a group name: at most 32 characters: lowercase letters, digits and hyphens, "
-        "beginning and ending with a letter or digit",
+        "beginning and ending with a letter or digit; unique among the stack's GPU pools",
     ]
 
 

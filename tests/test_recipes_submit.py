@@ -281,12 +281,16 @@ def test_a_global_batch_the_gpus_cannot_reach_is_refused_with_what_would_work(pr
     )
 
 
-def test_a_global_batch_no_multiple_of_the_micro_batch_is_refused(tmp_path, capsys):
+def test_a_global_batch_no_multiple_of_the_micro_batch_is_refused_as_the_plan_refuses_it(
+    tmp_path, capsys
+):
     (tmp_path / "project").mkdir()
     root = stack_with(tmp_path, recipes={"esrgan": {"global_batch": 15}})
     err = refused(root, capsys, "esrgan", "--nodes", "1")
-    assert "recipes.esrgan.global_batch 15 is not a multiple of 16" in err
-    assert "it must be a multiple of recipes.esrgan.micro_batch (2)" in err
+    assert (
+        "gpu-platform:recipes.esrgan.global_batch: 15 is not a multiple of micro_batch (2), so "
+        "no GPU count reaches it; give 14 or 16" in err
+    )
 
 
 def test_an_unknown_pool_is_refused_with_the_stacks_pools(project, capsys):

@@ -27,6 +27,7 @@ from infra.config.base import (
     ConfigError,
     DnsLabel,
     FieldProblem,
+    FieldProblems,
     InstanceTypeName,
     Settings,
 )
@@ -46,7 +47,8 @@ from infra.config.cost import CostSettings, check_cost
 from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.layout import check_aws_layout, check_gpu_group_zones
-from infra.config.loading import describe, split_namespaces
+from infra.config.loading import describe_all, split_namespaces
+from infra.config.names import check_names
 from infra.config.network import (
     AwsSettings,
     NetworkSettings,
@@ -225,6 +227,16 @@ class PlatformConfig(Settings):
         return data
 
     @model_validator(mode="after")
+    def _names_resolve(self) -> PlatformConfig:
+        """Before every other cross-section rule, which may then look names up: every
+        reference resolves, every name is declared once, no two pools take the same nodes, and
+        every nv-ipam pool has a block for each of its nodes. Every problem at once."""
+        problems = check_names(self)
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+    @model_validator(mode="after")
     def _provider_sections(self) -> PlatformConfig:
         if self.provider == "aws":
             if self.aws is None:
@@ -331,7 +343,8 @@ def parse_config(raw: dict[str, Any], source: str, problems: Sequence[str] = ())
         cfg = PlatformConfig.model_validate(raw)
     except ValidationError as error:
         raise ConfigError(
-            source, [*problems, *(describe(e, PlatformConfig) for e in error.errors())]
+            source,
+            [*problems, *(m for e in error.errors() for m in describe_all(e, PlatformConfig))],
         ) from None
     if problems:
         raise ConfigError(source, list(problems))

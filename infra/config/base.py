@@ -84,6 +84,15 @@ def _takes_bool(annotation: Any) -> bool:
     return annotation is bool or bool in typing.get_args(annotation)
 
 
+class FieldProblems(ValueError):
+    """Every problem one rule found, each at its own path: reported together, so a stack with
+    three dangling names is fixed in one round."""
+
+    def __init__(self, problems: list[FieldProblem]):
+        self.problems = problems
+        super().__init__("; ".join(f"{p.field}: {p}" for p in problems))
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 

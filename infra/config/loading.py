@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel
 
-from infra.config.base import BOOLEAN_WORDS, NAMESPACE, ConfigError, FieldProblem
+from infra.config.base import BOOLEAN_WORDS, NAMESPACE, ConfigError, FieldProblem, FieldProblems
 
 # Namespaces read without complaint: ours, and the engine's own (`pulumi:disable-default-
 # providers`, `pulumi:tags`).
@@ -193,6 +193,14 @@ def _path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
     return out
+
+
+def describe_all(error: dict[str, Any], root: type[BaseModel]) -> list[str]:
+    """One pydantic error as its messages: one per problem a rule collected, else one."""
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, FieldProblems):
+        return [describe({**error, "ctx": {"error": p}}, root) for p in cause.problems]
+    return [describe(error, root)]
 
 
 def describe(error: dict[str, Any], root: type[BaseModel]) -> str:
