@@ -19,7 +19,7 @@ from components.gpu_operator import EFA_RESOURCE
 from components.gpu_operator import advertised_resources as pool_resources
 from infra.catalog import CATALOG
 from infra.config import GpuPool, PlatformConfig
-from infra.config.scheduling import FlavorSettings, TeamSettings
+from infra.config.scheduling import LOCAL_QUEUE, FlavorSettings, TeamSettings
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 PROVISIONING_CHECK = "gpu-provisioning"
@@ -28,8 +28,6 @@ PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 # job never holds half its GPUs while it waits for the rest (cluster-autoscaler
 # ProvisioningRequest docs, "best-effort-atomic-scale-up").
 PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-# The LocalQueue Kueue picks for a job that names no queue (LocalQueueDefaulting).
-LOCAL_QUEUE = "default"
 # The label the API server sets on every namespace, with its name.
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 

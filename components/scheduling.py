@@ -35,43 +35,7 @@ from components.kueue import (
 )
 from components.shared import pinned_release
 from infra.config import PlatformConfig
-
-# --------------------------------------------------------------------------- priorities
-
-
-@dataclass(frozen=True)
-class Priority:
-    name: str
-    value: int
-    preemption_policy: str
-    description: str
-
-
-# Far below system-cluster-critical (2000000000) and system-node-critical, which stay as they
-# are. No class is the global default: a default would reprioritise every add-on pod of the
-# cluster. A pod without a class gets 0, below every class here, so a job that forgot its
-# class is the first to yield, never the one that evicts.
-PRIORITIES = (
-    Priority(
-        "production-training",
-        100000,
-        "PreemptLowerPriority",
-        "Production training runs: preempt research and preemptible work.",
-    ),
-    Priority(
-        "research",
-        10000,
-        "PreemptLowerPriority",
-        "Research and experiments: preempt preemptible work only.",
-    ),
-    # Never preempts: opportunistic work fills idle GPUs and never evicts anyone to get them.
-    Priority(
-        "preemptible",
-        1000,
-        "Never",
-        "Opportunistic work on idle GPUs: evicted first, evicts nobody.",
-    ),
-)
+from infra.config.scheduling import PRIORITIES, Priority
 
 
 def workload_priority_class(priority: Priority) -> dict[str, Any]:

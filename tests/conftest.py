@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
+from infra.config.loading import read_yaml
 from infra.plan import ROOT, Plan, plan_stack
 from infra.plan_engine import read_project, read_stack_config
 
@@ -50,7 +51,7 @@ def aws_plan(request) -> Plan:
 
 def make_project(tmp_path: Path, stacks: dict[str, dict[str, Any]], project_config=None) -> Path:
     """A project folder that runs this repository's program with other stack files."""
-    doc = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    doc = read_yaml(ROOT / "Pulumi.yaml", "Pulumi.yaml")
     if project_config is not None:
         doc["config"] = project_config
     (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump(doc))

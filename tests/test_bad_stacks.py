@@ -196,14 +196,14 @@ VALUES = [
         aws(network={"flow_logs": "maybe"}),
         "gpu-platform:network.flow_logs",
         "'maybe'",
-        "valid boolean",
+        "write true or false",
         "word-as-bool",
     ),
     case(
         aws(production="maybe"),
         "gpu-platform:production",
         "'maybe'",
-        "valid boolean",
+        "write true or false",
         "production-word",
     ),
     case(

@@ -7,8 +7,8 @@ import json
 
 import jsonschema
 import pytest
-import yaml
 
+from infra.config.loading import read_yaml
 from infra.config_docs import SCHEMA, generated, main, reference, stack_schema
 from infra.plan import ROOT
 from tests.conftest import STACKS
@@ -47,7 +47,7 @@ def test_schema_is_valid_json_schema_2020_12():
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_stack_file_validates_against_the_schema(stack):
-    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    doc = read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)
     assert errors(doc) == []
 
 
@@ -154,7 +154,7 @@ def test_reference_gives_type_default_production_default_and_constraint():
         "required",
         "",
         "a group name: at most 32 characters: lowercase letters, digits and hyphens, "
-        "beginning and ending with a letter or digit",
+        "beginning and ending with a letter or digit; unique among the stack's GPU pools",
     ]
 
 

@@ -175,7 +175,12 @@ BAD = [
     case(
         lab(
             {**POOL, "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
-            {**POOL, "name": "b", "gpu_sharing": {"mode": "mig"}},
+            {
+                **POOL,
+                "name": "b",
+                "node_selector": {"lab/gpu": "b"},
+                "gpu_sharing": {"mode": "mig"},
+            },
         ),
         "gpu-platform:existing.gpu_pools[1].gpu_sharing.mig_strategy",
         "single, but existing.gpu_pools[0] uses mixed",

@@ -8,14 +8,14 @@ import sys
 import textwrap
 
 import pytest
-import yaml
 
+from infra.config.loading import read_yaml
 from infra.plan import ROOT
 from tests.conftest import check_golden
 
 
 def test_pulumi_project_file():
-    doc = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    doc = read_yaml(ROOT / "Pulumi.yaml", "Pulumi.yaml")
     assert doc["name"] == "gpu-platform"
     assert doc["main"] == "infra"
     assert doc["stackConfigDir"] == "stacks"

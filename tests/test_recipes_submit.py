@@ -14,6 +14,7 @@ import yaml
 
 from components.jobs import render, spec_for_pool
 from infra.config import PlatformConfig
+from infra.config.loading import read_yaml
 from recipes.submit import SubmitError, main, plan_job
 from tests import crds
 from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes
@@ -228,7 +229,7 @@ def test_the_podmonitor_schema_refuses_a_misspelt_endpoint_field():
 
 def stack_with(tmp_path: Path, base: str = "staging", recipes=None, groups=None) -> Path:
     """A project whose stack `st` is a shipped one with the recipes image and weights set."""
-    doc = yaml.safe_load((Path(__file__).parents[1] / "stacks" / f"Pulumi.{base}.yaml").read_text())
+    doc = read_yaml(Path(__file__).parents[1] / "stacks" / f"Pulumi.{base}.yaml", base)
     config = dict(doc["config"])
     staged_weights = {
         name: {"path": path, "sha256": {"model.bin": DIGEST}}
@@ -280,12 +281,16 @@ def test_a_global_batch_the_gpus_cannot_reach_is_refused_with_what_would_work(pr
     )
 
 
-def test_a_global_batch_no_multiple_of_the_micro_batch_is_refused(tmp_path, capsys):
+def test_a_global_batch_no_multiple_of_the_micro_batch_is_refused_as_the_plan_refuses_it(
+    tmp_path, capsys
+):
     (tmp_path / "project").mkdir()
     root = stack_with(tmp_path, recipes={"esrgan": {"global_batch": 15}})
     err = refused(root, capsys, "esrgan", "--nodes", "1")
-    assert "recipes.esrgan.global_batch 15 is not a multiple of 16" in err
-    assert "it must be a multiple of recipes.esrgan.micro_batch (2)" in err
+    assert (
+        "gpu-platform:recipes.esrgan.global_batch: 15 is not a multiple of micro_batch (2), so "
+        "no GPU count reaches it; give 14 or 16" in err
+    )
 
 
 def test_an_unknown_pool_is_refused_with_the_stacks_pools(project, capsys):
@@ -344,7 +349,7 @@ def test_weights_without_checksums_and_an_unset_image_are_refused_by_key(tmp_pat
     (tmp_path / "project").mkdir()
     root = stack_with(tmp_path)
     stack = root / "stacks" / "Pulumi.st.yaml"
-    doc = yaml.safe_load(stack.read_text())
+    doc = read_yaml(stack, str(stack))
     del doc["config"]["gpu-platform:recipes"]
     stack.write_text(yaml.safe_dump(doc))
     err = refused(root, capsys, "prepare", "--nodes", "1")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from components.ceph import (
     ceph_csi_drivers_values,
@@ -24,6 +23,7 @@ from components.storage import (
 )
 from infra.catalog import CATALOG
 from infra.config import CephSettings, NvmeCacheSettings, parse_config
+from infra.config.loading import read_yaml
 from infra.plan import ROOT, run_program
 from infra.versions import CHARTS
 from tests.conftest import (
@@ -47,7 +47,7 @@ SETTINGS = NvmeCacheSettings()
 
 
 def stack_config(stack: str) -> dict:
-    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    doc = read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)
     return {k.split(":", 1)[1]: v for k, v in doc["config"].items()}
 
 

@@ -16,16 +16,18 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import pulumi
-from pydantic import Field, TypeAdapter, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from infra.config.alerts import AlertSettings, check_alerts
 from infra.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
 from infra.config.base import (
     LOG_RETENTION_DAYS,
     NAMESPACE,
+    TRUE_WORDS,
     ConfigError,
     DnsLabel,
     FieldProblem,
+    FieldProblems,
     InstanceTypeName,
     Settings,
 )
@@ -45,7 +47,8 @@ from infra.config.cost import CostSettings, check_cost
 from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.layout import check_aws_layout, check_gpu_group_zones
-from infra.config.loading import describe, split_namespaces
+from infra.config.loading import describe_all, split_namespaces
+from infra.config.names import check_names
 from infra.config.network import (
     AwsSettings,
     NetworkSettings,
@@ -159,16 +162,11 @@ PRODUCTION_DEFAULTS: dict[tuple[str, str], Any] = {
 }
 # The only cluster key an existing cluster takes: every other one configures EKS.
 EXISTING_CLUSTER_KEYS = ("kubernetes_version",)
-_BOOL = TypeAdapter(bool)
 
 
-def _as_bool(value: Any) -> Any:
-    """A boolean as the field will read it ("True", "false" as `pulumi config set` stores
-    them); a value the field will refuse is left for it to report."""
-    try:
-        return _BOOL.validate_python(value)
-    except ValidationError:
-        return value
+def _is_true(value: Any) -> bool:
+    """True as the field will read it ("True", "true" as `pulumi config set` stores them)."""
+    return value is True or value in TRUE_WORDS
 
 
 class PlatformConfig(Settings):
@@ -218,7 +216,7 @@ class PlatformConfig(Settings):
     @classmethod
     def _production_defaults(cls, data: Any) -> Any:
         # Decided on the value the field will hold, so that "True" hardens as true does.
-        if not isinstance(data, dict) or _as_bool(data.get("production", False)) is not True:
+        if not isinstance(data, dict) or not _is_true(data.get("production", False)):
             return data
         if data.get("provider", "aws") != "aws":
             return data
@@ -227,6 +225,16 @@ class PlatformConfig(Settings):
             if isinstance(data.get(section, {}), dict):
                 data[section] = {key: value, **data.get(section, {})}
         return data
+
+    @model_validator(mode="after")
+    def _names_resolve(self) -> PlatformConfig:
+        """Before every other cross-section rule, which may then look names up: every
+        reference resolves, every name is declared once, no two pools take the same nodes, and
+        every nv-ipam pool has a block for each of its nodes. Every problem at once."""
+        problems = check_names(self)
+        if problems:
+            raise FieldProblems(problems)
+        return self
 
     @model_validator(mode="after")
     def _provider_sections(self) -> PlatformConfig:
@@ -335,7 +343,8 @@ def parse_config(raw: dict[str, Any], source: str, problems: Sequence[str] = ())
         cfg = PlatformConfig.model_validate(raw)
     except ValidationError as error:
         raise ConfigError(
-            source, [*problems, *(describe(e, PlatformConfig) for e in error.errors())]
+            source,
+            [*problems, *(m for e in error.errors() for m in describe_all(e, PlatformConfig))],
         ) from None
     if problems:
         raise ConfigError(source, list(problems))

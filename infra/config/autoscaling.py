@@ -7,11 +7,12 @@ in `check_autoscaling`, which PlatformConfig calls.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, one_of
+from infra.config.references import CLUSTER_QUEUE, TEAM_NAMESPACE, refers
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -27,7 +28,7 @@ class ScaledTargetSettings(Settings):
     """What every autoscaler shares: its target workload, bounds and HPA behaviour."""
 
     name: DnsLabel = Field(description="Name of the Deployment or StatefulSet to scale.")
-    namespace: DnsLabel | None = Field(
+    namespace: Annotated[DnsLabel, refers(TEAM_NAMESPACE)] | None = Field(
         None, description="Namespace of the target. Default: namespaces.training."
     )
     kind: str = Field(
@@ -99,7 +100,7 @@ class QueueAutoscalerSettings(ScaledTargetSettings):
 
     # Workers with nothing queued hold GPUs for nothing: scale to zero by default.
     min_replicas: Int = Field(0, ge=0, description="Fewest replicas; 0 scales to zero.")
-    cluster_queue: DnsLabel = Field(
+    cluster_queue: Annotated[DnsLabel, refers(CLUSTER_QUEUE)] = Field(
         description="The Kueue ClusterQueue whose pending workloads drive the scaling."
     )
     queue_length_target: Int = Field(10, ge=1, description="Pending workloads per worker replica.")
@@ -136,7 +137,7 @@ class WorkloadAutoscalingSettings(Settings):
 
 def check_autoscaling(cfg: PlatformConfig) -> None:
     """One autoscaler per workload; queue autoscalers read Kueue's metrics: Kueue must run
-    and the queue exist."""
+    (that the queue exists is check_references' rule)."""
     auto = cfg.workload_autoscaling
     seen: dict[tuple[str, str, str], str] = {}
     for key, scalers in (("gpu", auto.gpu), ("queue", auto.queue)):
@@ -149,14 +150,9 @@ def check_autoscaling(cfg: PlatformConfig) -> None:
                     f"{seen[target]}); two HPAs on one workload fight each other, give it one",
                 )
             seen[target] = f"{key}[{i}]"
-    queues = [q.name for q in cfg.scheduling.cluster_queues]
-    for i, scaler in enumerate(cfg.workload_autoscaling.queue):
-        path = f"workload_autoscaling.queue[{i}].cluster_queue"
+    for i, _ in enumerate(cfg.workload_autoscaling.queue):
         if not cfg.scheduling.enabled:
             raise FieldProblem(
-                path, "Kueue is off (scheduling.enabled: false), so no queue depth is exported"
+                f"workload_autoscaling.queue[{i}].cluster_queue",
+                "Kueue is off (scheduling.enabled: false), so no queue depth is exported",
             )
-        try:
-            one_of(scaler.cluster_queue, queues, "a ClusterQueue", "scheduling.cluster_queues")
-        except ValueError as error:
-            raise FieldProblem(path, str(error)) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Network
@@ -22,6 +23,8 @@ from pydantic import (
     ConfigDict,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    ValidationInfo,
+    field_validator,
 )
 from pydantic_core import core_schema
 
@@ -71,8 +74,42 @@ class FieldProblem(ValueError):
         super().__init__(message)
 
 
+# What a boolean field takes: YAML 1.2's booleans, as they reach the program typed or as the
+# strings `pulumi config set` stores (go-yaml v3 resolve.go; YAML 1.2.2 section 10.3.2).
+TRUE_WORDS = ("true", "True", "TRUE")
+BOOLEAN_WORDS = (*TRUE_WORDS, "false", "False", "FALSE")
+
+
+def _takes_bool(annotation: Any) -> bool:
+    return annotation is bool or bool in typing.get_args(annotation)
+
+
+class FieldProblems(ValueError):
+    """Every problem one rule found, each at its own path: reported together, so a stack with
+    three dangling names is fixed in one round."""
+
+    def __init__(self, problems: list[FieldProblem]):
+        self.problems = problems
+        super().__init__("; ".join(f"{p.field}: {p}" for p in problems))
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _only_true_or_false(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic would also take yes/no/on/off/1/0, which Pulumi's YAML reads as strings and
+        # numbers: a stack file meant for `pulumi up` says true or false, nothing else.
+        field = cls.model_fields.get(info.field_name or "")
+        if field is None or not _takes_bool(field.annotation):
+            return value
+        if isinstance(value, bool) or value is None or value in BOOLEAN_WORDS:
+            return value
+        raise ValueError(
+            "not a boolean; write true or false (Pulumi reads stack files as YAML 1.2, where "
+            "yes, no, on and off are strings)"
+        )
 
 
 # ----------------------------------------------------------------------------- value types

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.references import K8S_NAMESPACE, names
 
 
 class CephNodeSettings(Settings):
@@ -135,7 +136,9 @@ class CephNetworkSettings(Settings):
 class CephSettings(Settings):
     """Ceph through Rook (provider existing): CephFS as the shared file system."""
 
-    namespace: DnsLabel = Field("rook-ceph", description="Namespace of the operator and cluster.")
+    namespace: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
+        "rook-ceph", description="Namespace of the operator and cluster."
+    )
     nodes: list[CephNodeSettings] = Field(
         min_length=1, description="The storage hosts; OSDs run only on these."
     )

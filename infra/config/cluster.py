@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ipaddress import IPv4Network
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -18,6 +18,7 @@ from infra.config.base import (
     _one_key_source,
 )
 from infra.config.onprem import OnPremGpuPoolSettings
+from infra.config.references import K8S_NAMESPACE, TEAM_NAMESPACE, names
 from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 
 # EKS API reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: a block inside one of
@@ -173,16 +174,16 @@ class ExistingClusterSettings(Settings):
                 "kubeconfig_path",
                 "set exactly one of kubeconfig_path or kubeconfig (secret)",
             )
-        names = [p.name for p in self.gpu_pools]
-        for i, name in enumerate(names):
-            if names.index(name) != i:
-                raise FieldProblem(f"gpu_pools[{i}].name", f"{name!r} is used twice")
         return self
 
 
 class NamespaceSettings(Settings):
-    system: DnsLabel = Field("gpu-platform", description="Namespace of the platform's add-ons.")
-    training: DnsLabel = Field("training", description="Namespace of training jobs.")
-    monitoring: DnsLabel = Field(
+    system: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
+        "gpu-platform", description="Namespace of the platform's add-ons."
+    )
+    training: Annotated[DnsLabel, names(K8S_NAMESPACE, TEAM_NAMESPACE)] = Field(
+        "training", description="Namespace of training jobs."
+    )
+    monitoring: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
         "monitoring", description="Namespace of Prometheus, Alertmanager and Grafana."
     )

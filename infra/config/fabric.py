@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, _overlaps, shaped
+from infra.config.references import K8S_NAMESPACE, names
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -101,7 +102,7 @@ class SecondaryNetworkSettings(Settings):
 class FabricSettings(Settings):
     """InfiniBand or RoCE through the NVIDIA Network Operator (provider existing only)."""
 
-    namespace: DnsLabel = Field(
+    namespace: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
         "nvidia-network-operator", description="Namespace of the operator and its IP pools."
     )
     rdma_mode: Literal["shared", "sriov"] = Field(
@@ -145,6 +146,55 @@ class FabricSettings(Settings):
 
 
 # --------------------------------------------------------------------- cross-section rules
+
+
+def ipam_blocks(subnet: IPv4Network, block: int, within: IPv4Network | None = None) -> int:
+    """Per-node blocks nv-ipam can hand out of `subnet`: consecutive, from the address after
+    the network address, none holding the broadcast address (nvidia-k8s-ipam
+    pkg/ipam-controller/allocator: a block ending outside the subnet or on its broadcast is
+    ErrNoFreeRanges). With `within`, only blocks that reach into it: wholly excluded blocks
+    are skipped."""
+    count = (subnet.num_addresses - 2) // block
+    if within is None:
+        return count
+    low = int(within.network_address) - int(subnet.network_address)
+    high = low + within.num_addresses - 1
+    return sum(1 for k in range(count) if 1 + k * block <= high and (k + 1) * block >= low)
+
+
+def ip_pool_problems(cfg: PlatformConfig) -> list[FieldProblem]:
+    """Each nv-ipam pool must hold a block for every node it serves, or the nodes past the
+    last block get no address and their pods never start: the RDMA network serves the RDMA
+    pools' nodes, each Ceph network at least the storage hosts."""
+    pools: list[tuple[str, IPv4Network, int, IPv4Network | None, int, str]] = []
+    if cfg.fabric is not None and cfg.fabric.network is not None and cfg.existing is not None:
+        net = cfg.fabric.network
+        rdma = [p for p in cfg.existing.gpu_pools if p.fabric in RDMA_FABRICS]
+        nodes = sum(p.nodes for p in rdma)
+        what = "nodes in the infiniband / roce pools"
+        pools.append(("fabric.network", net.cidr, net.per_node_block_size, None, nodes, what))
+    ceph = cfg.storage.ceph
+    for role in ("public", "cluster"):
+        net = getattr(ceph.network, role) if ceph is not None else None
+        if net is not None:
+            size, hosts = net.per_node_block_size, len(ceph.nodes)
+            what = "storage hosts (storage.ceph.nodes)"
+            path = f"storage.ceph.network.{role}"
+            pools.append((path, net.subnet, size, net.cidr, hosts, what))
+    problems = []
+    for path, subnet, block, within, nodes, what in pools:
+        blocks = ipam_blocks(subnet, block, within)
+        if blocks < nodes:
+            problems.append(
+                FieldProblem(
+                    f"{path}.per_node_block_size",
+                    f"{block} addresses per node give {blocks} blocks in {within or subnet}, "
+                    f"for {nodes} {what}: nodes past the last block get no address; use a "
+                    "smaller block or a larger cidr",
+                )
+            )
+    return problems
+
 
 RDMA_FABRICS = ("infiniband", "roce")
 

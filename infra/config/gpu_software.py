@@ -8,11 +8,12 @@ the admin's nodes may or may not have them, so the operator installs them when t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
 from infra.config.base import DnsLabel, FieldProblem, Settings
+from infra.config.references import K8S_NAMESPACE, names
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -26,7 +27,7 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 class GpuOperatorSettings(Settings):
     """NVIDIA GPU Operator (chart gpu-operator, pinned in infra/versions.py)."""
 
-    namespace: DnsLabel = Field(
+    namespace: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
         "gpu-operator",
         description="Namespace of the operator and its DaemonSets (created privileged: the "
         "driver, toolkit and MIG manager pods need host access).",

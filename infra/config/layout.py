@@ -62,11 +62,8 @@ def _check_carved_subnets(cfg: PlatformConfig) -> None:
 
 
 def check_gpu_group_zones(cfg: PlatformConfig) -> None:
-    names = [g.name for g in cfg.gpu_node_groups]
     for i, group in enumerate(cfg.gpu_node_groups):
         path = f"gpu_node_groups[{i}]"
-        if names.index(group.name) != i:
-            raise FieldProblem(f"{path}.name", f"{group.name!r} is used twice")
         if group.zone is not None and group.zone not in cfg.aws.zones:
             raise FieldProblem(
                 f"{path}.zone", f"{group.zone} is not one of aws.zones {cfg.aws.zones}"

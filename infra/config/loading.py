@@ -3,6 +3,8 @@
 A stack file is YAML, but Pulumi reads it more strictly than YAML allows: a key given twice is an
 error (YAML's last-wins would silently drop a block), a key without a namespace belongs to the
 project (`cluster:` is `gpu-platform:cluster`), and every value reaches the program as a string.
+Pulumi parses it with go-yaml v3, which follows YAML 1.2's core schema: only true and false are
+booleans, so `mode: off` is the string "off", where PyYAML (YAML 1.1) would read false.
 Keys of other namespaces (`aws:region`, `kubernetes:context`) configure Pulumi's default
 providers, which this project never uses: it declares its own, from `gpu-platform:` keys, so such
 a key is refused with the key to set instead.
@@ -20,7 +22,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel
 
-from infra.config.base import NAMESPACE, ConfigError, FieldProblem
+from infra.config.base import BOOLEAN_WORDS, NAMESPACE, ConfigError, FieldProblem, FieldProblems
 
 # Namespaces read without complaint: ours, and the engine's own (`pulumi:disable-default-
 # providers`, `pulumi:tags`).
@@ -46,8 +48,17 @@ INSTEAD_BY_NAMESPACE: dict[str, str] = {
 # ----------------------------------------------------------------------------- stack files
 
 
+BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
 class StackFileLoader(yaml.CSafeLoader):
-    """YAML that records every key given twice in one mapping, at any depth, with its line."""
+    """YAML as Pulumi reads it (YAML 1.2 booleans), recording every key given twice in one
+    mapping, at any depth, with its line."""
+
+    yaml_implicit_resolvers: typing.ClassVar = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != BOOL_TAG]
+        for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+    }
 
     def __init__(self, stream: str):
         super().__init__(stream)
@@ -66,6 +77,12 @@ class StackFileLoader(yaml.CSafeLoader):
             elif isinstance(key, typing.Hashable):
                 seen[key] = line
         return super().construct_mapping(node, deep)
+
+
+# The only booleans YAML 1.2 (and go-yaml v3, resolve.go's resolveMapList) resolves plainly.
+StackFileLoader.add_implicit_resolver(
+    BOOL_TAG, re.compile(f"^(?:{'|'.join(BOOLEAN_WORDS)})$"), list("tTfF")
+)
 
 
 def read_yaml(path: Path, source: str) -> Any:
@@ -176,6 +193,14 @@ def _path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
     return out
+
+
+def describe_all(error: dict[str, Any], root: type[BaseModel]) -> list[str]:
+    """One pydantic error as its messages: one per problem a rule collected, else one."""
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, FieldProblems):
+        return [describe({**error, "ctx": {"error": p}}, root) for p in cause.problems]
+    return [describe(error, root)]
 
 
 def describe(error: dict[str, Any], root: type[BaseModel]) -> str:

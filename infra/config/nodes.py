@@ -17,6 +17,7 @@ from infra.config.base import (
     Settings,
     shaped,
 )
+from infra.config.references import GPU_POOL, names
 from infra.config.repair import NodeRepairSettings, check_repair_fits
 from infra.config.tuning import GpuTuningSettings, check_tuning
 
@@ -196,6 +197,7 @@ class GpuNodeGroupSettings(Settings):
             "a group name: at most 32 characters: lowercase letters, digits and hyphens, "
             "beginning and ending with a letter or digit",
         ),
+        names(GPU_POOL),
     ] = Field(description="Short name, unique in the stack; names the node group and its label.")
     instance_types: list[InstanceTypeName] = Field(
         min_length=1,

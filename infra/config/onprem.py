@@ -6,13 +6,14 @@ model and count, fabric) to configure the GPU Operator, the fabric, the queues a
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from infra.catalog import MIG_PROFILES
 from infra.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings
 from infra.config.nodes import GpuSharingSettings
+from infra.config.references import GPU_POOL, names
 
 # GPU models with the memory sizes NVIDIA sells them in (GB, as the datasheets and the MIG
 # profile names count them).
@@ -29,7 +30,9 @@ ONPREM_GPU_MEMORY_GIB: dict[str, tuple[int, ...]] = {
 class OnPremGpuPoolSettings(Settings):
     """One kind of GPU node in an existing cluster, selected by labels the nodes already carry."""
 
-    name: DnsLabel = Field(description="Short name, unique in the stack; names the pool.")
+    name: Annotated[DnsLabel, names(GPU_POOL)] = Field(
+        description="Short name, unique in the stack; names the pool."
+    )
     node_selector: KubernetesLabels = Field(
         min_length=1,
         description="Labels that select exactly this pool's nodes, e.g. "

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.references import LOCAL_QUEUE, PRIORITY_CLASS, STAGED_MODEL, refers
 from infra.config.selftest import PinnedImage
 
 RECIPES = ("prepare", "sd-finetune", "esrgan")
@@ -28,6 +29,11 @@ SharedPath = Annotated[
     str, shaped(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*", RELATIVE_WORDS)
 ]
 Sha256 = Annotated[str, shaped(r"[0-9a-f]{64}", "64 lowercase hex digits (sha256sum's output)")]
+
+
+def scheduled(cfg: Any) -> bool:
+    """Recipe jobs go through Kueue only where the stack runs it (recipes/submit.py)."""
+    return cfg.scheduling.enabled
 
 
 class StagedWeights(Settings):
@@ -65,6 +71,21 @@ class BatchSettings(Settings):
 
     global_batch: Int = Field(ge=1, description="Samples per optimizer step, over every GPU.")
     micro_batch: Int = Field(ge=1, description="Samples per GPU per forward/backward pass.")
+
+    @model_validator(mode="after")
+    def _reachable(self) -> BatchSettings:
+        # GPUs x accumulation = global_batch / micro_batch: a whole number, or no job of any
+        # size reaches the global batch (recipes/batch.py refuses it at every GPU count).
+        if self.global_batch % self.micro_batch:
+            low = self.global_batch - self.global_batch % self.micro_batch
+            near = [n for n in (low, low + self.micro_batch) if n >= self.micro_batch]
+            raise FieldProblem(
+                "global_batch",
+                f"{self.global_batch} is not a multiple of micro_batch ({self.micro_batch}), so "
+                f"no GPU count reaches it; give {' or '.join(map(str, near))}, or another "
+                "micro_batch",
+            )
+        return self
 
 
 class TrainingSettings(BatchSettings):
@@ -194,8 +215,10 @@ class RecipesSettings(Settings):
         description="The recipes image (recipes/Dockerfile), pinned by digest. Required to "
         "submit; `--render-only` renders with a placeholder.",
     )
-    queue: DnsLabel = Field("default", description="The training namespace's LocalQueue.")
-    priority_class: DnsLabel = Field(
+    queue: Annotated[DnsLabel, refers(LOCAL_QUEUE, when=scheduled)] = Field(
+        "default", description="The training namespace's LocalQueue."
+    )
+    priority_class: Annotated[DnsLabel, refers(PRIORITY_CLASS, when=scheduled)] = Field(
         "research", description="PriorityClass and Kueue WorkloadPriorityClass of the jobs."
     )
     grace_period_seconds: Int = Field(
@@ -209,7 +232,7 @@ class RecipesSettings(Settings):
     weights_root: SharedPath = Field(
         "weights", description="Where admins stage pretrained weights on shared-data."
     )
-    weights: dict[str, StagedWeights] = Field(
+    weights: dict[Annotated[str, refers(STAGED_MODEL)], StagedWeights] = Field(
         default_factory=_default_weights,
         description="Staged models by name: stable-diffusion, clip, vgg19.",
     )

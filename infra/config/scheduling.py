@@ -6,24 +6,74 @@ Checked against the pools and the provider by `check_scheduling`, which Platform
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
-from infra.config.base import DnsLabel, FieldProblem, Int, Settings, one_of
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings
+from infra.config.references import (
+    CLUSTER_QUEUE,
+    FLAVOR,
+    GPU_POOL,
+    K8S_NAMESPACE,
+    TEAM_NAMESPACE,
+    names,
+    refers,
+)
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
 
 SHARED_QUEUE = "shared"
+# The LocalQueue the platform declares in every team namespace (components/kueue.py), the one
+# Kueue picks for a job that names no queue (LocalQueueDefaulting).
+LOCAL_QUEUE = "default"
+
+
+@dataclass(frozen=True)
+class Priority:
+    name: str
+    value: int
+    preemption_policy: str
+    description: str
+
+
+# Far below system-cluster-critical (2000000000) and system-node-critical, which stay as they
+# are. No class is the global default: a default would reprioritise every add-on pod of the
+# cluster. A pod without a class gets 0, below every class here, so a job that forgot its
+# class is the first to yield, never the one that evicts.
+PRIORITIES = (
+    Priority(
+        "production-training",
+        100000,
+        "PreemptLowerPriority",
+        "Production training runs: preempt research and preemptible work.",
+    ),
+    Priority(
+        "research",
+        10000,
+        "PreemptLowerPriority",
+        "Research and experiments: preempt preemptible work only.",
+    ),
+    # Never preempts: opportunistic work fills idle GPUs and never evicts anyone to get them.
+    Priority(
+        "preemptible",
+        1000,
+        "Never",
+        "Opportunistic work on idle GPUs: evicted first, evicts nobody.",
+    ),
+)
 
 
 class ClusterQueueSettings(Settings):
     """One Kueue ClusterQueue: a share of the GPU pools, guaranteed, lent to the cohort when
     idle."""
 
-    name: DnsLabel = Field(description="ClusterQueue name; teams point at it.")
-    gpus: dict[DnsLabel, Int] | None = Field(
+    name: Annotated[DnsLabel, names(CLUSTER_QUEUE)] = Field(
+        description="ClusterQueue name; teams point at it."
+    )
+    gpus: dict[Annotated[DnsLabel, refers(GPU_POOL)], Int] | None = Field(
         None,
         description="Nominal quota per GPU pool, in physical GPUs; CPU, memory and EFA "
         "devices follow in the pool's per-GPU proportion. Pools left out get 0 (the queue "
@@ -41,8 +91,10 @@ class ClusterQueueSettings(Settings):
 class TeamSettings(Settings):
     """A team: its own namespace, with a LocalQueue pointing at one ClusterQueue."""
 
-    name: DnsLabel = Field(description="The team's namespace.")
-    cluster_queue: DnsLabel = Field(
+    name: Annotated[DnsLabel, names(K8S_NAMESPACE, TEAM_NAMESPACE, joins="namespaces.training")] = (
+        Field(description="The team's namespace.")
+    )
+    cluster_queue: Annotated[DnsLabel, refers(CLUSTER_QUEUE)] = Field(
         SHARED_QUEUE, description="The ClusterQueue the team's LocalQueue submits to."
     )
     nvme_cache: bool = Field(
@@ -56,7 +108,9 @@ class TeamSettings(Settings):
 class FlavorSettings(Settings):
     """Per-pool settings of the pool's Kueue ResourceFlavor."""
 
-    pool: DnsLabel = Field(description="The GPU pool (node group, or existing.gpu_pools name).")
+    pool: Annotated[DnsLabel, refers(GPU_POOL), names(FLAVOR)] = Field(
+        description="The GPU pool (node group, or existing.gpu_pools name)."
+    )
     provisioning_request: bool | None = Field(
         None,
         description="Admit a workload only once the cluster-autoscaler has provisioned all "
@@ -99,25 +153,6 @@ class SchedulingSettings(Settings):
         default_factory=list, description="Per-pool flavor settings; pools left out take defaults."
     )
 
-    @model_validator(mode="after")
-    def _references(self) -> SchedulingSettings:
-        queues = [q.name for q in self.cluster_queues]
-        for key, names in (
-            ("cluster_queues", queues),
-            ("teams", [t.name for t in self.teams]),
-            ("flavors", [f.pool for f in self.flavors]),
-        ):
-            for i, name in enumerate(names):
-                if names.index(name) != i:
-                    field = "pool" if key == "flavors" else "name"
-                    raise FieldProblem(f"{key}[{i}].{field}", f"{name!r} is used twice")
-        for i, team in enumerate(self.teams):
-            try:
-                one_of(team.cluster_queue, queues, "a ClusterQueue", "scheduling.cluster_queues")
-            except ValueError as error:
-                raise FieldProblem(f"teams[{i}].cluster_queue", str(error)) from None
-        return self
-
     def flavor(self, pool: str) -> FlavorSettings:
         return next((f for f in self.flavors if f.pool == pool), FlavorSettings(pool=pool))
 
@@ -132,21 +167,8 @@ class SchedulingSettings(Settings):
 def check_scheduling(cfg: PlatformConfig) -> None:
     """Scheduling rules that need the pools and the provider."""
     sched = cfg.scheduling
-    pools = [p.name for p in cfg.gpu_pools]
-    where = "gpu_node_groups" if cfg.provider == "aws" else "existing.gpu_pools"
-    for i, queue in enumerate(sched.cluster_queues):
-        for pool in queue.gpus or {}:
-            _known_pool(pool, pools, where, f"scheduling.cluster_queues[{i}].gpus.{pool}")
-    for i, team in enumerate(sched.teams):
-        if team.name == cfg.namespaces.system:
-            raise FieldProblem(
-                f"scheduling.teams[{i}].name",
-                f"{team.name!r} is namespaces.system, the platform's add-ons' namespace; "
-                "give the team a namespace of its own",
-            )
     for i, flavor in enumerate(sched.flavors):
         path = f"scheduling.flavors[{i}]"
-        _known_pool(flavor.pool, pools, where, f"{path}.pool")
         if flavor.provisioning_request and cfg.provider != "aws":
             raise FieldProblem(
                 f"{path}.provisioning_request",
@@ -165,10 +187,3 @@ def check_scheduling(cfg: PlatformConfig) -> None:
                     f"{path}.{key}",
                     "only for existing clusters; on AWS the instance catalog gives it",
                 )
-
-
-def _known_pool(name: str, pools: list[str], where: str, path: str) -> None:
-    try:
-        one_of(name, pools, f"a GPU pool of this stack ({where})", "pools")
-    except ValueError as error:
-        raise FieldProblem(path, str(error)) from None

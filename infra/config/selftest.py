@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from infra.config.base import DnsLabel, FieldProblem, Int, Settings, one_of, shaped
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -41,6 +42,15 @@ INTER_NODE_BUSBW_GBPS: dict[str, float] = {"p4de.24xlarge": 78.0, "p5.48xlarge":
 NVME_P99_LATENCY_US = 200.0
 
 
+def runs(cfg: PlatformConfig) -> bool:
+    return cfg.selftest.resolved_mode(cfg.production) != "off"
+
+
+def queued(cfg: PlatformConfig) -> bool:
+    """The self-test Job goes through Kueue: it runs, and Kueue is on."""
+    return runs(cfg) and cfg.scheduling.enabled
+
+
 def _fraction(default: float, what: str) -> float:
     return Field(default, gt=0, le=1, description=f"{what}, as a fraction (0-1].")
 
@@ -61,7 +71,7 @@ class SelfTestSettings(Settings):
         "push it to the platform's ECR repository (output `selftest_repository_url`). "
         "Required unless mode is off.",
     )
-    pool: DnsLabel | None = Field(
+    pool: Annotated[DnsLabel, refers(GPU_POOL, when=runs)] | None = Field(
         None, description="The GPU pool it runs on. Default: the stack's first pool."
     )
     nodes: Int = Field(1, ge=1, description="Nodes it spans (1 or more, at most the pool's).")
@@ -83,10 +93,10 @@ class SelfTestSettings(Settings):
         "Job: its wait starts at creation, so Kueue queueing and GPU node provisioning come "
         "out of it before the run does (0-1440).",
     )
-    queue: DnsLabel = Field(
+    queue: Annotated[DnsLabel, refers(LOCAL_QUEUE, when=queued)] = Field(
         "default", description="The Kueue LocalQueue of the training namespace it submits to."
     )
-    priority_class: DnsLabel = Field(
+    priority_class: Annotated[DnsLabel, refers(PRIORITY_CLASS, when=queued)] = Field(
         "research",
         description="PriorityClass and Kueue WorkloadPriorityClass: `research` preempts only "
         "preemptible work, never a production training run.",
@@ -190,11 +200,6 @@ def check_selftest(cfg: PlatformConfig) -> None:
     pools = cfg.gpu_pools
     if not pools:
         raise FieldProblem("selftest.mode", "the stack has no GPU pool to test; set mode: off")
-    if settings.pool is not None:
-        try:
-            one_of(settings.pool, [p.name for p in pools], "a GPU pool of this stack", "pools")
-        except ValueError as error:
-            raise FieldProblem("selftest.pool", str(error)) from None
     pool = selftest_pool(cfg)
     if settings.nodes > pool.max_nodes:
         raise FieldProblem(
