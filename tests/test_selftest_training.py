@@ -7,6 +7,7 @@ import json
 import shutil
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -192,3 +193,34 @@ def test_without_shared_storage_training_is_one_fail_with_the_reason(tmp_path):
     (result,) = training.run(ctx)
     assert (result.name, result.status) == ("training", "FAIL")
     assert result.reason == f"FileNotFoundError: not mounted: {tmp_path / 'gone'}"
+
+
+# NVIDIA's "CUDA GPUs - Compute Capability" table: V100 7.0, T4 7.5, A100 8.0, H100 / H200 9.0.
+# bf16 is native from compute capability 8.0; Volta and Turing only emulate it.
+@pytest.mark.parametrize(
+    ("gpu", "capability", "expected"),
+    [
+        ("Tesla V100-SXM2-16GB", (7, 0), torch.float16),
+        ("Tesla T4", (7, 5), torch.float16),
+        ("NVIDIA A100-SXM4-80GB", (8, 0), torch.bfloat16),
+        ("NVIDIA H200", (9, 0), torch.bfloat16),
+    ],
+)
+def test_a_gpu_without_native_bf16_trains_in_fp16_with_a_grad_scaler(
+    monkeypatch, gpu, capability, expected
+):
+    """A mocked CUDA device: torch.cuda.is_bf16_supported() itself runs, on the device's
+    properties; on Volta and Turing a bf16 tensor can be created (emulation), which is what
+    its default including_emulation=True answers with."""
+    major, minor = capability
+    properties = SimpleNamespace(name=gpu, major=major, minor=minor)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: properties)
+    monkeypatch.setattr(torch.cuda, "_check_bf16_tensor_supported", lambda device: True)
+    device = torch.device("cuda", 0)
+    assert trainkit.autocast_dtype(device) == expected
+    dtype, scaler = trainkit.mixed_precision(device)
+    assert dtype == expected
+    assert scaler.is_enabled() is (expected == torch.float16)
+

@@ -24,10 +24,10 @@ from selftest.data import augment, iter_samples
 from selftest.model import Denoiser
 from selftest.trainkit import (
     CheckpointError,
-    autocast_dtype,
     keyed_generator,
     leave,
     load,
+    mixed_precision,
     peak_memory,
     save,
     share_cpu_cores,
@@ -75,9 +75,7 @@ def train(settings: dict) -> NoReturn:
         device_ids=[device.index] if cuda else None,
     )
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"])
-    dtype = autocast_dtype(device)
-    # fp16's narrow range needs loss scaling; bf16 has fp32's exponent and does not.
-    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    dtype, scaler = mixed_precision(device)
     checkpoints = Path(settings["checkpoints"])
     trainer = {"step": 0, "position": 0}
     if settings["resume_from"]:
