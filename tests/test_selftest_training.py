@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+import torch.nn.functional as F
 from selftest import training, trainkit
 from selftest.context import SelfTestContext
 from selftest.model import Denoiser
@@ -224,3 +225,39 @@ def test_a_gpu_without_native_bf16_trains_in_fp16_with_a_grad_scaler(
     assert dtype == expected
     assert scaler.is_enabled() is (expected == torch.float16)
 
+
+@pytest.fixture
+def strict_determinism():
+    """deterministic_kernels() sets torch's process-wide flags; put them back afterwards."""
+    flags = (torch.are_deterministic_algorithms_enabled(),
+             torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
+    yield
+    torch.use_deterministic_algorithms(flags[0], warn_only=flags[1])
+
+
+def test_a_kernel_without_a_deterministic_implementation_stops_training(strict_determinism):
+    """The resume is checked bit for bit, so the worker's kernels must be deterministic: one that
+    is not raises instead of warning. torch.use_deterministic_algorithms' documentation lists
+    Tensor.put_ with accumulate=False among the operations that "throw a RuntimeError when
+    mode=True" (on any device, so it shows on this CPU); warn_only=True only warns."""
+    trainkit.deterministic_kernels()
+    assert torch.are_deterministic_algorithms_enabled()
+    assert not torch.is_deterministic_algorithms_warn_only_enabled()
+    with pytest.raises(RuntimeError, match="put_ does not have a deterministic implementation"):
+        torch.zeros(3).put_(torch.tensor([0, 0]), torch.tensor([1.0, 2.0]))
+
+
+def test_self_attention_hands_sdpa_the_layout_its_fused_kernels_take(monkeypatch):
+    """PyTorch's SDPA dispatcher (sdp_utils.cpp, check_last_dim_stride_equals_1_dense) gives
+    flash, memory-efficient and cuDNN attention only inputs whose last dimension has stride 1;
+    anything else runs the math fallback, not the kernels the self-test means to exercise."""
+    seen, attention = [], F.scaled_dot_product_attention
+
+    def spy(q, k, v, *args, **kwargs):
+        seen.extend([q, k, v])
+        return attention(q, k, v, *args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    Denoiser(width=16)(torch.zeros(1, 3, 32, 32))
+    assert len(seen) == 3
+    assert [tensor.stride(-1) for tensor in seen] == [1, 1, 1]

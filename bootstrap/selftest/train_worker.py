@@ -24,6 +24,7 @@ from selftest.data import augment, iter_samples
 from selftest.model import Denoiser
 from selftest.trainkit import (
     CheckpointError,
+    deterministic_kernels,
     keyed_generator,
     leave,
     load,
@@ -66,8 +67,7 @@ def train(settings: dict) -> NoReturn:
         "nccl" if cuda else "gloo", init_method=settings["init_method"], rank=rank,
         world_size=world, timeout=timedelta(seconds=settings["timeout_s"]),
     )  # fmt: skip
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.backends.cudnn.benchmark = False
+    deterministic_kernels()
     torch.manual_seed(settings["seed"])  # the same initial weights on every rank and every run
     images = [image for _, image in iter_samples([Path(p) for p in settings["shards"]])]
     model = DistributedDataParallel(

@@ -47,6 +47,17 @@ def mixed_precision(device: torch.device) -> tuple[torch.dtype, torch.amp.GradSc
     return dtype, torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
 
 
+def deterministic_kernels() -> None:
+    """Every kernel deterministic, or a RuntimeError naming the one that has no deterministic
+    implementation: a resume checked bit for bit cannot let one through with a warning. With
+    warn_only=False torch (2.13, aten/src/ATen/native/transformers) also keeps SDPA off cuDNN
+    attention, whose backward is not deterministic, and runs flash attention's backward in its
+    deterministic mode and memory-efficient attention's with one key split. cuBLAS needs
+    CUBLAS_WORKSPACE_CONFIG set before it starts (the worker's environment sets it)."""
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+
+
 def keyed_generator(*key: int) -> torch.Generator:
     """A generator seeded by a digest of `key`: distinct keys give unrelated streams."""
     digest = hashlib.sha256(repr(key).encode()).digest()
