@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 
 import pytest
-from selftest import collectives, compute, inventory, metrics, report, runner
+from selftest import collectives, compute, inventory, metrics, report, runner, training
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
@@ -115,6 +115,37 @@ def test_bandwidth_under_the_floor_fails_naming_size_and_floor(tmp_path):
     assert "2147483648 B" in result.reason and "460.0 GB/s floor" in result.reason
 
 
+def test_the_sweep_times_nccl_tests_iterations_after_its_warm_up(tmp_path, monkeypatch):
+    # nccl-tests README, "Performance": -w (warm-up iterations, not timed) default 5, -n
+    # (iterations) default 20.
+    calls = []
+    monkeypatch.setattr(collectives.dist, "all_reduce", lambda *a, **k: calls.append("op"))
+    monkeypatch.setattr(collectives.dist, "barrier", lambda *a, **k: calls.append("timer"))
+    args = runner.parse_args([], {})
+    assert args.iters == 20
+    collectives.sweep(ctx(tmp_path), [1024], None, 2, args.iters)
+    assert calls == ["op"] * 5 + ["timer"] + ["op"] * 20
+
+
+def test_every_process_writes_its_own_nccl_log(tmp_path, monkeypatch):
+    """NCCL opens NCCL_DEBUG_FILE with "w" after expanding %p to the writing process's pid
+    (NVIDIA/nccl src/debug.cc): the rank and the training workers it starts, which inherit the
+    variable, must expand it to different files, and the transport checks read the rank's own."""
+    c = ctx(tmp_path, device="cuda", rank=3)
+    env = runner.nccl_environment(c, {})
+    assert env["NCCL_DEBUG"] == "INFO"
+    inherited = training.worker_env(env)["NCCL_DEBUG_FILE"]
+
+    def written_by(pid: int) -> Path:
+        return Path(inherited.replace("%p", str(pid)))
+
+    assert written_by(4242) != written_by(4243)
+    read = []
+    monkeypatch.setattr(runner.collectives, "run", lambda *args: read.append(args[-1]))
+    runner.group_runner("collectives", c, runner.parse_args([], {}))()
+    assert read == [written_by(os.getpid())]
+
+
 def test_node_groups_follow_torchrun_rank_numbering():
     assert collectives.node_groups(4, 2) == [[0, 1], [2, 3]]
     assert collectives.node_groups(2, 2) == [[0, 1]]
@@ -159,13 +190,30 @@ def test_fabric_devices_counted_from_sys_class_infiniband(tmp_path):
 # --- compute -----------------------------------------------------------------------------------
 
 
-def test_peaks_are_the_datasheet_figures():
-    # FACTS.md: dense BF16 A100 312, H100 / H200 989 TFLOP/s; HBM A100-80G 2.0, H100 3.35, H200 4.8.
-    assert compute.peaks_for("NVIDIA H200", 141e9) == (989.0, 4.8)
-    assert compute.peaks_for("NVIDIA H100 80GB HBM3", 80e9) == (989.0, 3.35)
-    assert compute.peaks_for("NVIDIA A100-SXM4-80GB", 80e9) == (312.0, 2.0)
-    assert compute.peaks_for("NVIDIA A100-SXM4-40GB", 40e9) == (312.0, None)
-    assert compute.peaks_for("NVIDIA A10G", 24e9) == (None, None)
+def test_peaks_are_the_datasheet_figures_for_the_exact_sku():
+    # FACTS.md: dense BF16 A100 312, H100 / H200 989 TFLOP/s; HBM A100-80G 2.0, H100 3.35, H200 4.8
+    # (the SXM parts of p4d, p4de, p5, p5e and p5en), by the device name torch reports.
+    assert compute.peaks_for("NVIDIA H200") == (989.0, 4.8)
+    assert compute.peaks_for("NVIDIA H100 80GB HBM3") == (989.0, 3.35)
+    assert compute.peaks_for("NVIDIA A100-SXM4-80GB") == (312.0, 2.0)
+    assert compute.peaks_for("NVIDIA A100-SXM4-40GB") == (312.0, None)
+    assert compute.peaks_for("NVIDIA A10G") == (None, None)
+
+
+@pytest.mark.parametrize(
+    "name",
+    # Other SKUs of the same chips, whose names contain an SXM part's: other clocks, power and
+    # memory (H100 PCIe: HBM2e; GH200: the H200's name inside), so no SXM peak applies to them.
+    ["NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA GH200 480GB", "NVIDIA GH200 144G HBM3e",
+     "NVIDIA H200 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB"],
+)  # fmt: skip
+def test_a_sku_sharing_a_name_part_gets_no_sxm_peak(name):
+    assert compute.peaks_for(name) == (None, None)
+    result = compute.fraction_check("compute.gemm_bf16", 700.0, "TFLOP/s", None, 0.75, "g", name)
+    assert (result.status, result.reason) == (
+        "WARN",
+        f"no datasheet peak for {name!r} (selftest.compute.PEAKS)",
+    )
 
 
 def test_gemm_and_copy_arithmetic():
