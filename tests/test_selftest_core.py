@@ -91,6 +91,56 @@ def test_socket_fallback_on_an_rdma_fabric_is_a_fail_with_its_reason(tmp_path):
         == "PASS"  # fmt: skip
 
 
+# Channel lines in the format of NVIDIA/nccl src/transport/net.cc (sendSetup / recvSetup):
+# "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s" with "/GDRDMA" when the NIC
+# reaches GPU memory directly, "(proxy rank)" after the device for a PXN send, "/Shared" last.
+# RoCE runs through the same IB plugin (NET/IB : Using [0]mlx5_0:1/RoCE).
+GDR_LOG = """\
+node1:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eth0:10.0.0.1<0>
+node1:1234:1234 [0] NCCL INFO Using network IB
+node1:1234:1300 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA
+node1:1234:1300 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
+node1:1234:1300 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1(1)/GDRDMA/Shared
+node1:1234:1300 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P/CUMEM
+"""  # noqa: E501
+MIXED_GDR_LOG = (
+    GDR_LOG + "node1:1234:1300 [0] NCCL INFO Channel 03/0 : 0[0] -> 8[0] [send] via NET/IB/1\n"
+)
+SINGLE_NODE_LOG = """\
+node1:1234:1234 [0] NCCL INFO Using network IB
+node1:1234:1300 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+"""
+
+
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_an_rdma_pool_without_gpudirect_rdma_fails(tmp_path, fabric):
+    """IB_LOG's connections run over NET/IB without /GDRDMA: what NCCL logs on a node whose
+    driver came without nvidia-peermem. Data then goes GPU → host memory → NIC."""
+    log = tmp_path / "nccl.log"
+    c = ctx(tmp_path, device="cuda", fabric=fabric)
+    outcomes = {}
+    for name, text in [("staged", IB_LOG), ("direct", GDR_LOG), ("mixed", MIXED_GDR_LOG),
+                       ("single node", SINGLE_NODE_LOG)]:  # fmt: skip
+        log.write_text(text)
+        result = collectives.gpudirect_check(c, log)
+        outcomes[name] = (result.status, result.value, result.reason)
+    assert outcomes["staged"] == ("FAIL", 0, (
+        "none of NCCL's 1 NET/IB connections uses GPUDirect RDMA (no /GDRDMA): data is staged "
+        "through host memory; load nvidia-peermem on the host"))  # fmt: skip
+    assert outcomes["direct"] == ("PASS", 3, "")
+    assert outcomes["mixed"] == ("WARN", 3, "1 of 4 NET/IB connections lack /GDRDMA")
+    assert outcomes["single node"][0] == "SKIP"
+
+
+def test_gpudirect_rdma_is_judged_on_infiniband_and_roce_only(tmp_path):
+    log = tmp_path / "nccl.log"
+    log.write_text(IB_LOG)
+    for fabric in ("efa", "tcp"):
+        result = collectives.gpudirect_check(ctx(tmp_path, device="cuda", fabric=fabric), log)
+        assert result.status == "SKIP", fabric
+    assert collectives.gpudirect_check(ctx(tmp_path, fabric="roce"), log).status == "SKIP"
+
+
 def test_busbw_floors_per_instance_type_are_facts_md_figures(tmp_path):
     # FACTS.md "Self-test numbers": one 8-GPU node A100 ≈ 228, H100 ≈ 460, H200 ≈ 431 GB/s;
     # two nodes: p4de ≈ 78, p5 ≈ 444 GB/s at 2 GiB.
@@ -402,6 +452,7 @@ def test_cpu_selftest_writes_the_issues_report(cpu_selftest):
     assert by_name["distributed.rendezvous"]["value"] == 2
     assert by_name["collectives.allreduce_correct"]["status"] == "PASS"
     assert by_name["collectives.allreduce_busbw_intra_node"]["value"] > 0
+    assert by_name["collectives.gpudirect_rdma"]["status"] == "SKIP"
     assert "<img" in (out / "report.html").read_text()
     assert "self-test" in done.stdout and "collectives.allreduce_correct" in done.stdout
 
