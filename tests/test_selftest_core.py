@@ -415,6 +415,25 @@ def test_report_document_and_page(tmp_path):
     assert "training.loss" in report.table(results)
 
 
+def test_the_headline_counts_what_was_judged_and_what_was_skipped():
+    results = [
+        CheckResult("distributed.rendezvous", "PASS", 2, threshold=2),
+        CheckResult("collectives.allreduce_correct", "PASS", 0, threshold=0),
+        CheckResult("storage.nvme-cache.write", "INFO", 812.0, "MB/s"),
+        CheckResult("inventory.gpu_model", "SKIP", reason="no GPU visible"),
+        CheckResult("compute.memory_bandwidth", "SKIP", reason="no GPU"),
+        CheckResult("metrics.dcgm_exporter", "SKIP", reason="no DCGM exporter URL configured"),
+    ]
+    assert report.headline("PASS", results, "cpu") == (
+        "PASS — 2 passed, 1 info, 3 skipped: no GPU on this machine"
+    )
+    on_gpu = [*results[:3], CheckResult("collectives.allreduce_busbw_inter_node", "SKIP"),
+              CheckResult("collectives.gpudirect_rdma", "FAIL", 0)]  # fmt: skip
+    assert report.headline("FAIL", on_gpu, "cuda") == (
+        "FAIL — 1 failed, 2 passed, 1 info, 1 skipped: collectives.allreduce_busbw_inter_node"
+    )
+
+
 def _run(cmd: list[str], **env) -> subprocess.CompletedProcess:
     environ = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), **env}
     return subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240)
@@ -454,7 +473,26 @@ def test_cpu_selftest_writes_the_issues_report(cpu_selftest):
     assert by_name["collectives.allreduce_busbw_intra_node"]["value"] > 0
     assert by_name["collectives.gpudirect_rdma"]["status"] == "SKIP"
     assert "<img" in (out / "report.html").read_text()
-    assert "self-test" in done.stdout and "collectives.allreduce_correct" in done.stdout
+    assert "collectives.allreduce_correct" in done.stdout
+    # The headline counts what was skipped, so a PASS on a CPU does not read as a full pass.
+    counts = {s: sum(c["status"] == s for c in doc["checks"]) for s in ("PASS", "INFO", "SKIP")}
+    assert counts["SKIP"] > 0
+    assert (
+        f"self-test {doc['status']} — {counts['PASS']} passed, {counts['INFO']} info, "
+        f"{counts['SKIP']} skipped: no GPU on this machine"
+    ) in done.stdout
+
+
+def test_a_pass_was_held_to_a_threshold_and_a_bare_figure_is_info(cpu_selftest):
+    """Every check of the real run: PASS only where a threshold judged it; a figure measured
+    with none (storage without a floor, training throughput, peak memory) is INFO."""
+    _, out = cpu_selftest
+    checks = json.loads((out / "report.json").read_text())["checks"]
+    assert [c["name"] for c in checks if c["status"] == "PASS" and c["threshold"] is None] == []
+    info = {c["name"] for c in checks if c["status"] == "INFO"}
+    assert {"storage.shared-data.write", "storage.nvme-cache.small_file_p99", "storage.pipeline",
+            "training.throughput", "training.peak_memory"} <= info  # fmt: skip
+    assert all(c["threshold"] is None for c in checks if c["status"] == "INFO")
 
 
 def test_injected_faults_each_fail_with_reason_and_the_report_stays_whole(tmp_path):

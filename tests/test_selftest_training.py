@@ -37,7 +37,11 @@ def test_every_training_check_passes_on_both_ranks(run):
             "training.loss", "training.throughput", "training.peak_memory",
             "training.sigterm_checkpoint", "training.resume",
         ]  # fmt: skip
-        assert {name: r.status for name, r in results.items() if r.status != "PASS"} == {}
+        # Throughput and peak memory are figures with no floor: INFO, not PASS.
+        assert {name: r.status for name, r in results.items() if r.status != "PASS"} == {
+            "training.throughput": "INFO",
+            "training.peak_memory": "INFO",
+        }
 
 
 def test_loss_is_finite_and_falls_under_bf16_autocast(run):

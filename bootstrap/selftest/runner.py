@@ -238,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     if ctx.is_rank0:
         json_path, html_path = report.write(ctx.out_dir, doc, results)
         print(report.table(results))
-        print(f"\nself-test {doc['status']} in {doc['duration_s']} s: {json_path}, {html_path}")
+        print(f"\nself-test {report.headline(doc['status'], results, ctx.device)}")
+        print(f"report: {json_path}, {html_path} ({doc['duration_s']} s)")
         if args.bench:
             print("\n".join(["", "benchmark:", *bench_lines(results)]))
     elif not grouped:  # a rank cut off from rank 0 still says why in the Job's log
