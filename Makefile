@@ -61,7 +61,7 @@ selftest: $(VENV)/.installed
 # The same run with a wider all-reduce sweep, printing busbw per size, storage and training figures.
 bench-selftest: $(VENV)/.installed
 	mkdir -p $(SELFTEST_OUT)/shared-data $(SELFTEST_OUT)/nvme-cache
-	$(SELFTEST) --bench --iters 10 --sizes 1024,16384,262144,4194304,16777216,67108864 $(SELFTEST_ARGS)
+	$(SELFTEST) --bench --sizes 1024,16384,262144,4194304,16777216,67108864 $(SELFTEST_ARGS)
 
 # prepare, sd-finetune and esrgan at toy scale on this CPU, two gloo ranks each, the training
 # recipes interrupted by SIGTERM and resumed; reports in out/recipes/<recipe>/report.json.

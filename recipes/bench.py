@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import torch
-from selftest.trainkit import autocast_dtype, keyed_generator, peak_memory
+from selftest.trainkit import keyed_generator, mixed_precision, peak_memory
 
 from recipes.esrgan.losses import VGG19_FILE, VGG19Features
 from recipes.esrgan.task import EsrganTask
@@ -67,8 +67,7 @@ def esrgan(device: torch.device, crop: int) -> EsrganTask:
 def measure(task, device: torch.device, size: int, batch: int, steps: int) -> dict:
     model = task.trainable().to(device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6)
-    dtype = autocast_dtype(device)
-    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    dtype, scaler = mixed_precision(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import torch
 import torch.distributed as dist
-from selftest.trainkit import MANIFEST, autocast_dtype, load, peak_memory, save, sigterm_flag
+from selftest.trainkit import MANIFEST, load, mixed_precision, peak_memory, save, sigterm_flag
 from torch.nn.parallel import DistributedDataParallel
 
 from recipes.batch import accumulation_steps
@@ -137,9 +137,7 @@ def _train(task: Task, run: Run, local_rank: int, stop_requested: list[int]) -> 
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=run.learning_rate
     )
-    dtype = autocast_dtype(device)
-    # fp16's narrow range needs loss scaling; bf16 has fp32's exponent and does not.
-    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    dtype, scaler = mixed_precision(device)
     stream = ShardStream(rank_shards(run.shards, rank, world), run.seed)
     trainer = {"step": 0, "position": 0}
     saved = complete_checkpoints(run.checkpoints)

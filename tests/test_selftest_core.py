@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 
 import pytest
-from selftest import collectives, compute, inventory, metrics, report, runner
+from selftest import collectives, compute, inventory, metrics, report, runner, training
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
@@ -91,6 +91,56 @@ def test_socket_fallback_on_an_rdma_fabric_is_a_fail_with_its_reason(tmp_path):
         == "PASS"  # fmt: skip
 
 
+# Channel lines in the format of NVIDIA/nccl src/transport/net.cc (sendSetup / recvSetup):
+# "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s" with "/GDRDMA" when the NIC
+# reaches GPU memory directly, "(proxy rank)" after the device for a PXN send, "/Shared" last.
+# RoCE runs through the same IB plugin (NET/IB : Using [0]mlx5_0:1/RoCE).
+GDR_LOG = """\
+node1:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eth0:10.0.0.1<0>
+node1:1234:1234 [0] NCCL INFO Using network IB
+node1:1234:1300 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA
+node1:1234:1300 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
+node1:1234:1300 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1(1)/GDRDMA/Shared
+node1:1234:1300 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P/CUMEM
+"""  # noqa: E501
+MIXED_GDR_LOG = (
+    GDR_LOG + "node1:1234:1300 [0] NCCL INFO Channel 03/0 : 0[0] -> 8[0] [send] via NET/IB/1\n"
+)
+SINGLE_NODE_LOG = """\
+node1:1234:1234 [0] NCCL INFO Using network IB
+node1:1234:1300 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+"""
+
+
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_an_rdma_pool_without_gpudirect_rdma_fails(tmp_path, fabric):
+    """IB_LOG's connections run over NET/IB without /GDRDMA: what NCCL logs on a node whose
+    driver came without nvidia-peermem. Data then goes GPU → host memory → NIC."""
+    log = tmp_path / "nccl.log"
+    c = ctx(tmp_path, device="cuda", fabric=fabric)
+    outcomes = {}
+    for name, text in [("staged", IB_LOG), ("direct", GDR_LOG), ("mixed", MIXED_GDR_LOG),
+                       ("single node", SINGLE_NODE_LOG)]:  # fmt: skip
+        log.write_text(text)
+        result = collectives.gpudirect_check(c, log)
+        outcomes[name] = (result.status, result.value, result.reason)
+    assert outcomes["staged"] == ("FAIL", 0, (
+        "none of NCCL's 1 NET/IB connections uses GPUDirect RDMA (no /GDRDMA): data is staged "
+        "through host memory; load nvidia-peermem on the host"))  # fmt: skip
+    assert outcomes["direct"] == ("PASS", 3, "")
+    assert outcomes["mixed"] == ("WARN", 3, "1 of 4 NET/IB connections lack /GDRDMA")
+    assert outcomes["single node"][0] == "SKIP"
+
+
+def test_gpudirect_rdma_is_judged_on_infiniband_and_roce_only(tmp_path):
+    log = tmp_path / "nccl.log"
+    log.write_text(IB_LOG)
+    for fabric in ("efa", "tcp"):
+        result = collectives.gpudirect_check(ctx(tmp_path, device="cuda", fabric=fabric), log)
+        assert result.status == "SKIP", fabric
+    assert collectives.gpudirect_check(ctx(tmp_path, fabric="roce"), log).status == "SKIP"
+
+
 def test_busbw_floors_per_instance_type_are_facts_md_figures(tmp_path):
     # FACTS.md "Self-test numbers": one 8-GPU node A100 ≈ 228, H100 ≈ 460, H200 ≈ 431 GB/s;
     # two nodes: p4de ≈ 78, p5 ≈ 444 GB/s at 2 GiB.
@@ -113,6 +163,37 @@ def test_bandwidth_under_the_floor_fails_naming_size_and_floor(tmp_path):
     result = collectives.bandwidth_check(c, "intra", rows, 1.0)
     assert result.status == "FAIL"
     assert "2147483648 B" in result.reason and "460.0 GB/s floor" in result.reason
+
+
+def test_the_sweep_times_nccl_tests_iterations_after_its_warm_up(tmp_path, monkeypatch):
+    # nccl-tests README, "Performance": -w (warm-up iterations, not timed) default 5, -n
+    # (iterations) default 20.
+    calls = []
+    monkeypatch.setattr(collectives.dist, "all_reduce", lambda *a, **k: calls.append("op"))
+    monkeypatch.setattr(collectives.dist, "barrier", lambda *a, **k: calls.append("timer"))
+    args = runner.parse_args([], {})
+    assert args.iters == 20
+    collectives.sweep(ctx(tmp_path), [1024], None, 2, args.iters)
+    assert calls == ["op"] * 5 + ["timer"] + ["op"] * 20
+
+
+def test_every_process_writes_its_own_nccl_log(tmp_path, monkeypatch):
+    """NCCL opens NCCL_DEBUG_FILE with "w" after expanding %p to the writing process's pid
+    (NVIDIA/nccl src/debug.cc): the rank and the training workers it starts, which inherit the
+    variable, must expand it to different files, and the transport checks read the rank's own."""
+    c = ctx(tmp_path, device="cuda", rank=3)
+    env = runner.nccl_environment(c, {})
+    assert env["NCCL_DEBUG"] == "INFO"
+    inherited = training.worker_env(env)["NCCL_DEBUG_FILE"]
+
+    def written_by(pid: int) -> Path:
+        return Path(inherited.replace("%p", str(pid)))
+
+    assert written_by(4242) != written_by(4243)
+    read = []
+    monkeypatch.setattr(runner.collectives, "run", lambda *args: read.append(args[-1]))
+    runner.group_runner("collectives", c, runner.parse_args([], {}))()
+    assert read == [written_by(os.getpid())]
 
 
 def test_node_groups_follow_torchrun_rank_numbering():
@@ -159,13 +240,30 @@ def test_fabric_devices_counted_from_sys_class_infiniband(tmp_path):
 # --- compute -----------------------------------------------------------------------------------
 
 
-def test_peaks_are_the_datasheet_figures():
-    # FACTS.md: dense BF16 A100 312, H100 / H200 989 TFLOP/s; HBM A100-80G 2.0, H100 3.35, H200 4.8.
-    assert compute.peaks_for("NVIDIA H200", 141e9) == (989.0, 4.8)
-    assert compute.peaks_for("NVIDIA H100 80GB HBM3", 80e9) == (989.0, 3.35)
-    assert compute.peaks_for("NVIDIA A100-SXM4-80GB", 80e9) == (312.0, 2.0)
-    assert compute.peaks_for("NVIDIA A100-SXM4-40GB", 40e9) == (312.0, None)
-    assert compute.peaks_for("NVIDIA A10G", 24e9) == (None, None)
+def test_peaks_are_the_datasheet_figures_for_the_exact_sku():
+    # FACTS.md: dense BF16 A100 312, H100 / H200 989 TFLOP/s; HBM A100-80G 2.0, H100 3.35, H200 4.8
+    # (the SXM parts of p4d, p4de, p5, p5e and p5en), by the device name torch reports.
+    assert compute.peaks_for("NVIDIA H200") == (989.0, 4.8)
+    assert compute.peaks_for("NVIDIA H100 80GB HBM3") == (989.0, 3.35)
+    assert compute.peaks_for("NVIDIA A100-SXM4-80GB") == (312.0, 2.0)
+    assert compute.peaks_for("NVIDIA A100-SXM4-40GB") == (312.0, None)
+    assert compute.peaks_for("NVIDIA A10G") == (None, None)
+
+
+@pytest.mark.parametrize(
+    "name",
+    # Other SKUs of the same chips, whose names contain an SXM part's: other clocks, power and
+    # memory (H100 PCIe: HBM2e; GH200: the H200's name inside), so no SXM peak applies to them.
+    ["NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA GH200 480GB", "NVIDIA GH200 144G HBM3e",
+     "NVIDIA H200 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB"],
+)  # fmt: skip
+def test_a_sku_sharing_a_name_part_gets_no_sxm_peak(name):
+    assert compute.peaks_for(name) == (None, None)
+    result = compute.fraction_check("compute.gemm_bf16", 700.0, "TFLOP/s", None, 0.75, "g", name)
+    assert (result.status, result.reason) == (
+        "WARN",
+        f"no datasheet peak for {name!r} (selftest.compute.PEAKS)",
+    )
 
 
 def test_gemm_and_copy_arithmetic():
@@ -317,6 +415,25 @@ def test_report_document_and_page(tmp_path):
     assert "training.loss" in report.table(results)
 
 
+def test_the_headline_counts_what_was_judged_and_what_was_skipped():
+    results = [
+        CheckResult("distributed.rendezvous", "PASS", 2, threshold=2),
+        CheckResult("collectives.allreduce_correct", "PASS", 0, threshold=0),
+        CheckResult("storage.nvme-cache.write", "INFO", 812.0, "MB/s"),
+        CheckResult("inventory.gpu_model", "SKIP", reason="no GPU visible"),
+        CheckResult("compute.memory_bandwidth", "SKIP", reason="no GPU"),
+        CheckResult("metrics.dcgm_exporter", "SKIP", reason="no DCGM exporter URL configured"),
+    ]
+    assert report.headline("PASS", results, "cpu") == (
+        "PASS — 2 passed, 1 info, 3 skipped: no GPU on this machine"
+    )
+    on_gpu = [*results[:3], CheckResult("collectives.allreduce_busbw_inter_node", "SKIP"),
+              CheckResult("collectives.gpudirect_rdma", "FAIL", 0)]  # fmt: skip
+    assert report.headline("FAIL", on_gpu, "cuda") == (
+        "FAIL — 1 failed, 2 passed, 1 info, 1 skipped: collectives.allreduce_busbw_inter_node"
+    )
+
+
 def _run(cmd: list[str], **env) -> subprocess.CompletedProcess:
     environ = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), **env}
     return subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240)
@@ -354,8 +471,28 @@ def test_cpu_selftest_writes_the_issues_report(cpu_selftest):
     assert by_name["distributed.rendezvous"]["value"] == 2
     assert by_name["collectives.allreduce_correct"]["status"] == "PASS"
     assert by_name["collectives.allreduce_busbw_intra_node"]["value"] > 0
+    assert by_name["collectives.gpudirect_rdma"]["status"] == "SKIP"
     assert "<img" in (out / "report.html").read_text()
-    assert "self-test" in done.stdout and "collectives.allreduce_correct" in done.stdout
+    assert "collectives.allreduce_correct" in done.stdout
+    # The headline counts what was skipped, so a PASS on a CPU does not read as a full pass.
+    counts = {s: sum(c["status"] == s for c in doc["checks"]) for s in ("PASS", "INFO", "SKIP")}
+    assert counts["SKIP"] > 0
+    assert (
+        f"self-test {doc['status']} — {counts['PASS']} passed, {counts['INFO']} info, "
+        f"{counts['SKIP']} skipped: no GPU on this machine"
+    ) in done.stdout
+
+
+def test_a_pass_was_held_to_a_threshold_and_a_bare_figure_is_info(cpu_selftest):
+    """Every check of the real run: PASS only where a threshold judged it; a figure measured
+    with none (storage without a floor, training throughput, peak memory) is INFO."""
+    _, out = cpu_selftest
+    checks = json.loads((out / "report.json").read_text())["checks"]
+    assert [c["name"] for c in checks if c["status"] == "PASS" and c["threshold"] is None] == []
+    info = {c["name"] for c in checks if c["status"] == "INFO"}
+    assert {"storage.shared-data.write", "storage.nvme-cache.small_file_p99", "storage.pipeline",
+            "training.throughput", "training.peak_memory"} <= info  # fmt: skip
+    assert all(c["threshold"] is None for c in checks if c["status"] == "INFO")
 
 
 def test_injected_faults_each_fail_with_reason_and_the_report_stays_whole(tmp_path):

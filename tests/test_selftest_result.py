@@ -23,6 +23,14 @@ def test_a_report_is_as_bad_as_its_worst_check():
     assert worst([]) == "SKIP"
 
 
+def test_a_figure_without_a_threshold_is_info_and_judges_nothing():
+    # A report's status is one of the issue's four: INFO never raises or becomes it.
+    assert worst(["PASS", "INFO"]) == "PASS"
+    assert worst(["INFO", "SKIP"]) == "SKIP"
+    assert worst(["INFO"]) == "SKIP"
+    assert worst(["WARN", "INFO"]) == "WARN"
+
+
 def test_plot_series_stay_out_of_the_json_check():
     # Issue 10: a check in the report has exactly these keys.
     check = CheckResult("allreduce", "PASS", 1.5, "GB/s", details={"sizes": [1, 2]})

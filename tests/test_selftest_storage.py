@@ -43,10 +43,11 @@ def test_a_missing_mount_fails_that_volume_only(tmp_path):
     results = _by_name(storage.run(ctx))
     assert results["storage.nvme-cache"].status == "FAIL"
     assert results["storage.nvme-cache"].reason == f"not mounted: {tmp_path / 'absent'}"
+    # Measured with no floor: reported as INFO, neither passed nor failed.
     for name in ("write", "read", "small_file_p99"):
-        assert results[f"storage.shared-data.{name}"].status == "PASS"
+        assert results[f"storage.shared-data.{name}"].status == "INFO"
         assert results[f"storage.shared-data.{name}"].value > 0
-    assert results["storage.pipeline"].status == "PASS"
+    assert results["storage.pipeline"].status == "INFO"
     # The measurement leaves nothing behind on the volume but the shards.
     assert not list((tmp_path / "shared" / "selftest" / "t").glob("storage-*"))
 
@@ -59,7 +60,7 @@ def test_without_shared_storage_the_pipeline_fails_with_the_reason(tmp_path):
     assert (
         results["storage.pipeline"].reason == f"FileNotFoundError: not mounted: {tmp_path / 'gone'}"
     )
-    assert results["storage.nvme-cache.write"].status == "PASS"
+    assert results["storage.nvme-cache.write"].status == "INFO"
 
 
 def test_figures_are_held_to_the_floors_from_the_context(tmp_path):
@@ -81,7 +82,8 @@ def test_figures_are_held_to_the_floors_from_the_context(tmp_path):
     assert (p99.threshold, p99.source, p99.unit) == (200.0, "plan", "us")
     assert len(p99.details["latencies_us"]) == 50
     assert p99.details["p50_us"] <= p99.details["p99_us"]
-    assert results["storage.shared-data.write"].reason == "no floor set (shared-data.write_mb_s)"
+    unjudged = results["storage.shared-data.write"]
+    assert (unjudged.status, unjudged.reason) == ("INFO", "no floor set (shared-data.write_mb_s)")
 
 
 def test_a_latency_over_its_ceiling_fails(tmp_path):

@@ -17,6 +17,11 @@ from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
 GB = 1e9
+# nccl-tests' defaults (README, "Performance"): -w 5 warm-up iterations, not timed, then -n 20
+# timed ones. Fewer leave launch and first-touch costs in the small sizes' times, and the busbw
+# curve stops rising with the message size.
+WARMUP_ITERS = 5
+ITERS = 20
 # Default sweep: 1 KiB … 64 MiB per rank on CPU keeps `make selftest` well under a minute;
 # GPU runs sweep to 2 GiB, where the floors below were measured.
 CPU_SIZES = [2**10, 2**14, 2**18, 2**22, 2**26]
@@ -41,6 +46,15 @@ DEFAULT_CPU_FLOOR_GBPS = 0.05
 _USING_NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$", re.MULTILINE)
 _VIA_NET = re.compile(r"NCCL INFO .* via NET/([^/\s][^/]*)/")
 RDMA_FABRICS = {"efa", "infiniband", "roce"}
+# Each network connection's channel line (NVIDIA/nccl src/transport/net.cc, sendSetup and
+# recvSetup, logged under INIT, which NCCL_DEBUG=INFO prints by default):
+# "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s", the first suffix "/GDRDMA"
+# when the NIC reads and writes GPU memory directly; a proxied send adds "(<proxy rank>)" after
+# the device. Without /GDRDMA the data is staged through host memory.
+_NET_CHANNEL = re.compile(r"NCCL INFO Channel .* via NET/([^/\n]+)/\d+(?:\(\d+\))?(/GDRDMA)?")
+# On InfiniBand and RoCE, GPUDirect RDMA needs the host's nvidia-peermem: with the driver on the
+# host (driver.enabled false) nothing else loads it, and NCCL says so only in these lines.
+GDR_FABRICS = {"infiniband", "roce"}
 
 
 def bus_bandwidth(nbytes: int, seconds: float, world_size: int) -> tuple[float, float]:
@@ -67,6 +81,34 @@ def socket_fallback_reason(log_text: str, fabric: str) -> str | None:
     return None
 
 
+def net_connections(log_text: str) -> list[tuple[str, bool]]:
+    """(network, uses GPUDirect RDMA) for each network connection NCCL's log shows."""
+    return [(net, bool(gdr)) for net, gdr in _NET_CHANNEL.findall(log_text)]
+
+
+def gpudirect_rdma(log_text: str) -> tuple[str, int, str]:
+    """(status, connections with GPUDirect RDMA, reason) on an InfiniBand or RoCE fabric: FAIL
+    when no network connection uses it, WARN when only some do (a GPU far from its NIC)."""
+    connections = [(net, gdr) for net, gdr in net_connections(log_text) if net != "Socket"]
+    direct = sum(1 for _, gdr in connections if gdr)
+    if not connections:
+        return "SKIP", 0, "no network connection in NCCL's log (single node): nothing to judge"
+    nets = "/".join(sorted({net for net, _ in connections}))
+    if direct == 0:
+        return (
+            "FAIL",
+            0,
+            (
+                f"none of NCCL's {len(connections)} NET/{nets} connections uses GPUDirect RDMA (no "
+                "/GDRDMA): data is staged through host memory; load nvidia-peermem on the host"
+            ),
+        )
+    if direct < len(connections):
+        staged = len(connections) - direct
+        return "WARN", direct, f"{staged} of {len(connections)} NET/{nets} connections lack /GDRDMA"
+    return "PASS", direct, ""
+
+
 def floor_for(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
     """The busbw floor (GB/s) for 'intra' or 'inter' node all-reduce, and its source."""
     # The names the stack's config gives them (infra/config/selftest.py).
@@ -81,8 +123,9 @@ def floor_for(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
 
 
 def _time_all_reduce(buf: torch.Tensor, group, device: str, iters: int) -> float:
-    """Seconds per all-reduce, after one warm-up, averaged over `iters`."""
-    dist.all_reduce(buf, group=group)
+    """Seconds per all-reduce, after WARMUP_ITERS untimed ones, averaged over `iters`."""
+    for _ in range(WARMUP_ITERS):
+        dist.all_reduce(buf, group=group)
     _sync(device)
     dist.barrier(group=group)
     started = time.perf_counter()
@@ -157,7 +200,7 @@ def node_groups(world_size: int, local_world_size: int) -> list[list[int]]:
 def run(
     ctx: SelfTestContext,
     sizes: list[int] | None = None,
-    iters: int = 5,
+    iters: int = ITERS,
     local_world_size: int | None = None,
     nccl_log: Path | None = None,
 ) -> list[CheckResult]:
@@ -184,7 +227,7 @@ def run(
     else:
         results.append(_skip("inter", "single node: no cross-node all-reduce"))
 
-    results.append(fallback_check(ctx, nccl_log))
+    results += [fallback_check(ctx, nccl_log), gpudirect_check(ctx, nccl_log)]
     return results
 
 
@@ -205,4 +248,21 @@ def fallback_check(ctx: SelfTestContext, nccl_log: Path | None) -> CheckResult:
     return CheckResult(
         name, "FAIL" if reason else "PASS", networks, "", f"no NET/Socket on {ctx.fabric}",
         "NCCL_DEBUG=INFO log: 'Using network …' and '… via NET/<transport>/'", reason or "",
+    )  # fmt: skip
+
+
+def gpudirect_check(ctx: SelfTestContext, nccl_log: Path | None) -> CheckResult:
+    """FAIL an InfiniBand or RoCE pool whose NCCL log shows no connection with GPUDirect RDMA."""
+    name = "collectives.gpudirect_rdma"
+    if ctx.device != "cuda":
+        return CheckResult(name, "SKIP", reason="gloo on CPU: no NCCL network to check")
+    if ctx.fabric not in GDR_FABRICS:
+        return CheckResult(name, "SKIP", reason=f"judged on infiniband and roce, not {ctx.fabric}")
+    if nccl_log is None or not nccl_log.exists():
+        return CheckResult(name, "WARN", reason="no NCCL_DEBUG=INFO log to read")
+    status, direct, reason = gpudirect_rdma(nccl_log.read_text(errors="replace"))
+    return CheckResult(
+        name, status, direct, "connections with /GDRDMA", "every network connection",
+        "NCCL_DEBUG=INFO channel lines '... via NET/<net>/<dev>/GDRDMA' (src/transport/net.cc)",
+        reason,
     )  # fmt: skip

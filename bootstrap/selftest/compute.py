@@ -13,27 +13,25 @@ import torch
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
-# Datasheet peaks by GPU model: dense BF16 TFLOP/s and HBM TB/s (FACTS.md "Self-test numbers").
-# Only the A100 80 GB's bandwidth is listed; the 40 GB part gets no bandwidth floor.
-PEAKS = {
-    "H200": (989.0, 4.8),
-    "H100": (989.0, 3.35),
-    "A100-80": (312.0, 2.0),
-    "A100": (312.0, None),
+# Datasheet peaks by the exact device name torch and nvidia-smi report: dense BF16 TFLOP/s and
+# HBM TB/s (FACTS.md "Self-test numbers"; SXM parts, as in p4d/p4de/p5/p5e/p5en). Only the A100
+# 80 GB's bandwidth is listed, so the 40 GB part gets no bandwidth floor. A name not here (H100
+# PCIe or NVL, GH200, H200 NVL: other clocks, power and memory) has no peak rather than a wrong
+# one: a substring match gave those the SXM figures.
+PEAKS: dict[str, tuple[float, float | None]] = {
+    "NVIDIA H200": (989.0, 4.8),
+    "NVIDIA H100 80GB HBM3": (989.0, 3.35),
+    "NVIDIA A100-SXM4-80GB": (312.0, 2.0),
+    "NVIDIA A100-SXM4-40GB": (312.0, None),
 }
 PEAK_SOURCE = "FACTS.md Self-test numbers (NVIDIA datasheet dense BF16 / HBM peaks)"
 # The issue's targets on an H200: GEMM ≥ 75 % of peak, memory bandwidth ≥ 80 %.
 DEFAULT_FLOORS = {"gemm_fraction": 0.75, "memory_bandwidth_fraction": 0.80}
 
 
-def peaks_for(model: str, memory_bytes: int) -> tuple[float | None, float | None]:
-    """(TFLOP/s, TB/s) for a device name such as 'NVIDIA H200' or 'NVIDIA A100-SXM4-80GB'."""
-    for key in ("H200", "H100"):
-        if key in model:
-            return PEAKS[key]
-    if "A100" in model:
-        return PEAKS["A100-80" if memory_bytes > 60e9 else "A100"]
-    return None, None
+def peaks_for(model: str) -> tuple[float | None, float | None]:
+    """(TFLOP/s, TB/s) for a device name such as 'NVIDIA H200'; (None, None) when unknown."""
+    return PEAKS.get(model.strip(), (None, None))
 
 
 def gemm_tflops(n: int, seconds_per_gemm: float) -> float:
@@ -58,10 +56,11 @@ def _timed(fn, iters: int, device: str) -> float:
     return (time.perf_counter() - started) / iters
 
 
-def fraction_check(name, measured, unit, peak, floor, floor_key) -> CheckResult:
+def fraction_check(name, measured, unit, peak, floor, floor_key, model="") -> CheckResult:
     """measured / peak against the floor fraction; no peak known is a WARN, not a guess."""
     if peak is None:
-        return CheckResult(name, "WARN", round(measured, 2), unit, reason="no catalog peak")
+        reason = f"no datasheet peak for {model!r} (selftest.compute.PEAKS)"
+        return CheckResult(name, "WARN", round(measured, 2), unit, reason=reason)
     fraction = measured / peak
     ok = fraction >= floor
     reason = "" if ok else f"{fraction:.0%} of the {peak} {unit} peak, under {floor:.0%}"
@@ -76,7 +75,7 @@ def run(ctx: SelfTestContext, n: int = 8192, copy_bytes: int = 2**32) -> list[Ch
         return cpu_reference()
     device = torch.device("cuda", ctx.local_rank)
     props = torch.cuda.get_device_properties(device)
-    tflops_peak, tbps_peak = peaks_for(props.name, props.total_memory)
+    tflops_peak, tbps_peak = peaks_for(props.name)
     floors = {**DEFAULT_FLOORS, **ctx.floors}
 
     started = time.perf_counter()
@@ -84,7 +83,7 @@ def run(ctx: SelfTestContext, n: int = 8192, copy_bytes: int = 2**32) -> list[Ch
     b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     tflops = gemm_tflops(n, _timed(lambda: a @ b, 50, "cuda"))
     gemm = fraction_check("compute.gemm_bf16", tflops, "TFLOP/s", tflops_peak,
-                          floors["gemm_fraction"], "gemm_fraction")  # fmt: skip
+                          floors["gemm_fraction"], "gemm_fraction", props.name)  # fmt: skip
     gemm.duration_s = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -93,7 +92,7 @@ def run(ctx: SelfTestContext, n: int = 8192, copy_bytes: int = 2**32) -> list[Ch
     tbps = copy_tbps(copy_bytes, _timed(lambda: dst.copy_(src), 20, "cuda"))
     floor_name = "memory_bandwidth_fraction"
     membw = fraction_check("compute.memory_bandwidth", tbps, "TB/s", tbps_peak,
-                           floors[floor_name], floor_name)  # fmt: skip
+                           floors[floor_name], floor_name, props.name)  # fmt: skip
     membw.duration_s = time.perf_counter() - started
     return [gemm, membw]
 

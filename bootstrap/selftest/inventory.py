@@ -98,10 +98,12 @@ def gpu_checks(ctx: SelfTestContext) -> list[CheckResult]:
     results = [
         CheckResult(
             "inventory.gpu_model", "PASS" if len(models) == 1 else "FAIL", ", ".join(models),
+            threshold="one model per node",
             reason="" if len(models) == 1 else "mixed GPU models on one node",
         ),
-        CheckResult("inventory.gpu_memory", "PASS", round(memory_gb, 1), "GB"),
+        CheckResult("inventory.gpu_memory", "INFO", round(memory_gb, 1), "GB"),
         CheckResult("inventory.versions", "PASS" if driver else "WARN", versions,
+                    threshold="driver version readable",
                     reason="" if driver else "nvidia-smi not found: driver version unknown"),
     ]  # fmt: skip
     results.append(topology_check())
@@ -133,7 +135,8 @@ def topology_check() -> CheckResult:
     reason = "" if status == "PASS" else "topology or NUMA nodes unreadable (nvidia-smi / sysfs)"
     return CheckResult(
         "inventory.topology", status, f"GPUs {local} share a NUMA node with this process",
-        reason=reason, details={"topo": topo, "gpu_numa": gpu_numa},
+        threshold="topology and NUMA nodes readable", reason=reason,
+        details={"topo": topo, "gpu_numa": gpu_numa},
     )  # fmt: skip
 
 

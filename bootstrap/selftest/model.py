@@ -35,8 +35,10 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, channels, height, width = x.shape
         qkv = self.qkv(self.norm(x)).reshape(batch, 3, self.heads, channels // self.heads, -1)
-        # (batch, heads, tokens, head_dim), the layout SDPA's fused kernels take.
-        q, k, v = (qkv[:, i].transpose(-1, -2) for i in range(3))
+        # (batch, heads, tokens, head_dim) with head_dim contiguous: SDPA's fused kernels (flash,
+        # memory-efficient, cuDNN) refuse a last dimension whose stride is not 1 and would leave
+        # the math fallback to run instead of the kernels a diffusion model uses.
+        q, k, v = qkv.permute(1, 0, 2, 4, 3).contiguous().unbind(0)
         attended = F.scaled_dot_product_attention(q, k, v)
         attended = attended.transpose(-1, -2).reshape(batch, channels, height, width)
         return x + self.out(attended)

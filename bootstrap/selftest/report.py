@@ -12,6 +12,7 @@ import base64
 import html
 import io
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,23 @@ def report_doc(results, run_id: str, image: str, nodes: int, duration_s: float) 
         "checks": [r.as_json() for r in results],
         "duration_s": round(duration_s, 3),
     }
+
+
+# Headline order: what needs attention first, what was not judged last.
+COUNTED = {"FAIL": "failed", "WARN": "warned", "PASS": "passed", "INFO": "info", "SKIP": "skipped"}
+
+
+def headline(status: str, results: list[CheckResult], device: str) -> str:
+    """'PASS — 16 passed, 4 info, 11 skipped: no GPU on this machine'. The counts say how much a
+    PASS judged; the skipped checks' cause is the missing GPU on a CPU run, their names else."""
+    counts = Counter(r.status for r in results)
+    line = ", ".join(f"{counts[s]} {word}" for s, word in COUNTED.items() if counts[s])
+    skipped = [r.name for r in results if r.status == "SKIP"]
+    if skipped and device != "cuda":
+        line += ": no GPU on this machine"
+    elif skipped:
+        line += ": " + ", ".join(skipped[:3]) + (", …" if len(skipped) > 3 else "")
+    return f"{status} — {line}"
 
 
 def _cell(value: Any) -> str:
@@ -106,7 +124,8 @@ def figures(results: list[CheckResult]) -> list[str]:
 
 
 def html_page(doc: dict, results: list[CheckResult]) -> str:
-    colours = {"PASS": "#2e7d32", "WARN": "#ef6c00", "FAIL": "#c62828", "SKIP": "#757575"}
+    colours = {"PASS": "#2e7d32", "WARN": "#ef6c00", "FAIL": "#c62828", "SKIP": "#757575",
+               "INFO": "#1565c0"}  # fmt: skip
     head = "".join(f"<th>{c}</th>" for c in [*COLUMNS, "source", "duration_s"])
     body = "".join(
         "<tr>"

@@ -8,9 +8,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Status = Literal["PASS", "WARN", "FAIL", "SKIP"]
+# INFO: a figure measured with no threshold to hold it to. It is reported, never judged: it
+# neither passes nor fails a run, and a report's status is one of the other four.
+Status = Literal["PASS", "WARN", "FAIL", "SKIP", "INFO"]
 # Worst first: a report's status is the worst of its checks'.
-SEVERITY: dict[str, int] = {"FAIL": 3, "WARN": 2, "PASS": 1, "SKIP": 0}
+SEVERITY: dict[str, int] = {"FAIL": 3, "WARN": 2, "PASS": 1, "INFO": 0, "SKIP": 0}
 
 
 @dataclass
@@ -36,8 +38,10 @@ class CheckResult:
 
 
 def worst(statuses: Iterable[str]) -> Status:
-    """The report's status: FAIL over WARN over PASS; only SKIPs (or nothing) is a SKIP."""
-    return max(statuses, key=SEVERITY.__getitem__, default="SKIP")  # type: ignore[return-value]
+    """The report's status: FAIL over WARN over PASS; nothing judged (only SKIPs and INFOs, or
+    nothing) is a SKIP."""
+    judged = [status for status in statuses if status != "INFO"]
+    return max(judged, key=SEVERITY.__getitem__, default="SKIP")  # type: ignore[return-value]
 
 
 def run_check(name: str, check: Callable[[], list[CheckResult]]) -> list[CheckResult]:

@@ -66,7 +66,12 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
         default=e("SELFTEST_ALLREDUCE_SIZES"),
         help="all-reduce sweep, bytes per rank, comma-separated",
     )
-    p.add_argument("--iters", type=int, default=5)
+    p.add_argument(
+        "--iters",
+        type=int,
+        default=collectives.ITERS,
+        help="timed all-reduce iterations per size, after 5 untimed",
+    )
     p.add_argument("--checks", default=",".join(GROUPS), help="groups to run, comma-separated")
     p.add_argument("--bench", action="store_true", help="also print the benchmark figures")
     return p.parse_args(argv)  # fmt: skip
@@ -114,9 +119,7 @@ def init_group(ctx: SelfTestContext, env: dict[str, str]) -> CheckResult:
     started = time.perf_counter()
     if ctx.device == "cuda":
         torch.cuda.set_device(ctx.local_rank)
-        # NCCL writes its INFO log per process (%h host, %p pid) for the socket-fallback check.
-        os.environ.setdefault("NCCL_DEBUG", "INFO")
-        os.environ.setdefault("NCCL_DEBUG_FILE", str(nccl_log_path(ctx)))
+        os.environ.update(nccl_environment(ctx, env))
     if "MASTER_ADDR" not in env:  # a lone `python -m selftest`: a one-rank world on loopback
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
     try:
@@ -137,9 +140,19 @@ def init_group(ctx: SelfTestContext, env: dict[str, str]) -> CheckResult:
     )  # fmt: skip
 
 
-def nccl_log_path(ctx: SelfTestContext) -> Path:
+def nccl_environment(ctx: SelfTestContext, env: dict[str, str]) -> dict[str, str]:
+    """NCCL's log (INFO unless the Job sets another level), one file per process, where the
+    transport checks read it: the self-test names the file, whatever the Job set."""
+    return {"NCCL_DEBUG": env.get("NCCL_DEBUG", "INFO"), "NCCL_DEBUG_FILE": str(nccl_log_path(ctx))}
+
+
+def nccl_log_path(ctx: SelfTestContext, pid: int | None = None) -> Path:
+    """This rank's NCCL INFO log: the NCCL_DEBUG_FILE template (no `pid`), or the file it
+    names for process `pid`. NCCL expands %p to the writing process's pid and opens the file
+    with "w" (src/debug.cc): without %p the training workers, which inherit the variable, would
+    overwrite the log the transport checks read."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    return ctx.out_dir / f"nccl.rank{ctx.rank}.log"
+    return ctx.out_dir / f"nccl.rank{ctx.rank}.{'%p' if pid is None else pid}.log"
 
 
 def _free_port() -> int:
@@ -153,7 +166,7 @@ def group_runner(name: str, ctx: SelfTestContext, args: argparse.Namespace):
     if name == "collectives":
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
         local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
-        log = nccl_log_path(ctx) if ctx.device == "cuda" else None
+        log = nccl_log_path(ctx, os.getpid()) if ctx.device == "cuda" else None
         return lambda: collectives.run(ctx, sizes, args.iters, local, log)
     module = {"inventory": inventory, "compute": compute, "metrics": metrics}.get(name)
     if module is not None:
@@ -225,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     if ctx.is_rank0:
         json_path, html_path = report.write(ctx.out_dir, doc, results)
         print(report.table(results))
-        print(f"\nself-test {doc['status']} in {doc['duration_s']} s: {json_path}, {html_path}")
+        print(f"\nself-test {report.headline(doc['status'], results, ctx.device)}")
+        print(f"report: {json_path}, {html_path} ({doc['duration_s']} s)")
         if args.bench:
             print("\n".join(["", "benchmark:", *bench_lines(results)]))
     elif not grouped:  # a rank cut off from rank 0 still says why in the Job's log

@@ -24,10 +24,11 @@ from selftest.data import augment, iter_samples
 from selftest.model import Denoiser
 from selftest.trainkit import (
     CheckpointError,
-    autocast_dtype,
+    deterministic_kernels,
     keyed_generator,
     leave,
     load,
+    mixed_precision,
     peak_memory,
     save,
     share_cpu_cores,
@@ -66,8 +67,7 @@ def train(settings: dict) -> NoReturn:
         "nccl" if cuda else "gloo", init_method=settings["init_method"], rank=rank,
         world_size=world, timeout=timedelta(seconds=settings["timeout_s"]),
     )  # fmt: skip
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.backends.cudnn.benchmark = False
+    deterministic_kernels()
     torch.manual_seed(settings["seed"])  # the same initial weights on every rank and every run
     images = [image for _, image in iter_samples([Path(p) for p in settings["shards"]])]
     model = DistributedDataParallel(
@@ -75,9 +75,7 @@ def train(settings: dict) -> NoReturn:
         device_ids=[device.index] if cuda else None,
     )
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"])
-    dtype = autocast_dtype(device)
-    # fp16's narrow range needs loss scaling; bf16 has fp32's exponent and does not.
-    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    dtype, scaler = mixed_precision(device)
     checkpoints = Path(settings["checkpoints"])
     trainer = {"step": 0, "position": 0}
     if settings["resume_from"]:

@@ -137,9 +137,9 @@ def reference_checks(ctx: SelfTestContext, outcome: dict, elapsed: float) -> lis
     kind = "CUDA max_memory_allocated" if ctx.device == "cuda" else "peak RSS of the worker"
     return [
         loss,
-        CheckResult("training.throughput", "PASS", round(outcome["samples_per_s"], 1), "samples/s",
+        CheckResult("training.throughput", "INFO", round(outcome["samples_per_s"], 1), "samples/s",
                     reason=f"{outcome['dtype']} autocast, no floor set"),
-        CheckResult("training.peak_memory", "PASS", round(memory_mib, 1), "MiB", reason=kind),
+        CheckResult("training.peak_memory", "INFO", round(memory_mib, 1), "MiB", reason=kind),
     ]  # fmt: skip
 
 
