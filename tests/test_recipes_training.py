@@ -200,7 +200,10 @@ def test_changed_weights_stop_the_recipe_before_it_trains(shared, tmp_path):
 
 
 def test_an_unreachable_batch_stops_the_recipe_before_it_trains(shared, tmp_path):
-    refused = launch(sd_settings(shared, global_batch=3, micro_batch=2), shared, tmp_path, ranks=1)
+    # The config model refuses this batch at plan time; the pod still checks what it is handed
+    # (RECIPE_SETTINGS written by hand, or a GPU count the batch does not divide).
+    settings = sd_settings(shared) | {"global_batch": 3, "micro_batch": 2}
+    refused = launch(settings, shared, tmp_path, ranks=1)
     assert refused.returncode == 2
     assert "global_batch 3 is not a multiple of 2; with 1 GPUs" in refused.stderr
     assert "it must be a multiple of micro_batch (2)" in refused.stderr

@@ -17,9 +17,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from components.scheduling import type_token
+from infra.config.loading import read_yaml
 from infra.plan import ROOT, Plan, PlannedResource, build_plan, run_program
 from tests import crds
 from tests.conftest import AWS_STACKS, STACKS, make_project, planned, stack_config
@@ -136,7 +136,7 @@ def with_image(tmp_path_factory) -> dict[str, Plan]:
     and its Service on AWS, which the shipped AWS stacks (no image) never reach."""
     stacks = {}
     for stack in AWS_STACKS:
-        config = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
+        config = read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
         config["gpu-platform:selftest"] = {
             **config.get("gpu-platform:selftest", {}),
             "image": IMAGE,
