@@ -2,19 +2,51 @@
 # `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make
 # recipes-smoke` (the training recipes at toy scale on this CPU), `make docs` (the config
 # reference and the stack files' JSON Schema, from the config model).
+#
+# Three virtual environments, each with what its targets run:
+#   .venv        the program alone (pulumi and providers, pydantic, jinja2, PyYAML): `make plan`,
+#                and `pulumi up` through Pulumi.yaml. No torch: `make plan-venv-size` checks it.
+#   .venv-image  the image side (self-test, recipes) on this machine's CPU: torch, diffusers.
+#   .venv-test   everything `make test` runs: both sides, schema validation, lint, pytest-xdist.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+IMAGE_VENV := .venv-image
+IMAGE_PY := $(IMAGE_VENV)/bin/python
+TEST_VENV := .venv-test
+TEST_PY := $(TEST_VENV)/bin/python
 STACK ?= dev
+# Where there is no NVIDIA driver, torch comes from PyTorch's CPU wheel index: PyPI's torch
+# wheels pull the CUDA libraries (GBs) that such a machine cannot use. `TORCH_INDEX=` turns it off.
+TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
+# The plan's venv must stay small enough for a platform engineer's laptop and CI cache.
+PLAN_VENV_LIMIT_MB := 500
+# pytest workers: one per core (`make test PYTEST_WORKERS=0` runs in one process).
+PYTEST_WORKERS ?= auto
 
-.PHONY: plan plan-all docs test lint check-promtool bench selftest bench-selftest recipes-smoke \
-	bench-recipes clean
+.PHONY: plan plan-all plan-venv-size docs test lint check-promtool bench selftest bench-selftest \
+	recipes-smoke bench-recipes clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-selftest.txt requirements-recipes.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	touch $@
+# $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
+# needs it (from TORCH_INDEX), then the file.
+define venv
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(if $(filter-out requirements.txt,$(2)),$(1)/bin/python -m pip install --quiet --no-deps \
+		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-torch.txt)
+	$(1)/bin/python -m pip install --quiet -r $(2)
+	touch $(1)/.installed
+endef
+
+$(VENV)/.installed: requirements.txt
+	$(call venv,$(VENV),requirements.txt)
+
+$(IMAGE_VENV)/.installed: requirements-recipes.txt requirements-selftest.txt requirements-torch.txt
+	$(call venv,$(IMAGE_VENV),requirements-recipes.txt)
+
+$(TEST_VENV)/.installed: requirements-dev.txt requirements.txt requirements-recipes.txt \
+		requirements-selftest.txt requirements-torch.txt
+	$(call venv,$(TEST_VENV),requirements-dev.txt)
 
 plan: $(VENV)/.installed
 	$(PY) -m infra.plan $(STACK)
@@ -25,13 +57,19 @@ plan-all: $(VENV)/.installed
 		s=$${f#stacks/Pulumi.}; s=$${s%.yaml}; $(PY) -m infra.plan $$s --quiet || exit 1; \
 	done
 
+# The plan's venv: its size, and that it holds no training stack.
+plan-venv-size: $(VENV)/.installed
+	@size=$$(du -sm $(VENV) | cut -f1); echo "$(VENV): $$size MB (limit $(PLAN_VENV_LIMIT_MB) MB)"; \
+	if $(PY) -c "import torch" 2>/dev/null; then echo "error: $(VENV) holds torch" >&2; exit 1; fi; \
+	[ $$size -le $(PLAN_VENV_LIMIT_MB) ] || { echo "error: $(VENV) is over the limit" >&2; exit 1; }
+
 # docs/config.md and docs/stack-schema.json; a test fails while either is stale.
 docs: $(VENV)/.installed
 	$(PY) -m infra.config_docs
 
-lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+lint: $(TEST_VENV)/.installed
+	$(TEST_VENV)/bin/ruff check .
+	$(TEST_VENV)/bin/ruff format --check .
 
 # The alert tests run Prometheus's own promtool; without it they fail, so say how to get it first.
 check-promtool:
@@ -40,40 +78,44 @@ check-promtool:
 			"apt-get install prometheus (Debian/Ubuntu), or a Prometheus release's promtool on PATH" >&2; \
 		exit 1; }
 
+# Independent tests run on every core (pytest-xdist); the slowest 15 are listed at the end.
 test: lint check-promtool
-	$(PY) -m pytest -q
+	@start=$$(date +%s); \
+	$(TEST_PY) -m pytest -q -n $(PYTEST_WORKERS) --durations=15; status=$$?; \
+	echo "make test: pytest took $$(( $$(date +%s) - start )) s"; exit $$status
 
-bench: $(VENV)/.installed
-	$(PY) -m tests.bench
+bench: $(TEST_VENV)/.installed
+	$(TEST_PY) -m tests.bench
 
 # The bootstrap self-test on this machine: two gloo ranks on the CPU, as the Job runs it with NCCL.
 # Local folders stand in for the shared-data and nvme-cache volumes.
 SELFTEST_OUT ?= out/selftest
 SELFTEST_ARGS ?=
-TORCHRUN := PYTHONPATH=bootstrap $(VENV)/bin/torchrun --standalone --nproc_per_node=2
+TORCHRUN := PYTHONPATH=bootstrap $(IMAGE_VENV)/bin/torchrun --standalone --nproc_per_node=2
 SELFTEST := $(TORCHRUN) -m selftest --out $(SELFTEST_OUT) \
 	--shared-data $(SELFTEST_OUT)/shared-data --nvme-cache $(SELFTEST_OUT)/nvme-cache
 
-selftest: $(VENV)/.installed
+selftest: $(IMAGE_VENV)/.installed
 	mkdir -p $(SELFTEST_OUT)/shared-data $(SELFTEST_OUT)/nvme-cache
 	$(SELFTEST) $(SELFTEST_ARGS)
 
 # The same run with a wider all-reduce sweep, printing busbw per size, storage and training figures.
-bench-selftest: $(VENV)/.installed
+bench-selftest: $(IMAGE_VENV)/.installed
 	mkdir -p $(SELFTEST_OUT)/shared-data $(SELFTEST_OUT)/nvme-cache
 	$(SELFTEST) --bench --sizes 1024,16384,262144,4194304,16777216,67108864 $(SELFTEST_ARGS)
 
 # prepare, sd-finetune and esrgan at toy scale on this CPU, two gloo ranks each, the training
 # recipes interrupted by SIGTERM and resumed; reports in out/recipes/<recipe>/report.json.
-recipes-smoke: $(VENV)/.installed
-	PYTHONPATH=bootstrap:. $(PY) -m recipes.smoke
+# The config model (the program's venv) gives each recipe its settings, as it gives a job's.
+recipes-smoke: $(IMAGE_VENV)/.installed $(VENV)/.installed
+	PYTHONPATH=bootstrap:. PROGRAM_PYTHON=$(PY) $(IMAGE_PY) -m recipes.smoke
 
 # One training step after warm-up of sd-finetune (SD 1.5 shapes, 512², 4 per GPU) and esrgan
 # (RRDB 23 blocks, 128² crops, 2 per GPU) on the GPU, random weights: step time, peak memory.
 # On a CPU give smaller sizes, e.g. BENCH_RECIPES_ARGS="--sd-resolution 64 --sd-batch 1".
 BENCH_RECIPES_ARGS ?=
-bench-recipes: $(VENV)/.installed
-	PYTHONPATH=bootstrap:. $(PY) -m recipes.bench $(BENCH_RECIPES_ARGS)
+bench-recipes: $(IMAGE_VENV)/.installed
+	PYTHONPATH=bootstrap:. $(IMAGE_PY) -m recipes.bench $(BENCH_RECIPES_ARGS)
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

@@ -14,11 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from infra.config.recipes import RecipesSettings, recipe_settings
 from recipes.tiny import stage_tiny_clip, stage_tiny_sd, stage_tiny_vgg, synthetic_img2dataset
 from recipes.weights import checksums
 
 ROOT = Path("out/recipes")
+# The image side imports nothing of the program: the config model gives each recipe's settings
+# through its own command, run by the program's interpreter (the Makefile passes .venv's).
+PROGRAM_PYTHON = os.environ.get("PROGRAM_PYTHON", ".venv/bin/python")
+STAGERS = {"stable-diffusion": stage_tiny_sd, "clip": stage_tiny_clip, "vgg19": stage_tiny_vgg}
 IMAGES = 64
 # Toy scale: 64-pixel images, 2 ranks x micro-batch 1 x accumulation 2 = global batch 4.
 TRAINING = {"global_batch": 4, "micro_batch": 1, "checkpoint_every": 2, "learning_rate": 1e-3}
@@ -38,20 +41,36 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 INTERRUPT_AFTER = {"prepare": 1, "sd-finetune": 3, "esrgan": 4}
 
 
-def stage(shared: Path) -> RecipesSettings:
-    defaults = RecipesSettings()
-    weights = {}
-    for name, stager in (("stable-diffusion", stage_tiny_sd), ("clip", stage_tiny_clip)):
-        folder = stager(shared / defaults.weights_root / defaults.weights[name].path)
-        weights[name] = {"path": defaults.weights[name].path, "sha256": checksums(folder)}
-    folder = stage_tiny_vgg(shared / defaults.weights_root / defaults.weights["vgg19"].path)
-    weights["vgg19"] = {"path": defaults.weights["vgg19"].path, "sha256": checksums(folder)}
-    synthetic_img2dataset(shared / defaults.prepare.source, IMAGES)
-    return RecipesSettings(weights=weights, **OVERRIDES)
+def settings_of(recipe: str, overrides: dict) -> dict:
+    """What the config model hands the recipe's pod for these `gpu-platform:recipes` overrides."""
+    asked = subprocess.run(
+        [PROGRAM_PYTHON, "-m", "infra.recipe_settings", recipe],
+        input=json.dumps(overrides), capture_output=True, text=True,
+    )  # fmt: skip
+    if asked.returncode:
+        raise SystemExit(f"error: settings of {recipe}: {asked.stderr or asked.stdout}")
+    return json.loads(asked.stdout)
+
+
+def stage(shared: Path) -> dict[str, dict]:
+    """Each recipe's settings (toy overrides on the defaults), with tiny models and input staged
+    where the defaults put them and their checksums recorded, as an admin stages the real ones."""
+    weights: dict[str, dict] = {}
+    settings = {}
+    for recipe in INTERRUPT_AFTER:
+        defaults = settings_of(recipe, {})
+        for name, entry in defaults["weights"].items():
+            if name not in weights:
+                weights[name] = {"sha256": checksums(STAGERS[name](shared / entry["path"]))}
+        if recipe == "prepare":
+            synthetic_img2dataset(shared / defaults["source"], IMAGES)
+        section = recipe.replace("-", "_")
+        settings[recipe] = settings_of(recipe, {"weights": weights, section: OVERRIDES[section]})
+    return settings
 
 
 def launch(
-    recipe: str, settings: RecipesSettings, shared: Path, *extra: str, stderr: Path | None = None
+    recipe: str, settings: dict[str, dict], shared: Path, *extra: str, stderr: Path | None = None
 ) -> int:
     """Run `recipe` on two ranks; its stderr to the terminal, or to the file `stderr`."""
     command = [
@@ -60,7 +79,7 @@ def launch(
     ]  # fmt: skip
     env = {
         **os.environ,
-        "RECIPE_SETTINGS": json.dumps(recipe_settings(settings, recipe)),
+        "RECIPE_SETTINGS": json.dumps(settings[recipe]),
         "PYTHONPATH": os.pathsep.join(["bootstrap", "."]),
     }
     if stderr is None:
@@ -69,7 +88,7 @@ def launch(
         return subprocess.run(command, env=env, stderr=log).returncode
 
 
-def interrupt(recipe: str, settings: RecipesSettings, shared: Path, step: int) -> str | None:
+def interrupt(recipe: str, settings: dict[str, dict], shared: Path, step: int) -> str | None:
     """Run `recipe` with SIGTERM after `step`: None when it saved and stopped, or its stderr.
     torchrun reports the ranks' exit 143 as a failure, with a ChildFailedError traceback; the
     smoke causes that exit on purpose, so the report goes to a file unless something went wrong."""

@@ -12,9 +12,10 @@ import sys
 
 import pytest
 
-from infra.config.recipes import RecipesSettings
 from recipes import smoke
 
+# The stand-in reads no settings; the smoke hands it the recipe's all the same.
+SETTINGS = {"sd-finetune": {"recipe": "sd-finetune"}}
 TORCHRUN_ON_SIGTERM = """\
 import json, sys
 from pathlib import Path
@@ -44,7 +45,7 @@ def torchrun(tmp_path, monkeypatch):
 
 def test_a_planned_interruption_prints_no_torchrun_traceback(torchrun, tmp_path, capfd):
     torchrun(saved=True)
-    assert smoke.interrupt("sd-finetune", RecipesSettings(), tmp_path / "shared", 3) is None
+    assert smoke.interrupt("sd-finetune", SETTINGS, tmp_path / "shared", 3) is None
     out, err = capfd.readouterr()
     assert '"step": 1' in out  # the recipe's own progress still shows
     assert "Traceback" not in out + err
@@ -54,5 +55,5 @@ def test_a_planned_interruption_prints_no_torchrun_traceback(torchrun, tmp_path,
 
 def test_an_interruption_that_did_not_save_shows_torchruns_report(torchrun, tmp_path, capfd):
     torchrun(saved=False)
-    failure = smoke.interrupt("sd-finetune", RecipesSettings(), tmp_path / "shared", 3)
+    failure = smoke.interrupt("sd-finetune", SETTINGS, tmp_path / "shared", 3)
     assert failure is not None and "ChildFailedError" in failure and "exitcode  : 143" in failure

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from infra.config.recipes import RecipesSettings, recipe_settings
 from recipes.batch import BatchError, accumulation_steps
 from recipes.bench import sd15
 from recipes.loop import forward_backward, learning_rate
@@ -32,10 +31,20 @@ from recipes.tiny import (
     synthetic_shards,
 )
 from recipes.weights import WeightsError, checksums, require
-from tests.test_dashboards import promtool
+from tests.tools import promtool
 
 ROOT = Path(__file__).resolve().parent.parent
 SD_WEIGHTS = "weights/stable-diffusion-v1-5"
+
+
+def recipe_settings(recipe: str, **overrides) -> dict:
+    """What the config model hands the recipe's pod for these `gpu-platform:recipes` overrides,
+    asked through the program's command: the image side's tests import nothing of the program."""
+    asked = subprocess.run(
+        [sys.executable, "-m", "infra.recipe_settings", recipe],
+        input=json.dumps(overrides), cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(asked.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +60,8 @@ def sd_settings(shared: Path, **overrides) -> dict:
     weights = {"path": "stable-diffusion-v1-5", "sha256": checksums(shared / SD_WEIGHTS)}
     section = {"global_batch": 4, "micro_batch": 1, "steps": 4, "resolution": 32}
     section |= {"checkpoint_every": 10, "learning_rate": 1e-3, **overrides}
-    settings = RecipesSettings(weights={"stable-diffusion": weights}, sd_finetune=section)
-    return recipe_settings(settings, "sd-finetune")
+    weights = {"stable-diffusion": weights}
+    return recipe_settings("sd-finetune", weights=weights, sd_finetune=section)
 
 
 # The issue: global batch 32 = 4 per GPU x 8 GPUs; accumulation makes up the difference.
@@ -171,7 +180,7 @@ def test_esrgan_resumed_in_its_4x_stage_reproduces_the_losses_of_both_stages(sha
     weights = {"vgg19": {"path": "vgg19", "sha256": checksums(shared / "weights/vgg19")}}
     section = {"global_batch": 4, "micro_batch": 1, "steps_2x": 3, "steps_4x": 2, "hr_crop": 16}
     section |= {"num_blocks": 1, "num_features": 8, "growth_channels": 4, "checkpoint_every": 10}
-    settings = recipe_settings(RecipesSettings(weights=weights, esrgan=section), "esrgan")
+    settings = recipe_settings("esrgan", weights=weights, esrgan=section)
     reference = launch(settings, shared, tmp_path / "reference")
     assert reference.returncode == 0, reference.stderr[-3000:]
     # Step 4 of 5 is the 4x stage's first: the 2x generator is exported, the 4x one grew from it.
@@ -291,7 +300,7 @@ def test_prepare_that_would_keep_nothing_exits_2_through_the_command(tmp_path):
     weights = {"clip": {"sha256": checksums(clip)}}
     # A cosine similarity never exceeds 1: nothing passes a threshold above it.
     section = {"min_clip_similarity": 1.0, "resolution": 64}
-    settings = recipe_settings(RecipesSettings(weights=weights, prepare=section), "prepare")
+    settings = recipe_settings("prepare", weights=weights, prepare=section)
     refused = launch(settings, tmp_path, tmp_path / "out", ranks=1)
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert "error: prepare: recipes.prepare: the filters kept none of the 8 pairs" in refused.stderr

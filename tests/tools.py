@@ -1,0 +1,15 @@
+"""External tools the tests run, found on PATH or failed with how to install them (never skipped).
+Imports nothing of the program or the image side, so tests of either can use it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+def promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.fail("promtool is missing: `apt-get install prometheus` (Prometheus's promtool)")
+    return path
