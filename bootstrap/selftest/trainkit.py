@@ -32,8 +32,11 @@ class CheckpointError(Exception):
 
 
 def autocast_dtype(device: torch.device) -> torch.dtype:
-    """bf16 where the device has it (every CPU autocast, Ampere and later); fp16 otherwise."""
-    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+    """bf16 where the device computes in it (every CPU autocast; CUDA compute capability 8.0,
+    Ampere, and later: A10G, L4, L40S, A100, H100...); fp16 otherwise, so V100 (7.0) and T4
+    (7.5) train in fp16 with the callers' gradient scaler. Not torch.cuda.is_bf16_supported():
+    by default it counts bf16 emulated through fp32 and says yes on a V100."""
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) < (8, 0):
         return torch.float16
     return torch.bfloat16
 
