@@ -1,12 +1,10 @@
 """Instance catalog: the hardware facts every component and check derives from.
 
-One row per EC2 instance type. Sources, read 2026-11-30: EC2 DescribeInstanceTypes as published
-in karpenter-provider-aws `instance-types.md` (vCPU, memory, GPUs, EFA maximum, NVMe), the EC2
-User Guide's CPU options tables (cores per socket; the two-socket types are p4d/p4de, p5/p5e/
-p5en, p6-b200, g5.48xlarge and g6e.48xlarge, which `lscpu` shows as two NUMA nodes), the VPC
-CNI's `vpc_ip_resource_limit.go` (network cards, interfaces and IPv4 addresses on card 0), and
-the us-east-1 on-demand Linux price list generated 2026-07-20. A type missing here is rejected
-by the config model, so adding a type is adding a row.
+One row per EC2 instance type, in infra/catalog_rows.py with each column's source (vCPU, memory,
+GPUs, EFA maximum, NVMe, network cards and ENIs, NUMA nodes, the us-east-1 on-demand price and
+its date, the regions that offer the type). Per GPU model here: MIG profiles and the power and
+clock limits `nvidia-smi` accepts. A type missing from the rows is rejected by the config model,
+so adding a type is adding a row.
 """
 
 from __future__ import annotations
@@ -14,10 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from infra.catalog_rows import OFFERINGS_READ, ROWS
+
 PRICE_REGION = "us-east-1"
 # MIG (Multi-Instance GPU) slice profiles by GPU model and memory: one, two and three of the
 # seven compute slices, named as the GPU Operator's device plugin advertises them
-# (nvidia.com/mig-<profile>). A10G and L40S have no MIG.
+# (nvidia.com/mig-<profile>). A10G, L40S, L4, T4 and V100 have no MIG (NVIDIA MIG user guide,
+# "Supported GPUs": A100 and later data-centre parts); they share by time-slicing or MPS.
 MIG_PROFILES: dict[tuple[str, int], tuple[str, str, str]] = {
     ("A100", 40): ("1g.5gb", "2g.10gb", "3g.20gb"),
     ("A100", 80): ("1g.10gb", "2g.20gb", "3g.40gb"),
@@ -58,6 +59,13 @@ class GpuLimits:
 # 150-350 W, 9001,2520). No `nvidia-smi -q` reading was found for H200 and B200: their floor is
 # taken as the H100's 200 W (same SXM board class; a higher floor only refuses more) and no
 # clock pair is recorded, so clocks are refused there until a reading adds one.
+# The PCIe and SXM2 parts of g6, g4dn and p3dn: maximum power from NVIDIA's datasheets (L4
+# 72 W, T4 70 W, V100 SXM2 300 W); `nvidia-smi -q` readings: NVIDIA L4 (driver 550.90.07):
+# 40-72 W, application clocks 6251,2040 (memory, graphics at their maximum); Tesla T4 (driver
+# 530.30.02): 60-70 W, maximum clocks memory 5001, graphics 1590; Tesla V100-SXM2-16GB: 150-300 W,
+# memory 877, maximum graphics 1530. No reading of the 32 GB V100 of p3dn was found: it is the
+# same SXM2 board (300 W, HBM2 at 877 MHz), and AWS's "Optimize GPU settings" page gives the
+# same pairs for P3dn (`nvidia-smi -ac 877,1530`) and for G4dn (`-ac 5001,1590`).
 GPU_LIMITS: dict[tuple[str, int], GpuLimits] = {
     ("A100", 40): GpuLimits(100, 400, ((1215, 1410),)),
     ("A100", 80): GpuLimits(100, 400, ((1593, 1410),)),
@@ -66,6 +74,9 @@ GPU_LIMITS: dict[tuple[str, int], GpuLimits] = {
     ("B200", 180): GpuLimits(200, 1000),
     ("L40S", 48): GpuLimits(150, 350, ((9001, 2520),)),
     ("A10G", 24): GpuLimits(100, 300, ((6251, 1710),)),
+    ("L4", 24): GpuLimits(40, 72, ((6251, 2040),)),
+    ("T4", 16): GpuLimits(60, 70, ((5001, 1590),)),
+    ("V100", 32): GpuLimits(150, 300, ((877, 1530),)),
 }
 
 
@@ -92,6 +103,11 @@ class InstanceType:
     hugepages_2mi: int = 0
     # None: not sold on demand (p5e: Capacity Blocks only).
     on_demand_hourly_usd: float | None = None
+    # The day the us-east-1 price list the rate was read from was published.
+    price_as_of: str = PRICE_DATE
+    # The regions of OFFERINGS_READ whose EC2 offers the type; a region outside OFFERINGS_READ
+    # is one the catalog knows nothing of.
+    regions: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -122,6 +138,11 @@ class InstanceType:
         each card-0 ENI the VPC CNI attaches to host them. EFA-only interfaces take none."""
         return max_pods + math.ceil(max_pods / (self.ipv4_per_eni - 1))
 
+    def offered_in(self, region: str) -> bool | None:
+        """Whether EC2 offers the type in `region`, as of OFFERINGS_AS_OF; None where the
+        catalog has no reading of that region."""
+        return region in self.regions if region in OFFERINGS_READ else None
+
     @property
     def max_pods(self) -> int:
         """The VPC CNI's pod limit without prefix delegation: ENIs × (IPs − 1) + 2."""
@@ -134,76 +155,8 @@ def _row(name: str, **facts) -> tuple[str, InstanceType]:
     return name, InstanceType(name=name, **facts)
 
 
-_A100_40 = {"gpu_model": "A100", "gpu_memory_gib": 40}
-_A100_80 = {"gpu_model": "A100", "gpu_memory_gib": 80}
-_H100 = {"gpu_model": "H100", "gpu_memory_gib": 80}
-_H200 = {"gpu_model": "H200", "gpu_memory_gib": 141}
-_B200 = {"gpu_model": "B200", "gpu_memory_gib": 180}
-_A10G = {"gpu_model": "A10G", "gpu_memory_gib": 24}
-_L40S = {"gpu_model": "L40S", "gpu_memory_gib": 48}
-
-# fmt: off
-CATALOG: dict[str, InstanceType] = dict([
-    _row("p4d.24xlarge", vcpus=96, memory_gib=1152, gpus=8, **_A100_40, efa_interfaces=4,
-         network_cards=4, nvme_disks=8, nvme_disk_gb=1000, max_enis=15, ipv4_per_eni=50,
-         on_demand_hourly_usd=21.958, numa_nodes=2),
-    _row("p4de.24xlarge", vcpus=96, memory_gib=1152, gpus=8, **_A100_80, efa_interfaces=4,
-         network_cards=4, nvme_disks=8, nvme_disk_gb=1000, max_enis=15, ipv4_per_eni=50,
-         on_demand_hourly_usd=27.447, numa_nodes=2),
-    _row("p5.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H100, efa_interfaces=32,
-         network_cards=32, nvme_disks=8, nvme_disk_gb=3800, max_enis=2, ipv4_per_eni=50,
-         on_demand_hourly_usd=55.04, numa_nodes=2),
-    _row("p5e.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H200, efa_interfaces=32,
-         network_cards=32, nvme_disks=8, nvme_disk_gb=3800, max_enis=2, ipv4_per_eni=50,
-         on_demand_hourly_usd=None, numa_nodes=2),
-    _row("p5en.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_H200, efa_interfaces=16,
-         network_cards=16, nvme_disks=8, nvme_disk_gb=3800, max_enis=4, ipv4_per_eni=50,
-         on_demand_hourly_usd=63.296, numa_nodes=2),
-    _row("p6-b200.48xlarge", vcpus=192, memory_gib=2048, gpus=8, **_B200, efa_interfaces=8,
-         network_cards=8, nvme_disks=8, nvme_disk_gb=3800, max_enis=4, ipv4_per_eni=50,
-         on_demand_hourly_usd=113.933, numa_nodes=2),
-    _row("g5.xlarge", vcpus=4, memory_gib=16, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=250,
-         max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.006),
-    _row("g5.2xlarge", vcpus=8, memory_gib=32, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=450,
-         max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.212),
-    _row("g5.4xlarge", vcpus=16, memory_gib=64, gpus=1, **_A10G, nvme_disks=1, nvme_disk_gb=600,
-         max_enis=8, ipv4_per_eni=30, on_demand_hourly_usd=1.624),
-    _row("g5.8xlarge", vcpus=32, memory_gib=128, gpus=1, **_A10G, efa_interfaces=1,
-         nvme_disks=1, nvme_disk_gb=900, max_enis=8, ipv4_per_eni=30,
-         on_demand_hourly_usd=2.448),
-    _row("g5.12xlarge", vcpus=48, memory_gib=192, gpus=4, **_A10G, efa_interfaces=1,
-         nvme_disks=1, nvme_disk_gb=3800, max_enis=15, ipv4_per_eni=50,
-         on_demand_hourly_usd=5.672),
-    _row("g5.16xlarge", vcpus=64, memory_gib=256, gpus=1, **_A10G, efa_interfaces=1,
-         nvme_disks=1, nvme_disk_gb=1900, max_enis=8, ipv4_per_eni=30,
-         on_demand_hourly_usd=4.096),
-    _row("g5.24xlarge", vcpus=96, memory_gib=384, gpus=4, **_A10G, efa_interfaces=1,
-         nvme_disks=1, nvme_disk_gb=3800, max_enis=15, ipv4_per_eni=50,
-         on_demand_hourly_usd=8.144),
-    _row("g5.48xlarge", vcpus=192, memory_gib=768, gpus=8, **_A10G, efa_interfaces=1,
-         nvme_disks=2, nvme_disk_gb=3800, max_enis=7, ipv4_per_eni=50,
-         on_demand_hourly_usd=16.288, numa_nodes=2),
-    _row("g6e.xlarge", vcpus=4, memory_gib=32, gpus=1, **_L40S, nvme_disks=1, nvme_disk_gb=250,
-         max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=1.861),
-    _row("g6e.2xlarge", vcpus=8, memory_gib=64, gpus=1, **_L40S, nvme_disks=1,
-         nvme_disk_gb=450, max_enis=4, ipv4_per_eni=15, on_demand_hourly_usd=2.242),
-    _row("g6e.12xlarge", vcpus=48, memory_gib=384, gpus=4, **_L40S, efa_interfaces=1,
-         nvme_disks=2, nvme_disk_gb=1900, max_enis=10, ipv4_per_eni=30,
-         on_demand_hourly_usd=10.493),
-    _row("g6e.24xlarge", vcpus=96, memory_gib=768, gpus=4, **_L40S, efa_interfaces=2,
-         network_cards=2, nvme_disks=2, nvme_disk_gb=1900, max_enis=10, ipv4_per_eni=50,
-         on_demand_hourly_usd=15.066),
-    _row("g6e.48xlarge", vcpus=192, memory_gib=1536, gpus=8, **_L40S, efa_interfaces=4,
-         network_cards=4, nvme_disks=4, nvme_disk_gb=1900, max_enis=10, ipv4_per_eni=50,
-         on_demand_hourly_usd=30.131, numa_nodes=2),
-    _row("m7i.xlarge", vcpus=4, memory_gib=16, max_enis=4, ipv4_per_eni=15,
-         on_demand_hourly_usd=0.2016),
-    _row("m7i.2xlarge", vcpus=8, memory_gib=32, max_enis=4, ipv4_per_eni=15,
-         on_demand_hourly_usd=0.4032),
-    _row("m6i.xlarge", vcpus=4, memory_gib=16, max_enis=4, ipv4_per_eni=15,
-         on_demand_hourly_usd=0.192),
-])
-# fmt: on
+# One InstanceType per row of infra/catalog_rows.py, whose docstring names each column's source.
+CATALOG: dict[str, InstanceType] = dict(_row(name, **facts) for name, facts in ROWS.items())
 
 
 def instance(name: str) -> InstanceType:

@@ -23,7 +23,6 @@ from infra.catalog import (
     EKS_STANDARD_HOURLY,
     FSX_LUSTRE_GB_MONTH,
     NAT_GATEWAY_HOURLY,
-    PRICE_DATE,
     PRICE_REGION,
     instance,
 )
@@ -81,7 +80,8 @@ def _dearest(types: list[str]) -> tuple[str, float | None]:
 
 
 def _on_demand_basis(name: str) -> str:
-    return f"on-demand ${instance(name).on_demand_hourly_usd}/h, {PRICE_REGION}, {PRICE_DATE}"
+    row = instance(name)
+    return f"on-demand ${row.on_demand_hourly_usd}/h, {PRICE_REGION}, {row.price_as_of}"
 
 
 def node_group_lines(cfg: PlatformConfig) -> list[Line]:
@@ -105,13 +105,13 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
             basis = (
                 f"spot ESTIMATE: on-demand ${on_demand}/h less the assumed "
                 f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {PRICE_REGION}, "
-                f"{PRICE_DATE}"
+                f"{instance(name).price_as_of}"
             )
             lines.append(_line(item, basis, rate, group.scaling, hours, estimate=True))
         elif group.capacity == "reservation":
             basis = (
                 f"reservation at the on-demand rate ${on_demand}/h, billed for every reserved "
-                f"instance whether it runs or not, {PRICE_REGION}, {PRICE_DATE}"
+                f"instance whether it runs or not, {PRICE_REGION}, {instance(name).price_as_of}"
             )
             lines.append(_line(item, basis, on_demand, group.scaling, hours))
         else:

@@ -8,14 +8,23 @@ Sources, per column:
   instance-gpu-count, instance-gpu-name, instance-local-nvme, vpc.amazonaws.com/efa), read at
   commit 1d927085dd81 (2026-08-21).
 - GPU memory: the marketed size (NVIDIA data sheets; shared/FACTS.md "AWS GPU instances"):
-  A100 40/80 GB, H100 80 GB, H200 141 GB, B200 180 GB, A10G 24 GB, L40S 48 GB.
+  A100 40/80 GB, H100 80 GB, H200 141 GB, B200 180 GB, A10G 24 GB, L40S 48 GB, L4 24 GB GDDR6,
+  T4 16 GB GDDR6, V100 SXM2 32 GB HBM2 (p3dn; karpenter lists 22888, 16384 and 32768 MiB).
 - NVMe disks × size: EC2 User Guide, "Instance store volume limits" (the per-type disk layout;
   the product equals karpenter's instance-local-nvme total).
 - Network cards, ENIs and IPv4 addresses per ENI on card 0: aws/amazon-vpc-cni-k8s
   `pkg/vpc/vpc_ip_resource_limit.go` (ENILimit, IPv4Limit, len(NetworkCards)), read at commit
   b52188387f2e (2026-08-20).
 - NUMA nodes: CPU sockets, EC2 User Guide "CPU options" tables (default cores / cores per socket);
-  the 96-vCPU p4d/p4de and the 192-vCPU types have two sockets, everything smaller has one.
+  the 96-vCPU p4d/p4de/p3dn/g4dn.metal and the 192-vCPU types have two sockets, and so has
+  g4dn.16xlarge (32 cores, a Xeon Platinum 8259CL socket holds 24); the rest have one.
+- On-demand price, us-east-1, and the day of its list: AWS price list of 2026-07-20 (the rows
+  before g6/g4dn/p3dn), of 2026-09-25 for g6 and g4dn (AmbientWare/lazycloud
+  `internal/compute/catalog.go`, in micro-dollars), instances.vantage.sh of 2026-01-21 for p3dn
+  (tsaol/aws-gpu `data/p3dn_instances.js`).
+- Regions: EC2 DescribeInstanceTypeOfferings per region as getmoto/moto records it
+  (`moto/ec2/resources/instance_type_offerings/region/<region>.json`, commit c6bd43ff2d09,
+  2026-08-01), among the 26 non-GovCloud regions of infra/config/regions.py.
 """
 
 from __future__ import annotations
@@ -59,6 +68,22 @@ FACTS = {name: Facts(*row) for name, row in {
     "g5.16xlarge":      (64, 256, 1, "A10G", 24, 1, 1, 8, 30, 1, 1, 1900),
     "g5.24xlarge":      (96, 384, 4, "A10G", 24, 1, 1, 15, 50, 1, 1, 3800),
     "g5.48xlarge":      (192, 768, 8, "A10G", 24, 1, 1, 7, 50, 2, 2, 3800),
+    "g6.xlarge":        (4, 16, 1, "L4", 24, 0, 1, 4, 15, 1, 1, 250),
+    "g6.2xlarge":       (8, 32, 1, "L4", 24, 0, 1, 4, 15, 1, 1, 450),
+    "g6.4xlarge":       (16, 64, 1, "L4", 24, 0, 1, 8, 30, 1, 1, 600),
+    "g6.8xlarge":       (32, 128, 1, "L4", 24, 1, 1, 8, 30, 1, 2, 450),
+    "g6.12xlarge":      (48, 192, 4, "L4", 24, 1, 1, 8, 30, 1, 4, 940),
+    "g6.16xlarge":      (64, 256, 1, "L4", 24, 1, 1, 15, 50, 1, 2, 940),
+    "g6.24xlarge":      (96, 384, 4, "L4", 24, 1, 1, 15, 50, 1, 4, 940),
+    "g6.48xlarge":      (192, 768, 8, "L4", 24, 1, 1, 15, 50, 2, 8, 940),
+    "g4dn.xlarge":      (4, 16, 1, "T4", 16, 0, 1, 3, 10, 1, 1, 125),
+    "g4dn.2xlarge":     (8, 32, 1, "T4", 16, 0, 1, 3, 10, 1, 1, 225),
+    "g4dn.4xlarge":     (16, 64, 1, "T4", 16, 0, 1, 3, 10, 1, 1, 225),
+    "g4dn.8xlarge":     (32, 128, 1, "T4", 16, 1, 1, 4, 15, 1, 1, 900),
+    "g4dn.12xlarge":    (48, 192, 4, "T4", 16, 1, 1, 8, 30, 1, 1, 900),
+    "g4dn.16xlarge":    (64, 256, 1, "T4", 16, 1, 1, 4, 15, 2, 1, 900),
+    "g4dn.metal":       (96, 384, 8, "T4", 16, 1, 1, 15, 50, 2, 2, 900),
+    "p3dn.24xlarge":    (96, 768, 8, "V100", 32, 1, 1, 15, 50, 2, 2, 900),
     "g6e.xlarge":       (4, 32, 1, "L40S", 48, 0, 1, 4, 15, 1, 1, 250),
     "g6e.2xlarge":      (8, 64, 1, "L40S", 48, 0, 1, 4, 15, 1, 1, 450),
     "g6e.12xlarge":     (48, 384, 4, "L40S", 48, 1, 1, 10, 30, 1, 2, 1900),
@@ -81,9 +106,16 @@ def test_catalog_row_matches_the_documented_facts(name):
     assert Facts(*(getattr(row, field) for field in Facts._fields)) == FACTS[name]
 
 
-@pytest.mark.parametrize("name", ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g6e.xlarge"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g6e.xlarge",
+        "g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge",
+    ],
+)  # fmt: skip
 def test_small_g_types_have_no_efa(name):
-    # shared/FACTS.md: g5.4xlarge and smaller offer no EFA.
+    # shared/FACTS.md: g5.4xlarge and smaller offer no EFA; EC2 User Guide, EFA "Supported
+    # instance types": g6 and g4dn from 8xlarge up.
     assert not CATALOG[name].supports_efa
 
 
@@ -91,8 +123,13 @@ def test_small_g_types_have_no_efa(name):
 # awslabs/amazon-eks-ami `templates/shared/runtime/eni-max-pods.txt`.
 @pytest.mark.parametrize(
     ("name", "pods"),
-    [("p4d.24xlarge", 737), ("p5.48xlarge", 100), ("p5en.48xlarge", 198), ("g5.xlarge", 58)],
-)
+    [
+        ("p4d.24xlarge", 737), ("p5.48xlarge", 100), ("p5en.48xlarge", 198), ("g5.xlarge", 58),
+        ("g6.xlarge", 58), ("g6.12xlarge", 234), ("g6.48xlarge", 737),
+        ("g4dn.xlarge", 29), ("g4dn.8xlarge", 58), ("g4dn.12xlarge", 234), ("g4dn.metal", 737),
+        ("p3dn.24xlarge", 737),
+    ],
+)  # fmt: skip
 def test_max_pods_follow_the_vpc_cni_formula(name, pods):
     assert CATALOG[name].max_pods == pods
 
@@ -104,9 +141,13 @@ def test_max_pods_follow_the_vpc_cni_formula(name, pods):
         ("p4d.24xlarge", ("1g.5gb", "2g.10gb", "3g.20gb")),
         ("p5.48xlarge", ("1g.10gb", "2g.20gb", "3g.40gb")),
         ("p5en.48xlarge", ("1g.18gb", "2g.35gb", "3g.71gb")),
-        # A10G and L40S have no MIG.
+        # A10G and L40S have no MIG; nor have L4, T4 and V100 (MIG user guide, "Supported
+        # GPUs": A100, A30, H100 and later data-centre parts).
         ("g5.48xlarge", None),
         ("g6e.48xlarge", None),
+        ("g6.48xlarge", None),
+        ("g4dn.metal", None),
+        ("p3dn.24xlarge", None),
     ],
 )
 def test_mig_profiles_per_gpu(name, profiles):
@@ -118,3 +159,83 @@ def test_every_row_is_consistent():
         assert row.name == name
         assert (row.gpus == 0) == (row.gpu_model is None)
         assert row.on_demand_hourly_usd is None or row.on_demand_hourly_usd > 0
+
+
+# fmt: off
+# type: us-east-1 on-demand USD per hour, the day its price list was published.
+PRICES = {
+    "g6.xlarge": (0.8048, "2026-09-25"), "g6.2xlarge": (0.9776, "2026-09-25"),
+    "g6.4xlarge": (1.3232, "2026-09-25"), "g6.8xlarge": (2.0144, "2026-09-25"),
+    "g6.12xlarge": (4.6016, "2026-09-25"), "g6.16xlarge": (3.3968, "2026-09-25"),
+    "g6.24xlarge": (6.6752, "2026-09-25"), "g6.48xlarge": (13.3504, "2026-09-25"),
+    "g4dn.xlarge": (0.526, "2026-09-25"), "g4dn.2xlarge": (0.752, "2026-09-25"),
+    "g4dn.4xlarge": (1.204, "2026-09-25"), "g4dn.8xlarge": (2.176, "2026-09-25"),
+    "g4dn.12xlarge": (3.912, "2026-09-25"), "g4dn.16xlarge": (4.352, "2026-09-25"),
+    "g4dn.metal": (7.824, "2026-09-25"),
+    "p3dn.24xlarge": (31.212, "2026-01-21"),
+    # The rows read from the 2026-07-20 list keep its date.
+    "g5.xlarge": (1.006, "2026-07-20"), "p5.48xlarge": (55.04, "2026-07-20"),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("name", sorted(PRICES))
+def test_on_demand_price_and_its_date(name):
+    row = CATALOG[name]
+    assert (row.on_demand_hourly_usd, row.price_as_of) == PRICES[name]
+
+
+# fmt: off
+# Regions that offer each family, among the 26 read (every non-GovCloud region the config knows).
+REGIONS = {family: tuple(regions.split()) for family, regions in {
+    "p4d": "ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-2 ca-central-1 eu-central-1 "
+           "eu-north-1 eu-west-1 eu-west-2 sa-east-1 us-east-1 us-east-2 us-west-2",
+    "p4de": "ap-northeast-1 ap-southeast-1 eu-central-1 il-central-1 us-east-1 us-west-2",
+    "p5": "ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-2 ap-southeast-3 ca-central-1 "
+          "eu-north-1 eu-west-2 sa-east-1 us-east-1 us-east-2 us-west-1 us-west-2",
+    "p5e": "ap-southeast-2 ap-southeast-3 eu-north-1 eu-west-2 sa-east-1 us-east-2 us-west-2",
+    "p5en": "ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-3 eu-north-1 eu-south-2 "
+            "me-central-1 us-east-1 us-east-2 us-west-1 us-west-2",
+    "p6-b200": "ap-south-1 us-east-1 us-east-2 us-west-2",
+    "p3dn": "ap-northeast-1 eu-west-1 us-east-1 us-west-2",
+    "g5": "ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-2 ap-southeast-3 ca-central-1 "
+          "eu-central-1 eu-north-1 eu-south-2 eu-west-1 eu-west-2 eu-west-3 il-central-1 "
+          "me-central-1 sa-east-1 us-east-1 us-east-2 us-west-2",
+    "g6": "ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-2 ca-central-1 eu-central-1 "
+          "eu-central-2 eu-north-1 eu-south-2 eu-west-2 eu-west-3 me-central-1 sa-east-1 "
+          "us-east-1 us-east-2 us-west-2",
+    "g6e": "ap-northeast-1 ap-northeast-2 ap-northeast-3 ap-south-1 ap-south-2 eu-central-1 "
+           "eu-north-1 eu-south-2 me-central-1 us-east-1 us-east-2 us-west-2",
+    "g4dn": "af-south-1 ap-northeast-1 ap-northeast-2 ap-northeast-3 ap-south-1 ap-southeast-1 "
+            "ap-southeast-2 ca-central-1 eu-central-1 eu-north-1 eu-south-1 eu-west-1 "
+            "eu-west-2 eu-west-3 sa-east-1 us-east-1 us-east-2 us-west-1 us-west-2",
+    "m7i": "af-south-1 ap-northeast-1 ap-northeast-2 ap-northeast-3 ap-south-1 ap-south-2 "
+           "ap-southeast-1 ap-southeast-2 ap-southeast-3 ap-southeast-4 ca-central-1 "
+           "eu-central-1 eu-central-2 eu-north-1 eu-south-1 eu-south-2 eu-west-1 eu-west-2 "
+           "eu-west-3 il-central-1 me-central-1 sa-east-1 us-east-1 us-east-2 us-west-1 "
+           "us-west-2",
+    "m6i": "af-south-1 ap-northeast-1 ap-northeast-2 ap-northeast-3 ap-south-1 ap-south-2 "
+           "ap-southeast-1 ap-southeast-2 ap-southeast-3 ca-central-1 eu-central-1 "
+           "eu-central-2 eu-north-1 eu-south-1 eu-west-1 eu-west-2 eu-west-3 il-central-1 "
+           "me-central-1 sa-east-1 us-east-1 us-east-2 us-west-1 us-west-2",
+}.items()}
+# fmt: on
+
+
+@pytest.mark.parametrize("name", sorted(FACTS))
+def test_regions_that_offer_each_type(name):
+    assert CATALOG[name].regions == REGIONS[name.split(".")[0]]
+
+
+@pytest.mark.parametrize(
+    ("name", "region", "offered"),
+    [
+        ("p5e.48xlarge", "us-east-1", False),  # Capacity Blocks in us-east-2 and us-west-2
+        ("p3dn.24xlarge", "eu-central-1", False),
+        ("g4dn.xlarge", "af-south-1", True),
+        # GovCloud: no reading, so the catalog does not know.
+        ("p3dn.24xlarge", "us-gov-west-1", None),
+    ],
+)
+def test_offered_in_says_unknown_where_no_region_was_read(name, region, offered):
+    assert CATALOG[name].offered_in(region) is offered

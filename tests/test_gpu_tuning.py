@@ -50,6 +50,10 @@ def test_every_gpu_type_has_limits_for_its_model():
         ("p5.48xlarge", (200, 700)),  # H100 80GB HBM3
         ("g5.12xlarge", (100, 300)),  # A10G
         ("g6e.48xlarge", (150, 350)),  # L40S
+        ("g6.48xlarge", (40, 72)),  # NVIDIA L4, driver 550.90.07
+        ("g4dn.12xlarge", (60, 70)),  # Tesla T4, driver 530.30.02
+        # Tesla V100-SXM2-16GB; p3dn's 32 GB part is the same 300 W SXM2 board (V100 datasheet).
+        ("p3dn.24xlarge", (150, 300)),
         # NVIDIA datasheets give the maximum: H200 SXM 700 W, HGX B200 1000 W.
         ("p5en.48xlarge", (200, 700)),
         ("p6-b200.48xlarge", (200, 1000)),
@@ -68,6 +72,10 @@ def test_power_limit_range_per_gpu_model(name, watts):
         ("p4d.24xlarge", ((1215, 1410),)),
         ("p5.48xlarge", ((2619, 1980),)),
         ("g5.48xlarge", ((6251, 1710),)),
+        ("g6.xlarge", ((6251, 2040),)),  # NVIDIA L4: memory 6251, graphics 2040 MHz
+        # AWS "Optimize GPU settings": G4dn `nvidia-smi -ac 5001,1590`, P3dn `-ac 877,1530`.
+        ("g4dn.xlarge", ((5001, 1590),)),
+        ("p3dn.24xlarge", ((877, 1530),)),
         ("p5e.48xlarge", ()),
         ("p6-b200.48xlarge", ()),
     ],

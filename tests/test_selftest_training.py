@@ -200,7 +200,8 @@ def test_without_shared_storage_training_is_one_fail_with_the_reason(tmp_path):
     assert result.reason == f"FileNotFoundError: not mounted: {tmp_path / 'gone'}"
 
 
-# NVIDIA's "CUDA GPUs - Compute Capability" table: V100 7.0, T4 7.5, A100 8.0, H100 / H200 9.0.
+# NVIDIA's "CUDA GPUs - Compute Capability" table: V100 7.0, T4 7.5, A100 8.0, A10G 8.6, L4 8.9,
+# H100 / H200 9.0: every GPU the catalog offers.
 # bf16 is native from compute capability 8.0; Volta and Turing only emulate it.
 @pytest.mark.parametrize(
     ("gpu", "capability", "expected"),
@@ -208,6 +209,8 @@ def test_without_shared_storage_training_is_one_fail_with_the_reason(tmp_path):
         ("Tesla V100-SXM2-16GB", (7, 0), torch.float16),
         ("Tesla T4", (7, 5), torch.float16),
         ("NVIDIA A100-SXM4-80GB", (8, 0), torch.bfloat16),
+        ("NVIDIA A10G", (8, 6), torch.bfloat16),
+        ("NVIDIA L4", (8, 9), torch.bfloat16),
         ("NVIDIA H200", (9, 0), torch.bfloat16),
     ],
 )

@@ -46,7 +46,7 @@ from infra.config.cluster import (
 from infra.config.cost import CostSettings, check_cost
 from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
-from infra.config.layout import check_aws_layout, check_gpu_group_zones
+from infra.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
 from infra.config.loading import describe_all, split_namespaces
 from infra.config.names import check_names
 from infra.config.network import (
@@ -252,6 +252,7 @@ class PlatformConfig(Settings):
                     "node group with gpu_node_groups[].efa",
                 )
             check_aws_layout(self)
+            check_region_offers(self)
             check_gpu_group_zones(self)
             self._check_api_reachable()
         else:

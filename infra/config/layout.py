@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from infra.catalog import CATALOG
+from infra.catalog_rows import OFFERINGS_AS_OF
 from infra.config.base import FieldProblem
 from infra.config.network import CIDR_PREFIX_RANGE, NetworkSettings, subnet_bits, subnet_layout
 
@@ -58,6 +59,34 @@ def _check_carved_subnets(cfg: PlatformConfig) -> None:
                 f"{network.vpc_cidr} is too small for {zones} zones: its {kind} subnets would "
                 f"be /{prefix}, and AWS accepts subnets up to /{smallest}; use a /{largest} "
                 "or larger VPC, or set network.private_subnet_cidrs and public_subnet_cidrs",
+            )
+
+
+def check_region_offers(cfg: PlatformConfig) -> None:
+    """Every instance type the stack names is one EC2 offers in aws.region, where the catalog
+    has read that region's offerings: a managed node group of a type the region lacks fails
+    only at `pulumi up`, after the VPC and the cluster exist. A type the stack lists in
+    aws.zone_offerings is taken as offered: the account's own reading is newer than ours."""
+    region = cfg.aws.region
+    named = [
+        (f"system_nodes.instance_types[{j}]", name)
+        for j, name in enumerate(cfg.system_nodes.instance_types)
+    ]
+    named += [
+        (f"gpu_node_groups[{i}].instance_types[{j}]", name)
+        for i, group in enumerate(cfg.gpu_node_groups)
+        for j, name in enumerate(group.instance_types)
+    ]
+    for key, name in named:
+        row = CATALOG[name]
+        if row.offered_in(region) is False and name not in cfg.aws.zone_offerings:
+            raise FieldProblem(
+                key,
+                f"{name} is not offered in region {region} (aws.region); the regions that "
+                f"offer it: {', '.join(row.regions) or 'none the catalog read'} (EC2 "
+                f"DescribeInstanceTypeOfferings as of {OFFERINGS_AS_OF}, "
+                "infra/catalog_rows.py). Choose another type or region; if AWS offers it "
+                f"there now, list its zones under aws.zone_offerings.{name}",
             )
 
 

@@ -56,7 +56,9 @@ class AwsSettings(Settings):
         description="Zones that offer each instance type, as `aws ec2 "
         "describe-instance-type-offerings --location-type availability-zone` shows them for "
         "this account (zone names map to physical zones per account). A GPU group in a zone "
-        "not listed for its type is rejected; a type not listed is not checked.",
+        "not listed for its type is rejected; a type not listed is not checked. A type listed "
+        "here is taken as offered in the region even where the catalog's regions for it "
+        "(infra/catalog_rows.py, read on a date) do not name it.",
     )
 
     @field_validator("region")

@@ -24,6 +24,10 @@ ONPREM_GPU_MEMORY_GIB: dict[str, tuple[int, ...]] = {
     "B200": (180,),
     "L40S": (48,),
     "A10G": (24,),
+    # The GPUs of AWS's g6, g4dn and p3dn, also sold for admins' own racks (V100: 16 or 32 GB).
+    "L4": (24,),
+    "T4": (16,),
+    "V100": (16, 32),
 }
 
 
