@@ -19,4 +19,4 @@ def test_cpu_autocast_stays_bf16():
 def test_no_bf16_peak_is_assumed_for_l4_t4_or_v100(name):
     # FACTS.md lists no dense-bf16 or HBM peak for them (T4 and V100 compute no bf16 at all):
     # their GEMM and bandwidth checks WARN "no catalog peak" instead of failing on a guess.
-    assert compute.peaks_for(name, 32 * 2**30) == (None, None)
+    assert compute.peaks_for(name) == (None, None)
