@@ -21,6 +21,7 @@ from infra.config.observability import ObservabilitySettings
 from infra.plan import ROOT
 from tests.bad_stacks import ADMIN, GROUP, assert_refused, aws, case, existing
 from tests.conftest import STACKS, check_golden, planned, stack_config
+from tests.tools import promtool
 
 PROMTOOL_TESTS = Path(__file__).parent / "promtool" / "alerts_test.yaml"
 AWS_ALERTS = {
@@ -33,16 +34,6 @@ AWS_ALERTS = {
     "KueueQueueBacklog",
     "EksNodeConditionFailed",
 }
-
-
-def promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.fail(
-            "promtool not found: install Prometheus's tools (Debian/Ubuntu: "
-            "`apt-get install prometheus`); the alert tests need the real promtool"
-        )
-    return path
 
 
 def run_promtool(*args: str, cwd: Path) -> None:

@@ -6,7 +6,6 @@ the chart's defaults by test_helm_values.py, over every stack; this file checks 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -24,6 +23,7 @@ from infra.versions import CHARTS
 from tests import crds
 from tests.bad_stacks import assert_refused, aws, case
 from tests.conftest import STACKS, planned
+from tests.tools import promtool
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -148,8 +148,6 @@ def test_queries_read_only_metrics_and_labels_that_are_exported(query):
 
 
 def test_every_query_of_every_stack_parses_with_promtool(tmp_path):
-    promtool = shutil.which("promtool")
-    assert promtool, "promtool is missing: apt-get install prometheus"
     shipped = [
         so["spec"]["triggers"][0]["metadata"]["query"]
         for stack in STACKS
@@ -159,18 +157,16 @@ def test_every_query_of_every_stack_parses_with_promtool(tmp_path):
     rules = [{"record": f"keda:query_{i}", "expr": q} for i, q in enumerate(QUERIES + shipped)]
     path = tmp_path / "queries.yaml"
     path.write_text(yaml.safe_dump({"groups": [{"name": "keda", "rules": rules}]}))
-    run = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
+    run = subprocess.run([promtool(), "check", "rules", str(path)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_promtool_refuses_a_broken_query(tmp_path):
     """The check above can fail: an unbalanced query is refused."""
-    promtool = shutil.which("promtool")
-    assert promtool, "promtool is missing: apt-get install prometheus"
     path = tmp_path / "broken.yaml"
     rule = {"record": "keda:broken", "expr": 'avg(DCGM_FI_DEV_GPU_UTIL{gpu="0"}'}
     path.write_text(yaml.safe_dump({"groups": [{"name": "keda", "rules": [rule]}]}))
-    run = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
+    run = subprocess.run([promtool(), "check", "rules", str(path)], capture_output=True, text=True)
     assert run.returncode != 0
 
 

@@ -69,17 +69,18 @@ def test_built_in_kinds_are_not_custom():
         assert crds.is_custom_resource({"apiVersion": api_version})
 
 
-def test_every_custom_resource_of_every_stack_is_valid():
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_custom_resource_of_every_stack_is_valid(stack):
     checked = 0
-    for stack in STACKS:
-        for obj in planned(stack).kubernetes_objects():
-            if not crds.is_custom_resource(obj):
-                continue
-            path = crds.schema_path(obj["apiVersion"], obj["kind"])
-            assert path.is_file(), f"{stack}: {obj['kind']} has no schema at {path}"
-            assert crds.errors(obj) == [], stack
-            checked += 1
-    assert checked, "no stack declares a custom resource: nothing was checked"
+    for obj in planned(stack).kubernetes_objects():
+        if not crds.is_custom_resource(obj):
+            continue
+        path = crds.schema_path(obj["apiVersion"], obj["kind"])
+        assert path.is_file(), f"{stack}: {obj['kind']} has no schema at {path}"
+        assert crds.errors(obj) == [], stack
+        checked += 1
+    # Every stack has at least its alert rules and Kueue's queues: none means none was found.
+    assert checked, f"{stack} declares no custom resource: nothing was checked"
 
 
 # Charts whose custom resources shared/crds holds, by the repository its README names.

