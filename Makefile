@@ -7,7 +7,8 @@
 #   .venv        the program alone (pulumi and providers, pydantic, jinja2, PyYAML): `make plan`,
 #                and `pulumi up` through Pulumi.yaml. No torch: `make plan-venv-size` checks it.
 #   .venv-image  the image side (self-test, recipes) on this machine's CPU: torch, diffusers.
-#   .venv-test   everything `make test` runs: both sides, schema validation, lint, pytest-xdist.
+#   .venv-test   everything `make test` runs: both sides, schema validation, lint, pytest-xdist,
+#                MkDocs (`make docs-site`).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -24,7 +25,7 @@ PLAN_VENV_LIMIT_MB := 500
 # pytest workers: one per core (`make test PYTEST_WORKERS=0` runs in one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: plan plan-all plan-venv-size docs test lint check-promtool bench selftest bench-selftest \
+.PHONY: plan plan-all plan-venv-size docs docs-site test lint check-promtool bench selftest bench-selftest \
 	recipes-smoke bench-recipes clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
@@ -45,7 +46,7 @@ $(IMAGE_VENV)/.installed: requirements-recipes.txt requirements-selftest.txt req
 	$(call venv,$(IMAGE_VENV),requirements-recipes.txt)
 
 $(TEST_VENV)/.installed: requirements-dev.txt requirements.txt requirements-recipes.txt \
-		requirements-selftest.txt requirements-torch.txt
+		requirements-selftest.txt requirements-torch.txt requirements-docs.txt
 	$(call venv,$(TEST_VENV),requirements-dev.txt)
 
 plan: $(VENV)/.installed
@@ -66,6 +67,10 @@ plan-venv-size: $(VENV)/.installed
 # docs/config.md and docs/stack-schema.json; a test fails while either is stale.
 docs: $(VENV)/.installed
 	$(PY) -m infra.config_docs
+
+# The topic pages in docs/ as a site (mkdocs.yml), strict: a broken link or anchor fails.
+docs-site: $(TEST_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(TEST_VENV)/bin/mkdocs build --strict
 
 lint: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/ruff check .

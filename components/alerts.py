@@ -115,7 +115,7 @@ class Alert:
             "annotations": {
                 "summary": self.summary,
                 "description": self.description,
-                # The README's section for the alert: GitHub's anchor of "### <name>".
+                # The alert's runbook: the anchor of "### <name>" on the runbooks page.
                 "runbook_url": f"{settings.runbook_base_url}#{self.name.lower()}",
             },
         }

@@ -21,8 +21,8 @@ pods find each other through a headless Service, and run the command under torch
   device, RuntimeDefault seccomp.
 
 Everything here is pure: `render(spec)` returns the two objects as dicts, validated in tests
-against the Kubernetes schema. A team's own job uses the same builder (README, "Submitting a
-training job").
+against the Kubernetes schema. A team's own job uses the same builder (docs/training.md, "Submitting
+a training job").
 """
 
 from __future__ import annotations

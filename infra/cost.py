@@ -247,8 +247,8 @@ def budget_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         f"gpu-platform:cost.monthly_budget_usd: the estimate at max size, "
         f"${report['total_monthly_max']:,.2f}/month, is over the budget of ${budget:,.2f} "
         f"(at min size ${report['total_monthly_min']:,.2f}); lower gpu_node_groups[].scaling."
-        "max_size, use spot or a smaller file system, or raise the budget (README, Cost "
-        "estimate)"
+        "max_size, use spot or a smaller file system, or raise the budget (docs/review.md, "
+        "Cost estimate)"
     ]
 
 

@@ -2,7 +2,7 @@
 Graphviz DOT file and a Mermaid file a README can embed.
 
 Two views: every resource, and the components alone with each dependency lifted to the
-components that hold its two ends, small enough to read on a page (the README shows prod's).
+components that hold its two ends, small enough to read on a page (docs/review.md shows prod's).
 """
 
 from __future__ import annotations

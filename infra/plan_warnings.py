@@ -63,13 +63,13 @@ def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
         return [
             f"{key}: {minor} left EKS standard support on {ends.isoformat()} and runs in "
             f"extended support, billed extra per cluster hour; upgrade to "
-            f"{DEFAULT_KUBERNETES_VERSION} (README, Upgrades)"
+            f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)"
         ]
     if (ends - today).days <= SUPPORT_NOTICE_DAYS:
         return [
             f"{key}: {minor} leaves EKS standard support on {ends.isoformat()}; after that "
             f"the cluster runs in extended support, billed extra, unless upgraded to "
-            f"{DEFAULT_KUBERNETES_VERSION} (README, Upgrades)"
+            f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)"
         ]
     return []
 
@@ -103,8 +103,8 @@ def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
         f"{CHARTS['gpu-operator'].version} loads nvidia-peermem only in its own driver "
         f"container: the GPU pools on {rdma[0].fabric} ({', '.join(p.name for p in rdma)}) get "
         f"GPUDirect RDMA only from the nodes. {remedy}; without it NCCL "
-        "stages every transfer through host memory and the self-test fails the pool (README, "
-        "GPU Operator)"
+        "stages every transfer through host memory and the self-test fails the pool "
+        "(docs/gpu-nodes.md, GPU Operator)"
     ]
 
 
@@ -157,6 +157,6 @@ def capacity_block_rolls(previous: list[dict], current: list[dict]) -> list[str]
             rolls.append(
                 f"node group {name} (Capacity Block): {', '.join(changed)} changed since the "
                 "previous plan, so `pulumi up` rolls its nodes; EKS asks that a Capacity Block "
-                "group's desired size be 0 during the update (README, Operations)"
+                "group's desired size be 0 during the update (docs/operations.md, Operations)"
             )
     return rolls

@@ -44,8 +44,8 @@ def require(shared_data: Path, weights: dict, name: str) -> Path:
     expected: dict[str, str] = entry["sha256"]
     if not folder.is_dir():
         raise WeightsError(
-            f"{key}: {folder} does not exist; stage the model there (README, 'Training "
-            "recipes'): weights are never downloaded at run time"
+            f"{key}: {folder} does not exist; stage the model there (docs/training.md, "
+            "'Training recipes'): weights are never downloaded at run time"
         )
     if not expected:
         raise WeightsError(

@@ -205,14 +205,14 @@ def test_source_documents_defaults():
     assert (a.queue_depth, a.queue_depth_for) == (10, "300s")
 
 
-def test_every_alert_names_severity_summary_description_and_a_readme_runbook():
-    readme = (ROOT / "README.md").read_text()
+def test_every_alert_names_severity_summary_description_and_a_runbook():
+    runbooks = (ROOT / "docs" / "monitoring.md").read_text()
     for name, rule in rules_by_name(aws_config()).items():
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}, name
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], name
-        assert rule["annotations"]["runbook_url"] == f"README.md#{name.lower()}"
-        assert f"\n### {name}\n" in readme, f"README has no runbook section for {name}"
-    assert "\n## Alerts and runbooks\n" in readme
+        assert rule["annotations"]["runbook_url"] == f"docs/monitoring.md#{name.lower()}"
+        assert f"\n### {name}\n" in runbooks, f"docs/monitoring.md has no runbook for {name}"
+    assert "\n## Alerts and runbooks\n" in runbooks
 
 
 def test_the_rule_lives_in_the_monitoring_namespace():

@@ -218,17 +218,17 @@ def test_bad_gpu_software_is_refused_at_its_key(
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
 
 
-# ------------------------------------------------------------------------- VM nodes (README)
+# ---------------------------------------------------------- VM nodes (docs/gpu-nodes.md)
 
 
 def passthrough_section() -> str:
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "gpu-nodes.md").read_text()
     heading = "### On-prem nodes that are virtual machines: KVM GPU passthrough\n"
-    assert heading in readme, "README has no word on GPU nodes that are VMs"
-    return readme.split(heading, 1)[1].split("\n## ", 1)[0]
+    assert heading in page, "docs/gpu-nodes.md has no word on GPU nodes that are VMs"
+    return page.split(heading, 1)[1].split("\n## ", 1)[0]
 
 
-def test_readme_says_what_a_kvm_host_needs_for_gpu_passthrough_and_that_eks_needs_none():
+def test_docs_say_what_a_kvm_host_needs_for_gpu_passthrough_and_that_eks_needs_none():
     section = passthrough_section()
     for needed in ("IOMMU on", "vfio-pci", "managed='yes'", "NVIDIA driver only in the guest"):
         assert needed in section
@@ -236,7 +236,7 @@ def test_readme_says_what_a_kvm_host_needs_for_gpu_passthrough_and_that_eks_need
     assert "None of this applies on EKS" in section
 
 
-def test_readme_hostdev_snippet_is_a_managed_pci_passthrough_libvirt_accepts():
+def test_docs_hostdev_snippet_is_a_managed_pci_passthrough_libvirt_accepts():
     # libvirt "Domain XML format", Host device assignment: a PCI device is
     # <hostdev mode='subsystem' type='pci' managed='yes'> with <source><address domain= bus=
     # slot= function=/></source>; managed='yes' detaches it from the host driver at start.

@@ -227,12 +227,12 @@ def test_shm_in_memory_storage_volumes_nccl_settings_and_a_writable_tmp():
     assert trainer(objects)["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
 
 
-def test_the_readme_snippet_renders_a_valid_job(capsys):
-    """README, "Submitting a training job": the snippet a team copies runs as written."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Submitting a training job", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_snippet_renders_a_valid_job(capsys):
+    """docs/training.md, "Submitting a training job": the snippet a team copies runs as written."""
+    page = (ROOT / "docs" / "training.md").read_text()
+    section = page.split("## Submitting a training job", 1)[1].split("\n## ", 1)[0]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    exec(compile(snippet, "README.md", "exec"), {})
+    exec(compile(snippet, "docs/training.md", "exec"), {})
     service, job = yaml.safe_load_all(capsys.readouterr().out)
     for obj in (service, job):
         validate_kubernetes(obj, stack_config("prod").cluster.kubernetes_version)

@@ -92,13 +92,13 @@ def test_shipped_prod_component_graph_orders_the_planes():
     assert not [b for a, b in edges if a == "prod-network"]
 
 
-def test_the_readme_shows_the_current_prod_component_graph():
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(r"<!-- prod-graph -->\n```mermaid\n(.*?)```", readme, re.DOTALL)
-    assert shown, "README.md: no ```mermaid block after <!-- prod-graph -->"
+def test_the_docs_show_the_current_prod_component_graph():
+    page = (ROOT / "docs" / "review.md").read_text()
+    shown = re.search(r"<!-- prod-graph -->\n```mermaid\n(.*?)```", page, re.DOTALL)
+    assert shown, "docs/review.md: no ```mermaid block after <!-- prod-graph -->"
     current = to_mermaid(component_graph(planned("prod")))
     assert shown.group(1) == current, (
-        "README.md's prod graph is stale: run `python -m infra.plan prod --graph` and paste "
+        "docs/review.md's prod graph is stale: run `python -m infra.plan prod --graph` and paste "
         "out/prod/components.mmd after <!-- prod-graph -->, then review the diff"
     )
 

@@ -44,14 +44,16 @@ def _percent(default: int, what: str) -> Int:
 
 class AlertSettings(Settings):
     """Thresholds and durations of the platform's alerts (PrometheusRule in the monitoring
-    namespace; runbooks in the README, "Alerts and runbooks")."""
+    namespace; runbooks in docs/monitoring.md, "Alerts and runbooks")."""
 
     runbook_base_url: str = Field(
-        "README.md",
+        "docs/monitoring.md",
         min_length=1,
-        description="Where this repository's README is read (for example "
-        "https://git.example.com/gpu-platform/-/blob/main/README.md); each alert's runbook_url "
-        'is this with its section\'s anchor (README, "Alerts and runbooks").',
+        description="Where the runbooks page is read (for example the site `make docs-site` "
+        "builds, https://docs.example.com/gpu-platform/monitoring/, or "
+        "https://git.example.com/gpu-platform/-/blob/main/docs/monitoring.md); each alert's "
+        "runbook_url is this with its section's anchor (docs/monitoring.md, \"Alerts and "
+        'runbooks").',
     )
     idle_utilisation_percent: Int = _percent(
         30, "GpuIdle fires when a pod's GPU stays below this utilisation for idle_for"

@@ -52,8 +52,8 @@ class CephNetworkAttachmentSettings(Settings):
     host_range: IPv4Network | None = Field(
         None,
         description="The hosts' own addresses on this network, on each host's macvlan shim "
-        "(README: Ceph over Multus). Pods get a route to it. Required for the public network: "
-        "the CSI plugin and kernel clients on every host reach Ceph through it.",
+        "(docs/storage.md, Ceph over Multus). Pods get a route to it. Required for the public "
+        "network: the CSI plugin and kernel clients on every host reach Ceph through it.",
     )
     per_node_block_size: Int = Field(
         8,

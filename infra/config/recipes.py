@@ -1,4 +1,4 @@
-"""The training recipes (recipes/, README "Training recipes"): data preparation, Stable Diffusion
+"""The training recipes (recipes/, docs/training.md): data preparation, Stable Diffusion
 fine-tuning and ESRGAN super-resolution, submitted as Kueue-admitted distributed jobs by
 `python -m recipes submit <recipe> --stack <stack>`.
 

@@ -56,8 +56,7 @@ def _fraction(default: float, what: str) -> float:
 
 
 class SelfTestSettings(Settings):
-    """The bootstrap self-test Job that runs after every deploy (README, "The post-deploy
-    self-test")."""
+    """The bootstrap self-test Job that runs after every deploy (docs/selftest.md)."""
 
     mode: Mode | None = Field(
         None,
@@ -195,7 +194,7 @@ def check_selftest(cfg: PlatformConfig) -> None:
         raise FieldProblem(
             "selftest.image",
             f"required with mode {settings.mode}: build bootstrap/Dockerfile, push it and give "
-            "its digest (README, 'The post-deploy self-test'), or set selftest.mode: off",
+            "its digest (docs/selftest.md), or set selftest.mode: off",
         )
     pools = cfg.gpu_pools
     if not pools:
