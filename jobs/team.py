@@ -92,6 +92,8 @@ def request_problems(job: TeamJob) -> list[str]:
             "no command: give it after --, e.g. `-- python train.py --lr 1e-5` (it runs under "
             "torchrun, one process per GPU)"
         )
+    if job.framework not in FRAMEWORKS:
+        found.append(f"--framework {job.framework!r}: one of {', '.join(FRAMEWORKS)}")
     if job.image is not None:
         found += shape_problem(PinnedImage, job.image, "--image")
     found += shape_problem(SharedPath, job.output, "--output")

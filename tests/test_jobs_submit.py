@@ -116,6 +116,8 @@ def test_tensorflow_jobs_grow_gpu_memory_unless_they_say_otherwise():
     own = team_job(framework="tensorflow", env={"TF_FORCE_GPU_ALLOW_GROWTH": "false"})
     assert env_of(render(plan_job(cfg, own)))["TF_FORCE_GPU_ALLOW_GROWTH"] == "false"
     assert "TF_FORCE_GPU_ALLOW_GROWTH" not in env_of(render(plan_job(cfg, team_job())))
+    with pytest.raises(SubmitError, match="--framework 'jax': one of pytorch, tensorflow"):
+        plan_job(cfg, team_job(framework="jax"))
 
 
 def test_the_job_takes_what_a_whole_p5_node_offers_and_is_scraped_and_given_time_to_save():
