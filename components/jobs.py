@@ -21,8 +21,8 @@ pods find each other through a headless Service, and run the command under torch
   device, RuntimeDefault seccomp.
 
 Everything here is pure: `render(spec)` returns the two objects as dicts, validated in tests
-against the Kubernetes schema. A team's own job uses the same builder (docs/training.md, "Submitting
-a training job").
+against the Kubernetes schema. `python -m jobs` submits through it, a recipe's job and a team's own
+(docs/training.md).
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ RENDEZVOUS_PORT = 29500
 # The container port's name and the pod label the platform's PodMonitor scrapes by.
 METRICS_PORT_NAME = "metrics"
 METRICS_LABEL = {"gpu-platform/metrics": "training"}
+# Where the image side serves a trainer's Prometheus metrics, on each pod's local rank 0: the
+# recipes (recipes/metrics.py) and trainkit, which teams' own scripts use.
+TRAINING_METRICS_PORT = 8000
 # The GPU nodes' taint (components/gpu_node_group.py; admins taint on-prem GPU nodes alike).
 GPU_TOLERATION = {
     "key": "nvidia.com/gpu",
@@ -189,6 +192,8 @@ DOWNWARD_API_ENV = {
     "POD_NAME": "metadata.name",
     "POD_NAMESPACE": "metadata.namespace",
 }
+# Every variable `container` sets itself: a job's own `env` must not name them again.
+RESERVED_ENV = ("JOB_COMPLETION_INDEX", *DOWNWARD_API_ENV, "HOME")
 
 
 def container(spec: TrainingJobSpec) -> dict[str, Any]:

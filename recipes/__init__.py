@@ -1,6 +1,7 @@
 """Training recipes run on the platform as queue-admitted distributed jobs: `prepare` (image-text
 pairs to filtered 512x512 WebDataset shards), `sd-finetune` (Stable Diffusion UNet) and `esrgan`
-(RRDB super-resolution), submitted with `python -m recipes submit` (docs/training.md)."""
+(RRDB super-resolution), submitted from the program side with `python -m jobs recipe`
+(docs/training.md)."""
 
 import os
 

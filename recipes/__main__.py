@@ -2,11 +2,12 @@
 
   prepare | sd-finetune | esrgan   run a recipe, under torchrun in the job (one process alone
                                    works too); settings as JSON in RECIPE_SETTINGS or --settings
-  submit <recipe> --stack <stack>  render the recipe's job, or apply it (recipes.submit)
   checksums <folder>               the sha256 mapping of a staged model, for the stack file
 
 A recipe's refusals (weights missing or changed, a batch the GPUs cannot reach, shards that
-cannot feed every rank) exit 2 before the first step; the report lands in --out/report.json."""
+cannot feed every rank) exit 2 before the first step; the report lands in --out/report.json.
+A recipe's job is submitted from the program side: `python -m jobs recipe <recipe> --stack <stack>`
+(jobs/recipe.py)."""
 
 from __future__ import annotations
 
@@ -113,10 +114,6 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    if command == "submit":
-        from recipes.submit import main as submit
-
-        return submit(rest)
     if command == "checksums":
         from recipes.weights import checksums_yaml
 
@@ -127,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if command in RECIPES:
         return run_recipe(command, rest)
-    print(f"error: unknown command {command!r}; one of submit, checksums, {', '.join(RECIPES)}")
+    print(f"error: unknown command {command!r}; one of checksums, {', '.join(RECIPES)}")
     return 2
 
 

@@ -19,7 +19,7 @@ from infra.config import ConfigError, parse_config
 from infra.plan import Plan, plan_stack
 from tests.bad_stacks import ADMIN, NS
 from tests.conftest import find, make_project
-from tests.test_recipes_submit import refused, stack_with
+from tests.test_jobs_recipe import refused, stack_with
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -1,6 +1,6 @@
 """The training recipes (recipes/, docs/training.md): data preparation, Stable Diffusion
 fine-tuning and ESRGAN super-resolution, submitted as Kueue-admitted distributed jobs by
-`python -m recipes submit <recipe> --stack <stack>`.
+`python -m jobs recipe <recipe> --stack <stack>`.
 
 Paths are relative to the shared-data volume (mounted at /mnt/shared-data in every training pod).
 Pretrained weights are never downloaded: an admin stages them once under `weights_root` and
@@ -32,7 +32,7 @@ Sha256 = Annotated[str, shaped(r"[0-9a-f]{64}", "64 lowercase hex digits (sha256
 
 
 def scheduled(cfg: Any) -> bool:
-    """Recipe jobs go through Kueue only where the stack runs it (recipes/submit.py)."""
+    """Recipe jobs go through Kueue only where the stack runs it (jobs/recipe.py)."""
     return cfg.scheduling.enabled
 
 

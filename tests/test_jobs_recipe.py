@@ -1,4 +1,4 @@
-"""`python -m recipes submit`: the recipes' jobs render valid Kubernetes objects that Kueue admits
+"""`python -m jobs recipe`: the recipes' jobs render valid Kubernetes objects that Kueue admits
 through queues the stack declares, gradient accumulation makes up the global batch on fewer
 GPUs, every refusal comes before any job with the key or flag to fix, and the platform's
 PodMonitor scrapes what the recipes export."""
@@ -15,7 +15,8 @@ import yaml
 from components.jobs import render, spec_for_pool
 from infra.config import PlatformConfig
 from infra.config.loading import read_yaml
-from recipes.submit import SubmitError, main, plan_job
+from jobs.common import SubmitError
+from jobs.recipe import main, plan_job
 from tests import crds
 from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes
 
@@ -335,7 +336,7 @@ def test_a_mig_pool_is_refused(tmp_path, capsys):
     }
     root = stack_with(tmp_path, groups=[group])
     err = refused(root, capsys, "esrgan", "--nodes", "1")
-    assert "a100-mig: its GPUs are cut into MIG slices; the recipes train on whole GPUs" in err
+    assert "a100-mig: its GPUs are cut into MIG slices; distributed jobs train on whole GPUs" in err
 
 
 def test_a_stack_without_gpu_pools_is_refused(tmp_path, capsys):
@@ -359,9 +360,24 @@ def test_weights_without_checksums_and_an_unset_image_are_refused_by_key(tmp_pat
         "weights/clip-vit-base-patch32, which is not staged" in err
     )
     assert "`python -m recipes checksums <folder>`" in err
-    # --render-only stands in for the image, never for the weights.
-    err = refused(root, capsys, "prepare", "--nodes", "1", "--render-only")
-    assert "recipes.image" not in err and "recipes.weights.clip.sha256" in err
+
+
+def test_render_only_renders_before_the_image_is_pushed_or_any_weights_are_staged(tmp_path, capsys):
+    """Issue 19: `--render-only` works before any weights are staged; the unstaged models are
+    named, and --apply still refuses a job that could not run."""
+    (tmp_path / "project").mkdir()
+    root = stack_with(tmp_path)
+    stack = root / "stacks" / "Pulumi.st.yaml"
+    doc = read_yaml(stack, str(stack))
+    del doc["config"]["gpu-platform:recipes"]
+    stack.write_text(yaml.safe_dump(doc))
+    assert submit(root, "sd-finetune", "--nodes", "1", "--render-only") == 0
+    err = capsys.readouterr().err
+    assert "warning: rendered only: recipes.weights.stable-diffusion.sha256 is empty" in err
+    _, job = yaml.safe_load_all((root / "out" / "sd-finetune" / "job.yaml").read_text())
+    image = job["spec"]["template"]["spec"]["containers"][0]["image"]
+    # RFC 2606 reserves .invalid: a placeholder that can never be pulled.
+    assert image.split("/")[0].endswith(".invalid")
 
 
 def test_a_bad_stack_exits_2_with_the_plans_message(project, capsys):
@@ -432,7 +448,7 @@ def test_apply_without_kubectl_or_a_kubeconfig_is_refused_before_writing(
 
 def test_an_onprem_stack_applies_with_its_own_kubeconfig_path(monkeypatch):
     """stacks/Pulumi.onprem.yaml names existing.kubeconfig_path; a missing file says so."""
-    from recipes.submit import kubeconfig
+    from jobs.common import kubeconfig
 
     monkeypatch.setenv("HOME", "/nonexistent-home")
     with pytest.raises(

@@ -1,0 +1,35 @@
+"""python -m jobs <command>
+
+  submit --stack S --nodes N --image REF@sha256:... -- COMMAND...
+                         a team's image and command as a distributed job (jobs/team.py)
+  recipe <recipe> --stack S --nodes N
+                         a training recipe's job: prepare, sd-finetune, esrgan (jobs/recipe.py)
+
+Each renders the job to a file, or applies it with --apply; `<command> --help` lists the flags.
+Run from the repository root with the program's venv (.venv)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "submit":
+        from jobs.team import main as submit
+
+        return submit(rest)
+    if command == "recipe":
+        from jobs.recipe import main as recipe
+
+        return recipe(rest)
+    print(f"error: unknown command {command!r}; one of submit, recipe", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""What every `python -m jobs` submission shares: reading the stack, choosing a pool that can hold
+the job (or saying why none can), naming the Job, and writing and applying the rendered objects.
+A recipe's job and a team's own job are refused with the same messages, since both come from
+here."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from components.jobs import TrainingJobSpec, render
+from infra.config import GpuPool, PlatformConfig, config_from_pulumi, stack_file
+from infra.plan_engine import read_project, read_stack_config
+
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+# What --render-only puts where the image would go: a registry name that cannot resolve
+# (RFC 2606 reserves .invalid), so a job rendered this way can never pull anything.
+RENDER_ONLY_IMAGE = "image-unset.invalid/gpu-platform-job:render-only"
+
+
+class SubmitError(Exception):
+    """The job cannot run as asked; `problems` each name a key or flag, the value, the fix."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(f"  - {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class GpuMemoryNeed:
+    """The GPU memory a job needs, and the key or flag that says so (for the message)."""
+
+    gib: int
+    key: str
+
+
+# ---------------------------------------------------------------------------------- checks
+
+
+def size_problems(nodes: int, gpus_per_node: int | None) -> list[str]:
+    found = []
+    if nodes < 1:
+        found.append(f"--nodes {nodes}: give 1 or more")
+    if gpus_per_node is not None and gpus_per_node < 1:
+        found.append(f"--gpus-per-node {gpus_per_node}: give 1 or more")
+    return found
+
+
+def pool_problems(
+    pool: GpuPool, what: str, nodes: int, gpus_per_node: int | None, need: GpuMemoryNeed | None
+) -> list[str]:
+    """Why `pool` cannot hold the job; empty when it can."""
+    found = []
+    if pool.sharing.mode == "mig":
+        found.append("its GPUs are cut into MIG slices; distributed jobs train on whole GPUs")
+    if need is not None and pool.gpu_memory_gib < need.gib:
+        found.append(
+            f"{pool.gpu_model} with {pool.gpu_memory_gib} GiB, below the {need.gib} GiB "
+            f"{what} needs ({need.key})"
+        )
+    if nodes > pool.max_nodes:
+        found.append(f"--nodes {nodes}, but it has at most {pool.max_nodes} nodes")
+    if gpus_per_node is not None and gpus_per_node > pool.gpus_per_node:
+        found.append(
+            f"--gpus-per-node {gpus_per_node}, but its nodes have {pool.gpus_per_node} GPUs"
+        )
+    return found
+
+
+def choose_pool(
+    cfg: PlatformConfig,
+    what: str,
+    nodes: int,
+    gpus_per_node: int | None,
+    name: str | None,
+    need: GpuMemoryNeed | None = None,
+) -> GpuPool:
+    """The pool asked for, or the first of the stack's pools that can hold the job."""
+    pools = cfg.gpu_pools
+    where = "gpu_node_groups" if cfg.provider == "aws" else "existing.gpu_pools"
+    if not pools:
+        raise SubmitError([f"the stack has no GPU pool ({where} is empty); {what} needs one"])
+    if name is not None:
+        known = [p.name for p in pools]
+        if name not in known:
+            raise SubmitError(
+                [f"--pool {name!r} is not a GPU pool of this stack; its pools: {', '.join(known)}"]
+            )
+        pool = next(p for p in pools if p.name == name)
+        problems = pool_problems(pool, what, nodes, gpus_per_node, need)
+        if problems:
+            raise SubmitError([f"--pool {name!r} cannot hold {what}: {'; '.join(problems)}"])
+        return pool
+    why = {p.name: pool_problems(p, what, nodes, gpus_per_node, need) for p in pools}
+    fitting = [p for p in pools if not why[p.name]]
+    if fitting:
+        return fitting[0]
+    listing = "".join(f"\n      {name}: {'; '.join(problems)}" for name, problems in why.items())
+    raise SubmitError([f"no GPU pool of the stack ({where}) can hold {what}:{listing}"])
+
+
+def job_name(prefix: str, what: object) -> str:
+    """`<prefix>-<10 hex>` of what the job does: submitting the same job twice applies one Job
+    and resumes its checkpoints, never two; any change names a new one."""
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+    return f"{prefix}-{digest[:10]}"
+
+
+def check_name(name: str, nodes: int) -> None:
+    """A DNS label that still is one as `<name>-<index>`, each pod's hostname."""
+    longest = 63 - len(f"-{nodes - 1}")
+    if not DNS_LABEL.fullmatch(name) or len(name) > longest:
+        raise SubmitError(
+            [
+                f"--name {name!r}: give a DNS label, lowercase letters, digits and '-', at "
+                f"most {longest} characters with {nodes} nodes (pods are <name>-<index>)"
+            ]
+        )
+
+
+# -------------------------------------------------------------------------------- applying
+
+
+def kubeconfig(flag: str | None, cfg: PlatformConfig, environ: Mapping[str, str]) -> Path:
+    """--kubeconfig, else the stack's own (existing.kubeconfig_path), else KUBECONFIG."""
+    if flag:
+        path, key = flag, "--kubeconfig"
+    elif cfg.existing is not None and cfg.existing.kubeconfig_path:
+        path, key = cfg.existing.kubeconfig_path, "existing.kubeconfig_path"
+    elif environ.get("KUBECONFIG"):
+        path, key = environ["KUBECONFIG"], "KUBECONFIG"
+    else:
+        raise SubmitError(
+            [
+                "--apply needs a kubeconfig: pass --kubeconfig PATH or set KUBECONFIG (an AWS "
+                "stack's: `pulumi stack output kubeconfig --show-secrets > kc`)"
+            ]
+        )
+    found = Path(path).expanduser()
+    if not found.is_file():
+        raise SubmitError([f"{key} {path}: no such file; give the kubeconfig of the stack"])
+    return found
+
+
+def kubectl_apply(kubectl: str, job_yaml: Path, config: Path, context: str | None) -> int:
+    argv = [kubectl, "apply", "--kubeconfig", str(config)]
+    if context:
+        argv += ["--context", context]
+    return subprocess.run([*argv, "-f", str(job_yaml)], check=False).returncode
+
+
+# ------------------------------------------------------------------------------------- CLI
+
+
+def load_stack(stack: str, root: Path) -> PlatformConfig:
+    """The stack's validated config, read as `python -m infra.plan` reads it."""
+    values, _ = read_stack_config(read_project(root), stack)
+    return config_from_pulumi(values, stack_file(stack))
+
+
+def add_delivery_flags(p: argparse.ArgumentParser) -> None:
+    """Where the job goes and how, the same for every kind of job."""
+    p.add_argument("--stack", required=True, help="stacks/Pulumi.<stack>.yaml")
+    p.add_argument("--nodes", type=int, required=True, help="pods, one per node")
+    p.add_argument("--pool", help="a GPU pool of the stack; default: the first that fits")
+    p.add_argument("--name", help="the Job's name; default: <prefix>-<hash of the job>")
+    p.add_argument("--apply", action="store_true", help="kubectl apply the job")
+    p.add_argument("--kubeconfig", help="default: existing.kubeconfig_path, else KUBECONFIG")
+
+
+def deliver(
+    args: argparse.Namespace,
+    cfg: PlatformConfig,
+    what: str,
+    spec: TrainingJobSpec | None,
+    out: Callable[[str], Path],
+    problems: list[str],
+    detail: str = "",
+) -> int:
+    """Refuse (exit 2, every problem at once, nothing written), or write `out(job name)` and,
+    with --apply, apply it. `problems` are what planning the job found already."""
+    problems = list(problems)
+    if args.apply and args.render_only:
+        problems.append("--render-only with --apply: a placeholder image cannot run")
+    config, kubectl = None, shutil.which("kubectl")
+    if args.apply:
+        try:
+            config = kubeconfig(args.kubeconfig, cfg, os.environ)
+        except SubmitError as error:
+            problems += error.problems
+        if kubectl is None:
+            problems.append(
+                "--apply runs kubectl, which is not on PATH: install it "
+                "(https://kubernetes.io/docs/tasks/tools/), or drop --apply and apply "
+                f"{out(spec.name if spec else '<name>')} yourself"
+            )
+    if problems or spec is None:
+        print(f"error: {what} cannot be submitted to {args.stack}:", file=sys.stderr)
+        print(SubmitError(problems), file=sys.stderr)
+        return 2
+    path = out(spec.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(render(spec), sort_keys=False))
+    size = f"{spec.nodes} node(s) x {spec.gpus} GPU(s) of pool {spec.pool.name}"
+    print(f"Wrote {path}: Job {spec.namespace}/{spec.name}, {size}{detail}")
+    sharing = spec.pool.sharing
+    if sharing.mode in ("time-slicing", "mps"):
+        # Not refused (a dev pool is often shared), but the GPU memory the job needs is not
+        # the job's alone there.
+        print(
+            f"warning: pool {spec.pool.name} shares each GPU among {sharing.replicas} pods "
+            f"({sharing.mode}); the job's GPU memory is not its own",
+            file=sys.stderr,
+        )
+    if config is None or kubectl is None:
+        return 0
+    context = cfg.existing.context if cfg.existing else None
+    return 0 if kubectl_apply(kubectl, path, config, context) == 0 else 1

@@ -1,0 +1,199 @@
+"""`python -m jobs recipe <recipe> --stack <stack> --nodes N`: one training recipe (recipes/, the
+image side) as a Kueue-admitted distributed job on a GPU pool of the stack (components/jobs.py),
+written to `out/recipes/<recipe>/job.yaml` (Service, Job) and, with `--apply`, applied with
+kubectl.
+
+The recipe in the pod gets its settings, `infra.config.recipes.recipe_settings(cfg.recipes,
+recipe)`, as JSON in the environment variable RECIPE_SETTINGS; its command is
+`python -m recipes <recipe>`, and its pods get `recipes.grace_period_seconds` to checkpoint on
+eviction.
+
+Refused before any job is written, exit 2, every problem at once, each naming its key or flag:
+weights not staged (no sha256 in config), no GPU pool that can hold the job (each pool with why),
+and for the training recipes a global batch that micro-batches on the job's GPUs with gradient
+accumulation cannot reach exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from components.jobs import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
+from components.storage import SHARED_DATA_MOUNT_PATH
+from infra.config import ConfigError, PlatformConfig
+from infra.config.recipes import RECIPES, WEIGHTS_NEEDED, BatchSettings, recipe_settings
+from infra.plan_engine import ROOT
+from jobs.common import (
+    RENDER_ONLY_IMAGE,
+    GpuMemoryNeed,
+    SubmitError,
+    add_delivery_flags,
+    check_name,
+    choose_pool,
+    deliver,
+    job_name,
+    load_stack,
+    size_problems,
+)
+
+# The one module both sides share: torch-free arithmetic, so the image checks the same rule
+# once torchrun has started the ranks (tests/test_import_boundary.py).
+from recipes.batch import BatchError, accumulation_steps
+
+SETTINGS_ENV = "RECIPE_SETTINGS"
+RECIPE_LABEL = "gpu-platform/recipe"
+# Config section of each recipe (`recipes.<section>.*`).
+SECTION = {"prepare": "prepare", "sd-finetune": "sd_finetune", "esrgan": "esrgan"}
+
+
+def weights_problems(cfg: PlatformConfig, recipe: str) -> list[str]:
+    """A model the recipe reads with no checksum listed is not staged: the pod would stop at
+    its first step, after waiting in the queue for its GPUs."""
+    settings = cfg.recipes
+    return [
+        f"recipes.weights.{name}.sha256 is empty: {recipe} reads {name} from shared-data "
+        f"{settings.weights_root}/{settings.weights[name].path}, which is not staged; stage it "
+        f"there and paste what `python -m recipes checksums <folder>` prints (its sha256: "
+        f"mapping) under recipes.weights.{name}"
+        for name in WEIGHTS_NEEDED[recipe]
+        if not settings.weights[name].sha256
+    ]
+
+
+def memory_need(cfg: PlatformConfig, recipe: str) -> GpuMemoryNeed | None:
+    need = getattr(cfg.recipes.section(recipe), "min_gpu_memory_gib", None)
+    if need is None:
+        return None
+    return GpuMemoryNeed(need, f"recipes.{SECTION[recipe]}.min_gpu_memory_gib")
+
+
+def accumulation(section: str, batch: BatchSettings, gpus: int) -> int:
+    """Micro-steps per optimizer step (recipes.batch), or SubmitError naming the settings."""
+    try:
+        return accumulation_steps(
+            batch.global_batch, batch.micro_batch, gpus, keys=f"recipes.{section}."
+        )
+    except BatchError as error:
+        raise SubmitError([str(error)]) from None
+
+
+def run_folder(recipe: str, output: str, name: str) -> list[str]:
+    """A training job's checkpoints and report under `<output>/<job name>`: resubmitting the
+    same job (same name) resumes it, a job with other settings (another name) starts afresh
+    instead of resuming a stranger's checkpoint. prepare's output is the dataset itself, and
+    its records say whether a rerun may resume."""
+    if recipe == "prepare":
+        return []
+    return ["--out", f"{SHARED_DATA_MOUNT_PATH}/{output}/{name}"]
+
+
+def plan_job(
+    cfg: PlatformConfig,
+    recipe: str,
+    nodes: int,
+    gpus_per_node: int | None = None,
+    pool: str | None = None,
+    *,
+    name: str | None = None,
+    render_only: bool = False,
+) -> tuple[TrainingJobSpec, int | None]:
+    """The job and its gradient accumulation (None for prepare, which does not train), or
+    SubmitError with every reason it cannot run. An unset recipes.image renders as
+    RENDER_ONLY_IMAGE; `main` refuses it unless asked only to render. A job only rendered,
+    never applied, may be rendered before its weights are staged."""
+    if recipe not in RECIPES:
+        raise SubmitError([f"recipe {recipe!r} is unknown; the recipes: {', '.join(RECIPES)}"])
+    if size_problems(nodes, gpus_per_node):
+        raise SubmitError(size_problems(nodes, gpus_per_node))
+    problems = [] if render_only else weights_problems(cfg, recipe)
+    try:
+        chosen = choose_pool(cfg, recipe, nodes, gpus_per_node, pool, memory_need(cfg, recipe))
+    except SubmitError as error:
+        raise SubmitError([*problems, *error.problems]) from None
+    # prepare only scores with CLIP: one GPU per node is plenty unless asked for more.
+    gpus = gpus_per_node or (1 if recipe == "prepare" else chosen.gpus_per_node)
+    steps = None
+    section = cfg.recipes.section(recipe)
+    if isinstance(section, BatchSettings):
+        try:
+            steps = accumulation(SECTION[recipe], section, nodes * gpus)
+        except SubmitError as error:
+            problems += error.problems
+    if problems:
+        raise SubmitError(problems)
+    settings = recipe_settings(cfg.recipes, recipe)
+    name = name or job_name(recipe, [settings, chosen.name, nodes, gpus])
+    check_name(name, nodes)
+    scheduled = cfg.scheduling.enabled
+    spec = spec_for_pool(
+        cfg,
+        chosen.name,
+        name=name,
+        image=cfg.recipes.image or RENDER_ONLY_IMAGE,
+        command=["-m", "recipes", recipe, *run_folder(recipe, section.output, name)],
+        nodes=nodes,
+        gpus_per_node=gpus,
+        # Without Kueue there is no queue to name: the job goes straight to the scheduler.
+        queue=cfg.recipes.queue if scheduled else None,
+        priority_class=cfg.recipes.priority_class if scheduled else None,
+        env={SETTINGS_ENV: json.dumps(settings, sort_keys=True)},
+        labels={RECIPE_LABEL: recipe},
+        metrics_port=TRAINING_METRICS_PORT,
+        # Time for an evicted or preempted pod to finish its step and save its checkpoint.
+        termination_grace_period_seconds=cfg.recipes.grace_period_seconds,
+    )
+    return spec, steps
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m jobs recipe",
+        description="Render a training recipe's job on a GPU pool of the stack to "
+        "out/recipes/<recipe>/job.yaml, or apply it with kubectl.",
+    )
+    p.add_argument("recipe", choices=RECIPES)
+    add_delivery_flags(p)
+    p.add_argument("--gpus-per-node", type=int, help="default: the pool's (prepare: 1)")
+    p.add_argument("--out", type=Path, help="default: out/recipes")
+    p.add_argument(
+        "--render-only",
+        action="store_true",
+        help="render with a placeholder image when recipes.image is unset",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+    args = parser().parse_args(argv)
+    try:
+        cfg = load_stack(args.stack, root)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    problems, spec, steps = [], None, None
+    if cfg.recipes.image is None and not args.render_only:
+        problems.append(
+            "recipes.image is unset: build recipes/Dockerfile, push it and set its digest "
+            "(<registry>/<repo>@sha256:<64 hex>), or pass --render-only to only render"
+        )
+    try:
+        spec, steps = plan_job(
+            cfg,
+            args.recipe,
+            args.nodes,
+            args.gpus_per_node,
+            args.pool,
+            name=args.name,
+            render_only=args.render_only,
+        )
+    except SubmitError as error:
+        problems += error.problems
+    if args.render_only and not problems:
+        for unstaged in weights_problems(cfg, args.recipe):
+            print(f"warning: rendered only: {unstaged}", file=sys.stderr)
+    job_yaml = (args.out or root / "out" / "recipes") / args.recipe / "job.yaml"
+    batch = "" if steps is None else f", gradient accumulation {steps}"
+    return deliver(args, cfg, args.recipe, spec, lambda _: job_yaml, problems, batch)
