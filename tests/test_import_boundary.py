@@ -16,7 +16,7 @@ from infra.plan import ROOT
 # Top-level packages of each side. recipes.submit renders jobs through the job builder and is
 # the program's (README, "Training recipes": it runs in the plan's venv); recipes.batch is the
 # torch-free batch rule both sides share.
-IMAGE_PACKAGES = {"torch", "selftest", "diffusers", "transformers"}
+IMAGE_PACKAGES = {"torch", "selftest", "trainkit", "diffusers", "transformers"}
 PROGRAM_PACKAGES = {"infra", "components", "policy", "pulumi", "pulumi_aws", "pulumi_kubernetes"}
 SHARED_RECIPE_MODULES = {"recipes", "recipes.batch"}
 
