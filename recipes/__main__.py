@@ -17,11 +17,9 @@ import os
 import sys
 import time
 import urllib.request
-from datetime import timedelta
 from pathlib import Path
 
 RECIPES = ("prepare", "sd-finetune", "esrgan")
-INTERRUPTED = 128 + 15  # the shell's code for a process ended by SIGTERM
 SHARED_DATA = Path("/mnt/shared-data")
 
 
@@ -49,31 +47,12 @@ def _settings(command: str, source: Path | None) -> dict:
     return settings
 
 
-def _join() -> tuple[int, int]:
-    """The process group torchrun describes, or a group of one; returns (rank, local rank)."""
-    import torch
-    import torch.distributed as dist
-    from selftest.trainkit import share_cpu_cores
-
-    for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
-        os.environ.setdefault(name, value)
-    os.environ.setdefault("MASTER_PORT", "29500")
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(local_rank)  # NCCL's object collectives use the current device
-    else:
-        share_cpu_cores(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    dist.init_process_group(backend, timeout=timedelta(minutes=30))
-    return dist.get_rank(), local_rank
-
-
 def run_recipe(command: str, argv: list[str]) -> int:
-    from selftest.trainkit import CheckpointError, leave
+    from trainkit import INTERRUPTED, CheckpointError, MetricsServer, join, leave
+    from trainkit.metrics import METRICS_PORT
 
     from recipes.batch import BatchError
     from recipes.loop import CheckFailed
-    from recipes.metrics import METRICS_PORT, MetricsServer
     from recipes.prepare import PrepareError
     from recipes.runs import RUNS
     from recipes.shards import DataError
@@ -83,7 +62,7 @@ def run_recipe(command: str, argv: list[str]) -> int:
     settings = _settings(command, args.settings)
     out = args.out or args.shared_data / settings["output"]
     started = time.perf_counter()
-    rank, local_rank = _join()
+    rank, local_rank = join()
     port = METRICS_PORT if args.metrics_port is None else args.metrics_port
     metrics = MetricsServer(command, port) if local_rank == 0 else None
     try:

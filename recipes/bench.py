@@ -1,8 +1,9 @@
-"""`make bench-recipes`: training steps of sd-finetune and esrgan at their real sizes on one
-device (the GPU when there is one), through the recipes' own task and step code, with randomly
-initialised weights of the real shapes (nothing to stage or download). Prints the step time
-(the first step, which pays for warm-up, left out) and the peak memory, and writes
-out/recipes/bench.json.
+"""`make bench-recipes`: first the overlap benchmark (recipes.overlap: the data path against a
+stand-in GPU step, measurable on a CPU), then training steps of sd-finetune and esrgan at their
+real sizes on one device (the GPU when there is one), through the recipes' own task and step
+code, with randomly initialised weights of the real shapes (nothing to stage or download).
+Prints the step time (the first step, which pays for warm-up, left out) and the peak memory,
+and writes out/recipes/bench.json.
 
 Shapes: Stable Diffusion 1.5 (its unet/, vae/ and text_encoder/ config.json: UNet blocks
 320-640-1280-1280 with 768-wide cross-attention, VAE blocks 128-256-512-512, CLIP ViT-L/14's text
@@ -17,8 +18,9 @@ import time
 from pathlib import Path
 
 import torch
-from selftest.trainkit import keyed_generator, mixed_precision, peak_memory
+from trainkit import keyed_generator, mixed_precision, peak_memory
 
+from recipes import overlap
 from recipes.esrgan.losses import VGG19_FILE, VGG19Features
 from recipes.esrgan.task import EsrganTask
 from recipes.loop import forward_backward
@@ -79,7 +81,7 @@ def measure(task, device: torch.device, size: int, batch: int, steps: int) -> di
             device,
         )
         started = time.perf_counter()
-        loss = forward_backward(model, task, [data], dtype, scaler)
+        loss = float(forward_backward(model, task, [data], dtype, scaler))
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
@@ -99,7 +101,12 @@ def measure(task, device: torch.device, size: int, batch: int, steps: int) -> di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m recipes.bench")
-    parser.add_argument("--only", choices=("sd-finetune", "esrgan"))
+    parser.add_argument("--only", choices=("overlap", "sd-finetune", "esrgan"))
+    parser.add_argument(
+        "--overlap-step-ms", type=float, help="the stand-in GPU step (default: the data cost)"
+    )
+    parser.add_argument("--overlap-workers", type=int, default=2, help="loader workers")
+    parser.add_argument("--overlap-steps", type=int, default=20)
     parser.add_argument("--steps", type=int, default=3, help="the first is warm-up")
     parser.add_argument("--sd-resolution", type=int, default=512)
     parser.add_argument("--sd-batch", type=int, default=4, help="per GPU (the recipe's default)")
@@ -109,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
     torch.manual_seed(0)
     figures = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"}
+    if args.only in (None, "overlap"):
+        figures["overlap"] = overlap.run(
+            args.overlap_step_ms, args.overlap_workers, args.overlap_steps
+        )
     if args.only in (None, "sd-finetune"):
         task = sd15(device)
         figures["sd-finetune"] = measure(

@@ -1,28 +1,27 @@
 """The training loop every recipe shares; a recipe brings only its `Task` (model and loss).
 
-- DDP over every rank torchrun started (NCCL on GPUs, gloo on CPUs); gradient accumulation makes
-  the global batch exactly: global = micro x ranks x accumulation, refused otherwise; gradients
-  are all-reduced on the last micro-step only.
-- bf16 autocast, fp16 with a gradient scaler where bf16 is missing (selftest.trainkit).
-- AdamW with linear warm-up then cosine annealing to zero over the run, a pure function of the
-  step, so a resume needs no scheduler state (the same curve as diffusers'
-  get_cosine_schedule_with_warmup; tests compare the two).
-- `torch.distributed.checkpoint` to shared storage every `checkpoint_every` steps, at the end,
-  and at the first step boundary after SIGTERM (Kubernetes' grace period: 30 s by default), the
-  last `keep_checkpoints` kept. A run resumes from the newest complete checkpoint: model,
-  optimizer, step and data position, so the next loss is the one the uninterrupted run had.
-- Each step logs one JSON line (loss, lr, samples/s, step seconds, GPU memory) and updates the
-  metrics the training-job dashboard reads (recipes.metrics)."""
+- DDP over every rank torchrun started (NCCL on GPUs, gloo on CPUs), gradients bucketed as views
+  (`gradient_as_bucket_view`: no copy between the buckets and `.grad`); gradient accumulation
+  makes the global batch exactly: global = micro x ranks x accumulation, refused otherwise;
+  gradients are all-reduced on the last micro-step only.
+- bf16 autocast, fp16 with a gradient scaler where bf16 is missing (trainkit.precision); the
+  model in channels_last, the layout tensor cores' convolutions take without a transpose.
+- Fused AdamW (one kernel per step for all parameters) with linear warm-up then cosine annealing
+  to zero over the run, a pure function of the step, so a resume needs no scheduler state (the
+  same curve as diffusers' get_cosine_schedule_with_warmup; tests compare the two).
+- Micro-batches from trainkit's loader: worker processes decode and augment ahead of the step.
+- No host sync per micro-step: the loss stays on the device and is read every LOG_EVERY steps.
+- Checkpoints, SIGTERM, resume and metrics are trainkit.Session's: saved in the background every
+  `checkpoint_every` steps, at the end, and at the first step boundary after SIGTERM, the last
+  `keep_checkpoints` kept; a run resumes from the newest complete checkpoint: model, optimizer,
+  step and data position, so the next loss is the one the uninterrupted run had."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-import shutil
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +29,14 @@ from typing import Protocol
 
 import torch
 import torch.distributed as dist
-from selftest.trainkit import MANIFEST, load, mixed_precision, peak_memory, save, sigterm_flag
 from torch.nn.parallel import DistributedDataParallel
+from trainkit import MetricsServer, Session, device_for, mixed_precision, peak_memory
 
 from recipes.batch import accumulation_steps
-from recipes.metrics import MetricsServer
-from recipes.shards import Batch, ShardStream, micro_batch, rank_shards
+from recipes.shards import Batch, KeyedBatches, rank_shards
+
+# Steps between reads of the loss: each read waits for the GPU to finish its queued work.
+LOG_EVERY = 10
 
 
 class Task(Protocol):
@@ -79,18 +80,9 @@ class Run:
     # Send ourselves SIGTERM after this step, as an eviction would (the smoke and the tests).
     interrupt_after: int | None = None
     metrics: MetricsServer | None = None
-
-
-def device_for(local_rank: int) -> torch.device:
-    if torch.cuda.is_available():
-        torch.cuda.set_device(local_rank)
-        return torch.device("cuda", local_rank)
-    return torch.device("cpu")
-
-
-def complete_checkpoints(folder: Path) -> list[Path]:
-    """Saved checkpoints, oldest first; one without its manifest never finished saving."""
-    return sorted(p for p in folder.glob("step-*") if (p / MANIFEST).is_file())
+    log_every: int = LOG_EVERY
+    # Data loader worker processes per rank (0: decode in the training process).
+    workers: int = 2
 
 
 def forward_backward(
@@ -99,10 +91,11 @@ def forward_backward(
     batches: list[Batch],
     dtype: torch.dtype,
     scaler: torch.amp.GradScaler,
-) -> float:
-    """Gradients of the mean loss over `batches` accumulated in `model`; returns that loss.
-    Under DDP every micro-step but the last skips the gradient all-reduce."""
-    total = 0.0
+) -> torch.Tensor:
+    """Gradients of the mean loss over `batches` accumulated in `model`; returns that loss as a
+    device tensor (reading it would wait for the GPU). Under DDP every micro-step but the last
+    skips the gradient all-reduce."""
+    total = torch.zeros((), device=batches[0].device)
     for index, batch in enumerate(batches):
         last = index == len(batches) - 1
         sync = model.no_sync() if isinstance(model, DistributedDataParallel) and not last else None
@@ -111,104 +104,62 @@ def forward_backward(
         with sync or contextlib.nullcontext(), precision:
             loss = task.loss(model, batch) / len(batches)
         scaler.scale(loss).backward()
-        total += loss.item()
+        total += loss.detach()
     return total
 
 
-def _prune(folder: Path, keep: int) -> None:
-    for old in complete_checkpoints(folder)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+def optimizer_for(model: torch.nn.Module, lr: float) -> torch.optim.AdamW:
+    """AdamW over the trainable parameters; fused: one kernel updates them all."""
+    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, fused=True)
 
 
 def train(task: Task, run: Run, local_rank: int) -> dict:
     """Train `run.steps` steps (or until SIGTERM) from the newest checkpoint; the outcome as
     rank 0 reports it."""
-    with sigterm_flag() as stop_requested:
-        return _train(task, run, local_rank, stop_requested)
-
-
-def _train(task: Task, run: Run, local_rank: int, stop_requested: list[int]) -> dict:
     rank, world = dist.get_rank(), dist.get_world_size()
     device = device_for(local_rank)
     accumulation = accumulation_steps(run.global_batch, run.micro_batch, world)
     model = DistributedDataParallel(
-        task.trainable().to(device), device_ids=[device.index] if device.type == "cuda" else None
+        task.trainable().to(device, memory_format=torch.channels_last),
+        device_ids=[device.index] if device.type == "cuda" else None,
+        gradient_as_bucket_view=True,
     )
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=run.learning_rate
-    )
+    optimizer = optimizer_for(model, run.learning_rate)
     dtype, scaler = mixed_precision(device)
-    stream = ShardStream(rank_shards(run.shards, rank, world), run.seed)
-    trainer = {"step": 0, "position": 0}
-    saved = complete_checkpoints(run.checkpoints)
-    resumed_from = saved[-1] if saved else None
-    if resumed_from is not None:
-        template = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
-        trainer = load(resumed_from, model, optimizer, template, device)
-        if scaler.is_enabled():
-            scaler.load_state_dict(trainer.pop("scaler"))
-    losses: dict[int, float] = {}
-    timed_seconds, timed_steps = 0.0, 0
-    first = trainer["step"]
-    for step in range(first, run.steps):
-        started = time.perf_counter()
-        lr = learning_rate(step, run.learning_rate, run.warmup_steps, run.steps)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batches = [
-            micro_batch(
-                stream, trainer["position"] + micro * run.micro_batch, run.micro_batch,
-                run.crop, rank, device,
-            )
-            for micro in range(accumulation)
-        ]  # fmt: skip
-        local_loss = forward_backward(model, task, batches, dtype, scaler)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-        trainer = {
-            "step": step + 1,
-            "position": trainer["position"] + accumulation * run.micro_batch,
-        }
-        if run.interrupt_after is not None and step + 1 == run.interrupt_after:
-            os.kill(os.getpid(), signal.SIGTERM)
-        # One SUM for the loss, one MAX for memory and the stop flag: ranks may get SIGTERM at
-        # different moments, and all must stop at the same step boundary.
-        summed = torch.tensor([local_loss], dtype=torch.float64, device=device)
-        dist.all_reduce(summed)
-        peaks = torch.tensor([peak_memory(device), len(stop_requested)], device=device)
-        dist.all_reduce(peaks, op=dist.ReduceOp.MAX)
-        loss, seconds = summed.item() / world, time.perf_counter() - started
-        losses[step] = loss
-        if step > first:  # the first step of a run pays for warm-up; checkpoints are not steps
-            timed_seconds, timed_steps = timed_seconds + seconds, timed_steps + 1
-        rate = run.global_batch * timed_steps / timed_seconds if timed_steps else 0.0
-        figures = {
-            "step": step + 1, "loss": loss, "step_seconds": seconds,
-            "samples_per_second": rate, "gpu_memory_bytes": int(peaks[0].item()),
-        }  # fmt: skip
-        if rank == 0:
-            where = {"recipe": run.recipe, **({"stage": run.stage} if run.stage else {})}
-            print(json.dumps({**where, **figures, "lr": lr}), flush=True)
-        if run.metrics is not None:
-            run.metrics.update(**figures)
-        stop = bool(peaks[1].item())
-        if stop or trainer["step"] % run.checkpoint_every == 0 or trainer["step"] == run.steps:
-            state = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
-            save(run.checkpoints / f"step-{trainer['step']:08d}", model, optimizer, state, rank)
-            if rank == 0:
-                _prune(run.checkpoints, run.keep_checkpoints)
-        if stop:
-            break
+    session = Session(
+        model, optimizer, name=run.recipe, save_every=run.checkpoint_every,
+        keep=run.keep_checkpoints, directory=run.checkpoints, state={"position": 0},
+        scaler=scaler, log_every=run.log_every, metrics=run.metrics,
+    )  # fmt: skip
+    per_step = accumulation * run.micro_batch
+    batches = KeyedBatches(
+        rank_shards(run.shards, rank, world), run.seed, rank, run.micro_batch, run.crop,
+        start=session.state["position"], workers=run.workers, pin_memory=device.type == "cuda",
+    )  # fmt: skip
+    with batches:
+        for step in session.steps(run.steps):
+            lr = learning_rate(step, run.learning_rate, run.warmup_steps, run.steps)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            micro = [batches.next(device) for _ in range(accumulation)]
+            session.log(forward_backward(model, task, micro, dtype, scaler), run.global_batch)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            session.state["position"] += per_step
+            if run.interrupt_after is not None and step + 1 == run.interrupt_after:
+                os.kill(os.getpid(), signal.SIGTERM)
+    peak = torch.tensor([peak_memory(device)], device=device)
+    dist.all_reduce(peak, op=dist.ReduceOp.MAX)
     return {
         "model": model.module,
-        "losses": losses,
-        "resumed_from": str(resumed_from) if resumed_from else None,
-        "interrupted": bool(stop_requested),
-        "samples_per_s": rate if timed_steps else None,
-        "peak_memory_bytes": int(peaks[0].item()) if losses else None,
-        "step": trainer["step"],
-        "finished": trainer["step"] >= run.steps,
+        "losses": session.losses,
+        "resumed_from": str(session.resumed_from) if session.resumed_from else None,
+        "interrupted": session.interrupted,
+        "samples_per_s": session.samples_per_s,
+        "peak_memory_bytes": int(peak.item()) if session.losses else None,
+        "step": session.step,
+        "finished": session.step >= run.steps,
     }
 
 

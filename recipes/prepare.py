@@ -32,10 +32,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from PIL import Image
-from selftest.trainkit import peak_memory, sigterm_flag
+from trainkit import MetricsServer, peak_memory, sigterm_flag
 
 from recipes.clip_score import resize_crop
-from recipes.metrics import MetricsServer
 from recipes.prepare_progress import (
     MANIFEST,
     ShardWriter,

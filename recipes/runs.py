@@ -10,8 +10,9 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from trainkit import complete_checkpoints, device_for
 
-from recipes.loop import Run, complete_checkpoints, device_for, train, verified_once
+from recipes.loop import Run, train, verified_once
 from recipes.sd import SdTask, load_pipeline
 from recipes.weights import require
 

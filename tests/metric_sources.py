@@ -27,8 +27,9 @@ Sources, at the pinned versions (../shared/PINS.md):
   `label_<key>` for each node label key in `--metric-labels-allowlist` (chart value
   `metricLabelsAllowlist`, entries `nodes=[k1,k2]`), every character outside [a-zA-Z0-9_] of
   the key turned into `_` (kube-state-metrics internal/store/utils.go, sanitizeLabelName).
-- The training recipes (recipes/metrics.py), each series labelled `recipe`, scraped by the
-  platform's PodMonitor `training-jobs`, which adds the pod's `namespace` and `pod`.
+- The training recipes and teams' scripts (bootstrap/trainkit/metrics.py), each series labelled
+  `recipe`, scraped by the platform's PodMonitor `training-jobs`, which adds the pod's
+  `namespace` and `pod`.
 Prometheus picks other releases' ServiceMonitors and PodMonitors only with
 `prometheusSpec.{serviceMonitor,podMonitor}SelectorNilUsesHelmValues: false`.
 """

@@ -61,7 +61,7 @@ def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_
     exprs = " ".join(expr for where, expr in expressions() if where.startswith("training-job/"))
     assert "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" in exprs
     assert "exported_pod" in exprs
-    # What the recipes export (common contract with recipes/metrics.py), one panel each.
+    # What the recipes export (common contract with bootstrap/trainkit/metrics.py), one panel each.
     for metric in (
         "gpu_platform_training_step_seconds",
         "gpu_platform_training_loss",

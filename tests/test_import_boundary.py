@@ -16,7 +16,7 @@ from infra.plan import ROOT
 # Top-level packages of each side. Submitting a recipe's job is the program's (jobs/recipe.py);
 # recipes.batch is the torch-free batch rule both sides share: the submit refuses a global batch
 # the job's GPUs cannot reach, and the recipe checks it again once torchrun has started.
-IMAGE_PACKAGES = {"torch", "selftest", "diffusers", "transformers"}
+IMAGE_PACKAGES = {"torch", "selftest", "trainkit", "diffusers", "transformers"}
 PROGRAM_PACKAGES = {
     "infra", "components", "jobs", "policy", "pulumi", "pulumi_aws", "pulumi_kubernetes",
 }  # fmt: skip

@@ -312,7 +312,7 @@ def test_report_has_the_common_fields_and_the_counts(tmp_path):
 
 
 class Gauges:
-    """Stands in for recipes.metrics.MetricsServer: records each update."""
+    """Stands in for trainkit.metrics.MetricsServer: records each update."""
 
     def __init__(self) -> None:
         self.updates: list[dict] = []

@@ -40,6 +40,8 @@ def test_runs_as_the_non_root_uid_the_job_builder_sets():
 
 def test_the_selftest_package_and_numpy_for_distributed_checkpoints():
     assert "COPY --chown=root:root bootstrap/selftest /opt/bootstrap/selftest" in DOCKERFILE
+    # The self-test and the recipes import trainkit: it travels in the image beside selftest.
+    assert "COPY --chown=root:root bootstrap/trainkit /opt/bootstrap/trainkit" in DOCKERFILE
     assert "PYTHONPATH=/opt/bootstrap" in DOCKERFILE
     # FACTS.md: DCP needs numpy in the image; the CPU run's pins are installed, torch excepted.
     assert "requirements-selftest.txt" in DOCKERFILE

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from selftest import compute, trainkit
+import trainkit
+from selftest import compute
 
 
 def test_cpu_autocast_stays_bf16():

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.nn.functional as F
-from selftest import training, trainkit
+import trainkit
+from selftest import training
 from selftest.context import SelfTestContext
 from selftest.model import Denoiser
 

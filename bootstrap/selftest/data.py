@@ -88,15 +88,20 @@ def iter_samples(paths: list[Path]) -> Iterator[tuple[dict, torch.Tensor]]:
                     sample = {}
 
 
-def augment(image: torch.Tensor, crop: int, generator: torch.Generator) -> torch.Tensor:
-    """A random `crop`×`crop` window, flipped left-right half the time, scaled to [-1, 1]."""
+def crop_flip(image: torch.Tensor, crop: int, generator: torch.Generator) -> torch.Tensor:
+    """A random `crop`×`crop` window, flipped left-right half the time, still uint8."""
     _, height, width = image.shape
     top = int(torch.randint(0, height - crop + 1, (1,), generator=generator))
     left = int(torch.randint(0, width - crop + 1, (1,), generator=generator))
     window = image[:, top : top + crop, left : left + crop]
     if bool(torch.rand((), generator=generator) < 0.5):
         window = window.flip(-1)
-    return window.float() / 127.5 - 1.0
+    return window.contiguous()
+
+
+def augment(image: torch.Tensor, crop: int, generator: torch.Generator) -> torch.Tensor:
+    """crop_flip's window scaled to [-1, 1]."""
+    return crop_flip(image, crop, generator).float() / 127.5 - 1.0
 
 
 def collective_device(ctx: SelfTestContext) -> torch.device:

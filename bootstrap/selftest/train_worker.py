@@ -2,7 +2,7 @@
 end it: `python -m selftest.train_worker '<json settings>'`. It trains, prints each step's loss
 as a JSON line, and on SIGTERM saves a `torch.distributed.checkpoint` at the next step boundary
 and exits, as a worker of an evicted Job would. Its outcome goes to the settings' `result` file.
-Keyed draws, checkpoints and the exit are selftest.trainkit's, shared with the recipes."""
+Keyed draws, checkpoints and the exit are trainkit's, shared with the recipes and teams' scripts."""
 
 from __future__ import annotations
 
@@ -19,10 +19,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-
-from selftest.data import augment, iter_samples
-from selftest.model import Denoiser
-from selftest.trainkit import (
+from trainkit import (
+    Checkpointer,
     CheckpointError,
     deterministic_kernels,
     keyed_generator,
@@ -30,9 +28,11 @@ from selftest.trainkit import (
     load,
     mixed_precision,
     peak_memory,
-    save,
     share_cpu_cores,
 )
+
+from selftest.data import augment, iter_samples
+from selftest.model import Denoiser
 
 NOISE_SIGMA = 0.5
 
@@ -76,12 +76,12 @@ def train(settings: dict) -> NoReturn:
     )
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"])
     dtype, scaler = mixed_precision(device)
-    checkpoints = Path(settings["checkpoints"])
+    checkpoints = Checkpointer(Path(settings["checkpoints"]))
     trainer = {"step": 0, "position": 0}
     if settings["resume_from"]:
         template = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
         try:
-            trainer = load(Path(settings["resume_from"]), model, optimizer, template, device)
+            trainer = load(Path(settings["resume_from"]), model, optimizer, template)
         except CheckpointError as error:
             finish(settings, {"error": str(error)})
         if scaler.is_enabled():
@@ -117,10 +117,12 @@ def train(settings: dict) -> NoReturn:
         stop = torch.tensor([1 if stop_requested else 0], device=device)
         dist.all_reduce(stop, op=dist.ReduceOp.MAX)
         if stop.item():
-            directory = checkpoints / f"step-{trainer['step']:06d}"
             # fp16's loss scale is state too: without it a resume would rescale differently.
             state = {**trainer, "scaler": scaler.state_dict()} if scaler.is_enabled() else trainer
-            outcome["save_s"] = save(directory, model, optimizer, state, rank)
+            saving = time.perf_counter()
+            directory = checkpoints.save(trainer["step"], model, optimizer, state)
+            checkpoints.finish()  # stopping: the manifest must be on disk before the exit
+            outcome["save_s"] = time.perf_counter() - saving
             outcome["checkpoint"] = str(directory)
             break
     if timed_from is not None and "checkpoint" not in outcome:

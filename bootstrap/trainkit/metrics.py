@@ -1,7 +1,9 @@
-"""The recipes' live figures in Prometheus' text exposition format (version 0.0.4), served by each
-pod's local rank 0 on the container port `metrics`; the platform's PodMonitor scrapes it and the
-training-job dashboard reads it. Prometheus adds `namespace` and `pod`; every series here carries
-`recipe`. No client library: five gauges, written by the standard library's HTTP server."""
+"""A training job's live figures in Prometheus' text exposition format (version 0.0.4), served
+by each pod's local rank 0 on the container port `metrics` (8000, which the job builder names);
+the platform's PodMonitor scrapes it and the training-job dashboard reads it. Prometheus adds
+`namespace` and `pod`; every series here carries `recipe`, the dashboard's grouping label (a
+team's job gives its own name). No client library: five gauges, written by the standard
+library's HTTP server."""
 
 from __future__ import annotations
 

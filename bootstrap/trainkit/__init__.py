@@ -1,0 +1,44 @@
+"""trainkit: what makes a distributed training job eviction-safe on the platform, shared by the
+self-test, the recipes and teams' own scripts.
+
+- `Session`: resume, SIGTERM stop at a step boundary, background checkpoints with a manifest,
+  exit 143, Prometheus gauges (trainkit.session);
+- checkpoints: `torch.distributed.checkpoint` saved in the background, hashed as written, checked
+  once at resume (trainkit.checkpoint); the folder comes from $TRAINKIT_CHECKPOINT_DIR;
+- keyed draws: every random draw a function of (seed, rank, position) (trainkit.keyed);
+- the data loader: worker processes, pinned memory and prefetch over keyed positions
+  (trainkit.loader);
+- the process: joining torchrun's group, the device, mixed precision, a clean exit."""
+
+from trainkit.checkpoint import (
+    CHECKPOINT_DIR_ENV,
+    MANIFEST,
+    Checkpointer,
+    CheckpointError,
+    checkpoint_root,
+    complete_checkpoints,
+    load,
+    restore,
+    verify,
+)
+from trainkit.keyed import keyed_generator, keyed_permutation
+from trainkit.metrics import MetricsServer
+from trainkit.precision import autocast_dtype, deterministic_kernels, mixed_precision
+from trainkit.process import (
+    INTERRUPTED,
+    device_for,
+    join,
+    leave,
+    peak_memory,
+    share_cpu_cores,
+    sigterm_flag,
+)
+from trainkit.session import Session
+
+__all__ = [
+    "CHECKPOINT_DIR_ENV", "INTERRUPTED", "MANIFEST", "CheckpointError", "Checkpointer",
+    "MetricsServer", "Session", "autocast_dtype", "checkpoint_root", "complete_checkpoints",
+    "deterministic_kernels", "device_for", "join", "keyed_generator", "keyed_permutation",
+    "leave", "load", "mixed_precision", "peak_memory", "restore", "share_cpu_cores",
+    "sigterm_flag", "verify",
+]  # fmt: skip

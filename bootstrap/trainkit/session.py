@@ -1,0 +1,160 @@
+"""The few lines a training script adds to become eviction-safe on the platform (docs/training.md,
+"Your own script"): resume from the newest complete checkpoint, stop at a step boundary on
+SIGTERM with a checkpoint saved, exit 143 so the Job recreates the pod, and serve the gauges the
+training-job dashboard reads.
+
+    session = trainkit.Session(model, optimizer, name="my-job", save_every=500)
+    for step in session.steps(total):
+        ...forward, backward, optimizer step...
+        session.log(loss, samples=global_batch)
+    session.exit()
+
+Per optimizer step the session adds one all-reduce of two flags on a CPU (gloo) group: whether
+any rank got SIGTERM, so all stop at the same boundary, and whether every rank's background save
+is written, so the manifest follows as soon as it can. Neither waits for the GPU. The loss stays
+on the device and is reduced and read only every `log_every` steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import torch
+import torch.distributed as dist
+
+from trainkit.checkpoint import Checkpointer, checkpoint_root, restore
+from trainkit.metrics import METRICS_PORT, MetricsServer
+from trainkit.process import INTERRUPTED, leave, peak_memory, sigterm_flag
+
+# The metrics port: 8000 by default (the job builder's `metrics` port), 0 takes a free one,
+# `off` serves none.
+METRICS_PORT_ENV = "TRAINKIT_METRICS_PORT"
+
+
+def _metrics(name: str) -> MetricsServer | None:
+    chosen = os.environ.get(METRICS_PORT_ENV, str(METRICS_PORT))
+    if chosen == "off" or int(os.environ.get("LOCAL_RANK", "0")) != 0:
+        return None
+    return MetricsServer(name, int(chosen))
+
+
+class Session:
+    """One training run's checkpoints, stop flag and figures. `state` holds what the script keeps
+    beyond the model and optimizer (a data position, a stage); it is saved with them and comes
+    back on resume. A GradScaler's state (fp16) is kept too when one is given. Construct it on
+    every rank at the same point: it creates process groups and restores collectively."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        name: str,
+        save_every: int,
+        keep: int = 3,
+        directory: Path | str | None = None,
+        state: dict | None = None,
+        scaler: torch.amp.GradScaler | None = None,
+        log_every: int = 1,
+        metrics: MetricsServer | None = None,
+    ) -> None:
+        self.model, self.optimizer, self.scaler = model, optimizer, scaler
+        self.name, self.save_every, self.log_every = name, save_every, log_every
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.device = next(model.parameters()).device
+        self.checkpoints = Checkpointer(checkpoint_root(directory), keep)
+        self._control = dist.new_group(backend="gloo")
+        template = {"step": 0, **(state or {})}
+        if self._scaled():
+            template["scaler"] = scaler.state_dict()
+        restored, self.resumed_from = restore(self.checkpoints.root, model, optimizer, template)
+        if self._scaled():
+            scaler.load_state_dict(restored.pop("scaler"))
+        self.step: int = restored.pop("step")
+        self.state: dict = restored
+        self.losses: dict[int, float] = {}
+        self.interrupted = False
+        self.samples_per_s: float | None = None
+        self._pending_loss: list[tuple[int, torch.Tensor]] = []
+        self._samples = 0
+        self._timed = (0.0, 0)  # seconds and samples after the first step, which pays warm-up
+        # A caller's server (a recipe serves from its start), else one from the environment.
+        self.metrics = metrics or _metrics(name)
+
+    def _scaled(self) -> bool:
+        return self.scaler is not None and self.scaler.is_enabled()
+
+    def steps(self, total: int) -> Iterator[int]:
+        """0-based step numbers from the resumed one to `total`; after each, the boundary: stop
+        on SIGTERM, save every `save_every` steps, at the end and on stopping."""
+        with sigterm_flag() as received:
+            first = self.step
+            while self.step < total:
+                started = time.perf_counter()
+                yield self.step
+                self.step += 1
+                stop, written = self._agree(received)
+                if written:
+                    self.checkpoints.finish()
+                if self.step - 1 > first:
+                    seconds, samples = self._timed
+                    self._timed = (seconds + time.perf_counter() - started, samples + self._samples)
+                self._samples = 0
+                if self.step % self.log_every == 0 or stop or self.step == total:
+                    self._report(time.perf_counter() - started)
+                if stop or self.step % self.save_every == 0 or self.step == total:
+                    self.save()
+                if stop:
+                    self.interrupted = True
+                    break
+        self.checkpoints.finish()
+
+    def _agree(self, received: list[int]) -> tuple[bool, bool]:
+        """(any rank got SIGTERM, every rank's save in flight is written), on the CPU group."""
+        flags = torch.tensor([len(received), int(self.checkpoints.pending())])
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self._control)
+        return bool(flags[0]), not flags[1] and self.checkpoints.has_pending()
+
+    def log(self, loss: torch.Tensor, samples: int) -> None:
+        """This step's loss (a device tensor, not read now) and the samples it took, all ranks."""
+        self._pending_loss.append((self.step, loss.detach().float().reshape(())))
+        self._samples += samples
+
+    def save(self) -> Path:
+        trainer = {"step": self.step, **self.state}
+        if self._scaled():
+            trainer["scaler"] = self.scaler.state_dict()
+        return self.checkpoints.save(self.step, self.model, self.optimizer, trainer)
+
+    def _report(self, seconds: float) -> None:
+        """Each step's loss since the last report, averaged over every rank (one all-reduce, one
+        read for all of them), a JSON line on rank 0 and the gauges."""
+        if not self._pending_loss:
+            return
+        steps = [step for step, _ in self._pending_loss]
+        summed = torch.stack([loss for _, loss in self._pending_loss]).double()
+        self._pending_loss = []
+        dist.all_reduce(summed)
+        for step, value in zip(steps, (summed / self.world).tolist(), strict=True):
+            self.losses[step] = value
+        loss = self.losses[steps[-1]]
+        timed_s, timed_samples = self._timed
+        self.samples_per_s = timed_samples / timed_s if timed_s else None
+        figures = {
+            "step": self.step, "loss": loss, "step_seconds": seconds,
+            "samples_per_second": self.samples_per_s or 0.0,
+            "gpu_memory_bytes": peak_memory(self.device),
+        }  # fmt: skip
+        if self.rank == 0:
+            print(json.dumps({"job": self.name, **figures}), flush=True)
+        if self.metrics is not None:
+            self.metrics.update(**figures)
+
+    def exit(self) -> NoReturn:
+        """Leave as the Job expects: 143 (terminated) after a SIGTERM stop, 0 when finished."""
+        self.checkpoints.finish()
+        leave(INTERRUPTED if self.interrupted else 0)

@@ -1,0 +1,73 @@
+"""The overlap benchmark (part of `make bench-recipes`, measurable on a CPU): is the GPU fed, or
+waiting on the host? A stand-in GPU step of X ms (a sleep: a GPU step occupies no host core
+once launched) consumes micro-batches from the recipes' real data path (tar read, JPEG decode,
+keyed crop and flip, uint8) whose cost is Y ms. Serially a step takes X + Y; with the loader's
+worker processes preparing ahead it should take max(X, Y) (or less with several workers).
+
+Prints X, Y, both step times, their ratio to max(X, Y) and host-side samples/s per worker."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from recipes.shards import KeyedBatches, ShardStream, micro_batch, rank_shards
+from recipes.tiny import synthetic_shards
+
+# sd-finetune's shapes (docs/training.md): 512² images from prepare, micro-batch 4, 512 crop.
+IMAGE, MICRO_BATCH, CROP = 512, 4, 512
+
+
+def _timed_steps(next_batch, step_s: float, steps: int) -> float:
+    """Mean seconds per step of `steps` steps, each a batch then the stand-in GPU step."""
+    started = time.perf_counter()
+    for _ in range(steps):
+        next_batch()
+        time.sleep(step_s)
+    return (time.perf_counter() - started) / steps
+
+
+def measure(step_ms: float | None, workers: int, steps: int, folder: Path) -> dict:
+    synthetic_shards(folder, shards=4, per_shard=16, size=IMAGE)
+    paths = rank_shards(folder, 0, 1)
+    cpu = torch.device("cpu")
+    stream = ShardStream(paths, seed=0)
+    positions = iter(range(0, 10**9, MICRO_BATCH))
+
+    def serial_batch() -> None:
+        micro_batch(stream, next(positions), MICRO_BATCH, CROP, 0, cpu)
+
+    serial_batch()  # the first pays for opening the tars
+    data_s = _timed_steps(serial_batch, 0.0, steps)
+    step_s = data_s if step_ms is None else step_ms / 1000  # X = Y: the hardest case to hide
+    serial_s = _timed_steps(serial_batch, step_s, steps)
+    with KeyedBatches(
+        paths, 0, 0, MICRO_BATCH, CROP, start=0, workers=workers, pin_memory=False
+    ) as batches:
+        for _ in range(2 * workers + 1):  # workers started and their prefetch queue filled
+            batches.next(cpu)
+        loader_s = _timed_steps(lambda: batches.next(cpu), step_s, steps)
+    bound = max(step_s, data_s)
+    return {
+        "step_ms": step_s * 1e3, "data_ms": data_s * 1e3, "workers": workers,
+        "serial_step_ms": serial_s * 1e3, "loader_step_ms": loader_s * 1e3,
+        "serial_ratio": serial_s / bound, "loader_ratio": loader_s / bound,
+        "host_samples_per_s_per_worker": MICRO_BATCH / data_s,
+    }  # fmt: skip
+
+
+def run(step_ms: float | None, workers: int, steps: int) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        figures = measure(step_ms, workers, steps, Path(folder))
+    f = figures
+    print(
+        f"overlap      GPU step X {f['step_ms']:.1f} ms, data Y {f['data_ms']:.1f} ms "
+        f"({MICRO_BATCH} x {CROP}², {f['host_samples_per_s_per_worker']:.1f} samples/s per "
+        f"worker): serial {f['serial_step_ms']:.1f} ms ({f['serial_ratio']:.2f} x max(X, Y)), "
+        f"loader with {f['workers']} workers {f['loader_step_ms']:.1f} ms "
+        f"({f['loader_ratio']:.2f} x max(X, Y))"
+    )
+    return figures
