@@ -20,6 +20,8 @@ from selftest import collectives, compute, inventory, metrics, report, runner, t
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
+from tests.pushgateway import Gateway
+
 ROOT = Path(__file__).resolve().parent.parent
 TORCHRUN = Path(sys.executable).parent / "torchrun"
 REPORT_KEYS = ["status", "run_id", "image", "nodes", "checks", "duration_s"]
@@ -447,15 +449,18 @@ def cpu_selftest(tmp_path_factory):
     out = tmp_path_factory.mktemp("selftest")
     for volume in ("shared-data", "nvme-cache"):
         (out / volume).mkdir()
-    done = _run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
-                 "--out", str(out), "--shared-data", str(out / "shared-data"),
-                 "--nvme-cache", str(out / "nvme-cache"),
-                 "--sizes", "1024,65536,4194304"])  # fmt: skip
-    return done, out
+    # Its metrics go to a Pushgateway stand-in on 127.0.0.1, named as the Job names it.
+    with Gateway() as gateway:
+        done = _run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
+                     "--out", str(out), "--shared-data", str(out / "shared-data"),
+                     "--nvme-cache", str(out / "nvme-cache"),
+                     "--sizes", "1024,65536,4194304"],
+                    SELFTEST_PUSHGATEWAY_URL=gateway.url, NODE_NAME="node-a")  # fmt: skip
+    return done, out, gateway.received
 
 
 def test_cpu_selftest_writes_the_issues_report(cpu_selftest):
-    done, out = cpu_selftest
+    done, out, _ = cpu_selftest
     doc = json.loads((out / "report.json").read_text())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert list(doc) == REPORT_KEYS and doc["status"] in {"PASS", "WARN"}
@@ -486,7 +491,7 @@ def test_cpu_selftest_writes_the_issues_report(cpu_selftest):
 def test_a_pass_was_held_to_a_threshold_and_a_bare_figure_is_info(cpu_selftest):
     """Every check of the real run: PASS only where a threshold judged it; a figure measured
     with none (storage without a floor, training throughput, peak memory) is INFO."""
-    _, out = cpu_selftest
+    _, out, _ = cpu_selftest
     checks = json.loads((out / "report.json").read_text())["checks"]
     assert [c["name"] for c in checks if c["status"] == "PASS" and c["threshold"] is None] == []
     info = {c["name"] for c in checks if c["status"] == "INFO"}
@@ -515,6 +520,45 @@ def test_injected_faults_each_fail_with_reason_and_the_report_stays_whole(tmp_pa
     names = {c["name"] for c in doc["checks"]}
     assert {"compute.gemm_bf16", "metrics.autoscaler_metric", "collectives"} <= names
     assert doc["status"] == "FAIL" and (tmp_path / "report.html").exists()
+    # A failing run leaves its support bundle beside the report, and the report names it.
+    row = next(c for c in doc["checks"] if c["name"] == "report.support_bundle")
+    assert (row["status"], row["value"]) == ("INFO", str(tmp_path / "support-bundle"))
+    assert row["reason"].startswith("written because 3 checks failed: distributed.rendezvous")
+    (node,) = (tmp_path / "support-bundle").iterdir()
+    assert {"MANIFEST.txt", "environment.txt"} <= {p.name for p in node.iterdir()}
+    assert f"support bundle: {tmp_path / 'support-bundle'}" in done.stdout
+
+
+def test_the_run_pushes_every_check_status_and_figure_of_its_node(cpu_selftest):
+    """The real run's PUT: one group for its node, the status of each check of the report and
+    the figures it measured, with the metric names bootstrap/README.md promises."""
+    _, out, received = cpu_selftest
+    ((method, path, _, body),) = received
+    assert (method, path) == ("PUT", "/metrics/job/gpu-platform-selftest/node/node-a")
+    samples = metrics.parse_prometheus_text(body)
+    statuses = {(lab["check"], lab["status"]) for name, lab, value in samples
+                if name == "gpu_platform_selftest_check_status" and value == 1}  # fmt: skip
+    doc = json.loads((out / "report.json").read_text())
+    pushed = {c["name"]: c["status"] for c in doc["checks"] if c["name"] != "metrics.pushgateway"}
+    assert statuses == set(pushed.items())
+    busbw = [v for name, lab, v in samples if name == "gpu_platform_selftest_figure"
+             and lab["check"] == "collectives.allreduce_busbw_intra_node"]  # fmt: skip
+    assert len(busbw) == 1 and busbw[0] > 0
+    assert {c["name"]: c["status"] for c in doc["checks"]}["metrics.pushgateway"] == "PASS"
+
+
+def test_the_short_check_set_runs_the_nodes_health_without_storage_or_training(tmp_path):
+    """SELFTEST_CHECKS=short, the periodic run: the hardware, latency and NVMe checks are in
+    the report (SKIPping here with their reasons), shared storage and training are not."""
+    done = _run([sys.executable, "-m", "selftest", "--out", str(tmp_path),
+                 "--shared-data", str(tmp_path), "--nvme-cache", str(tmp_path)],
+                SELFTEST_CHECKS="short", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    checks = {c["name"]: c for c in json.loads((tmp_path / "report.json").read_text())["checks"]}
+    assert not [n for n in checks if n.startswith(("storage", "training"))]
+    assert {"hardware.pcie_link", "hardware.xid", "hardware.dcgm_diag", "nvme.randread",
+            "collectives.allreduce_latency_intra_node"} <= set(checks)  # fmt: skip
+    assert all(checks[n]["reason"] for n in checks if checks[n]["status"] == "SKIP")
 
 
 def test_two_single_rank_nodes_measure_across_nodes(tmp_path):

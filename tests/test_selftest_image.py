@@ -48,3 +48,12 @@ def test_the_selftest_package_and_numpy_for_distributed_checkpoints():
     assert "import numpy, torch.distributed.checkpoint" in DOCKERFILE
     pins = (ROOT / "requirements-selftest.txt").read_text()
     assert re.search(r"^numpy==\S+$", pins, flags=re.MULTILINE)
+
+
+def test_fio_is_installed_for_the_nvme_checks_and_its_version_recorded():
+    """selftest.nvme runs fio; the image installs the distribution's package, stops the build
+    when apt brings another version than the pinned one, and keeps `fio --version`."""
+    assert re.fullmatch(r"\d+\.\d+", args()["FIO_VERSION"])
+    assert "apt-get install -y --no-install-recommends fio;" in DOCKERFILE
+    assert "fio --version | tee /opt/bootstrap/fio.version" in DOCKERFILE
+    assert 'grep -qx "fio-${FIO_VERSION}" /opt/bootstrap/fio.version' in DOCKERFILE

@@ -40,6 +40,13 @@ FLOOR_SOURCE = "FACTS.md Self-test numbers (nccl-tests all_reduce_perf on the in
 # The gloo floor on CPU has no datasheet: it is a config value, sized to catch a broken loopback.
 DEFAULT_CPU_FLOOR_GBPS = 0.05
 
+# Small-message all-reduce, 8 B to 64 KiB per rank. The source documents ask for network
+# latency <= 50 us: that seeds the ceiling within a node and across nodes on each RDMA fabric
+# (the 8 B figure is judged); a stack sets its own per fabric, and plain TCP has none.
+LATENCY_SIZES = [8, 64, 512, 4096, 65536]
+LATENCY_FLOORS_US = {"intra": 50.0, "efa": 50.0, "infiniband": 50.0, "roce": 50.0}
+LATENCY_SOURCE = "source documents: network latency <= 50 us (seed, 8 B all-reduce)"
+
 # NCCL_DEBUG=INFO names the network it picked ("Using network IB", "Using network AWS Libfabric",
 # "Using network Socket") and each connection's transport ("... via NET/Socket/0", "via NET/IB/0",
 # "via NET/AWS Libfabric/0", "via P2P/IPC" inside a node).
@@ -197,6 +204,30 @@ def node_groups(world_size: int, local_world_size: int) -> list[list[int]]:
     ]
 
 
+def scoped_sweeps(
+    ctx: SelfTestContext, sizes: list[int], iters: int, local: int
+) -> dict[str, tuple[list[dict] | None, float, str]]:
+    """The sweep within this rank's node and across all nodes: scope -> (rows, seconds, why
+    there are none). Every rank creates every node's group (new_group is collective)."""
+    groups = node_groups(ctx.world_size, local)
+    handles = [dist.new_group(ranks) for ranks in groups]
+    mine = next(i for i, ranks in enumerate(groups) if ctx.rank in ranks)
+    out: dict[str, tuple[list[dict] | None, float, str]] = {}
+    started = time.perf_counter()
+    if len(groups[mine]) > 1:
+        rows = sweep(ctx, sizes, handles[mine], len(groups[mine]), iters)
+        out["intra"] = (rows, time.perf_counter() - started, "")
+    else:
+        out["intra"] = (None, 0.0, "one rank per node: nothing to measure inside a node")
+    started = time.perf_counter()
+    if len(groups) > 1:
+        out["inter"] = (sweep(ctx, sizes, None, ctx.world_size, iters),
+                        time.perf_counter() - started, "")  # fmt: skip
+    else:
+        out["inter"] = (None, 0.0, "single node: no cross-node all-reduce")
+    return out
+
+
 def run(
     ctx: SelfTestContext,
     sizes: list[int] | None = None,
@@ -206,33 +237,64 @@ def run(
 ) -> list[CheckResult]:
     """Correctness, then busbw within each node and across all nodes, then the fallback check."""
     sizes = sizes or (GPU_SIZES if ctx.device == "cuda" else CPU_SIZES)
-    local = local_world_size or ctx.world_size
     results = [correctness(ctx)]
-
-    # Every rank creates every node's group (new_group is collective), then measures its own.
-    started = time.perf_counter()
-    groups = node_groups(ctx.world_size, local)
-    handles = [dist.new_group(ranks) for ranks in groups]
-    mine = next(i for i, ranks in enumerate(groups) if ctx.rank in ranks)
-    if len(groups[mine]) > 1:
-        rows = sweep(ctx, sizes, handles[mine], len(groups[mine]), iters)
-        results.append(bandwidth_check(ctx, "intra", rows, time.perf_counter() - started))
-    else:
-        results.append(_skip("intra", "one rank per node: nothing to measure inside a node"))
-
-    started = time.perf_counter()
-    if len(groups) > 1:
-        rows = sweep(ctx, sizes, None, ctx.world_size, iters)
-        results.append(bandwidth_check(ctx, "inter", rows, time.perf_counter() - started))
-    else:
-        results.append(_skip("inter", "single node: no cross-node all-reduce"))
-
+    for scope, (rows, seconds, why) in scoped_sweeps(
+        ctx, sizes, iters, local_world_size or ctx.world_size
+    ).items():
+        name = f"collectives.allreduce_busbw_{scope}_node"
+        results.append(bandwidth_check(ctx, scope, rows, seconds) if rows
+                       else CheckResult(name, "SKIP", reason=why))  # fmt: skip
     results += [fallback_check(ctx, nccl_log), gpudirect_check(ctx, nccl_log)]
     return results
 
 
-def _skip(scope: str, reason: str) -> CheckResult:
-    return CheckResult(f"collectives.allreduce_busbw_{scope}_node", "SKIP", reason=reason)
+def latency_floor(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
+    """The 8-byte all-reduce latency ceiling (µs) within a node, or across nodes on the pool's
+    fabric; a stack's `{scope}_node_allreduce_latency_us` wins. TCP has no floor."""
+    key = f"{scope}_node_allreduce_latency_us"
+    if key in ctx.floors:
+        return ctx.floors[key], ctx.floor_sources.get(key, "selftest config")
+    floor = LATENCY_FLOORS_US.get("intra" if scope == "intra" else ctx.fabric)
+    return floor, LATENCY_SOURCE if floor is not None else f"no latency floor for {ctx.fabric}"
+
+
+def latency_check(ctx: SelfTestContext, scope: str, rows: list[dict], seconds: float):
+    """The smallest message's time is the latency (nccl-tests reads it the same way); the
+    sweep to 64 KiB is kept for the report."""
+    for row in rows:
+        row["latency_us"] = row["seconds"] * 1e6
+    latency, name = rows[0]["latency_us"], f"collectives.allreduce_latency_{scope}_node"
+    floor, source = latency_floor(ctx, scope)
+    details = {"latency_sweep": rows}
+    if ctx.device != "cuda":
+        return CheckResult(name, "SKIP", round(latency, 1), "us", reason="gloo on CPU: measured "
+                           "for reference; the floors are NCCL's on a GPU fabric",
+                           duration_s=seconds, details=details)  # fmt: skip
+    if floor is None:
+        return CheckResult(name, "INFO", round(latency, 1), "us", reason=source,
+                           duration_s=seconds, details=details)  # fmt: skip
+    ok = latency <= floor
+    reason = (
+        ""
+        if ok
+        else (
+            f"{latency:.1f} us for a {rows[0]['bytes']} B all-reduce, over the {floor:g} us floor"
+        )
+    )
+    return CheckResult(name, "PASS" if ok else "FAIL", round(latency, 1), "us", floor, source,
+                       reason, seconds, details=details)  # fmt: skip
+
+
+def latency_run(ctx: SelfTestContext, iters: int = ITERS, local_world_size: int | None = None):
+    """Small-message all-reduce latency (8 B to 64 KiB) within and across nodes."""
+    results = []
+    for scope, (rows, seconds, why) in scoped_sweeps(
+        ctx, LATENCY_SIZES, iters, local_world_size or ctx.world_size
+    ).items():
+        name = f"collectives.allreduce_latency_{scope}_node"
+        results.append(latency_check(ctx, scope, rows, seconds) if rows
+                       else CheckResult(name, "SKIP", reason=why))  # fmt: skip
+    return results
 
 
 def fallback_check(ctx: SelfTestContext, nccl_log: Path | None) -> CheckResult:

@@ -94,6 +94,8 @@ def run(ctx: SelfTestContext, n: int = 8192, copy_bytes: int = 2**32) -> list[Ch
     membw = fraction_check("compute.memory_bandwidth", tbps, "TB/s", tbps_peak,
                            floors[floor_name], floor_name, props.name)  # fmt: skip
     membw.duration_s = time.perf_counter() - started
+    for result in (gemm, membw):  # per-GPU figures: each rank measures its own GPU
+        result.details["gpu"] = ctx.local_rank
     return [gemm, membw]
 
 

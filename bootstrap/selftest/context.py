@@ -35,6 +35,12 @@ class SelfTestContext:
     floor_sources: dict[str, str] = field(default_factory=dict)
     dcgm_exporter_url: str | None = None
     prometheus_url: str | None = None
+    # The node's DCGM host engine (host[:port]) for `dcgmi diag`; None skips it.
+    dcgm_hostengine: str | None = None
+    # "short" (the periodic run: DCGM diag level 1, 5 s fio runs) or "full" (level 2, 20 s).
+    check_set: str = "full"
+    # The Kubernetes node this rank runs on (downward API NODE_NAME), else the host's name.
+    node: str = field(default_factory=lambda: os.environ.get("NODE_NAME") or os.uname().nodename)
     # Seconds to wait for every rank to join before the run reports the missing ones.
     join_timeout_s: float = 60.0
     # Storage check sizes: one sequential file of `storage_bytes`, then `small_files` 4 KiB files.

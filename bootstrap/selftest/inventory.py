@@ -8,8 +8,6 @@ EFA (`rdmap*`) and Mellanox HCAs (`mlx5_*`) alike — without needing libfabric'
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import torch
 
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
+from selftest.tools import run_tool
 
 SYS = Path("/sys")
 
@@ -80,11 +79,9 @@ def fabric_check(ctx: SelfTestContext, sys_root: Path = SYS) -> CheckResult:
 
 
 def _smi(*args: str) -> str:
-    """nvidia-smi's output, or '' where it is not installed."""
-    if shutil.which("nvidia-smi") is None:
-        return ""
-    done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=60)
-    return done.stdout if done.returncode == 0 else ""
+    """nvidia-smi's output, or '' where it is not installed or fails."""
+    done = run_tool(["nvidia-smi", *args])
+    return done.text if done.ok else ""
 
 
 def gpu_checks(ctx: SelfTestContext) -> list[CheckResult]:

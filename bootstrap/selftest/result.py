@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 # INFO: a figure measured with no threshold to hold it to. It is reported, never judged: it
@@ -52,3 +52,19 @@ def run_check(name: str, check: Callable[[], list[CheckResult]]) -> list[CheckRe
     except Exception as error:  # a fault is reported as a FAIL, never the end of the run
         reason = f"{type(error).__name__}: {error}"
         return [CheckResult(name, "FAIL", reason=reason, duration_s=time.perf_counter() - started)]
+
+
+def merge(per_rank: list[list[CheckResult]]) -> list[CheckResult]:
+    """One row per check: the worst rank's result, naming that rank when ranks disagree. The
+    inputs are left as they are (the Pushgateway's per-node figures read them again)."""
+    by_name: dict[str, list[tuple[int, CheckResult]]] = {}
+    for rank, results in enumerate(per_rank):
+        for result in results:
+            by_name.setdefault(result.name, []).append((rank, result))
+    merged = []
+    for entries in by_name.values():
+        rank, chosen = max(entries, key=lambda e: (SEVERITY[e[1].status], -e[0]))
+        if len({r.status for _, r in entries}) > 1:
+            chosen = replace(chosen, reason=f"rank {rank}: {chosen.reason}".rstrip(": "))
+        merged.append(chosen)
+    return merged

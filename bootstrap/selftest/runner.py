@@ -21,14 +21,22 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from selftest import collectives, compute, inventory, metrics, report
+from selftest import bundle, collectives, compute, hardware, inventory, metrics, nvme, push, report
 from selftest.context import SelfTestContext
-from selftest.result import SEVERITY, CheckResult, run_check
+from selftest.result import CheckResult, merge, run_check, worst
 
 # The issue's order. Storage and training come from their own modules (another helper's);
 # a group whose module is absent from the image is a WARN, never a crash.
-GROUPS = ["inventory", "compute", "collectives", "storage", "metrics", "training"]
-NEEDS_PEERS = {"collectives", "storage", "training"}
+GROUPS = ["inventory", "hardware", "compute", "collectives", "latency", "storage", "nvme",
+          "metrics", "training"]  # fmt: skip
+# `--checks short`: the periodic run, a few minutes on an idle node: the node's health, its
+# GPUs' and fabric's figures and its NVMe cache, without the shared-data storage and training
+# runs (minutes of their own, and load on the shared file system from every node at once).
+CHECK_SETS = {
+    "full": GROUPS,
+    "short": ["inventory", "hardware", "compute", "collectives", "latency", "nvme", "metrics"],
+}
+NEEDS_PEERS = {"collectives", "latency", "storage", "training"}
 
 
 def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespace:
@@ -72,7 +80,22 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
         default=collectives.ITERS,
         help="timed all-reduce iterations per size, after 5 untimed",
     )
-    p.add_argument("--checks", default=",".join(GROUPS), help="groups to run, comma-separated")
+    p.add_argument(
+        "--checks",
+        default=e("SELFTEST_CHECKS", "full"),
+        help="short (the periodic run), full (the default), or groups to run, "
+        f"comma-separated: {', '.join(GROUPS)}",
+    )
+    p.add_argument(
+        "--pushgateway-url",
+        default=e("SELFTEST_PUSHGATEWAY_URL"),
+        help="push the results as metrics to this Prometheus Pushgateway",
+    )
+    p.add_argument(
+        "--dcgm-hostengine",
+        default=e("SELFTEST_DCGM_HOSTENGINE"),
+        help="host[:port] of the node's DCGM host engine, for dcgmi diag",
+    )
     p.add_argument("--bench", action="store_true", help="also print the benchmark figures")
     return p.parse_args(argv)  # fmt: skip
 
@@ -89,6 +112,20 @@ def parse_floors(pairs: list[str]) -> dict[str, float]:
             raise SystemExit(f"--floor {pair!r}: expected NAME=VALUE")
         floors[name.strip()] = float(value)
     return floors
+
+
+def selected_groups(checks: str) -> list[str]:
+    """The groups `--checks` names, in the issue's order; an unknown name stops the run."""
+    if checks in CHECK_SETS:
+        return CHECK_SETS[checks]
+    names = [name.strip() for name in checks.split(",") if name.strip()]
+    unknown = [name for name in names if name not in GROUPS]
+    if unknown or not names:
+        raise SystemExit(
+            f"--checks / SELFTEST_CHECKS {checks!r}: unknown {unknown or 'empty'}; "
+            f"valid: short, full, or a comma-separated list of {', '.join(GROUPS)}"
+        )
+    return [group for group in GROUPS if group in names]
 
 
 def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestContext:
@@ -110,7 +147,8 @@ def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestCont
         fabric=args.fabric, instance_type=args.instance_type, floors=floors,
         floor_sources={name: sources.get(name, "selftest config") for name in floors},
         dcgm_exporter_url=args.dcgm_url, prometheus_url=args.prometheus_url,
-        join_timeout_s=args.join_timeout,
+        join_timeout_s=args.join_timeout, dcgm_hostengine=args.dcgm_hostengine,
+        check_set="short" if args.checks == "short" else "full",
     )  # fmt: skip
 
 
@@ -163,12 +201,15 @@ def _free_port() -> int:
 
 def group_runner(name: str, ctx: SelfTestContext, args: argparse.Namespace):
     """The callable for one check group, or None when its module is not in this image."""
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
     if name == "collectives":
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
-        local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
         log = nccl_log_path(ctx, os.getpid()) if ctx.device == "cuda" else None
         return lambda: collectives.run(ctx, sizes, args.iters, local, log)
-    module = {"inventory": inventory, "compute": compute, "metrics": metrics}.get(name)
+    if name == "latency":
+        return lambda: collectives.latency_run(ctx, args.iters, local)
+    module = {"inventory": inventory, "hardware": hardware, "compute": compute, "nvme": nvme,
+              "metrics": metrics}.get(name)  # fmt: skip
     if module is not None:
         return lambda: module.run(ctx)
     if importlib.util.find_spec(f"selftest.{name}") is None:
@@ -179,7 +220,7 @@ def group_runner(name: str, ctx: SelfTestContext, args: argparse.Namespace):
 
 def run_groups(ctx, args, grouped: bool) -> list[CheckResult]:
     results = []
-    for name in [g for g in GROUPS if g in args.checks.split(",")]:
+    for name in selected_groups(args.checks):
         check = group_runner(name, ctx, args)
         if check is None:
             results.append(CheckResult(name, "WARN", reason=f"selftest.{name} not in this image"))
@@ -188,21 +229,6 @@ def run_groups(ctx, args, grouped: bool) -> list[CheckResult]:
         else:
             results += run_check(name, check)
     return results
-
-
-def merge(per_rank: list[list[CheckResult]]) -> list[CheckResult]:
-    """One row per check: the worst rank's result, naming that rank when ranks disagree."""
-    by_name: dict[str, list[tuple[int, CheckResult]]] = {}
-    for rank, results in enumerate(per_rank):
-        for result in results:
-            by_name.setdefault(result.name, []).append((rank, result))
-    merged = []
-    for entries in by_name.values():
-        rank, chosen = max(entries, key=lambda e: (SEVERITY[e[1].status], -e[0]))
-        if len({r.status for _, r in entries}) > 1:
-            chosen.reason = f"rank {rank}: {chosen.reason}".rstrip(": ")
-        merged.append(chosen)
-    return merged
 
 
 def bench_lines(results: list[CheckResult]) -> list[str]:
@@ -222,17 +248,36 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     env = dict(os.environ)
     args = parse_args(argv, env)
+    selected_groups(args.checks)  # a bad --checks stops here, before the process group forms
     ctx = build_context(args, env)
     rendezvous = init_group(ctx, env)
     grouped = rendezvous.status == "PASS"
     mine = [rendezvous, *run_groups(ctx, args, grouped)]
 
-    if grouped and ctx.world_size > 1:
+    together = grouped and ctx.world_size > 1
+    # Each rank says where it ran, so the metrics are per node and per GPU.
+    per_rank = [(ctx.node, ctx.local_rank, mine)]
+    if together:
         gathered = [None] * ctx.world_size if ctx.is_rank0 else None
-        dist.gather_object(mine, gathered, dst=0)
-        results = merge(gathered) if ctx.is_rank0 else mine
+        dist.gather_object(per_rank[0], gathered, dst=0)
+        per_rank = gathered if ctx.is_rank0 else per_rank
+    results = merge([r for _, _, r in per_rank]) if ctx.is_rank0 else mine
+    failed = [r.name for r in results if r.status == "FAIL"]
+    if together:  # every node's local rank 0 writes its own node's bundle
+        shared = [bool(failed)]
+        dist.broadcast_object_list(shared, src=0)
+        any_failed = shared[0]
     else:
-        results = mine
+        any_failed = bool(failed)
+    if any_failed and ctx.local_rank == 0:
+        node_ranks = range(ctx.rank, ctx.rank + int(env.get("LOCAL_WORLD_SIZE", "1")))
+        bundle.write(ctx.out_dir, ctx.node, node_ranks, env)
+    if together:
+        dist.barrier()
+    if ctx.is_rank0:
+        if failed:
+            results.append(bundle.bundle_row(ctx.out_dir, failed))
+        results.append(push.push(args.pushgateway_url, per_rank, time.time()))
     doc = report.report_doc(results, ctx.run_id, ctx.image, ctx.nodes,
                             time.perf_counter() - started)  # fmt: skip
     if ctx.is_rank0:
@@ -240,10 +285,12 @@ def main(argv: list[str] | None = None) -> int:
         print(report.table(results))
         print(f"\nself-test {report.headline(doc['status'], results, ctx.device)}")
         print(f"report: {json_path}, {html_path} ({doc['duration_s']} s)")
+        if failed:
+            print(f"support bundle: {ctx.out_dir / 'support-bundle'}")
         if args.bench:
             print("\n".join(["", "benchmark:", *bench_lines(results)]))
     elif not grouped:  # a rank cut off from rank 0 still says why in the Job's log
         print(report.table(results), file=sys.stderr)
     if grouped:
         dist.destroy_process_group()
-    return 1 if doc["status"] == "FAIL" else 0
+    return 1 if worst(r.status for r in results) == "FAIL" else 0

@@ -1,0 +1,91 @@
+"""DCGM's own diagnostic, `dcgmi diag -r 1` (deployment checks, seconds) in the short check
+set and `-r 2` (adds the PCIe and GPU memory tests, under two minutes) in the full one, run
+against the node's DCGM host engine (--dcgm-hostengine, the GPU Operator's nv-hostengine on
+port 5555). SKIP with the reason when dcgmi is not in the image or the engine does not answer.
+
+The result table is read as dcgmi prints it: `| <test> | Pass / Fail / Warn / Skip [- All] |`,
+with an `Error` or `Warning` row after a failing test whose text wraps over further rows."""
+
+from __future__ import annotations
+
+import re
+import socket
+
+from selftest.context import SelfTestContext
+from selftest.result import CheckResult
+from selftest.tools import run_tool
+
+DEFAULT_PORT = 5555  # nv-hostengine's default port (DCGM user guide)
+LEVELS = {"short": 1, "full": 2}
+_ROW = re.compile(r"^\|\s(.{2,}?)\s*\|\s(.*?)\s*\|$")
+_NOTES = {"Error", "Warning", "Info"}
+
+
+def parse_diag(text: str) -> list[dict]:
+    """Tests with their result and the error / warning text that follows them."""
+    tests: list[dict] = []
+    for line in text.splitlines():
+        row = _ROW.match(line.strip())
+        if not row or row.group(1).startswith("-") or row.group(1) == "Diagnostic":
+            continue
+        label, cell = row.group(1).strip(), row.group(2)
+        if label in _NOTES and tests:
+            tests[-1].setdefault(label.lower(), []).append(cell)
+        elif not label and tests:  # a wrapped note continues the last one
+            note = next((k for k in ("warning", "error", "info") if k in tests[-1]), None)
+            if note:
+                tests[-1][note][-1] += cell
+        elif label:
+            tests.append({"test": label, "result": cell})
+    return [t for t in tests if t["result"].split(" ")[0] in ("Pass", "Fail", "Warn", "Skip")]
+
+
+def diag_check(tests: list[dict], level: int) -> CheckResult:
+    name = "hardware.dcgm_diag"
+    if not tests:
+        return CheckResult(name, "WARN", reason=f"dcgmi diag -r {level} printed no result table")
+    failed = [t for t in tests if t["result"].startswith("Fail")]
+    warned = [t for t in tests if t["result"].startswith("Warn")]
+
+    def say(t: dict) -> str:
+        notes = " ".join(t.get("error", []) + t.get("warning", []))
+        return f"{t['test']}: {t['result']}" + (f" ({notes})" if notes else "")
+
+    status = "FAIL" if failed else "WARN" if warned else "PASS"
+    return CheckResult(
+        name,
+        status,
+        len(failed),
+        "tests failed",
+        0,
+        f"dcgmi diag -r {level}",
+        "; ".join(say(t) for t in failed + warned),
+        details={"tests": tests},
+    )
+
+
+def reachable(address: str) -> str | None:
+    """None when the host engine accepts a connection, else why not."""
+    host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
+    try:
+        with socket.create_connection((host, int(port or DEFAULT_PORT)), timeout=3):
+            return None
+    except OSError as error:
+        return f"DCGM host engine at {address} unreachable: {error}"
+
+
+def run(ctx: SelfTestContext) -> CheckResult:
+    name = "hardware.dcgm_diag"
+    if not ctx.dcgm_hostengine:
+        return CheckResult(
+            name, "SKIP", reason="no DCGM host engine configured (--dcgm-hostengine)"
+        )
+    problem = reachable(ctx.dcgm_hostengine)
+    if problem:
+        return CheckResult(name, "SKIP", reason=problem)
+    level = LEVELS[ctx.check_set]
+    diag = run_tool(["dcgmi", "diag", "--host", ctx.dcgm_hostengine, "-r", str(level)], 600)
+    if not diag.ok and not diag.text:
+        return CheckResult(name, "SKIP", reason=diag.problem)
+    # dcgmi exits non-zero when a test fails; the table still says which.
+    return diag_check(parse_diag(diag.text), level)
