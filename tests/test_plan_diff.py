@@ -288,15 +288,27 @@ def test_a_desired_size_change_shows_the_monthly_cost_delta(tmp_path):
     assert "Diff: 0 to create, 0 to update, 0 to replace, 0 to delete." in text
 
 
-def test_an_instance_type_change_costs_the_rate_difference_at_max_size(tmp_path):
-    """us-east-1 price list 2026-07-20: p5en.48xlarge $63.296/h, p5.48xlarge $55.04/h; 8 nodes
-    at max × 730 h × $8.256 = +$48,215.04 a month; at min and desired (0) nothing."""
-    text = prod_changed(tmp_path, "h100-ondemand", instance_types=["p5en.48xlarge"])
+def test_the_docs_show_a_real_diff_with_a_replacement_and_its_cost(tmp_path):
+    """docs/review.md, "Reviewing a change": prod's on-demand group moved to p5en.48xlarge and
+    started at 2 nodes, as the program prints it. us-east-1 price list 2026-07-20: p5en.48xlarge
+    $63.296/h, p5.48xlarge $55.04/h: 2 × 63.296 × 730 = +$92,412.16 a month at desired size,
+    8 × (63.296 - 55.04) × 730 = +$48,215.04 at max."""
+    text = prod_changed(
+        tmp_path, "h100-ondemand", instance_types=["p5en.48xlarge"], scaling={"desired_size": 2}
+    )
     assert (
         "  GPU node group h100-ondemand (p5en.48xlarge, on_demand): "
-        "$0.00 / $0.00 / $321,433.60 -> $0.00 / $0.00 / $369,648.64\n"
-        "      +$48,215.04/month at max size\n"
+        "$0.00 / $0.00 / $321,433.60 -> $0.00 / $92,412.16 / $369,648.64\n"
+        "      +$92,412.16/month at desired size; +$48,215.04/month at max size\n"
     ) in text
+    page = (ROOT / "docs" / "review.md").read_text()
+    shown = re.search(r"<!-- diff-example -->\n```\n(.*?)```", page, re.DOTALL)
+    assert shown, "docs/review.md: no ``` block after <!-- diff-example -->"
+    assert shown.group(1) == text + "\n", (
+        "docs/review.md's example diff is stale: paste what this test's change prints (prod, "
+        "h100-ondemand on p5en.48xlarge at desired size 2, --changes-only) after "
+        "<!-- diff-example -->, then review it"
+    )
 
 
 # ------------------------------------------------------------------- reading the changes
