@@ -1,6 +1,7 @@
 """Offline plan: run the Pulumi program of one stack under Pulumi's mock engine.
 
-    python -m infra.plan <stack> [--out DIR] [--quiet] [--against DIR] [--detail] [--graph]
+    python -m infra.plan <stack> [--out DIR] [--quiet] [--against DIR [--changes-only]] [--detail]
+                             [--graph]
 
 No Pulumi CLI, no cloud account. It reads the files the CLI reads (Pulumi.yaml and its project
 config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host
