@@ -1,9 +1,11 @@
-"""The plan's cost estimate: what a stack costs per hour and per month at its node groups' min
-and max size, from the catalog's dated us-east-1 prices and the `gpu-platform:cost` settings.
+"""The plan's cost estimate: what a stack costs per hour and per month at its node groups' min,
+desired and max size, from the catalog's dated us-east-1 prices and the `gpu-platform:cost`
+settings.
 
 Pure functions of the config. The program exports `cost_report` as the `cost` output, the
-offline plan prints it with `format_cost`, and `budget_warnings` goes through `pulumi.warn`.
-`estimated_monthly_usd` is the one figure the policy pack's budget rule compares.
+offline plan prints it with `format_cost`, a diff against an earlier plan compares two plans'
+`cost` outputs (infra/cost_change.py), and `budget_warnings` goes through
+`pulumi.warn`. `estimated_monthly_usd` is the one figure the policy pack's budget rule compares.
 
 Priced: GPU and system node groups (instances only), the FSx for Lustre file system, NAT
 gateways and the EKS control plane. Left out, and said so in every report: data transfer (NAT
@@ -35,39 +37,42 @@ LEFT_OUT = (
     "volumes, FSx backups, S3 storage and requests, CloudWatch logs, KMS keys, public IPv4 "
     "addresses, and discounts (Savings Plans, private pricing)"
 )
+# The node-group sizes every figure is given at; desired is what runs from day one.
+SIZES = ("min", "desired", "max")
 ON_PREM = "provider existing: the cluster runs on your own machines; no AWS prices apply"
 
 
 @dataclass(frozen=True)
 class Line:
-    """One priced item. Hourly and monthly at the node groups' min and max size; items that do
-    not scale have min = max. `hourly_*` is None when no price is known (`basis` says which
-    key to set); such a line is left out of the totals."""
+    """One priced item. Hourly and monthly at the node groups' min, desired and max size;
+    items that do not scale have min = desired = max. `hourly_*` is None when no price is known
+    (`basis` says which key to set); such a line is left out of the totals. `key` names the
+    item across plans (the item's words name its instance type, which a change may change)."""
 
+    key: str
     item: str
     basis: str
     hourly_min: float | None
+    hourly_desired: float | None
     hourly_max: float | None
     monthly_min: float | None
+    monthly_desired: float | None
     monthly_max: float | None
     estimate: bool = False
 
 
-def _line(item: str, basis: str, hourly: float, scaling: Scaling | None, hours: int, **kw) -> Line:
-    low, high = (scaling.min_size, scaling.max_size) if scaling else (1, 1)
-    return Line(
-        item,
-        basis,
-        round(hourly * low, 4),
-        round(hourly * high, 4),
-        round(hourly * low * hours, 2),
-        round(hourly * high * hours, 2),
-        **kw,
-    )
+def _line(
+    key: str, item: str, basis: str, hourly: float, scaling: Scaling | None, hours: int, **kw
+) -> Line:
+    # The desired size is what runs from day one: EKS starts the group at it.
+    sizes = (scaling.min_size, scaling.desired, scaling.max_size) if scaling else (1, 1, 1)
+    per_hour = [round(hourly * n, 4) for n in sizes]
+    per_month = [round(hourly * n * hours, 2) for n in sizes]
+    return Line(key, item, basis, *per_hour, *per_month, **kw)
 
 
-def _unpriced(item: str, why: str) -> Line:
-    return Line(item, why, None, None, None, None)
+def _unpriced(key: str, item: str, why: str) -> Line:
+    return Line(key, item, why, None, None, None, None, None, None)
 
 
 def _dearest(types: list[str]) -> tuple[str, float | None]:
@@ -90,16 +95,24 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
     system = cfg.system_nodes
     name, rate = _dearest(system.instance_types)
     lines.append(
-        _line(f"system nodes ({name})", _on_demand_basis(name), rate, system.scaling, hours)
+        _line(
+            "system_nodes",
+            f"system nodes ({name})",
+            _on_demand_basis(name),
+            rate,
+            system.scaling,
+            hours,
+        )
     )
     for group in cfg.gpu_node_groups:
         name, on_demand = _dearest(group.instance_types)
+        key = f"gpu_node_groups.{group.name}"
         item = f"GPU node group {group.name} ({name}, {group.capacity})"
         if group.capacity == "capacity_block":
-            lines.append(_capacity_block(item, name, cfg, group.scaling))
+            lines.append(_capacity_block(key, item, name, cfg, group.scaling))
             continue
         if on_demand is None:
-            lines.append(_unpriced(item, f"{name} is not sold on demand; no rate to price it"))
+            lines.append(_unpriced(key, item, f"{name} is not sold on demand; no rate to price it"))
         elif group.capacity == "spot":
             rate = on_demand * (1 - cost.spot_discount)
             basis = (
@@ -107,19 +120,20 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
                 f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {PRICE_REGION}, "
                 f"{instance(name).price_as_of}"
             )
-            lines.append(_line(item, basis, rate, group.scaling, hours, estimate=True))
+            lines.append(_line(key, item, basis, rate, group.scaling, hours, estimate=True))
         elif group.capacity == "reservation":
             basis = (
                 f"reservation at the on-demand rate ${on_demand}/h, billed for every reserved "
                 f"instance whether it runs or not, {PRICE_REGION}, {instance(name).price_as_of}"
             )
-            lines.append(_line(item, basis, on_demand, group.scaling, hours))
+            lines.append(_line(key, item, basis, on_demand, group.scaling, hours))
         else:
-            lines.append(_line(item, _on_demand_basis(name), on_demand, group.scaling, hours))
+            basis = _on_demand_basis(name)
+            lines.append(_line(key, item, basis, on_demand, group.scaling, hours))
     return lines
 
 
-def _capacity_block(item: str, name: str, cfg: PlatformConfig, scaling: Scaling) -> Line:
+def _capacity_block(key: str, item: str, name: str, cfg: PlatformConfig, scaling: Scaling) -> Line:
     hours = cfg.cost.hours_per_month
     paid = "paid up front for the block's instances and days, whether they run or not"
     configured = cfg.cost.capacity_block_hourly_usd.get(name)
@@ -128,10 +142,11 @@ def _capacity_block(item: str, name: str, cfg: PlatformConfig, scaling: Scaling)
             f"Capacity Block ${configured}/instance-h "
             f"(gpu-platform:cost.capacity_block_hourly_usd), {paid}"
         )
-        return _line(item, basis, configured, scaling, hours)
+        return _line(key, item, basis, configured, scaling, hours)
     price = CAPACITY_BLOCK_HOURLY.get(name)
     if price is None:
         return _unpriced(
+            key,
             item,
             f"no published {PRICE_REGION} Capacity Block rate for {name}: set "
             f"gpu-platform:cost.capacity_block_hourly_usd.{name}",
@@ -140,7 +155,7 @@ def _capacity_block(item: str, name: str, cfg: PlatformConfig, scaling: Scaling)
         f"Capacity Block ${price.usd}/instance-h, {price.region}, {price.as_of} "
         f"({price.source}; indicative, AWS reprices blocks), {paid}"
     )
-    return _line(item, basis, price.usd, scaling, hours)
+    return _line(key, item, basis, price.usd, scaling, hours)
 
 
 def fsx_line(cfg: PlatformConfig) -> Line | None:
@@ -151,13 +166,13 @@ def fsx_line(cfg: PlatformConfig) -> Line | None:
     price = FSX_LUSTRE_GB_MONTH[(fsx.deployment_type, tier)]
     hours = cfg.cost.hours_per_month
     monthly = round(price.usd * fsx.storage_capacity_gib, 2)
+    hourly = round(monthly / hours, 4)
     return Line(
+        "storage.fsx",
         f"FSx for Lustre {fsx.deployment_type} {tier} MB/s/TiB, {fsx.storage_capacity_gib} GiB",
         f"${price.usd:.3f} {price.unit} of capacity, {price.region}, {price.as_of}",
-        round(monthly / hours, 4),
-        round(monthly / hours, 4),
-        monthly,
-        monthly,
+        *(hourly, hourly, hourly),
+        *(monthly, monthly, monthly),
     )
 
 
@@ -171,6 +186,7 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
     support = "extended" if extended else "standard"
     lines = [
         _line(
+            "network.nat_gateways",
             f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
             f"${nat.usd:.3f} {nat.unit} each, {nat.region}, {nat.as_of}; per-GB processing "
             "left out",
@@ -179,6 +195,7 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
             hours,
         ),
         _line(
+            "cluster",
             f"EKS control plane (Kubernetes {minor}, {support} support on {today.isoformat()})",
             f"${eks.usd:.2f} {eks.unit}, {eks.region}, {eks.as_of}",
             eks.usd,
@@ -214,11 +231,14 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
         "prices_for": PRICE_REGION,
         "hours_per_month": cfg.cost.hours_per_month,
         "lines": [asdict(line) for line in priced],
-        "unpriced": [{"item": x.item, "why": x.basis} for x in lines if x not in priced],
-        "total_hourly_min": _total(priced, "hourly_min"),
-        "total_hourly_max": _total(priced, "hourly_max"),
-        "total_monthly_min": _total(priced, "monthly_min"),
-        "total_monthly_max": _total(priced, "monthly_max"),
+        "unpriced": [
+            {"key": x.key, "item": x.item, "why": x.basis} for x in lines if x not in priced
+        ],
+        **{
+            f"total_{period}_{size}": _total(priced, f"{period}_{size}")
+            for period in ("hourly", "monthly")
+            for size in SIZES
+        },
         "left_out": LEFT_OUT,
     }
     budget = cfg.cost.monthly_budget_usd
@@ -252,13 +272,24 @@ def budget_warnings(cfg: PlatformConfig, today: date) -> list[str]:
     ]
 
 
-def _money(value: float | None, places: int = 2) -> str:
+def money(value: float | str | None, places: int = 2) -> str:
+    if isinstance(value, str):  # a figure an earlier plan's report did not hold
+        return value
     return "not priced" if value is None else f"${value:,.{places}f}"
+
+
+def _figures(source: dict, prefix: str, places: int = 2) -> str:
+    """At min / desired / max size, or the one figure of an item whose sizes agree."""
+    values = [source.get(f"{prefix}_{size}") for size in SIZES]
+    if len(set(values)) == 1:
+        return money(values[0], places)
+    return " / ".join(money(v, places) for v in values)
 
 
 def format_cost(report: dict) -> list[str]:
     """The plan's cost section, from the `cost` output."""
-    lines = ["", "Cost estimate (USD; at node groups' min .. max size):"]
+    lines = ["", "Cost estimate (USD at node groups' min / desired / max size; one figure where "]
+    lines[-1] += "they agree; desired is what runs from day one):"
     if not report.get("priced"):
         return [*lines, f"  {report['why']}"]
     if report["region"] != report["prices_for"]:
@@ -266,17 +297,11 @@ def format_cost(report: dict) -> list[str]:
             f"  priced at {report['prices_for']} rates; the stack is in {report['region']}"
         )
     for line in report["lines"]:
-        hourly = f"{_money(line['hourly_min'], 3)} .. {_money(line['hourly_max'], 3)}/h"
-        monthly = f"{_money(line['monthly_min'])} .. {_money(line['monthly_max'])}/month"
-        lines.append(f"  {line['item']}: {hourly}, {monthly}")
+        hourly, monthly = _figures(line, "hourly", 3), _figures(line, "monthly")
+        lines.append(f"  {line['item']}: {hourly}/h, {monthly}/month")
         lines.append(f"      {line['basis']}")
-    hours = report["hours_per_month"]
-    lines.append(
-        f"  total: {_money(report['total_hourly_min'], 3)} .. "
-        f"{_money(report['total_hourly_max'], 3)}"
-        f"/h, {_money(report['total_monthly_min'])} .. {_money(report['total_monthly_max'])}"
-        f"/month ({hours} h)"
-    )
+    hourly, monthly = _figures(report, "total_hourly", 3), _figures(report, "total_monthly")
+    lines.append(f"  total: {hourly}/h, {monthly}/month ({report['hours_per_month']} h)")
     for item in report["unpriced"]:
         lines.append(f"  {item['item']}: not priced, not in the total")
         lines.append(f"      {item['why']}")
@@ -286,5 +311,5 @@ def format_cost(report: dict) -> list[str]:
         lines.append("  budget: none set (gpu-platform:cost.monthly_budget_usd)")
     else:
         verdict = "OVER BUDGET" if report["over_budget"] else "within budget"
-        lines.append(f"  budget: {_money(budget)}/month; at max size {verdict}")
+        lines.append(f"  budget: {money(budget)}/month; at max size {verdict}")
     return lines

@@ -1,6 +1,7 @@
 """Offline plan: run the Pulumi program of one stack under Pulumi's mock engine.
 
-    python -m infra.plan <stack> [--out DIR] [--quiet] [--against DIR] [--detail] [--graph]
+    python -m infra.plan <stack> [--out DIR] [--quiet] [--against DIR [--changes-only]] [--detail]
+                             [--graph]
 
 No Pulumi CLI, no cloud account. It reads the files the CLI reads (Pulumi.yaml and its project
 config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host
@@ -30,7 +31,7 @@ from typing import Any
 import yaml
 from pulumi.runtime import rpc
 
-from infra import plan_diff, plan_graph, plan_review
+from infra import diff_report, plan_diff, plan_graph, plan_review
 from infra.config import ConfigError
 from infra.cost import format_cost
 from infra.plan_engine import (
@@ -306,11 +307,18 @@ def main(argv: list[str] | None = None) -> int:
         help="print only the summary line (FAILED on a mandatory policy violation)",
     )
     parser.add_argument("--against", type=Path, help="an earlier plan folder to diff with")
+    parser.add_argument(
+        "--changes-only",
+        action="store_true",
+        help="with --against: print the changes and the last line, not the whole plan",
+    )
     parser.add_argument("--detail", action="store_true", help="print every resource's inputs")
     parser.add_argument(
         "--graph", action="store_true", help="write the resource graph (DOT, Mermaid)"
     )
     args = parser.parse_args(argv)
+    if args.changes_only and args.against is None:
+        parser.error("--changes-only needs --against: an earlier plan to compare with")
     started = time.perf_counter()
     try:
         plan = plan_stack(args.stack, ROOT)
@@ -337,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     from infra.plan_policy import check_plan
 
     policies = check_plan(plan, ROOT)
-    if not args.quiet:
+    if previous is not None and not args.quiet:  # first: what this change does
+        changes = diff_report.changes_block(plan, previous, str(args.against))
+        print(changes + ("" if args.changes_only else "\n"))
+    if not (args.quiet or args.changes_only):
         print(format_plan(plan))
         if args.detail:
             print("\n" + plan_review.format_detail(plan))
@@ -346,11 +357,6 @@ def main(argv: list[str] | None = None) -> int:
             print("Wrote " + ", ".join(str(g) for g in graphs))
         if note:
             print(note)
-        if previous is not None:
-            current = [r.as_json() for r in plan.resources]
-            ignored = {r.urn: list(r.ignore_changes) for r in plan.resources}
-            diffs = plan_diff.diff_plans(previous, current, ignored)
-            print("\n" + plan_diff.format_diff(diffs, str(args.against)))
         print("\n" + plan_review.format_exposure(plan))
         if plan.warnings:
             print(format_warnings(plan.warnings))

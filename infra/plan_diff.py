@@ -1,25 +1,37 @@
-"""A plan diff without a cloud: this plan against an earlier plan's resources.json, printed the
-way `terraform plan` prints one (+ create, ~ update attribute by attribute, - delete).
+"""A plan diff without a cloud: this plan against an earlier plan's resources.json, resource by
+resource and attribute by attribute, with the replacements `pulumi up` would make marked the way
+`terraform plan` marks them. infra/diff_report.py prints it.
 
 Both sides are offline plans, so the diff says what the program would declare differently, not
-what the cloud holds: drift made outside Pulumi is `pulumi preview`'s job. Whether a provider
-replaces a resource for a given change is written in each provider's schema and not in the SDK
-we run offline; the diff does not guess it, and flags every change to a protected resource
-instead, since those are the ones a replacement or delete would hurt.
+what the cloud holds: drift made outside Pulumi is `pulumi preview`'s job. Whether a change
+replaces a resource comes from the provider-facts table (infra/replacements.py): a change to a
+field the provider marks ForceNew or RequiresReplace makes the update a replacement.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from infra.plan_engine import SECRET
+from infra.replacements import Verdict, verdict
 
 # Keys whose values are credentials even where the program did not mark them secret.
-_SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
+SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
+# A list item in a flattened path: `networkInterfaces[16]`.
+_INDEX = re.compile(r"\[(\d+)\]")
+# Consecutive list items added or removed together show as one range from this many on.
+RANGE_FROM = 2
+
+
+@dataclass(frozen=True)
+class Items:
+    """The value of a collapsed range: this many whole list items."""
+
+    count: int
 
 
 @dataclass(frozen=True)
@@ -31,21 +43,30 @@ class Change:
 
 @dataclass(frozen=True)
 class ResourceDiff:
-    action: str  # "create", "update" or "delete"
+    action: str  # "create", "update", "replace" or "delete"
     type: str
     name: str
     protect: bool
     changes: tuple[Change, ...] = ()
+    verdict: Verdict = field(default_factory=Verdict)
+
+
+@dataclass(frozen=True)
+class PreviousPlan:
+    resources: list[dict[str, Any]]
+    outputs: dict[str, Any]
 
 
 ABSENT = object()
-_SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 
 
-def read_previous(where: Path) -> list[dict[str, Any]]:
-    """The resources of an earlier plan: a plan folder (out/<stack>) or its resources.json."""
+def read_previous(where: Path) -> PreviousPlan:
+    """An earlier plan: a plan folder (out/<stack>) or its resources.json."""
     path = where / "resources.json" if where.is_dir() else where
-    return json.loads(path.read_text())["resources"]
+    doc = json.loads(path.read_text())
+    if not isinstance(doc, dict) or not isinstance(doc.get("resources"), list):
+        raise ValueError("no resources list")
+    return PreviousPlan(doc["resources"], doc.get("outputs") or {})
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -78,7 +99,65 @@ def masked(path: str, value: Any) -> Any:
     keys = re.split(r"[.\[\]]+", path)
     if value is ABSENT:
         return value
-    return SECRET if any(_SECRET_KEY.search(k) for k in keys) else value
+    return SECRET if any(SECRET_KEY.search(k) for k in keys) else value
+
+
+def _natural(path: str) -> tuple:
+    """Paths in reading order: `a[2]` before `a[10]`."""
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", path)))
+
+
+def _items(flat: dict[str, Any]) -> set[str]:
+    """The path of every list item in a flattened value: `a[0]`, `a[0].b[2]`."""
+    return {path[: m.end()] for path in flat for m in _INDEX.finditer(path)}
+
+
+def _runs(indices: list[int]) -> list[list[int]]:
+    """Sorted indices as runs of consecutive ones: [1, 2, 3, 7] -> [[1, 2, 3], [7]]."""
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and runs[-1][-1] + 1 == index:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return runs
+
+
+def _collapsed(
+    changes: list[Change], old: dict[str, Any], new: dict[str, Any]
+) -> tuple[Change, ...]:
+    """Runs of whole list items added or removed together become one change over the range
+    (`networkInterfaces[16..31]`, 16 items removed) instead of a line per leaf of each item."""
+    before, after = _items(old), _items(new)
+    whole: dict[int, tuple[str, int, bool]] = {}  # change index -> (list, item, removed)
+    for n, change in enumerate(changes):
+        for m in _INDEX.finditer(change.path):
+            item = change.path[: m.end()]
+            if (item in before) != (item in after):
+                whole[n] = (change.path[: m.start()], int(m.group(1)), item in before)
+                break
+    indices: dict[tuple[str, bool], set[int]] = {}
+    for listed, index, removed in whole.values():
+        indices.setdefault((listed, removed), set()).add(index)
+    span_of = {}
+    for (listed, removed), found in indices.items():
+        for span in _runs(sorted(found)):
+            if len(span) >= RANGE_FROM:
+                span_of.update({(listed, i, removed): (span[0], span[-1]) for i in span})
+    shown, emitted = [], set()
+    for n, change in enumerate(changes):
+        span = span_of.get(whole.get(n, ("", -1, False)))
+        if span is None:
+            shown.append(change)
+            continue
+        listed, _, removed = whole[n]
+        if (listed, span, removed) in emitted:
+            continue
+        emitted.add((listed, span, removed))
+        items = Items(span[1] - span[0] + 1)
+        path = f"{listed}[{span[0]}..{span[1]}]"
+        shown.append(Change(path, items, ABSENT) if removed else Change(path, ABSENT, items))
+    return tuple(shown)
 
 
 def attribute_changes(
@@ -87,13 +166,13 @@ def attribute_changes(
     old, new = flatten(before), flatten(after)
     ignored = _ignore_pattern(list(ignore_changes))
     changes = []
-    for path in sorted(set(old) | set(new)):
+    for path in sorted(set(old) | set(new), key=_natural):
         if ignored is not None and ignored.match(path):
             continue
         a, b = old.get(path, ABSENT), new.get(path, ABSENT)
         if a != b:
             changes.append(Change(path, masked(path, a), masked(path, b)))
-    return tuple(changes)
+    return _collapsed(changes, old, new)
 
 
 def diff_plans(
@@ -102,7 +181,8 @@ def diff_plans(
     ignore_changes: dict[str, list[str]] | None = None,
 ) -> list[ResourceDiff]:
     """Resource by resource, matched by URN; `ignore_changes` maps a URN to the input paths
-    its registration told the engine to leave alone, which are therefore not drift."""
+    its registration told the engine to leave alone, which are therefore not drift. An update
+    that changes a field the provider replaces on is a replacement."""
     ignore_changes = ignore_changes or {}
     before = {r["urn"]: r for r in previous}
     after = {r["urn"]: r for r in current}
@@ -115,43 +195,13 @@ def diff_plans(
             diffs.append(ResourceDiff("delete", old["type"], old["name"], old["protect"]))
         else:
             changes = attribute_changes(old["inputs"], new["inputs"], ignore_changes.get(urn, []))
+            found = verdict(new["type"], [c.path for c in changes]) if changes else Verdict()
             if old["protect"] != new["protect"]:
                 changes += (Change("(protect)", old["protect"], new["protect"]),)
             if changes:
                 protect = old["protect"] or new["protect"]
-                diffs.append(ResourceDiff("update", new["type"], new["name"], protect, changes))
+                action = "replace" if found.replaces else "update"
+                diffs.append(
+                    ResourceDiff(action, new["type"], new["name"], protect, changes, found)
+                )
     return diffs
-
-
-def _shown(value: Any) -> str:
-    return "(absent)" if value is ABSENT else json.dumps(value, sort_keys=True)
-
-
-def format_diff(diffs: list[ResourceDiff], against: str) -> str:
-    lines = [f"Changes against {against}:"]
-    if not diffs:
-        lines.append("  none: this plan declares what the earlier plan declared")
-    for d in diffs:
-        flag = "  [PROTECTED]" if d.protect else ""
-        lines.append(f"  {_SYMBOL[d.action]} {d.type} {d.name}{flag}")
-        for c in d.changes:
-            if c.before is ABSENT:
-                lines.append(f"      + {c.path}: {_shown(c.after)}")
-            elif c.after is ABSENT:
-                lines.append(f"      - {c.path}: {_shown(c.before)}")
-            else:
-                lines.append(f"      ~ {c.path}: {_shown(c.before)} -> {_shown(c.after)}")
-    counts = {a: sum(d.action == a for d in diffs) for a in _SYMBOL}
-    lines.append(
-        f"Diff: {counts['create']} to create, {counts['update']} to update, "
-        f"{counts['delete']} to delete."
-    )
-    touched = sorted(f"{d.name} ({d.action})" for d in diffs if d.protect)
-    if touched:
-        lines.append(
-            "Protected resources changed: "
-            + ", ".join(touched)
-            + ". `pulumi up` refuses to delete or replace them while protected; whether the "
-            "provider replaces one for an update is for `pulumi preview` to say."
-        )
-    return "\n".join(lines)

@@ -19,6 +19,7 @@ from infra.cost import (
     estimated_monthly_usd,
     format_cost,
 )
+from infra.cost_change import format_cost_change
 from infra.plan import build_plan, format_plan, run_program
 from tests.bad_stacks import ADMIN
 from tests.conftest import make_project, planned, stack_config
@@ -237,6 +238,83 @@ def test_prod_totals_at_min_and_max_size_add_up_by_hand():
     assert estimated_monthly_usd(stack_config("prod"), TODAY) == 440301.42
 
 
+def test_prod_at_desired_size_is_what_runs_from_day_one():
+    # Shipped prod: the block group starts at desired_size 4 (4 × 39.33 × 730 = 114,843.60),
+    # the on-demand group at min_size 0 (no desired_size set), system nodes at min_size 2
+    # (294.34); with NATs, EKS and FSx as at min: 3,729.89 + 114,843.60 = 118,573.49.
+    report = cost_report(stack_config("prod"), TODAY)
+    assert report["total_monthly_desired"] == 118573.49
+    assert report["total_hourly_desired"] == 162.43  # 5.11 + 4 × 39.33
+    block = line(stack_config("prod"), "GPU node group h100-block")
+    assert (block.monthly_min, block.monthly_desired, block.monthly_max) == (0, 114843.6, 114843.6)
+    text = "\n".join(format_cost(report))
+    assert (
+        "  GPU node group h100-block (p5.48xlarge, capacity_block): $0.000 / $157.320 / "
+        "$157.320/h, $0.00 / $114,843.60 / $114,843.60/month"
+    ) in text
+    assert (
+        "  total: $5.110 / $162.430 / $603.150/h, $3,729.89 / $118,573.49 / $440,301.42/month "
+        "(730 h)\n"
+    ) in text
+    # An item that does not scale shows one figure: 3 NAT gateways × $0.045 × 730 = 98.55.
+    assert "  NAT gateways (3, per_zone): $0.135/h, $98.55/month\n" in text
+
+
+def test_a_desired_size_is_priced_between_min_and_max():
+    # m7i.xlarge $0.2016/h; a system group of 2 .. 6 starting at 3: 3 × 0.2016 × 730 = 441.50.
+    cfg = aws_config(system_nodes={"scaling": {"min_size": 2, "max_size": 6, "desired_size": 3}})
+    found = line(cfg, "system nodes (m7i.xlarge)")
+    assert (found.monthly_min, found.monthly_desired, found.monthly_max) == (294.34, 441.5, 883.01)
+
+
+def test_a_removed_group_saves_its_cost_and_an_added_one_costs_its_own():
+    # Shipped prod without its on-demand group, against shipped prod: 8 × 55.04 × 730 =
+    # 321,433.60 at max comes back; its min and desired size are 0, so nothing there.
+    cfg = stack_config("prod")
+    smaller = cfg.model_copy(update={"gpu_node_groups": cfg.gpu_node_groups[:1]})
+    before, after = cost_report(cfg, TODAY), cost_report(smaller, TODAY)
+    text = "\n".join(format_cost_change(before, after))
+    assert (
+        "  GPU node group h100-ondemand (p5.48xlarge, on_demand): "
+        "$0.00 / $0.00 / $321,433.60 -> (none)\n"
+        "      -$321,433.60/month at max size\n"
+        "  total: $3,729.89 / $118,573.49 / $440,301.42 -> $3,729.89 / $118,573.49 / $118,867.82\n"
+        "      -$321,433.60/month at max size"
+    ) in text
+    assert "+$321,433.60/month at max size" in "\n".join(format_cost_change(after, before))
+
+
+def test_an_earlier_plan_without_desired_figures_is_compared_where_it_has_them():
+    """A plan folder from before the desired size was priced: its lines have no key and no
+    desired figure. Items match by their words; the desired size is not compared."""
+    now = cost_report(stack_config("prod"), TODAY)
+    earlier = {**now, "lines": [], "unpriced": []}
+    del earlier["total_monthly_desired"]
+    for line in now["lines"]:
+        old = {k: v for k, v in line.items() if k not in ("key", "monthly_desired")}
+        if line["key"] == "system_nodes":  # one m7i.xlarge fewer at max: 588.67 - 0.2016 × 730
+            old["monthly_max"] = 441.50
+        earlier["lines"].append(old)
+    earlier["total_monthly_max"] = round(now["total_monthly_max"] - 147.17, 2)
+    assert format_cost_change(earlier, now) == [
+        "",
+        "Cost change (USD/month at node groups' min / desired / max size):",
+        "  system nodes (m7i.xlarge): $294.34 / n/a / $441.50 -> $294.34 / $294.34 / $588.67",
+        "      +$147.17/month at max size",
+        "  total: $3,729.89 / n/a / $440,154.25 -> $3,729.89 / $118,573.49 / $440,301.42",
+        "      +$147.17/month at max size",
+        "  the earlier plan has no figures at desired size: not compared there",
+    ]
+
+
+def test_a_diff_between_unpriced_plans_has_no_cost_part_and_a_half_priced_one_says_so():
+    onprem = cost_report(stack_config("onprem"), TODAY)
+    assert format_cost_change(onprem, onprem) == []
+    assert format_cost_change(None, cost_report(stack_config("prod"), TODAY))[-1] == (
+        "  not compared: the earlier plan is not priced (no cost estimate)"
+    )
+
+
 def test_over_budget_warns_with_the_figures_and_the_key():
     # One p5 on demand at max: 40,179.20 + system 588.67 + 1 NAT 32.85 + EKS 73 = 40,873.72 a
     # month, over a 20,000 budget; at min 294.34 + 32.85 + 73 = 400.19.
@@ -272,7 +350,10 @@ def test_an_over_budget_stack_plans_with_the_warning(tmp_path):
 
 def test_every_aws_plan_prints_its_cost_section_and_exports_it(aws_plan):
     text = format_plan(aws_plan)
-    assert "Cost estimate (USD; at node groups' min .. max size):" in text
+    assert (
+        "Cost estimate (USD at node groups' min / desired / max size; one figure where they "
+        "agree; desired is what runs from day one):"
+    ) in text
     assert "  left out: data transfer (NAT gateway processing per GB" in text
     assert aws_plan.outputs["cost"]["priced"] is True
 

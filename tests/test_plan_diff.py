@@ -3,12 +3,28 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import re
 
-from infra.plan import main
-from infra.plan_diff import ABSENT, Change, ResourceDiff, attribute_changes, diff_plans, format_diff
-from tests.conftest import find, planned
+import pytest
+
+from infra.config.loading import read_yaml
+from infra.diff_report import changes_block, format_diff
+from infra.plan import ROOT, build_plan, main, run_program
+from infra.plan_diff import (
+    ABSENT,
+    Change,
+    Items,
+    PreviousPlan,
+    ResourceDiff,
+    attribute_changes,
+    diff_plans,
+)
+from infra.replacements import verdict
+from infra.userdata_diff import userdata_lines
+from tests.conftest import find, make_project, planned
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PREFIX = "urn:pulumi:prod::gpu-platform::"
@@ -77,7 +93,7 @@ def test_an_unchanged_plan_has_no_changes():
     assert text == (
         "Changes against out/prod:\n"
         "  none: this plan declares what the earlier plan declared\n"
-        "Diff: 0 to create, 0 to update, 0 to delete."
+        "Diff: 0 to create, 0 to update, 0 to replace, 0 to delete."
     )
 
 
@@ -143,7 +159,7 @@ def test_created_and_deleted_resources_and_a_lifted_protection():
     text = format_diff(diffs, "old")
     assert "  + aws:ec2/subnet:Subnet prod-private-us-east-1a\n" in text
     assert "  - aws:kms/key:Key prod-old-key  [PROTECTED]\n" in text
-    assert "Diff: 1 to create, 1 to update, 1 to delete." in text
+    assert "Diff: 1 to create, 1 to update, 0 to replace, 1 to delete." in text
     assert "Protected resources changed: prod-fsx-key (update), prod-old-key (delete)." in text
 
 
@@ -172,7 +188,7 @@ def test_plan_against_an_earlier_folder_prints_the_diff(tmp_path, capsys):
         "  ~ aws:eks/cluster:Cluster prod-eks  [PROTECTED]\n"
         "      ~ vpcConfig.endpointPublicAccess: true -> false\n"
         '      - vpcConfig.publicAccessCidrs[0]: "198.51.100.0/24"\n'
-        "Diff: 0 to create, 1 to update, 0 to delete.\n"
+        "Diff: 0 to create, 1 to update, 0 to replace, 0 to delete.\n"
     ) in out
 
 
@@ -182,3 +198,214 @@ def test_against_a_folder_without_a_plan_exits_2(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert err.startswith(f"error: --against {tmp_path}: not a plan's resources.json")
+
+
+def test_against_prints_the_changes_before_the_plan_and_alone_with_changes_only(tmp_path, capsys):
+    current, _ = prod_now()
+    earlier = edited(current, EKS_URN, lambda r: r["inputs"].update(deletionProtection=False))
+    (tmp_path / "resources.json").write_text(json.dumps({"resources": earlier}))
+    assert main(["prod", "--out", str(tmp_path / "now"), "--against", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.index(f"Changes against {tmp_path}:") < out.index("Plan for stack prod")
+    argv = ["prod", "--out", str(tmp_path / "now"), "--against", str(tmp_path), "--changes-only"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Changes against {tmp_path}:\n")
+    assert "Plan for stack" not in out and "Exposure:" not in out and "Policies" not in out
+    assert out.splitlines()[-1].startswith("Planned prod: ")
+
+
+def test_changes_only_without_an_earlier_plan_is_refused(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["prod", "--changes-only"])
+    assert stop.value.code == 2
+    assert "--changes-only needs --against" in capsys.readouterr().err
+
+
+# ------------------------------------------------------- a changed stack, planned for real
+
+
+def prod_changed(tmp_path, group: str, **settings) -> str:
+    """The changes block of prod with one GPU group's settings changed, against shipped prod."""
+    config = copy.deepcopy(read_yaml(ROOT / "stacks" / "Pulumi.prod.yaml", "prod")["config"])
+    (found,) = [g for g in config["gpu-platform:gpu_node_groups"] if g["name"] == group]
+    for key, value in settings.items():
+        found[key] = {**found.get(key, {}), **value} if isinstance(value, dict) else value
+    changed = build_plan(run_program("prod", make_project(tmp_path, {"prod": config})))
+    shipped = planned("prod")
+    earlier = PreviousPlan([r.as_json() for r in shipped.resources], shipped.outputs)
+    return changes_block(changed, earlier, "out/prod")
+
+
+def test_an_instance_type_change_marks_the_node_group_replaced(tmp_path):
+    """terraform-provider-aws internal/service/eks/node_group.go: instance_types is ForceNew,
+    so EKS replaces the group; its launch template only gets a new version."""
+    text = prod_changed(tmp_path, "h100-ondemand", instance_types=["p5en.48xlarge"])
+    assert (
+        "  -/+ aws:eks/nodeGroup:NodeGroup prod-h100-ondemand (forces replacement: instanceTypes)\n"
+        '      ~ instanceTypes[0]: "p5.48xlarge" -> "p5en.48xlarge"  # forces replacement\n'
+    ) in text
+    assert "  ~ aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand\n" in text
+    assert re.search(r"^Diff: 0 to create, \d+ to update, 1 to replace, 0 to delete\.$", text, re.M)
+    # FACTS.md: p5.48xlarge has 32 EFA interfaces, p5en.48xlarge 16: the last 16 go, as a range.
+    assert "      - networkInterfaces[16..31] removed (16 items)\n" in text
+    assert "networkInterfaces[16]." not in text and "networkInterfaces[31]" not in text.replace(
+        "[16..31]", ""
+    )
+
+
+def test_a_max_pods_change_shows_the_decoded_user_data_line(tmp_path):
+    """The nodeadm NodeConfig in MIME part 1 of the user data, not two base64 blobs. p5.48xlarge
+    runs 100 pods by default: the VPC CNI's limit, 2 ENIs × (50 addresses - 1) + 2 (AWS VPC CNI
+    eni-max-pods.txt: p5.48xlarge 100)."""
+    text = prod_changed(tmp_path, "h100-ondemand", kubelet={"max_pods": 64})
+    assert (
+        "  ~ aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand\n"
+        "      ~ userData (decoded):\n"
+        "          MIME part 1 (application/node.eks.aws):\n"
+        "          @@ -7 +7 @@\n"
+        "          -      maxPods: 100\n"
+        "          +      maxPods: 64\n"
+        "Diff: 0 to create, 1 to update, 0 to replace, 0 to delete.\n"
+    ) in text
+    assert "TUlNRS" not in text  # base64 of "MIME": no encoded user data
+
+
+def test_a_desired_size_change_shows_the_monthly_cost_delta(tmp_path):
+    """p5.48xlarge on demand, us-east-1 price list 2026-07-20: $55.04/h; 2 more nodes at
+    desired size × 730 h = +$80,358.40 a month. Shipped prod at desired size: 3,729.89 at min
+    plus the Capacity Block's 4 × $39.33 × 730 = 114,843.60, so 118,573.49."""
+    text = prod_changed(tmp_path, "h100-ondemand", scaling={"desired_size": 2})
+    assert (
+        "Cost change (USD/month at node groups' min / desired / max size):\n"
+        "  GPU node group h100-ondemand (p5.48xlarge, on_demand): "
+        "$0.00 / $0.00 / $321,433.60 -> $0.00 / $80,358.40 / $321,433.60\n"
+        "      +$80,358.40/month at desired size\n"
+        "  total: $3,729.89 / $118,573.49 / $440,301.42 -> $3,729.89 / $198,931.89 / $440,301.42\n"
+        "      +$80,358.40/month at desired size\n"
+    ) in text
+    # The autoscaler owns the desired size of a running group: no resource change to show.
+    assert "Diff: 0 to create, 0 to update, 0 to replace, 0 to delete." in text
+
+
+def test_the_docs_show_a_real_diff_with_a_replacement_and_its_cost(tmp_path):
+    """docs/review.md, "Reviewing a change": prod's on-demand group moved to p5en.48xlarge and
+    started at 2 nodes, as the program prints it. us-east-1 price list 2026-07-20: p5en.48xlarge
+    $63.296/h, p5.48xlarge $55.04/h: 2 × 63.296 × 730 = +$92,412.16 a month at desired size,
+    8 × (63.296 - 55.04) × 730 = +$48,215.04 at max."""
+    text = prod_changed(
+        tmp_path, "h100-ondemand", instance_types=["p5en.48xlarge"], scaling={"desired_size": 2}
+    )
+    assert (
+        "  GPU node group h100-ondemand (p5en.48xlarge, on_demand): "
+        "$0.00 / $0.00 / $321,433.60 -> $0.00 / $92,412.16 / $369,648.64\n"
+        "      +$92,412.16/month at desired size; +$48,215.04/month at max size\n"
+    ) in text
+    page = (ROOT / "docs" / "review.md").read_text()
+    shown = re.search(r"<!-- diff-example -->\n```\n(.*?)```", page, re.DOTALL)
+    assert shown, "docs/review.md: no ``` block after <!-- diff-example -->"
+    assert shown.group(1) == text + "\n", (
+        "docs/review.md's example diff is stale: paste what this test's change prints (prod, "
+        "h100-ondemand on p5en.48xlarge at desired size 2, --changes-only) after "
+        "<!-- diff-example -->, then review it"
+    )
+
+
+# ------------------------------------------------------------------- reading the changes
+
+INTERFACE = {"deviceIndex": 0, "interfaceType": "efa", "deleteOnTermination": True}
+
+
+def test_whole_list_items_added_or_removed_together_collapse_to_a_range():
+    before = {"nics": [dict(INTERFACE, networkCardIndex=i) for i in range(32)]}
+    after = {"nics": [dict(INTERFACE, networkCardIndex=i) for i in range(16)]}
+    assert attribute_changes(before, after) == (Change("nics[16..31]", Items(16), ABSENT),)
+    assert attribute_changes(after, before) == (Change("nics[16..31]", ABSENT, Items(16)),)
+
+
+def test_a_single_item_and_a_changed_item_keep_their_leaves_in_reading_order():
+    before = {"ids": ["a", "b", "c"] + [f"x{i}" for i in range(9)], "n": [{"v": 1}, {"v": 2}]}
+    after = {"ids": ["a", "B", "c"] + [f"x{i}" for i in range(8)], "n": [{"v": 1}]}
+    assert attribute_changes(before, after) == (
+        Change("ids[1]", "b", "B"),
+        Change("ids[11]", "x8", ABSENT),
+        Change("n[1].v", 2, ABSENT),
+    )
+    # Reading order: index 2 before index 10, not as strings sort them.
+    wide = attribute_changes({"l": list(range(11))}, {"l": [*range(2), 9, *range(3, 10), 0]})
+    assert [c.path for c in wide] == ["l[2]", "l[10]"]
+
+
+def test_a_range_of_a_list_that_forces_replacement_is_marked():
+    # terraform-provider-aws eks/node_group.go: subnet_ids is ForceNew.
+    diff = ResourceDiff(
+        "replace",
+        NODE_GROUP,
+        "g",
+        False,
+        (Change("subnetIds[1..2]", Items(2), ABSENT),),
+        verdict(NODE_GROUP, ["subnetIds[1..2]"]),
+    )
+    text = format_diff([diff], "x")
+    assert "  -/+ aws:eks/nodeGroup:NodeGroup g (forces replacement: subnetIds)\n" in text
+    assert "      - subnetIds[1..2] removed (2 items)  # forces replacement\n" in text
+
+
+def encoded(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_decoded_user_data_keeps_secrets_masked():
+    before = encoded("#!/bin/bash\nexport API_TOKEN=t-1\nDB_PASSWORD: hunter2\nRETRIES=3\n")
+    after = encoded("#!/bin/bash\nexport API_TOKEN=t-2\nDB_PASSWORD: hunter3\nRETRIES=4\n")
+    lines = userdata_lines(before, after)
+    assert lines == ["MIME part 1 (text):", "@@ -4 +4 @@", "-RETRIES=3", "+RETRIES=4"]
+    only_secret = encoded("#!/bin/bash\nexport API_TOKEN=t-3\nDB_PASSWORD: hunter2\nRETRIES=3\n")
+    assert userdata_lines(before, only_secret) == [
+        "MIME part 1 (text):",
+        "(only a masked value changed)",
+    ]
+    shown = userdata_lines(encoded("A=1\n"), encoded("A=1\nclient_secret = s-1\n"))
+    assert shown[-1] == "+client_secret = (secret)"
+
+
+def test_a_protected_resource_replaced_says_what_to_do():
+    diff = ResourceDiff(
+        "replace",
+        "aws:fsx/lustreFileSystem:LustreFileSystem",
+        "prod-fsx",
+        True,
+        (Change("subnetIds[0]", "a", "b"),),
+        verdict("aws:fsx/lustreFileSystem:LustreFileSystem", ["subnetIds[0]"]),
+    )
+    text = format_diff([diff], "x")
+    assert (
+        "  -/+ aws:fsx/lustreFileSystem:LustreFileSystem prod-fsx (forces replacement: "
+        "subnetIds)  [PROTECTED]\n"
+    ) in text
+    assert "Diff: 0 to create, 0 to update, 1 to replace, 0 to delete." in text
+    assert "Protected resources changed: prod-fsx (replace). `pulumi up` refuses" in text
+
+
+def test_what_the_table_cannot_decide_is_said_under_the_resource():
+    fsx = "aws:fsx/lustreFileSystem:LustreFileSystem"
+    maybe = ResourceDiff(
+        "update",
+        fsx,
+        "fs",
+        False,
+        (Change("storageCapacity", 9600, 4800),),
+        verdict(fsx, ["storageCapacity"]),
+    )
+    provider = ResourceDiff(
+        "update",
+        "pulumi:providers:aws",
+        "aws",
+        False,
+        (Change("region", "us-east-1", "us-west-2"),),
+        verdict("pulumi:providers:aws", ["region"]),
+    )
+    text = format_diff([maybe, provider], "x")
+    assert "      may force replacement: storageCapacity: CustomizeDiff: replaces when" in text
+    assert "  1 of the updates may replace (see `may force replacement`): fs" in text
+    assert "      a provider's settings: `pulumi preview` decides what this replaces" in text

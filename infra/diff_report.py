@@ -1,0 +1,110 @@
+"""The changes block of `python -m infra.plan <stack> --against <earlier plan>`, printed before
+the plan (or alone with --changes-only), the way `terraform plan` prints one: `+` create, `~`
+update attribute by attribute, `-/+` replace (naming the fields that force it), `-` delete; user
+data decoded MIME part by MIME part; whole list items added or removed as one range; then what
+the change costs per month at the node groups' min, desired and max size.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from infra.cost_change import format_cost_change
+from infra.plan_diff import ABSENT, Change, Items, PreviousPlan, ResourceDiff, diff_plans
+from infra.replacements import forces
+from infra.userdata_diff import userdata_lines
+
+if TYPE_CHECKING:  # infra.plan imports this module to print the block
+    from infra.plan import Plan
+
+_SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
+# A launch template's user data: base64 of a MIME document, diffed as decoded text.
+USER_DATA = "userData"
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is ABSENT else json.dumps(value, sort_keys=True)
+
+
+def _change_lines(d: ResourceDiff, c: Change) -> list[str]:
+    mark = "  # forces replacement" if forces(d.type, c.path) else ""
+    before, after = c.before, c.after
+    if c.path == USER_DATA and all(isinstance(v, str) or v is ABSENT for v in (before, after)):
+        text = ["" if v is ABSENT else v for v in (before, after)]
+        decoded = userdata_lines(*text)
+        return [f"      ~ {c.path} (decoded){mark}:", *(f"          {x}" for x in decoded)]
+    if isinstance(before, Items):
+        return [f"      - {c.path} removed ({before.count} items){mark}"]
+    if isinstance(after, Items):
+        return [f"      + {c.path} added ({after.count} items){mark}"]
+    if before is ABSENT:
+        return [f"      + {c.path}: {_shown(after)}{mark}"]
+    if after is ABSENT:
+        return [f"      - {c.path}: {_shown(before)}{mark}"]
+    return [f"      ~ {c.path}: {_shown(before)} -> {_shown(after)}{mark}"]
+
+
+def _heading(d: ResourceDiff) -> str:
+    line = f"  {_SYMBOL[d.action]} {d.type} {d.name}"
+    if d.action == "replace":
+        line += f" (forces replacement: {', '.join(d.verdict.forced_by)}"
+        if d.verdict.delete_before_replace:
+            line += "; deleted before the new one is created"
+        line += ")"
+    return line + ("  [PROTECTED]" if d.protect else "")
+
+
+def _notes(d: ResourceDiff) -> list[str]:
+    """What the provider-facts table cannot decide for this change, in its own words."""
+    notes = [f"      may force replacement: {path}: {why}" for path, why in d.verdict.maybe]
+    if d.type.startswith("pulumi:providers:"):
+        notes.append(
+            "      a provider's settings: `pulumi preview` decides what this replaces (changing "
+            "aws:region replaces every regional AWS resource)"
+        )
+    elif d.verdict.unknown_type:
+        notes.append(
+            f"      replacement not known: the provider-facts table has no row for {d.type}"
+        )
+    return notes
+
+
+def format_diff(diffs: list[ResourceDiff], against: str) -> str:
+    lines = [f"Changes against {against}:"]
+    if not diffs:
+        lines.append("  none: this plan declares what the earlier plan declared")
+    for d in diffs:
+        lines.append(_heading(d))
+        for change in d.changes:
+            lines += _change_lines(d, change)
+        lines += _notes(d)
+    counts = {a: sum(d.action == a for d in diffs) for a in _SYMBOL}
+    lines.append(
+        f"Diff: {counts['create']} to create, {counts['update']} to update, "
+        f"{counts['replace']} to replace, {counts['delete']} to delete."
+    )
+    maybe = sorted(d.name for d in diffs if d.action == "update" and d.verdict.maybe)
+    if maybe:
+        lines.append(
+            f"  {len(maybe)} of the updates may replace (see `may force replacement`): "
+            + ", ".join(maybe)
+        )
+    touched = sorted(f"{d.name} ({d.action})" for d in diffs if d.protect)
+    if touched:
+        lines.append(
+            "Protected resources changed: "
+            + ", ".join(touched)
+            + ". `pulumi up` refuses to delete or replace them while protected: lift `protect` "
+            "first, or undo the change that forces the replacement."
+        )
+    return "\n".join(lines)
+
+
+def changes_block(plan: Plan, previous: PreviousPlan, against: str) -> str:
+    """The resource diff and the cost change against an earlier plan."""
+    current = [r.as_json() for r in plan.resources]
+    ignored = {r.urn: list(r.ignore_changes) for r in plan.resources}
+    diffs = diff_plans(previous.resources, current, ignored)
+    cost = format_cost_change(previous.outputs.get("cost"), plan.outputs.get("cost"))
+    return "\n".join([format_diff(diffs, against), *cost])
