@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from components.jobs import RESERVED_ENV, render, spec_for_pool
+from infra.config.loading import read_yaml
 from infra.plan import ROOT
 from jobs.common import SubmitError
 from jobs.team import TeamJob, main, plan_job
@@ -194,7 +195,7 @@ def project(tmp_path) -> Path:
 
 
 def stack_config_doc(base: str, groups=None) -> dict:
-    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{base}.yaml").read_text())
+    doc = read_yaml(ROOT / "stacks" / f"Pulumi.{base}.yaml", base)
     config = dict(doc["config"])
     if groups is not None:
         config["gpu-platform:gpu_node_groups"] = groups

@@ -46,21 +46,11 @@ RESEARCH = {
 
 def test_the_suite_passes_with_a_users_research_stack_in_another_region(tmp_path):
     project = tmp_path / "project"
-    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", "out")
-    for folder in (
-        "infra",
-        "components",
-        "policy",
-        "tests",
-        "stacks",
-        "bootstrap",
-        "recipes",
-        "docs",
-        ".github",
-    ):
-        shutil.copytree(ROOT / folder, project / folder, ignore=ignore)
-    for name in ("Pulumi.yaml", "pyproject.toml", "README.md", "requirements-selftest.txt"):
-        shutil.copy(ROOT / name, project / name)
+    # The whole project as a user's clone has it: a package added later is copied too.
+    ignore = shutil.ignore_patterns(
+        ".git", ".venv*", "__pycache__", ".pytest_cache", ".ruff_cache", "out"
+    )
+    shutil.copytree(ROOT, project, ignore=ignore)
     (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
     (project / "stacks" / "Pulumi.research.yaml").write_text(yaml.safe_dump(RESEARCH))
     result = subprocess.run(
