@@ -27,6 +27,7 @@ from components.scheduling import KubernetesObject
 from infra.config import PlatformConfig
 from infra.config.alerts import AlertSettings
 from infra.config.gpu_software import DEVICE_PLUGIN_LABEL
+from infra.config.selftest_schedule import scheduled
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-platform-alerts"
@@ -237,12 +238,58 @@ def node_rules(cfg: PlatformConfig) -> list[Alert]:
     ]
 
 
+# What every self-test run pushes (the contract with bootstrap/selftest), under this job; the
+# Pushgateway's ServiceMonitor keeps the pushed `job` (honorLabels true).
+SELFTEST_JOB = 'job="gpu-platform-selftest"'
+# The Pushgateway keeps a node's last push until someone deletes it: only nodes still in the
+# cluster alert, or a node scaled away would fire for ever.
+STILL_A_NODE = "and on(node) kube_node_labels"
+
+
+def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
+    """A node whose last self-test run failed a check, or measured a figure below its floor
+    (where the periodic self-test pushes its results: components/selftest_schedule.py)."""
+    if not scheduled(cfg):
+        return []
+    failed = (
+        f"max by (node, check) (gpu_platform_selftest_check_status{{{SELFTEST_JOB}, "
+        f'status="FAIL"}}) == 1 {STILL_A_NODE}'
+    )
+    below = (
+        f"gpu_platform_selftest_figure{{{SELFTEST_JOB}}} < on(job, check, node, gpu, unit) "
+        f"gpu_platform_selftest_figure_floor{{{SELFTEST_JOB}}} {STILL_A_NODE}"
+    )
+    return [
+        Alert(
+            "SelfTestFailed",
+            _as_hostname(failed),
+            "0s",
+            "critical",
+            "A node failed a check in its last self-test run",
+            "{{ $labels.Hostname }}: check {{ $labels.check }} FAILed in the node's last "
+            "self-test run; its report names the cause.",
+            "a check FAILed in a node's last self-test run",
+        ),
+        Alert(
+            "SelfTestBelowFloor",
+            _as_hostname(below),
+            "0s",
+            "warning",
+            "A self-test figure fell below its floor",
+            "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $labels.check }} measured "
+            "{{ $value }} {{ $labels.unit }} in its last self-test run, below its floor.",
+            "a figure of a node's last self-test run below its floor",
+        ),
+    ]
+
+
 def alert_groups(cfg: PlatformConfig) -> dict[str, list[Alert]]:
     """The stack's alerts, one group per source of metrics."""
     groups = {
         "gpu-platform.gpus": gpu_rules(cfg),
         "gpu-platform.queues": queue_rules(cfg),
         "gpu-platform.nodes": node_rules(cfg),
+        "gpu-platform.selftest": selftest_rules(cfg),
     }
     return {name: alerts for name, alerts in groups.items() if alerts}
 

@@ -20,6 +20,10 @@ pods find each other through a headless Service, and run the command under torch
   privilege escalation, every capability dropped but IPC_LOCK on pods that hold an EFA or RDMA
   device, RuntimeDefault seccomp.
 
+- On a schedule: `cron_job(spec, ...)` wraps the same Job in a CronJob. The CronJob controller
+  names each Job it creates, so no pod can know a peer's name in advance: a scheduled job is one
+  node, and torchrun's rendezvous stays on it (`--standalone`), with no Service.
+
 Everything here is pure: `render(spec)` returns the two objects as dicts, validated in tests
 against the Kubernetes schema. `python -m jobs` submits through it, a recipe's job and a team's own
 (docs/training.md).
@@ -101,6 +105,10 @@ class TrainingJobSpec:
     # terminationGracePeriodSeconds: time between SIGTERM and SIGKILL for a checkpoint on
     # eviction or preemption; None keeps Kubernetes' 30 s.
     termination_grace_period_seconds: int | None = None
+    # One node, rendezvous on it: no peers to find, so no Service (cron_job's Jobs).
+    standalone: bool = False
+    # The pods' ServiceAccount; None: the namespace's `default`.
+    service_account: str | None = None
 
     @property
     def gpus(self) -> int:
@@ -118,7 +126,11 @@ def master_address(spec: TrainingJobSpec) -> str:
 
 def torchrun_args(spec: TrainingJobSpec) -> list[str]:
     """torchrun's static rendezvous on index 0; the node rank is the pod's completion index,
-    which Kubernetes substitutes from the container's environment ($(VAR) expansion)."""
+    which Kubernetes substitutes from the container's environment ($(VAR) expansion). A
+    standalone job rendezvouses on its own node (torchrun docs, `--standalone`)."""
+    if spec.standalone:
+        return ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={spec.gpus}",
+                *spec.command]  # fmt: skip
     return [
         "torchrun",
         f"--nnodes={spec.nodes}",
@@ -219,7 +231,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         "command": torchrun_args(spec),
         "env": env,
         "envFrom": [{"configMapRef": {"name": configmap_name(spec.pool)}}],
-        "ports": ports(spec),
+        **({"ports": ports(spec)} if ports(spec) else {}),
         "resources": resources(spec),
         "securityContext": security_context(spec),
         "volumeMounts": [
@@ -232,7 +244,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
 
 
 def ports(spec: TrainingJobSpec) -> list[dict[str, Any]]:
-    found = [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}]
+    found = [] if spec.standalone else [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}]
     if spec.metrics_port is not None:
         found.append({"name": METRICS_PORT_NAME, "containerPort": spec.metrics_port})
     return found
@@ -252,7 +264,6 @@ def pod_annotations(spec: TrainingJobSpec) -> dict[str, str]:
 
 def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
     pod: dict[str, Any] = {
-        "subdomain": spec.service,
         "restartPolicy": "Never",
         "nodeSelector": dict(spec.pool.node_selector),
         "tolerations": [dict(GPU_TOLERATION)],
@@ -265,6 +276,10 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
             *spec.extra_volumes,
         ],
     }
+    if not spec.standalone:
+        pod["subdomain"] = spec.service
+    if spec.service_account:
+        pod["serviceAccountName"] = spec.service_account
     if spec.priority_class:
         pod["priorityClassName"] = spec.priority_class
     if spec.termination_grace_period_seconds is not None:
@@ -332,6 +347,47 @@ def service(spec: TrainingJobSpec) -> dict[str, Any]:
             "publishNotReadyAddresses": True,
             "selector": {JOB_NAME_LABEL: spec.name},
             "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT}],
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a CronJob starts its Job, in UTC, and how it treats runs that overlap or are late."""
+
+    cron: str
+    # A run still queued or running when the next is due: the next is skipped, so that runs of
+    # one pool never pile up behind each other (Kubernetes docs, "CronJob": concurrencyPolicy).
+    concurrency_policy: str = "Forbid"
+    # A start missed by more than this (controller down, the previous run still going) is
+    # skipped; the CronJob controller gives up on a CronJob that missed over 100 starts in the
+    # window, so it stays bounded (Kubernetes docs, "CronJob limitations").
+    starting_deadline_seconds: int = 600
+    successful_history: int = 3
+    failed_history: int = 3
+
+
+def cron_job(spec: TrainingJobSpec, schedule: Schedule) -> dict[str, Any]:
+    """The Job of `spec` as a CronJob's template. One node only: the controller names each Job,
+    so pods cannot find their peers (the module's docstring). Kueue reads the queue from the
+    template's labels, which every Job the CronJob creates carries (Kueue docs, "Run a
+    CronJob")."""
+    if spec.nodes != 1 or not spec.standalone:
+        raise ValueError(f"{spec.name}: a scheduled job runs standalone on one node")
+    body = job(spec)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": dict(spec.labels)},
+        "spec": {
+            "schedule": schedule.cron,
+            # Without it the controller reads the schedule in its own local time zone.
+            "timeZone": "Etc/UTC",
+            "concurrencyPolicy": schedule.concurrency_policy,
+            "startingDeadlineSeconds": schedule.starting_deadline_seconds,
+            "successfulJobsHistoryLimit": schedule.successful_history,
+            "failedJobsHistoryLimit": schedule.failed_history,
+            "jobTemplate": {"metadata": {"labels": job_labels(spec)}, "spec": body["spec"]},
         },
     }
 

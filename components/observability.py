@@ -134,9 +134,22 @@ def _sidecar_label() -> dict[str, str]:
     return {"label": label, "labelValue": value}
 
 
-def dashboards() -> dict[str, str]:
-    """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads."""
-    return {path.stem: path.read_text() for path in sorted(DASHBOARDS.glob("*.json"))}
+# Rows that read metrics only some stacks have, each added to the dashboard it names where its
+# metrics exist: an empty panel is a "No data" nobody can explain.
+ROWS = DASHBOARDS / "rows"
+SELFTEST_HISTORY = "selftest-history"
+
+
+def dashboards(selftest_history: bool = False) -> dict[str, str]:
+    """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
+    the self-test history row where the periodic self-test pushes its figures."""
+    found = {path.stem: path.read_text() for path in sorted(DASHBOARDS.glob("*.json"))}
+    if selftest_history:
+        row = json.loads((ROWS / f"{SELFTEST_HISTORY}.json").read_text())
+        board = json.loads(found[row["dashboard"]])
+        board["panels"] += row["panels"]
+        found[row["dashboard"]] = json.dumps(board, indent=2, ensure_ascii=False) + "\n"
+    return found
 
 
 def dashboard_titles() -> list[str]:
@@ -171,6 +184,8 @@ class MonitoringArgs:
     node_selector: dict[str, str]
     # Where training jobs run: the training namespace and every team's.
     training_namespaces: Sequence[str] = ()
+    # The periodic self-test pushes its history: the fleet dashboard shows it.
+    selftest_history: bool = False
     after: Sequence[pulumi.Resource] = ()
 
 
@@ -209,7 +224,7 @@ class Monitoring(PlatformComponent):
                 opts=self.child(depends_on=list(args.after)),
             )
         )
-        for stem, text in dashboards().items():
+        for stem, text in dashboards(args.selftest_history).items():
             k8s.core.v1.ConfigMap(
                 f"{env}-dashboard-{stem}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(

@@ -38,10 +38,23 @@ from components.gpu_operator import dcgm_exporter_url
 from components.jobs import TrainingJobSpec, render, spec_for_pool
 from components.observability import prometheus_url
 from components.scheduling import KubernetesObject
+from components.selftest_schedule import (
+    CORDON_ACCOUNT,
+    PUSHGATEWAY,
+    cordon_objects,
+    cron_job_name,
+    cron_jobs,
+    history_env,
+    pushgateway_url,
+    pushgateway_values,
+)
+from components.shared import pinned_release
 from components.storage import SHARED_DATA_MOUNT_PATH
-from infra.config import PlatformConfig
+from components.system_node_group import add_on_nodes
+from infra.config import GpuPool, PlatformConfig
 from infra.config.fabric import RDMA_FABRICS
 from infra.config.selftest import floors, selftest_pool
+from infra.config.selftest_schedule import scheduled, scheduled_pools
 
 PART_OF = plane_labels("selftest")
 SKIP_AWAIT = "pulumi.com/skipAwait"
@@ -54,10 +67,10 @@ def run_id(cfg: PlatformConfig) -> str:
     return hashlib.sha256(cfg.model_dump_json().encode()).hexdigest()[:10]
 
 
-def fabric_devices(cfg: PlatformConfig) -> int:
+def fabric_devices(cfg: PlatformConfig, pool: GpuPool | None = None) -> int:
     """The fabric devices a self-test pod should see: the node's EFA interfaces, or on RDMA
     pools the HCAs NCCL is told to use (fabric.hca_names); 0 on TCP pools."""
-    pool = selftest_pool(cfg)
+    pool = pool or selftest_pool(cfg)
     if pool.efa_interfaces:
         return pool.efa_interfaces
     if pool.fabric in RDMA_FABRICS and cfg.fabric is not None:
@@ -65,22 +78,29 @@ def fabric_devices(cfg: PlatformConfig) -> int:
     return 0
 
 
-def selftest_env(cfg: PlatformConfig, run: str) -> dict[str, str]:
+def selftest_env(
+    cfg: PlatformConfig, run: str, pool: GpuPool | None = None, nodes: int | None = None
+) -> dict[str, str]:
     """What the self-test reads (bootstrap/selftest): where it writes, what the pool promises,
-    the floors and where each comes from. NCCL_DEBUG=INFO lets it find a fallback to sockets
-    in NCCL's own log."""
-    pool, settings = selftest_pool(cfg), cfg.selftest
-    table = floors(cfg)
+    the floors and where each comes from, for a run on `nodes` whole nodes of `pool` (default:
+    the post-deploy run's). NCCL_DEBUG=INFO lets it find a fallback to sockets in NCCL's own
+    log. Where the history is kept, where to push, and whether to cordon."""
+    settings = cfg.selftest
+    if pool is None:
+        pool, nodes, gpus = selftest_pool(cfg), settings.nodes, settings.gpus_per_node
+    else:
+        gpus = None
+    table = floors(cfg, pool, nodes)
     env = {
         "SELFTEST_RUN_ID": run,
         "SELFTEST_IMAGE": settings.image or "",
         "SELFTEST_OUT": f"{SHARED_DATA_MOUNT_PATH}/selftest/{run}",
         "SELFTEST_SHARED_DATA": SHARED_DATA_MOUNT_PATH,
         "SELFTEST_NVME_CACHE": "/mnt/nvme-cache",
-        "SELFTEST_NODES": str(settings.nodes),
-        "SELFTEST_EXPECTED_GPUS": str(settings.gpus_per_node or pool.gpus_per_node),
+        "SELFTEST_NODES": str(nodes),
+        "SELFTEST_EXPECTED_GPUS": str(gpus or pool.gpus_per_node),
         "SELFTEST_FABRIC": pool.fabric,
-        "SELFTEST_EXPECTED_FABRIC_DEVICES": str(fabric_devices(cfg)),
+        "SELFTEST_EXPECTED_FABRIC_DEVICES": str(fabric_devices(cfg, pool)),
         "SELFTEST_FLOORS": json.dumps({k: v for k, (v, _) in table.items()}, sort_keys=True),
         "SELFTEST_FLOOR_SOURCES": json.dumps({k: s for k, (_, s) in table.items()}, sort_keys=True),
         "NCCL_DEBUG": "INFO",
@@ -91,7 +111,15 @@ def selftest_env(cfg: PlatformConfig, run: str) -> dict[str, str]:
         env["SELFTEST_PROMETHEUS_URL"] = prometheus_url(cfg.namespaces.monitoring)
     if pool.instance_types:
         env["SELFTEST_INSTANCE_TYPE"] = pool.instance_types[0]
+    if scheduled(cfg):
+        env.update(history_env(cfg))
     return env
+
+
+def pool_env(cfg: PlatformConfig, pool_name: str) -> dict[str, str]:
+    """The self-test's environment for a scheduled run on one node of a pool."""
+    pool = next(p for p in cfg.gpu_pools if p.name == pool_name)
+    return selftest_env(cfg, run_id(cfg), pool, nodes=1)
 
 
 def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
@@ -112,16 +140,19 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         active_deadline_seconds=settings.timeout_minutes * 60,
         labels={**PART_OF, "gpu-platform/selftest-run": run},
         annotations=annotations,
+        service_account=CORDON_ACCOUNT if settings.cordon_on_fail else None,
     )
 
 
 def selftest_report(cfg: PlatformConfig) -> dict[str, Any]:
     """The plan's summary: what runs where, how up waits, and the floors."""
     mode = cfg.selftest.resolved_mode(cfg.production)
+    schedule = schedule_report(cfg)
     if mode == "off":
-        return {"mode": "off"}
+        return {"mode": "off", **schedule}
     spec = selftest_spec(cfg)
     return {
+        **schedule,
         "mode": mode,
         "job": f"{spec.namespace}/{spec.name}",
         "pool": spec.pool.name,
@@ -130,6 +161,24 @@ def selftest_report(cfg: PlatformConfig) -> dict[str, Any]:
         "report": spec.env["SELFTEST_OUT"],
         "up_waits_minutes": cfg.selftest.up_wait_minutes,
         "floors": {k: {"value": v, "source": s} for k, (v, s) in floors(cfg).items()},
+    }
+
+
+def schedule_report(cfg: PlatformConfig) -> dict[str, Any]:
+    """The plan's summary of the periodic runs: when, where, and where their history goes."""
+    if not scheduled(cfg):
+        return {}
+    settings = cfg.selftest
+    return {
+        "schedule": {
+            "cron": f"{settings.schedule.cron} (UTC)",
+            "checks": settings.schedule.checks,
+            "cron_jobs": [
+                f"{cfg.namespaces.training}/{cron_job_name(p)}" for p in scheduled_pools(cfg)
+            ],
+            "pushgateway": pushgateway_url(cfg.namespaces.monitoring),
+            "cordon_on_fail": settings.cordon_on_fail,
+        }
     }
 
 
@@ -182,6 +231,7 @@ class SelfTest(PlatformComponent):
             )
             outputs["repository_url"] = repository.repository_url
             self.repository_url = repository.repository_url
+        history = self._history(cfg, env, list(args.after)) if scheduled(cfg) else []
         mode = cfg.selftest.resolved_mode(cfg.production)
         if mode != "off" and is_example_image(cfg.selftest.image):
             pulumi.warn(
@@ -203,9 +253,41 @@ class SelfTest(PlatformComponent):
                 f"{env}-selftest-job",
                 job,
                 self.child(
-                    depends_on=[svc, *args.after],
+                    depends_on=[svc, *args.after, *history],
                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                 ),
             )
             outputs["job"] = job["metadata"]["name"]
         self.register_outputs(outputs)
+
+    def _history(
+        self, cfg: PlatformConfig, env: str, after: list[pulumi.Resource]
+    ) -> list[pulumi.Resource]:
+        """The Pushgateway, the quarantine's account, and a CronJob per pool after them and
+        after everything the self-test tests; returns what a run needs before it starts."""
+        # After monitoring, whose release installs the ServiceMonitor CRD the chart uses.
+        needed: list[pulumi.Resource] = [
+            pinned_release(
+                f"{env}-{PUSHGATEWAY}",
+                PUSHGATEWAY,
+                cfg.namespaces.monitoring,
+                pushgateway_values(cfg, add_on_nodes(cfg)),
+                self.child(depends_on=after),
+            )
+        ]
+        if cfg.selftest.cordon_on_fail:
+            for obj in cordon_objects(cfg.namespaces.training):
+                needed.append(
+                    KubernetesObject(
+                        f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                        obj,
+                        self.child(depends_on=after),
+                    )
+                )
+        for obj in cron_jobs(cfg, lambda pool: pool_env(cfg, pool)):
+            KubernetesObject(
+                f"{env}-cronjob-{obj['metadata']['name']}",
+                obj,
+                self.child(depends_on=[*after, *needed]),
+            )
+        return needed

@@ -18,9 +18,17 @@ from components.nodes import (
     user_data,
 )
 from infra.catalog import CATALOG
-from infra.config import KubeletSettings, SystemNodeSettings
+from infra.config import KubeletSettings, PlatformConfig, SystemNodeSettings
 
 SYSTEM_LABELS = {"gpu-platform/node-role": "system"}
+
+
+def add_on_nodes(cfg: PlatformConfig) -> dict[str, str]:
+    """Where add-ons run: the system nodes the platform declares on AWS; on an existing
+    cluster, wherever its scheduler puts them."""
+    return dict(SYSTEM_LABELS) if cfg.provider == "aws" else {}
+
+
 # Add-ons need no CPU pinning or NUMA alignment.
 SYSTEM_KUBELET = KubeletSettings(topology_manager_policy="none", cpu_manager_policy="none")
 

@@ -40,15 +40,10 @@ from components.observability import Monitoring, MonitoringArgs, monitoring_repo
 from components.scheduling import Scheduling, SchedulingArgs
 from components.selftest import SelfTest, SelfTestArgs, selftest_report
 from components.storage import SharedData, nvme_cache_report
-from components.system_node_group import SYSTEM_LABELS, SystemNodeGroup, SystemNodeGroupArgs
+from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
 from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
+from infra.config.selftest_schedule import scheduled
 from infra.versions import addon_build_report
-
-
-def add_on_nodes(cfg: PlatformConfig) -> dict[str, str]:
-    """Where add-ons run: the system nodes the platform declares on AWS; on an existing
-    cluster, wherever its scheduler puts them."""
-    return dict(SYSTEM_LABELS) if cfg.provider == "aws" else {}
 
 
 def cluster_name(env: str) -> str:
@@ -156,6 +151,7 @@ class Platform(PlatformComponent):
                 training_namespaces=[
                     t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)
                 ],
+                selftest_history=scheduled(cfg),
                 after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
             ),
             self.child(providers=[cluster.kubernetes]),

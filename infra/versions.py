@@ -197,7 +197,15 @@ CHARTS: dict[str, Chart] = {
     "kube-prometheus-stack": Chart(
         "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "88.5.3"
     ),
+    # Holds what the periodic self-test pushes until Prometheus scrapes it (shared/PINS.md).
+    "prometheus-pushgateway": Chart(
+        "prometheus-pushgateway", "https://prometheus-community.github.io/helm-charts", "3.8.0"
+    ),
 }
+
+# The Pushgateway chart 3.8.0's appVersion (its Chart.yaml; the chart's default `image.tag` is
+# empty and falls back to it), set explicitly so a chart bump cannot change the server unseen.
+PUSHGATEWAY_IMAGE_TAG = "v1.11.3"
 
 # The EFA device plugin image chart v0.5.30 ships (its values.yaml `image.tag`), set explicitly
 # so a chart bump cannot change the plugin unseen.

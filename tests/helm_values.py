@@ -47,6 +47,10 @@ TEMPLATE_ONLY: dict[str, set[Path_]] = {
     "ceph-csi-drivers": {
         ("operatorConfig", "driverSpecDefaults", "controllerPlugin", "priorityClassName")
     },
+    # prometheus-community/helm-charts@prometheus-pushgateway-3.8.0 (4fa56e1c264a),
+    # charts/prometheus-pushgateway/templates/pushgateway-pvc.yaml lines 19-23 (values.yaml
+    # holds it only as a comment).
+    "prometheus-pushgateway": {("persistentVolume", "storageClass")},
 }
 
 

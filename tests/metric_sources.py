@@ -30,6 +30,14 @@ Sources, at the pinned versions (../shared/PINS.md):
 - The training recipes and teams' scripts (bootstrap/trainkit/metrics.py), each series labelled
   `recipe`, scraped by the platform's PodMonitor `training-jobs`, which adds the pod's
   `namespace` and `pod`.
+- The Pushgateway (prometheus-pushgateway chart 3.8.0) holds what the self-test pushes (the
+  contract with bootstrap/selftest): gpu_platform_selftest_check_status{check, node, status},
+  _last_run_timestamp_seconds{node}, _figure and _figure_floor{check, node, gpu, unit}, under
+  job `gpu-platform-selftest`. They exist only where a self-test Job or CronJob is told the
+  Pushgateway's address (SELFTEST_PUSHGATEWAY_URL) and the chart's ServiceMonitor is on
+  (`serviceMonitor.enabled`, default false). The scrape adds namespace, service, pod,
+  endpoint, container; it keeps the pushed `job` only with `serviceMonitor.honorLabels: true`
+  (Prometheus docs, `honor_labels`: otherwise it is renamed `exported_job`).
 Prometheus picks other releases' ServiceMonitors and PodMonitors only with
 `prometheusSpec.{serviceMonitor,podMonitor}SelectorNilUsesHelmValues: false`.
 """
@@ -49,6 +57,9 @@ PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+JOB_KINDS = ("kubernetes:batch/v1:Job", "kubernetes:batch/v1:CronJob")
+PUSHGATEWAY = "prometheus-pushgateway"
+PUSH_URL_ENV = "SELFTEST_PUSHGATEWAY_URL"
 TRAINING_MONITOR = "training-jobs"
 
 DCGM_METRICS = [
@@ -87,6 +98,13 @@ RECIPE_METRICS = [
     "gpu_platform_training_gpu_memory_bytes",
 ]
 RECIPE_LABELS = {"recipe", "namespace", "pod"}
+SELFTEST_METRICS = {
+    "gpu_platform_selftest_check_status": {"check", "node", "status"},
+    "gpu_platform_selftest_last_run_timestamp_seconds": {"node"},
+    "gpu_platform_selftest_figure": {"check", "node", "gpu", "unit"},
+    "gpu_platform_selftest_figure_floor": {"check", "node", "gpu", "unit"},
+}
+SCRAPE_LABELS = {"namespace", "service", "pod", "endpoint", "container"}
 
 
 # ------------------------------------------------------------------------ configuration
@@ -95,10 +113,27 @@ RECIPE_LABELS = {"recipe", "namespace", "pod"}
 def configuration(plan: Plan) -> dict[str, Any]:
     """What the stack declares that decides which metrics exist: each Helm release's values by
     chart name, and the names of its PodMonitors."""
+    releases = plan.of_type(RELEASE)
     return {
-        "releases": {r.inputs["name"]: r.inputs["values"] for r in plan.of_type(RELEASE)},
+        "releases": {r.inputs["name"]: r.inputs["values"] for r in releases},
+        "namespaces": {r.inputs["name"]: r.inputs["namespace"] for r in releases},
         "pod_monitors": {r.inputs["metadata"]["name"] for r in plan.of_type(POD_MONITOR)},
+        "push_urls": {
+            e["value"]
+            for kind in JOB_KINDS
+            for r in plan.of_type(kind)
+            for c in _pod_spec(r.inputs)["containers"]
+            for e in c.get("env", [])
+            if e["name"] == PUSH_URL_ENV
+        },
     }
+
+
+def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    spec = obj["spec"]
+    if obj["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    return spec["template"]["spec"]
 
 
 def _selects(kps: dict[str, Any] | None, kind: str) -> bool:
@@ -188,6 +223,27 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
         if kps is None
         else "kube-prometheus-stack kubeStateMetrics.enabled is false"
         if kps.get("kubeStateMetrics", {}).get("enabled", True) is False
+        else None,
+    )
+
+    gateway = releases.get(PUSHGATEWAY)
+    monitor = (gateway or {}).get("serviceMonitor", {})
+    honored = monitor.get("honorLabels", True) is True
+    # The chart names its Service after a release that holds the chart's name, port 9091.
+    url = f"http://{PUSHGATEWAY}.{config['namespaces'].get(PUSHGATEWAY)}.svc:9091"
+    source(
+        {
+            metric: labels | SCRAPE_LABELS | {"job" if honored else "exported_job"}
+            for metric, labels in SELFTEST_METRICS.items()
+        },
+        "no prometheus-pushgateway release"
+        if gateway is None
+        else "prometheus-pushgateway serviceMonitor.enabled is not true"
+        if monitor.get("enabled") is not True
+        else "Prometheus ignores other releases' ServiceMonitors"
+        if not _selects(kps, "serviceMonitor")
+        else f"no self-test Job or CronJob sets {PUSH_URL_ENV}={url}"
+        if url not in config["push_urls"]
         else None,
     )
 

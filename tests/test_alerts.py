@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components import alerts
 from components.alerts import alert_report, prometheus_rule, prometheus_rule_spec
 from components.observability import monitoring_values
 from infra.config import PlatformConfig
@@ -34,6 +35,8 @@ AWS_ALERTS = {
     "KueueQueueBacklog",
     "EksNodeConditionFailed",
 }
+# Where the periodic self-test pushes its results (selftest.schedule).
+SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor"}
 
 
 def run_promtool(*args: str, cwd: Path) -> None:
@@ -52,6 +55,8 @@ SHARING_GROUPS = [
     {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig"}},
 ]
 MIG_MIXED_TESTS = Path(__file__).parent / "promtool" / "gpu_missing_mig_mixed_test.yaml"
+SELFTEST_TESTS = Path(__file__).parent / "promtool" / "selftest_alerts_test.yaml"
+IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
 
 
 def aws_config(groups=SHARING_GROUPS, **alerts) -> PlatformConfig:
@@ -84,6 +89,56 @@ def test_promtool_unit_tests_fire_and_stay_silent(tmp_path):
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(prometheus_rule_spec(aws_config())))
     shutil.copy(PROMTOOL_TESTS, tmp_path / "alerts_test.yaml")
     run_promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
+
+
+def scheduled_config() -> PlatformConfig:
+    """An AWS stack with an image, so its self-test runs on a schedule and pushes results."""
+    return PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": [GROUP],
+            "selftest": {"image": IMAGE},
+        }
+    )
+
+
+def run_selftest_promtool(tmp_path, rules: dict) -> subprocess.CompletedProcess:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    shutil.copy(SELFTEST_TESTS, tmp_path / "alerts_test.yaml")
+    return subprocess.run(
+        [promtool(), "test", "rules", "alerts_test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_selftest_alerts_fire_on_a_failed_run_or_a_figure_below_floor_and_stay_silent(tmp_path):
+    result = run_selftest_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_node_that_left_the_cluster_never_alerts_on_its_last_push(tmp_path, monkeypatch):
+    """The Pushgateway keeps a node's last push until it is deleted: without the join on the
+    nodes kube-state-metrics still sees, a node scaled away would alert for ever."""
+    monkeypatch.setattr(alerts, "STILL_A_NODE", "")
+    result = run_selftest_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    assert result.returncode != 0
+    assert "node-2" in result.stdout + result.stderr
+
+
+def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
+    cases = yaml.safe_load(SELFTEST_TESTS.read_text())["tests"]
+    fires, silent = set(), set()
+    for test in cases:
+        for check in test["alert_rule_test"]:
+            (fires if check.get("exp_alerts") else silent).add(check["alertname"])
+    assert fires == silent == SELFTEST_ALERTS
+    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS
+    # Without an image nothing runs on a schedule, nothing is pushed: no self-test alert.
+    assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
 
 
 def test_gpu_missing_counts_physical_gpus_under_mig_mixed(tmp_path):
@@ -155,8 +210,11 @@ def test_shipped_rules_match_their_reviewed_golden_file(stack):
 
 
 def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
-    """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM."""
-    assert set(rules_by_name(stack_config("onprem"))) == AWS_ALERTS - {"EksNodeConditionFailed"}
+    """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM, and
+    from the self-test it runs on a schedule."""
+    assert set(rules_by_name(stack_config("onprem"))) == (
+        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS
+    )
 
 
 def test_pod_labels_are_the_exported_ones_everywhere():

@@ -1,5 +1,6 @@
-"""The dashboards in components/dashboards: valid JSON Grafana can load, unique panel ids, every
-query parsed by Prometheus's own promtool. That every metric and label a query reads is exported,
+"""The dashboards in components/dashboards, with the rows some stacks add (components/dashboards/
+rows): valid JSON Grafana can load, unique panel ids, every query parsed by Prometheus's own
+promtool. That every metric and label a query reads is exported,
 by a component configured to export it, is tests/test_metric_sources.py's business."""
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import subprocess
 import pytest
 import yaml
 
-from components.observability import DASHBOARDS
+from components.observability import DASHBOARDS, dashboards
 from tests.metric_sources import dashboard_queries
 from tests.tools import promtool
 
 
 def load(stem: str) -> dict:
-    return json.loads((DASHBOARDS / f"{stem}.json").read_text())
+    """The dashboard as a stack with every optional row loads it."""
+    return json.loads(dashboards(selftest_history=True)[stem])
 
 
 STEMS = sorted(p.stem for p in DASHBOARDS.glob("*.json"))
@@ -69,6 +71,26 @@ def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_
         "gpu_platform_training_gpu_memory_bytes",
     ):
         assert f"max by (namespace, pod, recipe) ({metric})" in exprs, metric
+
+
+def test_the_fleet_view_gets_a_self_test_history_row_of_what_the_runs_push():
+    fleet = load("gpu-fleet")
+    (row,) = [p for p in fleet["panels"] if p["type"] == "row"]
+    assert row["title"] == "Self-test history"
+    exprs = " ".join(expr for where, expr in expressions() if where.startswith("gpu-fleet/"))
+    # The names the image pushes (the contract with bootstrap/selftest).
+    for metric in (
+        "gpu_platform_selftest_check_status",
+        "gpu_platform_selftest_last_run_timestamp_seconds",
+        "gpu_platform_selftest_figure",
+        "gpu_platform_selftest_figure_floor",
+    ):
+        assert metric in exprs, metric
+    # The row starts below the dashboard's last panel, so Grafana stacks nothing on it.
+    plain = json.loads(dashboards()["gpu-fleet"])
+    bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in plain["panels"])
+    assert row["gridPos"]["y"] == bottom
+    assert "gpu_platform_selftest" not in dashboards()["gpu-fleet"]
 
 
 def test_no_panel_reads_the_self_test_step_time_that_nothing_exports():

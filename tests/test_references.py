@@ -98,6 +98,8 @@ DANGLING = {
                        "'fast'"),
     "selftest.priority_class": (aws(selftest={"image": IMAGE, "priority_class": "urgent"}),
                                 "selftest.priority_class", "'urgent'"),
+    "selftest.schedule.pools[]": (aws(selftest={"image": IMAGE, "schedule": {"pools": ["h100"]}}),
+                                  "selftest.schedule.pools[0]", "'h100'"),
     "recipes.queue": (aws(recipes={"queue": "fast"}), "recipes.queue", "'fast'"),
     "recipes.priority_class": (aws(recipes={"priority_class": "urgent"}),
                                "recipes.priority_class", "'urgent'"),

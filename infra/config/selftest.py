@@ -17,6 +17,7 @@ from pydantic import Field
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from infra.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
+from infra.config.selftest_schedule import ScheduleSettings, check_schedule, scheduled
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -47,8 +48,8 @@ def runs(cfg: PlatformConfig) -> bool:
 
 
 def queued(cfg: PlatformConfig) -> bool:
-    """The self-test Job goes through Kueue: it runs, and Kueue is on."""
-    return runs(cfg) and cfg.scheduling.enabled
+    """The self-test Job or CronJob goes through Kueue: it runs, and Kueue is on."""
+    return (runs(cfg) or scheduled(cfg)) and cfg.scheduling.enabled
 
 
 def _fraction(default: float, what: str) -> float:
@@ -124,6 +125,13 @@ class SelfTestSettings(Settings):
     nvme_p99_latency_us: float = Field(
         NVME_P99_LATENCY_US, gt=0, description="nvme-cache small-file p99 latency ceiling, µs."
     )
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    cordon_on_fail: bool = Field(
+        False,
+        description="Quarantine: a node that fails a hardware check in any run (post-deploy "
+        "or scheduled) is cordoned and labelled gpu-platform/selftest-failed=<check>, through "
+        "a ServiceAccount that may only patch nodes. docs/monitoring.md says how to return it.",
+    )
 
     @property
     def up_wait_minutes(self) -> int:
@@ -144,9 +152,14 @@ def selftest_pool(cfg: PlatformConfig) -> GpuPool:
     return next(p for p in cfg.gpu_pools if p.name == name)
 
 
-def floors(cfg: PlatformConfig) -> dict[str, tuple[float, str]]:
-    """Every threshold the self-test holds the stack to: name -> (value, where it comes from)."""
-    settings, pool = cfg.selftest, selftest_pool(cfg)
+def floors(
+    cfg: PlatformConfig, pool: GpuPool | None = None, nodes: int | None = None
+) -> dict[str, tuple[float, str]]:
+    """Every threshold the self-test holds the stack to: name -> (value, where it comes from),
+    for a run on `nodes` nodes of `pool` (default: the post-deploy run's)."""
+    settings = cfg.selftest
+    pool = pool or selftest_pool(cfg)
+    nodes = nodes or settings.nodes
     out: dict[str, tuple[float, str]] = {
         "gemm_fraction": (settings.gemm_fraction, "selftest.gemm_fraction"),
         "memory_bandwidth_fraction": (
@@ -178,7 +191,7 @@ def floors(cfg: PlatformConfig) -> dict[str, tuple[float, str]]:
         expected = cfg.storage.ceph.expected_throughput_mbps
     if expected is not None:
         shared = (
-            round(expected * settings.storage_fraction / settings.nodes, 1),
+            round(expected * settings.storage_fraction / nodes, 1),
             "plan: storage expected throughput x selftest.storage_fraction / nodes",
         )
         out["shared-data.write_mb_s"] = out["shared-data.read_mb_s"] = shared
@@ -186,7 +199,12 @@ def floors(cfg: PlatformConfig) -> dict[str, tuple[float, str]]:
 
 
 def check_selftest(cfg: PlatformConfig) -> None:
-    """The self-test's rules that need the pools: it must fit the pool it names."""
+    """The self-test's rules that need the pools: each run must fit the pools it names."""
+    _check_post_deploy(cfg)
+    check_schedule(cfg)
+
+
+def _check_post_deploy(cfg: PlatformConfig) -> None:
     settings = cfg.selftest
     if settings.resolved_mode(cfg.production) == "off":
         return
