@@ -37,6 +37,7 @@ from typing import Any
 
 from components.fabric import RDMA_NETWORK, rdma_resource
 from components.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
+from components.multikueue import burst_managed_by
 from components.nccl import configmap_name
 from components.storage import (
     NvmeCache,
@@ -45,6 +46,7 @@ from components.storage import (
     training_volume_mounts,
     training_volumes,
 )
+from components.topology import placement
 from infra.config import GpuPool, PlatformConfig
 from infra.config.fabric import RDMA_FABRICS
 
@@ -109,6 +111,11 @@ class TrainingJobSpec:
     standalone: bool = False
     # The pods' ServiceAccount; None: the namespace's `default`.
     service_account: str | None = None
+    # Kueue's topology-aware placement of the pods (components/topology.placement).
+    placement: dict[str, str] = field(default_factory=dict)
+    # spec.managedBy: `kueue.x-k8s.io/multikueue` for a job whose queue bursts, so that only
+    # MultiKueue runs it (components/multikueue.MANAGED_BY).
+    managed_by: str | None = None
 
     @property
     def gpus(self) -> int:
@@ -257,9 +264,10 @@ def pod_labels(spec: TrainingJobSpec) -> dict[str, str]:
 
 
 def pod_annotations(spec: TrainingJobSpec) -> dict[str, str]:
+    found = dict(spec.placement)
     if spec.pool.fabric in RDMA_FABRICS:
-        return {MULTUS_ANNOTATION: RDMA_NETWORK}
-    return {}
+        found[MULTUS_ANNOTATION] = RDMA_NETWORK
+    return found
 
 
 def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
@@ -321,6 +329,8 @@ def job(spec: TrainingJobSpec) -> dict[str, Any]:
     }
     if spec.active_deadline_seconds:
         body["activeDeadlineSeconds"] = spec.active_deadline_seconds
+    if spec.managed_by:
+        body["managedBy"] = spec.managed_by
     meta: dict[str, Any] = {
         "name": spec.name,
         "namespace": spec.namespace,
@@ -412,4 +422,6 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     pool = next(p for p in cfg.gpu_pools if p.name == pool_name)
     rdma = rdma_resource(cfg.fabric) if cfg.fabric is not None else None
     choices.setdefault("namespace", cfg.namespaces.training)
+    choices.setdefault("placement", placement(cfg, pool))
+    choices.setdefault("managed_by", burst_managed_by(cfg, choices["namespace"]))
     return TrainingJobSpec(pool=pool, cache=pool_cache(cfg, pool), rdma_resource=rdma, **choices)

@@ -86,7 +86,7 @@ def provisioned(pool: GpuPool, flavor: FlavorSettings, autoscaled: bool) -> bool
     return pool.fabric == "efa"
 
 
-def resource_flavor(pool: GpuPool, tainted: bool) -> dict[str, Any]:
+def resource_flavor(pool: GpuPool, tainted: bool, topology: str | None = None) -> dict[str, Any]:
     """The pool's nodes, by the labels that select exactly them; Kueue adds them to admitted
     pods as a node selector. Where the platform taints the nodes (AWS; an existing cluster's
     taints are the admin's), the flavor records the taint and carries the matching toleration:
@@ -96,6 +96,9 @@ def resource_flavor(pool: GpuPool, tainted: bool) -> dict[str, Any]:
     if tainted:
         spec["nodeTaints"] = [dict(t) for t in GPU_TAINTS]
         spec["tolerations"] = [{**t, "operator": "Equal"} for t in GPU_TAINTS]
+    if topology is not None:
+        # Kueue places the workloads it admits here by the Topology's levels (TAS).
+        spec["topologyName"] = topology
     return {
         "apiVersion": KUEUE,
         "kind": "ResourceFlavor",
@@ -108,10 +111,16 @@ def resource_flavor(pool: GpuPool, tainted: bool) -> dict[str, Any]:
 
 
 def queue_gpus(cfg: PlatformConfig) -> dict[str, dict[str, int]]:
-    """ClusterQueue -> pool -> nominal GPUs; a queue that names none holds every pool."""
+    """ClusterQueue -> pool -> nominal GPUs; a queue that names none holds every pool, but a
+    bursting queue none: its workloads run on MultiKueue workers."""
     return {
         q.name: {
-            p.name: p.max_gpus if q.gpus is None else q.gpus.get(p.name, 0) for p in cfg.gpu_pools
+            p.name: 0
+            if q.burst is not None
+            else p.max_gpus
+            if q.gpus is None
+            else q.gpus.get(p.name, 0)
+            for p in cfg.gpu_pools
         }
         for q in cfg.scheduling.cluster_queues
     }
@@ -135,26 +144,28 @@ def covered_resources(offers: Sequence[dict[str, int]]) -> list[str]:
     return [*counted, *sorted(found - {"cpu", "memory"})]
 
 
+def pool_flavors(
+    cfg: PlatformConfig, gpus: dict[str, int], offers: dict[str, dict[str, int]]
+) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> nominal quota of a queue over the stack's pools."""
+    return {
+        pool.name: quota(offers[pool.name], gpus[pool.name], pool.gpus_per_node)
+        for pool in cfg.gpu_pools
+    }
+
+
 def cluster_queue(
     name: str,
-    cfg: PlatformConfig,
-    gpus: dict[str, int],
-    offers: dict[str, dict[str, int]],
-    provisioned_flavors: Sequence[str],
+    cohort: str,
+    flavors: dict[str, dict[str, str]],
+    checks: Sequence[dict[str, Any]],
     namespaces: Sequence[str],
 ) -> dict[str, Any]:
-    covered = covered_resources(list(offers.values()))
-    flavors = []
-    for pool in cfg.gpu_pools:
-        amounts = quota(offers[pool.name], gpus[pool.name], pool.gpus_per_node)
-        flavors.append(
-            {
-                "name": pool.name,
-                "resources": [{"name": r, "nominalQuota": amounts.get(r, "0")} for r in covered],
-            }
-        )
+    """A ClusterQueue over `flavors` (flavor -> resource -> nominal quota), with the admission
+    checks it waits for (`admissionChecksStrategy.admissionChecks` entries)."""
+    covered = covered_resources(list(flavors.values()))
     spec: dict[str, Any] = {
-        "cohortName": cfg.scheduling.cohort,
+        "cohortName": cohort,
         "preemption": {
             "withinClusterQueue": "LowerPriority",
             # Quota lent to the cohort comes back on demand, whatever the borrower's
@@ -165,7 +176,20 @@ def cluster_queue(
     }
     # A stack without GPU pools has nothing to give quota of: the queue admits nothing.
     if flavors:
-        spec["resourceGroups"] = [{"coveredResources": covered, "flavors": flavors}]
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": covered,
+                "flavors": [
+                    {
+                        "name": flavor,
+                        "resources": [
+                            {"name": r, "nominalQuota": amounts.get(r, "0")} for r in covered
+                        ],
+                    }
+                    for flavor, amounts in flavors.items()
+                ],
+            }
+        ]
     if namespaces:
         # Only the namespaces of the teams on this queue may submit to it; a queue without
         # teams (no selector: no namespace) only lends its quota to the cohort.
@@ -174,13 +198,15 @@ def cluster_queue(
                 {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(namespaces)}
             ]
         }
-    if provisioned_flavors:
-        spec["admissionChecksStrategy"] = {
-            "admissionChecks": [
-                {"name": PROVISIONING_CHECK, "onFlavors": sorted(provisioned_flavors)}
-            ]
-        }
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": list(checks)}
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def provisioning_check(provisioned_flavors: Sequence[str]) -> list[dict[str, Any]]:
+    if not provisioned_flavors:
+        return []
+    return [{"name": PROVISIONING_CHECK, "onFlavors": sorted(provisioned_flavors)}]
 
 
 def local_queue(team: TeamSettings) -> dict[str, Any]:

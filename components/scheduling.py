@@ -26,14 +26,30 @@ from components.kueue import (
     local_queue,
     node_offer,
     node_size,
+    pool_flavors,
     provisioned,
+    provisioning_check,
     provisioning_objects,
     queue_gpus,
     quota_warnings,
     resource_flavor,
     uncounted_resources,
 )
+from components.multikueue import KUBECONFIG_OUTPUT as MULTIKUEUE_KUBECONFIG
+from components.multikueue import QUEUES_OUTPUT as MULTIKUEUE_QUEUES
+from components.multikueue import (
+    MultiKueueManager,
+    MultiKueueManagerArgs,
+    MultiKueueWorker,
+    MultiKueueWorkerArgs,
+    budget_annotations,
+    burst_flavor_name,
+    burst_quota,
+    check_name,
+    manager_objects,
+)
 from components.shared import pinned_release
+from components.topology import pool_topology, topology_objects
 from infra.config import PlatformConfig
 from infra.config.scheduling import PRIORITIES, Priority
 
@@ -62,22 +78,31 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
         p for p in cfg.gpu_pools if provisioned(p, sched.flavor(p.name), autoscaled)
     ]
     objects = [workload_priority_class(p) for p in PRIORITIES]
-    objects += [resource_flavor(p, tainted=on_aws) for p in cfg.gpu_pools]
+    # A flavor names its Topology, which must exist first.
+    objects += topology_objects(cfg)
+    for pool in cfg.gpu_pools:
+        named = pool_topology(cfg, pool)
+        objects.append(resource_flavor(pool, on_aws, named[0] if named else None))
     if pools_provisioned:
         managed = {r for p in pools_provisioned for r in pool_resources(p)}
         objects += provisioning_objects(sorted(managed))
     teams = sched.all_teams(cfg.namespaces.training)
+    bursts = {q.name: q for q in sched.cluster_queues if q.burst is not None}
+    for queue in bursts.values():
+        objects += manager_objects(queue)
     for name, gpus in queue_gpus(cfg).items():
-        objects.append(
-            cluster_queue(
-                name,
-                cfg,
-                gpus,
-                offers,
-                [p.name for p in pools_provisioned],
-                [t.name for t in teams if t.cluster_queue == name],
-            )
-        )
+        namespaces = [t.name for t in teams if t.cluster_queue == name]
+        if name in bursts:
+            # Every workload goes to a worker: the queue holds only what it may take there.
+            flavors = {burst_flavor_name(name): burst_quota(bursts[name].burst, counted)}
+            checks = [{"name": check_name(name)}]
+        else:
+            flavors = pool_flavors(cfg, gpus, offers)
+            checks = provisioning_check([p.name for p in pools_provisioned])
+        queue = cluster_queue(name, sched.cohort, flavors, checks, namespaces)
+        if name in bursts and budget_annotations(bursts[name].burst):
+            queue["metadata"]["annotations"] = budget_annotations(bursts[name].burst)
+        objects.append(queue)
     objects += [local_queue(t) for t in teams]
     return objects
 
@@ -112,6 +137,8 @@ class SchedulingArgs:
     # Whether our cluster-autoscaler answers ProvisioningRequests (AWS with the autoscaler).
     autoscaled: bool
     after: Sequence[pulumi.Resource] = ()
+    # The API server a MultiKueue manager reaches this cluster at (AWS: EKS's endpoint).
+    endpoint: pulumi.Input[str] | None = None
 
 
 class Scheduling(PlatformComponent):
@@ -151,4 +178,30 @@ class Scheduling(PlatformComponent):
                 obj,
                 self.child(depends_on=[release]),
             )
-        self.register_outputs({"kueue": release.name})
+        # Stack outputs: what a MultiKueue manager reads from this stack as a worker.
+        self.outputs: dict[str, pulumi.Input] = {}
+        mk = args.cfg.multikueue
+        if mk.workers:
+            MultiKueueManager(
+                f"{args.env}-multikueue-manager",
+                MultiKueueManagerArgs(args.env, args.cfg, args.kueue_namespace, [release]),
+                self.child(),
+            )
+        if mk.serve_as_worker:
+            worker = MultiKueueWorker(
+                f"{args.env}-multikueue-worker",
+                MultiKueueWorkerArgs(
+                    args.env,
+                    args.cfg,
+                    args.cfg.namespaces.system,
+                    args.cluster.name,
+                    args.endpoint,
+                    [release],
+                ),
+                self.child(),
+            )
+            self.outputs = {
+                MULTIKUEUE_KUBECONFIG: worker.kubeconfig,
+                MULTIKUEUE_QUEUES: worker.queues,
+            }
+        self.register_outputs({"kueue": release.name, **self.outputs})

@@ -80,6 +80,37 @@ GPU_LIMITS: dict[tuple[str, int], GpuLimits] = {
 }
 
 
+# Layers of the AWS network an instance type's topology reports, for the types that report one
+# (Amazon EC2 User Guide, "Prerequisites for Amazon EC2 topology", Instance types: "3 network
+# nodes" for g6e.*, p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge,
+# p5en.48xlarge; "4 network nodes" for p6-b200.48xlarge). EKS labels such nodes
+# `topology.k8s.aws/network-node-layer-1` .. `-3`, and `-4` on four-layer types (EKS user
+# guide, "Place distributed AI/ML workloads with network topology labels"). Types left out
+# (g5, g6, ...) carry no such labels.
+NETWORK_TOPOLOGY_LAYERS: dict[str, int] = {
+    **{
+        f"g6e.{size}": 3
+        for size in (
+            "xlarge",
+            "2xlarge",
+            "4xlarge",
+            "8xlarge",
+            "12xlarge",
+            "16xlarge",
+            "24xlarge",
+            "48xlarge",
+        )
+    },
+    "p3dn.24xlarge": 3,
+    "p4d.24xlarge": 3,
+    "p4de.24xlarge": 3,
+    "p5.48xlarge": 3,
+    "p5e.48xlarge": 3,
+    "p5en.48xlarge": 3,
+    "p6-b200.48xlarge": 4,
+}
+
+
 @dataclass(frozen=True)
 class InstanceType:
     name: str

@@ -41,17 +41,10 @@ from components.scheduling import Scheduling, SchedulingArgs
 from components.selftest import SelfTest, SelfTestArgs, selftest_report
 from components.storage import SharedData, nvme_cache_report
 from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
-from infra.config import NAMESPACE, PlatformConfig, default_fsx_zone
+from infra.config import PlatformConfig, default_fsx_zone
 from infra.config.selftest_schedule import scheduled
+from infra.stack_defaults import cluster_name, default_tags
 from infra.versions import addon_build_report
-
-
-def cluster_name(env: str) -> str:
-    return f"{NAMESPACE}-{env}"
-
-
-def default_tags(env: str, cfg: PlatformConfig) -> dict[str, str]:
-    return {"gpu-platform:stack": env, "managed-by": "pulumi", **cfg.aws.tags}
 
 
 class Platform(PlatformComponent):
@@ -325,6 +318,7 @@ class Platform(PlatformComponent):
                 kueue_namespace=cfg.namespaces.system,
                 node_selector=add_on_nodes(cfg),
                 autoscaled=autoscaler is not None,
+                endpoint=self.outputs.get("cluster_endpoint"),
                 after=[
                     *namespaces.by_purpose.values(),
                     *namespaces.teams.values(),
@@ -335,6 +329,7 @@ class Platform(PlatformComponent):
             self.child(providers=[cluster.kubernetes]),
         )
         self.tested.append(scheduling)
+        self.outputs.update(scheduling.outputs)
 
     def _workload_autoscaling(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces

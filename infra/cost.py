@@ -90,7 +90,7 @@ def _on_demand_basis(name: str) -> str:
 
 
 def node_group_lines(cfg: PlatformConfig) -> list[Line]:
-    hours, cost = cfg.cost.hours_per_month, cfg.cost
+    hours = cfg.cost.hours_per_month
     lines = []
     system = cfg.system_nodes
     name, rate = _dearest(system.instance_types)
@@ -105,32 +105,71 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
         )
     )
     for group in cfg.gpu_node_groups:
-        name, on_demand = _dearest(group.instance_types)
+        name, _ = _dearest(group.instance_types)
         key = f"gpu_node_groups.{group.name}"
         item = f"GPU node group {group.name} ({name}, {group.capacity})"
-        if group.capacity == "capacity_block":
-            lines.append(_capacity_block(key, item, name, cfg, group.scaling))
-            continue
-        if on_demand is None:
-            lines.append(_unpriced(key, item, f"{name} is not sold on demand; no rate to price it"))
-        elif group.capacity == "spot":
-            rate = on_demand * (1 - cost.spot_discount)
-            basis = (
-                f"spot ESTIMATE: on-demand ${on_demand}/h less the assumed "
-                f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {PRICE_REGION}, "
-                f"{instance(name).price_as_of}"
-            )
-            lines.append(_line(key, item, basis, rate, group.scaling, hours, estimate=True))
-        elif group.capacity == "reservation":
-            basis = (
-                f"reservation at the on-demand rate ${on_demand}/h, billed for every reserved "
-                f"instance whether it runs or not, {PRICE_REGION}, {instance(name).price_as_of}"
-            )
-            lines.append(_line(key, item, basis, on_demand, group.scaling, hours))
-        else:
-            basis = _on_demand_basis(name)
-            lines.append(_line(key, item, basis, on_demand, group.scaling, hours))
+        lines.append(_capacity_line(key, item, name, group.capacity, group.scaling, cfg))
     return lines
+
+
+def _capacity_line(
+    key: str, item: str, name: str, capacity: str, scaling: Scaling, cfg: PlatformConfig
+) -> Line:
+    """`scaling` instances of type `name` bought as `capacity`, priced as the `key` line."""
+    hours, cost = cfg.cost.hours_per_month, cfg.cost
+    on_demand = instance(name).on_demand_hourly_usd
+    if capacity == "capacity_block":
+        return _capacity_block(key, item, name, cfg, scaling)
+    if on_demand is None:
+        return _unpriced(key, item, f"{name} is not sold on demand; no rate to price it")
+    if capacity == "spot":
+        rate = on_demand * (1 - cost.spot_discount)
+        basis = (
+            f"spot ESTIMATE: on-demand ${on_demand}/h less the assumed "
+            f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {PRICE_REGION}, "
+            f"{instance(name).price_as_of}"
+        )
+        return _line(key, item, basis, rate, scaling, hours, estimate=True)
+    if capacity == "reservation":
+        basis = (
+            f"reservation at the on-demand rate ${on_demand}/h, billed for every reserved "
+            f"instance whether it runs or not, {PRICE_REGION}, {instance(name).price_as_of}"
+        )
+        return _line(key, item, basis, on_demand, scaling, hours)
+    return _line(key, item, _on_demand_basis(name), on_demand, scaling, hours)
+
+
+def burst_lines(cfg: PlatformConfig) -> list[tuple[str, float | None, Line]]:
+    """Per bursting ClusterQueue: its name, budget, and what it may spend on its MultiKueue
+    workers at most: its quota's GPUs, in whole nodes of the workers' type, all month."""
+    found = []
+    for queue in cfg.scheduling.cluster_queues:
+        burst = queue.burst
+        if burst is None:
+            continue
+        nodes = -(-burst.gpus // instance(burst.instance_type).gpus)
+        item = (
+            f"burst of queue {queue.name} ({nodes} x {burst.instance_type}, {burst.capacity}, "
+            f"on {', '.join(burst.workers)})"
+        )
+        scaling = Scaling(min_size=0, max_size=nodes)
+        key = f"scheduling.cluster_queues.{queue.name}.burst"
+        line = _capacity_line(key, item, burst.instance_type, burst.capacity, scaling, cfg)
+        found.append((queue.name, burst.monthly_budget_usd, line))
+    return found
+
+
+def burst_warnings(cfg: PlatformConfig) -> list[str]:
+    found = []
+    for queue, budget, line in burst_lines(cfg):
+        if budget is None or line.monthly_max is None or line.monthly_max <= budget:
+            continue
+        found.append(
+            f"gpu-platform:scheduling.cluster_queues: burst of queue {queue} may spend "
+            f"${line.monthly_max:,.2f}/month on its workers ({line.item}), over its "
+            f"burst.monthly_budget_usd of ${budget:,.2f}; lower burst.gpus or raise the budget"
+        )
+    return found
 
 
 def _capacity_block(key: str, item: str, name: str, cfg: PlatformConfig, scaling: Scaling) -> Line:
@@ -221,8 +260,12 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
     """The `cost` output: every priced line, the items without a price (and the key that would
     price them), the totals at min and max size, the budget check when a budget is set, and
     what is left out. No value is null: what is unknown is left out and listed."""
+    bursts = [
+        {"queue": q, "monthly_budget_usd": budget, **asdict(line)}
+        for q, budget, line in burst_lines(cfg)
+    ]
     if cfg.provider != "aws":
-        return {"priced": False, "why": ON_PREM}
+        return {"priced": False, "why": ON_PREM, **({"burst": bursts} if bursts else {})}
     lines = cost_lines(cfg, today)
     priced = [line for line in lines if line.hourly_max is not None]
     report = {
@@ -245,6 +288,8 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
     if budget is not None:
         report["monthly_budget_usd"] = budget
         report["over_budget"] = report["total_monthly_max"] > budget
+    if bursts:
+        report["burst"] = bursts
     return report
 
 
@@ -259,16 +304,17 @@ def estimated_monthly_usd(cfg: PlatformConfig, today: date | None = None) -> flo
 def budget_warnings(cfg: PlatformConfig, today: date) -> list[str]:
     budget = cfg.cost.monthly_budget_usd
     if cfg.provider != "aws" or budget is None:
-        return []
+        return burst_warnings(cfg)
     report = cost_report(cfg, today)
     if not report["over_budget"]:
-        return []
+        return burst_warnings(cfg)
     return [
+        *burst_warnings(cfg),
         f"gpu-platform:cost.monthly_budget_usd: the estimate at max size, "
         f"${report['total_monthly_max']:,.2f}/month, is over the budget of ${budget:,.2f} "
         f"(at min size ${report['total_monthly_min']:,.2f}); lower gpu_node_groups[].scaling."
         "max_size, use spot or a smaller file system, or raise the budget (docs/review.md, "
-        "Cost estimate)"
+        "Cost estimate)",
     ]
 
 
@@ -291,7 +337,7 @@ def format_cost(report: dict) -> list[str]:
     lines = ["", "Cost estimate (USD at node groups' min / desired / max size; one figure where "]
     lines[-1] += "they agree; desired is what runs from day one):"
     if not report.get("priced"):
-        return [*lines, f"  {report['why']}"]
+        return [*lines, f"  {report['why']}", *_format_bursts(report)]
     if report["region"] != report["prices_for"]:
         lines.append(
             f"  priced at {report['prices_for']} rates; the stack is in {report['region']}"
@@ -312,4 +358,21 @@ def format_cost(report: dict) -> list[str]:
     else:
         verdict = "OVER BUDGET" if report["over_budget"] else "within budget"
         lines.append(f"  budget: {money(budget)}/month; at max size {verdict}")
+    return [*lines, *_format_bursts(report)]
+
+
+def _format_bursts(report: dict) -> list[str]:
+    """Each bursting queue's most spend on its MultiKueue workers, against its own budget."""
+    lines = []
+    for burst in report.get("burst", []):
+        budget = burst["monthly_budget_usd"]
+        if budget is None:
+            verdict = "no budget: the policy pack refuses the queue"
+        elif burst["monthly_max"] is None:
+            verdict = "not priced, budget not checked"
+        else:
+            over = burst["monthly_max"] > budget
+            verdict = f"budget {money(budget)}: {'OVER BUDGET' if over else 'within budget'}"
+        lines.append(f"  {burst['item']}: at most {money(burst['monthly_max'])}/month; {verdict}")
+        lines.append(f"      {burst['basis']}")
     return lines

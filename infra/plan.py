@@ -32,14 +32,17 @@ import yaml
 from pulumi.runtime import rpc
 
 from infra import diff_report, plan_diff, plan_graph, plan_review
-from infra.config import ConfigError
+from infra.config import ConfigError, config_from_pulumi, stack_file
 from infra.cost import format_cost
 from infra.plan_engine import (
     ROOT,
     SECRET,
     DuplicateResourceError,
     Recording,
+    StackOutputs,
     known_after_apply,
+    read_project,
+    read_stack_config,
     run_program,
 )
 from infra.plan_warnings import capacity_block_rolls
@@ -291,8 +294,44 @@ def format_warnings(warnings: list[str]) -> str:
     return "\n".join(["Warnings:", *(f"  - {w}" for w in warnings)])
 
 
-def plan_stack(stack: str, root: Path = ROOT) -> Plan:
-    return build_plan(run_program(stack, root))
+def plan_stack(stack: str, root: Path = ROOT, _referrers: tuple[str, ...] = ()) -> Plan:
+    """Plan `stack`; the worker stacks it references as a MultiKueue manager are planned
+    first, from this project's stack files, and their outputs stand in for the references."""
+    return build_plan(run_program(stack, root, references=_references(stack, root, _referrers)))
+
+
+def _references(stack: str, root: Path, referrers: tuple[str, ...]) -> dict[str, StackOutputs]:
+    project = read_project(root)
+    values, _ = read_stack_config(project, stack)
+    workers = config_from_pulumi(values, stack_file(stack)).multikueue.workers
+    found = {}
+    for i, worker in enumerate(workers):
+        local = worker.stack.rsplit("/", 1)[-1]
+        if local == stack or local in referrers:
+            raise ConfigError(
+                stack_file(stack),
+                [f"multikueue.workers[{i}].stack: {worker.stack!r} refers back to {stack}"],
+            )
+        if not project.stack_file(local).is_file():
+            raise ConfigError(
+                stack_file(stack),
+                [
+                    f"multikueue.workers[{i}].stack: {worker.stack!r}: the offline plan stands "
+                    f"its outputs in from {project.stack_file(local).relative_to(root)}, "
+                    "which does not exist"
+                ],
+            )
+        upstream = _references(local, root, (*referrers, stack))
+        recording = run_program(local, root, references=upstream)
+        secrets = tuple(
+            sorted(
+                k
+                for k, v in recording.outputs.items()
+                if isinstance(v, dict) and v.get(_SIG_KEY) == _SECRET_SIG
+            )
+        )
+        found[worker.stack] = StackOutputs(render(recording.outputs), secrets)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

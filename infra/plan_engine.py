@@ -207,13 +207,45 @@ def _overlay(computed: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    """What a referenced stack exports, as its own offline plan rendered it (secrets as
+    (secret)), and which of its outputs are secrets."""
+
+    outputs: dict[str, Any]
+    secret_names: tuple[str, ...] = ()
+
+
 class PlanMocks(pulumi.runtime.Mocks):
     """Echo inputs; stand a labelled placeholder in for each string the cloud would compute, so
-    the program's own code runs on it and the plan says where each value will come from."""
+    the program's own code runs on it and the plan says where each value will come from. A
+    StackReference reads the referenced stack's planned outputs from `references`."""
+
+    def __init__(self, references: dict[str, StackOutputs] | None = None):
+        self.references = references or {}
 
     def new_resource(self, args: mocks.MockResourceArgs):
+        if args.typ == STACK_REFERENCE:
+            return self._stack_reference(args.inputs["name"])
         state = _overlay(computed_outputs(args.typ, args.name), args.inputs)
         return known_after_apply(f"{args.name}.id"), state
+
+    def _stack_reference(self, stack: str):
+        found = self.references.get(stack)
+        if found is None:
+            raise ConfigError(
+                STACK_REFERENCE,
+                [f"no planned outputs stand in for stack {stack!r}; plan it with its referrer"],
+            )
+        state = {
+            "name": stack,
+            "outputs": found.outputs,
+            "secretOutputNames": list(found.secret_names),
+        }
+        return stack, state
 
     def call(self, args: mocks.MockCallArgs):
         # Policies name the deploying account; offline there is none, so say where it comes from.
@@ -318,7 +350,10 @@ async def _settle() -> None:
 
 
 def run_program(
-    stack: str, root: Path = ROOT, program: typing.Callable[[], Any] | None = None
+    stack: str,
+    root: Path = ROOT,
+    program: typing.Callable[[], Any] | None = None,
+    references: dict[str, StackOutputs] | None = None,
 ) -> Recording:
     """Run the program of `root` for `stack` as the language host would, under the mock engine.
 
@@ -327,7 +362,7 @@ def run_program(
     """
     project = read_project(root)
     recording = Recording(stack=stack, project=project.name)
-    record(project, recording, program)
+    record(project, recording, program, references)
     if recording.duplicates:
         clashes = ", ".join(sorted(set(recording.duplicates)))
         raise DuplicateResourceError(
@@ -338,12 +373,15 @@ def run_program(
 
 
 def record(
-    project: Project, recording: Recording, program: typing.Callable[[], Any] | None = None
+    project: Project,
+    recording: Recording,
+    program: typing.Callable[[], Any] | None = None,
+    references: dict[str, StackOutputs] | None = None,
 ) -> None:
     """Fill `recording` with what the program registers for `recording.stack`."""
     stack, root = recording.stack, project.root
     config, secret_keys = read_stack_config(project, stack)
-    monitor = RecordingMonitor(PlanMocks(), recording)
+    monitor = RecordingMonitor(PlanMocks(references), recording)
     settings.ROOT.set(None)
     settings.configure(
         mocks.MockSettings(

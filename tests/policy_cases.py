@@ -42,6 +42,7 @@ TYPES = {
     "StorageClass": "kubernetes:storage.k8s.io/v1:StorageClass",
     "Job": "kubernetes:batch/v1:Job",
     "Release": "kubernetes:helm.sh/v3:Release",
+    "ClusterQueue": "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
 }
 
 

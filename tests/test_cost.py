@@ -367,10 +367,36 @@ def test_onprem_has_no_aws_prices_and_says_so():
     cfg = stack_config("onprem")
     assert estimated_monthly_usd(cfg, TODAY) is None
     report = cost_report(cfg, TODAY)
-    assert format_cost(report)[-1] == (
+    assert format_cost(report)[2] == (
         "  provider existing: the cluster runs on your own machines; no AWS prices apply"
     )
     assert planned("onprem").outputs["cost"] == report
+
+
+def test_onprem_burst_is_priced_at_its_quota_on_the_workers_and_checked_against_its_budget():
+    # The shipped onprem `burst` queue: 32 GPUs on p5.48xlarge spot = 4 nodes (8 H100 each,
+    # AWS P5 page). us-east-1 on-demand $55.04/h (the catalog's dated price) less the default
+    # 60 % spot discount: 4 x 55.04 x 0.4 x 730 h = $64,286.72 a month, under its $120,000.
+    report = cost_report(stack_config("onprem"), TODAY)
+    (burst,) = report["burst"]
+    assert burst["queue"] == "burst"
+    assert burst["monthly_max"] == 64286.72
+    assert burst["monthly_min"] == 0
+    assert burst["monthly_budget_usd"] == 120000
+    assert "at most $64,286.72/month; budget $120,000.00: within budget" in format_cost(report)[3]
+
+
+def test_a_burst_over_its_budget_is_warned_of_by_name():
+    cfg = stack_config("onprem")
+    queues = [q.model_dump() for q in cfg.scheduling.cluster_queues]
+    queues[1]["burst"]["monthly_budget_usd"] = 50000
+    raw = cfg.model_dump(exclude_unset=True)
+    raw["scheduling"]["cluster_queues"] = queues
+    over = PlatformConfig.model_validate(raw)
+    (warning,) = budget_warnings(over, TODAY)
+    assert "burst of queue burst may spend $64,286.72/month" in warning
+    assert "$50,000.00" in warning
+    assert budget_warnings(cfg, TODAY) == []
 
 
 # -------------------------------------------------------------------------- config

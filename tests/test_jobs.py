@@ -141,7 +141,11 @@ def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_ne
         "memory": "128Gi",
     }
     template = objects[1]["spec"]["template"]
-    assert template["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma"}
+    # The rack label is the shipped stack's scheduling.topology_levels' last (closest) level.
+    assert template["metadata"]["annotations"] == {
+        "k8s.v1.cni.cncf.io/networks": "rdma",
+        "kueue.x-k8s.io/podset-preferred-topology": "network.example.internal/rack",
+    }
 
 
 def test_shipped_dev_pool_without_efa_requests_no_fabric_nor_hugepages():

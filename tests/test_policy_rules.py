@@ -306,6 +306,20 @@ CASES = [
         set_path("capacityType", "SPOT"),
         fixes=True,
     ),
+    # onprem's `burst` queue dispatches to the AWS `burst` stack with a budget; without one
+    # it is refused.
+    Case(
+        "burst-queue-has-budget",
+        "onprem",
+        ("ClusterQueue", "onprem-clusterqueue-burst"),
+        set_path("metadata.annotations", DELETE),
+    ),
+    Case(
+        "burst-queue-has-budget",
+        "onprem",
+        ("ClusterQueue", "onprem-clusterqueue-burst"),
+        set_path("metadata.annotations", {"gpu-platform/burst-monthly-budget-usd": "0"}),
+    ),
 ]
 
 

@@ -84,7 +84,16 @@ def kinds(mark_type) -> set[str]:
 
 
 # A stack where the field at the pattern names nothing, the path reported and the bad value.
+BURST_TO_CLOUD = {
+    "cluster_queues": [
+        {"name": "q", "burst": {"workers": ["cloud"], "gpus": 8, "instance_type": "p5.48xlarge"}}
+    ]
+}
+WORKER = {"name": "burst", "stack": "organization/gpu-platform/burst"}
 DANGLING = {
+    "scheduling.cluster_queues[].burst.workers[]": (
+        aws(scheduling=BURST_TO_CLOUD, multikueue={"workers": [WORKER]}),
+        "scheduling.cluster_queues[0].burst.workers[0]", "'cloud'"),
     "scheduling.cluster_queues[].gpus.<key>": (
         aws(scheduling={"cluster_queues": [{"name": "q", "gpus": {"h100": 8}}]}),
         "scheduling.cluster_queues[0].gpus.h100", "'h100'"),
@@ -119,6 +128,8 @@ DANGLING = {
 
 # A stack declaring the field's name twice (or a name Kubernetes already has), and the path.
 TWICE = {
+    "multikueue.workers[].name": (
+        aws(multikueue={"workers": [WORKER, WORKER]}), "multikueue.workers[1].name"),
     "gpu_node_groups[].name": (aws(gpu_node_groups=[GROUP, GROUP]), "gpu_node_groups[1].name"),
     "existing.gpu_pools[].name": (
         existing([POOL, {**POOL, "node_selector": {"pool": "b"}}]), "existing.gpu_pools[1].name"),

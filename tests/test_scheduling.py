@@ -309,7 +309,8 @@ def test_shipped_efa_pools_are_admitted_only_once_their_nodes_are_provisioned():
 
 @pytest.mark.parametrize("stack", ["dev", "onprem"])
 def test_no_admission_check_without_efa_pools_or_without_our_autoscaler(stack):
-    assert not objects(stack, "AdmissionCheck")
+    controllers = [c["spec"]["controllerName"] for c in objects(stack, "AdmissionCheck").values()]
+    assert "kueue.x-k8s.io/provisioning-request" not in controllers
     assert "admissionChecksStrategy" not in objects(stack, "ClusterQueue")["shared"]["spec"]
 
 

@@ -243,6 +243,8 @@ def test_without_kueue_the_job_is_neither_queued_nor_suspended():
     cfg = with_selftest("onprem", nodes=2)
     raw = cfg.model_dump(exclude_unset=True)
     raw["scheduling"] = {"enabled": False}
+    # MultiKueue runs on Kueue: the shipped onprem's workers go with it.
+    raw.pop("multikueue", None)
     _, job = render(selftest_spec(parse_config(raw, "stacks/Pulumi.onprem.yaml")))
     assert job["spec"]["suspend"] is False
     assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
@@ -257,9 +259,10 @@ def test_kueue_can_admit_what_the_selftest_asks_for(stack):
     _, job = render(selftest_spec(cfg))
     (container,) = job["spec"]["template"]["spec"]["containers"]
     objects = kueue_objects(cfg, autoscaled=cfg.provider == "aws")
-    (queue,) = [
-        o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "shared"
-    ]
+    # The self-test runs in the training namespace, on that team's ClusterQueue.
+    training = cfg.namespaces.training
+    name = next(t.cluster_queue for t in cfg.scheduling.all_teams(training) if t.name == training)
+    (queue,) = [o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == name]
     covered = {r for g in queue["spec"]["resourceGroups"] for r in g["coveredResources"]}
     excluded = uncounted_resources(cfg)
     for resource in container["resources"]["requests"]:

@@ -48,6 +48,7 @@ from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
 from infra.config.loading import describe_all, split_namespaces
+from infra.config.multikueue import MultiKueueSettings, check_multikueue
 from infra.config.names import check_names
 from infra.config.network import (
     AwsSettings,
@@ -207,6 +208,7 @@ class PlatformConfig(Settings):
         "required when a GPU pool's fabric is infiniband or roce.",
     )
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+    multikueue: MultiKueueSettings = Field(default_factory=MultiKueueSettings)
     selftest: SelfTestSettings = Field(default_factory=SelfTestSettings)
     recipes: RecipesSettings = Field(default_factory=RecipesSettings)
     cost: CostSettings = Field(default_factory=CostSettings)
@@ -304,6 +306,7 @@ class PlatformConfig(Settings):
             check_storage,
             check_gpu_software,
             check_scheduling,
+            check_multikueue,
             check_autoscaling,
             check_observability,
             check_alerts,

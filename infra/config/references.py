@@ -40,6 +40,7 @@ PRIORITY_CLASS = "priority class"
 STAGED_MODEL = "staged model"
 # One flavor setting per pool.
 FLAVOR = "flavor"
+MULTIKUEUE_WORKER = "MultiKueue worker"
 
 KINDS = {
     GPU_POOL: Kind("a GPU pool of this stack", "pools"),
@@ -52,6 +53,7 @@ KINDS = {
     PRIORITY_CLASS: Kind("a priority class the platform declares", "priority classes"),
     STAGED_MODEL: Kind("a model a recipe reads", "models"),
     FLAVOR: Kind("a pool's flavor settings", "flavors"),
+    MULTIKUEUE_WORKER: Kind("a worker stack of multikueue.workers", "multikueue.workers"),
 }
 
 

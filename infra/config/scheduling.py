@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
-from infra.config.base import DnsLabel, FieldProblem, Int, Settings
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, _label_problem
+from infra.config.multikueue import BurstSettings
 from infra.config.references import (
     CLUSTER_QUEUE,
     FLAVOR,
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from infra.config import PlatformConfig
 
 SHARED_QUEUE = "shared"
+# The lowest level of every Kueue Topology (components/topology.py).
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 # The LocalQueue the platform declares in every team namespace (components/kueue.py), the one
 # Kueue picks for a job that names no queue (LocalQueueDefaulting).
 LOCAL_QUEUE = "default"
@@ -78,6 +81,11 @@ class ClusterQueueSettings(Settings):
         description="Nominal quota per GPU pool, in physical GPUs; CPU, memory and EFA "
         "devices follow in the pool's per-GPU proportion. Pools left out get 0 (the queue "
         "may still borrow them). Default: every pool in full.",
+    )
+    burst: BurstSettings | None = Field(
+        None,
+        description="Dispatch this queue's workloads to MultiKueue workers (multikueue.workers) "
+        "instead of running them here.",
     )
 
     @model_validator(mode="after")
@@ -152,6 +160,29 @@ class SchedulingSettings(Settings):
     flavors: list[FlavorSettings] = Field(
         default_factory=list, description="Per-pool flavor settings; pools left out take defaults."
     )
+    topology_levels: list[str] = Field(
+        default_factory=list,
+        max_length=15,
+        description="Existing clusters: the node labels of the network's levels that the admin "
+        "puts on the GPU nodes, broadest first (a spine switch label, then a rack label). "
+        "Kueue's Topology for the InfiniBand and RoCE pools takes them, with "
+        "kubernetes.io/hostname below, and jobs ask to be placed under one domain of the last. "
+        "On AWS the levels are the instance topology labels EKS sets. Empty: no topology-aware "
+        "placement on an existing cluster.",
+    )
+
+    @model_validator(mode="after")
+    def _topology_label_keys(self) -> SchedulingSettings:
+        for i, key in enumerate(self.topology_levels):
+            if key == HOSTNAME_LABEL:
+                problem = f"{key} is added below the levels given; leave it out"
+            elif key in self.topology_levels[:i]:
+                problem = f"{key!r} is listed twice; list each level once"
+            else:
+                problem = _label_problem(key, "")
+            if problem:
+                raise FieldProblem(f"topology_levels[{i}]", problem)
+        return self
 
     def flavor(self, pool: str) -> FlavorSettings:
         return next((f for f in self.flavors if f.pool == pool), FlavorSettings(pool=pool))
@@ -167,6 +198,12 @@ class SchedulingSettings(Settings):
 def check_scheduling(cfg: PlatformConfig) -> None:
     """Scheduling rules that need the pools and the provider."""
     sched = cfg.scheduling
+    if sched.topology_levels and cfg.provider == "aws":
+        raise FieldProblem(
+            "scheduling.topology_levels",
+            "only for existing clusters: on AWS the levels are the instance topology labels "
+            "EKS puts on the nodes (topology.k8s.aws/network-node-layer-N); remove it",
+        )
     for i, flavor in enumerate(sched.flavors):
         path = f"scheduling.flavors[{i}]"
         if flavor.provisioning_request and cfg.provider != "aws":

@@ -6,11 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from infra.catalog import CATALOG
+from infra.config.multikueue import BURST_BUDGET_ANNOTATION
 from policy.rules.base import Context, Subject, rule, truthy
 from policy.rules.correctness import instance_types_of
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 STACK = "pulumi:pulumi:Stack"
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+ADMISSION_CHECK = "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck"
+# Kueue's MultiKueue admission check controller (v0.19.2 MultiKueueControllerName).
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 # Host memory to hold pinned staging buffers, the data loader's prefetch and a checkpoint being
 # written while the GPUs keep training: 1.5 x the GPUs' total memory (the issue's sizing list).
 HOST_MEMORY_RATIO = 1.5
@@ -92,4 +97,45 @@ def monthly_cost_within_budget(r: Subject, ctx: Context) -> Iterator[str]:
         yield f"estimated ${ctx.monthly_usd:,.0f} a month, budget ${budget:,}"
 
 
-RULES = [host_memory_per_gpu_memory, vcpus_per_gpu, spot_outside_prod, monthly_cost_within_budget]
+def _multikueue_checks(ctx: Context) -> set[str]:
+    return {
+        (r.props.get("metadata") or {}).get("name")
+        for r in ctx.of_type(ADMISSION_CHECK)
+        if (r.props.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER
+    }
+
+
+@rule(
+    "burst-queue-has-budget",
+    "mandatory",
+    [CLUSTER_QUEUE],
+    "A ClusterQueue that bursts to other clusters through MultiKueue carries a monthly budget: "
+    "its workloads run on capacity that is billed (spot, on-demand, Capacity Blocks).",
+    "set scheduling.cluster_queues[].burst.monthly_budget_usd",
+)
+def burst_queue_has_budget(r: Subject, ctx: Context) -> Iterator[str]:
+    strategy = (r.props.get("spec") or {}).get("admissionChecksStrategy") or {}
+    names = {c.get("name") for c in strategy.get("admissionChecks") or []}
+    bursts = sorted(n for n in names & _multikueue_checks(ctx) if n)
+    if not bursts:
+        return
+    annotations = (r.props.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(BURST_BUDGET_ANNOTATION)
+    try:
+        budget = float(value) if value is not None else None
+    except ValueError:
+        budget = None
+    if budget is None or budget <= 0:
+        yield (
+            f"bursts through {', '.join(bursts)} with no monthly budget "
+            f"({BURST_BUDGET_ANNOTATION}: {value!r})"
+        )
+
+
+RULES = [
+    host_memory_per_gpu_memory,
+    vcpus_per_gpu,
+    spot_outside_prod,
+    monthly_cost_within_budget,
+    burst_queue_has_budget,
+]

@@ -1,0 +1,333 @@
+"""MultiKueue across stacks (onprem as manager, burst as worker) and Kueue topology-aware
+scheduling: what each side declares, that both plan, and what the manager refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.jobs import render, spec_for_pool
+from infra.config import ConfigError, parse_config
+from infra.config.loading import read_yaml
+from infra.plan import ROOT, plan_stack
+from tests import crds
+from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes
+
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
+
+
+def objects(stack: str, kind: str, api: str = KUEUE) -> dict[str, dict]:
+    return {r.inputs["metadata"]["name"]: r.inputs for r in planned(stack).of_type(f"{api}:{kind}")}
+
+
+def shipped(stack: str) -> dict:
+    return read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
+
+
+# ------------------------------------------------------------------------------ manager
+
+
+def test_the_manager_declares_cluster_config_and_check_that_validate_against_the_crds():
+    # Kueue v0.19.2 "Setup a MultiKueue environment": the worker's kubeconfig in a Secret of
+    # Kueue's namespace under the key `kubeconfig`, a MultiKueueCluster with locationType
+    # Secret naming it, a MultiKueueConfig listing the clusters, and an AdmissionCheck with
+    # controllerName kueue.x-k8s.io/multikueue whose parameters name the MultiKueueConfig.
+    (cluster,) = objects("onprem", "MultiKueueCluster").values()
+    assert cluster["spec"] == {
+        "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "multikueue-burst"}}
+    }
+    secret = objects("onprem", "Secret", "kubernetes:core/v1")["multikueue-burst"]
+    assert secret["metadata"]["namespace"] == stack_config("onprem").namespaces.system
+    # The worker stack's planned output stands in for the StackReference, masked.
+    assert secret["stringData"] == {"kubeconfig": "(secret)"}
+    assert objects("onprem", "MultiKueueConfig")["burst"]["spec"] == {"clusters": ["burst"]}
+    check = objects("onprem", "AdmissionCheck")["burst-multikueue"]
+    assert check["spec"] == {
+        "controllerName": "kueue.x-k8s.io/multikueue",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "burst"},
+    }
+    for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck", "ClusterQueue"):
+        for obj in objects("onprem", kind).values():
+            assert not crds.errors(obj)
+    validate_kubernetes(secret, "1.33")
+
+
+def test_the_bursting_queue_waits_for_multikueue_on_every_flavor_and_holds_no_local_pool():
+    # Kueue v0.19.2 leaves a ClusterQueue inactive when a MultiKueue check is set per flavor
+    # (pkg/cache/scheduler/clusterqueue.go, "Cannot specify MultiKueue AdmissionCheck per
+    # flavor"): the check has no onFlavors, and the queue's one flavor selects no node.
+    queue = objects("onprem", "ClusterQueue")["burst"]
+    assert queue["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "burst-multikueue"}]
+    }
+    (group,) = queue["spec"]["resourceGroups"]
+    (flavor,) = group["flavors"]
+    assert objects("onprem", "ResourceFlavor")[flavor["name"]]["spec"] == {}
+    # 32 GPUs of p5.48xlarge: 4 nodes of 192 vCPUs, 2,048 GiB and 32 EFA interfaces each (AWS
+    # P5 instance page and EFA "Supported instance types").
+    assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]} == {
+        "cpu": "768",
+        "memory": "8192Gi",
+        "nvidia.com/gpu": "32",
+        "vpc.amazonaws.com/efa": "128",
+    }
+    assert queue["metadata"]["annotations"] == {"gpu-platform/burst-monthly-budget-usd": "120000"}
+    # The DGX nodes stay with the local queue.
+    shared = objects("onprem", "ClusterQueue")["shared"]
+    assert [f["name"] for f in shared["spec"]["resourceGroups"][0]["flavors"]] == ["a100"]
+
+
+# ------------------------------------------------------------------------------- worker
+
+
+def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_batch_jobs():
+    # create-multikueue-kubeconfig.sh at Kueue v0.19.2, the rules for batch Jobs, Workloads and
+    # queues (the script's JobSet, pod, StatefulSet, LeaderWorkerSet and Kubeflow rules are for
+    # kinds this platform never submits).
+    (role,) = objects("burst", "ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1").values()
+    assert role["rules"] == [
+        {
+            "apiGroups": ["batch"],
+            "resources": ["jobs"],
+            "verbs": ["create", "delete", "get", "list", "watch"],
+        },
+        {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads"],
+            "verbs": ["create", "delete", "get", "list", "watch", "update", "patch"],
+        },
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["clusterqueues", "localqueues"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads/status"],
+            "verbs": ["get", "patch", "update"],
+        },
+    ]
+    (binding,) = objects(
+        "burst", "ClusterRoleBinding", "kubernetes:rbac.authorization.k8s.io/v1"
+    ).values()
+    namespace = stack_config("burst").namespaces.system
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "multikueue-sa", "namespace": namespace}
+    ]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    token = objects("burst", "Secret", "kubernetes:core/v1")["multikueue-sa"]
+    assert token["type"] == "kubernetes.io/service-account-token"
+    assert token["metadata"]["annotations"] == {
+        "kubernetes.io/service-account.name": "multikueue-sa"
+    }
+    for obj in (role, binding, token):
+        validate_kubernetes(obj, stack_config("burst").cluster.kubernetes_version)
+
+
+def test_the_worker_exports_its_kubeconfig_as_a_secret_and_the_queues_it_declares():
+    outputs = planned("burst").outputs
+    assert outputs["multikueue_kubeconfig"] == "(secret)"
+    assert outputs["multikueue_queues"] == {
+        "cluster_queues": ["burst"],
+        "local_queues": ["research/default", "training/default"],
+    }
+    assert "burst" in objects("burst", "ClusterQueue")
+    local = objects("burst", "LocalQueue")
+    assert local["default"]["spec"] == {"clusterQueue": "burst"}
+
+
+def test_the_worker_kubeconfig_holds_the_plain_token_and_the_secret_ca():
+    from components.multikueue import worker_kubeconfig
+
+    text = worker_kubeconfig("c", "https://api.example", "Q0E=", "dG9rZW4=")
+    assert "token: token" in text
+    assert "certificate-authority-data: Q0E=" in text
+    assert "server: https://api.example" in text
+
+
+# ------------------------------------------------------------------------- mismatches
+
+
+def plan_with_worker(tmp_path, worker_scheduling: dict):
+    burst = shipped("burst")
+    burst["gpu-platform:scheduling"] = worker_scheduling
+    root = make_project(tmp_path, {"onprem": shipped("onprem"), "burst": burst})
+    return plan_stack("onprem", root)
+
+
+def test_a_worker_without_the_bursting_queue_makes_the_manager_refuse_it_by_name(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_worker(
+            tmp_path,
+            {
+                "cluster_queues": [{"name": "spot"}],
+                "teams": [{"name": "research", "cluster_queue": "spot"}],
+            },
+        )
+    (problem,) = error.value.problems
+    assert problem.startswith("gpu-platform:scheduling.cluster_queues[1].burst.workers")
+    assert "declares no ClusterQueue 'burst' (it declares: spot)" in problem
+
+
+def test_a_worker_without_the_teams_local_queue_makes_the_manager_refuse_it(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_worker(tmp_path, {"cluster_queues": [{"name": "burst"}]})
+    assert any("LocalQueue research/default" in p for p in error.value.problems)
+
+
+def test_a_manager_naming_a_stack_with_no_file_is_refused(tmp_path):
+    onprem = shipped("onprem")
+    onprem["gpu-platform:multikueue"] = {"workers": [{"name": "burst", "stack": "org/p/cloud"}]}
+    root = make_project(tmp_path, {"onprem": onprem})
+    with pytest.raises(ConfigError, match=r"multikueue.workers\[0\].stack: 'org/p/cloud'"):
+        plan_stack("onprem", root)
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"multikueue": {"serve_as_worker": True}}, "multikueue.serve_as_worker"),
+        (
+            {
+                "scheduling": {
+                    "cluster_queues": [
+                        {
+                            "name": "b",
+                            "gpus": {"a100": 8},
+                            "burst": {"workers": ["w"], "gpus": 8, "instance_type": "p5.48xlarge"},
+                        }
+                    ]
+                },
+                "multikueue": {"workers": [{"name": "w", "stack": "o/p/w"}]},
+            },
+            "scheduling.cluster_queues[0].gpus",
+        ),
+        ({"multikueue": {"workers": [{"name": "w", "stack": "o/p/w"}]}}, "multikueue.workers"),
+        ({"scheduling": {"topology_levels": ["rack", "rack"]}}, "topology_levels[1]"),
+    ],
+)
+def test_bad_multikueue_and_topology_settings_are_refused_at_their_key(change, path):
+    onprem = {k.split(":", 1)[1]: v for k, v in shipped("onprem").items()}
+    for key in ("multikueue", "scheduling"):
+        onprem.pop(key, None)
+    with pytest.raises(ConfigError) as error:
+        parse_config({**onprem, **change}, "stacks/Pulumi.onprem.yaml")
+    assert any(f"gpu-platform:{path}" in p or path in p for p in error.value.problems), (
+        error.value.problems
+    )
+
+
+def test_topology_levels_belong_to_existing_clusters_only():
+    dev = {k.split(":", 1)[1]: v for k, v in shipped("dev").items()}
+    with pytest.raises(ConfigError, match=r"scheduling\.topology_levels: only for existing"):
+        parse_config({**dev, "scheduling": {"topology_levels": ["r"]}}, "stacks/Pulumi.dev.yaml")
+
+
+# ------------------------------------------------------------------- topology (TAS)
+
+# EKS user guide, "Place distributed AI/ML workloads with network topology labels": the labels
+# topology.k8s.aws/network-node-layer-1 (top) to -3; EC2 User Guide, "Prerequisites for Amazon
+# EC2 topology": p4d.24xlarge and p5.48xlarge report 3 network nodes. Kueue requires
+# kubernetes.io/hostname, where used, at the lowest level.
+THREE_LAYERS = [
+    "topology.k8s.aws/network-node-layer-1",
+    "topology.k8s.aws/network-node-layer-2",
+    "topology.k8s.aws/network-node-layer-3",
+    "kubernetes.io/hostname",
+]
+
+
+@pytest.mark.parametrize(
+    ("stack", "pool", "levels"),
+    [
+        ("burst", "h100-spot", THREE_LAYERS),
+        ("staging", "a100-efa", THREE_LAYERS),
+        (
+            "onprem",
+            "a100",
+            # The shipped stack's scheduling.topology_levels, then the host.
+            [
+                "network.example.internal/spine",
+                "network.example.internal/rack",
+                "kubernetes.io/hostname",
+            ],
+        ),
+    ],
+)
+def test_multi_node_pools_name_a_topology_with_the_levels_their_nodes_carry(stack, pool, levels):
+    flavor = objects(stack, "ResourceFlavor")[pool]
+    topology = objects(stack, "Topology")[flavor["spec"]["topologyName"]]
+    assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == levels
+    assert not crds.errors(topology)
+    assert not crds.errors(flavor)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_multi_node_pool_whose_nodes_carry_topology_labels_has_a_topology(stack):
+    from components.topology import pool_topology
+
+    cfg = stack_config(stack)
+    flavors = objects(stack, "ResourceFlavor")
+    topologies = objects(stack, "Topology")
+    for pool in cfg.gpu_pools:
+        named = pool_topology(cfg, pool)
+        if pool.fabric == "tcp":
+            assert named is None
+            continue
+        if named is None:
+            continue
+        assert flavors[pool.name]["spec"]["topologyName"] in topologies, pool.name
+
+
+def test_a_pool_of_types_without_topology_labels_gets_no_topology():
+    # dev's spot group: g5 / g6e, no EFA: jobs there stay on one node.
+    assert not objects("dev", "Topology")
+    assert all("topologyName" not in f["spec"] for f in objects("dev", "ResourceFlavor").values())
+
+
+def test_a_multi_node_job_prefers_one_domain_of_the_closest_network_level():
+    # Kueue "Run Workloads with Topology-Aware Scheduling" (v0.19.2): the pod template's
+    # annotation kueue.x-k8s.io/podset-preferred-topology names the level.
+    cfg = stack_config("burst")
+    spec = spec_for_pool(
+        cfg, "h100-spot", name="llm", image="registry.example/llm:1", command=["t.py"], nodes=4
+    )
+    job = render(spec)[1]
+    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {
+        "kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"
+    }
+    validate_kubernetes(job, cfg.cluster.kubernetes_version)
+
+
+def test_a_job_may_require_its_domain_instead():
+    from components.topology import placement
+
+    cfg = stack_config("burst")
+    pool = next(p for p in cfg.gpu_pools if p.name == "h100-spot")
+    wanted = placement(cfg, pool, required=True, level="topology.k8s.aws/network-node-layer-2")
+    spec = spec_for_pool(
+        cfg, "h100-spot", name="llm", image="i:1", command=["t.py"], nodes=4, placement=wanted
+    )
+    annotations = render(spec)[1]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {
+        "kueue.x-k8s.io/podset-required-topology": "topology.k8s.aws/network-node-layer-2"
+    }
+    with pytest.raises(ValueError, match="not one of pool h100-spot's"):
+        placement(cfg, pool, level="rack")
+
+
+# ------------------------------------------------------------------------ managedBy
+
+
+def test_a_job_of_a_bursting_team_is_managed_by_multikueue_and_others_are_not():
+    # Kueue v0.19.2 job_multikueue_adapter.go: a batch Job dispatched by MultiKueue carries
+    # spec.managedBy "kueue.x-k8s.io/multikueue" on the manager.
+    cfg = stack_config("onprem")
+    research = render(
+        spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"], namespace="research")
+    )[1]
+    assert research["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    validate_kubernetes(research, cfg.cluster.kubernetes_version)
+    training = render(spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"]))[1]
+    assert "managedBy" not in training["spec"]
