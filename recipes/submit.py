@@ -3,7 +3,7 @@ distributed job on a GPU pool of the stack (components/jobs.py), written to
 `out/recipes/<recipe>/job.yaml` (Service, Job) and, with `--apply`, applied with kubectl.
 
 This is the infra side of the recipes: it reads the stack's config as the offline plan does
-(infra.plan_engine, then infra.config), so it needs the platform's dependencies, not the image's.
+(infra.plan.engine, then infra.config), so it needs the platform's dependencies, not the image's.
 The recipe in the pod gets its settings, `infra.config.recipes.recipe_settings(cfg.recipes,
 recipe)`, as JSON in the environment variable RECIPE_SETTINGS; its command stays
 `python -m recipes <recipe>`, and its pods get `recipes.grace_period_seconds` to checkpoint on
@@ -34,7 +34,7 @@ from components.jobs import TrainingJobSpec, render, spec_for_pool
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, GpuPool, PlatformConfig, config_from_pulumi, stack_file
 from infra.config.recipes import RECIPES, WEIGHTS_NEEDED, BatchSettings, recipe_settings
-from infra.plan_engine import ROOT, read_project, read_stack_config
+from infra.plan.engine import ROOT, read_project, read_stack_config
 from recipes.batch import BatchError, accumulation_steps
 
 SETTINGS_ENV = "RECIPE_SETTINGS"

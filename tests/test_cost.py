@@ -19,7 +19,8 @@ from infra.cost import (
     estimated_monthly_usd,
     format_cost,
 )
-from infra.plan import build_plan, format_plan, run_program
+from infra.plan.cli import build_plan, format_plan
+from infra.plan.engine import run_program
 from tests.bad_stacks import ADMIN
 from tests.conftest import make_project, planned, stack_config
 from tests.test_plan import walk

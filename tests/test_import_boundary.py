@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 
 # Top-level packages of each side. recipes.submit renders jobs through the job builder and is
 # the program's (README, "Training recipes": it runs in the plan's venv); recipes.batch is the

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from infra.config.loading import read_yaml
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from tests.conftest import check_golden
 
 

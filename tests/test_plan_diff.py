@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 import json
 
-from infra.plan import main
-from infra.plan_diff import ABSENT, Change, ResourceDiff, attribute_changes, diff_plans, format_diff
+from infra.plan.cli import main
+from infra.plan.diff import ABSENT, Change, ResourceDiff, attribute_changes, diff_plans, format_diff
 from tests.conftest import find, planned
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.plan_engine import SECRET
+from infra.plan.engine import SECRET
 
 # Keys whose values are credentials even where the program did not mark them secret.
 _SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)

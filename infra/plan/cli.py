@@ -9,10 +9,10 @@ every resource the program registers. It prints a plan, writes out/<stack>/resou
 the Kubernetes objects the program declares directly (not what Helm releases render) under
 out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
 exits 2 with one message naming the file and the key. Then the policy pack's rules run on every
-planned resource (infra/plan_policy.py): a mandatory violation makes the last line FAILED and
+planned resource (infra/plan/policy.py): a mandatory violation makes the last line FAILED and
 exits 3. Every plan shows an exposure summary; `--against` adds a diff with an earlier plan,
-`--detail` every input, `--graph` the resource graph (infra/plan_diff.py, infra/plan_review.py,
-infra/plan_graph.py); `--quiet` prints only the last line.
+`--detail` every input, `--graph` the resource graph (infra/plan/diff.py, infra/plan/review.py,
+infra/plan/graph.py); `--quiet` prints only the last line.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from typing import Any
 import yaml
 from pulumi.runtime import rpc
 
-from infra import plan_diff, plan_graph, plan_review
 from infra.config import ConfigError
 from infra.cost import format_cost
-from infra.plan_engine import (
+from infra.plan import diff as plan_diff
+from infra.plan import graph as plan_graph
+from infra.plan import review as plan_review
+from infra.plan.engine import (
     ROOT,
     SECRET,
     DuplicateResourceError,
@@ -41,7 +43,7 @@ from infra.plan_engine import (
     known_after_apply,
     run_program,
 )
-from infra.plan_warnings import capacity_block_rolls
+from infra.plan.warnings import capacity_block_rolls
 
 _SECRET_SIG = rpc._special_secret_sig
 _SIG_KEY = rpc._special_sig_key
@@ -333,8 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     written = write_outputs(plan, out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
-    # Imported here: infra.plan_policy imports this module for Plan.
-    from infra.plan_policy import check_plan
+    # Imported here: infra.plan.policy imports this module for Plan.
+    from infra.plan.policy import check_plan
 
     policies = check_plan(plan, ROOT)
     if not args.quiet:

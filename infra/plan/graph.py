@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # infra.plan imports this module for its --graph flag
-    from infra.plan import Plan, PlannedResource
+    from infra.plan.cli import Plan, PlannedResource
 
 
 @dataclass(frozen=True)
