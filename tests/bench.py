@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pulumi
 
-from infra.plan.cli import Plan, build_plan
 from infra.plan.engine import ROOT, run_program, sdk_class
+from infra.plan.model import Plan, build_plan
 from tests.conftest import make_project
 
 STACKS = ("dev", "staging", "prod", "onprem")

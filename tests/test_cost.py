@@ -19,8 +19,9 @@ from infra.cost import (
     estimated_monthly_usd,
     format_cost,
 )
-from infra.plan.cli import build_plan, format_plan
+from infra.plan.cli import format_plan
 from infra.plan.engine import run_program
+from infra.plan.model import build_plan
 from tests.bad_stacks import ADMIN
 from tests.conftest import make_project, planned, stack_config
 from tests.test_plan import walk

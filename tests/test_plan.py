@@ -64,7 +64,7 @@ def test_two_plans_write_byte_identical_files(tmp_path):
 
 
 def run_plan(stack):
-    from infra.plan.cli import build_plan
+    from infra.plan.model import build_plan
 
     return build_plan(run_program(stack))
 

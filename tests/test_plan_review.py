@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 
-from infra.plan.cli import Plan, PlannedResource, main
+from infra.plan.cli import main
+from infra.plan.model import Plan, PlannedResource
 from infra.plan.review import decode_user_data, format_detail, format_exposure
 from tests.conftest import find, planned
 
