@@ -31,10 +31,12 @@ from infra.config import ConfigError
 from infra.cost import format_cost
 from infra.plan import diff as plan_diff
 from infra.plan import graph as plan_graph
+from infra.plan import images as plan_images
 from infra.plan import review as plan_review
 from infra.plan.engine import ROOT, DuplicateResourceError, run_program
 from infra.plan.model import Plan, PlannedResource, build_plan
 from infra.plan.policy import check_plan
+from infra.plan.render import Rendering, format_rendered, render_plan, write_rendered
 from infra.plan.warnings import capacity_block_rolls
 
 
@@ -148,6 +150,13 @@ def format_warnings(warnings: list[str]) -> str:
     return "\n".join(["Warnings:", *(f"  - {w}" for w in warnings)])
 
 
+def image_sources(plan: Plan, rendering: Rendering) -> list[str]:
+    """images.txt's lines: what the program declares and what its releases render."""
+    sources = [("declared", obj) for obj in plan.kubernetes_objects()]
+    sources += [(release.release, obj) for release, obj in rendering.objects()]
+    return plan_images.image_lines(sources)
+
+
 def plan_stack(stack: str, root: Path = ROOT) -> Plan:
     return build_plan(run_program(stack, root))
 
@@ -189,14 +198,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     written = write_outputs(plan, out_dir)
+    rendering = render_plan(plan)
+    plan.warnings.extend(rendering.warnings)
+    rendered = write_rendered(rendering, out_dir)
+    images = plan_images.write_images(image_sources(plan, rendering), out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
     policies = check_plan(plan, ROOT)
     if not args.quiet:
         print(format_plan(plan))
+        print("\n".join(format_rendered(rendering)))
         if args.detail:
             print("\n" + plan_review.format_detail(plan))
-        print(f"\nWrote {out_dir / 'resources.json'} and {len(written)} manifests.")
+        print(
+            f"\nWrote {out_dir / 'resources.json'}, {len(written)} manifests, "
+            f"{len(rendered)} rendered releases and {images}."
+        )
         if graphs:
             print("Wrote " + ", ".join(str(g) for g in graphs))
         if note:
