@@ -126,9 +126,10 @@ def render_chart(
     namespace: str,
     minor: str,
     api_versions: list[str],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(objects, crds) of one release. The chart is loaded afresh: a render drops the subcharts
-    its values disable from the loaded chart (shared/helm/README.md, "Caution")."""
+) -> tuple[str, list[dict[str, str]]]:
+    """(rendered manifests as the SDK's JSON, crds/ files) of one release. The chart is loaded
+    afresh: a render drops the subcharts its values disable from the loaded chart
+    (shared/helm/README.md, "Caution")."""
     import helm_python  # imported here: only a plan that renders pays for the Go runtime
 
     options = {
@@ -138,12 +139,12 @@ def render_chart(
         "api_versions": api_versions,
     }
     with helm_python.Chart.load_archive(archive) as chart:
-        crds = [doc for c in chart.crds for doc in parse_manifests({c["filename"]: c["data"]})]
         # Chart.render exposes neither kube_version nor api_versions; the native call takes both.
         rendered = helm_python._native.call_string(
             "helm_render", chart._raw(), json.dumps(values), json.dumps(options)
         )
-    return parse_manifests(json.loads(rendered)), crds
+        # Read after the render, as Helm installs them: without disabled subcharts' CRDs.
+        return rendered, chart.crds
 
 
 def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Rendering:
@@ -160,13 +161,20 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
     declared = [o for o in plan.kubernetes_objects() if o["kind"] == CRD]
     apis = builtin_apis(minor) | served_apis(declared)
     renders: dict[str, tuple[list, list]] = {}
+    parsed: dict[str, list[dict[str, Any]]] = {}  # parsing, not rendering, is the cost
+
+    def parse(text: str) -> list[dict[str, Any]]:
+        if text not in parsed:
+            parsed[text] = parse_manifests(json.loads(text))
+        return parsed[text]
+
     # Twice at most: CRDs a chart renders from templates (not crds/) are only known after a
     # first render, and a template of another chart may gate on them.
     for _ in range(2):
         known = sorted(apis)
         for release in releases:
             if release.urn in archives:
-                renders[release.urn] = render_chart(
+                text, crd_files = render_chart(
                     archives[release.urn],
                     release.inputs.get("values", {}),
                     release.inputs["name"],
@@ -174,6 +182,8 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
                     minor,
                     known,
                 )
+                crd_text = json.dumps({f"{i:04d}": c["data"] for i, c in enumerate(crd_files)})
+                renders[release.urn] = (parse(text), parse(crd_text))
         for objects, crds in renders.values():
             apis |= served_apis(crds + [o for o in objects if o["kind"] == CRD])
         if sorted(apis) == known:
