@@ -36,7 +36,17 @@ define venv
 	$(if $(filter-out requirements.txt,$(2)),$(1)/bin/python -m pip install --quiet --no-deps \
 		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-torch.txt)
 	$(1)/bin/python -m pip install --quiet -r $(2)
+	$(call dedupe_helm_lib,$(1))
 	touch $(1)/.installed
+endef
+
+# helm-python-sdk's wheel holds libhelm_c.so three times (85 MB each: wheels cannot hold the
+# SONAME symlinks). It loads libhelm_c.so.<version> by absolute path; the other two names become
+# the symlinks they are in the library's own release.
+define dedupe_helm_lib
+	for lib in $(1)/lib/python3*/site-packages/helm_python/lib; do \
+		[ -d $$lib ] || continue; full=$$(cd $$lib && ls libhelm_c.so.*.*.* | head -1); \
+		ln -sf $$full $$lib/libhelm_c.so; ln -sf $$full $$lib/libhelm_c.so.0; done
 endef
 
 $(VENV)/.installed: requirements.txt

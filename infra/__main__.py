@@ -15,7 +15,7 @@ import pulumi
 from infra.composition import Platform
 from infra.config import load_config
 from infra.cost import budget_warnings, cost_report
-from infra.plan_warnings import config_warnings
+from infra.plan.warnings import config_warnings
 
 config = load_config()
 today = date.today()

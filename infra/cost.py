@@ -4,7 +4,7 @@ settings.
 
 Pure functions of the config. The program exports `cost_report` as the `cost` output, the
 offline plan prints it with `format_cost`, a diff against an earlier plan compares two plans'
-`cost` outputs (infra/cost_change.py), and `budget_warnings` goes through
+`cost` outputs (infra/plan/cost_change.py), and `budget_warnings` goes through
 `pulumi.warn`. `estimated_monthly_usd` is the one figure the policy pack's budget rule compares.
 
 Priced: GPU and system node groups (instances only), the FSx for Lustre file system, NAT

@@ -206,6 +206,14 @@ CHARTS: dict[str, Chart] = {
 # The Pushgateway chart 3.8.0's appVersion (its Chart.yaml; the chart's default `image.tag` is
 # empty and falls back to it), set explicitly so a chart bump cannot change the server unseen.
 PUSHGATEWAY_IMAGE_TAG = "v1.11.3"
+# Built-in APIs that the pinned charts' templates test with `.Capabilities.APIVersions.Has`
+# (shared/helm/README.md) and helm-python-sdk's default list lacks, with the minor that first
+# serves each by default. Kubernetes v1.34 release notes: Dynamic Resource Allocation graduates
+# to GA, `resource.k8s.io/v1` (gpu-operator templates/validations.yaml asks for DeviceClass).
+BUILTIN_APIS_SINCE: dict[str, str] = {
+    "resource.k8s.io/v1": "1.34",
+    "resource.k8s.io/v1/DeviceClass": "1.34",
+}
 
 # The EFA device plugin image chart v0.5.30 ships (its values.yaml `image.tag`), set explicitly
 # so a chart bump cannot change the plugin unseen.

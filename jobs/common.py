@@ -21,7 +21,7 @@ import yaml
 
 from components.jobs import TrainingJobSpec, render
 from infra.config import GpuPool, PlatformConfig, config_from_pulumi, stack_file
-from infra.plan_engine import read_project, read_stack_config
+from infra.plan.engine import read_project, read_stack_config
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # What --render-only puts where the image would go: a registry name that cannot resolve

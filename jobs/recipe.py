@@ -25,7 +25,7 @@ from components.jobs import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_poo
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, PlatformConfig
 from infra.config.recipes import RECIPES, WEIGHTS_NEEDED, BatchSettings, recipe_settings
-from infra.plan_engine import ROOT
+from infra.plan.engine import ROOT
 from jobs.common import (
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,

@@ -25,7 +25,7 @@ from infra.config import ConfigError, PlatformConfig
 from infra.config.recipes import SharedPath
 from infra.config.scheduling import LOCAL_QUEUE, PRIORITIES
 from infra.config.selftest import PinnedImage
-from infra.plan_engine import ROOT
+from infra.plan.engine import ROOT
 from jobs.common import (
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,

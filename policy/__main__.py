@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from infra.cost import estimated_monthly_usd  # noqa: E402
-from infra.plan_policy import stack_config  # noqa: E402
+from infra.plan.policy import stack_config  # noqa: E402
 from policy.rules import RULES, Context, Subject, violations  # noqa: E402
 
 STACK = os.environ.get("GPU_PLATFORM_STACK")

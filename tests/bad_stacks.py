@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from infra.config import PlatformConfig
 from infra.config.loading import unwrap
-from infra.plan import main
+from infra.plan.cli import main
 from tests.conftest import make_project
 
 SOURCE = "stacks/Pulumi.bad.yaml"
@@ -57,7 +57,7 @@ def plan_bad(tmp_path, monkeypatch, capsys, stack) -> tuple[int, str]:
     if raw:
         data = stack.encode() if isinstance(stack, str) else stack
         (root / SOURCE).write_bytes(data)
-    monkeypatch.setattr("infra.plan.ROOT", root)
+    monkeypatch.setattr("infra.plan.cli.ROOT", root)
     code = main(["bad", "--quiet", "--out", str(tmp_path / "out")])
     captured = capsys.readouterr()
     assert not (tmp_path / "out").exists(), "a refused stack wrote a plan"

@@ -15,8 +15,9 @@ import yaml
 
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.config.loading import read_yaml
-from infra.plan import ROOT, Plan, plan_stack
-from infra.plan_engine import read_project, read_stack_config
+from infra.plan.cli import plan_stack
+from infra.plan.engine import ROOT, read_project, read_stack_config
+from infra.plan.model import Plan
 
 # Every stack file found, shipped or the user's own; tests that hold for every stack take their
 # expectations from the stack's config, and those about the shipped examples say so in their name.

@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 from jsonschema import validators
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 
 CRDS = ROOT.parent / "shared" / "crds"
 _CASE_INSENSITIVE = re.compile(r"^\^\(\?i\)")

@@ -26,7 +26,7 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 
 CHARTS = ROOT.parent / "shared" / "charts"
 

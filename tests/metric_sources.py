@@ -50,7 +50,7 @@ from typing import Any
 
 import yaml
 
-from infra.plan import Plan
+from infra.plan.model import Plan
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"

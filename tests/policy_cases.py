@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from infra.plan_policy import subjects
+from infra.plan.policy import subjects
 from policy.rules import Context, Subject
 from tests.conftest import planned, stack_config
 

@@ -19,7 +19,7 @@ from infra.config import PlatformConfig
 from infra.config.alerts import AlertSettings, check_retention
 from infra.config.base import FieldProblem
 from infra.config.observability import ObservabilitySettings
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from tests.bad_stacks import ADMIN, GROUP, assert_refused, aws, case, existing
 from tests.conftest import STACKS, check_golden, planned, stack_config
 from tests.tools import promtool

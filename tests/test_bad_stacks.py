@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from tests.bad_stacks import AWS, EXISTING, GROUP, NS, assert_refused, aws, case, existing, plan_bad
 from tests.conftest import STACKS
 from tests.test_bad_aws_stacks import AWS_LIMITS

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from tests.conftest import STACKS
 
 PATH = ROOT / ".github" / "workflows" / "ci.yml"

@@ -9,7 +9,8 @@ import pytest
 
 from components.control_plane import api_ingress_rules, support_type
 from infra.config import ClusterSettings, ConfigError, parse_config
-from infra.plan import build_plan, run_program
+from infra.plan.engine import run_program
+from infra.plan.model import build_plan
 from infra.versions import END_OF_STANDARD_SUPPORT, in_extended_support
 from tests.conftest import AWS_STACKS, find, make_project, planned
 

@@ -7,8 +7,8 @@ from pydantic import BaseModel
 
 from infra.config import ConfigError, GpuNodeGroupSettings, PlatformConfig, parse_config
 from infra.config.loading import unwrap
-from infra.plan import main
-from infra.plan_engine import Recording, read_project, record, run_program
+from infra.plan.cli import main
+from infra.plan.engine import Recording, read_project, record, run_program
 from infra.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.conftest import make_project
 
@@ -206,7 +206,7 @@ def test_bad_stack_declares_nothing_and_exits_2(tmp_path, capsys, monkeypatch):
         run_program("bad", root)
     assert "stacks/Pulumi.bad.yaml" in str(caught.value)
 
-    monkeypatch.setattr("infra.plan.ROOT", root)
+    monkeypatch.setattr("infra.plan.cli.ROOT", root)
     assert main(["bad", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "gpu-platform:network.nat_gateway: unknown key; did you mean 'nat_gateways'" in err

@@ -10,7 +10,7 @@ import pytest
 
 from infra.config.loading import read_yaml
 from infra.config_docs import SCHEMA, generated, main, reference, stack_schema
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from tests.conftest import STACKS
 
 VALIDATOR = jsonschema.Draft202012Validator(stack_schema())

@@ -15,7 +15,8 @@ from pydantic import BaseModel
 from infra.config import PlatformConfig, config_from_pulumi
 from infra.config.base import _not_a_boolean
 from infra.config.loading import unwrap
-from infra.plan import build_plan, run_program
+from infra.plan.engine import run_program
+from infra.plan.model import build_plan
 from tests.conftest import make_project
 
 AWS = {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]}

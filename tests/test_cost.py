@@ -19,8 +19,10 @@ from infra.cost import (
     estimated_monthly_usd,
     format_cost,
 )
-from infra.cost_change import format_cost_change
-from infra.plan import build_plan, format_plan, run_program
+from infra.plan.cli import format_plan
+from infra.plan.cost_change import format_cost_change
+from infra.plan.engine import run_program
+from infra.plan.model import build_plan
 from tests.bad_stacks import ADMIN
 from tests.conftest import make_project, planned, stack_config
 from tests.test_plan import walk

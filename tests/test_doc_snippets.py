@@ -29,8 +29,7 @@ import yaml
 
 from infra.config import ConfigError, config_from_pulumi
 from infra.config.loading import read_stack_file
-from infra.plan import ROOT
-from infra.plan_engine import read_project, read_stack_config
+from infra.plan.engine import ROOT, read_project, read_stack_config
 from tests.bad_stacks import AWS, EXISTING, NS
 from tests.conftest import make_project
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 
 README_LIMIT_LINES = 400  # the issue: what the project is, two commands, the flow, the layout
 

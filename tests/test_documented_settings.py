@@ -14,7 +14,8 @@ import yaml
 
 from components.gpu_node_group import autoscaler_tags
 from infra.config import GpuNodeGroupSettings
-from infra.plan import ROOT, Plan, build_plan, run_program
+from infra.plan.engine import ROOT, run_program
+from infra.plan.model import Plan, build_plan
 from tests.conftest import (
     AWS_STACKS,
     CEPH_STACKS,

@@ -12,8 +12,8 @@ import pytest
 from components.gpu_operator import pool_report
 from infra.config import GpuOperatorSettings, OnPremGpuPoolSettings
 from infra.config.pools import pool_of_onprem
-from infra.plan import ROOT
-from infra.plan_warnings import host_driver_rdma
+from infra.plan.engine import ROOT
+from infra.plan.warnings import host_driver_rdma
 from tests.bad_stacks import assert_refused, aws, case, existing
 from tests.conftest import AWS_STACKS, planned, stack_config
 

@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 
 # Top-level packages of each side. Submitting a recipe's job is the program's (jobs/recipe.py);
 # recipes.batch is the torch-free batch rule both sides share: the submit refuses a global batch

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components.jobs import Schedule, cron_job, render, spec_for_pool
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from tests.conftest import STACKS, stack_config, validate_kubernetes
 
 IMAGE = "registry.example.com/team/train@sha256:" + "a" * 64

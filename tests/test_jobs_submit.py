@@ -15,7 +15,7 @@ import yaml
 
 from components.jobs import RESERVED_ENV, render, spec_for_pool
 from infra.config.loading import read_yaml
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from jobs.common import SubmitError
 from jobs.team import TeamJob, main, plan_job
 from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes

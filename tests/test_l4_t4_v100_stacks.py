@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from infra.config import ConfigError, parse_config
-from infra.plan import Plan, plan_stack
+from infra.plan.cli import plan_stack
+from infra.plan.model import Plan
 from tests.bad_stacks import ADMIN, NS
 from tests.conftest import find, make_project
 from tests.test_jobs_recipe import refused, stack_with

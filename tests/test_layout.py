@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 
 from infra.config.loading import read_yaml
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from tests.conftest import check_golden
 
 
@@ -27,8 +28,55 @@ def test_infra_modules_shadow_no_importable_module():
     """The language host puts infra/ itself on sys.path: `infra/platform.py` would replace the
     standard library's `platform` for every library the program imports."""
     taken = set(sys.stdlib_module_names) | set(importlib.metadata.packages_distributions())
-    ours = {p.stem for p in (ROOT / "infra").glob("*.py")} - {"__init__", "__main__"}
+    infra = ROOT / "infra"
+    ours = {p.stem for p in infra.glob("*.py")} - {"__init__", "__main__"}
+    ours |= {p.parent.name for p in infra.glob("*/__init__.py")}  # infra/plan/ is `plan` there
+    assert {"catalog", "config", "plan"} <= ours
     assert ours and not ours & taken, ours & taken
+
+
+def plan_imports() -> dict[str, set[str]]:
+    """Each module of infra/plan/ and the modules of the package it imports, lazy and
+    TYPE_CHECKING imports included: either would close a circle."""
+    package = ROOT / "infra" / "plan"
+    modules = {p.stem for p in package.glob("*.py")} - {"__init__", "__main__"}
+    graph = {}
+    for name in modules:
+        found = set()
+        for node in ast.walk(ast.parse((package / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "infra.plan":
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("infra.plan."):
+                found.add(node.module.removeprefix("infra.plan."))
+            elif isinstance(node, ast.Import):
+                found |= {
+                    a.name.removeprefix("infra.plan.")
+                    for a in node.names
+                    if a.name.startswith("infra.plan.")
+                }
+        unknown = found - modules
+        assert not unknown, f"infra/plan/{name}.py imports {unknown}: not modules of the package"
+        graph[name] = found
+    return graph
+
+
+def test_the_plan_package_has_no_import_circle():
+    """Issue 18: the plan's modules import one model module and no module imports back into
+    one that imports it."""
+    graph = plan_imports()
+    assert {"cli", "engine", "model", "diff", "graph", "review", "policy", "warnings"} <= set(graph)
+    assert graph["model"] == {"engine"}, graph["model"]
+    assert {"graph", "review", "policy", "cli"} <= {
+        m for m, deps in graph.items() if "model" in deps
+    }
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        for dep in sorted(graph[module]):
+            assert dep not in path, "import circle: " + " -> ".join((*path, dep))
+            visit(dep, (*path, dep))
+
+    for module in sorted(graph):
+        visit(module, (module,))
 
 
 def test_program_runs_the_way_the_language_host_runs_it(tmp_path):

@@ -11,7 +11,7 @@ from components.autoscaler import iam_policy
 from components.fsx_csi import dynamic_provisioning_policy, fsx_csi_values
 from components.shared import eks_secrets_key_policy, fsx_key_policy, log_group_key_policy
 from infra.config import ConfigError, parse_config
-from infra.plan import run_program
+from infra.plan.engine import run_program
 from tests.conftest import AWS_STACKS, find, make_project, planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

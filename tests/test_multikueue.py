@@ -8,7 +8,8 @@ import pytest
 from components.jobs import render, spec_for_pool
 from infra.config import ConfigError, parse_config
 from infra.config.loading import read_yaml
-from infra.plan import ROOT, plan_stack
+from infra.plan.cli import plan_stack
+from infra.plan.engine import ROOT
 from tests import crds
 from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes
 

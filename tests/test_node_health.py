@@ -12,7 +12,7 @@ import pytest
 
 from components.nodes import node_repair_config
 from infra.config import ConfigError, parse_config
-from infra.plan import format_plan
+from infra.plan.cli import format_plan
 from infra.versions import MANAGED_ADDONS, SUPPORTED_KUBERNETES_VERSIONS
 from tests.bad_stacks import NS, assert_refused, aws, case, existing, group
 from tests.conftest import find, planned, stack_config

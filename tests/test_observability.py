@@ -9,7 +9,7 @@ import json
 import pytest
 
 from components.observability import prometheus_url
-from infra.plan import SECRET
+from infra.plan.engine import SECRET
 from tests.bad_stacks import assert_refused, aws, case, existing
 from tests.conftest import STACKS, planned
 

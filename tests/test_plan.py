@@ -7,8 +7,14 @@ import json
 
 import pytest
 
-from infra.plan import SECRET, DuplicateResourceError, format_plan, main, run_program, write_outputs
-from infra.plan_engine import read_project, read_stack_config
+from infra.plan.cli import format_plan, main, write_outputs
+from infra.plan.engine import (
+    SECRET,
+    DuplicateResourceError,
+    read_project,
+    read_stack_config,
+    run_program,
+)
 from tests.conftest import STACKS, copy_program, find, make_project, planned
 
 
@@ -58,7 +64,7 @@ def test_two_plans_write_byte_identical_files(tmp_path):
 
 
 def run_plan(stack):
-    from infra.plan import build_plan
+    from infra.plan.model import build_plan
 
     return build_plan(run_program(stack))
 

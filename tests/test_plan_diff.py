@@ -11,9 +11,8 @@ import re
 import pytest
 
 from infra.config.loading import read_yaml
-from infra.diff_report import changes_block, format_diff
-from infra.plan import ROOT, build_plan, main, run_program
-from infra.plan_diff import (
+from infra.plan.cli import main
+from infra.plan.diff import (
     ABSENT,
     Change,
     Items,
@@ -22,8 +21,11 @@ from infra.plan_diff import (
     attribute_changes,
     diff_plans,
 )
-from infra.replacements import verdict
-from infra.userdata_diff import userdata_lines
+from infra.plan.diff_report import changes_block, format_diff
+from infra.plan.engine import ROOT, run_program
+from infra.plan.model import build_plan
+from infra.plan.replacements import verdict
+from infra.plan.userdata_diff import userdata_lines
 from tests.conftest import find, make_project, planned
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

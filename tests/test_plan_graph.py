@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 
-from infra.plan import ROOT, Plan, PlannedResource, main
-from infra.plan_graph import component_graph, resource_graph, to_dot, to_mermaid
+from infra.plan.cli import main
+from infra.plan.engine import ROOT
+from infra.plan.graph import component_graph, resource_graph, to_dot, to_mermaid
+from infra.plan.model import Plan, PlannedResource
 from tests.conftest import planned
 
 STACK = "urn:pulumi:s::p::pulumi:pulumi:Stack::p-s"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 
-from infra.plan import Plan, PlannedResource, main
-from infra.plan_review import decode_user_data, format_detail, format_exposure
+from infra.plan.cli import main
+from infra.plan.model import Plan, PlannedResource
+from infra.plan.review import decode_user_data, format_detail, format_exposure
 from tests.conftest import find, planned
 
 RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

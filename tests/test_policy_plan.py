@@ -10,8 +10,8 @@ import re
 import pytest
 
 from infra.config.policy import PolicyExemption, PolicySettings
-from infra.plan import main
-from infra.plan_policy import format_violations
+from infra.plan.cli import main
+from infra.plan.policy import format_violations
 from policy.rules import BY_NAME, evaluate, review, violations
 from tests.bad_stacks import aws, group
 from tests.conftest import STACKS, make_project
@@ -54,7 +54,7 @@ def test_the_default_world_open_api_endpoint_is_reported_outside_production(
     tmp_path, monkeypatch, capsys
 ):
     # The stack sets no cluster.public_access_cidrs: the user gets the default, 0.0.0.0/0.
-    monkeypatch.setattr("infra.plan.ROOT", make_project(tmp_path, {"open": aws()}))
+    monkeypatch.setattr("infra.plan.cli.ROOT", make_project(tmp_path, {"open": aws()}))
     code = main(["open", "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -88,7 +88,7 @@ def allow_imdsv1(monkeypatch):
 
 
 def plan_out(tmp_path, monkeypatch, capsys, stack: dict, *flags: str) -> tuple[int, str]:
-    monkeypatch.setattr("infra.plan.ROOT", make_project(tmp_path, {"bad": stack}))
+    monkeypatch.setattr("infra.plan.cli.ROOT", make_project(tmp_path, {"bad": stack}))
     return rerun(tmp_path, capsys, *flags)
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 from policy.rules import BY_NAME, RULES, violations
 from tests.bad_stacks import assert_is_a_key
 from tests.policy_cases import DELETE, Case, context, edit, find, policy_json, set_path

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from infra.plan import ROOT
-from infra.replacements import KUBERNETES_ANY_KIND, TABLE, rule_for, verdict
+from infra.plan.engine import ROOT
+from infra.plan.replacements import KUBERNETES_ANY_KIND, TABLE, rule_for, verdict
 from tests.conftest import STACKS, planned
 from tests.crds import is_custom_resource
 
@@ -18,7 +18,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def test_the_table_is_the_shared_provider_facts_table_unchanged():
-    """infra/replacements.json is ../shared/provider-facts/replacements.json, derived from the
+    """infra/plan/replacements.json is ../shared/provider-facts/replacements.json, derived from the
     provider sources at the pinned versions: an edit to the copy, or a newer shared table, fails
     here (copy the shared file over to take it)."""
     assert TABLE.read_bytes() == SHARED_TABLE.read_bytes()

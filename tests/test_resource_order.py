@@ -17,7 +17,8 @@ import tarfile
 
 import pytest
 
-from infra.plan import ROOT, Plan, PlannedResource
+from infra.plan.engine import ROOT
+from infra.plan.model import Plan, PlannedResource
 from tests import crds
 from tests.conftest import STACKS, planned, stack_config
 

@@ -20,7 +20,8 @@ import pytest
 
 from components.scheduling import type_token
 from infra.config.loading import read_yaml
-from infra.plan import ROOT, Plan, PlannedResource, build_plan, run_program
+from infra.plan.engine import ROOT, run_program
+from infra.plan.model import Plan, PlannedResource, build_plan
 from tests import crds
 from tests.conftest import AWS_STACKS, STACKS, make_project, planned, stack_config
 

@@ -12,7 +12,8 @@ from components.kueue import uncounted_resources
 from components.scheduling import kueue_objects
 from components.selftest import run_id, selftest_env, selftest_report, selftest_spec
 from infra.config import ConfigError, parse_config
-from infra.plan import build_plan, run_program
+from infra.plan.engine import run_program
+from infra.plan.model import build_plan
 from tests.bad_stacks import NS, assert_refused, aws, existing
 from tests.conftest import (
     STACKS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from components.jobs import RUN_AS
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 
 DOCKERFILE = (ROOT / "bootstrap" / "Dockerfile").read_text()
 

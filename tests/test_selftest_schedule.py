@@ -17,7 +17,8 @@ from components.selftest_schedule import cron_jobs, pushgateway_values
 from infra.config import parse_config
 from infra.config.selftest import SelfTestSettings
 from infra.config.selftest_schedule import cron_problem, scheduled, scheduled_pools
-from infra.plan import build_plan, run_program
+from infra.plan.engine import run_program
+from infra.plan.model import build_plan
 from tests import helm_values
 from tests.bad_stacks import NS, assert_refused, aws, existing
 from tests.conftest import STACKS, find, make_project, planned, stack_config, validate_kubernetes

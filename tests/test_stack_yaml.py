@@ -13,8 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from infra.config import PlatformConfig, config_from_pulumi
 from infra.config.loading import read_yaml, unwrap
-from infra.plan import ROOT
-from infra.plan_engine import read_project, read_stack_config
+from infra.plan.engine import ROOT, read_project, read_stack_config
 from tests.conftest import make_project
 
 # go-yaml v3 resolve.go, resolveMapList: {true, boolTag, "true", "True", "TRUE"} and

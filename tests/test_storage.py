@@ -24,7 +24,7 @@ from components.storage import (
 from infra.catalog import CATALOG
 from infra.config import CephSettings, NvmeCacheSettings, parse_config
 from infra.config.loading import read_yaml
-from infra.plan import ROOT, run_program
+from infra.plan.engine import ROOT, run_program
 from infra.versions import CHARTS
 from tests.conftest import (
     AWS_STACKS,

@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from infra.plan import ROOT
+from infra.plan.engine import ROOT
 
 RESEARCH = {
     "config": {

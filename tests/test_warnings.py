@@ -7,8 +7,8 @@ import json
 from datetime import date
 
 from infra.config import parse_config
-from infra.plan import compare_with_previous, main
-from infra.plan_warnings import capacity_block_rolls, documentation_accounts, kubernetes_support
+from infra.plan.cli import compare_with_previous, main
+from infra.plan.warnings import capacity_block_rolls, documentation_accounts, kubernetes_support
 from tests.conftest import planned, stack_config
 
 TODAY = date(2026, 11, 30)

@@ -1,5 +1,5 @@
 """Which input changes make Pulumi replace a resource (delete and create) instead of updating it,
-read from the provider-facts table (infra/replacements.json).
+read from the provider-facts table (infra/plan/replacements.json).
 
 The table is ../shared/provider-facts/replacements.json, derived from the provider sources at the
 pinned versions (ForceNew and RequiresReplace in terraform-provider-aws and -random, the

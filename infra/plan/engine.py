@@ -1,7 +1,7 @@
 """The offline engine behind `python -m infra.plan`: reads a stack's config as the Pulumi CLI
 does, runs the program under Pulumi's mock engine as the Python language host would, and records
 every registration (parents, dependencies, protection, inputs) and every warning the program
-emits. Rendering and the command line live in infra/plan.py.
+emits. Rendering and the command line live in infra/plan/cli.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pulumi.runtime.stack import run_in_stack
 from infra.config import ConfigError
 from infra.config.loading import read_stack_file, read_yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STACK_TYPE = "pulumi:pulumi:Stack"
 SECRET = "(secret)"
 # The keys of a project-level config entry that declares a key rather than setting it.

@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # infra.plan imports this module for its --graph flag
-    from infra.plan import Plan, PlannedResource
+from infra.plan.model import Plan, PlannedResource
 
 
 @dataclass(frozen=True)

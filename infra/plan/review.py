@@ -12,13 +12,11 @@ import binascii
 import email
 import ipaddress
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infra.plan_diff import flatten, masked
-from infra.plan_engine import known_after_apply
-
-if TYPE_CHECKING:  # infra.plan imports this module to print its sections
-    from infra.plan import Plan, PlannedResource
+from infra.plan.diff import flatten, masked
+from infra.plan.engine import known_after_apply
+from infra.plan.model import Plan, PlannedResource
 
 CLUSTER = "aws:eks/cluster:Cluster"
 VPC = "aws:ec2/vpc:Vpc"

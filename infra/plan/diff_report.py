@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from infra.cost_change import format_cost_change
-from infra.plan_diff import ABSENT, Change, Items, PreviousPlan, ResourceDiff, diff_plans
-from infra.replacements import forces
-from infra.userdata_diff import userdata_lines
+from infra.plan.cost_change import format_cost_change
+from infra.plan.diff import ABSENT, Change, Items, PreviousPlan, ResourceDiff, diff_plans
+from infra.plan.replacements import forces
+from infra.plan.userdata_diff import userdata_lines
 
 if TYPE_CHECKING:  # infra.plan imports this module to print the block
-    from infra.plan import Plan
+    from infra.plan.model import Plan
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
 # A launch template's user data: base64 of a MIME document, diffed as decoded text.

@@ -1,10 +1,10 @@
 """A plan diff without a cloud: this plan against an earlier plan's resources.json, resource by
 resource and attribute by attribute, with the replacements `pulumi up` would make marked the way
-`terraform plan` marks them. infra/diff_report.py prints it.
+`terraform plan` marks them. infra/plan/diff_report.py prints it.
 
 Both sides are offline plans, so the diff says what the program would declare differently, not
 what the cloud holds: drift made outside Pulumi is `pulumi preview`'s job. Whether a change
-replaces a resource comes from the provider-facts table (infra/replacements.py): a change to a
+replaces a resource comes from the provider-facts table (infra/plan/replacements.py): a change to a
 field the provider marks ForceNew or RequiresReplace makes the update a replacement.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.plan_engine import SECRET
-from infra.replacements import Verdict, verdict
+from infra.plan.engine import SECRET
+from infra.plan.replacements import Verdict, verdict
 
 # Keys whose values are credentials even where the program did not mark them secret.
 SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)

@@ -10,178 +10,43 @@ every resource the program registers. It prints a plan, writes out/<stack>/resou
 the Kubernetes objects the program declares directly (not what Helm releases render) under
 out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
 exits 2 with one message naming the file and the key. Then the policy pack's rules run on every
-planned resource (infra/plan_policy.py): a mandatory violation makes the last line FAILED and
+planned resource (infra/plan/policy.py): a mandatory violation makes the last line FAILED and
 exits 3. Every plan shows an exposure summary; `--against` adds a diff with an earlier plan,
-`--detail` every input, `--graph` the resource graph (infra/plan_diff.py, infra/plan_review.py,
-infra/plan_graph.py); `--quiet` prints only the last line.
+`--detail` every input, `--graph` the resource graph (infra/plan/diff.py, infra/plan/review.py,
+infra/plan/graph.py); `--quiet` prints only the last line.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pulumi.runtime import rpc
 
-from infra import diff_report, plan_diff, plan_graph, plan_review
 from infra.config import ConfigError, config_from_pulumi, stack_file
 from infra.cost import format_cost
-from infra.plan_engine import (
+from infra.plan import diff as plan_diff
+from infra.plan import diff_report
+from infra.plan import graph as plan_graph
+from infra.plan import images as plan_images
+from infra.plan import review as plan_review
+from infra.plan.engine import (
     ROOT,
-    SECRET,
     DuplicateResourceError,
-    Recording,
     StackOutputs,
-    known_after_apply,
     read_project,
     read_stack_config,
     run_program,
 )
-from infra.plan_warnings import capacity_block_rolls
-
-_SECRET_SIG = rpc._special_secret_sig
-_SIG_KEY = rpc._special_sig_key
-_RESOURCE_SIG = rpc._special_resource_sig
-
-# ------------------------------------------------------------------------- rendering
-
-
-def _name_of(urn: str) -> str:
-    return urn.rsplit("::", 1)[-1]
-
-
-def render(value: Any, sources: list[str] = ()) -> Any:
-    """Plain, deterministic JSON: integral floats back to ints (the wire has only doubles),
-    secrets and unknowns as readable markers naming where an unknown comes from."""
-    if isinstance(value, dict):
-        sig = value.get(_SIG_KEY)
-        if sig == _SECRET_SIG:
-            return _masked(value.get("value"))
-        if sig == _RESOURCE_SIG:
-            return _name_of(value.get("urn", ""))
-        return {k: render(v, sources) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [render(v, sources) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if value == rpc.UNKNOWN:
-        return known_after_apply(", ".join(sorted({_name_of(s) for s in sources})))
-    return value
-
-
-def _masked(value: Any) -> Any:
-    """A secret keeps its shape (a Secret's `stringData` stays an object that the schema check
-    can read), every value in it shown as (secret)."""
-    if isinstance(value, dict) and _SIG_KEY not in value:
-        return {k: _masked(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_masked(v) for v in value]
-    return SECRET
-
-
-@dataclass(frozen=True)
-class PlannedResource:
-    urn: str
-    type: str
-    name: str
-    parent: str
-    inputs: dict[str, Any]
-    dependencies: list[str]
-    protect: bool
-    custom: bool
-    # Input paths `pulumi up` leaves alone, so a diff against an earlier plan skips them.
-    ignore_changes: tuple[str, ...] = ()
-    # How long `pulumi up` waits for it, per operation (`create`: `30m`), where the program says.
-    custom_timeouts: dict[str, str] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "urn": self.urn,
-            "type": self.type,
-            "name": self.name,
-            "parent": self.parent,
-            "inputs": self.inputs,
-            "dependencies": self.dependencies,
-            "protect": self.protect,
-        }
-
-
-@dataclass
-class Plan:
-    stack: str
-    project: str
-    resources: list[PlannedResource]
-    outputs: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
-
-    @functools.cached_property
-    def by_urn(self) -> dict[str, PlannedResource]:
-        return {r.urn: r for r in self.resources}
-
-    def of_type(self, token: str) -> list[PlannedResource]:
-        return [r for r in self.resources if r.type == token]
-
-    def plane_of(self, resource: PlannedResource) -> str:
-        """The plane named by the nearest enclosing `gpu-platform:<plane>:*` component."""
-        index, node = self.by_urn, resource
-        while node is not None:
-            if node.type.startswith("gpu-platform:") and node is not resource:
-                return node.type.split(":")[1]
-            node = index.get(node.parent)
-        return "platform"
-
-    def kubernetes_objects(self) -> list[dict[str, Any]]:
-        return [
-            r.inputs
-            for r in self.resources
-            if r.type.startswith("kubernetes:") and "apiVersion" in r.inputs
-        ]
-
-    def to_json(self) -> str:
-        doc = {
-            "stack": self.stack,
-            "resources": [r.as_json() for r in self.resources],
-            "outputs": self.outputs,
-        }
-        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
-
-
-def build_plan(recording: Recording) -> Plan:
-    resources = []
-    for reg in sorted(recording.resources.values(), key=lambda r: r.urn):
-        inputs = {
-            key: render(value, reg.property_dependencies.get(key, []))
-            for key, value in reg.raw_inputs.items()
-        }
-        resources.append(
-            PlannedResource(
-                urn=reg.urn,
-                type=reg.type,
-                name=reg.name,
-                parent=reg.parent,
-                inputs=dict(sorted(inputs.items())),
-                dependencies=reg.dependencies,
-                protect=reg.protect,
-                custom=reg.custom,
-                ignore_changes=tuple(reg.ignore_changes),
-                custom_timeouts=reg.custom_timeouts,
-            )
-        )
-    return Plan(
-        recording.stack,
-        recording.project,
-        resources,
-        render(recording.outputs),
-        list(recording.warnings),
-    )
+from infra.plan.model import Plan, PlannedResource, build_plan, is_secret, render
+from infra.plan.policy import check_plan
+from infra.plan.render import Rendering, format_rendered, render_plan, write_rendered
+from infra.plan.warnings import capacity_block_rolls
 
 
 def manifest_filename(obj: dict[str, Any]) -> str:
@@ -294,6 +159,13 @@ def format_warnings(warnings: list[str]) -> str:
     return "\n".join(["Warnings:", *(f"  - {w}" for w in warnings)])
 
 
+def image_sources(plan: Plan, rendering: Rendering) -> list[str]:
+    """images.txt's lines: what the program declares and what its releases render."""
+    sources = [("declared", obj) for obj in plan.kubernetes_objects()]
+    sources += [(release.release, obj) for release, obj in rendering.objects()]
+    return plan_images.image_lines(sources)
+
+
 def plan_stack(stack: str, root: Path = ROOT, _referrers: tuple[str, ...] = ()) -> Plan:
     """Plan `stack`; the worker stacks it references as a MultiKueue manager are planned
     first, from this project's stack files, and their outputs stand in for the references."""
@@ -323,13 +195,7 @@ def _references(stack: str, root: Path, referrers: tuple[str, ...]) -> dict[str,
             )
         upstream = _references(local, root, (*referrers, stack))
         recording = run_program(local, root, references=upstream)
-        secrets = tuple(
-            sorted(
-                k
-                for k, v in recording.outputs.items()
-                if isinstance(v, dict) and v.get(_SIG_KEY) == _SECRET_SIG
-            )
-        )
+        secrets = tuple(sorted(k for k, v in recording.outputs.items() if is_secret(v)))
         found[worker.stack] = StackOutputs(render(recording.outputs), secrets)
     return found
 
@@ -378,20 +244,25 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     written = write_outputs(plan, out_dir)
+    rendering = render_plan(plan)
+    plan.warnings.extend(rendering.warnings)
+    rendered = write_rendered(rendering, out_dir)
+    images = plan_images.write_images(image_sources(plan, rendering), out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
-    # Imported here: infra.plan_policy imports this module for Plan.
-    from infra.plan_policy import check_plan
-
     policies = check_plan(plan, ROOT)
     if previous is not None and not args.quiet:  # first: what this change does
         changes = diff_report.changes_block(plan, previous, str(args.against))
         print(changes + ("" if args.changes_only else "\n"))
     if not (args.quiet or args.changes_only):
         print(format_plan(plan))
+        print("\n".join(format_rendered(rendering)))
         if args.detail:
             print("\n" + plan_review.format_detail(plan))
-        print(f"\nWrote {out_dir / 'resources.json'} and {len(written)} manifests.")
+        print(
+            f"\nWrote {out_dir / 'resources.json'}, {len(written)} manifests, "
+            f"{len(rendered)} rendered releases and {images}."
+        )
         if graphs:
             print("Wrote " + ", ".join(str(g) for g in graphs))
         if note:

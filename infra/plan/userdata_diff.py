@@ -1,7 +1,7 @@
 """Launch-template user data in a diff: decoded, MIME part by MIME part, as lines a reviewer can
 read (`maxPods: 110` -> `maxPods: 64`), instead of two base64 blobs.
 
-The decoding is the one `--detail` shows (infra/plan_review.decode_user_data). Decoded text may
+The decoding is the one `--detail` shows (infra/plan/review.decode_user_data). Decoded text may
 carry what base64 used to hide from a casual reader, so a line that sets a key named like a
 password, secret or token shows that value as (secret), as every other value in the diff does.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import difflib
 import re
 
-from infra.plan_diff import SECRET_KEY
-from infra.plan_engine import SECRET
-from infra.plan_review import decode_user_data
+from infra.plan.diff import SECRET_KEY
+from infra.plan.engine import SECRET
+from infra.plan.review import decode_user_data
 
 # The header decode_user_data writes before each MIME part.
 _PART = "--- part: "

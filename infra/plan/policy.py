@@ -14,8 +14,8 @@ from pathlib import Path
 
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.cost import estimated_monthly_usd
-from infra.plan import Plan
-from infra.plan_engine import read_project, read_stack_config
+from infra.plan.engine import read_project, read_stack_config
+from infra.plan.model import Plan
 from policy.rules import BY_NAME, Context, Subject, Violation, review
 
 EXIT_MANDATORY = 3

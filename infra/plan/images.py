@@ -1,0 +1,106 @@
+"""Every image a stack will pull, each with the object that pulls it: the containers of every
+pod template (rendered by the Helm releases or declared by the program) and the component images
+the operators' custom resources decide (ClusterPolicy, NicClusterPolicy, CephCluster, ...),
+which no pod template names until the operator runs. Written to out/<stack>/images.txt, the
+list an air-gapped cluster's mirror must hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# Where each workload kind keeps its pod spec.
+_POD_SPEC_PATHS = {
+    "Pod": ("spec",),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+_TEMPLATE_PATH = ("spec", "template", "spec")  # Deployment, DaemonSet, StatefulSet, Job, ...
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def _dig(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def pod_spec(obj: dict[str, Any]) -> dict[str, Any] | None:
+    spec = _dig(obj, _POD_SPEC_PATHS.get(obj.get("kind"), _TEMPLATE_PATH))
+    return spec if isinstance(spec, dict) else None
+
+
+def pod_images(obj: dict[str, Any]) -> list[str]:
+    spec = pod_spec(obj) or {}
+    return [
+        c["image"]
+        for key in _CONTAINER_LISTS
+        for c in spec.get(key) or []
+        if isinstance(c, dict) and isinstance(c.get("image"), str)
+    ]
+
+
+def component_image(block: dict[str, Any]) -> str | None:
+    """An operator CR's component image: NVIDIA's operators split it into repository, image
+    and version (a version that is a digest joins with @); others name it whole as `image`."""
+    repository, image, version = (block.get(k) for k in ("repository", "image", "version"))
+    if all(isinstance(v, str) and v for v in (repository, image, version)):
+        joiner = "@" if version.startswith("sha256:") else ":"
+        return f"{repository.rstrip('/')}/{image}{joiner}{version}"
+    if isinstance(image, str) and ("/" in image or ":" in image) and repository is None:
+        return image
+    return None
+
+
+def custom_resource_images(obj: dict[str, Any]) -> list[str]:
+    found = []
+
+    def walk(node: Any) -> None:
+        # A component the CR turns off is never pulled (the AL2023 AMI brings the driver).
+        if isinstance(node, dict) and node.get("enabled") is not False:
+            image = component_image(node)
+            if image:
+                found.append(image)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(obj.get("spec"))
+    return found
+
+
+def object_label(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    scope = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj['kind']} {scope}{meta.get('name', 'unnamed')}"
+
+
+def is_builtin(api_version: str) -> bool:
+    """Kubernetes' own groups: the core group, unqualified groups (apps, batch, ...) and
+    *.k8s.io, except the *.x-k8s.io groups SIG projects serve through CRDs (kueue, autoscaling)."""
+    group = api_version.rpartition("/")[0]
+    return "." not in group or (group.endswith(".k8s.io") and not group.endswith("x-k8s.io"))
+
+
+def images_of(obj: dict[str, Any]) -> list[str]:
+    if is_builtin(obj.get("apiVersion", "")):
+        return pod_images(obj)
+    return custom_resource_images(obj)
+
+
+def image_lines(sources: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """`<image>  <Kind namespace/name> (<origin>)`, sorted and unique, from (origin, object)
+    pairs; the origin is the Helm release that renders the object, or `declared`."""
+    lines = set()
+    for origin, obj in sources:
+        for image in images_of(obj):
+            lines.add(f"{image}  {object_label(obj)} ({origin})")
+    return sorted(lines)
+
+
+def write_images(lines: list[str], out_dir: Path) -> Path:
+    path = out_dir / "images.txt"
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return path
