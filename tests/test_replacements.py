@@ -9,7 +9,14 @@ import re
 import pytest
 
 from infra.plan.engine import ROOT
-from infra.plan.replacements import KUBERNETES_ANY_KIND, TABLE, rule_for, verdict
+from infra.plan.replacements import (
+    BUILTIN_TABLE,
+    KUBERNETES_ANY_KIND,
+    TABLE,
+    rule_for,
+    rules,
+    verdict,
+)
 from tests.conftest import STACKS, planned
 from tests.crds import is_custom_resource
 
@@ -24,6 +31,24 @@ def test_the_table_is_the_shared_provider_facts_table_unchanged():
     assert TABLE.read_bytes() == SHARED_TABLE.read_bytes()
 
 
+def test_the_builtin_rows_fill_only_what_the_shared_table_lacks():
+    """replacements_builtin.json adds built-in kinds; a row the shared table also has would be
+    shadowed by it, so a newer shared table that gains one asks for the local row to go."""
+    shared = json.loads(TABLE.read_text())["types"]
+    builtin = json.loads(BUILTIN_TABLE.read_text())["types"]
+    assert builtin and not set(builtin) & set(shared)
+    for token, row in builtin.items():
+        assert row["replace_on"][:2] == ["metadata.name", "metadata.namespace"], token
+        assert "diff.go" in row["source"], token
+
+
+def test_a_cluster_role_bindings_role_ref_forces_replacement():
+    # pulumi-kubernetes diff.go: roleBinding = properties{".roleRef"} for both binding kinds.
+    binding = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+    assert verdict(binding, ["roleRef.name"]).forced_by == ("roleRef",)
+    assert not verdict("kubernetes:batch/v1:CronJob", ["spec.schedule"]).replaces
+
+
 def _api_version(token: str) -> str:
     group_version = token.split(":")[1]
     return group_version.removeprefix("core/")
@@ -35,7 +60,7 @@ def test_every_resource_type_a_stack_declares_has_its_row(stack):
     that the API server itself serves need their own row (pulumi-kubernetes' forceNew table
     lists per kind); custom resources take the row for any kind. Provider resources are the
     engine's, not a provider's schema: the diff says `pulumi preview` decides."""
-    table = json.loads(TABLE.read_text())["types"]
+    table = rules()
     missing = []
     for resource in planned(stack).resources:
         token = resource.type

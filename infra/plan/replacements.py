@@ -8,6 +8,9 @@ marks replacements too; tests/test_replacements.py fails when the copy drifts fr
 README says how to read a path: `a.b` is `b` inside `a`, `a[].b` is `b` in any item of the list
 `a`, and a path covers every change at or below it.
 
+Built-in Kubernetes kinds the shared table has no row for take theirs from
+infra/plan/replacements_builtin.json, read from the same forceNew table of pulumi-kubernetes.
+
 Fields that replace only in some cases (`replace_on_conditional`) and fields whose status the
 table could not verify (`unverified_fields`) are reported as "may replace", with the table's own
 words: the diff does not evaluate them.
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("replacements.json")
+BUILTIN_TABLE = Path(__file__).with_name("replacements_builtin.json")
 # Custom resources and any kind the table has no row for replace only on name and namespace.
 KUBERNETES_ANY_KIND = "kubernetes:<group>/<version>:<Kind>"
 
@@ -68,7 +72,11 @@ def _alternatives(key: str) -> re.Pattern[str]:
 @functools.cache
 def rules() -> dict[str, Rule]:
     found = {}
-    for token, row in json.loads(TABLE.read_text())["types"].items():
+    rows = {
+        **json.loads(BUILTIN_TABLE.read_text())["types"],
+        **json.loads(TABLE.read_text())["types"],
+    }
+    for token, row in rows.items():
         found[token] = Rule(
             token,
             tuple((p, path_pattern(p)) for p in row.get("replace_on", [])),
