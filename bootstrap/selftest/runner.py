@@ -29,6 +29,7 @@ from selftest import (
     inventory,
     metrics,
     nvme,
+    placement,
     push,
     quarantine,
     report,
@@ -273,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         dist.gather_object(per_rank[0], gathered, dst=0)
         per_rank = gathered if ctx.is_rank0 else per_rank
     results = merge([r for _, _, r in per_rank]) if ctx.is_rank0 else mine
+    if ctx.is_rank0:  # which domain each node ran in, and those the cross-node figure spanned
+        results = placement.name_domains(per_rank, results)
     failed = [r.name for r in results if r.status == "FAIL"]
     # Every node's local rank 0 writes its own node's bundle and, with quarantine on, cordons
     # its own node for the hardware checks it failed: rank 0, which holds every rank's results,
