@@ -276,8 +276,11 @@ def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
             "0s",
             "warning",
             "A self-test figure fell below its floor",
-            "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $labels.check }} measured "
-            "{{ $value }} {{ $labels.unit }} in its last self-test run, below its floor.",
+            # A node's own figure (busbw, IOPS) is pushed with gpu="", which Prometheus stores
+            # as no label at all: only a GPU's figure names the GPU.
+            "{{ $labels.Hostname }}{{ with $labels.gpu }} GPU {{ . }}{{ end }}: "
+            "{{ $labels.check }} measured {{ $value }} {{ $labels.unit }} in its last self-test "
+            "run, below its floor.",
             "a figure of a node's last self-test run below its floor",
         ),
     ]

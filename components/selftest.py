@@ -38,10 +38,9 @@ from components.gpu_operator import dcgm_exporter_url
 from components.jobs import TrainingJobSpec, render, spec_for_pool
 from components.observability import prometheus_url
 from components.scheduling import KubernetesObject
+from components.selftest_access import access_env, access_objects, account
 from components.selftest_schedule import (
-    CORDON_ACCOUNT,
     PUSHGATEWAY,
-    cordon_objects,
     cron_job_name,
     cron_jobs,
     history_env,
@@ -84,7 +83,8 @@ def selftest_env(
     """What the self-test reads (bootstrap/selftest): where it writes, what the pool promises,
     the floors and where each comes from, for a run on `nodes` whole nodes of `pool` (default:
     the post-deploy run's). NCCL_DEBUG=INFO lets it find a fallback to sockets in NCCL's own
-    log. Where the history is kept, where to push, and whether to cordon."""
+    log. Where the history is kept and where to push; which node labels to report and whether
+    to cordon (components/selftest_access.py)."""
     settings = cfg.selftest
     if pool is None:
         pool, nodes, gpus = selftest_pool(cfg), settings.nodes, settings.gpus_per_node
@@ -113,6 +113,7 @@ def selftest_env(
         env["SELFTEST_INSTANCE_TYPE"] = pool.instance_types[0]
     if scheduled(cfg):
         env.update(history_env(cfg))
+    env.update(access_env(cfg, pool))
     return env
 
 
@@ -140,7 +141,7 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         active_deadline_seconds=settings.timeout_minutes * 60,
         labels={**PART_OF, "gpu-platform/selftest-run": run},
         annotations=annotations,
-        service_account=CORDON_ACCOUNT if settings.cordon_on_fail else None,
+        service_account=account(cfg),
     )
 
 
@@ -231,7 +232,16 @@ class SelfTest(PlatformComponent):
             )
             outputs["repository_url"] = repository.repository_url
             self.repository_url = repository.repository_url
-        history = self._history(cfg, env, list(args.after)) if scheduled(cfg) else []
+        # The account the runs use, before any run (its RBAC: components/selftest_access.py).
+        access = [
+            KubernetesObject(
+                f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                obj,
+                self.child(depends_on=list(args.after)),
+            )
+            for obj in access_objects(cfg)
+        ]
+        history = self._history(cfg, env, list(args.after), access) if scheduled(cfg) else []
         mode = cfg.selftest.resolved_mode(cfg.production)
         if mode != "off" and is_example_image(cfg.selftest.image):
             pulumi.warn(
@@ -253,7 +263,7 @@ class SelfTest(PlatformComponent):
                 f"{env}-selftest-job",
                 job,
                 self.child(
-                    depends_on=[svc, *args.after, *history],
+                    depends_on=[svc, *args.after, *access, *history],
                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                 ),
             )
@@ -261,10 +271,14 @@ class SelfTest(PlatformComponent):
         self.register_outputs(outputs)
 
     def _history(
-        self, cfg: PlatformConfig, env: str, after: list[pulumi.Resource]
+        self,
+        cfg: PlatformConfig,
+        env: str,
+        after: list[pulumi.Resource],
+        access: list[pulumi.Resource],
     ) -> list[pulumi.Resource]:
-        """The Pushgateway, the quarantine's account, and a CronJob per pool after them and
-        after everything the self-test tests; returns what a run needs before it starts."""
+        """The Pushgateway, and a CronJob per pool after it, the runs' account and everything
+        the self-test tests; returns what a run needs before it starts."""
         # After monitoring, whose release installs the ServiceMonitor CRD the chart uses.
         needed: list[pulumi.Resource] = [
             pinned_release(
@@ -275,19 +289,10 @@ class SelfTest(PlatformComponent):
                 self.child(depends_on=after),
             )
         ]
-        if cfg.selftest.cordon_on_fail:
-            for obj in cordon_objects(cfg.namespaces.training):
-                needed.append(
-                    KubernetesObject(
-                        f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}",
-                        obj,
-                        self.child(depends_on=after),
-                    )
-                )
         for obj in cron_jobs(cfg, lambda pool: pool_env(cfg, pool)):
             KubernetesObject(
                 f"{env}-cronjob-{obj['metadata']['name']}",
                 obj,
-                self.child(depends_on=[*after, *needed]),
+                self.child(depends_on=[*after, *access, *needed]),
             )
         return needed

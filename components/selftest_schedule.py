@@ -10,8 +10,8 @@ Pushgateway that holds what each run pushes, and the quarantine's ServiceAccount
   Prometheus scrapes it through the chart's ServiceMonitor with `honorLabels: true`, so the pushed
   `job` and `instance` win over the scrape's own (Pushgateway README, "Configure the Pushgateway
   as a target to scrape"). The Pushgateway keeps them on a volume across restarts.
-- Quarantine (selftest.cordon_on_fail): the pods run as a ServiceAccount whose ClusterRole may
-  only patch nodes, which is all that cordoning (spec.unschedulable) and labelling take.
+- The pods run as the self-test's ServiceAccount (components/selftest_access.py) where a run
+  reads its node's topology labels or may quarantine its node.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from components.base import plane_labels
 from components.jobs import Schedule, TrainingJobSpec, cron_job, spec_for_pool
 from components.observability import storage_class
+from components.selftest_access import account
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import PlatformConfig
 from infra.config.selftest_schedule import scheduled_pools
@@ -34,12 +35,6 @@ PUSHGATEWAY_PORT = 9091
 PUSHGATEWAY_VOLUME_GIB = 2
 PUSHGATEWAY_DATA = "/data/pushgateway.data"
 SCHEDULE_PRIORITY = "preemptible"
-CORDON_ACCOUNT = "selftest-cordon"
-CORDON_ROLE = "gpu-platform-selftest-cordon"
-# The node label a failing node gets, valued with the failed check (docs/monitoring.md).
-CORDON_LABEL = "gpu-platform/selftest-failed"
-# Nodes are cluster-scoped, so only a ClusterRole can grant this; the one verb it grants.
-CORDON_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
 
 
 def pushgateway_url(namespace: str) -> str:
@@ -93,13 +88,8 @@ def schedule_env(cfg: PlatformConfig, pool: str) -> dict[str, str]:
 
 
 def history_env(cfg: PlatformConfig) -> dict[str, str]:
-    """What every run gets where the history is kept: where to push, and whether to cordon."""
-    env = {"SELFTEST_PUSHGATEWAY_URL": pushgateway_url(cfg.namespaces.monitoring)}
-    if cfg.selftest.cordon_on_fail:
-        # The node to cordon is NODE_NAME, which the job builder sets from spec.nodeName.
-        env["SELFTEST_CORDON_ON_FAIL"] = "true"
-        env["SELFTEST_CORDON_LABEL"] = CORDON_LABEL
-    return env
+    """What every run gets where the history is kept: where to push."""
+    return {"SELFTEST_PUSHGATEWAY_URL": pushgateway_url(cfg.namespaces.monitoring)}
 
 
 def cron_job_name(pool: str) -> str:
@@ -122,7 +112,7 @@ def schedule_spec(cfg: PlatformConfig, pool: str, env: dict[str, str]) -> Traini
         env={**env, **schedule_env(cfg, pool)},
         active_deadline_seconds=settings.schedule.timeout_minutes * 60,
         labels={**PART_OF, "gpu-platform/selftest-schedule": pool},
-        service_account=CORDON_ACCOUNT if settings.cordon_on_fail else None,
+        service_account=account(cfg),
     )
 
 
@@ -133,23 +123,3 @@ def cron_jobs(cfg: PlatformConfig, env_for_pool) -> list[dict[str, Any]]:
         cron_job(schedule_spec(cfg, pool, env_for_pool(pool)), schedule)
         for pool in scheduled_pools(cfg)
     ]
-
-
-def cordon_objects(namespace: str) -> list[dict[str, Any]]:
-    """The quarantine's ServiceAccount, and a ClusterRole granting it `patch` on nodes only."""
-    account = {"name": CORDON_ACCOUNT, "namespace": namespace, "labels": PART_OF}
-    role = {"name": CORDON_ROLE, "labels": PART_OF}
-    rbac = "rbac.authorization.k8s.io/v1"
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": account},
-        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": role, "rules": CORDON_RULES},
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": role,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": CORDON_ROLE},
-            "subjects": [{"kind": "ServiceAccount", "name": CORDON_ACCOUNT,
-                          "namespace": namespace}],
-        },
-    ]  # fmt: skip

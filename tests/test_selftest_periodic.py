@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from selftest import bundle, collectives, metrics, nvme, push, runner
 from selftest.context import SelfTestContext
-from selftest.result import CheckResult
+from selftest.result import CheckResult, Floor
 
 from tests.pushgateway import Gateway
 from tests.tools import promtool
@@ -286,7 +286,14 @@ def _node_results(gpu: int, gemm: float) -> list[CheckResult]:
     )
     rows = [
         gemm_row,
-        CheckResult("collectives.allreduce_busbw_intra_node", "PASS", 455.5, "GB/s", 431.0),
+        CheckResult(
+            "collectives.allreduce_busbw_intra_node",
+            "PASS",
+            455.5,
+            "GB/s",
+            431.0,
+            floor=Floor(431.0, "GB/s"),
+        ),
     ]
     if gpu == 0:
         rows.append(
@@ -386,18 +393,22 @@ def test_each_node_is_pushed_as_its_own_group_in_the_text_format():
         )
         == 4
     )
+    # The floor under the figure's own labels, so the alert's `figure < on(...) figure_floor`
+    # joins them.
     assert (
         value(
-            "gpu_platform_selftest_threshold",
+            "gpu_platform_selftest_figure_floor",
             check="collectives.allreduce_busbw_intra_node",
             node="node-a",
+            gpu="",
             unit="GB/s",
         )
         == 431.0
     )
     assert value("gpu_platform_selftest_last_run_timestamp_seconds", node="node-a") == 1764590400.0
     # The node figure once, though both of node-a's ranks measured it.
-    assert body.count('check="collectives.allreduce_busbw_intra_node",node="node-a",gpu=""') == 1
+    node_figure = '_figure{check="collectives.allreduce_busbw_intra_node",node="node-a",gpu=""'
+    assert body.count(node_figure) == 1
     assert "node-b" not in body
     # promtool's own linter reads what the Pushgateway would store.
     checked = subprocess.run(

@@ -13,3 +13,10 @@ def promtool() -> str:
     if path is None:
         pytest.fail("promtool is missing: `apt-get install prometheus` (Prometheus's promtool)")
     return path
+
+
+def openssl() -> str:
+    path = shutil.which("openssl")
+    if path is None:
+        pytest.fail("openssl is missing: `apt-get install openssl`")
+    return path

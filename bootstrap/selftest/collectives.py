@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from selftest.context import SelfTestContext
-from selftest.result import CheckResult
+from selftest.result import CheckResult, Floor
 
 GB = 1e9
 # nccl-tests' defaults (README, "Performance"): -w 5 warm-up iterations, not timed, then -n 20
@@ -193,6 +193,7 @@ def bandwidth_check(ctx: SelfTestContext, scope: str, rows: list[dict], seconds:
     return CheckResult(
         f"collectives.allreduce_busbw_{scope}_node", status, round(best, 4), "GB/s", floor,
         source, reason, seconds, details={"sweep": rows, "floor": floor},
+        floor=None if floor is None else Floor(floor, "GB/s"),
     )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import time
 import torch
 
 from selftest.context import SelfTestContext
-from selftest.result import CheckResult
+from selftest.result import FRACTION_UNIT, CheckResult, Floor
 
 # Datasheet peaks by the exact device name torch and nvidia-smi report: dense BF16 TFLOP/s and
 # HBM TB/s (FACTS.md "Self-test numbers"; SXM parts, as in p4d/p4de/p5/p5e/p5en). Only the A100
@@ -67,6 +67,7 @@ def fraction_check(name, measured, unit, peak, floor, floor_key, model="") -> Ch
     return CheckResult(
         name, "PASS" if ok else "FAIL", round(measured, 2), unit, f">= {floor:.0%} of {peak}",
         f"{PEAK_SOURCE}; floor {floor_key}", reason, details={"fraction": fraction},
+        floor=Floor(floor, FRACTION_UNIT),
     )  # fmt: skip
 
 

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from PIL import Image
 
 from selftest.context import SelfTestContext
-from selftest.result import CheckResult
+from selftest.result import CheckResult, Floor
 
 IMAGE_SIZE = 512
 SHARDS = 4
@@ -159,6 +159,7 @@ def pipeline_check(ctx: SelfTestContext) -> CheckResult:
         "storage.pipeline", "PASS", round(samples_per_s, 1), "samples/s", floor,
         ctx.floor_sources.get(key, ""), duration_s=elapsed,
         details={"samples": int(counts.item()), "crop": PIPELINE_CROP, "image_size": IMAGE_SIZE},
+        floor=None if floor is None else Floor(floor, "samples/s"),
     )  # fmt: skip
     if floor is None:
         result.status, result.reason = "INFO", f"no floor set ({key})"

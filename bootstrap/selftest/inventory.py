@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from selftest import placement
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 from selftest.tools import run_tool
@@ -146,6 +147,7 @@ def run(ctx: SelfTestContext) -> list[CheckResult]:
     else:
         for name in ("gpu_model", "gpu_memory", "versions", "topology"):
             results.append(CheckResult(f"inventory.{name}", "SKIP", reason="no GPU visible"))
+    results.append(placement.domain_check(ctx, os.environ))
     for result in results:
         result.duration_s = result.duration_s or time.perf_counter() - started
     return results

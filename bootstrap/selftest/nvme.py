@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from selftest.context import SelfTestContext
-from selftest.result import CheckResult
+from selftest.result import CheckResult, Floor
 from selftest.tools import run_tool
 
 MB = 1e6
@@ -80,8 +80,9 @@ def judge(
     ok = value >= floor
     reason = "" if ok else f"{value:,.0f} {unit} on {ctx.nvme_cache}, under the {floor:,.0f} floor"
     return CheckResult(
-        check, "PASS" if ok else "FAIL", round(value, 1), unit, floor, source, reason
-    )
+        check, "PASS" if ok else "FAIL", round(value, 1), unit, floor, source, reason,
+        floor=Floor(floor, unit),
+    )  # fmt: skip
 
 
 def run(ctx: SelfTestContext) -> list[CheckResult]:

@@ -12,7 +12,10 @@ Metrics (bootstrap/README.md, "Metrics"):
   other four (PASS, WARN, FAIL, SKIP, INFO);
 - gpu_platform_selftest_figure{check,node,gpu,unit}: each numeric figure; `gpu` is the GPU's
   index on the node for per-GPU figures, "" for the node's;
-- gpu_platform_selftest_threshold{check,node,unit}: the numeric threshold it was judged by;
+- gpu_platform_selftest_figure_floor{check,node,gpu,unit}: the minimum a figure was held to,
+  with the labels of that figure's series, so `figure < on(check, node, gpu, unit) figure_floor`
+  joins (the SelfTestBelowFloor alert, the dashboard's history row). Only where the check marked
+  its threshold a floor (CheckResult.floor): a latency's ceiling or an expected count is none;
 - gpu_platform_selftest_last_run_timestamp_seconds{node}: when the run ended (Unix time)."""
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable
 
-from selftest.result import SEVERITY, CheckResult, merge
+from selftest.result import FRACTION_UNIT, SEVERITY, CheckResult, merge
 
 JOB = "gpu-platform-selftest"
 PREFIX = "gpu_platform_selftest_"
@@ -31,7 +34,7 @@ TIMEOUT_S = 10.0
 HELP = {
     "check_status": "1 for the status of the check in the node's last run, 0 for the others.",
     "figure": "A figure the node's last run measured, in `unit`; `gpu` empty for the node's.",
-    "threshold": "The threshold the check's figure was judged by, in `unit`.",
+    "figure_floor": "The minimum the figure with the same labels was held to, in `unit`.",
     "last_run_timestamp_seconds": "When the node's last self-test run ended, Unix time.",
 }
 # A rank's results: (its node, its GPU index on the node, what it measured).
@@ -63,11 +66,8 @@ def samples(node: str, ranks: list[tuple[int, list[CheckResult]]]) -> dict[str, 
                 f"{PREFIX}check_status{_labels(check=result.name, node=node, status=status)} "
                 f"{int(result.status == status)}"
             )
-        threshold = _number(result.threshold)
-        if threshold is not None:
-            labels = _labels(check=result.name, node=node, unit=result.unit)
-            out["threshold"].append(f"{PREFIX}threshold{labels} {threshold:g}")
     figures: dict[str, float] = {}
+    floors: dict[str, float] = {}
     # A node's figure once, from the rank whose result the node reports; a per-GPU figure (its
     # rank put its GPU index in details["gpu"]) from every rank.
     per_gpu = [r for _, results in ranks for r in results if "gpu" in r.details]
@@ -76,19 +76,24 @@ def samples(node: str, ranks: list[tuple[int, list[CheckResult]]]) -> dict[str, 
         gpu = str(result.details.get("gpu", ""))
         _figure(figures, node, result.name, gpu, result.unit, result.value)
         if "fraction" in result.details:
-            _figure(figures, node, result.name, gpu, "fraction of peak", result.details["fraction"])
+            _figure(figures, node, result.name, gpu, FRACTION_UNIT, result.details["fraction"])
+        if result.floor is not None:
+            # The floor's series carries the figure's labels: the alert joins on all of them.
+            _figure(floors, node, result.name, gpu, result.floor.unit, result.floor.value)
     for result in merged:
         for extra in result.details.get("figures", []):
             _figure(figures, node, result.name, str(extra["gpu"]), extra["unit"], extra["value"])
-    out["figure"] = [f"{series} {value:g}" for series, value in figures.items()]
+    out["figure"] = [f"{PREFIX}figure{labels} {value:g}" for labels, value in figures.items()]
+    out["figure_floor"] = [
+        f"{PREFIX}figure_floor{labels} {value:g}" for labels, value in floors.items()
+    ]
     return out
 
 
 def _figure(into: dict[str, float], node, check, gpu, unit, value) -> None:
     number = _number(value)
     if number is not None:
-        labels = _labels(check=check, node=node, gpu=gpu, unit=unit)
-        into[f"{PREFIX}figure{labels}"] = number
+        into[_labels(check=check, node=node, gpu=gpu, unit=unit)] = number
 
 
 def exposition(node: str, ranks: list[tuple[int, list[CheckResult]]], ended_at: float) -> str:

@@ -15,6 +15,22 @@ Status = Literal["PASS", "WARN", "FAIL", "SKIP", "INFO"]
 SEVERITY: dict[str, int] = {"FAIL": 3, "WARN": 2, "PASS": 1, "INFO": 0, "SKIP": 0}
 
 
+# The unit of a figure measured as a share of its datasheet peak (details["fraction"]), which
+# the Pushgateway gets as a figure of its own (push.py).
+FRACTION_UNIT = "fraction of peak"
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A lower bound one of the check's figures was held to: `value` in `unit`, the unit of the
+    figure it bounds (the check's own, or "fraction of peak"). Set only where a check judges a
+    figure against a minimum, never read off `threshold`, which may also be a ceiling (a
+    latency) or an expected count (GPUs, devices)."""
+
+    value: float
+    unit: str
+
+
 @dataclass
 class CheckResult:
     """A measured value against its threshold, and where that threshold comes from."""
@@ -30,10 +46,14 @@ class CheckResult:
     # Series for the HTML report's plots (bus bandwidth per size, loss per step, latencies);
     # not part of the JSON report's check schema.
     details: dict[str, Any] = field(default_factory=dict)
+    # The minimum the figure was judged by, for the Pushgateway's figure_floor series (push.py);
+    # like `details`, not part of the JSON report's check schema.
+    floor: Floor | None = None
 
     def as_json(self) -> dict[str, Any]:
         doc = asdict(self)
         doc.pop("details")
+        doc.pop("floor")
         return doc
 
 

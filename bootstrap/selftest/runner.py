@@ -21,7 +21,19 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from selftest import bundle, collectives, compute, hardware, inventory, metrics, nvme, push, report
+from selftest import (
+    bundle,
+    collectives,
+    compute,
+    hardware,
+    inventory,
+    metrics,
+    nvme,
+    placement,
+    push,
+    quarantine,
+    report,
+)
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult, merge, run_check, worst
 
@@ -262,21 +274,33 @@ def main(argv: list[str] | None = None) -> int:
         dist.gather_object(per_rank[0], gathered, dst=0)
         per_rank = gathered if ctx.is_rank0 else per_rank
     results = merge([r for _, _, r in per_rank]) if ctx.is_rank0 else mine
+    if ctx.is_rank0:  # which domain each node ran in, and those the cross-node figure spanned
+        results = placement.name_domains(per_rank, results)
     failed = [r.name for r in results if r.status == "FAIL"]
-    if together:  # every node's local rank 0 writes its own node's bundle
-        shared = [bool(failed)]
-        dist.broadcast_object_list(shared, src=0)
-        any_failed = shared[0]
-    else:
-        any_failed = bool(failed)
-    if any_failed and ctx.local_rank == 0:
-        node_ranks = range(ctx.rank, ctx.rank + int(env.get("LOCAL_WORLD_SIZE", "1")))
-        bundle.write(ctx.out_dir, ctx.node, node_ranks, env)
+    # Every node's local rank 0 writes its own node's bundle and, with quarantine on, cordons
+    # its own node for the hardware checks it failed: rank 0, which holds every rank's results,
+    # tells each node what it failed.
+    shared = [bool(failed), quarantine.failures_by_node(per_rank)]
     if together:
-        dist.barrier()
+        dist.broadcast_object_list(shared, src=0)
+    any_failed, node_failures = shared
+    outcome = None
+    if ctx.local_rank == 0:
+        if any_failed:
+            node_ranks = range(ctx.rank, ctx.rank + int(env.get("LOCAL_WORLD_SIZE", "1")))
+            bundle.write(ctx.out_dir, ctx.node, node_ranks, env)
+        if node_failures.get(ctx.node) and quarantine.enabled(env):
+            outcome = quarantine.quarantine(env, ctx.node, node_failures[ctx.node])
+    outcomes = [outcome]
+    if together:  # also waits for every bundle before the report names them
+        outcomes = [None] * ctx.world_size if ctx.is_rank0 else None
+        dist.gather_object(outcome, outcomes, dst=0)
     if ctx.is_rank0:
         if failed:
             results.append(bundle.bundle_row(ctx.out_dir, failed))
+        cordoned = quarantine.report_row([o for o in outcomes if o is not None])
+        if cordoned is not None:
+            results.append(cordoned)
         results.append(push.push(args.pushgateway_url, per_rank, time.time()))
     doc = report.report_doc(results, ctx.run_id, ctx.image, ctx.nodes,
                             time.perf_counter() - started)  # fmt: skip

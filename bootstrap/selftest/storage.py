@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from selftest import data
 from selftest.context import SelfTestContext
-from selftest.result import CheckResult, run_check
+from selftest.result import CheckResult, Floor, run_check
 
 MB = 1e6
 BLOCK = 4 * 1024 * 1024
@@ -97,6 +97,7 @@ def _against_floor(
     return CheckResult(
         name, "PASS" if ok else "FAIL", round(value, 1), unit, floor,
         ctx.floor_sources.get(key, ""), reason,
+        floor=None if at_most else Floor(floor, unit),  # a latency's is a ceiling
     )  # fmt: skip
 
 

@@ -130,7 +130,7 @@ class SelfTestSettings(Settings):
         False,
         description="Quarantine: a node that fails a hardware check in any run (post-deploy "
         "or scheduled) is cordoned and labelled gpu-platform/selftest-failed=<check>, through "
-        "a ServiceAccount that may only patch nodes. docs/monitoring.md says how to return it.",
+        "a ClusterRole that grants only patch on nodes. docs/monitoring.md says how to return it.",
     )
 
     @property
