@@ -113,10 +113,12 @@ def plan_job(
         chosen = choose_pool(cfg, recipe, nodes, gpus_per_node, pool, memory_need(cfg, recipe))
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
-    # prepare only scores with CLIP: one GPU per node is plenty unless asked for more.
-    gpus = gpus_per_node or (1 if recipe == "prepare" else chosen.gpus_per_node)
-    steps = None
     section = cfg.recipes.section(recipe)
+    # prepare only scores with CLIP: one GPU per node is plenty unless asked for more; a
+    # recipe's own size (esrgan: 2) where its node has as many, else the whole node.
+    wanted = 1 if recipe == "prepare" else getattr(section, "gpus_per_node", None)
+    gpus = gpus_per_node or min(wanted or chosen.gpus_per_node, chosen.gpus_per_node)
+    steps = None
     if isinstance(section, BatchSettings):
         try:
             steps = accumulation(SECTION[recipe], section, nodes * gpus)
@@ -156,7 +158,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("recipe", choices=RECIPES)
     add_delivery_flags(p)
-    p.add_argument("--gpus-per-node", type=int, help="default: the pool's (prepare: 1)")
+    p.add_argument(
+        "--gpus-per-node",
+        type=int,
+        help="default: the recipe's gpus_per_node (esrgan: 2; prepare: 1), else the pool's",
+    )
     p.add_argument("--out", type=Path, help="default: out/recipes")
     p.add_argument(
         "--render-only",

@@ -117,8 +117,8 @@ def main() -> int:
         if launch(recipe, settings, shared):
             return 1
     print(f"\n{'recipe':12} {'steps':>5} {'loss first':>11} {'loss last':>10} {'samples/s':>9}")
-    for recipe in INTERRUPT_AFTER:
-        report = json.loads((ROOT / recipe / "report.json").read_text())
+    reports = {r: json.loads((ROOT / r / "report.json").read_text()) for r in INTERRUPT_AFTER}
+    for recipe, report in reports.items():
         first, last = (
             "-" if report[key] is None else f"{report[key]:.4f}"
             for key in ("loss_first", "loss_last")
@@ -128,7 +128,25 @@ def main() -> int:
             f"{report['samples_per_s'] or 0:>9.1f}  resumed={report['resumed']}"
         )
     print(f"total {time.perf_counter() - started:.1f} s")
-    return 0
+    return 0 if learned(reports) else 1
+
+
+def learned(reports: dict[str, dict]) -> bool:
+    """Every training recipe's loss fell over its whole run, both segments of the interrupted
+    run included (prepare has no loss); says which did not."""
+    fell = True
+    for recipe, report in reports.items():
+        if report["loss_first"] is None:
+            continue
+        if len(report["losses"]) != report["steps"] or report["loss_last"] >= report["loss_first"]:
+            print(
+                f"error: {recipe}: the loss did not fall over the whole run "
+                f"({len(report['losses'])} losses for {report['steps']} steps, first "
+                f"{report['loss_first']}, last {report['loss_last']})",
+                file=sys.stderr,
+            )
+            fell = False
+    return fell
 
 
 if __name__ == "__main__":

@@ -169,9 +169,14 @@ def test_a_resumed_run_reproduces_the_next_losses_exactly(shared, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     second = report(tmp_path / "run")
     assert (second["steps"], second["resumed"]) == (4, True)
-    # Bitwise: a float's repr round-trips through JSON.
-    assert first["losses"] + second["losses"] == report(tmp_path / "reference")["losses"]
+    # Bitwise: a float's repr round-trips through JSON. The resumed report keeps both segments:
+    # the losses before the interruption come back with the checkpoint.
+    whole = report(tmp_path / "reference")["losses"]
+    assert (first["losses"], second["losses"]) == (whole[:2], whole)
+    assert (second["loss_first"], second["loss_last"]) == (whole[0], whole[-1])
+    # The EMA is exported as the model (diffusers' script saves the EMA UNet), the raw beside it.
     assert (tmp_path / "run/unet/diffusion_pytorch_model.safetensors").is_file()
+    assert (tmp_path / "run/unet-raw/diffusion_pytorch_model.safetensors").is_file()
     exported = (tmp_path / "run/metrics.txt").read_text()
     assert 'gpu_platform_training_step{recipe="sd-finetune"} 4.0' in exported
 
@@ -193,8 +198,10 @@ def test_esrgan_resumed_in_its_4x_stage_reproduces_the_losses_of_both_stages(sha
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     second = report(tmp_path / "run")
     assert (first["steps"], second["steps"], second["resumed"]) == (4, 5, True)
-    # Bitwise, across the stage boundary and the resume.
-    assert first["losses"] + second["losses"] == report(tmp_path / "reference")["losses"]
+    # Bitwise, across the stage boundary and the resume; the resumed report holds both stages,
+    # the 2x one's from the file beside its generator.
+    whole = report(tmp_path / "reference")["losses"]
+    assert (first["losses"], second["losses"]) == (whole[:4], whole)
     assert (tmp_path / "run/4x/generator.pt").is_file()
 
 
