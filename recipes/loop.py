@@ -109,7 +109,7 @@ def forward_backward(
         # float32 turns autocast off: the tests compare gradients at full precision.
         precision = torch.autocast(batch.device.type, dtype=dtype, enabled=dtype != torch.float32)
         with sync or contextlib.nullcontext(), precision:
-            loss = task.loss(forward or model, batch) / len(batches)
+            loss = task.loss(model if forward is None else forward, batch) / len(batches)
         scaler.scale(loss).backward()
         total += loss.detach()
     return total

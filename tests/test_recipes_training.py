@@ -134,10 +134,11 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2):
+def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2, env=None):
     """`python -m recipes <settings' recipe>` under torchrun with `ranks` gloo ranks."""
     env = {
         **os.environ,
+        **(env or {}),
         "RECIPE_SETTINGS": json.dumps(settings),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "bootstrap"), str(ROOT)]),
         "MASTER_PORT": str(_free_port()),
@@ -203,6 +204,25 @@ def test_esrgan_resumed_in_its_4x_stage_reproduces_the_losses_of_both_stages(sha
     whole = report(tmp_path / "reference")["losses"]
     assert (first["losses"], second["losses"]) == (whole[:4], whole)
     assert (tmp_path / "run/4x/generator.pt").is_file()
+
+
+def test_compile_trains_through_inductor_what_eager_trains(shared, tmp_path):
+    weights = {"vgg19": {"path": "vgg19", "sha256": checksums(shared / "weights/vgg19")}}
+    section = {"global_batch": 1, "micro_batch": 1, "steps_2x": 2, "steps_4x": 1, "hr_crop": 16}
+    section |= {"num_blocks": 1, "num_features": 8, "growth_channels": 4, "loader_workers": 0}
+    eager = recipe_settings("esrgan", weights=weights, esrgan=section)
+    compiled = recipe_settings("esrgan", weights=weights, esrgan=section | {"compile": True})
+    cache = tmp_path / "inductor"
+    for name, settings in (("eager", eager), ("compiled", compiled)):
+        done = launch(
+            settings, shared, tmp_path / name, ranks=1, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        # Only the compiled run leaves TorchInductor's generated kernels in its cache.
+        assert any(cache.rglob("*.py")) is (name == "compiled")
+    losses = [report(tmp_path / name)["losses"] for name in ("eager", "compiled")]
+    assert len(losses[0]) == 3
+    assert losses[1] == pytest.approx(losses[0], rel=1e-3)
 
 
 def test_changed_weights_stop_the_recipe_before_it_trains(shared, tmp_path):
