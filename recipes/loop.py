@@ -88,6 +88,9 @@ class Run:
     # Send ourselves SIGTERM after this step, as an eviction would (the smoke and the tests).
     interrupt_after: int | None = None
     metrics: MetricsServer | None = None
+    # Called with the step and the model to sample (the EMA's, else the trained one) at each
+    # step that saves a checkpoint, but for a SIGTERM's: the validation samples (rank 0).
+    on_checkpoint: Callable[[int, torch.nn.Module], None] | None = None
 
 
 def forward_backward(
@@ -177,6 +180,9 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
             optimizer_step(model, optimizer, scaler, run.max_grad_norm)
             if ema is not None:
                 ema.update(module, step + 1)
+            saves = (step + 1) % run.checkpoint_every == 0 or step + 1 == run.steps
+            if run.on_checkpoint is not None and saves:
+                run.on_checkpoint(step + 1, module if ema is None else ema.module)
             session.state["position"] += per_step
             if run.interrupt_after is not None and step + 1 == run.interrupt_after:
                 os.kill(os.getpid(), signal.SIGTERM)

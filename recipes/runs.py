@@ -17,6 +17,7 @@ from recipes.fit import checkpointing, state_bytes, trial_peak
 from recipes.loop import Run, train, verified_once
 from recipes.sd import SdTask, load_pipeline
 from recipes.shards import Batch
+from recipes.validation import sample, skipped_because
 from recipes.weights import require
 
 # A finished ESRGAN stage's losses, beside its generator: the report covers both stages even
@@ -105,6 +106,17 @@ def sd_finetune(settings: dict, shared_data: Path, out: Path, local_rank: int, *
     if _checkpointing(task, settings, device):
         task.unet.enable_gradient_checkpointing()
     run = _run(settings, shared_data, out, settings["steps"], settings["resolution"], **extra)
+    skipped = skipped_because(device.type, settings["validation_prompts"])
+
+    def validate(step: int, unet: torch.nn.Module) -> None:
+        sample(
+            task, unet, settings["validation_prompts"], seed=settings["validation_seed"],
+            steps=settings["validation_steps"], resolution=settings["resolution"],
+            folder=out / "samples" / f"step-{step:08d}",
+        )  # fmt: skip
+
+    if skipped is None and dist.get_rank() == 0:
+        run.on_checkpoint = validate
     outcome = train(task, run, local_rank)
     if outcome["finished"] and dist.get_rank() == 0:
         # The EMA is the fine-tuned model diffusers' script exports; the raw weights beside it.
@@ -113,7 +125,11 @@ def sd_finetune(settings: dict, shared_data: Path, out: Path, local_rank: int, *
             task.export(outcome["model"], out / "unet-raw")
         else:
             task.export(outcome["model"], out / "unet")
-    return _figures([outcome], outcome["step"])
+    figures = _figures([outcome], outcome["step"])
+    # Every checkpoint's samples, those of the segments before a resume included.
+    written = sorted(str(p.relative_to(out)) for p in out.glob("samples/step-*/*.png"))
+    figures["validation"] = {"skipped": skipped} if skipped else {"samples": written}
+    return figures
 
 
 def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:

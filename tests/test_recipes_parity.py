@@ -232,3 +232,37 @@ def test_gradients_are_clipped_to_norm_1_after_unscaling(scaled):
     # SGD at lr 1 moves by minus the clipped gradient: (30, 40, 0) / 50.
     torch.testing.assert_close(weight.detach(), torch.tensor([-0.6, -0.8, 0.0]))
     assert weight.grad is None
+
+
+# --- validation samples -----------------------------------------------------------------------
+
+
+def test_validation_samples_are_drawn_only_where_a_gpu_is_present():
+    from recipes.validation import skipped_because
+
+    assert skipped_because("cuda", ["a red house"]) is None
+    assert "no GPU" in skipped_because("cpu", ["a red house"])
+    assert "validation_prompts is empty" in skipped_because("cuda", [])
+
+
+def test_validation_samples_are_pngs_of_the_prompts_the_same_at_every_checkpoint(
+    sd_folder, tmp_path
+):
+    """The sampler itself, on this CPU with the tiny pipeline: one PNG per prompt at the
+    training resolution, and the same seed gives the same image at the next checkpoint."""
+    from PIL import Image
+
+    from recipes.validation import sample
+
+    task = SdTask(load_pipeline(sd_folder), CPU, False)
+    prompts = ["a red house", "a blue river"]
+    runs = [
+        sample(task, task.unet, prompts, seed=0, steps=2, resolution=32, folder=tmp_path / name)
+        for name in ("step-1", "step-2")
+    ]
+    assert [p.name for p in runs[0]] == ["00.png", "01.png"]
+    images = [[Image.open(p) for p in run] for run in runs]
+    assert all(image.size == (32, 32) for image in images[0])
+    assert [im.tobytes() for im in images[0]] == [im.tobytes() for im in images[1]]
+    assert images[0][0].tobytes() != images[0][1].tobytes()  # another prompt, another seed
+    assert task.unet.training  # handed back to training as it was
