@@ -24,7 +24,7 @@ from pathlib import Path
 from components.jobs import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, PlatformConfig
-from infra.config.recipes import RECIPES, WEIGHTS_NEEDED, BatchSettings, recipe_settings
+from infra.config.recipes import RECIPES, BatchSettings, recipe_settings, weights_needed
 from infra.plan_engine import ROOT
 from jobs.common import (
     RENDER_ONLY_IMAGE,
@@ -58,7 +58,7 @@ def weights_problems(cfg: PlatformConfig, recipe: str) -> list[str]:
         f"{settings.weights_root}/{settings.weights[name].path}, which is not staged; stage it "
         f"there and paste what `python -m recipes checksums <folder>` prints (its sha256: "
         f"mapping) under recipes.weights.{name}"
-        for name in WEIGHTS_NEEDED[recipe]
+        for name in weights_needed(settings, recipe)
         if not settings.weights[name].sha256
     ]
 

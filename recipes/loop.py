@@ -83,6 +83,8 @@ class Run:
     compile: bool
     max_grad_norm: float | None
     ema_decay: float | None = None
+    # Micro-batches of prepare's VAE moments rather than images (sd-finetune's `latents`).
+    latents: bool = False
     # A recipe's part, for the log: ESRGAN's "2x" and "4x" stages.
     stage: str | None = None
     # Send ourselves SIGTERM after this step, as an eviction would (the smoke and the tests).
@@ -168,6 +170,7 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
     batches = KeyedBatches(
         rank_shards(run.shards, rank, world), run.seed, rank, run.micro_batch, run.crop,
         start=session.state["position"], workers=run.workers, pin_memory=device.type == "cuda",
+        latents=run.latents,
     )  # fmt: skip
     with batches:
         for step in session.steps(run.steps):

@@ -44,6 +44,7 @@ def _run(settings: dict, shared_data: Path, folder: Path, steps: int, crop: int,
         compile=settings["compile"],
         max_grad_norm=settings["max_grad_norm"],
         ema_decay=settings.get("ema_decay"),
+        latents=settings.get("latents", False),
         **extra,
     )
 

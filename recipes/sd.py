@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from recipes.latents import posterior as latent_posterior
 from recipes.shards import Batch
 
 
@@ -107,8 +108,11 @@ class SdTask:
 
     def loss(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
         device = batch.device
-        with torch.no_grad():
-            posterior = self.vae.encode((batch.images * 2.0 - 1.0).to(device)).latent_dist
+        if batch.latents is not None:  # prepare's, the VAE encoder skipped
+            posterior = latent_posterior(batch.latents)
+        else:
+            with torch.no_grad():
+                posterior = self.vae.encode((batch.images * 2.0 - 1.0).to(device)).latent_dist
         shape = posterior.mean.shape[1:]
         sampled_noise = _draw(shape, batch).to(device)
         noise = _draw(shape, batch).to(device)

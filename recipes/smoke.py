@@ -23,13 +23,16 @@ ROOT = Path("out/recipes")
 PROGRAM_PYTHON = os.environ.get("PROGRAM_PYTHON", ".venv/bin/python")
 STAGERS = {"stable-diffusion": stage_tiny_sd, "clip": stage_tiny_clip, "vgg19": stage_tiny_vgg}
 IMAGES = 64
-# Toy scale: 64-pixel images, 2 ranks x micro-batch 1 x accumulation 2 = global batch 4.
+# Toy scale: 32-pixel images, 2 ranks x micro-batch 1 x accumulation 2 = global batch 4.
 TRAINING = {"global_batch": 4, "micro_batch": 1, "checkpoint_every": 2, "learning_rate": 1e-3}
 OVERRIDES = {
     # The tiny random CLIP (seed 0) scores these pairs between about -0.5 and 0: -0.2 drops
     # some and keeps most, as a real threshold does.
-    "prepare": {"resolution": 64, "min_clip_similarity": -0.2, "samples_per_shard": 8},
-    "sd_finetune": {**TRAINING, "steps": 6, "resolution": 32},
+    # 32² pairs with their VAE latents: sd-finetune trains on them, skipping the encoder.
+    "prepare": {
+        "resolution": 32, "min_clip_similarity": -0.2, "samples_per_shard": 8, "latents": True,
+    },
+    "sd_finetune": {**TRAINING, "steps": 6, "resolution": 32, "latents": True},
     "esrgan": {
         **TRAINING, "steps_2x": 3, "steps_4x": 3, "hr_crop": 32,
         "num_blocks": 1, "num_features": 8, "growth_channels": 4,
@@ -56,7 +59,6 @@ def stage(shared: Path) -> dict[str, dict]:
     """Each recipe's settings (toy overrides on the defaults), with tiny models and input staged
     where the defaults put them and their checksums recorded, as an admin stages the real ones."""
     weights: dict[str, dict] = {}
-    settings = {}
     for recipe in INTERRUPT_AFTER:
         defaults = settings_of(recipe, {})
         for name, entry in defaults["weights"].items():
@@ -64,6 +66,8 @@ def stage(shared: Path) -> dict[str, dict]:
                 weights[name] = {"sha256": checksums(STAGERS[name](shared / entry["path"]))}
         if recipe == "prepare":
             synthetic_img2dataset(shared / defaults["source"], IMAGES)
+    settings = {}
+    for recipe in INTERRUPT_AFTER:
         section = recipe.replace("-", "_")
         settings[recipe] = settings_of(recipe, {"weights": weights, section: OVERRIDES[section]})
     return settings

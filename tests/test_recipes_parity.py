@@ -266,3 +266,77 @@ def test_validation_samples_are_pngs_of_the_prompts_the_same_at_every_checkpoint
     assert [im.tobytes() for im in images[0]] == [im.tobytes() for im in images[1]]
     assert images[0][0].tobytes() != images[0][1].tobytes()  # another prompt, another seed
     assert task.unet.training  # handed back to training as it was
+
+
+# --- sd-finetune on prepare's latents ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def latent_shards(sd_folder, tmp_path_factory) -> Path:
+    """prepare's shards with latents, from lossless (PNG) img2dataset input at 32²."""
+    import numpy as np
+    from PIL import Image
+
+    from recipes import prepare
+    from recipes.weights import checksums
+
+    root = tmp_path_factory.mktemp("shared")
+    rng = np.random.default_rng(0)
+    for index in range(8):
+        folder = root / "raw" / f"{index // 4:05d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        pixels = rng.integers(0, 256, (6, 6, 3), dtype=np.uint8)
+        image = Image.fromarray(pixels).resize((40, 36), Image.Resampling.BICUBIC)
+        image.save(folder / f"{index:09d}.png")
+        (folder / f"{index:09d}.txt").write_text(["red cat", "blue dog"][index % 2])
+        (folder / f"{index:09d}.json").write_text(json.dumps({"aesthetic": 6.0}))
+    settings = {
+        "recipe": "prepare", "source": "raw", "output": "shards", "resolution": 32,
+        "aesthetic_key": "aesthetic", "min_aesthetic": 5.0, "min_clip_similarity": 0.0,
+        "samples_per_shard": 4, "clip_batch": 4, "latents": True, "cpu_workers": 0,
+        "weights": {"stable-diffusion": {"path": str(sd_folder), "sha256": checksums(sd_folder)}},
+    }  # fmt: skip
+    prepare.run(settings, root, root / "out", scorer=lambda images, texts: [1.0] * len(texts))
+    return root / "shards"
+
+
+def test_training_on_latents_skips_the_encoder_and_trains_what_images_train(
+    sd_folder, latent_shards
+):
+    """The same positions, the same flips and draws: the loss on prepare's latents is the loss
+    on the images (up to the moments' float16), and the VAE encoder is never called."""
+    from recipes.shards import Posteriors, ShardStream, micro_batch, rank_shards
+
+    task = SdTask(load_pipeline(sd_folder), CPU, False, snr_gamma=5.0, caption_dropout=0.1)
+    stream = ShardStream(rank_shards(latent_shards, 0, 1), seed=3)
+    posteriors = Posteriors(stream, 0, 32)
+    flips = {torch.equal(posteriors[at][0], stream.sample_latents(at)[1][1]) for at in range(8)}
+    assert flips == {False, True}
+    for position in (0, 2, 4, 6):  # 8 samples: both flips are drawn among them
+        on_images = task.loss(task.unet, micro_batch(stream, position, 2, 32, 0, CPU))
+        batch = micro_batch(stream, position, 2, 32, 0, CPU, latents=True)
+        encode, task.vae.encode = task.vae.encode, None  # any call would fail
+        try:
+            on_latents = task.loss(task.unet, batch)
+        finally:
+            task.vae.encode = encode
+        assert batch.images is None and batch.latents.shape == (2, 8, 16, 16)
+        torch.testing.assert_close(on_latents, on_images, rtol=1e-2, atol=1e-4)
+
+
+def test_latents_of_another_size_than_the_crop_are_refused(latent_shards):
+    from recipes.shards import DataError, ShardStream, micro_batch, rank_shards
+
+    stream = ShardStream(rank_shards(latent_shards, 0, 1), seed=0)
+    with pytest.raises(DataError, match=r"resolution must equal recipes\.prepare\.resolution"):
+        micro_batch(stream, 0, 1, 16, 0, CPU, latents=True)
+
+
+def test_prepare_with_latents_reads_the_staged_stable_diffusion_weights():
+    asked = subprocess.run(
+        [sys.executable, "-m", "infra.recipe_settings", "prepare"], cwd=ROOT,
+        input=json.dumps({"prepare": {"latents": True}}), capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert sorted(json.loads(asked.stdout)["weights"]) == ["clip", "stable-diffusion"]
+    assert sorted(recipe_settings("prepare")["weights"]) == ["clip"]
