@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         "--overlap-step-ms", type=float, help="the stand-in GPU step (default: 45 ms)"
     )
     parser.add_argument("--overlap-workers", type=int, default=2, help="loader workers")
-    parser.add_argument("--overlap-steps", type=int, default=20)
+    parser.add_argument("--overlap-steps", type=int, default=40)
     parser.add_argument("--steps", type=int, default=3, help="the first is warm-up")
     parser.add_argument("--sd-resolution", type=int, default=512)
     parser.add_argument("--sd-batch", type=int, default=4, help="per GPU (the recipe's default)")
