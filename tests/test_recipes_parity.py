@@ -340,3 +340,22 @@ def test_prepare_with_latents_reads_the_staged_stable_diffusion_weights():
     )  # fmt: skip
     assert sorted(json.loads(asked.stdout)["weights"]) == ["clip", "stable-diffusion"]
     assert sorted(recipe_settings("prepare")["weights"]) == ["clip"]
+
+
+def test_the_trial_micro_step_reports_its_peak_or_none_when_out_of_memory(monkeypatch):
+    """recipes.fit.trial_peak on a mocked GPU: the peak torch reports after the step and its
+    backward, None when it runs out of memory; the gradients are freed either way."""
+    from recipes.fit import trial_peak
+
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda d: calls.append("reset"))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d: 7 * GIB)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty"))
+    model = torch.nn.Linear(2, 1)
+    assert trial_peak(lambda: model(torch.ones(1, 2)).sum(), model, "cuda:0") == 7 * GIB
+    assert model.weight.grad is None and calls == ["reset", "empty"]
+
+    def too_big() -> torch.Tensor:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    assert trial_peak(too_big, model, "cuda:0") is None
