@@ -24,7 +24,8 @@ from pathlib import Path
 from components.jobs import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, PlatformConfig
-from infra.config.recipes import RECIPES, BatchSettings, recipe_settings, weights_needed
+from infra.config.recipe_training import BatchSettings
+from infra.config.recipes import RECIPES, recipe_settings, weights_needed
 from infra.plan_engine import ROOT
 from jobs.common import (
     RENDER_ONLY_IMAGE,

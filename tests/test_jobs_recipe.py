@@ -15,7 +15,7 @@ import yaml
 from components.jobs import render, spec_for_pool
 from infra.config import PlatformConfig
 from infra.config.loading import read_yaml
-from infra.config.recipes import EsrganSettings
+from infra.config.recipe_training import EsrganSettings
 from jobs.common import SubmitError
 from jobs.recipe import main, plan_job
 from tests import crds
@@ -73,8 +73,9 @@ def test_every_recipe_renders_a_valid_job_on_the_first_pool_that_holds_it(stack,
 
 
 def test_shipped_stacks_hold_every_recipe_but_sd_finetune_on_devs_24_gib_a10g():
-    # infra/config/recipes.py: sd-finetune needs 40 GiB, esrgan 24; AWS EC2 User Guide: g5 and
-    # g6e.xlarge carry 24 GiB A10G / 48 GiB L40S, dev's group mixes them (the smallest counts).
+    # infra/config/recipe_training.py: sd-finetune needs 40 GiB, esrgan 24; AWS EC2 User Guide:
+    # g5 and g6e.xlarge carry 24 GiB A10G / 48 GiB L40S, dev's group mixes them (the smallest
+    # counts).
     for stack, recipes in {
         "dev": ("prepare", "esrgan"),
         "staging": RECIPES,
@@ -130,7 +131,7 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
     ]
     env = {e["name"]: e.get("value") for e in container["env"]}
     settings = json.loads(env["RECIPE_SETTINGS"])
-    # infra/config/recipes.py defaults, from the source documents: lr 3e-6, global batch 32.
+    # infra/config/recipe_training.py defaults, from the source documents: lr 3e-6, global batch 32.
     assert settings["recipe"] == "sd-finetune"
     assert settings["learning_rate"] == 3e-6
     assert settings["global_batch"] == 32 and settings["micro_batch"] == 4

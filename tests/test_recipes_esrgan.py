@@ -343,7 +343,7 @@ def test_perceptual_loss_is_zero_for_identical_images_and_weights_combine(tiny_v
 
 
 def task_settings(**overrides):
-    # infra/config/recipes.py EsrganSettings defaults, with a tiny RRDB and crop.
+    # infra/config/recipe_training.py EsrganSettings defaults, with a tiny RRDB and crop.
     return {
         **TINY, "pixel_loss": "l1", "pixel_weight": 0.1, "perceptual_weight": 1.0,
         "noise_sigma": 0.05, "jpeg_quality": [30, 95], "hr_crop": 16, **overrides,
