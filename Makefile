@@ -125,11 +125,12 @@ bench-selftest: $(IMAGE_VENV)/.installed
 recipes-smoke: $(IMAGE_VENV)/.installed $(VENV)/.installed
 	PYTHONPATH=bootstrap:. PROGRAM_PYTHON=$(PY) $(IMAGE_PY) -m recipes.smoke
 
-# The overlap benchmark (the real data path against a stand-in GPU step of X ms: serial step
-# time, step time with the loader's workers, each against max(X, Y)), then one training step
-# after warm-up of sd-finetune (SD 1.5 shapes, 512², 4 per GPU) and esrgan (RRDB 23 blocks, 128²
-# crops, 2 per GPU) on the GPU, random weights: step time, peak memory. On a CPU give smaller
-# sizes, e.g. BENCH_RECIPES_ARGS="--sd-resolution 64 --sd-batch 1", or "--only overlap".
+# The overlap benchmark (the real data path against a stand-in GPU step of X ms, 45 by default:
+# serial step time, step time with the loader's workers, each against max(X, Y)), then one step
+# of training after warm-up of sd-finetune (SD 1.5 shapes, 512², 4 per GPU) and esrgan (RRDB 23
+# blocks, 128² crops, 8 per GPU) on the GPU, random weights: step time, peak memory. On a CPU
+# give smaller sizes, e.g. BENCH_RECIPES_ARGS="--sd-resolution 64 --sd-batch 1", or
+# "--only overlap".
 BENCH_RECIPES_ARGS ?=
 bench-recipes: $(IMAGE_VENV)/.installed
 	PYTHONPATH=bootstrap:. $(IMAGE_PY) -m recipes.bench $(BENCH_RECIPES_ARGS)

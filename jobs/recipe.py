@@ -24,7 +24,8 @@ from pathlib import Path
 from components.jobs import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, PlatformConfig
-from infra.config.recipes import RECIPES, WEIGHTS_NEEDED, BatchSettings, recipe_settings
+from infra.config.recipe_training import BatchSettings
+from infra.config.recipes import RECIPES, recipe_settings, weights_needed
 from infra.plan.engine import ROOT
 from jobs.common import (
     RENDER_ONLY_IMAGE,
@@ -58,7 +59,7 @@ def weights_problems(cfg: PlatformConfig, recipe: str) -> list[str]:
         f"{settings.weights_root}/{settings.weights[name].path}, which is not staged; stage it "
         f"there and paste what `python -m recipes checksums <folder>` prints (its sha256: "
         f"mapping) under recipes.weights.{name}"
-        for name in WEIGHTS_NEEDED[recipe]
+        for name in weights_needed(settings, recipe)
         if not settings.weights[name].sha256
     ]
 
@@ -113,10 +114,12 @@ def plan_job(
         chosen = choose_pool(cfg, recipe, nodes, gpus_per_node, pool, memory_need(cfg, recipe))
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
-    # prepare only scores with CLIP: one GPU per node is plenty unless asked for more.
-    gpus = gpus_per_node or (1 if recipe == "prepare" else chosen.gpus_per_node)
-    steps = None
     section = cfg.recipes.section(recipe)
+    # prepare only scores with CLIP: one GPU per node is plenty unless asked for more; a
+    # recipe's own size (esrgan: 2) where its node has as many, else the whole node.
+    wanted = 1 if recipe == "prepare" else getattr(section, "gpus_per_node", None)
+    gpus = gpus_per_node or min(wanted or chosen.gpus_per_node, chosen.gpus_per_node)
+    steps = None
     if isinstance(section, BatchSettings):
         try:
             steps = accumulation(SECTION[recipe], section, nodes * gpus)
@@ -156,7 +159,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("recipe", choices=RECIPES)
     add_delivery_flags(p)
-    p.add_argument("--gpus-per-node", type=int, help="default: the pool's (prepare: 1)")
+    p.add_argument(
+        "--gpus-per-node",
+        type=int,
+        help="default: the recipe's gpus_per_node (esrgan: 2; prepare: 1), else the pool's",
+    )
     p.add_argument("--out", type=Path, help="default: out/recipes")
     p.add_argument(
         "--render-only",

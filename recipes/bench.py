@@ -103,15 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m recipes.bench")
     parser.add_argument("--only", choices=("overlap", "sd-finetune", "esrgan"))
     parser.add_argument(
-        "--overlap-step-ms", type=float, help="the stand-in GPU step (default: the data cost)"
+        "--overlap-step-ms", type=float, help="the stand-in GPU step (default: 45 ms)"
     )
     parser.add_argument("--overlap-workers", type=int, default=2, help="loader workers")
-    parser.add_argument("--overlap-steps", type=int, default=20)
+    parser.add_argument("--overlap-steps", type=int, default=40)
     parser.add_argument("--steps", type=int, default=3, help="the first is warm-up")
     parser.add_argument("--sd-resolution", type=int, default=512)
     parser.add_argument("--sd-batch", type=int, default=4, help="per GPU (the recipe's default)")
     parser.add_argument("--esrgan-crop", type=int, default=128)
-    parser.add_argument("--esrgan-batch", type=int, default=2, help="per GPU")
+    parser.add_argument(
+        "--esrgan-batch", type=int, default=8, help="per GPU (the recipe's default)"
+    )
     args = parser.parse_args(argv)
     device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
     torch.manual_seed(0)

@@ -5,12 +5,16 @@
   makes the global batch exactly: global = micro x ranks x accumulation, refused otherwise;
   gradients are all-reduced on the last micro-step only.
 - bf16 autocast, fp16 with a gradient scaler where bf16 is missing (trainkit.precision); the
-  model in channels_last, the layout tensor cores' convolutions take without a transpose.
+  model in channels_last, the layout tensor cores' convolutions take without a transpose;
+  `torch.compile` of the DDP model when `compile` is set.
+- Gradients clipped to `max_grad_norm` after unscaling (diffusers' train_text_to_image.py);
+  an EMA of the weights (`ema_decay`, trainkit.Ema) checkpointed with the model.
 - Fused AdamW (one kernel per step for all parameters) with linear warm-up then cosine annealing
   to zero over the run, a pure function of the step, so a resume needs no scheduler state (the
   same curve as diffusers' get_cosine_schedule_with_warmup; tests compare the two).
 - Micro-batches from trainkit's loader: worker processes decode and augment ahead of the step.
-- No host sync per micro-step: the loss stays on the device and is read every LOG_EVERY steps.
+- No host sync per micro-step: the loss stays on the device and is read every `log_every`
+  steps; `loader_workers` processes per rank decode ahead.
 - Checkpoints, SIGTERM, resume and metrics are trainkit.Session's: saved in the background every
   `checkpoint_every` steps, at the end, and at the first step boundary after SIGTERM, the last
   `keep_checkpoints` kept; a run resumes from the newest complete checkpoint: model, optimizer,
@@ -30,13 +34,10 @@ from typing import Protocol
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
-from trainkit import MetricsServer, Session, device_for, mixed_precision, peak_memory
+from trainkit import Ema, MetricsServer, Session, device_for, mixed_precision, peak_memory
 
 from recipes.batch import accumulation_steps
 from recipes.shards import Batch, KeyedBatches, rank_shards
-
-# Steps between reads of the loss: each read waits for the GPU to finish its queued work.
-LOG_EVERY = 10
 
 
 class Task(Protocol):
@@ -75,14 +76,23 @@ class Run:
     crop: int
     shards: Path
     checkpoints: Path
+    # Steps between reads of the loss: each read waits for the GPU's queued work.
+    log_every: int
+    # Data loader worker processes per rank (0: decode in the training process).
+    workers: int
+    compile: bool
+    max_grad_norm: float | None
+    ema_decay: float | None = None
+    # Micro-batches of prepare's VAE moments rather than images (sd-finetune's `latents`).
+    latents: bool = False
     # A recipe's part, for the log: ESRGAN's "2x" and "4x" stages.
     stage: str | None = None
     # Send ourselves SIGTERM after this step, as an eviction would (the smoke and the tests).
     interrupt_after: int | None = None
     metrics: MetricsServer | None = None
-    log_every: int = LOG_EVERY
-    # Data loader worker processes per rank (0: decode in the training process).
-    workers: int = 2
+    # Called with the step and the model to sample (the EMA's, else the trained one) at each
+    # step that saves a checkpoint, but for a SIGTERM's: the validation samples (rank 0).
+    on_checkpoint: Callable[[int, torch.nn.Module], None] | None = None
 
 
 def forward_backward(
@@ -91,10 +101,12 @@ def forward_backward(
     batches: list[Batch],
     dtype: torch.dtype,
     scaler: torch.amp.GradScaler,
+    forward: torch.nn.Module | None = None,
 ) -> torch.Tensor:
     """Gradients of the mean loss over `batches` accumulated in `model`; returns that loss as a
     device tensor (reading it would wait for the GPU). Under DDP every micro-step but the last
-    skips the gradient all-reduce."""
+    skips the gradient all-reduce. `forward`: what the loss calls, when not `model` itself (its
+    torch.compile'd wrapper)."""
     total = torch.zeros((), device=batches[0].device)
     for index, batch in enumerate(batches):
         last = index == len(batches) - 1
@@ -102,7 +114,7 @@ def forward_backward(
         # float32 turns autocast off: the tests compare gradients at full precision.
         precision = torch.autocast(batch.device.type, dtype=dtype, enabled=dtype != torch.float32)
         with sync or contextlib.nullcontext(), precision:
-            loss = task.loss(model, batch) / len(batches)
+            loss = task.loss(model if forward is None else forward, batch) / len(batches)
         scaler.scale(loss).backward()
         total += loss.detach()
     return total
@@ -113,28 +125,52 @@ def optimizer_for(model: torch.nn.Module, lr: float) -> torch.optim.AdamW:
     return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, fused=True)
 
 
+def optimizer_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    max_grad_norm: float | None,
+) -> None:
+    """Clip the gradients to `max_grad_norm` (if set), step and clear them. The norm is that of
+    the true gradients: fp16's scaled ones are unscaled first, as diffusers' script does through
+    accelerate. No host sync: the norm and the clip factor stay on the device."""
+    if max_grad_norm is not None:
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+
+
 def train(task: Task, run: Run, local_rank: int) -> dict:
     """Train `run.steps` steps (or until SIGTERM) from the newest checkpoint; the outcome as
     rank 0 reports it."""
     rank, world = dist.get_rank(), dist.get_world_size()
     device = device_for(local_rank)
     accumulation = accumulation_steps(run.global_batch, run.micro_batch, world)
+    module = task.trainable().to(device, memory_format=torch.channels_last)
     model = DistributedDataParallel(
-        task.trainable().to(device, memory_format=torch.channels_last),
+        module,
         device_ids=[device.index] if device.type == "cuda" else None,
         gradient_as_bucket_view=True,
     )
+    # Compiled as a whole, DDP included: dynamo splits the graph at DDP's buckets so their
+    # all-reduce still overlaps the backward (PyTorch's "DDP + torch.compile" notes).
+    forward = torch.compile(model) if run.compile else model
     optimizer = optimizer_for(model, run.learning_rate)
     dtype, scaler = mixed_precision(device)
+    ema = Ema(module, run.ema_decay) if run.ema_decay else None
     session = Session(
         model, optimizer, name=run.recipe, save_every=run.checkpoint_every,
         keep=run.keep_checkpoints, directory=run.checkpoints, state={"position": 0},
         scaler=scaler, log_every=run.log_every, metrics=run.metrics,
+        modules={"ema": ema.module} if ema else None,
     )  # fmt: skip
     per_step = accumulation * run.micro_batch
     batches = KeyedBatches(
         rank_shards(run.shards, rank, world), run.seed, rank, run.micro_batch, run.crop,
         start=session.state["position"], workers=run.workers, pin_memory=device.type == "cuda",
+        latents=run.latents,
     )  # fmt: skip
     with batches:
         for step in session.steps(run.steps):
@@ -142,10 +178,14 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
             for group in optimizer.param_groups:
                 group["lr"] = lr
             micro = [batches.next(device) for _ in range(accumulation)]
-            session.log(forward_backward(model, task, micro, dtype, scaler), run.global_batch)
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad(set_to_none=True)
+            loss = forward_backward(model, task, micro, dtype, scaler, forward)
+            session.log(loss, run.global_batch)
+            optimizer_step(model, optimizer, scaler, run.max_grad_norm)
+            if ema is not None:
+                ema.update(module, step + 1)
+            saves = (step + 1) % run.checkpoint_every == 0 or step + 1 == run.steps
+            if run.on_checkpoint is not None and saves:
+                run.on_checkpoint(step + 1, module if ema is None else ema.module)
             session.state["position"] += per_step
             if run.interrupt_after is not None and step + 1 == run.interrupt_after:
                 os.kill(os.getpid(), signal.SIGTERM)
@@ -153,6 +193,7 @@ def train(task: Task, run: Run, local_rank: int) -> dict:
     dist.all_reduce(peak, op=dist.ReduceOp.MAX)
     return {
         "model": model.module,
+        "ema": ema.module if ema else None,
         "losses": session.losses,
         "resumed_from": str(session.resumed_from) if session.resumed_from else None,
         "interrupted": session.interrupted,

@@ -4,6 +4,12 @@ once launched) consumes micro-batches from the recipes' real data path (tar read
 keyed crop and flip, uint8) whose cost is Y ms. Serially a step takes X + Y; with the loader's
 worker processes preparing ahead it should take max(X, Y) (or less with several workers).
 
+By default X is 45 ms, the low end of the review's estimate of an SD 1.5 step on a GPU (4 ×
+512² per GPU: 45-85 ms): the GPU step dominates, as it does for real, and the loader should
+hide the data entirely, step ≈ X, where serially it is X + Y. X = Y (`--overlap-step-ms` at the
+printed Y) is the hardest case; on a machine of 2 busy cores it shows the loader's fixed cost
+per batch (a few ms of queue and unpickling) and the cores' contention more than the overlap.
+
 Prints X, Y, both step times, their ratio to max(X, Y) and host-side samples/s per worker."""
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from recipes.tiny import synthetic_shards
 
 # sd-finetune's shapes (docs/training.md): 512² images from prepare, micro-batch 4, 512 crop.
 IMAGE, MICRO_BATCH, CROP = 512, 4, 512
+# The default stand-in GPU step: the review's estimate for SD 1.5, 4 x 512² per GPU, low end.
+STEP_MS = 45.0
 
 
 def _timed_steps(next_batch, step_s: float, steps: int) -> float:
@@ -33,23 +41,35 @@ def _timed_steps(next_batch, step_s: float, steps: int) -> float:
 def measure(step_ms: float | None, workers: int, steps: int, folder: Path) -> dict:
     synthetic_shards(folder, shards=4, per_shard=16, size=IMAGE)
     paths = rank_shards(folder, 0, 1)
-    cpu = torch.device("cpu")
+    # The stand-in device: a GPU converts the uint8 crops to float itself, on `meta` that costs
+    # the host nothing either, so the figures hold only the host's part of a step.
+    device = torch.device("meta")
     stream = ShardStream(paths, seed=0)
     positions = iter(range(0, 10**9, MICRO_BATCH))
 
     def serial_batch() -> None:
-        micro_batch(stream, next(positions), MICRO_BATCH, CROP, 0, cpu)
+        micro_batch(stream, next(positions), MICRO_BATCH, CROP, 0, device)
 
-    serial_batch()  # the first pays for opening the tars
-    data_s = _timed_steps(serial_batch, 0.0, steps)
-    step_s = data_s if step_ms is None else step_ms / 1000  # X = Y: the hardest case to hide
-    serial_s = _timed_steps(serial_batch, step_s, steps)
+    # One thread, as in a loader worker (DataLoader's workers set it): Y is a worker's cost, and
+    # torch's intra-op threads spinning against a busy neighbour core would inflate it ten-fold.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serial_batch()  # the first pays for opening the tars
+        data_s = _timed_steps(serial_batch, 0.0, steps)
+        nominal_s = (step_ms or STEP_MS) / 1000
+        # X as this machine runs it: a sleep overshoots by the scheduler's wake-up latency, a
+        # few ms on busy cores, which is not the loader's cost.
+        step_s = _timed_steps(lambda: None, nominal_s, steps)
+        serial_s = _timed_steps(serial_batch, nominal_s, steps)
+    finally:
+        torch.set_num_threads(threads)
     with KeyedBatches(
         paths, 0, 0, MICRO_BATCH, CROP, start=0, workers=workers, pin_memory=False
     ) as batches:
         for _ in range(2 * workers + 1):  # workers started and their prefetch queue filled
-            batches.next(cpu)
-        loader_s = _timed_steps(lambda: batches.next(cpu), step_s, steps)
+            batches.next(device)
+        loader_s = _timed_steps(lambda: batches.next(device), nominal_s, steps)
     bound = max(step_s, data_s)
     return {
         "step_ms": step_s * 1e3, "data_ms": data_s * 1e3, "workers": workers,

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
+from multiprocessing import get_context
+from multiprocessing.pool import Pool
 from pathlib import Path
 
 import torch
@@ -34,7 +36,7 @@ import torch.distributed as dist
 from PIL import Image
 from trainkit import MetricsServer, peak_memory, sigterm_flag
 
-from recipes.clip_score import resize_crop
+from recipes.latents import LATENTS, Encoder
 from recipes.prepare_progress import (
     MANIFEST,
     ShardWriter,
@@ -46,50 +48,17 @@ from recipes.prepare_progress import (
     write_json,
     write_record,
 )
+from recipes.prepare_screen import REASONS, Candidate, raw_samples, screen
 
 # (images, captions) -> one CLIP cosine similarity per pair.
 Scorer = Callable[[Sequence[Image.Image], Sequence[str]], list[float]]
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
 # img2dataset's default encode_quality; re-encoding at Pillow's default 75 would add artefacts.
 JPEG_QUALITY = 95
-
-# Why a pair is dropped, in the order the checks run: the cheap ones (files present, the
-# aesthetic score in the metadata) before decoding the image, CLIP last and only on survivors.
-REASONS = (
-    "missing_image",
-    "missing_caption",
-    "missing_aesthetic",
-    "low_aesthetic",
-    "unreadable_image",
-    "low_clip",
-)
 
 
 class PrepareError(Exception):
     """Input or settings that cannot produce a dataset; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class RawSample:
-    """One key's files in a source folder; any may be absent."""
-
-    key: str
-    image: Path | None
-    caption: Path | None
-    metadata: Path | None
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A pair that passed every check before CLIP: cropped image, caption, metadata."""
-
-    key: str
-    image: Image.Image
-    caption: str
-    metadata: dict
-    # "jpg" for JPEG sources, else "png": lossless sources stay lossless.
-    extension: str
 
 
 def source_folders(source: Path) -> list[Path]:
@@ -109,74 +78,11 @@ def source_folders(source: Path) -> list[Path]:
     return folders
 
 
-def raw_samples(folder: Path) -> Iterator[RawSample]:
-    """Every key in a shard folder, in key order, with whichever of its files exist."""
-    files: dict[str, dict[str, Path]] = {}
-    for path in folder.iterdir():
-        suffix = path.suffix.lower()
-        if path.is_file() and suffix in (*IMAGE_SUFFIXES, ".txt", ".json"):
-            kind = "image" if suffix in IMAGE_SUFFIXES else suffix[1:]
-            files.setdefault(path.stem, {})[kind] = path
-    for key in sorted(files):
-        found = files[key]
-        yield RawSample(key, found.get("image"), found.get("txt"), found.get("json"))
-
-
-def aesthetic_of(metadata: dict, key: str) -> float | None:
-    """The score under `key`, or None when absent, null or not a finite number."""
-    value = metadata.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def read_metadata(path: Path | None) -> dict:
-    if path is None:
-        return {}
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
-def load_image(path: Path, resolution: int) -> Image.Image | None:
-    """The resized, centre-cropped RGB image, or None if Pillow cannot decode the file."""
-    try:
-        with Image.open(path) as image:
-            image.load()
-            return resize_crop(image, resolution)
-    # UnidentifiedImageError and truncated files are OSErrors; corrupt headers can raise
-    # SyntaxError or ValueError; DecompressionBombError guards against pixel bombs.
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
-        return None
-
-
-def screen(raw: RawSample, settings: dict) -> Candidate | str:
-    """The candidate for CLIP scoring, or the reason (one of REASONS) the pair is dropped."""
-    if raw.image is None:
-        return "missing_image"
-    caption = ""
-    if raw.caption is not None:
-        caption = raw.caption.read_text(encoding="utf-8", errors="replace").strip()
-    if not caption:
-        return "missing_caption"
-    metadata = read_metadata(raw.metadata)
-    score = aesthetic_of(metadata, settings["aesthetic_key"])
-    if score is None:
-        return "missing_aesthetic"
-    # LAION-Aesthetics V2 "5+" keeps scores above 5: a score of exactly the threshold goes.
-    if score <= settings["min_aesthetic"]:
-        return "low_aesthetic"
-    image = load_image(raw.image, settings["resolution"])
-    if image is None:
-        return "unreadable_image"
-    extension = "jpg" if raw.image.suffix.lower() in (".jpg", ".jpeg") else "png"
-    return Candidate(raw.key, image, caption, metadata, extension)
-
-
-def encode(candidate: Candidate, similarity: float) -> list[tuple[str, bytes]]:
-    """The sample's tar members, image first, as WebDataset groups them by key."""
+def encode(
+    candidate: Candidate, similarity: float, latents: bytes | None = None
+) -> list[tuple[str, bytes]]:
+    """The sample's tar members, image first, as WebDataset groups them by key; its VAE
+    posteriors (recipes.latents) last when prepare computes them."""
     image = io.BytesIO()
     if candidate.extension == "jpg":
         candidate.image.save(image, format="JPEG", quality=JPEG_QUALITY)
@@ -187,46 +93,57 @@ def encode(candidate: Candidate, similarity: float) -> list[tuple[str, bytes]]:
         (f"{candidate.key}.{candidate.extension}", image.getvalue()),
         (f"{candidate.key}.txt", candidate.caption.encode("utf-8")),
         (f"{candidate.key}.json", json.dumps(metadata, sort_keys=True).encode("utf-8")),
+        *([(f"{candidate.key}.{LATENTS}", latents)] if latents is not None else []),
     ]
 
 
-def _score_and_write(
-    batch: list[Candidate], scorer: Scorer, settings: dict, counts: dict, writer: ShardWriter
-) -> None:
+def _score_and_write(batch: list[Candidate], work: Work, counts: dict, writer: ShardWriter) -> None:
     if not batch:
         return
-    scores = scorer([c.image for c in batch], [c.caption for c in batch])
-    for candidate, similarity in zip(batch, scores, strict=True):
-        # Below the threshold goes; equal stays (recipes.prepare.min_clip_similarity).
-        if similarity < settings["min_clip_similarity"]:
-            counts["low_clip"] += 1
-        else:
-            counts["kept"] += 1
-            writer.add(encode(candidate, similarity))
+    scores = work.scorer([c.image for c in batch], [c.caption for c in batch])
+    # Below the threshold goes; equal stays (recipes.prepare.min_clip_similarity).
+    kept = [
+        (c, s)
+        for c, s in zip(batch, scores, strict=True)
+        if s >= work.settings["min_clip_similarity"]
+    ]
+    counts["low_clip"] += len(batch) - len(kept)
+    counts["kept"] += len(kept)
+    latents = work.encoder([c.image for c, _ in kept]) if work.encoder and kept else None
+    for index, (candidate, similarity) in enumerate(kept):
+        writer.add(encode(candidate, similarity, latents[index] if latents else None))
     batch.clear()
 
 
+def _screened(folder: Path, settings: dict, pool: Pool | None) -> Iterator[Candidate | str]:
+    """screen() of every pair in `folder`, in order: by the CPU pool's processes, which read,
+    decode and resize ahead while this process waits on the GPU, or here without one."""
+    if pool is None:
+        return (screen(raw, settings) for raw in raw_samples(folder))
+    return pool.imap(partial(screen, settings=settings), raw_samples(folder), chunksize=4)
+
+
 def filter_folder(
-    folder: Path, settings: dict, scorer: Scorer, writer: ShardWriter, stop: list[int]
+    folder: Path, work: Work, writer: ShardWriter, stop: list[int]
 ) -> dict[str, int] | None:
     """Screen, score and write every pair in `folder`, its last shard closed; the counts seen,
     kept and per reason. None if `stop` fills first (SIGTERM): the folder's shards are deleted,
     since only a whole folder counts as done."""
+    settings = work.settings
     counts = dict.fromkeys(("seen", "kept", *REASONS), 0)
     batch: list[Candidate] = []
-    for raw in raw_samples(folder):
+    for screened in _screened(folder, settings, work.pool):
         if stop:
             writer.abandon()
             return None
         counts["seen"] += 1
-        screened = screen(raw, settings)
         if isinstance(screened, str):
             counts[screened] += 1
             continue
         batch.append(screened)
         if len(batch) == settings["clip_batch"]:
-            _score_and_write(batch, scorer, settings, counts, writer)
-    _score_and_write(batch, scorer, settings, counts, writer)
+            _score_and_write(batch, work, counts, writer)
+    _score_and_write(batch, work, counts, writer)
     writer.close()
     return counts
 
@@ -267,6 +184,19 @@ def _clip_scorer(settings: dict, shared_data: Path) -> Scorer:
     return clip_score.load(folder, _device())
 
 
+def _encoder(settings: dict, shared_data: Path) -> Encoder:
+    from recipes import weights
+
+    return Encoder(weights.require(shared_data, settings["weights"], "stable-diffusion"), _device())
+
+
+def cpu_pool(workers: int | None) -> Pool | None:
+    """`workers` processes (None: the node's cores shared among its ranks; 0: none)."""
+    if workers is None:
+        workers = max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    return get_context("fork").Pool(workers) if workers else None
+
+
 @dataclass
 class Work:
     """What one run does on this rank: the folders without a record, and how to report them."""
@@ -278,6 +208,9 @@ class Work:
     done_before: int
     interrupt_after: int | None
     metrics: MetricsServer | None
+    # The VAE encoder when prepare writes latents; the CPU processes that screen.
+    encoder: Encoder | None = None
+    pool: Pool | None = None
 
 
 def process(work: Work, rank: int, world: int, stop: list[int]) -> tuple[list[dict], bool]:
@@ -293,7 +226,7 @@ def process(work: Work, rank: int, world: int, stop: list[int]) -> tuple[list[di
         if first + rank < len(work.todo) and not stop:
             folder = work.todo[first + rank]
             writer = ShardWriter(work.output, folder.name, work.settings["samples_per_shard"])
-            counts = filter_folder(folder, work.settings, work.scorer, writer, stop)
+            counts = filter_folder(folder, work, writer, stop)
             if counts is not None:
                 record = write_record(work.output, folder.name, digest, counts, writer.shards)
                 finished += 1
@@ -345,17 +278,26 @@ def run(
     kept = keep_or_wipe(output, names, fingerprint(settings)) if rank == 0 else None
     kept = broadcast(kept)
     recorded = {record["folder"] for record in kept}
-    work = Work(
-        todo=[folder for folder in folders if folder.name not in recorded],
-        settings=settings,
-        output=output,
-        scorer=scorer or _clip_scorer(settings, shared_data),
-        done_before=len(kept),
-        interrupt_after=interrupt_after,
-        metrics=metrics,
-    )
-    with sigterm_flag() as stop:
-        new, interrupted = process(work, rank, world, stop)
+    # Forked before CLIP or the VAE touch the GPU: a child of a CUDA process must not use CUDA,
+    # and these never do.
+    pool = cpu_pool(settings["cpu_workers"])
+    try:
+        work = Work(
+            todo=[folder for folder in folders if folder.name not in recorded],
+            settings=settings,
+            output=output,
+            scorer=scorer or _clip_scorer(settings, shared_data),
+            done_before=len(kept),
+            interrupt_after=interrupt_after,
+            metrics=metrics,
+            encoder=_encoder(settings, shared_data) if settings["latents"] else None,
+            pool=pool,
+        )
+        with sigterm_flag() as stop:
+            new, interrupted = process(work, rank, world, stop)
+    finally:
+        if pool is not None:
+            pool.terminate()
     records = sorted(kept + new, key=lambda record: record["folder"])
     totals = {name: sum(r["counts"][name] for r in records) for name in ("seen", "kept", *REASONS)}
     shards = [shard for record in records for shard in record["shards"]]

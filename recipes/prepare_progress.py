@@ -29,8 +29,9 @@ SHARD_GLOB = "shard-*.tar*"
 
 def fingerprint(settings: dict) -> str:
     """sha256 of what decides the shards' bytes and the counts: where the pairs come from, the
-    filters, the crop, the shard size and the CLIP model that scores. clip_batch is left out:
-    it changes how pairs are batched, not which are kept."""
+    filters, the crop, the shard size, the CLIP model that scores, the latents and their VAE.
+    clip_batch and cpu_workers are left out: they change how pairs are batched and who
+    screens them, not which are kept."""
     decisive = {
         "source": settings["source"],
         "resolution": settings["resolution"],
@@ -39,6 +40,9 @@ def fingerprint(settings: dict) -> str:
         "min_clip_similarity": settings["min_clip_similarity"],
         "samples_per_shard": settings["samples_per_shard"],
         "clip": settings["weights"].get("clip"),
+        # Latents, and the VAE that encodes them, change the shards' members.
+        "latents": settings["latents"],
+        "stable-diffusion": settings["weights"].get("stable-diffusion"),
     }
     return hashlib.sha256(json.dumps(decisive, sort_keys=True).encode()).hexdigest()
 

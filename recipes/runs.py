@@ -6,15 +6,23 @@ stopped."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from trainkit import complete_checkpoints, device_for
+from trainkit import autocast_dtype, complete_checkpoints, device_for, keyed_generator
 
+from recipes.fit import checkpointing, state_bytes, trial_peak
 from recipes.loop import Run, train, verified_once
 from recipes.sd import SdTask, load_pipeline
+from recipes.shards import Batch
+from recipes.validation import sample, skipped_because
 from recipes.weights import require
+
+# A finished ESRGAN stage's losses, beside its generator: the report covers both stages even
+# when the 2x one finished in an earlier run.
+STAGE_LOSSES = "losses.json"
 
 
 def _run(settings: dict, shared_data: Path, folder: Path, steps: int, crop: int, **extra) -> Run:
@@ -31,12 +39,21 @@ def _run(settings: dict, shared_data: Path, folder: Path, steps: int, crop: int,
         crop=crop,
         shards=shared_data / settings["dataset"],
         checkpoints=folder / "checkpoints",
+        log_every=settings["log_every"],
+        workers=settings["loader_workers"],
+        compile=settings["compile"],
+        max_grad_norm=settings["max_grad_norm"],
+        ema_decay=settings.get("ema_decay"),
+        latents=settings.get("latents", False),
         **extra,
     )
 
 
-def _figures(outcomes: list[dict], steps: int) -> dict:
-    losses = [loss for outcome in outcomes for _, loss in sorted(outcome["losses"].items())]
+def _figures(outcomes: list[dict], steps: int, before: list[float] | None = None) -> dict:
+    """The report's figures; `losses` are the whole run's (a Session keeps those of the
+    segments before a resume), `before` those of stages finished in earlier runs."""
+    losses = [*(before or [])]
+    losses += [loss for outcome in outcomes for _, loss in sorted(outcome["losses"].items())]
     rates = [o["samples_per_s"] for o in outcomes if o["samples_per_s"] is not None]
     return {
         "steps": steps,
@@ -50,15 +67,70 @@ def _figures(outcomes: list[dict], steps: int) -> dict:
     }
 
 
+def _checkpointing(task: SdTask, settings: dict, device: torch.device) -> bool:
+    """recipes.fit's decision from a trial micro-step on this GPU, the same on every rank."""
+    trial, total = None, 0
+    if settings["gradient_checkpointing"] == "auto" and device.type == "cuda":
+        unet = task.trainable().to(device, memory_format=torch.channels_last)
+        size, side, dtype = settings["micro_batch"], settings["resolution"], autocast_dtype(device)
+        batch = Batch(
+            torch.rand(size, 3, side, side, device=device), ["a photograph"] * size,
+            [keyed_generator(settings["seed"], -1, i) for i in range(size)], device,
+        )  # fmt: skip
+
+        def step() -> torch.Tensor:
+            with torch.autocast("cuda", dtype=dtype):
+                return task.loss(unet, batch)
+
+        trial = trial_peak(step, unet, device)
+        total = torch.cuda.get_device_properties(device).total_memory
+    ema = settings["ema_decay"] is not None
+    on, why = checkpointing(
+        settings["gradient_checkpointing"], device.type, total, trial,
+        state_bytes(task.trainable(), ema),
+    )  # fmt: skip
+    agreed = torch.tensor([int(on)], device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)  # one rank short of memory decides for all
+    if dist.get_rank() == 0:
+        print(json.dumps({"recipe": "sd-finetune", "checkpointing": why}), flush=True)
+    return bool(agreed.item())
+
+
 def sd_finetune(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:
     folder = verified_once(lambda: require(shared_data, settings["weights"], "stable-diffusion"))
     device = device_for(local_rank)
-    task = SdTask(load_pipeline(folder), device, settings["gradient_checkpointing"])
+    task = SdTask(
+        load_pipeline(folder), device, gradient_checkpointing=False,
+        snr_gamma=settings["snr_gamma"], noise_offset=settings["noise_offset"],
+        caption_dropout=settings["caption_dropout"],
+    )  # fmt: skip
+    if _checkpointing(task, settings, device):
+        task.unet.enable_gradient_checkpointing()
     run = _run(settings, shared_data, out, settings["steps"], settings["resolution"], **extra)
+    skipped = skipped_because(device.type, settings["validation_prompts"])
+
+    def validate(step: int, unet: torch.nn.Module) -> None:
+        sample(
+            task, unet, settings["validation_prompts"], seed=settings["validation_seed"],
+            steps=settings["validation_steps"], resolution=settings["resolution"],
+            folder=out / "samples" / f"step-{step:08d}",
+        )  # fmt: skip
+
+    if skipped is None and dist.get_rank() == 0:
+        run.on_checkpoint = validate
     outcome = train(task, run, local_rank)
     if outcome["finished"] and dist.get_rank() == 0:
-        task.export(outcome["model"], out / "unet")
-    return _figures([outcome], outcome["step"])
+        # The EMA is the fine-tuned model diffusers' script exports; the raw weights beside it.
+        if outcome["ema"] is not None:
+            task.export(outcome["ema"], out / "unet")
+            task.export(outcome["model"], out / "unet-raw")
+        else:
+            task.export(outcome["model"], out / "unet")
+    figures = _figures([outcome], outcome["step"])
+    # Every checkpoint's samples, those of the segments before a resume included.
+    written = sorted(str(p.relative_to(out)) for p in out.glob("samples/step-*/*.png"))
+    figures["validation"] = {"skipped": skipped} if skipped else {"samples": written}
+    return figures
 
 
 def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extra) -> dict:
@@ -68,13 +140,14 @@ def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extr
     vgg = verified_once(lambda: require(shared_data, settings["weights"], "vgg19"))
     device = device_for(local_rank)
     interrupt_after = extra.pop("interrupt_after", None)
-    outcomes, done, carried_on = [], 0, False
+    outcomes, done, carried_on, before = [], 0, False, []
     previous: Path | None = None
     for scale, steps in ((2, settings["steps_2x"]), (4, settings["steps_4x"])):
         stage = out / f"{scale}x"
         exported = stage / "generator.pt"
         if exported.is_file():  # a finished stage of an earlier run
             done, previous, carried_on = done + steps, exported, True
+            before += json.loads((stage / STAGE_LOSSES).read_text())
             continue
         # The same initial weights on every rank and in every run: a resume depends on it.
         torch.manual_seed(settings["seed"])
@@ -92,10 +165,12 @@ def esrgan(settings: dict, shared_data: Path, out: Path, local_rank: int, **extr
         if not outcome["finished"]:
             break
         if dist.get_rank() == 0:
+            losses = [loss for _, loss in sorted(outcome["losses"].items())]
+            (stage / STAGE_LOSSES).write_text(json.dumps(losses))
             torch.save(outcome["model"].state_dict(), exported)
         dist.barrier()
         previous = exported
-    figures = _figures(outcomes, done)
+    figures = _figures(outcomes, done, before)
     figures["resumed"] = figures["resumed"] or carried_on
     return figures
 

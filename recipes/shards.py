@@ -12,6 +12,7 @@ one seek; each process (a loader worker) opens the tars itself."""
 
 from __future__ import annotations
 
+import io
 import os
 import tarfile
 from dataclasses import dataclass
@@ -19,9 +20,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import torch
+from PIL import Image
 from selftest.data import crop_flip, decode_image
 from trainkit.keyed import keyed_generator, keyed_permutation
 from trainkit.loader import keyed_loader, on_device
+
+from recipes.latents import LATENTS, from_npy
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
 # Shards read side by side, and the window a position is shuffled within (platform choices:
@@ -36,15 +40,17 @@ class DataError(Exception):
 
 @dataclass
 class Batch:
-    """One micro-batch as a recipe's task sees it: crops in [0, 1] on the device, their captions,
+    """One micro-batch as a recipe's task sees it: crops in [0, 1] on the device (or, from
+    latents shards, None and `latents`: the VAE moments of each sample's flip), their captions,
     and one generator per sample keyed by its data position, for every random draw the task
     makes (noise, timesteps, degradations), so a sample's draws do not depend on how it was
     batched."""
 
-    images: torch.Tensor
+    images: torch.Tensor | None
     captions: list[str]
     generators: list[torch.Generator]
     device: torch.device
+    latents: torch.Tensor | None = None
 
 
 def rank_shards(folder: Path, rank: int, world_size: int) -> list[Path]:
@@ -108,16 +114,32 @@ class ShardStream:
         self.__dict__.update(state)
         self._order = lru_cache(maxsize=2)(lambda e: epoch_order(self.sizes, self.seed, e))
 
-    def sample(self, position: int) -> tuple[torch.Tensor, str]:
+    def _read(self, position: int, *extensions: str) -> tuple[bytes, ...]:
+        """The image's bytes, the caption's and those of `extensions`, of the sample there."""
         epoch, within = divmod(position, self.total)
         shard, index = self._order(epoch)[within]
         members, tar = self.samples[shard][index], self.tars()[shard]
         image_ext = next((e for e in IMAGE_EXTENSIONS if e in members), None)
         if image_ext is None or "txt" not in members:
             raise DataError(f"{tar.name}: sample {members} lacks an image or a caption")
-        raw = tar.extractfile(members[image_ext]).read()
-        caption = tar.extractfile(members["txt"]).read().decode()
-        return decode_image(raw), caption
+        if any(ext not in members for ext in extensions):
+            raise DataError(
+                f"{tar.name}: sample {members} has no {' or '.join(extensions)}: the shards were "
+                "prepared without recipes.prepare.latents; prepare them with it, or train with "
+                "recipes.sd_finetune.latents false"
+            )
+        names = [image_ext, "txt", *extensions]
+        return tuple(tar.extractfile(members[name]).read() for name in names)
+
+    def sample(self, position: int) -> tuple[torch.Tensor, str]:
+        raw, caption = self._read(position)
+        return decode_image(raw), caption.decode()
+
+    def sample_latents(self, position: int) -> tuple[tuple[int, int], torch.Tensor, str]:
+        """The image's (height, width) from its header alone, its moments, its caption."""
+        raw, caption, moments = self._read(position, LATENTS)
+        width, height = Image.open(io.BytesIO(raw)).size
+        return (height, width), from_npy(moments), caption.decode()
 
 
 class Crops:
@@ -137,20 +159,44 @@ class Crops:
         return crop_flip(image, self.crop, generator), caption
 
 
-def _batch(crops: Crops, position: int, images, captions, device: torch.device) -> Batch:
+class Posteriors(Crops):
+    """The loader's dataset over prepare's latents: the moments of the sample's image or of its
+    mirror image, the flip drawn exactly as Crops draws it (the crop is the whole image, so
+    its window draws are 0), so a run on latents trains on the flips a run on images would."""
+
+    def __getitem__(self, position: int) -> tuple[torch.Tensor, str]:
+        (height, width), moments, caption = self.stream.sample_latents(position)
+        if (height, width) != (self.crop, self.crop):
+            raise DataError(
+                f"latents are of the whole {width}x{height} image, the crop is {self.crop}: "
+                "recipes.sd_finetune.resolution must equal recipes.prepare.resolution to train "
+                "on latents"
+            )
+        generator = keyed_generator(self.stream.seed, self.rank, position)
+        torch.randint(0, 1, (1,), generator=generator)  # crop_flip's top and left: 0 here
+        torch.randint(0, 1, (1,), generator=generator)
+        flipped = bool(torch.rand((), generator=generator) < 0.5)
+        return moments[int(flipped)], caption
+
+
+def _batch(crops: Crops, position: int, tensors, captions, device: torch.device) -> Batch:
     seed, rank = crops.stream.seed, crops.rank
     generators = [
         keyed_generator(seed, rank, at, 1) for at in range(position, position + len(captions))
     ]
-    return Batch(on_device(images, device), list(captions), generators, device)
+    if isinstance(crops, Posteriors):
+        moments = tensors.to(device, non_blocking=True).float()
+        return Batch(None, list(captions), generators, device, latents=moments)
+    return Batch(on_device(tensors, device), list(captions), generators, device)
 
 
 def micro_batch(
-    stream: ShardStream, position: int, size: int, crop: int, rank: int, device: torch.device
-) -> Batch:
+    stream: ShardStream, position: int, size: int, crop: int, rank: int, device: torch.device,
+    latents: bool = False,
+) -> Batch:  # fmt: skip
     """`size` samples from `position`, made in this process (the tests, the benchmark's serial
     figure): the same batch the loader gives at that position."""
-    crops = Crops(stream, rank, crop)
+    crops = (Posteriors if latents else Crops)(stream, rank, crop)
     images, captions = zip(*(crops[at] for at in range(position, position + size)), strict=True)
     return _batch(crops, position, torch.stack(images), captions, device)
 
@@ -160,9 +206,9 @@ class KeyedBatches:
 
     def __init__(
         self, paths: list[Path], seed: int, rank: int, size: int, crop: int, *, start: int,
-        workers: int, pin_memory: bool,
+        workers: int, pin_memory: bool, latents: bool = False,
     ) -> None:  # fmt: skip
-        self.crops = Crops(ShardStream(paths, seed), rank, crop)
+        self.crops = (Posteriors if latents else Crops)(ShardStream(paths, seed), rank, crop)
         self.position, self.size = start, size
         self._batches = iter(keyed_loader(self.crops, start, size, workers, pin_memory))
 

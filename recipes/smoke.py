@@ -23,13 +23,16 @@ ROOT = Path("out/recipes")
 PROGRAM_PYTHON = os.environ.get("PROGRAM_PYTHON", ".venv/bin/python")
 STAGERS = {"stable-diffusion": stage_tiny_sd, "clip": stage_tiny_clip, "vgg19": stage_tiny_vgg}
 IMAGES = 64
-# Toy scale: 64-pixel images, 2 ranks x micro-batch 1 x accumulation 2 = global batch 4.
+# Toy scale: 32-pixel images, 2 ranks x micro-batch 1 x accumulation 2 = global batch 4.
 TRAINING = {"global_batch": 4, "micro_batch": 1, "checkpoint_every": 2, "learning_rate": 1e-3}
 OVERRIDES = {
     # The tiny random CLIP (seed 0) scores these pairs between about -0.5 and 0: -0.2 drops
     # some and keeps most, as a real threshold does.
-    "prepare": {"resolution": 64, "min_clip_similarity": -0.2, "samples_per_shard": 8},
-    "sd_finetune": {**TRAINING, "steps": 6, "resolution": 32},
+    # 32² pairs with their VAE latents: sd-finetune trains on them, skipping the encoder.
+    "prepare": {
+        "resolution": 32, "min_clip_similarity": -0.2, "samples_per_shard": 8, "latents": True,
+    },
+    "sd_finetune": {**TRAINING, "steps": 6, "resolution": 32, "latents": True},
     "esrgan": {
         **TRAINING, "steps_2x": 3, "steps_4x": 3, "hr_crop": 32,
         "num_blocks": 1, "num_features": 8, "growth_channels": 4,
@@ -56,7 +59,6 @@ def stage(shared: Path) -> dict[str, dict]:
     """Each recipe's settings (toy overrides on the defaults), with tiny models and input staged
     where the defaults put them and their checksums recorded, as an admin stages the real ones."""
     weights: dict[str, dict] = {}
-    settings = {}
     for recipe in INTERRUPT_AFTER:
         defaults = settings_of(recipe, {})
         for name, entry in defaults["weights"].items():
@@ -64,6 +66,8 @@ def stage(shared: Path) -> dict[str, dict]:
                 weights[name] = {"sha256": checksums(STAGERS[name](shared / entry["path"]))}
         if recipe == "prepare":
             synthetic_img2dataset(shared / defaults["source"], IMAGES)
+    settings = {}
+    for recipe in INTERRUPT_AFTER:
         section = recipe.replace("-", "_")
         settings[recipe] = settings_of(recipe, {"weights": weights, section: OVERRIDES[section]})
     return settings
@@ -117,8 +121,8 @@ def main() -> int:
         if launch(recipe, settings, shared):
             return 1
     print(f"\n{'recipe':12} {'steps':>5} {'loss first':>11} {'loss last':>10} {'samples/s':>9}")
-    for recipe in INTERRUPT_AFTER:
-        report = json.loads((ROOT / recipe / "report.json").read_text())
+    reports = {r: json.loads((ROOT / r / "report.json").read_text()) for r in INTERRUPT_AFTER}
+    for recipe, report in reports.items():
         first, last = (
             "-" if report[key] is None else f"{report[key]:.4f}"
             for key in ("loss_first", "loss_last")
@@ -128,7 +132,25 @@ def main() -> int:
             f"{report['samples_per_s'] or 0:>9.1f}  resumed={report['resumed']}"
         )
     print(f"total {time.perf_counter() - started:.1f} s")
-    return 0
+    return 0 if learned(reports) else 1
+
+
+def learned(reports: dict[str, dict]) -> bool:
+    """Every training recipe's loss fell over its whole run, both segments of the interrupted
+    run included (prepare has no loss); says which did not."""
+    fell = True
+    for recipe, report in reports.items():
+        if report["loss_first"] is None:
+            continue
+        if len(report["losses"]) != report["steps"] or report["loss_last"] >= report["loss_first"]:
+            print(
+                f"error: {recipe}: the loss did not fall over the whole run "
+                f"({len(report['losses'])} losses for {report['steps']} steps, first "
+                f"{report['loss_first']}, last {report['loss_last']})",
+                file=sys.stderr,
+            )
+            fell = False
+    return fell
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import yaml
 from components.jobs import render, spec_for_pool
 from infra.config import PlatformConfig
 from infra.config.loading import read_yaml
+from infra.config.recipe_training import EsrganSettings
 from jobs.common import SubmitError
 from jobs.recipe import main, plan_job
 from tests import crds
@@ -72,8 +73,9 @@ def test_every_recipe_renders_a_valid_job_on_the_first_pool_that_holds_it(stack,
 
 
 def test_shipped_stacks_hold_every_recipe_but_sd_finetune_on_devs_24_gib_a10g():
-    # infra/config/recipes.py: sd-finetune needs 40 GiB, esrgan 24; AWS EC2 User Guide: g5 and
-    # g6e.xlarge carry 24 GiB A10G / 48 GiB L40S, dev's group mixes them (the smallest counts).
+    # infra/config/recipe_training.py: sd-finetune needs 40 GiB, esrgan 24; AWS EC2 User Guide:
+    # g5 and g6e.xlarge carry 24 GiB A10G / 48 GiB L40S, dev's group mixes them (the smallest
+    # counts).
     for stack, recipes in {
         "dev": ("prepare", "esrgan"),
         "staging": RECIPES,
@@ -129,7 +131,7 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
     ]
     env = {e["name"]: e.get("value") for e in container["env"]}
     settings = json.loads(env["RECIPE_SETTINGS"])
-    # infra/config/recipes.py defaults, from the source documents: lr 3e-6, global batch 32.
+    # infra/config/recipe_training.py defaults, from the source documents: lr 3e-6, global batch 32.
     assert settings["recipe"] == "sd-finetune"
     assert settings["learning_rate"] == 3e-6
     assert settings["global_batch"] == 32 and settings["micro_batch"] == 4
@@ -178,9 +180,21 @@ def test_the_default_name_is_the_same_for_the_same_job_and_new_for_another():
     cfg = staged(stack_config("prod"))
     first, _ = plan_job(cfg, "esrgan", nodes=1)
     again, _ = plan_job(cfg, "esrgan", nodes=1)
-    other, _ = plan_job(cfg, "esrgan", nodes=2, gpus_per_node=4)
+    other, _ = plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1)
     assert first.name == again.name != other.name
     assert first.name.startswith("esrgan-") and len(first.name) == len("esrgan-") + 10
+
+
+def test_esrgan_takes_two_gpus_at_eight_per_gpu_by_default_as_fits_its_size():
+    """The issue: ESRGAN's 16.7M-parameter generator is launch-bound on 8 GPUs; its defaults are
+    1-2 GPUs at micro-batch 8-16, the paper's global batch 16 (ESRGAN section 4.1)."""
+    settings = EsrganSettings()
+    assert (settings.global_batch, settings.micro_batch) == (16, 8)
+    spec, steps = plan_job(staged(stack_config("prod")), "esrgan", nodes=1)
+    assert (spec.gpus_per_node, steps) == (2, 1)
+    # dev's spot-small nodes have one GPU (a g5: 1 A10G, AWS EC2 User Guide): accumulation 2.
+    spec, steps = plan_job(staged(stack_config("dev")), "esrgan", nodes=1, pool="spot-small")
+    assert (spec.gpus_per_node, steps) == (1, 2)
 
 
 # ------------------------------------------------------------------------- metrics
@@ -257,14 +271,14 @@ def submit(root: Path, *argv: str) -> int:
 
 
 def test_main_writes_the_service_and_job_to_job_yaml(project, capsys):
-    assert submit(project, "esrgan", "--nodes", "2", "--gpus-per-node", "4", "--name", "sr") == 0
+    assert submit(project, "esrgan", "--nodes", "2", "--gpus-per-node", "1", "--name", "sr") == 0
     path = project / "out" / "esrgan" / "job.yaml"
     service, job = yaml.safe_load_all(path.read_text())
     assert (service["kind"], job["kind"]) == ("Service", "Job")
     assert job["metadata"]["name"] == "sr" and job["spec"]["completions"] == 2
     out = capsys.readouterr().out
-    # esrgan's global batch 16 = micro-batch 2 x 8 GPUs (2 nodes x 4) x accumulation 1.
-    assert f"Wrote {path}: Job training/sr, 2 node(s) x 4 GPU(s) of pool a100-efa" in out
+    # esrgan's global batch 16 = micro-batch 8 x 2 GPUs (2 nodes x 1) x accumulation 1.
+    assert f"Wrote {path}: Job training/sr, 2 node(s) x 1 GPU(s) of pool a100-efa" in out
     assert "gradient accumulation 1" in out
 
 
@@ -289,8 +303,8 @@ def test_a_global_batch_no_multiple_of_the_micro_batch_is_refused_as_the_plan_re
     root = stack_with(tmp_path, recipes={"esrgan": {"global_batch": 15}})
     err = refused(root, capsys, "esrgan", "--nodes", "1")
     assert (
-        "gpu-platform:recipes.esrgan.global_batch: 15 is not a multiple of micro_batch (2), so "
-        "no GPU count reaches it; give 14 or 16" in err
+        "gpu-platform:recipes.esrgan.global_batch: 15 is not a multiple of micro_batch (8), so "
+        "no GPU count reaches it; give 8 or 16, or another micro_batch" in err
     )
 
 

@@ -222,13 +222,22 @@ def test_grow_from_copies_every_2x_parameter_and_only_the_extra_upsampling_is_ne
     torch.manual_seed(0)
     two = RRDBNet(2, **TINY).state_dict()
     four = RRDBNet(4, **TINY)
-    fresh = {k: v.clone() for k, v in four.state_dict().items()}
     new = grow_from(two, four)
     assert new == ["upsample.1.bias", "upsample.1.weight"]
     grown = four.state_dict()
     assert all(torch.equal(grown[key], two[key]) for key in two)
-    assert all(torch.equal(grown[key], fresh[key]) for key in new)
     assert len(two) + 2 == len(grown)
+
+
+def test_the_grown_upsampling_conv_starts_as_the_identity():
+    """The issue: the new conv starts as dirac_ with zero bias, so the 4x stage begins as the 2x
+    network plus a nearest x2 of its features, not with a random layer in its middle."""
+    torch.manual_seed(0)
+    four = RRDBNet(4, **TINY)
+    grow_from(RRDBNet(2, **TINY).state_dict(), four)
+    features = torch.randn(2, TINY["num_features"], 6, 5)
+    assert torch.equal(four.upsample[1](features), features)
+    assert not four.upsample[1].bias.any()
 
 
 def test_grow_from_refuses_a_differently_built_or_partial_2x_state():
@@ -334,7 +343,7 @@ def test_perceptual_loss_is_zero_for_identical_images_and_weights_combine(tiny_v
 
 
 def task_settings(**overrides):
-    # infra/config/recipes.py EsrganSettings defaults, with a tiny RRDB and crop.
+    # infra/config/recipe_training.py EsrganSettings defaults, with a tiny RRDB and crop.
     return {
         **TINY, "pixel_loss": "l1", "pixel_weight": 0.1, "perceptual_weight": 1.0,
         "noise_sigma": 0.05, "jpeg_quality": [30, 95], "hr_crop": 16, **overrides,

@@ -43,6 +43,8 @@ def settings(**overrides) -> dict:
         "min_clip_similarity": 0.28,
         "samples_per_shard": 1000,
         "clip_batch": 4,
+        "latents": False,
+        "cpu_workers": 0,
         "weights": {"clip": {"path": "weights/clip", "sha256": {}}},
     }
     return {**base, **overrides}
@@ -648,3 +650,59 @@ def test_a_sigterm_on_one_rank_stops_both_at_the_folder_boundary(tmp_path):
         "shard-00001-00000.tar",
         "shard-00002-00000.tar",
     ]
+
+
+# --- the CPU pool and the latents -------------------------------------------------------------
+
+
+def test_a_cpu_pool_writes_the_shards_the_rank_alone_writes(tmp_path):
+    three_folders(tmp_path / "raw/laion")
+    outputs = {}
+    for workers in (0, 2):
+        output = f"datasets/w{workers}"
+        report = prepare.run(
+            settings(cpu_workers=workers, output=output, samples_per_shard=2), tmp_path,
+            tmp_path / f"out{workers}", scorer=CaptionScorer(),
+        )  # fmt: skip
+        assert report["kept"] == 6
+        outputs[workers] = {
+            path.name: read_tar(path) for path in (tmp_path / output).glob("shard-*.tar")
+        }
+    assert outputs[2] == outputs[0] and len(outputs[0]) == 4
+
+
+def test_latents_are_the_vaes_moments_of_the_image_and_its_mirror(tmp_path):
+    """prepare with latents: each kept sample's <key>.latents.npy is float16 [2, 2C, h, w], the
+    staged VAE's posterior parameters (diffusers' DiagonalGaussianDistribution: mean, then log
+    variance) of the image it stored and of that image flipped left-right. PNG sources stay
+    PNG, so the stored image is exactly what was encoded."""
+    from diffusers import AutoencoderKL
+
+    from recipes.tiny import stage_tiny_sd
+
+    for index in range(3):
+        pair(tmp_path / "raw/laion/00000", f"{index:09d}", image="png")
+    sd = stage_tiny_sd(tmp_path / "weights/sd")
+    weights = {"stable-diffusion": {"path": "weights/sd", "sha256": checksums(sd)}}
+    prepare.run(
+        settings(latents=True, weights=weights), tmp_path, tmp_path / "out",
+        scorer=CaptionScorer(),
+    )  # fmt: skip
+    (shard,) = (tmp_path / "datasets/laion-32").glob("shard-*.tar")
+    members = dict(read_tar(shard))
+    assert sorted(name.partition(".")[2] for name in members) == (
+        ["json"] * 3 + ["latents.npy"] * 3 + ["png"] * 3 + ["txt"] * 3
+    )
+    vae = AutoencoderKL.from_pretrained(sd / "vae").eval()
+    for index in range(3):
+        key = f"{index:09d}"
+        moments = np.load(io.BytesIO(members[f"{key}.latents.npy"]))
+        # The tiny VAE: 4 latent channels, one downsampling (block_out_channels 16, 32).
+        assert moments.dtype == np.float16 and moments.shape == (2, 8, 16, 16)
+        image = np.asarray(Image.open(io.BytesIO(members[f"{key}.png"])))
+        pixels = torch.from_numpy(image.copy()).permute(2, 0, 1)[None].float() / 127.5 - 1
+        with torch.no_grad():
+            for flipped, x in enumerate((pixels, pixels.flip(-1))):
+                expected = vae.encode(x).latent_dist.parameters[0]
+                got = torch.from_numpy(moments[flipped]).float()
+                torch.testing.assert_close(got, expected, rtol=2e-3, atol=2e-3)

@@ -134,10 +134,11 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2):
+def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2, env=None):
     """`python -m recipes <settings' recipe>` under torchrun with `ranks` gloo ranks."""
     env = {
         **os.environ,
+        **(env or {}),
         "RECIPE_SETTINGS": json.dumps(settings),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "bootstrap"), str(ROOT)]),
         "MASTER_PORT": str(_free_port()),
@@ -169,9 +170,17 @@ def test_a_resumed_run_reproduces_the_next_losses_exactly(shared, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     second = report(tmp_path / "run")
     assert (second["steps"], second["resumed"]) == (4, True)
-    # Bitwise: a float's repr round-trips through JSON.
-    assert first["losses"] + second["losses"] == report(tmp_path / "reference")["losses"]
+    # Bitwise: a float's repr round-trips through JSON. The resumed report keeps both segments:
+    # the losses before the interruption come back with the checkpoint.
+    whole = report(tmp_path / "reference")["losses"]
+    assert (first["losses"], second["losses"]) == (whole[:2], whole)
+    assert (second["loss_first"], second["loss_last"]) == (whole[0], whole[-1])
+    assert second["validation"] == {
+        "skipped": "no GPU: sampling on a CPU would stall the ranks for minutes per checkpoint"
+    }
+    # The EMA is exported as the model (diffusers' script saves the EMA UNet), the raw beside it.
     assert (tmp_path / "run/unet/diffusion_pytorch_model.safetensors").is_file()
+    assert (tmp_path / "run/unet-raw/diffusion_pytorch_model.safetensors").is_file()
     exported = (tmp_path / "run/metrics.txt").read_text()
     assert 'gpu_platform_training_step{recipe="sd-finetune"} 4.0' in exported
 
@@ -193,9 +202,30 @@ def test_esrgan_resumed_in_its_4x_stage_reproduces_the_losses_of_both_stages(sha
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     second = report(tmp_path / "run")
     assert (first["steps"], second["steps"], second["resumed"]) == (4, 5, True)
-    # Bitwise, across the stage boundary and the resume.
-    assert first["losses"] + second["losses"] == report(tmp_path / "reference")["losses"]
+    # Bitwise, across the stage boundary and the resume; the resumed report holds both stages,
+    # the 2x one's from the file beside its generator.
+    whole = report(tmp_path / "reference")["losses"]
+    assert (first["losses"], second["losses"]) == (whole[:4], whole)
     assert (tmp_path / "run/4x/generator.pt").is_file()
+
+
+def test_compile_trains_through_inductor_what_eager_trains(shared, tmp_path):
+    weights = {"vgg19": {"path": "vgg19", "sha256": checksums(shared / "weights/vgg19")}}
+    section = {"global_batch": 1, "micro_batch": 1, "steps_2x": 2, "steps_4x": 1, "hr_crop": 16}
+    section |= {"num_blocks": 1, "num_features": 8, "growth_channels": 4, "loader_workers": 0}
+    eager = recipe_settings("esrgan", weights=weights, esrgan=section)
+    compiled = recipe_settings("esrgan", weights=weights, esrgan=section | {"compile": True})
+    cache = tmp_path / "inductor"
+    for name, settings in (("eager", eager), ("compiled", compiled)):
+        done = launch(
+            settings, shared, tmp_path / name, ranks=1, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        # Only the compiled run leaves TorchInductor's generated kernels in its cache.
+        assert any(cache.rglob("*.py")) is (name == "compiled")
+    losses = [report(tmp_path / name)["losses"] for name in ("eager", "compiled")]
+    assert len(losses[0]) == 3
+    assert losses[1] == pytest.approx(losses[0], rel=1e-3)
 
 
 def test_changed_weights_stop_the_recipe_before_it_trains(shared, tmp_path):

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from infra.config import ConfigError, PlatformConfig, config_from_pulumi
 from infra.config.base import DNS_LABEL_WORDS, Shape
-from infra.config.recipes import BatchSettings, RecipesSettings
+from infra.config.recipe_training import BatchSettings
+from infra.config.recipes import RecipesSettings
 from infra.config.references import Names, Refers, marks
 
 NS = "gpu-platform"

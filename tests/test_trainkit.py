@@ -177,3 +177,78 @@ def test_a_micro_batch_mixes_shards(shards):
     mixed = sum(len({shard for shard, _ in batch}) > 1 for batch in batches)
     assert mixed == len(batches)
     assert stream._order(1) != order  # a new order every epoch
+
+
+# --- EMA, and what a Session keeps across a resume -------------------------------------------
+
+
+def test_the_ema_warm_up_is_diffusers_schedule():
+    """diffusers 0.42.1 training_utils.EMAModel.get_decay without use_ema_warmup: 0 at the first
+    step, then min(decay, (1 + m) / (10 + m)) with m = step - 1."""
+    assert trainkit.ema_decay(1, 0.9999) == 0.0
+    assert trainkit.ema_decay(2, 0.9999) == pytest.approx(2 / 11)
+    assert trainkit.ema_decay(101, 0.9999) == pytest.approx(101 / 110)
+    assert trainkit.ema_decay(10**6, 0.9999) == 0.9999
+
+
+def test_the_ema_matches_diffusers_emamodel_step_for_step():
+    from diffusers.training_utils import EMAModel
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8))
+    ours = trainkit.Ema(model, 0.999)
+    theirs = EMAModel(model.parameters(), decay=0.999)
+    for _ in range(30):
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(torch.randn_like(parameter))
+        ours.update(model, theirs.optimization_step + 1)
+        theirs.step(model.parameters())
+    for mine, reference in zip(ours.module.parameters(), theirs.shadow_params, strict=True):
+        torch.testing.assert_close(mine, reference, rtol=1e-6, atol=1e-6)
+    assert not any(p.requires_grad for p in ours.module.parameters())
+
+
+@pytest.fixture
+def alone(tmp_path, monkeypatch):
+    """A process group of one in this process (gloo), for a Session without torchrun."""
+    import torch.distributed as dist
+
+    monkeypatch.setenv("TRAINKIT_METRICS_PORT", "off")
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    yield
+    dist.destroy_process_group()
+
+
+def _train(directory: Path, total: int) -> tuple[dict[int, float], torch.Tensor]:
+    """`total` steps of a keyed regression with an EMA, resumed from `directory`."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    ema = trainkit.Ema(model, 0.5)
+    session = trainkit.Session(
+        model, optimizer, name="t", save_every=2, directory=directory,
+        modules={"ema": ema.module},
+    )  # fmt: skip
+    for step in session.steps(total):
+        draw = trainkit.keyed_generator(0, step)
+        x, y = torch.randn(8, 3, generator=draw), torch.randn(8, 1, generator=draw)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        ema.update(model, step + 1)
+        session.log(loss, samples=8)
+    session.checkpoints.finish()
+    return session.losses, ema.module.weight.detach().clone()
+
+
+def test_a_resumed_session_keeps_the_whole_runs_losses_and_its_modules(alone, tmp_path):
+    whole, whole_ema = _train(tmp_path / "whole", 4)
+    first, _ = _train(tmp_path / "run", 2)
+    resumed, resumed_ema = _train(tmp_path / "run", 4)
+    assert list(first) == [0, 1] and list(resumed) == [0, 1, 2, 3]
+    assert resumed == whole  # both segments, bit for bit
+    assert torch.equal(resumed_ema, whole_ema)  # the EMA came back with the checkpoint

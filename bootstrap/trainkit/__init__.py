@@ -5,6 +5,7 @@ self-test, the recipes and teams' own scripts.
   exit 143, Prometheus gauges (trainkit.session);
 - checkpoints: `torch.distributed.checkpoint` saved in the background, hashed as written, checked
   once at resume (trainkit.checkpoint); the folder comes from $TRAINKIT_CHECKPOINT_DIR;
+- `Ema`: an exponential moving average of the weights, diffusers' schedule (trainkit.ema);
 - keyed draws: every random draw a function of (seed, rank, position) (trainkit.keyed);
 - the data loader: worker processes, pinned memory and prefetch over keyed positions
   (trainkit.loader);
@@ -21,6 +22,7 @@ from trainkit.checkpoint import (
     restore,
     verify,
 )
+from trainkit.ema import Ema, ema_decay
 from trainkit.keyed import keyed_generator, keyed_permutation
 from trainkit.metrics import MetricsServer
 from trainkit.precision import autocast_dtype, deterministic_kernels, mixed_precision
@@ -36,9 +38,9 @@ from trainkit.process import (
 from trainkit.session import Session
 
 __all__ = [
-    "CHECKPOINT_DIR_ENV", "INTERRUPTED", "MANIFEST", "CheckpointError", "Checkpointer",
+    "CHECKPOINT_DIR_ENV", "INTERRUPTED", "MANIFEST", "CheckpointError", "Checkpointer", "Ema",
     "MetricsServer", "Session", "autocast_dtype", "checkpoint_root", "complete_checkpoints",
-    "deterministic_kernels", "device_for", "join", "keyed_generator", "keyed_permutation",
-    "leave", "load", "mixed_precision", "peak_memory", "restore", "share_cpu_cores",
-    "sigterm_flag", "verify",
+    "deterministic_kernels", "device_for", "ema_decay", "join", "keyed_generator",
+    "keyed_permutation", "leave", "load", "mixed_precision", "peak_memory", "restore",
+    "share_cpu_cores", "sigterm_flag", "verify",
 ]  # fmt: skip

@@ -135,16 +135,14 @@ class Checkpointer:
         self._group = dist.new_group(backend="gloo")
         self._pending: tuple[Path, Future, _HashingFileSystem] | None = None
 
-    def save(self, step: int, model, optimizer, trainer: dict) -> Path:
-        """Start saving; returns the folder. Collective: every rank calls it at the same step."""
+    def save(self, step: int, model, optimizer, trainer: dict, modules: dict | None = None) -> Path:
+        """Start saving; returns the folder. Collective: every rank calls it at the same step.
+        `modules`: other modules saved beside the model (an EMA copy), by name."""
         self.finish()
         directory = step_folder(self.root, step)
-        model_state, optim_state = get_state_dict(model, optimizer)
+        state = _state(model, optimizer, trainer, modules)
         writer, fs = _hashing_writer(directory)
-        future = dcp.async_save(
-            {"model": model_state, "optim": optim_state, "trainer": dict(trainer)},
-            storage_writer=writer, process_group=self._group,
-        )  # fmt: skip
+        future = dcp.async_save(state, storage_writer=writer, process_group=self._group)
         self._pending = (directory, future, fs)
         return directory
 
@@ -191,7 +189,15 @@ def verify(directory: Path) -> str | None:
     return None
 
 
-def load(directory: Path, model, optimizer, trainer: dict) -> dict:
+def _state(model, optimizer, trainer: dict, modules: dict | None) -> dict:
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state, "trainer": dict(trainer)}
+    if modules:
+        state["modules"] = {name: module.state_dict() for name, module in modules.items()}
+    return state
+
+
+def load(directory: Path, model, optimizer, trainer: dict, modules: dict | None = None) -> dict:
     """The trainer state (`trainer` gives its keys), after the model and optimizer are restored.
     Rank 0 verifies the files once and every rank gets its verdict, so none enters DCP's load
     alone and no rank re-reads gigabytes another already checked."""
@@ -199,20 +205,25 @@ def load(directory: Path, model, optimizer, trainer: dict) -> dict:
     dist.broadcast_object_list(verdict, src=0)
     if verdict[0] is not None:
         raise CheckpointError(verdict[0])
-    model_state, optim_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optim": optim_state, "trainer": dict(trainer)}
+    state = _state(model, optimizer, trainer, modules)
     try:
         dcp.load(state, checkpoint_id=directory)
     except Exception as error:  # DCP wraps a rank's failure; the reason is what matters here
         raise CheckpointError(f"checkpoint {directory} unreadable: {error}") from error
-    set_state_dict(model, optimizer, model_state_dict=model_state, optim_state_dict=optim_state)
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
+    )
+    for name, module in (modules or {}).items():
+        module.load_state_dict(state["modules"][name])
     return state["trainer"]
 
 
-def restore(root: Path, model, optimizer, trainer: dict) -> tuple[dict, Path | None]:
+def restore(
+    root: Path, model, optimizer, trainer: dict, modules: dict | None = None
+) -> tuple[dict, Path | None]:
     """The trainer state of the newest complete checkpoint under `root` and its folder, or
     `trainer` unchanged and None when there is none yet."""
     saved = complete_checkpoints(root) if root.is_dir() else []
     if not saved:
         return dict(trainer), None
-    return load(saved[-1], model, optimizer, trainer), saved[-1]
+    return load(saved[-1], model, optimizer, trainer, modules), saved[-1]

@@ -44,9 +44,11 @@ def _metrics(name: str) -> MetricsServer | None:
 
 class Session:
     """One training run's checkpoints, stop flag and figures. `state` holds what the script keeps
-    beyond the model and optimizer (a data position, a stage); it is saved with them and comes
-    back on resume. A GradScaler's state (fp16) is kept too when one is given. Construct it on
-    every rank at the same point: it creates process groups and restores collectively."""
+        beyond the model and optimizer (a data position, a stage); it is saved with them and comes
+        back on resume, as do `modules` (other modules saved beside the model: an `Ema`'s copy) and
+    `losses`, every step's loss of the whole run. A GradScaler's state (fp16) is kept too when one
+    is given. Construct it on
+        every rank at the same point: it creates process groups and restores collectively."""
 
     def __init__(
         self,
@@ -61,22 +63,30 @@ class Session:
         scaler: torch.amp.GradScaler | None = None,
         log_every: int = 1,
         metrics: MetricsServer | None = None,
+        modules: dict[str, torch.nn.Module] | None = None,
     ) -> None:
         self.model, self.optimizer, self.scaler = model, optimizer, scaler
+        self.modules = modules or {}
         self.name, self.save_every, self.log_every = name, save_every, log_every
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.device = next(model.parameters()).device
         self.checkpoints = Checkpointer(checkpoint_root(directory), keep)
         self._control = dist.new_group(backend="gloo")
-        template = {"step": 0, **(state or {})}
+        # The losses so far travel with the checkpoint (as JSON text, one DCP object), so a
+        # resumed run's `losses` are the whole run's, both sides of the interruption.
+        template = {"step": 0, "losses": "{}", **(state or {})}
         if self._scaled():
             template["scaler"] = scaler.state_dict()
-        restored, self.resumed_from = restore(self.checkpoints.root, model, optimizer, template)
+        restored, self.resumed_from = restore(
+            self.checkpoints.root, model, optimizer, template, self.modules
+        )
         if self._scaled():
             scaler.load_state_dict(restored.pop("scaler"))
         self.step: int = restored.pop("step")
+        self.losses: dict[int, float] = {
+            int(step): loss for step, loss in json.loads(restored.pop("losses")).items()
+        }
         self.state: dict = restored
-        self.losses: dict[int, float] = {}
         self.interrupted = False
         self.samples_per_s: float | None = None
         self._pending_loss: list[tuple[int, torch.Tensor]] = []
@@ -125,23 +135,31 @@ class Session:
         self._samples += samples
 
     def save(self) -> Path:
-        trainer = {"step": self.step, **self.state}
+        self._read_losses()  # the history saved is complete up to this step
+        trainer = {"step": self.step, "losses": json.dumps(self.losses), **self.state}
         if self._scaled():
             trainer["scaler"] = self.scaler.state_dict()
-        return self.checkpoints.save(self.step, self.model, self.optimizer, trainer)
+        return self.checkpoints.save(self.step, self.model, self.optimizer, trainer, self.modules)
 
-    def _report(self, seconds: float) -> None:
-        """Each step's loss since the last report, averaged over every rank (one all-reduce, one
-        read for all of them), a JSON line on rank 0 and the gauges."""
+    def _read_losses(self) -> int | None:
+        """Each step's loss not read yet, averaged over every rank (one all-reduce, one read for
+        all of them), into `losses`; the last step read, or None when none was pending."""
         if not self._pending_loss:
-            return
+            return None
         steps = [step for step, _ in self._pending_loss]
         summed = torch.stack([loss for _, loss in self._pending_loss]).double()
         self._pending_loss = []
         dist.all_reduce(summed)
         for step, value in zip(steps, (summed / self.world).tolist(), strict=True):
             self.losses[step] = value
-        loss = self.losses[steps[-1]]
+        return steps[-1]
+
+    def _report(self, seconds: float) -> None:
+        """The losses since the last report, a JSON line on rank 0 and the gauges."""
+        last = self._read_losses()
+        if last is None:
+            return
+        loss = self.losses[last]
         timed_s, timed_samples = self._timed
         self.samples_per_s = timed_samples / timed_s if timed_s else None
         figures = {

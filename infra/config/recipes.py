@@ -8,26 +8,23 @@ records each file's sha256 here (`python -m recipes checksums <folder>` prints t
 recipe whose weights are missing, unlisted or differ stops before it trains.
 
 Defaults come from the source documents the platform was built from unless a field says
-otherwise (sources named per field).
+otherwise (sources named per field). The training recipes' sections (sd_finetune, esrgan) are in
+infra/config/recipe_training.py.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.base import DnsLabel, Int, Settings, shaped
+from infra.config.recipe_training import EsrganSettings, SdFinetuneSettings, SharedPath
 from infra.config.references import LOCAL_QUEUE, PRIORITY_CLASS, STAGED_MODEL, refers
 from infra.config.selftest import PinnedImage
 
 RECIPES = ("prepare", "sd-finetune", "esrgan")
 
-# A path inside the shared-data volume: relative, no `..`, no empty or dot segments.
-RELATIVE_WORDS = "a relative path inside shared-data, e.g. datasets/laion-512 (no leading /, no ..)"
-SharedPath = Annotated[
-    str, shaped(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*", RELATIVE_WORDS)
-]
 Sha256 = Annotated[str, shaped(r"[0-9a-f]{64}", "64 lowercase hex digits (sha256sum's output)")]
 
 
@@ -65,44 +62,6 @@ WEIGHTS_NEEDED: dict[str, tuple[str, ...]] = {
 }
 
 
-class BatchSettings(Settings):
-    """The global batch, and what one GPU takes per micro-step; gradient accumulation makes up
-    the difference, so global_batch must equal micro_batch x GPUs x accumulation exactly."""
-
-    global_batch: Int = Field(ge=1, description="Samples per optimizer step, over every GPU.")
-    micro_batch: Int = Field(ge=1, description="Samples per GPU per forward/backward pass.")
-
-    @model_validator(mode="after")
-    def _reachable(self) -> BatchSettings:
-        # GPUs x accumulation = global_batch / micro_batch: a whole number, or no job of any
-        # size reaches the global batch (recipes/batch.py refuses it at every GPU count).
-        if self.global_batch % self.micro_batch:
-            low = self.global_batch - self.global_batch % self.micro_batch
-            near = [n for n in (low, low + self.micro_batch) if n >= self.micro_batch]
-            raise FieldProblem(
-                "global_batch",
-                f"{self.global_batch} is not a multiple of micro_batch ({self.micro_batch}), so "
-                f"no GPU count reaches it; give {' or '.join(map(str, near))}, or another "
-                "micro_batch",
-            )
-        return self
-
-
-class TrainingSettings(BatchSettings):
-    """What every training recipe shares."""
-
-    learning_rate: float = Field(gt=0, description="Peak learning rate (AdamW).")
-    warmup_steps: Int = Field(0, ge=0, description="Linear warm-up before the cosine decay.")
-    checkpoint_every: Int = Field(
-        1000, ge=1, description="Steps between DCP checkpoints on shared-data (and on SIGTERM)."
-    )
-    keep_checkpoints: Int = Field(3, ge=1, description="Checkpoints kept; older ones deleted.")
-    seed: Int = Field(0, ge=0, description="Seeds weights init, data order and augmentation.")
-    min_gpu_memory_gib: Int = Field(
-        ge=1, description="Smallest GPU (memory, GiB) the recipe at its defaults fits on."
-    )
-
-
 class PrepareSettings(Settings):
     """img2dataset output → 512×512 WebDataset shards, filtered by aesthetic and CLIP scores."""
 
@@ -113,7 +72,13 @@ class PrepareSettings(Settings):
     output: SharedPath = Field(
         "datasets/laion-aesthetics-512", description="Where the WebDataset shards go."
     )
-    resolution: Int = Field(512, ge=64, description="Side of the square the images become.")
+    resolution: Int = Field(
+        512,
+        ge=8,
+        multiple_of=8,
+        description="Side of the square the images become; a multiple of 8, the VAE's "
+        "downsampling, as sd_finetune.resolution (which must equal it to train on latents).",
+    )
     aesthetic_key: str = Field(
         "aesthetic",
         description="The metadata key holding the LAION aesthetic score (img2dataset copies "
@@ -133,78 +98,19 @@ class PrepareSettings(Settings):
     )
     samples_per_shard: Int = Field(1000, ge=1, description="Samples per WebDataset tar.")
     clip_batch: Int = Field(64, ge=1, description="Images scored per CLIP forward pass.")
-
-
-class SdFinetuneSettings(TrainingSettings):
-    """Stable Diffusion UNet fine-tuning (diffusers); the VAE and text encoder stay frozen."""
-
-    learning_rate: float = Field(3e-6, gt=0, description="Peak learning rate, cosine-annealed.")
-    global_batch: Int = Field(32, ge=1, description="Samples per optimizer step (4 x 8 GPUs).")
-    micro_batch: Int = Field(4, ge=1, description="Samples per GPU per micro-step.")
-    steps: Int = Field(150_000, ge=1, description="Optimizer steps.")
-    resolution: Int = Field(
-        512,
-        ge=8,
-        multiple_of=8,
-        description="Training crop side, pixels; a multiple of 8, the VAE's downsampling.",
+    latents: bool = Field(
+        False,
+        description="Also write each kept image's Stable Diffusion VAE posterior (mean and log "
+        "variance, float16) for it and its mirror image as <key>.latents.npy, so sd-finetune "
+        "with latents: true skips the VAE encoder (a quarter of a step's FLOPs). Reads the "
+        "staged stable-diffusion weights; encodes on the GPU.",
     )
-    dataset: SharedPath = Field(
-        "datasets/laion-aesthetics-512", description="WebDataset shards (prepare's output)."
+    cpu_workers: Int | None = Field(
+        None,
+        ge=0,
+        description="Processes per rank that read, decode and resize the pairs while the GPU "
+        "scores (0: in the rank itself); unset: the node's cores shared among its ranks.",
     )
-    gradient_checkpointing: bool = Field(True, description="Recompute UNet activations.")
-    min_gpu_memory_gib: Int = Field(
-        40,
-        ge=1,
-        description="SD 1.5 UNet at 512², 4 per GPU, AdamW, bf16 autocast with gradient "
-        "checkpointing: platform estimate, see recipes/README.md for measured peaks.",
-    )
-    output: SharedPath = Field("runs/sd-finetune", description="Checkpoints and reports.")
-
-
-class EsrganSettings(TrainingSettings):
-    """ESRGAN's RRDB generator trained on degraded crops: 2× first, then 4× fine-tuned from it."""
-
-    learning_rate: float = Field(1e-4, gt=0, description="Peak lr (ESRGAN paper, section 4.1).")
-    global_batch: Int = Field(16, ge=1, description="Samples per step (ESRGAN paper: 16).")
-    micro_batch: Int = Field(2, ge=1, description="Samples per GPU per micro-step.")
-    hr_crop: Int = Field(128, ge=16, description="High-resolution crop side (ESRGAN paper: 128).")
-    steps_2x: Int = Field(100_000, ge=1, description="Steps of the 2× stage (platform choice).")
-    steps_4x: Int = Field(
-        50_000, ge=1, description="Steps of the 4× stage, from the 2× weights (platform choice)."
-    )
-    num_blocks: Int = Field(23, ge=1, description="RRDB blocks (ESRGAN paper: 23).")
-    num_features: Int = Field(64, ge=1, description="Feature channels (ESRGAN paper: 64).")
-    growth_channels: Int = Field(32, ge=1, description="Dense-block growth (ESRGAN paper: 32).")
-    pixel_loss: Literal["l1", "mse"] = Field(
-        "l1",
-        description="The pixel term. The source documents name it L1 but compute MSE; L1 is "
-        "the default, as they describe and as ESRGAN trains; mse reproduces their code.",
-    )
-    pixel_weight: float = Field(0.1, ge=0, description="Weight of the pixel loss (sources: 0.1).")
-    perceptual_weight: float = Field(1.0, ge=0, description="Weight of the VGG19 loss.")
-    noise_sigma: float = Field(
-        0.05, ge=0, description="Gaussian noise σ on [0, 1] pixels (sources: 0.05)."
-    )
-    jpeg_quality: tuple[Int, Int] = Field(
-        (30, 95),
-        description="JPEG quality drawn uniformly in [low, high] (Real-ESRGAN's range).",
-    )
-    dataset: SharedPath = Field(
-        "datasets/laion-aesthetics-512", description="WebDataset shards of HR images."
-    )
-    min_gpu_memory_gib: Int = Field(
-        24, ge=1, description="RRDB 23 blocks at 128² HR crops, 2 per GPU (platform estimate)."
-    )
-    output: SharedPath = Field("runs/esrgan", description="Checkpoints and reports.")
-
-    @model_validator(mode="after")
-    def _quality_range(self) -> EsrganSettings:
-        low, high = self.jpeg_quality
-        if not 1 <= low <= high <= 100:
-            raise FieldProblem(
-                "jpeg_quality", f"[{low}, {high}]: need 1 <= low <= high <= 100 (Pillow's scale)"
-            )
-        return self
 
 
 class RecipesSettings(Settings):
@@ -276,6 +182,14 @@ def recipe_settings(settings: RecipesSettings, recipe: str) -> dict[str, Any]:
                 "path": f"{settings.weights_root}/{settings.weights[name].path}",
                 "sha256": dict(settings.weights[name].sha256),
             }
-            for name in WEIGHTS_NEEDED[recipe]
+            for name in weights_needed(settings, recipe)
         },
     }
+
+
+def weights_needed(settings: RecipesSettings, recipe: str) -> tuple[str, ...]:
+    """The staged models the recipe reads with these settings: prepare reads Stable
+    Diffusion's VAE too when it precomputes latents."""
+    if recipe == "prepare" and settings.prepare.latents:
+        return (*WEIGHTS_NEEDED[recipe], "stable-diffusion")
+    return WEIGHTS_NEEDED[recipe]

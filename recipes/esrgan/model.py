@@ -90,8 +90,10 @@ EXTRA = "upsample.1."
 
 def grow_from(two_x_state: dict[str, torch.Tensor], four_x_model: RRDBNet) -> list[str]:
     """Progressive training: start `four_x_model` from a trained 2× state dict. Every 2×
-    parameter is copied (same name, same shape); what the 2× model lacks (the second
-    upsampling convolution) keeps `four_x_model`'s fresh initialisation. Returns the new keys,
+    parameter is copied (same name, same shape); what the 2× model lacks, the second
+    upsampling convolution, starts as the identity (Dirac kernel, zero bias), so the 4× stage
+    starts as the 2× network with one more nearest ×2 of its features rather than with a random
+    layer in the middle that would undo what the 2× stage learned. Returns the new keys,
     sorted. Raises ValueError naming the key when the two models were built differently."""
     if four_x_model.scale != 4:
         raise ValueError(f"grow_from: the target model has scale {four_x_model.scale}; need 4")
@@ -113,4 +115,7 @@ def grow_from(two_x_state: dict[str, torch.Tensor], four_x_model: RRDBNet) -> li
     if problems:
         raise ValueError("grow_from: " + "; ".join(problems))
     four_x_model.load_state_dict({**target, **two_x_state})
+    with torch.no_grad():
+        nn.init.dirac_(four_x_model.upsample[1].weight)
+        nn.init.zeros_(four_x_model.upsample[1].bias)
     return new

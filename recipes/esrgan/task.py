@@ -16,7 +16,7 @@ from recipes.esrgan.model import SCALES, RRDBNet
 if TYPE_CHECKING:
     from recipes.shards import Batch
 
-# The keys of recipe_settings(cfg, "esrgan") this task reads (infra/config/recipes.py,
+# The keys of recipe_settings(cfg, "esrgan") this task reads (infra/config/recipe_training.py,
 # EsrganSettings, documents each).
 NEEDED = (
     "num_blocks", "num_features", "growth_channels", "pixel_loss", "pixel_weight",
