@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     rendered, images = write_rendering(plan, rendering, out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
-    policies = check_plan(plan, ROOT)
+    policies = check_plan(plan, ROOT, rendering)
     if previous is not None and not args.quiet:  # first: what this change does
         changes = diff_report.changes_block(plan, previous, str(args.against))
         print(changes + ("" if args.changes_only else "\n"))
