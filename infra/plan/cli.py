@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     policies = check_plan(plan, ROOT, rendering)
     if previous is not None and not args.quiet:  # first: what this change does
-        changes = diff_report.changes_block(plan, previous, str(args.against))
+        changes = diff_report.changes_block(plan, previous, str(args.against), rendering)
         print(changes + ("" if args.changes_only else "\n"))
     if not (args.quiet or args.changes_only):
         print(format_plan(plan))
