@@ -143,6 +143,8 @@ class ClusterAutoscalerArgs:
     groups: Sequence[GpuNodeGroupSettings]
     settings: AutoscalerSettings
     after: Sequence[pulumi.Resource] = ()
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
 
 
 class ClusterAutoscaler(PlatformComponent):
@@ -191,5 +193,6 @@ class ClusterAutoscaler(PlatformComponent):
             self.child(
                 provider=args.cluster.kubernetes, depends_on=[association, crd, *args.after]
             ),
+            mirror=args.registry_mirror,
         )
         self.register_outputs({"release": self.release.name})

@@ -194,6 +194,7 @@ class WorkloadAutoscaling(PlatformComponent):
             args.cfg.namespaces.system,
             keda_values(args.node_selector),
             self.child(depends_on=[*args.cluster.schedulable, *args.after]),
+            mirror=args.cfg.images.registry_mirror,
         )
         # The release installs the ScaledObject CRD and the webhook that validates them.
         self.reports: dict[str, dict[str, Any]] = {}

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
+from components.registry_mirror import mirrored
 from components.shared import pinned_release, privileged_namespace
 from components.storage import PART_OF, SharedData, declare_claim, shared_data_claim
 from infra.config import CephNetworkAttachmentSettings, CephSettings
@@ -213,6 +214,8 @@ class RookCephArgs:
     protect: bool = False
     # With Multus networks: the Network Operator's CRD, Multus and nv-ipam pools they need.
     networks: SecondaryNetworks | None = None
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
 
 
 class RookCeph(PlatformComponent):
@@ -233,6 +236,7 @@ class RookCeph(PlatformComponent):
             ns,
             rook_operator_values(),
             self.child(depends_on=[namespace]),
+            mirror=args.registry_mirror,
         )
         drivers = pinned_release(
             f"{env}-ceph-csi-drivers",
@@ -240,6 +244,7 @@ class RookCeph(PlatformComponent):
             ns,
             ceph_csi_drivers_values(ns),
             self.child(depends_on=[operator]),
+            mirror=args.registry_mirror,
         )
 
         multus = multus_networks(ceph)
@@ -265,7 +270,7 @@ class RookCeph(PlatformComponent):
             api_version=CEPH_API,
             kind="CephCluster",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, namespace=ns, labels=PART_OF),
-            spec=ceph_cluster_spec(ceph),
+            spec=ceph_cluster_spec(ceph, mirrored(CEPH_IMAGE, args.registry_mirror)),
             opts=self.child(protect=args.protect, depends_on=[operator, *attachments, *pools]),
         )
         filesystem = k8s.apiextensions.CustomResource(

@@ -54,6 +54,8 @@ class EfaDevicePluginArgs:
     cluster: ClusterHandle
     groups: Sequence[GpuNodeGroupSettings]
     after: Sequence[pulumi.Resource] = ()
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
 
 
 class EfaDevicePlugin(PlatformComponent):
@@ -69,5 +71,6 @@ class EfaDevicePlugin(PlatformComponent):
             NAMESPACE,
             helm_values(args.groups),
             self.child(provider=args.cluster.kubernetes, depends_on=list(args.after)),
+            mirror=args.registry_mirror,
         )
         self.register_outputs({"release": self.release.name})

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent, plane_labels
 from components.ceph import multus_networks, network_attachment_name
+from components.registry_mirror import mirrored
 from components.shared import pinned_release, privileged_namespace
 from infra.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
 from infra.config.fabric import RDMA_FABRICS, FabricSettings
@@ -61,8 +62,9 @@ def network_operator_values() -> dict[str, Any]:
     return {"nfd": {"enabled": False, "deployNodeFeatureRules": False}}
 
 
-def _image(component: str) -> dict[str, str]:
-    return NETWORK_OPERATOR_IMAGES[component].spec()
+def _image(component: str, mirror: str | None) -> dict[str, str]:
+    spec = NETWORK_OPERATOR_IMAGES[component].spec()
+    return {**spec, "repository": mirrored(spec["repository"], mirror)}
 
 
 def rdma_resource(fabric: FabricSettings) -> str:
@@ -107,22 +109,26 @@ def device_plugin_config(fabric: FabricSettings) -> str:
 def nic_cluster_policy_spec(cfg: PlatformConfig) -> dict[str, Any]:
     """What the operator deploys: Multus, the CNI plugins (macvlan) and nv-ipam always; with a
     fabric section the device plugin, the DOCA driver unless the hosts have it, and the ipoib
-    CNI for InfiniBand."""
-    secondary: dict[str, Any] = {"multus": _image("multus"), "cniPlugins": _image("cniPlugins")}
+    CNI for InfiniBand. Every image from the stack's registry mirror, where it has one."""
+    mirror = cfg.images.registry_mirror
+    secondary: dict[str, Any] = {
+        "multus": _image("multus", mirror),
+        "cniPlugins": _image("cniPlugins", mirror),
+    }
     spec: dict[str, Any] = {
         "secondaryNetwork": secondary,
-        "nvIpam": {**_image("nvIpam"), "enableWebhook": False},
+        "nvIpam": {**_image("nvIpam", mirror), "enableWebhook": False},
         "tolerations": [GPU_TAINT_TOLERATION],
     }
     fabric = cfg.fabric
     if fabric is None:
         return spec
     if any(p.fabric == "infiniband" for p in rdma_pools(cfg)):
-        secondary["ipoib"] = _image("ipoib")
+        secondary["ipoib"] = _image("ipoib", mirror)
     plugin = "rdmaSharedDevicePlugin" if fabric.rdma_mode == "shared" else "sriovDevicePlugin"
-    spec[plugin] = {**_image(plugin), "config": device_plugin_config(fabric)}
+    spec[plugin] = {**_image(plugin, mirror), "config": device_plugin_config(fabric)}
     if not fabric.mofed_preinstalled:
-        spec["ofedDriver"] = _image("ofedDriver")
+        spec["ofedDriver"] = _image("ofedDriver", mirror)
     return spec
 
 
@@ -251,6 +257,7 @@ class NetworkOperator(PlatformComponent):
             ns,
             network_operator_values(),
             self.child(depends_on=[namespace]),
+            mirror=cfg.images.registry_mirror,
         )
         policy = k8s.apiextensions.CustomResource(
             f"{env}-nic-cluster-policy",

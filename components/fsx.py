@@ -189,6 +189,8 @@ class FsxLustreArgs:
     protect: bool
     # Declared first: the Pod Identity agent (for the driver) and the claim's namespace.
     after: Sequence[pulumi.Resource] = ()
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
 
 
 class FsxLustre(PlatformComponent):
@@ -397,4 +399,5 @@ class FsxLustre(PlatformComponent):
             CSI_NAMESPACE,
             fsx_csi_values(args.region, args.cluster_name, dynamic),
             self.child(depends_on=after),
+            mirror=args.registry_mirror,
         )

@@ -240,6 +240,8 @@ class GpuOperatorArgs:
     on_aws: bool
     after: Sequence[pulumi.Resource] = ()
     host_mofed: bool = False
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
 
 
 class GpuOperator(PlatformComponent):
@@ -260,5 +262,6 @@ class GpuOperator(PlatformComponent):
             ns,
             helm_values(args.pools, args.settings, args.on_aws, args.host_mofed),
             self.child(depends_on=[namespace, *args.after]),
+            mirror=args.registry_mirror,
         )
         self.register_outputs({"release": self.release.name})

@@ -187,6 +187,8 @@ class MonitoringArgs:
     # The periodic self-test pushes its history: the fleet dashboard shows it.
     selftest_history: bool = False
     after: Sequence[pulumi.Resource] = ()
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
 
 
 class Monitoring(PlatformComponent):
@@ -239,6 +241,7 @@ class Monitoring(PlatformComponent):
             ns,
             monitoring_values(settings, storage_class(settings, args.on_aws), args.node_selector),
             self.child(depends_on=before_release),
+            mirror=args.registry_mirror,
         )
         if args.training_namespaces:
             # The release installs the PodMonitor CRD.

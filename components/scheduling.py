@@ -168,6 +168,7 @@ class Scheduling(PlatformComponent):
                 [t.name for t in args.cfg.scheduling.all_teams(args.cfg.namespaces.training)],
             ),
             self.child(depends_on=[*args.cluster.schedulable, *args.after]),
+            mirror=args.cfg.images.registry_mirror,
         )
         # Kueue's webhooks validate its objects: they must be running first.
         for obj in kueue_objects(args.cfg, args.autoscaled):

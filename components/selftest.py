@@ -37,6 +37,7 @@ from components.base import PlatformComponent, plane_labels
 from components.gpu_operator import dcgm_exporter_url
 from components.jobs import TrainingJobSpec, render, spec_for_pool
 from components.observability import prometheus_url
+from components.registry_mirror import mirrored
 from components.scheduling import KubernetesObject
 from components.selftest_access import access_env, access_objects, account
 from components.selftest_schedule import (
@@ -131,7 +132,7 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         cfg,
         pool.name,
         name=f"selftest-{run}",
-        image=settings.image,
+        image=mirrored(settings.image, cfg.images.registry_mirror),
         command=["-m", "selftest"],
         nodes=settings.nodes,
         gpus_per_node=settings.gpus_per_node,
@@ -287,6 +288,7 @@ class SelfTest(PlatformComponent):
                 cfg.namespaces.monitoring,
                 pushgateway_values(cfg, add_on_nodes(cfg)),
                 self.child(depends_on=after),
+                mirror=cfg.images.registry_mirror,
             )
         ]
         for obj in cron_jobs(cfg, lambda pool: pool_env(cfg, pool)):

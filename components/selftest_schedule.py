@@ -21,6 +21,7 @@ from typing import Any
 from components.base import plane_labels
 from components.jobs import Schedule, TrainingJobSpec, cron_job, spec_for_pool
 from components.observability import storage_class
+from components.registry_mirror import mirrored
 from components.selftest_access import account
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import PlatformConfig
@@ -103,7 +104,7 @@ def schedule_spec(cfg: PlatformConfig, pool: str, env: dict[str, str]) -> Traini
         cfg,
         pool,
         name=cron_job_name(pool),
-        image=settings.image,
+        image=mirrored(settings.image, cfg.images.registry_mirror),
         command=["-m", "selftest"],
         nodes=1,
         standalone=True,

@@ -9,6 +9,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.iam import account_id
+from components.registry_mirror import mirrored_values
 from infra.versions import CHARTS
 
 
@@ -18,9 +19,12 @@ def pinned_release(
     namespace: str,
     values: dict,
     opts: pulumi.ResourceOptions,
+    *,
+    mirror: str | None,
 ) -> k8s.helm.v3.Release:
     """A Helm release of an upstream chart at the version pinned in infra/versions.py, named
-    after the chart so its objects keep upstream names."""
+    after the chart so its objects keep upstream names; its images from `mirror`, where the
+    stack has one (`images.registry_mirror`)."""
     chart = CHARTS[chart_key]
     # An OCI chart is named by its full reference, without repository options (Helm has no
     # `repo add` for OCI registries).
@@ -33,7 +37,7 @@ def pinned_release(
             version=chart.version,
             repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=namespace,
-            values=values,
+            values=mirrored_values(chart_key, values, mirror),
         ),
         opts,
     )

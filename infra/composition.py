@@ -11,7 +11,6 @@ from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.autoscaling import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.base import PlatformComponent
-from components.ceph import RookCeph, RookCephArgs
 from components.control_plane import (
     ClusterAddons,
     ClusterAddonsArgs,
@@ -29,7 +28,6 @@ from components.fabric import (
     needs_network_operator,
     rdma_resource,
 )
-from components.fsx import FsxLustre, FsxLustreArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
 from components.namespaces import Namespaces, NamespacesArgs
@@ -39,11 +37,11 @@ from components.nodes import NodeRole, NodeRoleArgs
 from components.observability import Monitoring, MonitoringArgs, monitoring_report
 from components.scheduling import Scheduling, SchedulingArgs
 from components.selftest import SelfTest, SelfTestArgs, selftest_report
-from components.storage import SharedData, nvme_cache_report
 from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
-from infra.config import PlatformConfig, default_fsx_zone
+from infra.config import PlatformConfig
 from infra.config.selftest_schedule import scheduled
 from infra.stack_defaults import cluster_name, default_tags
+from infra.storage_plane import declare_storage
 from infra.versions import addon_build_report
 
 
@@ -80,7 +78,7 @@ class Platform(PlatformComponent):
         )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
         self._fabric(env, cfg, namespaces, on_cluster)
-        self._storage(env, cfg, cluster, namespaces)
+        declare_storage(self, env, cfg, cluster, namespaces)
         monitoring = self._monitoring(env, cfg, cluster, namespaces)
         self.tested.append(monitoring)
         # The operator creates the DCGM exporter's ServiceMonitor, whose CRD the monitoring
@@ -120,6 +118,7 @@ class Platform(PlatformComponent):
                 cfg.provider == "aws",
                 cluster.schedulable,
                 host_mofed=cfg.fabric is not None and cfg.fabric.mofed_preinstalled,
+                registry_mirror=cfg.images.registry_mirror,
             ),
             on_cluster,
         )
@@ -146,6 +145,7 @@ class Platform(PlatformComponent):
                 ],
                 selftest_history=scheduled(cfg),
                 after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
+                registry_mirror=cfg.images.registry_mirror,
             ),
             self.child(providers=[cluster.kubernetes]),
         )
@@ -258,7 +258,13 @@ class Platform(PlatformComponent):
         if efa_groups(cfg.gpu_node_groups):
             efa = EfaDevicePlugin(
                 f"{env}-efa-device-plugin",
-                EfaDevicePluginArgs(env, cluster, cfg.gpu_node_groups, after=cluster.schedulable),
+                EfaDevicePluginArgs(
+                    env,
+                    cluster,
+                    cfg.gpu_node_groups,
+                    after=cluster.schedulable,
+                    registry_mirror=cfg.images.registry_mirror,
+                ),
                 on_aws,
             )
             self.tested.append(efa)
@@ -278,6 +284,7 @@ class Platform(PlatformComponent):
                     groups=cfg.gpu_node_groups,
                     settings=cfg.autoscaler,
                     after=cluster.schedulable,
+                    registry_mirror=cfg.images.registry_mirror,
                 ),
                 on_aws,
             )
@@ -347,59 +354,3 @@ class Platform(PlatformComponent):
             self.child(providers=[cluster.kubernetes]),
         )
         self.outputs["workload_autoscalers"] = autoscaling.reports
-
-    def _storage(
-        self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
-    ) -> None:
-        """Storage plane: `shared-data` (FSx for Lustre or CephFS) and `nvme-cache`, under the
-        same names on every provider."""
-        self.outputs["storage_nvme_cache"] = nvme_cache_report(cfg)
-        training = namespaces.by_purpose["training"]
-        shared: SharedData | None = None
-        if cfg.storage.fsx is not None:
-            fsx, zone = cfg.storage.fsx, cfg.storage.fsx.zone or default_fsx_zone(cfg)
-            component = FsxLustre(
-                f"{env}-fsx",
-                FsxLustreArgs(
-                    env=env,
-                    fsx=fsx,
-                    zone=zone,
-                    region=cfg.aws.region,
-                    cluster_name=cluster.name,
-                    vpc_id=self.network.vpc_id,
-                    subnet_id=self.network.private_subnet_ids_by_zone[zone],
-                    node_security_group_id=cluster.security_group_id,
-                    claim_namespace=cfg.namespaces.training,
-                    protect=cfg.protect_stateful,
-                    after=[*cluster.schedulable, training],
-                ),
-                self.child(providers=[self.aws_provider, cluster.kubernetes]),
-            )
-            shared = component.shared
-            self.tested.append(component)
-            self.outputs.update(
-                storage_fsx_id=component.file_system.id,
-                storage_fsx_zone=zone,
-                storage_fsx_dns_name=component.file_system.dns_name,
-            )
-        elif cfg.storage.ceph is not None:
-            ceph = RookCeph(
-                f"{env}-ceph",
-                RookCephArgs(
-                    env,
-                    cfg.storage.ceph,
-                    cfg.namespaces.training,
-                    after=[training],
-                    protect=cfg.protect_stateful,
-                    networks=self.networks,
-                ),
-                self.child(providers=[cluster.kubernetes]),
-            )
-            shared = ceph.shared
-            self.tested.append(ceph)
-        if shared is not None:
-            self.outputs["storage_shared_data_claim"] = pulumi.Output.concat(
-                shared.claim.metadata.namespace, "/", shared.claim.metadata.name
-            )
-            if shared.expected_throughput_mbps is not None:
-                self.outputs["storage_expected_throughput_mbps"] = shared.expected_throughput_mbps

@@ -273,3 +273,84 @@ def addon_build_report(minor: str) -> dict[str, dict[str, str]]:
         )
         report[addon.name] = {"build": build, "status": status}
     return report
+
+
+# Every chart value that names an image's registry, as the pinned chart's values.yaml sets it
+# (shared/charts/<chart>/<version>/values.yaml; kueue's as its release step packages it,
+# shared/helm/README.md). A mirror rewrites each (components/registry_mirror.py):
+# `REGISTRY_KEY` values take the registry host alone and each chart's templates put it before
+# every image it renders (kube-prometheus-stack's `global.imageRegistry` reaches its subcharts'
+# images too, Helm passing `global` down); the others name a repository with its registry.
+REGISTRY_KEY = ""
+CHART_IMAGE_VALUES: dict[str, dict[str, str]] = {
+    "cluster-autoscaler": {"image.repository": "registry.k8s.io/autoscaling/cluster-autoscaler"},
+    "aws-efa-k8s-device-plugin": {
+        "image.repository": (
+            "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+        )
+    },
+    "aws-fsx-csi-driver": {
+        "image.repository": "public.ecr.aws/fsx-csi-driver/aws-fsx-csi-driver",
+        "sidecars.livenessProbe.image.repository": "public.ecr.aws/csi-components/livenessprobe",
+        "sidecars.nodeDriverRegistrar.image.repository": (
+            "public.ecr.aws/csi-components/csi-node-driver-registrar"
+        ),
+        "sidecars.provisioner.image.repository": "public.ecr.aws/csi-components/csi-provisioner",
+        "sidecars.resizer.image.repository": "public.ecr.aws/csi-components/csi-resizer",
+    },
+    "prometheus-pushgateway": {"image.repository": "quay.io/prometheus/pushgateway"},
+    "keda": {"global.image.registry": REGISTRY_KEY},
+    "kube-prometheus-stack": {"global.imageRegistry": REGISTRY_KEY},
+    "kueue": {
+        "controllerManager.manager.image.repository": "registry.k8s.io/kueue/kueue",
+        "kueueViz.backend.image.repository": "registry.k8s.io/kueue/kueueviz-backend",
+        "kueueViz.frontend.image.repository": "registry.k8s.io/kueue/kueueviz-frontend",
+    },
+    # The operator's ClusterPolicy takes each component's repository from these values.
+    "gpu-operator": {
+        "operator.repository": "nvcr.io/nvidia",
+        "validator.repository": "nvcr.io/nvidia",
+        "nodeStatusExporter.repository": "nvcr.io/nvidia",
+        "driver.repository": "nvcr.io/nvidia",
+        "driver.manager.repository": "nvcr.io/nvidia/cloud-native",
+        "toolkit.repository": "nvcr.io/nvidia/k8s",
+        "devicePlugin.repository": "nvcr.io/nvidia",
+        "dcgm.repository": "nvcr.io/nvidia/cloud-native",
+        "dcgmExporter.repository": "nvcr.io/nvidia/k8s",
+        "gfd.repository": "nvcr.io/nvidia",
+        "migManager.repository": "nvcr.io/nvidia/cloud-native",
+        "gds.repository": "nvcr.io/nvidia/cloud-native",
+        "gdrcopy.repository": "nvcr.io/nvidia/cloud-native",
+        "vgpuManager.driverManager.repository": "nvcr.io/nvidia/cloud-native",
+        "vgpuDeviceManager.repository": "nvcr.io/nvidia/cloud-native",
+        "vfioManager.repository": "nvcr.io/nvidia/cloud-native",
+        "vfioManager.driverManager.repository": "nvcr.io/nvidia/cloud-native",
+        "sandboxDevicePlugin.repository": "nvcr.io/nvidia",
+        "kataSandboxDevicePlugin.repository": "nvcr.io/nvidia/cloud-native",
+        "ccManager.repository": "nvcr.io/nvidia/cloud-native",
+        "draDriver.repository": "nvcr.io/nvidia",
+        "node-feature-discovery.image.repository": "registry.k8s.io/nfd/node-feature-discovery",
+    },
+    "network-operator": {
+        "operator.repository": "nvcr.io/nvidia/cloud-native",
+        "operator.ofedDriver.initContainer.repository": "nvcr.io/nvidia/mellanox",
+        "node-feature-discovery.image.repository": "nvcr.io/nvidia/mellanox/node-feature-discovery",
+        "maintenance-operator-chart.operator.image.repository": "nvcr.io/nvidia/mellanox",
+    },
+    # Rook hands its csi.* images to ceph-csi-operator (the image-set ConfigMap), which runs
+    # the drivers that ceph-csi-drivers declares.
+    "rook-ceph": {
+        "image.repository": "docker.io/rook/ceph",
+        "csi.cephcsi.repository": "quay.io/cephcsi/cephcsi",
+        "csi.registrar.repository": "registry.k8s.io/sig-storage/csi-node-driver-registrar",
+        "csi.provisioner.repository": "registry.k8s.io/sig-storage/csi-provisioner",
+        "csi.snapshotter.repository": "registry.k8s.io/sig-storage/csi-snapshotter",
+        "csi.attacher.repository": "registry.k8s.io/sig-storage/csi-attacher",
+        "csi.resizer.repository": "registry.k8s.io/sig-storage/csi-resizer",
+        "csi.csiAddons.repository": "quay.io/csiaddons/k8s-sidecar",
+        "ceph-csi-operator.controllerManager.manager.image.repository": (
+            "quay.io/cephcsi/ceph-csi-operator"
+        ),
+    },
+    "ceph-csi-drivers": {},
+}

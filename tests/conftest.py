@@ -18,6 +18,7 @@ from infra.config.loading import read_yaml
 from infra.plan.cli import plan_stack
 from infra.plan.engine import ROOT, read_project, read_stack_config
 from infra.plan.model import Plan
+from infra.plan.render import Rendering, render_plan
 
 # Every stack file found, shipped or the user's own; tests that hold for every stack take their
 # expectations from the stack's config, and those about the shipped examples say so in their name.
@@ -27,6 +28,17 @@ STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.y
 @functools.cache
 def planned(stack: str) -> Plan:
     return plan_stack(stack)
+
+
+# Every chart the platform pins, packaged at the pinned version (../shared/helm/README.md).
+SHARED_HELM = ROOT.parent / "shared" / "helm"
+
+
+@functools.cache
+def rendered(stack: str) -> Rendering:
+    """Every Helm release of a stack rendered from ../shared/helm, once per test process."""
+    assert SHARED_HELM.is_dir(), f"{SHARED_HELM} is missing: check out ../shared beside the repo"
+    return render_plan(planned(stack), (SHARED_HELM,))
 
 
 @functools.cache
@@ -74,6 +86,13 @@ def copy_program(tmp_path: Path, main_source: str, stacks: dict[str, dict[str, A
     for name, config in stacks.items():
         (root / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
     return root
+
+
+# kubernetes-validate reads and decodes the JSON schema files of a kind on every call (most of
+# a rendered stack's validation time); the files never change within a run, so read each once.
+kubernetes_validate.utils.schema_contents = functools.cache(
+    kubernetes_validate.utils.schema_contents
+)
 
 
 def validate_kubernetes(obj: dict[str, Any], kubernetes_version: str) -> None:

@@ -4,25 +4,17 @@ listed in images.txt."""
 
 from __future__ import annotations
 
-import functools
+import copy
 from typing import Any
 
 import pytest
 
-from infra.plan.cli import main
-from infra.plan.engine import ROOT
+from infra.plan.cli import main, write_rendering
 from infra.plan.images import image_lines
+from infra.plan.manifests import outline_source, parse_source
 from infra.plan.render import RELEASE, Rendering, render_plan
 from tests import crds
-from tests.conftest import STACKS, planned, validate_kubernetes
-
-SHARED_HELM = ROOT.parent / "shared" / "helm"
-
-
-@functools.cache
-def rendered(stack: str) -> Rendering:
-    assert SHARED_HELM.is_dir(), f"{SHARED_HELM} is missing: check out ../shared beside the repo"
-    return render_plan(planned(stack), (SHARED_HELM,))
+from tests.conftest import STACKS, planned, rendered, validate_kubernetes
 
 
 def stack_images(stack: str) -> list[str]:
@@ -48,32 +40,64 @@ def test_every_rendered_object_is_valid_for_the_stacks_minor(stack):
     stack's charts install. A kind neither knows fails."""
     minor = planned(stack).outputs["kubernetes_version"]
     rendering = rendered(stack)
-    installed = chart_crd_schemas(rendering)
+    custom = []
     for release, obj in rendering.objects():
         if not crds.is_custom_resource(obj):
             validate_kubernetes(obj, minor)
         elif crds.schema_path(obj["apiVersion"], obj["kind"]).is_file():
             assert crds.errors(obj) == [], release.release
         else:
-            key = (obj["apiVersion"], obj["kind"])
-            assert key in installed, f"{release.release}: {key} is served by no CRD"
-            validator = crds.StructuralValidator(installed[key])
-            problems = [e.message for e in validator.iter_errors(crds.strip_nulls(obj))]
-            assert problems == [], f"{release.release} {key}: {problems}"
+            custom.append((release, obj))
+    installed = chart_crd_schemas(rendering, {(o["apiVersion"], o["kind"]) for _, o in custom})
+    for release, obj in custom:
+        key = (obj["apiVersion"], obj["kind"])
+        assert key in installed, f"{release.release}: {key} is served by no CRD"
+        validator = crds.StructuralValidator(installed[key])
+        problems = [e.message for e in validator.iter_errors(crds.strip_nulls(obj))]
+        assert problems == [], f"{release.release} {key}: {problems}"
 
 
-def chart_crd_schemas(rendering: Rendering) -> dict[tuple[str, str], dict[str, Any]]:
+def chart_crd_schemas(
+    rendering: Rendering, wanted: set[tuple[str, str]]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The schemas of the `wanted` (apiVersion, kind) pairs from the CRDs the charts install;
+    only the files that hold one are parsed whole (infra/plan/manifests.py)."""
     schemas = {}
-    for _, obj in rendering.objects():
-        if obj["kind"] != "CustomResourceDefinition":
-            continue
-        spec = obj["spec"]
-        for version in spec["versions"]:
-            # Closed to unknown keys as the API server prunes them, as tests/crds.py does.
-            schema = crds._close(version["schema"]["openAPIV3Schema"])
-            schema.setdefault("properties", {})["metadata"] = {"type": "object"}
-            schemas[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = schema
+    for release in rendering.releases:
+        for _, text in (*release.crd_files, *release.templates):
+            if not wanted & set(crd_keys(outline_source(text))):
+                continue
+            for crd in parse_source(text):
+                spec = crd["spec"]
+                for version, key in zip(spec.get("versions", []), crd_keys([crd]), strict=True):
+                    # Closed to unknown keys as the API server prunes them, as tests/crds.py does.
+                    schema = crds._close(version["schema"]["openAPIV3Schema"])
+                    schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+                    schemas[key] = schema
     return schemas
+
+
+def crd_keys(objects) -> list[tuple[str, str]]:
+    """(apiVersion, kind) of every version each CRD among `objects` defines."""
+    return [
+        (f"{o['spec']['group']}/{version['name']}", o["spec"]["names"]["kind"])
+        for o in objects
+        if o["kind"] == "CustomResourceDefinition"
+        for version in o["spec"].get("versions", [])
+    ]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_outlines_are_the_rendered_objects_with_crd_schemas_left_out(stack):
+    """What the plan reads (images, policies, counts, served APIs) is every object as parsed
+    whole, only each CRD version's openAPIV3Schema emptied: block scalars with short blank
+    lines inside a schema (ceph-csi-operator's CRDs) included."""
+    whole = [copy.deepcopy(obj) for _, obj in rendered(stack).objects()]
+    for obj in whole:
+        if obj["kind"] == "CustomResourceDefinition":
+            for version in obj["spec"]["versions"]:
+                version["schema"]["openAPIV3Schema"] = {}
+    assert [obj for _, obj in rendered(stack).outlines()] == whole
 
 
 def test_the_render_uses_the_stacks_minor_and_installed_apis():
@@ -97,9 +121,16 @@ def test_a_chart_missing_from_the_cache_is_a_warning_that_says_how_to_get_it(tmp
     assert "make charts" in kueue and "oci://registry.k8s.io/kueue/charts" in kueue
 
 
+def test_the_plan_writes_each_rendered_release_and_images_txt(tmp_path):
+    assert main(["dev", "--quiet", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "images.txt").read_text().splitlines() == stack_images("dev")
+    rendered_files = {p.stem for p in (tmp_path / "rendered").glob("*.yaml")}
+    assert rendered_files == {r.name for r in planned("dev").of_type(RELEASE)}
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_images_txt_lists_what_each_stack_pulls(stack, tmp_path):
-    assert main([stack, "--quiet", "--out", str(tmp_path)]) == 0
+    write_rendering(planned(stack), rendered(stack), tmp_path)
     lines = (tmp_path / "images.txt").read_text().splitlines()
     assert lines and lines == stack_images(stack)
     rendered_files = {p.stem for p in (tmp_path / "rendered").glob("*.yaml")}

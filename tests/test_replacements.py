@@ -154,10 +154,27 @@ def test_an_unverified_field_may_replace():
 
 
 def test_a_type_the_table_lacks_is_said_so_and_never_taken_for_a_custom_resource():
-    """pulumi-kubernetes diff.go replaces a DaemonSet on spec.selector: a built-in kind without
-    its own row is unknown, not the any-kind row; so is a component such as ConfigFile."""
+    """A built-in kind without its own row is unknown, not the any-kind row; so is a component
+    such as ConfigFile."""
     assert verdict("aws:sqs/queue:Queue", ["name"]).unknown_type
-    assert verdict("kubernetes:apps/v1:DaemonSet", ["spec.selector"]).unknown_type
-    assert verdict("kubernetes:storage.k8s.io/v1:CSIDriver", ["spec"]).unknown_type
+    assert verdict("kubernetes:networking.k8s.io/v1:Ingress", ["spec"]).unknown_type
+    assert verdict("kubernetes:node.k8s.io/v1:RuntimeClass", ["handler"]).unknown_type
     assert verdict("kubernetes:yaml/v2:ConfigFile", ["file"]).unknown_type
     assert not verdict("kubernetes:monitoring.coreos.com/v1:PodMonitor", ["spec"]).unknown_type
+
+
+def test_the_kinds_charts_render_replace_as_pulumi_kubernetes_forcenew_table_says():
+    """pulumi-kubernetes provider/pkg/provider/diff.go @ 00302beb: apps v1 Deployment forces on
+    .spec.selector; the table spells DaemonSet "Daemonset", so a DaemonSet's selector does not
+    match it; RoleBinding forces on .roleRef; every kind on .metadata.name."""
+    deployment = "kubernetes:apps/v1:Deployment"
+    assert verdict(deployment, ["spec.selector.matchLabels.app"]).forced_by == ("spec.selector",)
+    assert verdict(deployment, ["spec.template.spec.containers[0].image"]).forced_by == ()
+    daemonset = verdict("kubernetes:apps/v1:DaemonSet", ["spec.selector.matchLabels.app"])
+    assert not daemonset.unknown_type and daemonset.forced_by == ()
+    binding = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+    assert verdict(binding, ["roleRef.name"]).forced_by == ("roleRef",)
+    crd = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+    assert verdict(crd, ["metadata.name", "spec.versions[0].served"]).forced_by == (
+        "metadata.name",
+    )

@@ -46,6 +46,7 @@ from infra.config.cluster import (
 from infra.config.cost import CostSettings, check_cost
 from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
+from infra.config.images import ImageSettings
 from infra.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
 from infra.config.loading import describe_all, split_namespaces
 from infra.config.multikueue import MultiKueueSettings, check_multikueue
@@ -213,6 +214,7 @@ class PlatformConfig(Settings):
     recipes: RecipesSettings = Field(default_factory=RecipesSettings)
     cost: CostSettings = Field(default_factory=CostSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
+    images: ImageSettings = Field(default_factory=ImageSettings)
 
     @model_validator(mode="before")
     @classmethod

@@ -31,9 +31,15 @@ class PolicySettings(Settings):
         "reservation: only when the reservation was made in that placement group.",
     )
     privileged_namespaces: list[DnsLabel] = Field(
-        default_factory=lambda: ["kube-system", "gpu-operator", "nvidia-network-operator"],
+        # monitoring: kube-prometheus-stack's node-exporter mounts the host's /proc, /sys and /.
+        default_factory=lambda: [
+            "kube-system",
+            "gpu-operator",
+            "nvidia-network-operator",
+            "monitoring",
+        ],
         description="Namespaces whose pods may run privileged or mount hostPath (drivers, "
-        "device plugins, node agents).",
+        "device plugins, node agents such as node-exporter), the charts' rendered pods included.",
     )
     min_vcpus_per_gpu: Int = Field(
         8,

@@ -162,17 +162,27 @@ def format_warnings(warnings: list[str]) -> str:
 def image_sources(plan: Plan, rendering: Rendering) -> list[str]:
     """images.txt's lines: what the program declares and what its releases render."""
     sources = [("declared", obj) for obj in plan.kubernetes_objects()]
-    sources += [(release.release, obj) for release, obj in rendering.objects()]
+    sources += [(release.release, obj) for release, obj in rendering.outlines()]
     return plan_images.image_lines(sources)
+
+
+def write_rendering(plan: Plan, rendering: Rendering, out_dir: Path) -> tuple[list[Path], Path]:
+    """out/<stack>/rendered/<release>.yaml and out/<stack>/images.txt."""
+    written = write_rendered(rendering, out_dir)
+    return written, plan_images.write_images(image_sources(plan, rendering), out_dir)
 
 
 def plan_stack(stack: str, root: Path = ROOT, _referrers: tuple[str, ...] = ()) -> Plan:
     """Plan `stack`; the worker stacks it references as a MultiKueue manager are planned
     first, from this project's stack files, and their outputs stand in for the references."""
-    return build_plan(run_program(stack, root, references=_references(stack, root, _referrers)))
+    references = stack_references(stack, root, _referrers)
+    return build_plan(run_program(stack, root, references=references))
 
 
-def _references(stack: str, root: Path, referrers: tuple[str, ...]) -> dict[str, StackOutputs]:
+def stack_references(
+    stack: str, root: Path = ROOT, referrers: tuple[str, ...] = ()
+) -> dict[str, StackOutputs]:
+    """The planned outputs of the worker stacks `stack` refers to, by stack name."""
     project = read_project(root)
     values, _ = read_stack_config(project, stack)
     workers = config_from_pulumi(values, stack_file(stack)).multikueue.workers
@@ -193,7 +203,7 @@ def _references(stack: str, root: Path, referrers: tuple[str, ...]) -> dict[str,
                     "which does not exist"
                 ],
             )
-        upstream = _references(local, root, (*referrers, stack))
+        upstream = stack_references(local, root, (*referrers, stack))
         recording = run_program(local, root, references=upstream)
         secrets = tuple(sorted(k for k, v in recording.outputs.items() if is_secret(v)))
         found[worker.stack] = StackOutputs(render(recording.outputs), secrets)
@@ -246,13 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     written = write_outputs(plan, out_dir)
     rendering = render_plan(plan)
     plan.warnings.extend(rendering.warnings)
-    rendered = write_rendered(rendering, out_dir)
-    images = plan_images.write_images(image_sources(plan, rendering), out_dir)
+    rendered, images = write_rendering(plan, rendering, out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
-    policies = check_plan(plan, ROOT)
+    policies = check_plan(plan, ROOT, rendering)
     if previous is not None and not args.quiet:  # first: what this change does
-        changes = diff_report.changes_block(plan, previous, str(args.against))
+        changes = diff_report.changes_block(plan, previous, str(args.against), rendering)
         print(changes + ("" if args.changes_only else "\n"))
     if not (args.quiet or args.changes_only):
         print(format_plan(plan))

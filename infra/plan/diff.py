@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.plan.engine import SECRET
+from infra.plan.manifests import split_manifest
 from infra.plan.replacements import Verdict, verdict
 
 # Keys whose values are credentials even where the program did not mark them secret.
@@ -55,18 +56,36 @@ class ResourceDiff:
 class PreviousPlan:
     resources: list[dict[str, Any]]
     outputs: dict[str, Any]
+    # Its rendered releases, by release name: each chart file with its text (a plan folder's
+    # rendered/; none where only a resources.json was given).
+    rendered: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 ABSENT = object()
 
 
 def read_previous(where: Path) -> PreviousPlan:
-    """An earlier plan: a plan folder (out/<stack>) or its resources.json."""
+    """An earlier plan: a plan folder (out/<stack>, its rendered releases too) or its
+    resources.json."""
     path = where / "resources.json" if where.is_dir() else where
     doc = json.loads(path.read_text())
     if not isinstance(doc, dict) or not isinstance(doc.get("resources"), list):
         raise ValueError("no resources list")
-    return PreviousPlan(doc["resources"], doc.get("outputs") or {})
+    rendered = read_rendered(where) if where.is_dir() else {}
+    return PreviousPlan(doc["resources"], doc.get("outputs") or {}, rendered)
+
+
+# An earlier plan's rendered release as one source when its file has no `# Source:` lines.
+WHOLE = "(the whole release)"
+
+
+def read_rendered(folder: Path) -> dict[str, tuple[tuple[str, str], ...]]:
+    """A plan folder's rendered releases, by release name: each chart file with its text."""
+    found = {}
+    for path in sorted((folder / "rendered").glob("*.yaml")):
+        text = path.read_text()
+        found[path.stem] = split_manifest(text) or ((WHOLE, text),)
+    return found
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from infra.plan.cost_change import format_cost_change
 from infra.plan.diff import ABSENT, Change, Items, PreviousPlan, ResourceDiff, diff_plans
+from infra.plan.rendered_diff import current_sources, diff_rendered
 from infra.plan.replacements import forces
 from infra.plan.userdata_diff import userdata_lines
 
 if TYPE_CHECKING:  # infra.plan imports this module to print the block
     from infra.plan.model import Plan
+    from infra.plan.render import Rendering
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
 # A launch template's user data: base64 of a MIME document, diffed as decoded text.
@@ -45,8 +47,9 @@ def _change_lines(d: ResourceDiff, c: Change) -> list[str]:
     return [f"      ~ {c.path}: {_shown(before)} -> {_shown(after)}{mark}"]
 
 
-def _heading(d: ResourceDiff) -> str:
-    line = f"  {_SYMBOL[d.action]} {d.type} {d.name}"
+def _heading(d: ResourceDiff, rendered: bool) -> str:
+    # A rendered object's name already says its kind, as `helm diff` prints it.
+    line = f"  {_SYMBOL[d.action]} {d.name if rendered else f'{d.type} {d.name}'}"
     if d.action == "replace":
         line += f" (forces replacement: {', '.join(d.verdict.forced_by)}"
         if d.verdict.delete_before_replace:
@@ -70,18 +73,25 @@ def _notes(d: ResourceDiff) -> list[str]:
     return notes
 
 
-def format_diff(diffs: list[ResourceDiff], against: str) -> str:
-    lines = [f"Changes against {against}:"]
+def format_diff(diffs: list[ResourceDiff], against: str, rendered: bool = False) -> str:
+    """The program's resources, or (`rendered`) what the Helm releases render."""
+    if rendered:
+        lines = [f"Rendered objects against {against}:"]
+        none = "  none: the releases render what they rendered"
+    else:
+        lines = [f"Changes against {against}:"]
+        none = "  none: this plan declares what the earlier plan declared"
     if not diffs:
-        lines.append("  none: this plan declares what the earlier plan declared")
+        lines.append(none)
     for d in diffs:
-        lines.append(_heading(d))
+        lines.append(_heading(d, rendered))
         for change in d.changes:
             lines += _change_lines(d, change)
         lines += _notes(d)
     counts = {a: sum(d.action == a for d in diffs) for a in _SYMBOL}
     lines.append(
-        f"Diff: {counts['create']} to create, {counts['update']} to update, "
+        f"{'Rendered' if rendered else 'Diff'}: {counts['create']} to create, "
+        f"{counts['update']} to update, "
         f"{counts['replace']} to replace, {counts['delete']} to delete."
     )
     maybe = sorted(d.name for d in diffs if d.action == "update" and d.verdict.maybe)
@@ -101,10 +111,17 @@ def format_diff(diffs: list[ResourceDiff], against: str) -> str:
     return "\n".join(lines)
 
 
-def changes_block(plan: Plan, previous: PreviousPlan, against: str) -> str:
-    """The resource diff and the cost change against an earlier plan."""
+def changes_block(
+    plan: Plan, previous: PreviousPlan, against: str, rendering: Rendering | None = None
+) -> str:
+    """The resource diff, the rendered objects' diff (where both plans rendered) and the cost
+    change against an earlier plan."""
     current = [r.as_json() for r in plan.resources]
     ignored = {r.urn: list(r.ignore_changes) for r in plan.resources}
     diffs = diff_plans(previous.resources, current, ignored)
+    blocks = [format_diff(diffs, against)]
+    if rendering is not None and previous.rendered:
+        found = diff_rendered(previous.rendered, current_sources(rendering))
+        blocks.append(format_diff(found, against, rendered=True))
     cost = format_cost_change(previous.outputs.get("cost"), plan.outputs.get("cost"))
-    return "\n".join([format_diff(diffs, against), *cost])
+    return "\n".join([*blocks, *cost])

@@ -16,6 +16,7 @@ from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.cost import estimated_monthly_usd
 from infra.plan.engine import read_project, read_stack_config
 from infra.plan.model import Plan
+from infra.plan.render import Rendering
 from policy.rules import BY_NAME, Context, Subject, Violation, review
 
 EXIT_MANDATORY = 3
@@ -25,15 +26,35 @@ def subjects(plan: Plan) -> tuple[Subject, ...]:
     return tuple(Subject(r.type, r.name, r.inputs, r.protect, r.urn) for r in plan.resources)
 
 
+def rendered_subjects(rendering: Rendering | None) -> tuple[Subject, ...]:
+    """Every object the releases render, typed as the program's own (`kubernetes:apps/v1:
+    DaemonSet`) and named `<release>/<Kind>/<namespace>/<name>`; an object without a namespace
+    is in the release's, where Helm installs it."""
+    found = []
+    for release, obj in rendering.outlines() if rendering else ():
+        api = obj.get("apiVersion", "")
+        meta = {"namespace": release.namespace, **(obj.get("metadata") or {})}
+        found.append(
+            Subject(
+                f"kubernetes:{api if '/' in api else f'core/{api}'}:{obj['kind']}",
+                f"{release.release}/{obj['kind']}/{meta['namespace']}/{meta.get('name')}",
+                {**obj, "metadata": meta},
+                release=release.release,
+            )
+        )
+    return tuple(found)
+
+
 def stack_config(stack: str, root: Path) -> PlatformConfig:
     """The stack's config as the program read it (the plan has already validated it)."""
     values, _ = read_stack_config(read_project(root), stack)
     return config_from_pulumi(values, stack_file(stack))
 
 
-def context_for(plan: Plan, cfg: PlatformConfig) -> Context:
+def context_for(plan: Plan, cfg: PlatformConfig, rendering: Rendering | None = None) -> Context:
     return Context(
         resources=subjects(plan),
+        rendered=rendered_subjects(rendering),
         production=cfg.production,
         settings=cfg.policy,
         monthly_usd=estimated_monthly_usd(cfg),
@@ -63,9 +84,10 @@ def format_violations(found: list[Violation]) -> str:
     return "\n".join(lines)
 
 
-def stale_exemptions(cfg: PlatformConfig, plan: Plan) -> list[str]:
-    """Exemptions that waive nothing: a misspelt rule or a resource the plan does not hold."""
-    names = {r.name for r in plan.resources}
+def stale_exemptions(cfg: PlatformConfig, ctx: Context) -> list[str]:
+    """Exemptions that waive nothing: a misspelt rule, or a resource neither the plan holds
+    nor a release renders."""
+    names = {r.name for r in (*ctx.resources, *ctx.rendered)}
     return [
         f"policy.exemptions[{i}]: no rule {e.rule}"
         if e.rule not in BY_NAME
@@ -105,12 +127,14 @@ class PolicyCheck:
         )
 
 
-def check_plan(plan: Plan, root: Path) -> PolicyCheck:
-    """Every rule on the plan: the report to print and the verdict."""
+def check_plan(plan: Plan, root: Path, rendering: Rendering | None = None) -> PolicyCheck:
+    """Every rule on the plan (and the rendered objects): the report to print and the
+    verdict."""
     cfg = stack_config(plan.stack, root)
-    found = review(context_for(plan, cfg))
+    ctx = context_for(plan, cfg, rendering)
+    found = review(ctx)
     report = [format_violations(found)]
-    report += [f"  stale exemption, waives nothing: {line}" for line in stale_exemptions(cfg, plan)]
+    report += [f"  stale exemption, waives nothing: {line}" for line in stale_exemptions(cfg, ctx)]
     active = [v for v in found if v.waived is None]
     return PolicyCheck(
         "\n".join(report),

@@ -10,15 +10,24 @@ the plan of the program stays whole without it.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from infra.plan.engine import ROOT
+from infra.plan.manifests import (
+    Source,
+    manifest_text,
+    outline_source,
+    outline_sources,
+    parse_source,
+    parse_sources,
+)
 from infra.plan.model import Plan, PlannedResource
 from infra.versions import BUILTIN_APIS_SINCE, CHARTS
 
@@ -29,22 +38,30 @@ CRD = "CustomResourceDefinition"
 CHART_CACHES = (ROOT / ".charts", ROOT.parent / "shared" / "helm")
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """YAML as Helm reads it: a plain `=` (an enum value in some CRDs) is a string, where
-    PyYAML's YAML 1.1 resolver makes it the unconstructible `value` tag."""
-
-
-_Loader.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_scalar)
-
-
 @dataclass(frozen=True)
 class RenderedRelease:
     release: str  # the Pulumi resource name, e.g. prod-gpu-operator
     chart: str
     version: str
     namespace: str
-    objects: tuple[dict[str, Any], ...]  # rendered from templates, hooks included
-    crds: tuple[dict[str, Any], ...]  # from the charts' crds/ folders, installed before them
+    templates: tuple[Source, ...]  # rendered from templates, hooks included; no NOTES.txt
+    crd_files: tuple[Source, ...]  # the charts' crds/ folders, installed before the templates
+
+    @property
+    def objects(self) -> tuple[dict[str, Any], ...]:
+        return parse_sources(self.templates)
+
+    @property
+    def crds(self) -> tuple[dict[str, Any], ...]:
+        return parse_sources(self.crd_files)
+
+    def outlines(self) -> tuple[dict[str, Any], ...]:
+        """Every object, CRDs first, each CRD without its schemas (infra/plan/manifests.py)."""
+        return outline_sources((*self.crd_files, *self.templates))
+
+    def manifest(self) -> str:
+        """The release as `helm template --include-crds` prints it."""
+        return manifest_text((*self.crd_files, *self.templates))
 
 
 @dataclass(frozen=True)
@@ -54,7 +71,13 @@ class Rendering:
     api_versions: tuple[str, ...]
 
     def objects(self) -> list[tuple[RenderedRelease, dict[str, Any]]]:
+        """Every rendered object, whole."""
         return [(r, obj) for r in self.releases for obj in (*r.crds, *r.objects)]
+
+    def outlines(self) -> list[tuple[RenderedRelease, dict[str, Any]]]:
+        """Every rendered object, CRDs without their schemas: what images, policies and the
+        summary read."""
+        return [(r, obj) for r in self.releases for obj in r.outlines()]
 
 
 def chart_of(release: PlannedResource) -> tuple[str, str]:
@@ -83,18 +106,6 @@ def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) ->
     )
 
 
-def parse_manifests(manifests: dict[str, str]) -> list[dict[str, Any]]:
-    """The objects of a render, in template order; NOTES.txt and empty documents left out."""
-    objects = []
-    for path in sorted(manifests):
-        if path.endswith("NOTES.txt"):
-            continue
-        for doc in yaml.load_all(manifests[path], Loader=_Loader):
-            if isinstance(doc, dict) and doc.get("kind"):
-                objects.append(doc)
-    return objects
-
-
 def served_apis(crds: list[dict[str, Any]]) -> set[str]:
     """`group/version` and `group/version/Kind` of every version each CRD serves."""
     apis = set()
@@ -119,32 +130,42 @@ def builtin_apis(minor: str) -> set[str]:
     }
 
 
+@functools.lru_cache(maxsize=256)
 def render_chart(
-    archive: bytes,
-    values: dict[str, Any],
+    archive: Path,
+    values: str,
     name: str,
     namespace: str,
     minor: str,
-    api_versions: list[str],
-) -> tuple[str, list[dict[str, str]]]:
-    """(rendered manifests as the SDK's JSON, crds/ files) of one release. The chart is loaded
-    afresh: a render drops the subcharts its values disable from the loaded chart
-    (shared/helm/README.md, "Caution")."""
+    api_versions: tuple[str, ...],
+) -> tuple[tuple[Source, ...], tuple[Source, ...]]:
+    """(template files, crds/ files) of one release, each file with its text; `values` as
+    JSON. Cached per process: every plan of a stack in one process (tests, the benchmark's
+    repeats aside) renders each release once. The chart is loaded afresh for each render: a
+    render drops the subcharts its values disable from the loaded chart (shared/helm/README.md,
+    "Caution")."""
     import helm_python  # imported here: only a plan that renders pays for the Go runtime
 
     options = {
         "name": name,
         "namespace": namespace,
         "kube_version": f"v{minor}.0",
-        "api_versions": api_versions,
+        "api_versions": list(api_versions),
     }
-    with helm_python.Chart.load_archive(archive) as chart:
+    with helm_python.Chart.load_archive(archive.read_bytes()) as chart:
         # Chart.render exposes neither kube_version nor api_versions; the native call takes both.
         rendered = helm_python._native.call_string(
-            "helm_render", chart._raw(), json.dumps(values), json.dumps(options)
+            "helm_render", chart._raw(), values, json.dumps(options)
         )
         # Read after the render, as Helm installs them: without disabled subcharts' CRDs.
-        return rendered, chart.crds
+        crd_files = tuple((c["filename"], c["data"]) for c in chart.crds)
+    templates = sorted(json.loads(rendered).items())
+    kept = tuple((path, text) for path, text in templates if _has_content(path, text))
+    return kept, crd_files
+
+
+def _has_content(path: str, text: str) -> bool:
+    return not path.endswith("NOTES.txt") and bool(text.strip())
 
 
 def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Rendering:
@@ -157,44 +178,40 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
         if path is None:
             warnings.append(missing_chart_warning(chart, version, caches))
         else:
-            archives[release.urn] = path.read_bytes()
+            archives[release.urn] = path
+    present = [r for r in releases if r.urn in archives]
     declared = [o for o in plan.kubernetes_objects() if o["kind"] == CRD]
     apis = builtin_apis(minor) | served_apis(declared)
-    renders: dict[str, tuple[list, list]] = {}
-    parsed: dict[str, list[dict[str, Any]]] = {}  # parsing, not rendering, is the cost
+    renders: dict[str, tuple[tuple[Source, ...], tuple[Source, ...]]] = {}
 
-    def parse(text: str) -> list[dict[str, Any]]:
-        if text not in parsed:
-            parsed[text] = parse_manifests(json.loads(text))
-        return parsed[text]
+    def render(release: PlannedResource, known: tuple[str, ...]):
+        inputs = release.inputs
+        values = json.dumps(inputs.get("values", {}), sort_keys=True)
+        return render_chart(
+            archives[release.urn], values, inputs["name"], inputs["namespace"], minor, known
+        )
 
-    # Twice at most: CRDs a chart renders from templates (not crds/) are only known after a
-    # first render, and a template of another chart may gate on them.
-    for _ in range(2):
-        known = sorted(apis)
-        for release in releases:
-            if release.urn in archives:
-                text, crd_files = render_chart(
-                    archives[release.urn],
-                    release.inputs.get("values", {}),
-                    release.inputs["name"],
-                    release.inputs["namespace"],
-                    minor,
-                    known,
-                )
-                crd_text = json.dumps({f"{i:04d}": c["data"] for i, c in enumerate(crd_files)})
-                renders[release.urn] = (parse(text), parse(crd_text))
-        for objects, crds in renders.values():
-            apis |= served_apis(crds + [o for o in objects if o["kind"] == CRD])
-        if sorted(apis) == known:
-            break
+    # The native library renders without the GIL, so releases render side by side, the
+    # largest charts first so that no core is left with one big chart at the end.
+    present.sort(key=lambda r: -archives[r.urn].stat().st_size)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(present), os.cpu_count() or 1))) as pool:
+        # Twice at most: CRDs a chart renders from templates (not crds/) are only known after
+        # a first render, and a template of another chart may gate on them.
+        for _ in range(2):
+            known = tuple(sorted(apis))
+            results = pool.map(lambda r, k=known: render(r, k), present)
+            renders = {r.urn: result for r, result in zip(present, results, strict=True)}
+            for templates, crd_files in renders.values():
+                outlines = outline_sources((*crd_files, *templates))
+                apis |= served_apis([o for o in outlines if o["kind"] == CRD])
+            if tuple(sorted(apis)) == known:
+                break
     rendered = tuple(
         RenderedRelease(
             release.name,
             *chart_of(release),
             release.inputs["namespace"],
-            tuple(renders[release.urn][0]),
-            tuple(renders[release.urn][1]),
+            *renders[release.urn],
         )
         for release in releases
         if release.urn in renders
@@ -202,9 +219,15 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
     return Rendering(rendered, tuple(warnings), tuple(sorted(apis)))
 
 
+def clear_caches() -> None:
+    """Forget every render and parse of this process: the benchmark times cold renders."""
+    for cached in (render_chart, parse_source, outline_source):
+        cached.cache_clear()
+
+
 def write_rendered(rendering: Rendering, out_dir: Path) -> list[Path]:
-    """out/<stack>/rendered/<release>.yaml, the chart's CRDs first as Helm installs them; stale
-    files are removed."""
+    """out/<stack>/rendered/<release>.yaml as `helm template --include-crds` prints it, the
+    chart's CRDs first as Helm installs them; stale files are removed."""
     folder = out_dir / "rendered"
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.yaml"):
@@ -212,8 +235,7 @@ def write_rendered(rendering: Rendering, out_dir: Path) -> list[Path]:
     written = []
     for release in rendering.releases:
         path = folder / f"{release.release}.yaml"
-        docs = (*release.crds, *release.objects)
-        path.write_text(yaml.safe_dump_all(docs, sort_keys=True))
+        path.write_text(release.manifest())
         written.append(path)
     return written
 
@@ -222,10 +244,10 @@ def format_rendered(rendering: Rendering) -> list[str]:
     """The plan's section: per release, its chart and what it renders, counted by kind."""
     if not rendering.releases:
         return []
-    total = sum(len(r.objects) + len(r.crds) for r in rendering.releases)
+    total = len(rendering.outlines())
     lines = ["", f"Rendered Helm releases: {total} objects in {len(rendering.releases)} releases"]
     for release in rendering.releases:
-        kinds = Counter(o["kind"] for o in (*release.crds, *release.objects))
+        kinds = Counter(o["kind"] for o in release.outlines())
         lines.append(
             f"  {release.release} ({release.chart} {release.version}, "
             f"namespace {release.namespace}): {sum(kinds.values())} objects"

@@ -42,9 +42,15 @@ def violations(rule: Rule, subject: Subject, ctx: Context) -> list[Violation]:
 
 
 def review(ctx: Context, rules: Iterable[Rule] = RULES) -> list[Violation]:
-    """Every rule on every resource of the stack, waived violations included, so that a
-    report can show what each exemption hides."""
-    return [v for rule in rules for subject in ctx.resources for v in findings(rule, subject, ctx)]
+    """Every rule on every resource of the stack (and on every rendered object, for the rules
+    that hold for them), waived violations included, so that a report can show what each
+    exemption hides."""
+    return [
+        v
+        for rule in rules
+        for subject in (*ctx.resources, *(ctx.rendered if rule.rendered else ()))
+        for v in findings(rule, subject, ctx)
+    ]
 
 
 def evaluate(ctx: Context, rules: Iterable[Rule] = RULES) -> list[Violation]:

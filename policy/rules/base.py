@@ -30,6 +30,8 @@ class Subject:
     props: dict[str, Any]
     protect: bool = False
     urn: str = ""
+    # The Helm release whose chart renders this object (offline plan only); None: declared.
+    release: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class Context:
     monthly_usd: float | None = None
     # The stack's budget (cost.monthly_budget_usd); None: no budget check.
     monthly_budget_usd: float | None = None
+    # What the Helm releases render (the offline plan renders them; a preview cannot): only
+    # rules marked `rendered` check these, and `of_type` never returns them.
+    rendered: tuple[Subject, ...] = ()
 
     def of_type(self, token: str) -> list[Subject]:
         return [r for r in self.resources if r.type == token]
@@ -65,6 +70,8 @@ class Rule:
     # The check follows references between resources ("(known after apply: <name>...)"), which
     # only the offline plan resolves; under `pulumi preview` they are still unknown.
     linked: bool = False
+    # The check also holds for every object a Helm release renders (Context.rendered).
+    rendered: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,11 +96,12 @@ def rule(
     description: str,
     remediation: str,
     linked: bool = False,
+    rendered: bool = False,
 ):
     """Turn a check function into a Rule with its metadata."""
 
     def wrap(check: Check) -> Rule:
-        return Rule(name, level, tuple(types), description, remediation, check, linked)
+        return Rule(name, level, tuple(types), description, remediation, check, linked, rendered)
 
     return wrap
 

@@ -341,8 +341,10 @@ def _privileged_namespaces(ctx: Context) -> set[str]:
     "mandatory",
     KUBERNETES_WORKLOADS,
     "Privileged containers and hostPath volumes only in the namespaces that need them: those "
-    "in policy.privileged_namespaces or declared with Pod Security enforce: privileged.",
+    "in policy.privileged_namespaces or declared with Pod Security enforce: privileged; the "
+    "charts' rendered pods too.",
     "move the workload, or add its namespace to policy.privileged_namespaces",
+    rendered=True,
 )
 def privileged_only_where_needed(r: Subject, ctx: Context) -> Iterator[str]:
     spec = pod_spec(r.props)

@@ -27,25 +27,31 @@ def _images(value: Any) -> Iterator[str]:
             yield from _images(item)
 
 
-def _unpinned(image: str) -> bool:
+def _unpinned(image: str) -> str | None:
+    """Why `image` is not pinned, or None: a digest pins it; a tag pins it unless it is
+    `latest`, which names whatever was pushed last."""
     if "@sha256:" in image:
-        return False
+        return None
     last = image.rsplit("/", 1)[-1]
-    return ":" not in last or last.endswith((":latest", ":"))
+    if ":" not in last or last.endswith(":"):
+        return "has no tag or digest"
+    return "is :latest" if last.endswith(":latest") else None
 
 
 @rule(
     "images-pinned",
     "mandatory",
     [*KUBERNETES_WORKLOADS, HELM_RELEASE],
-    "Every image is pinned to a tag or digest, never latest.",
+    "Every image is pinned to a tag or digest, never latest; the charts' rendered pods too.",
     "set the tag in infra/versions.py (or selftest.image for the self-test)",
+    rendered=True,
 )
 def images_pinned(r: Subject, ctx: Context) -> Iterator[str]:
     source = r.props.get("values") if r.type == HELM_RELEASE else r.props
     for image in _images(source or {}):
-        if _unpinned(image):
-            yield f"image {image} is not pinned"
+        why = _unpinned(image)
+        if why:
+            yield f"image {image} {why}"
 
 
 @rule(
