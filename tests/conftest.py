@@ -41,6 +41,12 @@ def rendered(stack: str) -> Rendering:
     return render_plan(planned(stack), (SHARED_HELM,))
 
 
+def stack_file_config(stack: str) -> dict[str, Any]:
+    """The `config:` mapping of the shipped stack file, read as Pulumi reads it (YAML 1.2): a
+    fresh copy each call, for tests that write a changed stack of their own."""
+    return read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
+
+
 @functools.cache
 def stack_config(stack: str) -> PlatformConfig:
     """The validated config of a stack, read from its files as the plan reads them."""

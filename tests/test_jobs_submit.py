@@ -14,11 +14,17 @@ import pytest
 import yaml
 
 from components.jobs import RESERVED_ENV, render, spec_for_pool
-from infra.config.loading import read_yaml
 from infra.plan.engine import ROOT
 from jobs.common import SubmitError
 from jobs.team import TeamJob, main, plan_job
-from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes
+from tests.conftest import (
+    STACKS,
+    make_project,
+    planned,
+    stack_config,
+    stack_file_config,
+    validate_kubernetes,
+)
 from tests.test_jobs_recipe import fake_kubectl, kinds
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team-a/llama-ft@sha256:" + "d" * 64
@@ -195,8 +201,7 @@ def project(tmp_path) -> Path:
 
 
 def stack_config_doc(base: str, groups=None) -> dict:
-    doc = read_yaml(ROOT / "stacks" / f"Pulumi.{base}.yaml", base)
-    config = dict(doc["config"])
+    config = stack_file_config(base)
     if groups is not None:
         config["gpu-platform:gpu_node_groups"] = groups
     return config

@@ -7,21 +7,22 @@ import pytest
 
 from components.jobs import render, spec_for_pool
 from infra.config import ConfigError, parse_config
-from infra.config.loading import read_yaml
 from infra.plan.cli import plan_stack
-from infra.plan.engine import ROOT
 from tests import crds
-from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes
+from tests.conftest import (
+    STACKS,
+    make_project,
+    planned,
+    stack_config,
+    stack_file_config,
+    validate_kubernetes,
+)
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 
 
 def objects(stack: str, kind: str, api: str = KUEUE) -> dict[str, dict]:
     return {r.inputs["metadata"]["name"]: r.inputs for r in planned(stack).of_type(f"{api}:{kind}")}
-
-
-def shipped(stack: str) -> dict:
-    return read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
 
 
 # ------------------------------------------------------------------------------ manager
@@ -150,9 +151,9 @@ def test_the_worker_kubeconfig_holds_the_plain_token_and_the_secret_ca():
 
 
 def plan_with_worker(tmp_path, worker_scheduling: dict):
-    burst = shipped("burst")
+    burst = stack_file_config("burst")
     burst["gpu-platform:scheduling"] = worker_scheduling
-    root = make_project(tmp_path, {"onprem": shipped("onprem"), "burst": burst})
+    root = make_project(tmp_path, {"onprem": stack_file_config("onprem"), "burst": burst})
     return plan_stack("onprem", root)
 
 
@@ -177,7 +178,7 @@ def test_a_worker_without_the_teams_local_queue_makes_the_manager_refuse_it(tmp_
 
 
 def test_a_manager_naming_a_stack_with_no_file_is_refused(tmp_path):
-    onprem = shipped("onprem")
+    onprem = stack_file_config("onprem")
     onprem["gpu-platform:multikueue"] = {"workers": [{"name": "burst", "stack": "org/p/cloud"}]}
     root = make_project(tmp_path, {"onprem": onprem})
     with pytest.raises(ConfigError, match=r"multikueue.workers\[0\].stack: 'org/p/cloud'"):
@@ -208,7 +209,7 @@ def test_a_manager_naming_a_stack_with_no_file_is_refused(tmp_path):
     ],
 )
 def test_bad_multikueue_and_topology_settings_are_refused_at_their_key(change, path):
-    onprem = {k.split(":", 1)[1]: v for k, v in shipped("onprem").items()}
+    onprem = {k.split(":", 1)[1]: v for k, v in stack_file_config("onprem").items()}
     for key in ("multikueue", "scheduling"):
         onprem.pop(key, None)
     with pytest.raises(ConfigError) as error:
@@ -219,7 +220,7 @@ def test_bad_multikueue_and_topology_settings_are_refused_at_their_key(change, p
 
 
 def test_topology_levels_belong_to_existing_clusters_only():
-    dev = {k.split(":", 1)[1]: v for k, v in shipped("dev").items()}
+    dev = {k.split(":", 1)[1]: v for k, v in stack_file_config("dev").items()}
     with pytest.raises(ConfigError, match=r"scheduling\.topology_levels: only for existing"):
         parse_config({**dev, "scheduling": {"topology_levels": ["r"]}}, "stacks/Pulumi.dev.yaml")
 

@@ -10,7 +10,6 @@ import re
 
 import pytest
 
-from infra.config.loading import read_yaml
 from infra.plan.cli import main
 from infra.plan.diff import (
     ABSENT,
@@ -26,7 +25,7 @@ from infra.plan.engine import ROOT, run_program
 from infra.plan.model import build_plan
 from infra.plan.replacements import verdict
 from infra.plan.userdata_diff import userdata_lines
-from tests.conftest import find, make_project, planned
+from tests.conftest import find, make_project, planned, stack_file_config
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PREFIX = "urn:pulumi:prod::gpu-platform::"
@@ -229,7 +228,7 @@ def test_changes_only_without_an_earlier_plan_is_refused(capsys):
 
 def prod_changed(tmp_path, group: str, **settings) -> str:
     """The changes block of prod with one GPU group's settings changed, against shipped prod."""
-    config = copy.deepcopy(read_yaml(ROOT / "stacks" / "Pulumi.prod.yaml", "prod")["config"])
+    config = stack_file_config("prod")
     (found,) = [g for g in config["gpu-platform:gpu_node_groups"] if g["name"] == group]
     for key, value in settings.items():
         found[key] = {**found.get(key, {}), **value} if isinstance(value, dict) else value

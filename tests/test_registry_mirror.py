@@ -9,16 +9,21 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from components.registry_mirror import mirrored, without_registry
 from infra.config import ConfigError, parse_config
 from infra.plan.cli import image_sources, plan_stack
-from infra.plan.engine import ROOT
 from infra.plan.render import render_plan
 from infra.versions import CHART_IMAGE_VALUES, CHARTS, REGISTRY_KEY
 from tests import helm_values
-from tests.conftest import SHARED_HELM, STACKS, make_project, planned, rendered
+from tests.conftest import (
+    SHARED_HELM,
+    STACKS,
+    make_project,
+    planned,
+    rendered,
+    stack_file_config,
+)
 from tests.test_config import AWS
 
 MIRROR = "registry.internal.example:5000/mirror"
@@ -29,8 +34,8 @@ def mirrored_project(tmp: Path) -> Path:
     """Every shipped stack file with the mirror set (a manager plans its workers too)."""
     stacks = {}
     for stack in STACKS:
-        doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
-        stacks[stack] = {**doc["config"], "gpu-platform:images": {"registry_mirror": MIRROR}}
+        mirror = {"gpu-platform:images": {"registry_mirror": MIRROR}}
+        stacks[stack] = {**stack_file_config(stack), **mirror}
     return make_project(tmp, stacks)
 
 

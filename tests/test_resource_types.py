@@ -19,11 +19,17 @@ from types import SimpleNamespace
 import pytest
 
 from components.scheduling import type_token
-from infra.config.loading import read_yaml
-from infra.plan.engine import ROOT, run_program
+from infra.plan.engine import run_program
 from infra.plan.model import Plan, PlannedResource, build_plan
 from tests import crds
-from tests.conftest import AWS_STACKS, STACKS, make_project, planned, stack_config
+from tests.conftest import (
+    AWS_STACKS,
+    STACKS,
+    make_project,
+    planned,
+    stack_config,
+    stack_file_config,
+)
 
 SDKS = ("pulumi_aws", "pulumi_kubernetes", "pulumi_random")
 # What each generated resource class does: `super(Vpc, __self__).__init__('aws:ec2/vpc:Vpc', …`;
@@ -137,7 +143,7 @@ def with_image(tmp_path_factory) -> dict[str, Plan]:
     and its Service on AWS, which the shipped AWS stacks (no image) never reach."""
     stacks = {}
     for stack in AWS_STACKS:
-        config = read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
+        config = stack_file_config(stack)
         config["gpu-platform:selftest"] = {
             **config.get("gpu-platform:selftest", {}),
             "image": IMAGE,
