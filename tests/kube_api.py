@@ -5,19 +5,18 @@ answers from a table of (method, path) -> (status, JSON document)."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import ssl
 import subprocess
-import threading
 from pathlib import Path
 
+from tests.loopback import LoopbackServer, QuietHandler
 from tests.tools import openssl
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.test-token"
 
 
-class ApiServer:
+class ApiServer(LoopbackServer):
     def __init__(self, folder: Path, answers: dict[tuple[str, str], tuple[int, dict]]):
         self.account = folder / "serviceaccount"
         self.account.mkdir(parents=True)
@@ -32,7 +31,7 @@ class ApiServer:
         )  # fmt: skip
         received = self.received = []
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _answer(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length).decode() if length else ""
@@ -49,14 +48,10 @@ class ApiServer:
 
             do_GET = do_PATCH = _answer
 
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        super().__init__(Handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_port
 
     def env(self) -> dict[str, str]:
         """What the kubelet gives a pod: the API's Service address (and the mounted account,
@@ -66,14 +61,6 @@ class ApiServer:
             "KUBERNETES_SERVICE_PORT": str(self.port),
             "SELFTEST_KUBE_SERVICEACCOUNT": str(self.account),
         }
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # The API server's answer for an object it does not hold (a metav1.Status).

@@ -4,14 +4,12 @@ against documented figures and literal log / exposition text, then the real 2-ra
 
 from __future__ import annotations
 
-import http.server
 import importlib.machinery
 import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 import types
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from selftest import collectives, compute, inventory, metrics, report, runner, t
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
+from tests.loopback import LoopbackServer, QuietHandler
 from tests.pushgateway import Gateway
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -312,31 +311,19 @@ def test_prometheus_text_parser():
         metrics.parse_prometheus_text("garbage{")
 
 
-class _Serve:
-    """A tiny HTTP server on 127.0.0.1 answering every GET with one body."""
+class _Serve(LoopbackServer):
+    """An HTTP server on 127.0.0.1 answering every GET with one body."""
 
     def __init__(self, body: str):
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 self.server.paths.append(self.path)
                 self.send_response(200)
                 self.end_headers()
                 self.wfile.write(body.encode())
 
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        super().__init__(Handler)
         self.server.paths = []
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def closed_port() -> int:

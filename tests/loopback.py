@@ -1,0 +1,28 @@
+"""One way for the tests to stand up an HTTP server on 127.0.0.1 (a Pushgateway, a Kubernetes API
+server, a DCGM exporter): it serves `handler` on a free port from a daemon thread for the length
+of a `with` block, and logs nothing."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+
+class QuietHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class LoopbackServer:
+    def __init__(self, handler: type[http.server.BaseHTTPRequestHandler]):
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+        self.port = self.server.server_port
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
