@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
-from components.jobs import Schedule, TrainingJobSpec, cron_job, spec_for_pool
+from components.cron_jobs import Schedule, cron_job
+from components.jobs import TrainingJobSpec, spec_for_pool
 from components.observability import storage_class
 from components.registry_mirror import mirrored
 from components.selftest_access import account

@@ -8,7 +8,8 @@ import re
 import pytest
 import yaml
 
-from components.jobs import Schedule, cron_job, render, spec_for_pool
+from components.cron_jobs import Schedule, cron_job
+from components.jobs import render, spec_for_pool
 from infra.plan.engine import ROOT
 from tests.conftest import STACKS, stack_config, validate_kubernetes
 
