@@ -25,7 +25,7 @@ PLAN_VENV_LIMIT_MB := 500
 # pytest workers: one per core (`make test PYTEST_WORKERS=0` runs in one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: plan plan-all plan-venv-size docs docs-site test lint check-promtool bench selftest bench-selftest \
+.PHONY: plan plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
 	recipes-smoke bench-recipes clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
@@ -77,6 +77,15 @@ plan-venv-size: $(VENV)/.installed
 	@size=$$(du -sm $(VENV) | cut -f1); echo "$(VENV): $$size MB (limit $(PLAN_VENV_LIMIT_MB) MB)"; \
 	if $(PY) -c "import torch" 2>/dev/null; then echo "error: $(VENV) holds torch" >&2; exit 1; fi; \
 	[ $$size -le $(PLAN_VENV_LIMIT_MB) ] || { echo "error: $(VENV) is over the limit" >&2; exit 1; }
+
+# .charts/: every pinned chart from its repository, kept only when its sha256 matches the digest
+# the repository publishes and the one in infra/plan/charts.lock.json (docs/review.md).
+charts: $(VENV)/.installed
+	$(PY) -m infra.plan.charts pull
+
+# Records each chart's published digest in the lock (needs the repositories); review, commit.
+charts-lock: $(VENV)/.installed
+	$(PY) -m infra.plan.charts record
 
 # docs/config.md and docs/stack-schema.json; a test fails while either is stale.
 docs: $(VENV)/.installed

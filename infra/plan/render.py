@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.plan.charts import CACHE, archive_name
 from infra.plan.engine import ROOT
 from infra.plan.manifests import (
     Source,
@@ -35,7 +36,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 CRD = "CustomResourceDefinition"
 # Where the plan looks for chart archives, in order: `make charts` fills .charts/ from each
 # chart's repository; ../shared/helm/ holds the same pinned charts beside a checkout (tests, CI).
-CHART_CACHES = (ROOT / ".charts", ROOT.parent / "shared" / "helm")
+CHART_CACHES = (CACHE, ROOT.parent / "shared" / "helm")
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,6 @@ class Rendering:
 def chart_of(release: PlannedResource) -> tuple[str, str]:
     """(chart name, version): an OCI release names its chart by full reference."""
     return release.inputs["chart"].rsplit("/", 1)[-1], release.inputs["version"]
-
-
-def archive_name(chart: str, version: str) -> str:
-    return f"{chart}-{version}.tgz"
 
 
 def find_archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path | None:
