@@ -211,20 +211,23 @@ def test_esrgan_resumed_in_its_4x_stage_reproduces_the_losses_of_both_stages(sha
 
 def test_compile_trains_through_inductor_what_eager_trains(shared, tmp_path):
     weights = {"vgg19": {"path": "vgg19", "sha256": checksums(shared / "weights/vgg19")}}
-    section = {"global_batch": 1, "micro_batch": 1, "steps_2x": 2, "steps_4x": 1, "hr_crop": 16}
+    section = {"global_batch": 1, "micro_batch": 1, "steps_2x": 3, "steps_4x": 1, "hr_crop": 16}
     section |= {"num_blocks": 1, "num_features": 8, "growth_channels": 4, "loader_workers": 0}
     eager = recipe_settings("esrgan", weights=weights, esrgan=section)
     compiled = recipe_settings("esrgan", weights=weights, esrgan=section | {"compile": True})
     cache = tmp_path / "inductor"
     for name, settings in (("eager", eager), ("compiled", compiled)):
+        # Stopped after two steps of the 2x stage: the 4x stage would only compile a second
+        # model (about 15 s on 2 cores) to show the same thing again.
         done = launch(
-            settings, shared, tmp_path / name, ranks=1, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+            settings, shared, tmp_path / name, "--interrupt-after", "2", ranks=1,
+            env={"TORCHINDUCTOR_CACHE_DIR": str(cache)},
+        )  # fmt: skip
+        assert done.returncode == 143, done.stderr[-3000:]
         # Only the compiled run leaves TorchInductor's generated kernels in its cache.
         assert any(cache.rglob("*.py")) is (name == "compiled")
     losses = [report(tmp_path / name)["losses"] for name in ("eager", "compiled")]
-    assert len(losses[0]) == 3
+    assert len(losses[0]) == 2
     assert losses[1] == pytest.approx(losses[0], rel=1e-3)
 
 
