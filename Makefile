@@ -109,7 +109,7 @@ check-promtool:
 # Independent tests run on every core (pytest-xdist); the slowest 15 are listed at the end.
 test: lint check-promtool
 	@start=$$(date +%s); \
-	$(TEST_PY) -m pytest -q -n $(PYTEST_WORKERS) --durations=15; status=$$?; \
+	$(TEST_PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15; status=$$?; \
 	echo "make test: pytest took $$(( $$(date +%s) - start )) s"; exit $$status
 
 bench: $(TEST_VENV)/.installed
