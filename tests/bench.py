@@ -26,8 +26,9 @@ from pathlib import Path
 import pulumi
 
 from infra.plan.cli import plan_stack, stack_references
-from infra.plan.engine import ROOT, run_program, sdk_class
+from infra.plan.engine import ROOT, run_program
 from infra.plan.model import Plan, build_plan
+from infra.plan.outputs import sdk_class
 from infra.plan.render import clear_caches, render_plan
 from tests.conftest import make_project
 

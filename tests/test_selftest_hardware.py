@@ -9,7 +9,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from selftest import dcgm, hardware, xid
+from selftest import dcgm, hardware, links, xid
 from selftest.context import SelfTestContext
 from selftest.tools import ToolRun
 
@@ -218,12 +218,12 @@ A10G_NVLINK = "GPU 0: NVIDIA A10G (UUID: GPU-8d4a0f50-2f24-4a13-b1b3-1cbb3b8e2b4
 
 
 def test_nvlink_links_up_down_or_absent():
-    up = hardware.nvlink_check(hardware.parse_nvlink(H100_NVLINK))
+    up = links.nvlink_check(links.parse_nvlink(H100_NVLINK))
     assert (up.status, up.value, up.threshold) == ("PASS", 18, 18)
-    down = hardware.nvlink_check(hardware.parse_nvlink(H100_LINK_DOWN))
+    down = links.nvlink_check(links.parse_nvlink(H100_LINK_DOWN))
     assert (down.status, down.value, down.reason) == ("FAIL", 17, "GPU 0: link 7 inactive")
     assert down.details["figures"] == [{"gpu": 0, "value": 17, "unit": "NVLink links up"}]
-    assert hardware.nvlink_check(hardware.parse_nvlink(A10G_NVLINK)).status == "SKIP"
+    assert links.nvlink_check(links.parse_nvlink(A10G_NVLINK)).status == "SKIP"
 
 
 # `nvidia-smi topo -p2p r` on an 8-GPU node (every pair OK), and `nvidia-smi topo -m` on a DGX
@@ -251,22 +251,20 @@ P2P_CNS = "      GPU0 GPU1\nGPU0  X    CNS\nGPU1  CNS  X\n"
 
 
 def test_every_p2p_capable_pair_is_probed_and_a_broken_one_fails():
-    p2p, topo = hardware.parse_matrix(P2P_ALL_OK), hardware.parse_matrix(TOPO_NV18)
+    p2p, topo = links.parse_matrix(P2P_ALL_OK), links.parse_matrix(TOPO_NV18)
     assert len(p2p) == 12 and topo[(0, 3)] == "NV18"
     probed = []
-    ok = hardware.p2p_check(p2p, topo, lambda a, b: probed.append((a, b)))
+    ok = links.p2p_check(p2p, topo, lambda a, b: probed.append((a, b)))
     assert (ok.status, ok.value, ok.threshold) == ("PASS", 12, 12)
     assert len(probed) == 12 and (2, 1) in probed
-    bad = hardware.p2p_check(
-        p2p, topo, lambda a, b: "the copy arrived corrupted" if b == 3 else None
-    )
+    bad = links.p2p_check(p2p, topo, lambda a, b: "the copy arrived corrupted" if b == 3 else None)
     assert (bad.status, bad.value) == ("FAIL", 9)
     assert "GPU0->GPU3: the copy arrived corrupted" in bad.reason
     # NVLink between two GPUs the driver will not let talk: a link is broken.
     dead = {**p2p, (1, 2): "NS"}
-    broken = hardware.p2p_check(dead, topo, lambda a, b: None)
+    broken = links.p2p_check(dead, topo, lambda a, b: None)
     assert broken.status == "FAIL" and "GPU1->GPU2: NVLink (NV18) but P2P NS" in broken.reason
-    none = hardware.p2p_check(hardware.parse_matrix(P2P_CNS), {}, lambda a, b: None)
+    none = links.p2p_check(links.parse_matrix(P2P_CNS), {}, lambda a, b: None)
     assert none.status == "SKIP"
 
 

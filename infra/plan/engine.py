@@ -7,16 +7,12 @@ emits. Rendering and the command line live in infra/plan/cli.py.
 from __future__ import annotations
 
 import asyncio
-import collections.abc
-import functools
-import importlib
 import json
 import logging
 import os
 import runpy
 import sys
 import threading
-import types
 import typing
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,7 +21,6 @@ from typing import Any
 
 import pulumi
 from google.protobuf import json_format
-from pulumi import _types
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import engine_pb2
@@ -33,6 +28,7 @@ from pulumi.runtime.stack import run_in_stack
 
 from infra.config import ConfigError
 from infra.config.loading import read_stack_file, read_yaml
+from infra.plan.outputs import computed_outputs, known_after_apply, overlay
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -127,86 +123,6 @@ def read_stack_config(project: Project, stack: str) -> tuple[dict[str, str], lis
 # ---------------------------------------------------------------------- mock engine
 
 
-def known_after_apply(source: str | None = None) -> str:
-    return f"(known after apply: {source})" if source else "(known after apply)"
-
-
-def _getters(cls: type) -> dict[str, Any]:
-    """Wire name -> resolved return type of each `@pulumi.getter` property of an SDK class."""
-    found = {}
-    for attr in vars(cls).values():
-        getter = getattr(attr, "fget", None)
-        if getter is None or not hasattr(getter, "_pulumi_name"):
-            continue
-        hints = typing.get_type_hints(getter, globalns=vars(sys.modules[getter.__module__]))
-        found[getter._pulumi_name] = hints.get("return")
-    return found
-
-
-def _placeholder(annotation: Any, path: str, depth: int = 0) -> Any:
-    """A value of the declared output type whose strings are labelled placeholders; None where
-    no honest placeholder exists (numbers, booleans, maps), which leaves the value unknown."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if annotation is str:
-        return known_after_apply(path)
-    if depth > 4:
-        return None
-    if origin is pulumi.Output or origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return _placeholder(inner[0], path, depth) if len(inner) == 1 else None
-    if origin in (list, collections.abc.Sequence):
-        item = _placeholder(args[0], f"{path}[0]", depth + 1)
-        return None if item is None else [item]
-    if isinstance(annotation, type) and _types.is_output_type(annotation):
-        fields = {
-            name: _placeholder(hint, f"{path}.{name}", depth + 1)
-            for name, hint in _getters(annotation).items()
-        }
-        return {k: v for k, v in fields.items() if v is not None} or None
-    return None
-
-
-@functools.cache
-def sdk_class(token: str) -> type | None:
-    """The provider SDK class of a resource type token, if any: `aws:ec2/vpc:Vpc` lives in
-    pulumi_aws.ec2, `kubernetes:storage.k8s.io/v1:StorageClass` in pulumi_kubernetes.storage.v1.
-    Custom resources of operators (`kubernetes:ceph.rook.io/v1:CephCluster`) have none."""
-    try:
-        package, module, cls_name = token.split(":")
-        group, _, version = module.partition("/")
-        path = group.split(".")[0] + (f".{version}" if package == "kubernetes" else "")
-        # A provider's top-level resources (`random:index/randomPassword:RandomPassword`) live
-        # in the package itself.
-        where = f"pulumi_{package}" if path == "index" else f"pulumi_{package}.{path}"
-        return getattr(importlib.import_module(where), cls_name)
-    except (ValueError, ImportError, AttributeError):
-        return None
-
-
-@functools.cache
-def computed_outputs(token: str, name: str) -> dict[str, Any]:
-    """Placeholders for the outputs a provider resource type declares (read from its SDK class),
-    each naming the resource and attribute it will come from."""
-    cls = sdk_class(token)
-    if cls is None:
-        return {}
-    placeholders = {
-        output: _placeholder(hint, f"{name}.{output}") for output, hint in _getters(cls).items()
-    }
-    return {k: v for k, v in placeholders.items() if v is not None}
-
-
-def _overlay(computed: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
-    """Inputs win; an input object keeps the placeholders of computed fields it does not set
-    (EKS's `vpcConfig.clusterSecurityGroupId` beside the subnets we pass)."""
-    merged = dict(computed)
-    for key, value in inputs.items():
-        below = computed.get(key)
-        both_dicts = isinstance(value, dict) and isinstance(below, dict)
-        merged[key] = _overlay(below, value) if both_dicts else value
-    return merged
-
-
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
 
 
@@ -230,7 +146,7 @@ class PlanMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: mocks.MockResourceArgs):
         if args.typ == STACK_REFERENCE:
             return self._stack_reference(args.inputs["name"])
-        state = _overlay(computed_outputs(args.typ, args.name), args.inputs)
+        state = overlay(computed_outputs(args.typ, args.name), args.inputs)
         return known_after_apply(f"{args.name}.id"), state
 
     def _stack_reference(self, stack: str):
