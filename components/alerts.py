@@ -23,7 +23,7 @@ from components.gpu_operator import (
     advertised_resources,
     device_plugin_config_key,
 )
-from components.scheduling import KubernetesObject
+from components.kubernetes_object import KubernetesObject
 from infra.config import PlatformConfig
 from infra.config.alerts import AlertSettings
 from infra.config.gpu_software import DEVICE_PLUGIN_LABEL

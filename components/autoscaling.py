@@ -18,8 +18,8 @@ import pulumi
 
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
+from components.kubernetes_object import KubernetesObject
 from components.observability import prometheus_url
-from components.scheduling import KubernetesObject
 from components.shared import pinned_release
 from infra.config import PlatformConfig
 from infra.config.autoscaling import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,10 +18,6 @@ from components.shared import pinned_release, privileged_namespace
 from components.storage import PART_OF, SharedData, declare_claim, shared_data_claim
 from infra.config import CephNetworkAttachmentSettings, CephSettings
 from infra.versions import CEPH_IMAGE
-
-if TYPE_CHECKING:
-    # components/fabric.py builds the Ceph networks' pools from this module's builders.
-    from components.fabric import SecondaryNetworks
 
 CEPH_API = "ceph.rook.io/v1"
 MULTUS_API = "k8s.cni.cncf.io/v1"
@@ -200,6 +196,18 @@ def cephfs_storage_class_parameters(ceph: CephSettings) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class SecondaryNetworks:
+    """What an object on a Multus network waits for, beyond the Network Operator's namespace
+    (components/fabric.py hands it over once it has declared them)."""
+
+    # The release: it installs the NetworkAttachmentDefinition CRD.
+    release: pulumi.Resource
+    # nv-ipam pools by name. Each waits for the NicClusterPolicy, which deploys Multus and
+    # nv-ipam: a pod that joins a network before its pool is served gets no address.
+    ip_pools: dict[str, pulumi.Resource]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent, plane_labels
-from components.ceph import multus_networks, network_attachment_name
+from components.ceph import SecondaryNetworks, multus_networks, network_attachment_name
 from components.registry_mirror import mirrored
 from components.shared import pinned_release, privileged_namespace
 from infra.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
@@ -215,17 +215,6 @@ def ip_pools(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------ component
-
-
-@dataclass(frozen=True)
-class SecondaryNetworks:
-    """What an object on a Multus network waits for, beyond the Network Operator's namespace."""
-
-    # The release: it installs the NetworkAttachmentDefinition CRD.
-    release: pulumi.Resource
-    # nv-ipam pools by name. Each waits for the NicClusterPolicy, which deploys Multus and
-    # nv-ipam: a pod that joins a network before its pool is served gets no address.
-    ip_pools: dict[str, pulumi.Resource]
 
 
 @dataclass(frozen=True)

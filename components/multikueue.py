@@ -27,6 +27,7 @@ import yaml
 
 from components.base import PlatformComponent
 from components.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
+from components.kubernetes_object import KubernetesObject
 from components.kueue import KUEUE, quota
 from infra.catalog import CATALOG
 from infra.config import ConfigError, PlatformConfig, stack_file
@@ -278,13 +279,6 @@ def burst_managed_by(cfg: PlatformConfig, namespace: str) -> str | None:
 # ------------------------------------------------------------------------------ components
 
 
-def declare(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
-    # Imported here: components.scheduling imports this module.
-    from components.scheduling import KubernetesObject
-
-    return KubernetesObject(name, obj, opts)
-
-
 @dataclass(frozen=True)
 class MultiKueueWorkerArgs:
     env: str
@@ -307,7 +301,7 @@ class MultiKueueWorker(PlatformComponent):
             if obj["kind"] == "Secret":
                 continue
             declared.append(
-                declare(f"{args.env}-multikueue-{obj['kind'].lower()}", obj, self.child())
+                KubernetesObject(f"{args.env}-multikueue-{obj['kind'].lower()}", obj, self.child())
             )
         token_obj = next(o for o in worker_objects(args.namespace) if o["kind"] == "Secret")
         # The provider waits for the token controller to fill `data` in a service-account-token
@@ -371,7 +365,7 @@ class MultiKueueManager(PlatformComponent):
                 opts=self.child(depends_on=list(args.after)),
             )
             self.clusters.append(
-                declare(
+                KubernetesObject(
                     f"{args.env}-multikueuecluster-{worker.name}",
                     multikueue_cluster(worker.name),
                     self.child(depends_on=[secret, *args.after]),

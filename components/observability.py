@@ -24,7 +24,7 @@ import pulumi_random as random
 from components.alerts import NODE_LABELS_READ
 from components.base import PLATFORM_LABELS, PlatformComponent
 from components.jobs import METRICS_LABEL, METRICS_PORT_NAME
-from components.scheduling import KubernetesObject
+from components.kubernetes_object import KubernetesObject
 from components.shared import pinned_release
 from infra.config.observability import ObservabilitySettings
 

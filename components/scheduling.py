@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from components.base import PlatformComponent
 from components.control_plane import ClusterHandle
 from components.gpu_operator import advertised_resources as pool_resources
+from components.kubernetes_object import KubernetesObject
 from components.kueue import (
     KUEUE,
     cluster_queue,
@@ -108,23 +109,6 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
 
 
 # ------------------------------------------------------------------------------ component
-
-
-def type_token(api_version: str, kind: str) -> str:
-    """pulumi-kubernetes' type of a kind. The provider splits the token's middle into group and
-    version and refuses it without both; the core group, unnamed in `apiVersion: v1`, is spelt
-    `core` (`kubernetes:core/v1:Service`)."""
-    group, _, version = api_version.rpartition("/")
-    return f"kubernetes:{group or 'core'}/{version}:{kind}"
-
-
-class KubernetesObject(pulumi.CustomResource):
-    """An object declared whole, as a builder rendered it: for kinds whose fields sit beside
-    `metadata` rather than under `spec` (WorkloadPriorityClass), which
-    apiextensions.CustomResource cannot say, and for the rendered Job and its Service."""
-
-    def __init__(self, name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions):
-        super().__init__(type_token(obj["apiVersion"], obj["kind"]), name, dict(obj), opts)
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ import pulumi_aws as aws
 from components.base import PlatformComponent, plane_labels
 from components.gpu_operator import dcgm_exporter_url
 from components.jobs import TrainingJobSpec, render, spec_for_pool
+from components.kubernetes_object import KubernetesObject
 from components.observability import prometheus_url
 from components.registry_mirror import mirrored
-from components.scheduling import KubernetesObject
 from components.selftest_access import access_env, access_objects, account
 from components.selftest_schedule import (
     PUSHGATEWAY,

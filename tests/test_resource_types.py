@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.scheduling import type_token
+from components.kubernetes_object import type_token
 from infra.plan.engine import run_program
 from infra.plan.model import Plan, PlannedResource, build_plan
 from tests import crds
