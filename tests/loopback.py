@@ -1,11 +1,20 @@
-"""One way for the tests to stand up an HTTP server on 127.0.0.1 (a Pushgateway, a Kubernetes API
-server, a DCGM exporter): it serves `handler` on a free port from a daemon thread for the length
-of a `with` block, and logs nothing."""
+"""The tests' loopback networking: a free port, and one way to stand up an HTTP server on
+127.0.0.1 (a Pushgateway, a Kubernetes API server, a DCGM exporter): it serves `handler` on a
+free port from a daemon thread for the length of a `with` block, and logs nothing."""
 
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on now: for a process group's rendezvous, or
+    as an address that refuses connections."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class QuietHandler(http.server.BaseHTTPRequestHandler):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import os
 import pickle
-import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +14,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
+
+from tests.loopback import free_port
 
 
 def _rank(rank: int, world_size: int, port: int, target: str, settings: dict, out: Path) -> None:
@@ -34,9 +35,7 @@ def _rank(rank: int, world_size: int, port: int, target: str, settings: dict, ou
 
 def run_group(target: str, out: Path, world_size: int = 2, **settings) -> list[list[CheckResult]]:
     """`target` ("module:function") on every rank of a fresh group; each rank's results."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     out.mkdir(parents=True, exist_ok=True)
     mp.spawn(_rank, args=(world_size, port, target, settings, out), nprocs=world_size)
     return [pickle.loads((out / f"rank{rank}.pickle").read_bytes()) for rank in range(world_size)]

@@ -7,7 +7,6 @@ import gzip
 import hashlib
 import json
 import re
-import socket
 import threading
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +17,7 @@ import yaml
 from infra.plan import charts as cache
 from infra.versions import CHARTS, Chart
 from tests.conftest import SHARED_HELM
+from tests.loopback import free_port
 
 RECORDED = date(2026, 12, 1)
 TOKEN = "anonymous-pull-token"
@@ -259,9 +259,7 @@ def test_version_missing_from_the_index_fails(tmp_path, repos):
 
 
 def test_unreachable_repository_fails_clearly(tmp_path):
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()
     chart = Chart("keda", f"http://127.0.0.1:{port}/repo", "2.20.2")
     errors = cache.record({"keda": chart}, tmp_path / "lock.json", RECORDED, timeout=5)
     assert len(errors) == 1

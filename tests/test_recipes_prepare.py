@@ -11,7 +11,6 @@ import io
 import json
 import os
 import signal
-import socket
 import tarfile
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +26,7 @@ from recipes import clip_score, prepare
 from recipes.prepare import PrepareError
 from recipes.tiny import stage_tiny_clip
 from recipes.weights import checksums
+from tests.loopback import free_port
 
 RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
 
@@ -605,9 +605,7 @@ def _rank(rank: int, world: int, port: int, shared: Path, interrupt: dict) -> No
 
 
 def spawn(shared: Path, world: int, interrupt: dict) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     mp.spawn(_rank, args=(world, port, shared, interrupt), nprocs=world)
 

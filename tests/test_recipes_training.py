@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -31,6 +30,7 @@ from recipes.tiny import (
     synthetic_shards,
 )
 from recipes.weights import WeightsError, checksums, require
+from tests.loopback import free_port
 from tests.tools import promtool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,12 +128,6 @@ def test_shards_fewer_than_ranks_are_refused(tmp_path):
         rank_shards(tmp_path, 0, 2)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
-
-
 def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2, env=None):
     """`python -m recipes <settings' recipe>` under torchrun with `ranks` gloo ranks."""
     env = {
@@ -141,7 +135,7 @@ def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2,
         **(env or {}),
         "RECIPE_SETTINGS": json.dumps(settings),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "bootstrap"), str(ROOT)]),
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
     }
     env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
     runner = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.machinery
 import json
 import os
-import socket
 import subprocess
 import sys
 import types
@@ -18,7 +17,7 @@ from selftest import collectives, compute, inventory, metrics, report, runner, t
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
-from tests.loopback import LoopbackServer, QuietHandler
+from tests.loopback import LoopbackServer, QuietHandler, free_port
 from tests.pushgateway import Gateway
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -326,12 +325,6 @@ class _Serve(LoopbackServer):
         self.server.paths = []
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_dcgm_exporter_exports_this_nodes_gpus(tmp_path):
     with _Serve(DCGM_TEXT) as server:
         c = ctx(tmp_path, expected_gpus=2, dcgm_exporter_url=f"{server.url}/metrics")
@@ -344,7 +337,7 @@ def test_dcgm_exporter_exports_this_nodes_gpus(tmp_path):
 
 
 def test_unreachable_dcgm_exporter_is_a_fail_with_reason(tmp_path):
-    url = f"http://127.0.0.1:{closed_port()}/metrics"
+    url = f"http://127.0.0.1:{free_port()}/metrics"
     result = metrics.dcgm_check(ctx(tmp_path, expected_gpus=1, dcgm_exporter_url=url), "n")
     assert result.status == "FAIL" and result.reason.startswith(
         f"DCGM exporter unreachable at {url}"
@@ -490,12 +483,12 @@ def test_a_pass_was_held_to_a_threshold_and_a_bare_figure_is_info(cpu_selftest):
 def test_injected_faults_each_fail_with_reason_and_the_report_stays_whole(tmp_path):
     """A 2-rank world with one process (a rank that never joins), 8 GPUs expected on a CPU, and
     a DCGM exporter on a closed port: three FAILs, every other group still reported."""
-    url = f"http://127.0.0.1:{closed_port()}/metrics"
+    url = f"http://127.0.0.1:{free_port()}/metrics"
     done = _run([sys.executable, "-m", "selftest", "--out", str(tmp_path), "--join-timeout", "2",
                  "--expected-gpus", "8", "--dcgm-url", url, "--shared-data", str(tmp_path),
                  "--nvme-cache", str(tmp_path)],
                 RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", LOCAL_RANK="0",
-                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(closed_port()))  # fmt: skip
+                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     doc = json.loads((tmp_path / "report.json").read_text())
     fails = {c["name"]: c["reason"] for c in doc["checks"] if c["status"] == "FAIL"}
@@ -551,7 +544,7 @@ def test_the_short_check_set_runs_the_nodes_health_without_storage_or_training(t
 def test_two_single_rank_nodes_measure_across_nodes(tmp_path):
     """Two processes with LOCAL_WORLD_SIZE=1 stand for two one-GPU nodes: the cross-node sweep
     runs over both, and there is nothing to measure inside a node."""
-    port = str(closed_port())
+    port = str(free_port())
     env = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), "WORLD_SIZE": "2",
            "LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": port}  # fmt: skip

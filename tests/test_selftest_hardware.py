@@ -5,13 +5,14 @@ same documents with the one value a fault changes."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 from selftest import dcgm, hardware, links, xid
 from selftest.context import SelfTestContext
 from selftest.tools import ToolRun
+
+from tests.loopback import free_port
 
 
 def ctx(tmp_path: Path, **overrides) -> SelfTestContext:
@@ -390,9 +391,7 @@ def test_dcgm_skips_without_a_host_engine_or_when_it_does_not_answer(tmp_path):
     none = dcgm.run(ctx(tmp_path, device="cuda"))
     assert (none.status, none.reason) == (
         "SKIP", "no DCGM host engine configured (--dcgm-hostengine)")  # fmt: skip
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     closed = dcgm.run(ctx(tmp_path, device="cuda", dcgm_hostengine=f"127.0.0.1:{port}"))
     assert closed.status == "SKIP"
     assert closed.reason.startswith(f"DCGM host engine at 127.0.0.1:{port} unreachable")

@@ -15,7 +15,8 @@ from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
 from tests.kube_api import TOKEN, ApiServer, node
-from tests.test_selftest_core import ROOT, closed_port
+from tests.loopback import free_port
+from tests.test_selftest_core import ROOT
 
 # The labels EKS puts on nodes of types with an EC2 topology (EKS user guide, "Place
 # distributed AI/ML workloads with network topology labels"), broadest first, then the host.
@@ -145,7 +146,7 @@ def test_a_real_two_node_run_names_where_its_nodes_sat(tmp_path):
     with ApiServer(tmp_path, answers) as api:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), "WORLD_SIZE": "2",
                "LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-               "MASTER_PORT": str(closed_port()), **api.env(), **LEVELS}  # fmt: skip
+               "MASTER_PORT": str(free_port()), **api.env(), **LEVELS}  # fmt: skip
         cmd = [sys.executable, "-m", "selftest", "--out", str(out), "--join-timeout", "60",
                "--checks", "inventory,collectives", "--sizes", "1024,65536"]  # fmt: skip
         procs = [

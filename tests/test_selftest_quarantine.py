@@ -13,7 +13,8 @@ from selftest import kube, quarantine
 from selftest.result import CheckResult
 
 from tests.kube_api import TOKEN, ApiServer
-from tests.test_selftest_core import _run, closed_port
+from tests.loopback import free_port
+from tests.test_selftest_core import _run
 
 NODE_PATH = "/api/v1/nodes/node-a"
 # Kubernetes "Labels and Selectors": a value is at most 63 characters, alphanumerics with '-',
@@ -155,7 +156,7 @@ def test_a_real_run_cordons_its_node_only_when_asked_and_only_for_hardware(tmp_p
                               "--expected-gpus", "8")  # fmt: skip
     assert api.received == [] and "report.quarantine" not in checks
 
-    url = f"http://127.0.0.1:{closed_port()}/metrics"
+    url = f"http://127.0.0.1:{free_port()}/metrics"
     with ApiServer(tmp_path / "other", answers) as api:
         checks = run_selftest(tmp_path / "other", api, "--checks", "metrics",
                               "--dcgm-url", url, **ON)  # fmt: skip

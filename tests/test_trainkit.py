@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from trainkit.checkpoint import CheckpointError, checkpoint_root
 
 from recipes.shards import KeyedBatches, ShardStream, micro_batch, rank_shards
 from recipes.tiny import synthetic_shards
+from tests.loopback import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 6
@@ -33,19 +33,13 @@ def documented_script() -> str:
     return re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
-
-
 def start(script: Path, checkpoints: Path) -> subprocess.Popen:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT / "bootstrap"),
         "TRAINKIT_CHECKPOINT_DIR": str(checkpoints),
         "TRAINKIT_METRICS_PORT": "0",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
     }
     env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
