@@ -6,12 +6,14 @@ builder renders (recipes, `jobs submit`, the self-test and its schedule, burst j
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 import yaml
 
 from components.jobs import render, spec_for_pool
+from components.kueue_frameworks import FRAMEWORKS
 from components.multikueue import MANAGED_BY
 from infra.config.scheduling import LOCAL_QUEUE
 from jobs.common import SubmitError
@@ -21,6 +23,8 @@ from jobs.team import TeamJob
 from jobs.team import plan_job as plan_team_job
 from tests.conftest import STACKS, planned, rendered, stack_config
 from tests.controllers.kueue_admission import (
+    ADAPTERS,
+    KUEUE_GRANTS,
     Kueue,
     admission_problems,
     connection_problems,
@@ -360,6 +364,11 @@ def submitted_jobs(stack: str) -> list[tuple[str, dict[str, Any]]]:
             except SubmitError:
                 continue
             found.append((f"team job on {pool.name} x{nodes}", render(spec)[1]))
+            # The same job in every other team's namespace, through that team's LocalQueue.
+            for team in cfg.scheduling.all_teams(cfg.namespaces.training):
+                if team.name != spec.namespace and team.name not in bursting_teams(stack):
+                    other = dataclasses.replace(spec, namespace=team.name)
+                    found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)[1]))
     return found
 
 
@@ -482,3 +491,30 @@ def test_a_bursting_teams_job_rendered_on_the_managers_own_pool_is_refused():
         "does not contain the requested level 'network.example.internal/rack'" in p for p in found
     ), found
     assert local["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == LOCAL_QUEUE
+
+
+def test_each_framework_of_the_platform_is_the_kind_kueues_adapter_watches():
+    """The one table (components/kueue_frameworks.py) against Kueue v0.19.2's adapters: the
+    integration name, API version, kind and resource each adapter's GetEmptyList lists."""
+    for framework in FRAMEWORKS:
+        assert ADAPTERS[framework.integration] == (
+            framework.api_version,
+            framework.kind,
+            framework.resource,
+        )
+    assert [f.integration for f in FRAMEWORKS] == ["batch/job"]
+
+
+@pytest.mark.parametrize(("manager", "worker"), PAIRS)
+def test_the_worker_grants_the_manager_nothing_beyond_its_frameworks_and_kueues_own(
+    manager, worker
+):
+    """Exactly the script's rules for the manager's frameworks: the role that lets the manager
+    create and delete jobs on the worker grants no other kind."""
+    wanted = set(KUEUE_GRANTS)
+    for name in manager_config(manager)["integrations"]["frameworks"]:
+        api_version, _, resource = ADAPTERS[name]
+        group = api_version.rpartition("/")[0]
+        wanted |= {(group, resource), (group, f"{resource}/status")}
+    role = worker_role(worker)
+    assert {(g, r) for rule in role for g in rule["apiGroups"] for r in rule["resources"]} == wanted
