@@ -7,7 +7,10 @@ Kueue v0.19.2 builds one MultiKueue adapter per enabled framework (cmd/kueue/mai
 the worker's connection (pkg/controller/admissionchecks/multikueue/multikueuecluster.go,
 `updateConfigAndRefreshWatchers`; kubernetes-sigs/kueue#3582). The chart's twelve default
 frameworks would so need twelve kinds on the worker: the platform enables only what it submits.
-A new kind (JobSet) is one more row, and its CRD must then be on the worker.
+The chart's webhook configurations still name every kind; Kueue answers a disabled framework's
+with a no-op webhook (pkg/controller/jobframework/setup.go, `WithNoopWebhook`), so pods and
+deployments are admitted as before. A new kind (JobSet) is one more row, and its CRD must then
+be on the worker.
 """
 
 from __future__ import annotations
