@@ -83,7 +83,13 @@ def offer_mismatches(cfg: PlatformConfig, exported: dict[str, Any]) -> list[str]
         ours = list(mirrored[1]) if mirrored else []
         held = {}
         for worker in (w for w in burst.workers if w in exported):
-            pools = (exported[worker] or {}).get("pools") or []
+            if "pools" not in exported[worker]:
+                found.append(
+                    f"{path}.workers: worker {worker}'s {QUEUES_OUTPUT} lists no pools: an "
+                    "older version of this program deployed it; run `pulumi up` on it again"
+                )
+                continue
+            pools = exported[worker]["pools"]
             fitting = [p for p in pools if burst.instance_type in p["instance_types"]]
             if not fitting:
                 listed = ", ".join(f"{p['pool']} ({'/'.join(p['instance_types'])})" for p in pools)

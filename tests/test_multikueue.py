@@ -275,6 +275,17 @@ def test_a_worker_not_yet_deployed_is_reported_as_such_with_what_to_do():
     assert "declares no ClusterQueue" not in problem
 
 
+def test_a_worker_deployed_before_it_exported_its_pools_is_asked_to_redeploy():
+    from components.multikueue_contract import worker_problems
+
+    exported = {"cluster_queues": ["burst"], "local_queues": ["research/default"]}
+    assert worker_problems(stack_config("onprem"), {"burst": exported}) == [
+        "gpu-platform:scheduling.cluster_queues[1].burst.workers: worker burst's "
+        "multikueue_queues lists no pools: an older version of this program deployed it; run "
+        "`pulumi up` on it again"
+    ]
+
+
 def test_a_bursting_queue_without_a_budget_is_refused_at_config_time():
     """What the mandatory policy burst-queue-has-budget refuses after the plan (exit 3), the
     config refuses first, at the key (exit 2)."""
