@@ -15,6 +15,8 @@ import yaml
 from components.jobs import render, spec_for_pool
 from components.kueue_frameworks import FRAMEWORKS
 from components.multikueue import MANAGED_BY
+from components.selftest import selftest_spec
+from components.selftest_schedule import schedule_spec
 from infra.config.scheduling import LOCAL_QUEUE
 from jobs.common import SubmitError
 from jobs.recipe import RECIPES
@@ -34,6 +36,7 @@ from tests.controllers.kueue_admission import (
 )
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
 
 # ------------------------------------------------------------------- small fixtures
@@ -314,8 +317,11 @@ PAIRS = [(m, w) for m in MANAGERS for w in workers_of(m)]
 
 
 def platform_jobs(stack: str) -> list[dict[str, Any]]:
-    """The self-test's Job and its schedule's (the CronJob's template), as planned."""
-    found = []
+    """The self-test's Job and its schedule's (the CronJob's template), as planned, and as the
+    builders render them on every pool whether or not the stack turns them on."""
+    cfg = stack_config(stack)
+    found = [render(selftest_spec(cfg))[1]] if cfg.gpu_pools else []
+    found += [render(schedule_spec(cfg, p.name, {}))[1] for p in cfg.gpu_pools]
     for obj in planned(stack).kubernetes_objects():
         if obj["kind"] == "Job":
             found.append(obj)
@@ -403,6 +409,8 @@ def test_kueue_admits_every_job_the_platform_and_jobs_submit_render(stack):
     # A bursting team's job goes through its burst queue here: see the MultiKueue sweep.
     jobs = [j for j in jobs if j["metadata"]["namespace"] not in bursting_teams(stack)]
     assert jobs, f"{stack}: no job rendered"
+    # A job without a queue label would pass the model untested: every one goes through Kueue.
+    assert [j["metadata"]["name"] for j in jobs if QUEUE_LABEL not in j["metadata"]["labels"]] == []
     refused = {j["metadata"]["name"]: admission_problems(kueue, j) for j in jobs}
     assert {k: v for k, v in refused.items() if v} == {}
 
