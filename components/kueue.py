@@ -17,6 +17,7 @@ from components.fabric import rdma_resource
 from components.gpu_node_group import GPU_TAINTS
 from components.gpu_operator import EFA_RESOURCE
 from components.gpu_operator import advertised_resources as pool_resources
+from components.kueue_frameworks import INTEGRATIONS
 from infra.catalog import CATALOG
 from infra.config import GpuPool, PlatformConfig
 from infra.config.scheduling import LOCAL_QUEUE, FlavorSettings, TeamSettings
@@ -272,21 +273,9 @@ def quota_warnings(cfg: PlatformConfig) -> list[str]:
 
 # The chart's default manager configuration (charts/kueue values.yaml at 0.19.2), which a
 # value replaces whole: kept as it is but for the resources Kueue leaves uncounted, the
-# namespaces it manages and the ClusterQueue resource metrics.
-INTEGRATIONS = (
-    "batch/job",
-    "kubeflow.org/mpijob",
-    "ray.io/rayjob",
-    "ray.io/rayservice",
-    "ray.io/raycluster",
-    "jobset.x-k8s.io/jobset",
-    "workload.codeflare.dev/appwrapper",
-    "trainer.kubeflow.org/trainjob",
-    "pod",
-    "deployment",
-    "statefulset",
-    "leaderworkerset.x-k8s.io/leaderworkerset",
-)
+# namespaces it manages, the ClusterQueue resource metrics and the frameworks: only the kinds the
+# platform submits (components/kueue_frameworks.py), since a MultiKueue manager watches every
+# enabled framework's kind on its workers.
 
 
 def manager_config(uncounted: Sequence[str], team_namespaces: Sequence[str]) -> dict[str, Any]:

@@ -5,13 +5,15 @@ Manager: per worker a Secret in Kueue's namespace holding the worker's kubeconfi
 `kubeconfig`, read from the worker stack's output through a StackReference) and a
 `MultiKueueCluster` naming it; per bursting ClusterQueue a `MultiKueueConfig` listing its
 workers, an `AdmissionCheck` with controller `kueue.x-k8s.io/multikueue`, and a ResourceFlavor
-with no node labels whose quota is what the queue may hold on the workers.
+with no node labels whose quota is what the queue may hold on the workers and whose Topology
+mirrors the workers' nodes'.
 
-Worker: a ServiceAccount in Kueue's namespace, the ClusterRole the setup guide gives it (only
-what the platform's jobs need: batch Jobs, Kueue Workloads, reading queues), its binding, a
-service-account token, and the kubeconfig built from them as a secret output. The worker
-declares the same ClusterQueue and LocalQueue names as the manager's bursting queues (its own
-`scheduling` section), and exports them so that the manager can refuse a mismatch by name.
+Worker: a ServiceAccount in Kueue's namespace, the ClusterRole the setup guide gives it (exactly
+the platform's frameworks, components/kueue_frameworks.py, and Kueue's Workloads and queues),
+its binding, a service-account token, and the kubeconfig built from them as a secret output.
+The worker declares the same ClusterQueue and LocalQueue names as the manager's bursting queues
+(its own `scheduling` section), and exports them with its pools so that the manager can refuse
+a mismatch at its key (components/multikueue_contract.py).
 """
 
 from __future__ import annotations
@@ -29,36 +31,36 @@ from components.base import PlatformComponent
 from components.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
 from components.kubernetes_object import KubernetesObject
 from components.kueue import KUEUE, quota
+from components.kueue_frameworks import FRAMEWORKS
+from components.multikueue_contract import (
+    KUBECONFIG_OUTPUT,
+    QUEUES_OUTPUT,
+    burst_flavor_name,
+    burst_topology,
+    bursting,
+    exported_queues,
+    worker_problems,
+)
 from infra.catalog import CATALOG
 from infra.config import ConfigError, PlatformConfig, stack_file
 from infra.config.multikueue import BURST_BUDGET_ANNOTATION, BurstSettings
-from infra.config.scheduling import LOCAL_QUEUE, ClusterQueueSettings
+from infra.config.scheduling import ClusterQueueSettings
 
 CONTROLLER = "kueue.x-k8s.io/multikueue"
 # Kueue's setup guide names the worker's ServiceAccount so; the manager's kubeconfig authenticates
 # as it.
 SERVICE_ACCOUNT = "multikueue-sa"
 KUBECONFIG_KEY = "kubeconfig"
-# The worker stack's outputs the manager reads.
-KUBECONFIG_OUTPUT = "multikueue_kubeconfig"
-QUEUES_OUTPUT = "multikueue_queues"
 # Where the manager's job stays and where it runs: Kueue's webhook sets this on a batch Job
 # whose queue has a MultiKueue check, but only when its cache already holds the queue
 # (v0.19.2 jobframework.ApplyDefaultForManagedBy); the builder sets it so a Job created with
 # the queue never starts on the manager. Immutable on a Job.
 MANAGED_BY = CONTROLLER
 
-# What MultiKueue does on a worker for the kinds this platform submits (batch Jobs): the rules
-# of create-multikueue-kubeconfig.sh at v0.19.2 for batch jobs, Kueue workloads and queues; the
-# script's rules for JobSets, pods, StatefulSets, LeaderWorkerSets and Kubeflow jobs are left
-# out, since no job of this platform is one.
-WORKER_RULES = (
-    {
-        "apiGroups": ["batch"],
-        "resources": ["jobs"],
-        "verbs": ["create", "delete", "get", "list", "watch"],
-    },
-    {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+# What MultiKueue does on a worker beyond the job kinds (components/kueue_frameworks.py): the
+# rules of create-multikueue-kubeconfig.sh at v0.19.2 for Kueue's Workloads and queues, which
+# every connection watches whatever the frameworks.
+KUEUE_RULES = (
     {
         "apiGroups": ["kueue.x-k8s.io"],
         "resources": ["workloads"],
@@ -77,15 +79,12 @@ WORKER_RULES = (
 )
 
 
+def worker_rules() -> list[dict[str, Any]]:
+    """The manager's ClusterRole on a worker: exactly the platform's frameworks, and Kueue's."""
+    return [*(r for f in FRAMEWORKS for r in f.worker_rules()), *(dict(r) for r in KUEUE_RULES)]
+
+
 # ------------------------------------------------------------------------------ manager
-
-
-def bursting(cfg: PlatformConfig) -> list[tuple[int, ClusterQueueSettings]]:
-    return [(i, q) for i, q in enumerate(cfg.scheduling.cluster_queues) if q.burst is not None]
-
-
-def burst_flavor_name(queue: str) -> str:
-    return f"{queue}-burst"
 
 
 def check_name(queue: str) -> str:
@@ -111,20 +110,25 @@ def burst_quota(burst: BurstSettings, counted: bool) -> dict[str, str]:
     return quota(burst_offer(burst, counted), burst.gpus, CATALOG[burst.instance_type].gpus)
 
 
-def burst_flavor(queue: str) -> dict[str, Any]:
-    """No node labels: workloads admitted here run on a worker, never on the manager's nodes."""
+def burst_flavor(queue: ClusterQueueSettings) -> dict[str, Any]:
+    """No node labels: workloads admitted here run on a worker, never on the manager's nodes.
+    Its Topology mirrors the workers', so that a job asking for a level of theirs is admitted."""
+    spec: dict[str, Any] = {}
+    mirrored = burst_topology(queue.burst)
+    if mirrored is not None:
+        spec["topologyName"] = mirrored[0]
     return {
         "apiVersion": KUEUE,
         "kind": "ResourceFlavor",
-        "metadata": {"name": burst_flavor_name(queue)},
-        "spec": {},
+        "metadata": {"name": burst_flavor_name(queue.name)},
+        "spec": spec,
     }
 
 
 def manager_objects(queue: ClusterQueueSettings) -> list[dict[str, Any]]:
     """The bursting queue's MultiKueueConfig and AdmissionCheck, and its flavor."""
     return [
-        burst_flavor(queue.name),
+        burst_flavor(queue),
         {
             "apiVersion": KUEUE,
             "kind": "MultiKueueConfig",
@@ -148,8 +152,6 @@ def manager_objects(queue: ClusterQueueSettings) -> list[dict[str, Any]]:
 
 
 def budget_annotations(burst: BurstSettings) -> dict[str, str]:
-    if burst.monthly_budget_usd is None:
-        return {}
     return {BURST_BUDGET_ANNOTATION: f"{burst.monthly_budget_usd:g}"}
 
 
@@ -164,35 +166,6 @@ def multikueue_cluster(worker: str) -> dict[str, Any]:
             }
         },
     }
-
-
-def queue_mismatches(cfg: PlatformConfig, worker: str, exported: Any) -> list[str]:
-    """What the manager's bursting queues send to `worker` that the worker does not declare:
-    MultiKueue creates the job in the same namespace, with the same LocalQueue, on the worker."""
-    exported = exported or {}
-    cluster_queues = set(exported.get("cluster_queues") or [])
-    local_queues = set(exported.get("local_queues") or [])
-    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
-    found = []
-    for i, queue in bursting(cfg):
-        if worker not in queue.burst.workers:
-            continue
-        path = f"gpu-platform:scheduling.cluster_queues[{i}].burst.workers"
-        if queue.name not in cluster_queues:
-            found.append(
-                f"{path}: bursts to worker {worker}, whose stack declares no ClusterQueue "
-                f"{queue.name!r} (it declares: {', '.join(sorted(cluster_queues)) or 'none'}); "
-                "declare it in the worker's scheduling.cluster_queues"
-            )
-        for team in (t for t in teams if t.cluster_queue == queue.name):
-            wanted = f"{team.name}/{LOCAL_QUEUE}"
-            if wanted not in local_queues:
-                found.append(
-                    f"{path}: team {team.name} submits to it, but worker {worker} declares no "
-                    f"LocalQueue {wanted}; add team {team.name} on ClusterQueue {queue.name} "
-                    "to the worker's scheduling.teams"
-                )
-    return found
 
 
 # ------------------------------------------------------------------------------- worker
@@ -211,7 +184,7 @@ def worker_objects(namespace: str) -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": f"{SERVICE_ACCOUNT}-role"},
-            "rules": [dict(r) for r in WORKER_RULES],
+            "rules": worker_rules(),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -256,15 +229,6 @@ def worker_kubeconfig(cluster: str, server: str, ca_data: str, token_b64: str) -
         "users": [{"name": user, "user": {"token": token}}],
     }
     return yaml.safe_dump(doc, sort_keys=False)
-
-
-def exported_queues(cfg: PlatformConfig) -> dict[str, list[str]]:
-    """The queue names a manager's jobs may name here."""
-    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
-    return {
-        "cluster_queues": sorted(q.name for q in cfg.scheduling.cluster_queues),
-        "local_queues": sorted(f"{t.name}/{LOCAL_QUEUE}" for t in teams),
-    }
 
 
 def burst_managed_by(cfg: PlatformConfig, namespace: str) -> str | None:
@@ -333,8 +297,9 @@ class MultiKueueManagerArgs:
 
 class MultiKueueManager(PlatformComponent):
     """Per worker: its kubeconfig Secret, read from the worker stack, and its MultiKueueCluster.
-    The Secret is written only once the worker's queues match the manager's: a mismatch fails
-    the plan naming the queue, before anything reaches a cluster."""
+    The Secrets are written only once every worker's queues and pools match what the manager's
+    bursting queues count on: a mismatch fails the plan at the key, before anything reaches a
+    cluster."""
 
     PLANE = "scheduling"
 
@@ -342,21 +307,25 @@ class MultiKueueManager(PlatformComponent):
         super().__init__(name, opts)
         self.clusters: list[pulumi.Resource] = []
         source = stack_file(pulumi.get_stack())
-        for worker in args.cfg.multikueue.workers:
-            ref = pulumi.StackReference(
-                f"{args.env}-multikueue-{worker.name}", worker.stack, opts=self.child()
+        workers = args.cfg.multikueue.workers
+        refs = [
+            pulumi.StackReference(f"{args.env}-multikueue-{w.name}", w.stack, opts=self.child())
+            for w in workers
+        ]
+
+        def checked(values: list[Any]) -> bool:
+            problems = worker_problems(
+                args.cfg, {w.name: v for w, v in zip(workers, values, strict=True)}
             )
+            if problems:
+                raise ConfigError(source, problems)
+            return True
 
-            def checked(values: list[Any], worker: str = worker.name) -> str:
-                kubeconfig, queues = values
-                problems = queue_mismatches(args.cfg, worker, queues)
-                if problems:
-                    raise ConfigError(source, problems)
-                return kubeconfig
-
-            kubeconfig = pulumi.Output.all(
-                ref.get_output(KUBECONFIG_OUTPUT), ref.get_output(QUEUES_OUTPUT)
-            ).apply(checked)
+        agreed = pulumi.Output.all(*(ref.get_output(QUEUES_OUTPUT) for ref in refs)).apply(checked)
+        for worker, ref in zip(workers, refs, strict=True):
+            kubeconfig = pulumi.Output.all(ref.get_output(KUBECONFIG_OUTPUT), agreed).apply(
+                lambda v: v[0]
+            )
             secret = k8s.core.v1.Secret(
                 f"{args.env}-multikueue-{worker.name}-kubeconfig",
                 metadata={"name": secret_name(worker.name), "namespace": args.namespace},

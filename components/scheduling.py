@@ -36,21 +36,21 @@ from components.kueue import (
     resource_flavor,
     uncounted_resources,
 )
-from components.multikueue import KUBECONFIG_OUTPUT as MULTIKUEUE_KUBECONFIG
-from components.multikueue import QUEUES_OUTPUT as MULTIKUEUE_QUEUES
 from components.multikueue import (
     MultiKueueManager,
     MultiKueueManagerArgs,
     MultiKueueWorker,
     MultiKueueWorkerArgs,
     budget_annotations,
-    burst_flavor_name,
     burst_quota,
     check_name,
     manager_objects,
 )
+from components.multikueue_contract import KUBECONFIG_OUTPUT as MULTIKUEUE_KUBECONFIG
+from components.multikueue_contract import QUEUES_OUTPUT as MULTIKUEUE_QUEUES
+from components.multikueue_contract import burst_flavor_name, burst_topology
 from components.shared import pinned_release
-from components.topology import pool_topology, topology_objects
+from components.topology import pool_topology, topology, topology_objects
 from infra.config import PlatformConfig
 from infra.config.scheduling import PRIORITIES, Priority
 
@@ -79,8 +79,14 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
         p for p in cfg.gpu_pools if provisioned(p, sched.flavor(p.name), autoscaled)
     ]
     objects = [workload_priority_class(p) for p in PRIORITIES]
-    # A flavor names its Topology, which must exist first.
-    objects += topology_objects(cfg)
+    # A flavor names its Topology, which must exist first; a bursting queue's flavor mirrors
+    # its workers' (a family of the stack's own pools may share it).
+    topologies = {t["metadata"]["name"]: t for t in topology_objects(cfg)}
+    for queue in sched.cluster_queues:
+        mirrored = burst_topology(queue.burst) if queue.burst is not None else None
+        if mirrored is not None:
+            topologies.setdefault(mirrored[0], topology(*mirrored))
+    objects += topologies.values()
     for pool in cfg.gpu_pools:
         named = pool_topology(cfg, pool)
         objects.append(resource_flavor(pool, on_aws, named[0] if named else None))
@@ -101,7 +107,7 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
             flavors = pool_flavors(cfg, gpus, offers)
             checks = provisioning_check([p.name for p in pools_provisioned])
         queue = cluster_queue(name, sched.cohort, flavors, checks, namespaces)
-        if name in bursts and budget_annotations(bursts[name].burst):
+        if name in bursts:
             queue["metadata"]["annotations"] = budget_annotations(bursts[name].burst)
         objects.append(queue)
     objects += [local_queue(t) for t in teams]

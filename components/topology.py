@@ -34,6 +34,13 @@ def aws_topology_name(layers: int) -> str:
     return f"aws-network-{layers}-layers"
 
 
+def aws_topology(layers: int) -> tuple[str, tuple[str, ...]]:
+    """The Topology (name, levels broadest first) of EKS nodes reporting `layers` network
+    layers."""
+    levels = tuple(AWS_LAYER_LABEL.format(n) for n in range(1, layers + 1))
+    return aws_topology_name(layers), (*levels, HOSTNAME_LABEL)
+
+
 def pool_topology(cfg: PlatformConfig, pool: GpuPool) -> tuple[str, tuple[str, ...]] | None:
     """The Topology (name, levels broadest first) of a multi-node pool's nodes; None for a pool
     whose jobs stay on one node, or whose nodes carry no topology labels. A pool of several
@@ -42,10 +49,7 @@ def pool_topology(cfg: PlatformConfig, pool: GpuPool) -> tuple[str, tuple[str, .
         return None
     if cfg.provider == "aws":
         layers = min(NETWORK_TOPOLOGY_LAYERS.get(t, 0) for t in pool.instance_types)
-        if not layers:
-            return None
-        levels = tuple(AWS_LAYER_LABEL.format(n) for n in range(1, layers + 1))
-        return aws_topology_name(layers), (*levels, HOSTNAME_LABEL)
+        return aws_topology(layers) if layers else None
     if not cfg.scheduling.topology_levels:
         return None
     return ONPREM_TOPOLOGY, (*cfg.scheduling.topology_levels, HOSTNAME_LABEL)

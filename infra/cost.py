@@ -139,7 +139,7 @@ def _capacity_line(
     return _line(key, item, _on_demand_basis(name), on_demand, scaling, hours)
 
 
-def burst_lines(cfg: PlatformConfig) -> list[tuple[str, float | None, Line]]:
+def burst_lines(cfg: PlatformConfig) -> list[tuple[str, float, Line]]:
     """Per bursting ClusterQueue: its name, budget, and what it may spend on its MultiKueue
     workers at most: its quota's GPUs, in whole nodes of the workers' type, all month."""
     found = []
@@ -162,7 +162,7 @@ def burst_lines(cfg: PlatformConfig) -> list[tuple[str, float | None, Line]]:
 def burst_warnings(cfg: PlatformConfig) -> list[str]:
     found = []
     for queue, budget, line in burst_lines(cfg):
-        if budget is None or line.monthly_max is None or line.monthly_max <= budget:
+        if line.monthly_max is None or line.monthly_max <= budget:
             continue
         found.append(
             f"gpu-platform:scheduling.cluster_queues: burst of queue {queue} may spend "
@@ -366,9 +366,7 @@ def _format_bursts(report: dict) -> list[str]:
     lines = []
     for burst in report.get("burst", []):
         budget = burst["monthly_budget_usd"]
-        if budget is None:
-            verdict = "no budget: the policy pack refuses the queue"
-        elif burst["monthly_max"] is None:
+        if burst["monthly_max"] is None:
             verdict = "not priced, budget not checked"
         else:
             over = burst["monthly_max"] > budget

@@ -63,7 +63,15 @@ def test_the_bursting_queue_waits_for_multikueue_on_every_flavor_and_holds_no_lo
     }
     (group,) = queue["spec"]["resourceGroups"]
     (flavor,) = group["flavors"]
-    assert objects("onprem", "ResourceFlavor")[flavor["name"]]["spec"] == {}
+    # No node labels (nothing runs on the manager's nodes), and the Topology of the workers'
+    # p5.48xlarge nodes: Kueue matches a job's TAS request against the manager's flavor
+    # (tas_flavorassigner.go; site/static/examples/multikueue/tas/manager-setup.yaml).
+    assert objects("onprem", "ResourceFlavor")[flavor["name"]]["spec"] == {
+        "topologyName": "aws-network-3-layers"
+    }
+    mirrored = objects("onprem", "Topology")["aws-network-3-layers"]
+    assert [level["nodeLabel"] for level in mirrored["spec"]["levels"]] == THREE_LAYERS
+    assert not crds.errors(mirrored)
     # 32 GPUs of p5.48xlarge: 4 nodes of 192 vCPUs, 2,048 GiB and 32 EFA interfaces each (AWS
     # P5 instance page and EFA "Supported instance types").
     assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]} == {
@@ -129,9 +137,25 @@ def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_batch_j
 def test_the_worker_exports_its_kubeconfig_as_a_secret_and_the_queues_it_declares():
     outputs = planned("burst").outputs
     assert outputs["multikueue_kubeconfig"] == "(secret)"
+    # Two pools of p5.48xlarge, at most 2 nodes of 8 GPUs each (stacks/Pulumi.burst.yaml; AWS
+    # P5 instance page), whose nodes carry three network layers (EC2 instance topology).
     assert outputs["multikueue_queues"] == {
         "cluster_queues": ["burst"],
         "local_queues": ["research/default", "training/default"],
+        "pools": [
+            {
+                "pool": "h100-spot",
+                "instance_types": ["p5.48xlarge"],
+                "gpus": 16,
+                "topology": THREE_LAYERS,
+            },
+            {
+                "pool": "h100-block",
+                "instance_types": ["p5.48xlarge"],
+                "gpus": 16,
+                "topology": THREE_LAYERS,
+            },
+        ],
     }
     assert "burst" in objects("burst", "ClusterQueue")
     local = objects("burst", "LocalQueue")
@@ -177,6 +201,104 @@ def test_a_worker_without_the_teams_local_queue_makes_the_manager_refuse_it(tmp_
     assert any("LocalQueue research/default" in p for p in error.value.problems)
 
 
+def plan_with_burst(tmp_path, change_worker=None, change_burst=None):
+    """onprem planned against a burst stack and a bursting queue changed by the callables."""
+    burst, onprem = stack_file_config("burst"), stack_file_config("onprem")
+    if change_worker:
+        change_worker(burst)
+    if change_burst:
+        change_burst(onprem["gpu-platform:scheduling"]["cluster_queues"][1]["burst"])
+    root = make_project(tmp_path, {"onprem": onprem, "burst": burst})
+    return plan_stack("onprem", root)
+
+
+def test_a_burst_larger_than_the_workers_pools_is_refused_at_its_gpus(tmp_path):
+    # The burst stack's two p5.48xlarge pools hold 2 nodes x 8 GPUs each: 32 GPUs at most.
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_burst=lambda b: b.update(gpus=40))
+    (problem,) = error.value.problems
+    assert problem.startswith("gpu-platform:scheduling.cluster_queues[1].burst.gpus: 40, but")
+    assert "hold at most 32 GPUs (burst 32)" in problem
+
+
+def test_a_burst_of_a_type_the_worker_has_no_pool_of_is_refused_at_its_instance_type(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_burst=lambda b: b.update(instance_type="p4d.24xlarge"))
+    (problem,) = error.value.problems
+    assert problem.startswith(
+        "gpu-platform:scheduling.cluster_queues[1].burst.instance_type: p4d.24xlarge, but "
+        "worker burst has no pool of it (its pools: h100-spot (p5.48xlarge), h100-block "
+        "(p5.48xlarge))"
+    )
+
+
+def test_a_worker_whose_nodes_lack_the_mirrored_topology_is_refused(tmp_path):
+    """Without EFA the worker's p5 pools name no Topology, so the manager's mirror of one
+    would match jobs against levels the worker does not place by."""
+
+    def no_efa(burst):
+        for group in burst["gpu-platform:gpu_node_groups"]:
+            group["efa"] = False
+
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_worker=no_efa)
+    assert len(error.value.problems) == 2
+    assert all(
+        p.startswith("gpu-platform:scheduling.cluster_queues[1].burst.instance_type: the manager")
+        and "carries none" in p
+        for p in error.value.problems
+    ), error.value.problems
+
+
+def test_a_worker_stack_that_does_not_serve_as_one_is_refused_by_name(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_worker=lambda b: b.pop("gpu-platform:multikueue"))
+    (problem,) = error.value.problems
+    assert problem.startswith(
+        "multikueue.workers[0].stack: 'organization/gpu-platform/burst': stack burst does not "
+        "serve as a MultiKueue worker"
+    )
+    assert "set multikueue.serve_as_worker: true in stacks/Pulumi.burst.yaml" in problem
+
+
+def test_a_worker_not_yet_deployed_is_reported_as_such_with_what_to_do():
+    """`pulumi preview` of the manager before the worker's `pulumi up`: the StackReference
+    yields no outputs (None)."""
+    from components.multikueue_contract import worker_problems
+
+    (problem,) = worker_problems(stack_config("onprem"), {"burst": None})
+    assert problem == (
+        "gpu-platform:multikueue.workers[0].stack: 'organization/gpu-platform/burst' exports no "
+        "multikueue_queues: it is not deployed as a MultiKueue worker yet; set "
+        "multikueue.serve_as_worker: true in that stack, run `pulumi up` on it, then on this one"
+    )
+    assert "declares no ClusterQueue" not in problem
+
+
+def test_a_worker_deployed_before_it_exported_its_pools_is_asked_to_redeploy():
+    from components.multikueue_contract import worker_problems
+
+    exported = {"cluster_queues": ["burst"], "local_queues": ["research/default"]}
+    assert worker_problems(stack_config("onprem"), {"burst": exported}) == [
+        "gpu-platform:scheduling.cluster_queues[1].burst.workers: worker burst's "
+        "multikueue_queues lists no pools: an older version of this program deployed it; run "
+        "`pulumi up` on it again"
+    ]
+
+
+def test_a_bursting_queue_without_a_budget_is_refused_at_config_time():
+    """What the mandatory policy burst-queue-has-budget refuses after the plan (exit 3), the
+    config refuses first, at the key (exit 2)."""
+    onprem = {k.split(":", 1)[1]: v for k, v in stack_file_config("onprem").items()}
+    del onprem["scheduling"]["cluster_queues"][1]["burst"]["monthly_budget_usd"]
+    with pytest.raises(ConfigError) as error:
+        parse_config(onprem, "stacks/Pulumi.onprem.yaml")
+    assert error.value.problems == [
+        "gpu-platform:scheduling.cluster_queues[1].burst.monthly_budget_usd: required value is "
+        "missing"
+    ]
+
+
 def test_a_manager_naming_a_stack_with_no_file_is_refused(tmp_path):
     onprem = stack_file_config("onprem")
     onprem["gpu-platform:multikueue"] = {"workers": [{"name": "burst", "stack": "org/p/cloud"}]}
@@ -196,7 +318,12 @@ def test_a_manager_naming_a_stack_with_no_file_is_refused(tmp_path):
                         {
                             "name": "b",
                             "gpus": {"a100": 8},
-                            "burst": {"workers": ["w"], "gpus": 8, "instance_type": "p5.48xlarge"},
+                            "burst": {
+                                "workers": ["w"],
+                                "gpus": 8,
+                                "instance_type": "p5.48xlarge",
+                                "monthly_budget_usd": 1000,
+                            },
                         }
                     ]
                 },

@@ -87,7 +87,15 @@ def kinds(mark_type) -> set[str]:
 # A stack where the field at the pattern names nothing, the path reported and the bad value.
 BURST_TO_CLOUD = {
     "cluster_queues": [
-        {"name": "q", "burst": {"workers": ["cloud"], "gpus": 8, "instance_type": "p5.48xlarge"}}
+        {
+            "name": "q",
+            "burst": {
+                "workers": ["cloud"],
+                "gpus": 8,
+                "instance_type": "p5.48xlarge",
+                "monthly_budget_usd": 1000,
+            },
+        }
     ]
 }
 WORKER = {"name": "burst", "stack": "organization/gpu-platform/burst"}

@@ -78,11 +78,11 @@ class BurstSettings(Settings):
     capacity: CapacityType = Field(
         "spot", description="How the workers buy that capacity, for the estimate."
     )
-    monthly_budget_usd: Number | None = Field(
-        None,
+    monthly_budget_usd: Number = Field(
         gt=0,
-        description="Monthly budget of the burst. The plan warns when the estimate at the "
-        "queue's quota exceeds it; the policy pack refuses a bursting queue without one.",
+        description="Monthly budget of the burst, required: a burst spends on another account "
+        "with no local pool to bound it. The plan warns when the estimate at the queue's quota "
+        "exceeds it (the policy rule burst-queue-has-budget checks the planned queue again).",
     )
 
 

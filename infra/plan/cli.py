@@ -203,6 +203,17 @@ def stack_references(
                     "which does not exist"
                 ],
             )
+        worker_values, _ = read_stack_config(project, local)
+        if not config_from_pulumi(worker_values, stack_file(local)).multikueue.serve_as_worker:
+            raise ConfigError(
+                stack_file(stack),
+                [
+                    f"multikueue.workers[{i}].stack: {worker.stack!r}: stack {local} does not "
+                    "serve as a MultiKueue worker, so it exports no kubeconfig or queues; set "
+                    "multikueue.serve_as_worker: true in "
+                    f"{project.stack_file(local).relative_to(root)}"
+                ],
+            )
         upstream = stack_references(local, root, (*referrers, stack))
         recording = run_program(local, root, references=upstream)
         secrets = tuple(sorted(k for k, v in recording.outputs.items() if is_secret(v)))

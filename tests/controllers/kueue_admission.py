@@ -1,0 +1,477 @@
+"""A small model of how Kueue v0.19.2 admits a batch Job, and of what a MultiKueue manager needs
+from a worker, written from Kueue's source at v0.19.2 (kubernetes-sigs/kueue `8eab68778fc1`).
+The tests run it over every stack and every job the builder renders (STYLE.md §17): an object
+can pass its CRD schema and still never be admitted.
+
+Rules, each a function that returns what it refuses (empty: admitted):
+
+- `queue_problems`: the Job's `kueue.x-k8s.io/queue-name` names a LocalQueue of its namespace,
+  that LocalQueue a ClusterQueue, and the ClusterQueue's namespaceSelector takes the namespace
+  (pkg/controller/core/workload_controller.go "LocalQueue %s doesn't exist" / "ClusterQueue %s
+  doesn't exist"; pkg/scheduler/scheduler.go `ValidateAdmissibility` with the queue's
+  NamespaceSelector); the ClusterQueue's admission checks exist, a MultiKueue one naming a
+  MultiKueueConfig whose clusters exist; the Job's framework is enabled
+  (`integrations.frameworks`), or Kueue never unsuspends it.
+- `flavor_problems`: some flavor of the ClusterQueue takes the pod set
+  (pkg/scheduler/flavorassigner/flavorassigner.go `checkFlavorForPodSets`, `fitsResourceQuota`):
+  every requested resource Kueue counts is covered ("resource %s unavailable in ClusterQueue");
+  the TAS rule (tas_flavorassigner.go `checkPodSetAndFlavorMatchForTAS`: a TAS request only on
+  a flavor with `topologyName`, whose Topology exists and holds the requested level; a pod set
+  without a TAS request is refused by a TAS flavor unless every flavor of the queue is one,
+  `isTASImplied`); no untolerated NoSchedule taint; the flavor's node labels agree with the
+  pod's node selector on the flavor's own keys (`flavorSelector`); and the pod set fits the
+  quota the queue can ever reach (its nominal quota plus what its cohort lends, with no
+  borrowing or lending limit set).
+- `node_levels`, a hook: whether a TAS flavor's levels are on the pool's nodes (Kueue
+  pkg/cache/scheduler/clusterqueue.go `isTASViolated`, skipped for MultiKueue queues) is the TAS
+  helper's model; `flavor_problems` takes its answer per flavor.
+- `connection_problems`: the manager builds one MultiKueue adapter per enabled framework that
+  has one (cmd/kueue/main.go `GetMultiKueueAdapters`) and opens a watch on the worker for each
+  as well as for Workloads; any watch that fails fails the connection ("however let's not accept
+  this for now", pkg/controller/admissionchecks/multikueue/multikueuecluster.go
+  `updateConfigAndRefreshWatchers`). So the worker must serve each kind (built-in or by CRD) and
+  grant the manager what `create-multikueue-kubeconfig.sh` grants for it.
+- `topology_mirror_problems`: Kueue on the manager delays a MultiKueue workload's topology to the
+  worker (tas_flavorassigner.go, "Delay TAS when MultiKueue is used") but still matches the
+  request against the manager's flavor: the manager's flavor must carry a Topology with the
+  worker's levels (site/static/examples/multikueue/tas/manager-setup.yaml).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+# apis/kueue/v1beta2/topology_types.go: the pod-template annotations of a TAS request.
+TAS_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
+
+# The integrations of Kueue v0.19.2 that carry a MultiKueue adapter (`MultiKueueAdapter:` in
+# pkg/controller/jobs/*/*_controller.go) and the kind each watches on the worker
+# (`GetEmptyList` of each *_multikueue_adapter.go); `deployment` has none.
+ADAPTERS: dict[str, tuple[str, str, str]] = {
+    "batch/job": ("batch/v1", "Job", "jobs"),
+    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
+    "kubeflow.org/mpijob": ("kubeflow.org/v2beta1", "MPIJob", "mpijobs"),
+    "kubeflow.org/pytorchjob": ("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
+    "kubeflow.org/tfjob": ("kubeflow.org/v1", "TFJob", "tfjobs"),
+    "kubeflow.org/paddlejob": ("kubeflow.org/v1", "PaddleJob", "paddlejobs"),
+    "kubeflow.org/xgboostjob": ("kubeflow.org/v1", "XGBoostJob", "xgboostjobs"),
+    "kubeflow.org/jaxjob": ("kubeflow.org/v1", "JAXJob", "jaxjobs"),
+    "ray.io/rayjob": ("ray.io/v1", "RayJob", "rayjobs"),
+    "ray.io/raycluster": ("ray.io/v1", "RayCluster", "rayclusters"),
+    "ray.io/rayservice": ("ray.io/v1", "RayService", "rayservices"),
+    "workload.codeflare.dev/appwrapper": (
+        "workload.codeflare.dev/v1beta2",
+        "AppWrapper",
+        "appwrappers",
+    ),
+    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs"),
+    "pod": ("v1", "Pod", "pods"),
+    "statefulset": ("apps/v1", "StatefulSet", "statefulsets"),
+    "leaderworkerset.x-k8s.io/leaderworkerset": (
+        "leaderworkerset.x-k8s.io/v1",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+    ),
+}
+# What create-multikueue-kubeconfig.sh (v0.19.2) grants for every job kind it covers: the
+# adapter creates, reads, watches and deletes the worker's copy and reads its status.
+JOB_VERBS = {"create", "delete", "get", "list", "watch"}
+# ... and for Kueue's own objects, which every connection watches.
+KUEUE_GRANTS = {
+    ("kueue.x-k8s.io", "workloads"): {
+        "create",
+        "delete",
+        "get",
+        "list",
+        "watch",
+        "update",
+        "patch",
+    },
+    ("kueue.x-k8s.io", "workloads/status"): {"get", "patch", "update"},
+    ("kueue.x-k8s.io", "clusterqueues"): {"get", "list", "watch"},
+    ("kueue.x-k8s.io", "localqueues"): {"get", "list", "watch"},
+}
+WORKLOAD_API = "kueue.x-k8s.io/v1beta2/Workload"
+
+
+# ------------------------------------------------------------------------------ a cluster
+
+
+@dataclass(frozen=True)
+class Kueue:
+    """What one cluster's Kueue holds: its objects by kind and name, and its configuration."""
+
+    objects: dict[str, dict[str, dict[str, Any]]]
+    frameworks: tuple[str, ...]
+    excluded_prefixes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, objects: Iterable[dict[str, Any]], config: dict[str, Any]) -> Kueue:
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for obj in objects:
+            if obj.get("apiVersion", "").startswith("kueue.x-k8s.io/"):
+                meta = obj["metadata"]
+                key = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
+                found.setdefault(obj["kind"], {})[key] = obj
+        return cls(
+            found,
+            tuple(config.get("integrations", {}).get("frameworks", ())),
+            tuple(config.get("resources", {}).get("excludeResourcePrefixes", ())),
+        )
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get(kind, {}).get(name)
+
+    def all(self, kind: str) -> dict[str, dict[str, Any]]:
+        return self.objects.get(kind, {})
+
+
+# ------------------------------------------------------------------------------ a job
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """A batch Job's one pod set (pkg/controller/jobs/job/job_controller.go `PodSets`: count is
+    parallelism)."""
+
+    count: int
+    requests: dict[str, Fraction]
+    annotations: dict[str, str]
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+    def tas_request(self) -> str | None:
+        """The level asked for; "" for an unconstrained request; None without one."""
+        for key in TAS_ANNOTATIONS:
+            if key in self.annotations:
+                return "" if key.endswith("unconstrained-topology") else self.annotations[key]
+        return None
+
+
+UNITS = {
+    "": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+}  # fmt: skip
+
+
+def quantity(text: Any) -> Fraction:
+    """A Kubernetes quantity (`8`, `500m`, `64Gi`) as a number."""
+    match = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", str(text))
+    if match is None or match.group(2) not in UNITS:
+        raise ValueError(f"not a quantity this model reads: {text!r}")
+    return Fraction(match.group(1)) * UNITS[match.group(2)]
+
+
+def pod_set(job: dict[str, Any]) -> PodSet:
+    """Kueue counts a pod's requests (limits where a request is missing) summed over its
+    containers, and at least each init container's (pkg/resources `NewRequestsFromPodSpec`)."""
+    template = job["spec"]["template"]
+    spec = template["spec"]
+
+    def total(containers: list[dict[str, Any]]) -> dict[str, Fraction]:
+        found: dict[str, Fraction] = {}
+        for c in containers:
+            res = c.get("resources", {})
+            for name, value in {**res.get("limits", {}), **res.get("requests", {})}.items():
+                found[name] = found.get(name, Fraction(0)) + quantity(value)
+        return found
+
+    requests = total(spec.get("containers", []))
+    for init in spec.get("initContainers", []):
+        for name, value in total([init]).items():
+            requests[name] = max(requests.get(name, Fraction(0)), value)
+    return PodSet(
+        count=job["spec"].get("parallelism", 1),
+        requests=requests,
+        annotations=dict(template.get("metadata", {}).get("annotations", {})),
+        node_selector=dict(spec.get("nodeSelector", {})),
+        tolerations=list(spec.get("tolerations", [])),
+    )
+
+
+# ------------------------------------------------------------------------------ rules
+
+
+def selects(selector: dict[str, Any] | None, namespace: str) -> bool:
+    """A ClusterQueue namespaceSelector on the label every namespace carries with its name; no
+    selector selects nothing (Kueue v0.19.2 ClusterQueue schema)."""
+    if selector is None:
+        return False
+    labels = {"kubernetes.io/metadata.name": namespace}
+    for key, value in selector.get("matchLabels", {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions", []):
+        has = expr["key"] in labels
+        value = labels.get(expr["key"])
+        op = expr["operator"]
+        if op == "In" and value not in expr.get("values", []):
+            return False
+        if op == "NotIn" and value in expr.get("values", []):
+            return False
+        if (op == "Exists") != has and op in ("Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def framework_of(job: dict[str, Any]) -> str:
+    return "batch/job" if (job["apiVersion"], job["kind"]) == ("batch/v1", "Job") else job["kind"]
+
+
+def cluster_queue_of(kueue: Kueue, job: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """The ClusterQueue the job's LocalQueue names, and what stops the job getting there."""
+    meta = job["metadata"]
+    namespace, queue = meta["namespace"], meta.get("labels", {}).get(QUEUE_LABEL)
+    if queue is None:
+        return None, []
+    found = []
+    if framework_of(job) not in kueue.frameworks:
+        found.append(
+            f"framework {framework_of(job)} is not among Kueue's integrations "
+            f"({', '.join(kueue.frameworks)}): the Job stays suspended"
+        )
+    local = kueue.get("LocalQueue", f"{namespace}/{queue}")
+    if local is None:
+        return None, [*found, f"LocalQueue {queue} doesn't exist in namespace {namespace}"]
+    name = local["spec"]["clusterQueue"]
+    cq = kueue.get("ClusterQueue", name)
+    if cq is None:
+        return None, [*found, f"ClusterQueue {name} doesn't exist"]
+    if not selects(cq["spec"].get("namespaceSelector"), namespace):
+        found.append(f"namespace {namespace} doesn't match ClusterQueue {name}'s selector")
+    for check in cq["spec"].get("admissionChecksStrategy", {}).get("admissionChecks", []):
+        ac = kueue.get("AdmissionCheck", check["name"])
+        if ac is None:
+            found.append(f"ClusterQueue {name}: AdmissionCheck {check['name']} doesn't exist")
+            continue
+        if ac["spec"]["controllerName"] == MULTIKUEUE_CONTROLLER:
+            if check.get("onFlavors"):
+                found.append(f"ClusterQueue {name}: a MultiKueue check on some flavors only")
+            config = kueue.get("MultiKueueConfig", ac["spec"]["parameters"]["name"])
+            clusters = config["spec"]["clusters"] if config else []
+            if not clusters:
+                found.append(f"ClusterQueue {name}: MultiKueueConfig of {check['name']} missing")
+            for cluster in clusters:
+                if kueue.get("MultiKueueCluster", cluster) is None:
+                    found.append(f"ClusterQueue {name}: MultiKueueCluster {cluster} doesn't exist")
+    return cq, found
+
+
+def queue_problems(kueue: Kueue, job: dict[str, Any]) -> list[str]:
+    return cluster_queue_of(kueue, job)[1]
+
+
+def counted(kueue: Kueue, requests: dict[str, Fraction]) -> dict[str, Fraction]:
+    return {
+        r: v
+        for r, v in requests.items()
+        if v and not any(r.startswith(p) for p in kueue.excluded_prefixes)
+    }
+
+
+def reachable_quota(kueue: Kueue, cq: dict[str, Any], flavor: str, resource: str) -> Fraction:
+    """The queue's nominal quota of the flavor's resource plus every cohort member's."""
+    cohort = cq["spec"].get("cohortName")
+    members = [
+        q
+        for q in kueue.all("ClusterQueue").values()
+        if q is cq or (cohort and q["spec"].get("cohortName") == cohort)
+    ]
+    total = Fraction(0)
+    for q in members:
+        for group in q["spec"].get("resourceGroups", []):
+            for f in group["flavors"]:
+                if f["name"] == flavor:
+                    for r in f["resources"]:
+                        if r["name"] == resource:
+                            total += quantity(r["nominalQuota"])
+    return total
+
+
+def tas_problem(kueue: Kueue, cq: dict[str, Any], ps: PodSet, flavor: dict[str, Any]) -> str | None:
+    name = flavor["metadata"]["name"]
+    flavors = [f["name"] for g in cq["spec"].get("resourceGroups", []) for f in g["flavors"]]
+    tas_only = all(
+        (kueue.get("ResourceFlavor", f) or {}).get("spec", {}).get("topologyName") for f in flavors
+    )
+    topology_name = flavor["spec"].get("topologyName")
+    level = ps.tas_request()
+    if level is None:
+        if topology_name and not tas_only:
+            return f"Flavor {name!r} supports only TopologyAwareScheduling"
+        return None
+    if topology_name is None:
+        return f"Flavor {name!r} does not support TopologyAwareScheduling"
+    topology = kueue.get("Topology", topology_name)
+    if topology is None:
+        return f"there is no Topology {topology_name!r} for TAS flavor {name!r}"
+    levels = [lv["nodeLabel"] for lv in topology["spec"]["levels"]]
+    if level and level not in levels:
+        return f"Flavor {name!r} does not contain the requested level {level!r}"
+    return None
+
+
+def untolerated(flavor: dict[str, Any], ps: PodSet) -> list[str]:
+    tolerations = [*ps.tolerations, *flavor["spec"].get("tolerations", [])]
+
+    def tolerates(t: dict[str, Any], taint: dict[str, Any]) -> bool:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            return False
+        if t.get("operator") == "Exists":
+            return not t.get("key") or t["key"] == taint["key"]
+        return t.get("key") == taint["key"] and t.get("value") == taint.get("value")
+
+    return [
+        taint["key"]
+        for taint in flavor["spec"].get("nodeTaints", [])
+        if taint["effect"] in ("NoSchedule", "NoExecute")
+        and not any(tolerates(t, taint) for t in tolerations)
+    ]
+
+
+def flavor_misfit(
+    kueue: Kueue,
+    cq: dict[str, Any],
+    group: dict[str, Any],
+    entry: dict[str, Any],
+    ps: PodSet,
+    node_levels: Callable[[dict[str, Any]], str | None] | None,
+) -> str | None:
+    name = entry["name"]
+    flavor = kueue.get("ResourceFlavor", name)
+    if flavor is None:
+        return f"flavor {name} not found"
+    problem = tas_problem(kueue, cq, ps, flavor)
+    if problem:
+        return problem
+    taints = untolerated(flavor, ps)
+    if taints:
+        return f"untolerated taint {', '.join(taints)} in flavor {name}"
+    labels = flavor["spec"].get("nodeLabels", {})
+    if any(k in labels and labels[k] != v for k, v in ps.node_selector.items()):
+        return f"flavor {name} doesn't match node affinity"
+    for resource, amount in counted(kueue, ps.requests).items():
+        if resource not in group["coveredResources"]:
+            continue
+        most = reachable_quota(kueue, cq, name, resource)
+        if amount * ps.count > most:
+            return (
+                f"flavor {name}: {ps.count} pods need {float(amount * ps.count):g} {resource}, "
+                f"the queue reaches at most {float(most):g}"
+            )
+    multikueue = any(
+        (kueue.get("AdmissionCheck", c["name"]) or {}).get("spec", {}).get("controllerName")
+        == MULTIKUEUE_CONTROLLER
+        for c in cq["spec"].get("admissionChecksStrategy", {}).get("admissionChecks", [])
+    )
+    if node_levels is not None and flavor["spec"].get("topologyName") and not multikueue:
+        return node_levels(flavor)
+    return None
+
+
+def flavor_problems(
+    kueue: Kueue,
+    job: dict[str, Any],
+    node_levels: Callable[[dict[str, Any]], str | None] | None = None,
+) -> list[str]:
+    """Why no flavor of the job's ClusterQueue takes its pod set; empty when one does."""
+    cq, found = cluster_queue_of(kueue, job)
+    if cq is None:
+        return found
+    ps = pod_set(job)
+    groups = cq["spec"].get("resourceGroups", [])
+    covered = {r for g in groups for r in g["coveredResources"]}
+    missing = sorted(set(counted(kueue, ps.requests)) - covered)
+    if missing:
+        return [f"resource {r} unavailable in ClusterQueue" for r in missing]
+    for group in groups:
+        if not set(counted(kueue, ps.requests)) & set(group["coveredResources"]):
+            continue
+        why = [flavor_misfit(kueue, cq, group, f, ps, node_levels) for f in group["flavors"]]
+        if all(why):
+            return [f"ClusterQueue {cq['metadata']['name']}: {'; '.join(why)}"]
+    return []
+
+
+def admission_problems(
+    kueue: Kueue,
+    job: dict[str, Any],
+    node_levels: Callable[[dict[str, Any]], str | None] | None = None,
+) -> list[str]:
+    """Every reason Kueue would never admit the job; empty when it would."""
+    return sorted({*queue_problems(kueue, job), *flavor_problems(kueue, job, node_levels)})
+
+
+# -------------------------------------------------------------------------- MultiKueue
+
+
+def granted(rules: list[dict[str, Any]], group: str, resource: str) -> set[str]:
+    verbs: set[str] = set()
+    for rule in rules:
+        if group in rule.get("apiGroups", []) and resource in rule.get("resources", []):
+            verbs |= set(rule.get("verbs", []))
+    return verbs
+
+
+def connection_problems(
+    frameworks: Iterable[str], worker_rules: list[dict[str, Any]], serves: Callable[[str], bool]
+) -> list[str]:
+    """Why the manager's connection to the worker would not become Active; `serves(api)` says
+    whether the worker serves `group/version/Kind`."""
+    found = []
+    if not serves(WORKLOAD_API):
+        found.append(f"the worker serves no {WORKLOAD_API}")
+    for (group, resource), verbs in KUEUE_GRANTS.items():
+        if not verbs <= granted(worker_rules, group, resource):
+            missing = ", ".join(sorted(verbs - granted(worker_rules, group, resource)))
+            found.append(f"the worker's role lacks {missing} on {group} {resource}")
+    for framework in frameworks:
+        if framework not in ADAPTERS:
+            continue
+        api_version, kind, resource = ADAPTERS[framework]
+        group = api_version.rpartition("/")[0]
+        if not serves(f"{api_version}/{kind}"):
+            found.append(f"{framework}: the worker serves no {api_version} {kind} (no CRD)")
+        for res, verbs in ((resource, JOB_VERBS), (f"{resource}/status", {"get"})):
+            lacking = verbs - granted(worker_rules, group, res)
+            if lacking:
+                found.append(
+                    f"{framework}: the worker's role lacks {', '.join(sorted(lacking))} on "
+                    f"{group or 'core'} {res}"
+                )
+    return found
+
+
+def topology_levels(kueue: Kueue, flavor_name: str) -> tuple[str, ...] | None:
+    flavor = kueue.get("ResourceFlavor", flavor_name) or {"spec": {}}
+    topology = kueue.get("Topology", flavor["spec"].get("topologyName") or "")
+    if topology is None:
+        return None
+    return tuple(lv["nodeLabel"] for lv in topology["spec"]["levels"])
+
+
+def queue_flavors(kueue: Kueue, queue: str) -> list[str]:
+    cq = kueue.get("ClusterQueue", queue) or {"spec": {}}
+    return [f["name"] for g in cq["spec"].get("resourceGroups", []) for f in g["flavors"]]
+
+
+def topology_mirror_problems(manager: Kueue, worker: Kueue, queue: str) -> list[str]:
+    """The manager's flavors of a bursting queue carry the levels the worker's do."""
+    theirs = {topology_levels(worker, f) for f in queue_flavors(worker, queue)}
+    ours = {topology_levels(manager, f) for f in queue_flavors(manager, queue)}
+    if ours != theirs:
+        return [
+            f"ClusterQueue {queue}: the manager's flavors carry topology levels "
+            f"{sorted(ours, key=str)}, the worker's {sorted(theirs, key=str)}"
+        ]
+    return []
