@@ -14,10 +14,11 @@ import pytest
 
 from components.gpu_node_group import group_user_data
 from components.nodes import node_config, user_data
+from components.selftest import pool_env
 from infra.catalog import CATALOG
 from infra.config import GpuNodeGroupSettings, KubeletSettings
 from tests import container_rlimits as model
-from tests.conftest import AWS_STACKS, planned, stack_config
+from tests.conftest import AWS_STACKS, STACKS, planned, stack_config
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 # OCI runtime spec (config.md, "POSIX process"): rlimit soft and hard are uint64; Linux's
@@ -181,3 +182,27 @@ def test_system_nodes_keep_the_default():
     row = CATALOG["m7i.xlarge"]
     text = user_data([node_config(row, KubeletSettings(), min(row.max_pods, 110))])
     assert model.container_rlimit(text) == DEFAULT
+
+
+# The fabrics bootstrap/selftest/inventory.py's memlock check knows: efa, infiniband and roce
+# (VERBS_FABRICS, held to unlimited), and tcp (not judged).
+SELFTEST_FABRICS = {"efa", "infiniband", "roce", "tcp"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_selftest_is_told_the_fabric_of_every_pool(stack):
+    """inventory.memlock judges the limit by SELFTEST_FABRIC: every pool's run must carry the
+    pool's own, as the stack file sets it (`efa` on a group, `fabric` on an on-prem pool)."""
+    cfg = stack_config(stack)
+    if cfg.provider == "aws":
+        expected = {g.name: "efa" if g.efa else "tcp" for g in cfg.gpu_node_groups}
+    else:
+        expected = {p.name: p.fabric for p in cfg.existing.gpu_pools}
+    told = {pool.name: pool_env(cfg, pool.name)["SELFTEST_FABRIC"] for pool in cfg.gpu_pools}
+    assert told == expected
+    assert set(told.values()) <= SELFTEST_FABRICS
+
+
+def test_the_shipped_stacks_cover_efa_a_verbs_fabric_on_prem_and_tcp():
+    fabrics = {pool.fabric for s in STACKS for pool in stack_config(s).gpu_pools}
+    assert {"efa", "roce", "tcp"} <= fabrics
