@@ -70,9 +70,11 @@ def hugepages_2mi(group: GpuNodeGroupSettings) -> int:
 
 
 def group_user_data(group: GpuNodeGroupSettings) -> str:
-    """nodeadm NodeConfig, then the boot script (hugepages, GPU tuning) when there is one."""
+    """nodeadm NodeConfig, then the boot script (hugepages, memlock, GPU tuning) when there is
+    one. Only EFA groups lift the memlock limit: verbs memory registration is what needs it,
+    and every other node keeps the default bound on what one container may pin."""
     config = node_config(group.instances[0], group.kubelet, group.max_pods)
-    script = boot_script(hugepages_2mi(group), group.gpu_tuning)
+    script = boot_script(hugepages_2mi(group), group.gpu_tuning, unlimited_memlock=group.efa)
     return user_data([config], [script] if script else [])
 
 

@@ -71,14 +71,27 @@ def nvidia_smi_commands(tuning: GpuTuningSettings) -> list[str]:
     return commands
 
 
-def boot_script(hugepages_2mi: int, tuning: GpuTuningSettings) -> str | None:
-    """The shell part a GPU node runs before its kubelet starts: EFA hugepages and GPU
-    tuning. None when there is nothing to do."""
+def boot_script(
+    hugepages_2mi: int, tuning: GpuTuningSettings, unlimited_memlock: bool = False
+) -> str | None:
+    """The shell part a GPU node runs before its kubelet starts: EFA hugepages, no memlock
+    limit for containers, GPU tuning. None when there is nothing to do.
+
+    The memlock limit goes on containerd's unit (`LimitMEMLOCK=infinity`), which containers
+    inherit, and not into nodeadm's `containerd.baseRuntimeSpec`. At the pinned AMI
+    (awslabs/amazon-eks-ami v20260724) nodeadm merges that field into its default spec with
+    `util.Merge` (nodeadm/internal/containerd/base_runtime_spec.go, nodeadm/internal/util/
+    merge.go): it decodes both into `map[string]interface{}`, so every number becomes a float64,
+    and mergo replaces lists whole. RLIM_INFINITY (18446744073709551615) comes out as
+    18446744073709552000, which containerd cannot read into the spec's uint64, so its CRI plugin
+    fails to load the base spec (containerd v2.3.4 plugins/cri/runtime/plugin.go,
+    loadOCISpec). And an `rlimits` list there would also drop the AMI's RLIMIT_NOFILE.
+    tests/container_rlimits.py models all of this."""
     commands = nvidia_smi_commands(tuning)
-    if not hugepages_2mi and not commands:
+    if not hugepages_2mi and not unlimited_memlock and not commands:
         return None
     return _TEMPLATES.get_template("gpu-boot.sh.j2").render(
-        hugepages_2mi=hugepages_2mi, commands=commands
+        hugepages_2mi=hugepages_2mi, unlimited_memlock=unlimited_memlock, commands=commands
     )
 
 

@@ -12,7 +12,8 @@ from components.autoscaler import expander_priorities
 from infra.config import AutoscalerSettings
 from tests.conftest import AWS_STACKS, find, planned, stack_config
 from tests.test_catalog import FACTS
-from tests.test_node_builders import NODE_TEMPLATE, parse_user_data
+from tests.test_node_builders import NODE_TEMPLATE
+from tests.user_data import parse_user_data
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

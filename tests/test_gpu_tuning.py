@@ -17,7 +17,8 @@ from infra.config import GpuNodeGroupSettings, GpuTuningSettings
 from tests.bad_stacks import assert_refused, case, group
 from tests.conftest import planned
 from tests.test_catalog import FACTS
-from tests.test_node_builders import NODE_TEMPLATE, shell_parts
+from tests.test_node_builders import NODE_TEMPLATE
+from tests.user_data import shell_parts
 
 
 def gpu_group(**fields) -> GpuNodeGroupSettings:

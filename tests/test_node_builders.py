@@ -5,11 +5,9 @@ diff for review."""
 
 from __future__ import annotations
 
-import email
 from pathlib import Path
 
 import pytest
-import yaml
 
 from components.gpu_node_group import (
     advertised_resources,
@@ -23,6 +21,7 @@ from infra.catalog import CATALOG
 from infra.config import GpuNodeGroupSettings, KubeletSettings
 from tests.conftest import check_golden
 from tests.test_catalog import FACTS
+from tests.user_data import parse_user_data
 
 # cluster-autoscaler cloudprovider/aws/README.md, "Scaling a node group to 0".
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
@@ -58,33 +57,6 @@ def test_efa_interfaces_follow_the_efa_maximum(name):
 )
 def test_efa_interface_counts_from_the_issue(name, count):
     assert len(efa_interfaces(CATALOG[name], [])) == count
-
-
-# EKS user guide, AL2023 nodeadm: NodeConfig parts are `application/node.eks.aws`; cloud-init
-# runs `text/x-shellscript` parts.
-NODEADM = "application/node.eks.aws"
-SHELL = "text/x-shellscript"
-
-
-def user_data_parts(text: str) -> list[tuple[str, str]]:
-    """(content type, payload) of each MIME part; the nodeadm parts come first."""
-    message = email.message_from_string(text)
-    assert message.is_multipart()
-    parts = [(p.get_content_type(), p.get_payload()) for p in message.get_payload()]
-    kinds = [kind for kind, _ in parts]
-    assert kinds[0] == NODEADM
-    assert kinds == sorted(kinds, key=lambda k: k != NODEADM), kinds
-    assert set(kinds) <= {NODEADM, SHELL}, kinds
-    return parts
-
-
-def parse_user_data(text: str) -> list[dict]:
-    """The NodeConfigs of the user data."""
-    return [yaml.safe_load(body) for kind, body in user_data_parts(text) if kind == NODEADM]
-
-
-def shell_parts(text: str) -> list[str]:
-    return [body for kind, body in user_data_parts(text) if kind == SHELL]
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))

@@ -1,6 +1,7 @@
 """Inventory: the GPUs this node shows are the ones requested and the catalog promises, with
 their model, memory and driver / CUDA / NCCL versions; the fabric's devices are there; and which
-GPUs share a NUMA node with this process (a data loader on the far socket halves host bandwidth).
+GPUs share a NUMA node with this process (a data loader on the far socket halves host bandwidth);
+and, on a fabric, that this process may lock as much memory as verbs registration needs.
 
 Fabric devices are counted from /sys/class/infiniband: the kernel lists every RDMA device there —
 EFA (`rdmap*`) and Mellanox HCAs (`mlx5_*`) alike — without needing libfabric's fi_info."""
@@ -8,6 +9,7 @@ EFA (`rdmap*`) and Mellanox HCAs (`mlx5_*`) alike — without needing libfabric'
 from __future__ import annotations
 
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -79,6 +81,50 @@ def fabric_check(ctx: SelfTestContext, sys_root: Path = SYS) -> CheckResult:
     )  # fmt: skip
 
 
+# Fabrics whose transport registers memory through the verbs API (libfabric's EFA provider,
+# NCCL's InfiniBand / RoCE transport): the pages it pins are charged against RLIMIT_MEMLOCK.
+VERBS_FABRICS = ("efa", "infiniband", "roce")
+# No documented minimum fits every job: what NCCL registers grows with its channels and peers.
+# The RDMA stacks' own advice is no limit: Red Hat's RHEL 7 Networking Guide, "Relaxing memlock
+# restrictions for users" (rdma.conf: memlock unlimited), and the Open MPI FAQ (OpenFabrics,
+# "How can a system administrator (or user) change locked memory limits?").
+MEMLOCK_SOURCE = (
+    "getrlimit(RLIMIT_MEMLOCK): verbs registration pins against it; RDMA stacks ask unlimited"
+)
+MEMLOCK_FIX = (
+    "Kubernetes sets no rlimit per pod, and CAP_IPC_LOCK does nothing for a non-root process: "
+    "run the node's containerd with LimitMEMLOCK=infinity (docs/fabric.md, Locked memory)"
+)
+
+
+def _limit(value: int) -> int | str:
+    """A limit as `ulimit -l` shows it: KiB, or "unlimited"."""
+    return "unlimited" if value == resource.RLIM_INFINITY else value // 1024
+
+
+def memlock_check(fabric: str, limits: tuple[int, int] | None = None) -> CheckResult:
+    """The locked-memory limit this process runs with (soft, hard; getrlimit's by default):
+    unlimited on a verbs fabric, else a FAIL naming it; reported and not judged without one."""
+    soft, hard = limits if limits is not None else resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    name, value = "inventory.memlock", _limit(soft)
+    unit = "" if value == "unlimited" else "KiB"
+    details = {"soft": _limit(soft), "hard": _limit(hard)}
+    if fabric not in VERBS_FABRICS:
+        return CheckResult(
+            name, "SKIP", value, unit, "unlimited", MEMLOCK_SOURCE,
+            f"no verbs fabric here ({fabric}): nothing registers memory", details=details,
+        )  # fmt: skip
+    if soft == hard == resource.RLIM_INFINITY:
+        return CheckResult(name, "PASS", value, unit, "unlimited", MEMLOCK_SOURCE, details=details)
+    reason = (
+        f"RLIMIT_MEMLOCK soft {details['soft']}, hard {details['hard']} (KiB) on a {fabric} pool: "
+        f"verbs memory registration fails once the pinned buffers pass it. {MEMLOCK_FIX}"
+    )
+    return CheckResult(
+        name, "FAIL", value, unit, "unlimited", MEMLOCK_SOURCE, reason, details=details
+    )  # fmt: skip
+
+
 def _smi(*args: str) -> str:
     """nvidia-smi's output, or '' where it is not installed or fails."""
     done = run_tool(["nvidia-smi", *args])
@@ -141,7 +187,7 @@ def topology_check() -> CheckResult:
 def run(ctx: SelfTestContext) -> list[CheckResult]:
     started = time.perf_counter()
     visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    results = [gpu_count_check(visible, ctx), fabric_check(ctx)]
+    results = [gpu_count_check(visible, ctx), fabric_check(ctx), memlock_check(ctx.fabric)]
     if visible:
         results += gpu_checks(ctx)
     else:
