@@ -6,7 +6,13 @@ jobs span nodes, and the pod-set annotation that asks Kueue to place a job's pod
   a topology (infra/catalog.NETWORK_TOPOLOGY_LAYERS): `topology.k8s.aws/network-node-layer-1`
   (broadest) down to `-3`, or `-4` on four-layer types, then `kubernetes.io/hostname`.
 - On an existing cluster, the rack / switch labels the admin names in
-  `scheduling.topology_levels`, then `kubernetes.io/hostname`.
+  `scheduling.topology_levels`, then `kubernetes.io/hostname`, once the admin has put them on
+  the nodes (`scheduling.topology_labels_applied`); until then the plan says which labels each
+  pool's nodes need and how to apply them (`topology_warnings`). Kueue's TAS ignores a node that
+  lacks a level label (v0.19.2 `pkg/util/tas/node.go`, `NodeMatchesFlavor`), and in a
+  ClusterQueue whose flavors all name a Topology it places every workload by it, annotated or
+  not (`pkg/scheduler/flavorassigner/tas_flavorassigner.go`, `isTASImplied`): a flavor over
+  unlabelled nodes would admit nothing, the self-test included.
 - Kueue's annotations (Kueue "Run Workloads with Topology-Aware Scheduling", v0.19.2):
   `kueue.x-k8s.io/podset-required-topology` (all pods in one domain of that level, or wait) and
   `kueue.x-k8s.io/podset-preferred-topology` (one domain if it fits, else the fewest).
@@ -17,38 +23,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.catalog import NETWORK_TOPOLOGY_LAYERS
 from infra.config import GpuPool, PlatformConfig
-from infra.config.scheduling import HOSTNAME_LABEL
+from infra.config.scheduling import topology_levels as pool_topology
+from infra.config.scheduling import wanted_topology
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
-AWS_LAYER_LABEL = "topology.k8s.aws/network-node-layer-{}"
 PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
-ONPREM_TOPOLOGY = "onprem-network"
-# Fabrics whose jobs span nodes: the pools worth placing close together.
-MULTI_NODE_FABRICS = ("efa", "infiniband", "roce")
 
 
-def aws_topology_name(layers: int) -> str:
-    return f"aws-network-{layers}-layers"
+def label_command(levels: tuple[str, ...]) -> str:
+    """How the admin puts the levels on one node of the pool (`kubectl label` takes
+    key=value pairs): every level but the host's, which the kubelet sets."""
+    pairs = " ".join(f"{level}=<{level.rsplit('/', 1)[-1]}>" for level in levels[:-1])
+    return f"kubectl label node <node> {pairs}"
 
 
-def pool_topology(cfg: PlatformConfig, pool: GpuPool) -> tuple[str, tuple[str, ...]] | None:
-    """The Topology (name, levels broadest first) of a multi-node pool's nodes; None for a pool
-    whose jobs stay on one node, or whose nodes carry no topology labels. A pool of several
-    instance types takes the levels every one of them carries."""
-    if pool.fabric not in MULTI_NODE_FABRICS:
-        return None
-    if cfg.provider == "aws":
-        layers = min(NETWORK_TOPOLOGY_LAYERS.get(t, 0) for t in pool.instance_types)
-        if not layers:
-            return None
-        levels = tuple(AWS_LAYER_LABEL.format(n) for n in range(1, layers + 1))
-        return aws_topology_name(layers), (*levels, HOSTNAME_LABEL)
-    if not cfg.scheduling.topology_levels:
-        return None
-    return ONPREM_TOPOLOGY, (*cfg.scheduling.topology_levels, HOSTNAME_LABEL)
+def topology_warnings(cfg: PlatformConfig) -> list[str]:
+    """The labels each multi-node pool's nodes must carry before Kueue may place by them: an
+    existing cluster's admin applies them (Kueue's TAS skips a node that lacks any level,
+    v0.19.2 pkg/util/tas/node.go NodeMatchesFlavor), then says so."""
+    found = []
+    for pool in cfg.gpu_pools:
+        wanted = wanted_topology(cfg, pool)
+        if wanted is None or cfg.provider == "aws":
+            continue
+        levels = wanted[1]
+        selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
+        labels = ", ".join(levels[:-1])
+        check = f"kubectl get nodes -l {selector} -L {','.join(levels[:-1])}"
+        if pool_topology(cfg, pool) is None:
+            found.append(
+                f"gpu-platform:scheduling.topology_labels_applied: pool {pool.name}'s nodes "
+                f"({selector}) need the labels {labels} before Kueue may place jobs by "
+                f"topology: on each node `{label_command(levels)}` (check with `{check}`), "
+                "then set scheduling.topology_labels_applied: true. Until then Kueue admits "
+                "by quota alone (docs/scheduling.md, Topology-aware placement)"
+            )
+        else:
+            found.append(
+                f"gpu-platform:scheduling.topology_levels: Kueue places pool {pool.name}'s jobs "
+                f"by {labels}: a node ({selector}) that lacks any of them is never used "
+                f"(`{label_command(levels)}`; check with `{check}`)"
+            )
+    return found
 
 
 def topology(name: str, levels: tuple[str, ...]) -> dict[str, Any]:
