@@ -7,7 +7,7 @@ import dataclasses
 import pulumi
 import pulumi_aws as aws
 
-from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report
+from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report, node_labels_read
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.autoscaling import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.base import PlatformComponent
@@ -144,6 +144,7 @@ class Platform(PlatformComponent):
                     t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)
                 ],
                 selftest_history=scheduled(cfg),
+                node_labels=node_labels_read(cfg),
                 after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
                 registry_mirror=cfg.images.registry_mirror,
             ),
