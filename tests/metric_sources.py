@@ -34,9 +34,9 @@ Sources, at the pinned versions (../shared/PINS.md):
 - The Pushgateway (prometheus-pushgateway chart 3.8.0) holds what the self-test pushes (the
   contract with bootstrap/selftest): gpu_platform_selftest_check_status{check, node, status},
   _last_run_timestamp_seconds{node}, _figure and _figure_floor{check, node, gpu, unit}, under
-  job `gpu-platform-selftest`, and its own push_time_seconds{node} per group. They exist only where a self-test Job or CronJob is told the
-  Pushgateway's address (SELFTEST_PUSHGATEWAY_URL) and the chart's ServiceMonitor is on
-  (`serviceMonitor.enabled`, default false). The scrape adds namespace, service, pod,
+  job `gpu-platform-selftest`, and its own push_time_seconds{node} per group. They exist only
+  where a self-test Job or CronJob is told the Pushgateway's address (SELFTEST_PUSHGATEWAY_URL)
+  and the chart's ServiceMonitor is on (`serviceMonitor.enabled`, default false). The scrape adds namespace, service, pod,
   endpoint, container; it keeps the pushed `job` only with `serviceMonitor.honorLabels: true`
   (Prometheus docs, `honor_labels`: otherwise it is renamed `exported_job`).
 Prometheus picks other releases' ServiceMonitors and PodMonitors only with
