@@ -36,9 +36,10 @@ Sources, at the pinned versions (../shared/PINS.md):
   _last_run_timestamp_seconds{node}, _figure and _figure_floor{check, node, gpu, unit}, under
   job `gpu-platform-selftest`, and its own push_time_seconds{node} per group. They exist only
   where a self-test Job or CronJob is told the Pushgateway's address (SELFTEST_PUSHGATEWAY_URL)
-  and the chart's ServiceMonitor is on (`serviceMonitor.enabled`, default false). The scrape adds namespace, service, pod,
-  endpoint, container; it keeps the pushed `job` only with `serviceMonitor.honorLabels: true`
-  (Prometheus docs, `honor_labels`: otherwise it is renamed `exported_job`).
+  and the chart's ServiceMonitor is on (`serviceMonitor.enabled`, default false). The scrape
+  adds namespace, service, pod, endpoint, container; it keeps the pushed `job` only with
+  `serviceMonitor.honorLabels: true` (Prometheus docs, `honor_labels`: otherwise it is renamed
+  `exported_job`).
 Prometheus picks other releases' ServiceMonitors and PodMonitors only with
 `prometheusSpec.{serviceMonitor,podMonitor}SelectorNilUsesHelmValues: false`.
 """
