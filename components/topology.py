@@ -39,33 +39,49 @@ def label_command(levels: tuple[str, ...]) -> str:
     return f"kubectl label node <node> {pairs}"
 
 
-def topology_warnings(cfg: PlatformConfig) -> list[str]:
-    """The labels each multi-node pool's nodes must carry before Kueue may place by them: an
-    existing cluster's admin applies them (Kueue's TAS skips a node that lacks any level,
-    v0.19.2 pkg/util/tas/node.go NodeMatchesFlavor), then says so."""
-    found = []
+def _node_check(pool: GpuPool, levels: tuple[str, ...]) -> str:
+    selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
+    return f"kubectl get nodes -l {selector} -L {','.join(levels[:-1])}"
+
+
+def topology_report(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
+    """For the plan, per multi-node pool with levels: which labels its nodes need, who puts
+    them there, and whether Kueue places the pool's jobs by them yet."""
+    found = {}
     for pool in cfg.gpu_pools:
         wanted = wanted_topology(cfg, pool)
-        if wanted is None or cfg.provider == "aws":
+        if wanted is None:
             continue
         levels = wanted[1]
+        found[pool.name] = {
+            "node_labels": list(levels),
+            "labelled_by": "EKS (instance topology labels) and the kubelet (hostname)"
+            if cfg.provider == "aws"
+            else f"the admin: `{label_command(levels)}` on every node; the kubelet (hostname)",
+            "check": _node_check(pool, levels),
+            "kueue_places_by_them": pool_topology(cfg, pool) is not None,
+        }
+    return found
+
+
+def topology_warnings(cfg: PlatformConfig) -> list[str]:
+    """The labels an existing cluster's multi-node pool must carry before Kueue may place by
+    them: the admin applies them, then says so (Kueue's TAS skips a node that lacks any level,
+    v0.19.2 pkg/util/tas/node.go NodeMatchesFlavor)."""
+    found = []
+    for name, row in topology_report(cfg).items():
+        if row["kueue_places_by_them"] or cfg.provider == "aws":
+            continue
+        pool = next(p for p in cfg.gpu_pools if p.name == name)
+        levels = tuple(row["node_labels"])
         selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
-        labels = ", ".join(levels[:-1])
-        check = f"kubectl get nodes -l {selector} -L {','.join(levels[:-1])}"
-        if pool_topology(cfg, pool) is None:
-            found.append(
-                f"gpu-platform:scheduling.topology_labels_applied: pool {pool.name}'s nodes "
-                f"({selector}) need the labels {labels} before Kueue may place jobs by "
-                f"topology: on each node `{label_command(levels)}` (check with `{check}`), "
-                "then set scheduling.topology_labels_applied: true. Until then Kueue admits "
-                "by quota alone (docs/scheduling.md, Topology-aware placement)"
-            )
-        else:
-            found.append(
-                f"gpu-platform:scheduling.topology_levels: Kueue places pool {pool.name}'s jobs "
-                f"by {labels}: a node ({selector}) that lacks any of them is never used "
-                f"(`{label_command(levels)}`; check with `{check}`)"
-            )
+        found.append(
+            f"gpu-platform:scheduling.topology_labels_applied: pool {name}'s nodes "
+            f"({selector}) need the labels {', '.join(levels[:-1])} before Kueue may place jobs "
+            f"by topology: on each node `{label_command(levels)}` (check with "
+            f"`{row['check']}`), then set scheduling.topology_labels_applied: true. Until then "
+            "Kueue admits by quota alone (docs/scheduling.md, Topology-aware placement)"
+        )
     return found
 
 
