@@ -42,6 +42,7 @@ from components.kueue import (
 )
 from components.observability import storage_class
 from components.registry_mirror import mirrored
+from components.scheduling import workload_priority_class
 from components.selftest_access import account
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import PlatformConfig
@@ -186,15 +187,7 @@ def idle_priority_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
         }
     ]
     if cfg.scheduling.enabled:
-        objects.append(
-            {
-                "apiVersion": KUEUE,
-                "kind": "WorkloadPriorityClass",
-                "metadata": {"name": p.name, "labels": dict(PART_OF)},
-                "value": p.value,
-                "description": p.description,
-            }
-        )
+        objects.append(workload_priority_class(p))
     return objects
 
 
