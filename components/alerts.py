@@ -27,7 +27,7 @@ from components.kubernetes_object import KubernetesObject
 from infra.config import PlatformConfig
 from infra.config.alerts import AlertSettings
 from infra.config.gpu_software import DEVICE_PLUGIN_LABEL
-from infra.config.selftest_schedule import scheduled
+from infra.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-platform-alerts"
@@ -49,6 +49,15 @@ GPU_DEVICES = 'kube_node_status_capacity{resource=~"nvidia_com_gpu|nvidia_com_mi
 # `--metric-labels-allowlist` (monitoring_values sets it from this tuple), as `label_<key>`
 # with the same character rule as resources.
 NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL,)
+
+
+def node_labels_read(cfg: PlatformConfig) -> tuple[str, ...]:
+    """Every node label the stack's alerts read: the device-plugin config, and the labels
+    that select each scheduled pool's nodes (SelfTestStale)."""
+    keys = {k for p in cfg.gpu_pools if p.name in scheduled_pools(cfg) for k in p.node_selector}
+    return (*NODE_LABELS_READ, *sorted(keys - set(NODE_LABELS_READ)))
+
+
 # GPU memory in use, in percent of the GPU's framebuffer (FB_USED and FB_FREE are MiB).
 FB_PERCENT = "100 * DCGM_FI_DEV_FB_USED{sel} / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
 GPU = "GPU {{ $labels.gpu }} ({{ $labels.UUID }}) on {{ $labels.Hostname }}"
@@ -246,11 +255,38 @@ SELFTEST_JOB = 'job="gpu-platform-selftest"'
 STILL_A_NODE = "and on(node) kube_node_labels"
 
 
+def _pool_nodes(labels: dict[str, str]) -> str:
+    match = ", ".join(f'{node_label(k)}="{v}"' for k, v in sorted(labels.items()))
+    return f"kube_node_labels{{{match}}}"
+
+
+def stale_pools(cfg: PlatformConfig) -> str:
+    """Seconds since any node of each scheduled pool last pushed, over twice the schedule's
+    longest gap, by `pool`. A node that never pushed counts from its creation
+    (kube_node_created), so a pool whose nodes came up recently is not stale yet, one with no
+    node at all (scaled to zero) never is, and one whose runs are never admitted is. The
+    Pushgateway's own push_time_seconds stamps each group on every push (Pushgateway README,
+    "About timestamps")."""
+    limit = 2 * longest_gap_minutes(cfg.selftest.schedule.cron) * 60
+    pools = {p.name: p for p in cfg.gpu_pools}
+    terms = []
+    for name in scheduled_pools(cfg):
+        seen = (
+            f"max by (node) (push_time_seconds{{{SELFTEST_JOB}}} or kube_node_created) "
+            f"and on(node) {_pool_nodes(pools[name].node_selector)}"
+        )
+        terms.append(f'label_replace(time() - max({seen}) > {limit}, "pool", "{name}", "", "")')
+    return " or ".join(terms)
+
+
 def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
     """A node whose last self-test run failed a check, or measured a figure below its floor
-    (where the periodic self-test pushes its results: components/selftest_schedule.py)."""
+    (where the periodic self-test pushes its results: components/selftest_schedule.py), and a
+    pool whose nodes have gone untested for twice the schedule."""
     if not scheduled(cfg):
         return []
+    limit_hours = 2 * longest_gap_minutes(cfg.selftest.schedule.cron) / 60
+    limit = f"{limit_hours:g} h"
     failed = (
         f"max by (node, check) (gpu_platform_selftest_check_status{{{SELFTEST_JOB}, "
         f'status="FAIL"}}) == 1 {STILL_A_NODE}'
@@ -282,6 +318,18 @@ def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
             "{{ $labels.check }} measured {{ $value }} {{ $labels.unit }} in its last self-test "
             "run, below its floor.",
             "a figure of a node's last self-test run below its floor",
+        ),
+        Alert(
+            "SelfTestStale",
+            stale_pools(cfg),
+            "0s",
+            "warning",
+            "No self-test result from a pool for twice its schedule",
+            "Pool {{ $labels.pool }} has nodes, but none has pushed a self-test result for "
+            "{{ $value | humanizeDuration }}, over twice the schedule's longest gap "
+            f"({limit}): its runs are not admitted (no idle node, or the last run still "
+            "waits in Kueue and blocks the next) or fail before they push.",
+            f"no self-test push from any node of a scheduled pool for over {limit}",
         ),
     ]
 

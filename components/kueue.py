@@ -77,16 +77,6 @@ def uncounted_resources(cfg: PlatformConfig) -> list[str]:
     return sorted(prefixes)
 
 
-def provisioned(pool: GpuPool, flavor: FlavorSettings, autoscaled: bool) -> bool:
-    """Whether Kueue waits for the autoscaler to provision a workload's nodes in this pool:
-    on by default for EFA pools, whose jobs span nodes and are useless half-placed."""
-    if not autoscaled:
-        return False
-    if flavor.provisioning_request is not None:
-        return flavor.provisioning_request
-    return pool.fabric == "efa"
-
-
 def resource_flavor(pool: GpuPool, tainted: bool, topology: str | None = None) -> dict[str, Any]:
     """The pool's nodes, by the labels that select exactly them; Kueue adds them to admitted
     pods as a node selector. Where the platform taints the nodes (AWS; an existing cluster's

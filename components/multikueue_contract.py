@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from components.kueue import queue_gpus
-from components.topology import aws_topology, pool_topology
+from components.topology import pool_topology
 from infra.catalog import CATALOG, NETWORK_TOPOLOGY_LAYERS
 from infra.config import PlatformConfig
 from infra.config.multikueue import BurstSettings
-from infra.config.scheduling import LOCAL_QUEUE, ClusterQueueSettings
+from infra.config.scheduling import LOCAL_QUEUE, ClusterQueueSettings, aws_topology
 
 # The worker stack's outputs the manager reads.
 KUBECONFIG_OUTPUT = "multikueue_kubeconfig"

@@ -74,7 +74,10 @@ def storage_class(settings: ObservabilitySettings, on_aws: bool) -> str | None:
 
 
 def monitoring_values(
-    settings: ObservabilitySettings, storage_class_name: str | None, node_selector: dict[str, str]
+    settings: ObservabilitySettings,
+    storage_class_name: str | None,
+    node_selector: dict[str, str],
+    node_labels: Sequence[str] = NODE_LABELS_READ,
 ) -> dict[str, Any]:
     """kube-prometheus-stack's values."""
     nil_uses_helm_values_off = {
@@ -113,7 +116,7 @@ def monitoring_values(
         "kube-state-metrics": {
             # `nodes=[k1,k2]` (kube-state-metrics --metric-labels-allowlist): the node labels
             # the alerts read; kube_node_labels carries no other.
-            "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_READ)}]"],
+            "metricLabelsAllowlist": [f"nodes=[{','.join(node_labels)}]"],
             **placed,
         },
         "grafana": {
@@ -186,6 +189,8 @@ class MonitoringArgs:
     training_namespaces: Sequence[str] = ()
     # The periodic self-test pushes its history: the fleet dashboard shows it.
     selftest_history: bool = False
+    # The node labels the alerts read (components/alerts.node_labels_read).
+    node_labels: Sequence[str] = NODE_LABELS_READ
     after: Sequence[pulumi.Resource] = ()
     # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
     registry_mirror: str | None = None
@@ -239,7 +244,12 @@ class Monitoring(PlatformComponent):
             f"{env}-{RELEASE}",
             RELEASE,
             ns,
-            monitoring_values(settings, storage_class(settings, args.on_aws), args.node_selector),
+            monitoring_values(
+                settings,
+                storage_class(settings, args.on_aws),
+                args.node_selector,
+                args.node_labels,
+            ),
             self.child(depends_on=before_release),
             mirror=args.registry_mirror,
         )

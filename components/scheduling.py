@@ -28,7 +28,6 @@ from components.kueue import (
     node_offer,
     node_size,
     pool_flavors,
-    provisioned,
     provisioning_check,
     provisioning_objects,
     queue_gpus,
@@ -50,9 +49,9 @@ from components.multikueue_contract import KUBECONFIG_OUTPUT as MULTIKUEUE_KUBEC
 from components.multikueue_contract import QUEUES_OUTPUT as MULTIKUEUE_QUEUES
 from components.multikueue_contract import burst_flavor_name, burst_topology
 from components.shared import pinned_release
-from components.topology import pool_topology, topology, topology_objects
+from components.topology import pool_topology, topology, topology_objects, topology_warnings
 from infra.config import PlatformConfig
-from infra.config.scheduling import PRIORITIES, Priority
+from infra.config.scheduling import PRIORITIES, Priority, provisioned
 
 
 def workload_priority_class(priority: Priority) -> dict[str, Any]:
@@ -136,7 +135,7 @@ class Scheduling(PlatformComponent):
 
     def __init__(self, name: str, args: SchedulingArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        for message in quota_warnings(args.cfg):
+        for message in [*quota_warnings(args.cfg), *topology_warnings(args.cfg)]:
             pulumi.warn(message)
         for priority in PRIORITIES:
             k8s.scheduling.v1.PriorityClass(

@@ -41,10 +41,14 @@ from components.observability import prometheus_url
 from components.registry_mirror import mirrored
 from components.selftest_access import access_env, access_objects, account
 from components.selftest_schedule import (
+    IDLE_QUEUE,
     PUSHGATEWAY,
     cron_job_name,
     cron_jobs,
     history_env,
+    idle_nodes_only,
+    idle_priority_objects,
+    idle_queue_objects,
     pushgateway_url,
     pushgateway_values,
 )
@@ -180,6 +184,13 @@ def schedule_report(cfg: PlatformConfig) -> dict[str, Any]:
             ],
             "pushgateway": pushgateway_url(cfg.namespaces.monitoring),
             "cordon_on_fail": settings.cordon_on_fail,
+            "nodes": (
+                f"only nodes already up and idle (ClusterQueue and PriorityClass {IDLE_QUEUE})"
+                if idle_nodes_only(cfg)
+                else "may start a node where none is idle (priced in the cost estimate)"
+                if cfg.selftest.schedule.provision_nodes
+                else "the nodes that are up"
+            ),
         }
     }
 
@@ -291,6 +302,17 @@ class SelfTest(PlatformComponent):
                 mirror=cfg.images.registry_mirror,
             )
         ]
+        # Where runs on idle nodes only wait, and at which priority (components/selftest_schedule).
+        for obj in [*idle_priority_objects(cfg), *idle_queue_objects(cfg)]:
+            meta = obj["metadata"]
+            where = f"{meta['namespace']}-" if "namespace" in meta else ""
+            needed.append(
+                KubernetesObject(
+                    f"{env}-{obj['kind'].lower()}-{where}{meta['name']}",
+                    obj,
+                    self.child(depends_on=after),
+                )
+            )
         for obj in cron_jobs(cfg, lambda pool: pool_env(cfg, pool)):
             KubernetesObject(
                 f"{env}-cronjob-{obj['metadata']['name']}",

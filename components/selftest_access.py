@@ -5,8 +5,11 @@ only a ClusterRole can; Kubernetes docs, "Using RBAC Authorization").
 - Topology (issue 21): the downward API cannot expose a node's labels, so a run reads its own
   node (`get`, GET /api/v1/nodes/$NODE_NAME) to record which topology domain each rank ran in
   and to name it on the cross-node busbw check. The labels it reports are the Kueue Topology
-  levels of its pool (components/topology.py), in SELFTEST_TOPOLOGY_LABELS; a pool without a
-  Topology gets neither the variable nor the permission.
+  levels its pool's nodes are to carry (infra/config/scheduling.wanted_topology), in
+  SELFTEST_TOPOLOGY_LABELS, also before Kueue places by them: on an existing cluster the run
+  names each node that lacks one, which is what the admin checks before setting
+  scheduling.topology_labels_applied. A pool without levels gets neither the variable nor the
+  permission.
 - Quarantine (selftest.cordon_on_fail): cordoning (spec.unschedulable) and labelling a node are
   one node `patch`, granted only then, by a ClusterRole of its own.
 
@@ -18,8 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
-from components.topology import pool_topology
 from infra.config import GpuPool, PlatformConfig
+from infra.config.scheduling import wanted_topology
 from infra.config.selftest import selftest_pool
 from infra.config.selftest_schedule import scheduled_pools
 
@@ -43,7 +46,7 @@ def run_pools(cfg: PlatformConfig) -> list[GpuPool]:
 
 
 def reads_topology(cfg: PlatformConfig) -> bool:
-    return any(pool_topology(cfg, pool) is not None for pool in run_pools(cfg))
+    return any(wanted_topology(cfg, pool) is not None for pool in run_pools(cfg))
 
 
 def account(cfg: PlatformConfig) -> str | None:
@@ -55,7 +58,7 @@ def account(cfg: PlatformConfig) -> str | None:
 def access_env(cfg: PlatformConfig, pool: GpuPool) -> dict[str, str]:
     """The labels a run on `pool` reports, broadest first, and whether it cordons."""
     env = {}
-    named = pool_topology(cfg, pool)
+    named = wanted_topology(cfg, pool)
     if named is not None:
         env[TOPOLOGY_ENV] = ",".join(named[1])
     if cfg.selftest.cordon_on_fail:

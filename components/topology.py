@@ -6,7 +6,13 @@ jobs span nodes, and the pod-set annotation that asks Kueue to place a job's pod
   a topology (infra/catalog.NETWORK_TOPOLOGY_LAYERS): `topology.k8s.aws/network-node-layer-1`
   (broadest) down to `-3`, or `-4` on four-layer types, then `kubernetes.io/hostname`.
 - On an existing cluster, the rack / switch labels the admin names in
-  `scheduling.topology_levels`, then `kubernetes.io/hostname`.
+  `scheduling.topology_levels`, then `kubernetes.io/hostname`, once the admin has put them on
+  the nodes (`scheduling.topology_labels_applied`); until then the plan says which labels each
+  pool's nodes need and how to apply them (`topology_warnings`). Kueue's TAS ignores a node that
+  lacks a level label (v0.19.2 `pkg/util/tas/node.go`, `NodeMatchesFlavor`), and in a
+  ClusterQueue whose flavors all name a Topology it places every workload by it, annotated or
+  not (`pkg/scheduler/flavorassigner/tas_flavorassigner.go`, `isTASImplied`): a flavor over
+  unlabelled nodes would admit nothing, the self-test included.
 - Kueue's annotations (Kueue "Run Workloads with Topology-Aware Scheduling", v0.19.2):
   `kueue.x-k8s.io/podset-required-topology` (all pods in one domain of that level, or wait) and
   `kueue.x-k8s.io/podset-preferred-topology` (one domain if it fits, else the fewest).
@@ -17,42 +23,66 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.catalog import NETWORK_TOPOLOGY_LAYERS
 from infra.config import GpuPool, PlatformConfig
-from infra.config.scheduling import HOSTNAME_LABEL
+from infra.config.scheduling import topology_levels as pool_topology
+from infra.config.scheduling import wanted_topology
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
-AWS_LAYER_LABEL = "topology.k8s.aws/network-node-layer-{}"
 PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
-ONPREM_TOPOLOGY = "onprem-network"
-# Fabrics whose jobs span nodes: the pools worth placing close together.
-MULTI_NODE_FABRICS = ("efa", "infiniband", "roce")
 
 
-def aws_topology_name(layers: int) -> str:
-    return f"aws-network-{layers}-layers"
+def label_command(levels: tuple[str, ...]) -> str:
+    """How the admin puts the levels on one node of the pool (`kubectl label` takes
+    key=value pairs): every level but the host's, which the kubelet sets."""
+    pairs = " ".join(f"{level}=<{level.rsplit('/', 1)[-1]}>" for level in levels[:-1])
+    return f"kubectl label node <node> {pairs}"
 
 
-def aws_topology(layers: int) -> tuple[str, tuple[str, ...]]:
-    """The Topology (name, levels broadest first) of EKS nodes reporting `layers` network
-    layers."""
-    levels = tuple(AWS_LAYER_LABEL.format(n) for n in range(1, layers + 1))
-    return aws_topology_name(layers), (*levels, HOSTNAME_LABEL)
+def _node_check(pool: GpuPool, levels: tuple[str, ...]) -> str:
+    selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
+    return f"kubectl get nodes -l {selector} -L {','.join(levels[:-1])}"
 
 
-def pool_topology(cfg: PlatformConfig, pool: GpuPool) -> tuple[str, tuple[str, ...]] | None:
-    """The Topology (name, levels broadest first) of a multi-node pool's nodes; None for a pool
-    whose jobs stay on one node, or whose nodes carry no topology labels. A pool of several
-    instance types takes the levels every one of them carries."""
-    if pool.fabric not in MULTI_NODE_FABRICS:
-        return None
-    if cfg.provider == "aws":
-        layers = min(NETWORK_TOPOLOGY_LAYERS.get(t, 0) for t in pool.instance_types)
-        return aws_topology(layers) if layers else None
-    if not cfg.scheduling.topology_levels:
-        return None
-    return ONPREM_TOPOLOGY, (*cfg.scheduling.topology_levels, HOSTNAME_LABEL)
+def topology_report(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
+    """For the plan, per multi-node pool with levels: which labels its nodes need, who puts
+    them there, and whether Kueue places the pool's jobs by them yet."""
+    found = {}
+    for pool in cfg.gpu_pools:
+        wanted = wanted_topology(cfg, pool)
+        if wanted is None:
+            continue
+        levels = wanted[1]
+        found[pool.name] = {
+            "node_labels": list(levels),
+            "labelled_by": "EKS (instance topology labels) and the kubelet (hostname)"
+            if cfg.provider == "aws"
+            else f"the admin: `{label_command(levels)}` on every node; the kubelet (hostname)",
+            "check": _node_check(pool, levels),
+            "kueue_places_by_them": pool_topology(cfg, pool) is not None,
+        }
+    return found
+
+
+def topology_warnings(cfg: PlatformConfig) -> list[str]:
+    """The labels an existing cluster's multi-node pool must carry before Kueue may place by
+    them: the admin applies them, then says so (Kueue's TAS skips a node that lacks any level,
+    v0.19.2 pkg/util/tas/node.go NodeMatchesFlavor)."""
+    found = []
+    for name, row in topology_report(cfg).items():
+        if row["kueue_places_by_them"] or cfg.provider == "aws":
+            continue
+        pool = next(p for p in cfg.gpu_pools if p.name == name)
+        levels = tuple(row["node_labels"])
+        selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
+        found.append(
+            f"gpu-platform:scheduling.topology_labels_applied: pool {name}'s nodes "
+            f"({selector}) need the labels {', '.join(levels[:-1])} before Kueue may place jobs "
+            f"by topology: on each node `{label_command(levels)}` (check with "
+            f"`{row['check']}`), then set scheduling.topology_labels_applied: true. Until then "
+            "Kueue admits by quota alone (docs/scheduling.md, Topology-aware placement)"
+        )
+    return found
 
 
 def topology(name: str, levels: tuple[str, ...]) -> dict[str, Any]:

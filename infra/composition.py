@@ -7,7 +7,7 @@ import dataclasses
 import pulumi
 import pulumi_aws as aws
 
-from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report
+from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report, node_labels_read
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.autoscaling import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.base import PlatformComponent
@@ -38,6 +38,7 @@ from components.observability import Monitoring, MonitoringArgs, monitoring_repo
 from components.scheduling import Scheduling, SchedulingArgs
 from components.selftest import SelfTest, SelfTestArgs, selftest_report
 from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
+from components.topology import topology_report
 from infra.config import PlatformConfig
 from infra.config.selftest_schedule import scheduled
 from infra.stack_defaults import cluster_name, default_tags
@@ -144,6 +145,7 @@ class Platform(PlatformComponent):
                     t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)
                 ],
                 selftest_history=scheduled(cfg),
+                node_labels=node_labels_read(cfg),
                 after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
                 registry_mirror=cfg.images.registry_mirror,
             ),
@@ -337,6 +339,9 @@ class Platform(PlatformComponent):
         )
         self.tested.append(scheduling)
         self.outputs.update(scheduling.outputs)
+        # Which labels each multi-node pool's nodes need for Kueue's topology-aware placement.
+        if topology_report(cfg):
+            self.outputs["topology"] = topology_report(cfg)
 
     def _workload_autoscaling(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces

@@ -30,6 +30,8 @@ from infra.catalog import (
 )
 from infra.config import PlatformConfig
 from infra.config.nodes import Scaling
+from infra.config.scheduling import scales_from_zero
+from infra.config.selftest_schedule import scheduled_pools, starts_per_month
 from infra.versions import in_extended_support
 
 LEFT_OUT = (
@@ -37,6 +39,9 @@ LEFT_OUT = (
     "volumes, FSx backups, S3 storage and requests, CloudWatch logs, KMS keys, public IPv4 "
     "addresses, and discounts (Savings Plans, private pricing)"
 )
+# cluster-autoscaler's default --scale-down-unneeded-time (FAQ, "What are the parameters to
+# CA?"): how long an idle node stays before it is removed; the chart does not change it.
+SCALE_DOWN_UNNEEDED_MINUTES = 10
 # The node-group sizes every figure is given at; desired is what runs from day one.
 SIZES = ("min", "desired", "max")
 ON_PREM = "provider existing: the cluster runs on your own machines; no AWS prices apply"
@@ -197,6 +202,48 @@ def _capacity_block(key: str, item: str, name: str, cfg: PlatformConfig, scaling
     return _line(key, item, basis, price.usd, scaling, hours)
 
 
+def selftest_lines(cfg: PlatformConfig) -> list[Line]:
+    """The nodes scheduled self-test runs start (selftest.schedule.provision_nodes): on a pool
+    that scales from zero every run starts one, which lives while the run does (at most
+    timeout_minutes, and no less than the autoscaler's delay after a scale-up), then idles
+    until the autoscaler removes it. Reserved and block capacity is paid anyway."""
+    schedule = cfg.selftest.schedule
+    if not schedule.provision_nodes:
+        return []
+    hours = cfg.cost.hours_per_month
+    runs = starts_per_month(schedule.cron, hours)
+    delay = cfg.autoscaler.scale_down_delay_after_add_minutes
+    minutes = max(schedule.timeout_minutes, delay) + SCALE_DOWN_UNNEEDED_MINUTES
+    lines = []
+    for group in cfg.gpu_node_groups:
+        if group.name not in scheduled_pools(cfg) or not scales_from_zero(cfg, group.name):
+            continue
+        if group.capacity in ("reservation", "capacity_block"):
+            continue
+        name, _ = _dearest(group.instance_types)
+        node = _capacity_line("", "", name, group.capacity, Scaling(max_size=1), cfg)
+        if node.hourly_max is None:
+            continue
+        share = runs * minutes / 60 / hours
+        basis = (
+            f"ESTIMATE: {runs:.1f} runs a month ({schedule.cron}), each starting one node "
+            f"for {minutes} min (the run or the autoscaler's {delay} min scale-up delay, then "
+            f"{SCALE_DOWN_UNNEEDED_MINUTES} min idle), at {node.basis}"
+        )
+        lines.append(
+            _line(
+                f"selftest.schedule.{group.name}",
+                f"scheduled self-test nodes on {group.name} ({name})",
+                basis,
+                node.hourly_max * share,
+                None,
+                hours,
+                estimate=True,
+            )
+        )
+    return lines
+
+
 def fsx_line(cfg: PlatformConfig) -> Line | None:
     fsx = cfg.storage.fsx
     if fsx is None:
@@ -249,7 +296,7 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
 def cost_lines(cfg: PlatformConfig, today: date) -> list[Line]:
     if cfg.provider != "aws":
         return []
-    return [*node_group_lines(cfg), *service_lines(cfg, today)]
+    return [*node_group_lines(cfg), *selftest_lines(cfg), *service_lines(cfg, today)]
 
 
 def _total(lines: list[Line], key: str) -> float:

@@ -23,7 +23,8 @@ Sources, at the pinned versions (../shared/PINS.md):
   chart creates its ServiceMonitor only with `enablePrometheus: true` (default false).
 - kube-state-metrics (kube-prometheus-stack 88.5.3, subchart 8.4.0, on by default through
   `kubeStateMetrics.enabled`): kube_node_status_capacity{node, resource, unit},
-  kube_node_status_condition{node, condition, status}, kube_node_labels{node} plus
+  kube_node_status_condition{node, condition, status}, kube_node_created{node},
+  kube_node_labels{node} plus
   `label_<key>` for each node label key in `--metric-labels-allowlist` (chart value
   `metricLabelsAllowlist`, entries `nodes=[k1,k2]`), every character outside [a-zA-Z0-9_] of
   the key turned into `_` (kube-state-metrics internal/store/utils.go, sanitizeLabelName).
@@ -33,11 +34,12 @@ Sources, at the pinned versions (../shared/PINS.md):
 - The Pushgateway (prometheus-pushgateway chart 3.8.0) holds what the self-test pushes (the
   contract with bootstrap/selftest): gpu_platform_selftest_check_status{check, node, status},
   _last_run_timestamp_seconds{node}, _figure and _figure_floor{check, node, gpu, unit}, under
-  job `gpu-platform-selftest`. They exist only where a self-test Job or CronJob is told the
-  Pushgateway's address (SELFTEST_PUSHGATEWAY_URL) and the chart's ServiceMonitor is on
-  (`serviceMonitor.enabled`, default false). The scrape adds namespace, service, pod,
-  endpoint, container; it keeps the pushed `job` only with `serviceMonitor.honorLabels: true`
-  (Prometheus docs, `honor_labels`: otherwise it is renamed `exported_job`).
+  job `gpu-platform-selftest`, and its own push_time_seconds{node} per group. They exist only
+  where a self-test Job or CronJob is told the Pushgateway's address (SELFTEST_PUSHGATEWAY_URL)
+  and the chart's ServiceMonitor is on (`serviceMonitor.enabled`, default false). The scrape
+  adds namespace, service, pod, endpoint, container; it keeps the pushed `job` only with
+  `serviceMonitor.honorLabels: true` (Prometheus docs, `honor_labels`: otherwise it is renamed
+  `exported_job`).
 Prometheus picks other releases' ServiceMonitors and PodMonitors only with
 `prometheusSpec.{serviceMonitor,podMonitor}SelectorNilUsesHelmValues: false`.
 """
@@ -87,6 +89,7 @@ KUEUE_QUEUE_METRICS = {
 KUEUE_RESOURCE_LABELS = {"cohort", "cluster_queue", "flavor", "resource", "replica_role"}
 KUEUE_RESOURCE_METRICS = ["kueue_cluster_queue_resource_usage", "kueue_cluster_queue_nominal_quota"]
 NODE_METRICS = {
+    "kube_node_created": {"node"},
     "kube_node_status_capacity": {"node", "resource", "unit"},
     "kube_node_status_condition": {"node", "condition", "status"},
 }
@@ -103,6 +106,9 @@ SELFTEST_METRICS = {
     "gpu_platform_selftest_last_run_timestamp_seconds": {"node"},
     "gpu_platform_selftest_figure": {"check", "node", "gpu", "unit"},
     "gpu_platform_selftest_figure_floor": {"check", "node", "gpu", "unit"},
+    # The Pushgateway's own, on every group at each push: the grouping labels (Pushgateway
+    # README, "About timestamps").
+    "push_time_seconds": {"node"},
 }
 SCRAPE_LABELS = {"namespace", "service", "pod", "endpoint", "container"}
 

@@ -36,7 +36,7 @@ AWS_ALERTS = {
     "EksNodeConditionFailed",
 }
 # Where the periodic self-test pushes its results (selftest.schedule).
-SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor"}
+SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
 
 
 def run_promtool(*args: str, cwd: Path) -> None:

@@ -371,16 +371,7 @@ THREE_LAYERS = [
     [
         ("burst", "h100-spot", THREE_LAYERS),
         ("staging", "a100-efa", THREE_LAYERS),
-        (
-            "onprem",
-            "a100",
-            # The shipped stack's scheduling.topology_levels, then the host.
-            [
-                "network.example.internal/spine",
-                "network.example.internal/rack",
-                "kubernetes.io/hostname",
-            ],
-        ),
+        # onprem names its levels only once they are on the nodes: tests/test_controller_tas.py.
     ],
 )
 def test_multi_node_pools_name_a_topology_with_the_levels_their_nodes_carry(stack, pool, levels):

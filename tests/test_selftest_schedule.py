@@ -293,6 +293,8 @@ def test_shipped_onprem_declares_the_history_after_what_it_needs():
         "cron_jobs": ["training/selftest-a100"],
         "pushgateway": PUSHGATEWAY_URL,
         "cordon_on_fail": False,
+        # No autoscaler of the platform's on an existing cluster: nothing a run could start.
+        "nodes": "the nodes that are up",
     }
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
+from infra.catalog import NETWORK_TOPOLOGY_LAYERS
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, _label_problem
 from infra.config.multikueue import BurstSettings
 from infra.config.references import (
@@ -25,10 +26,18 @@ from infra.config.references import (
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
+    from infra.config.pools import GpuPool
 
 SHARED_QUEUE = "shared"
-# The lowest level of every Kueue Topology (components/topology.py).
+# The lowest level of every Kueue Topology (components/topology.py): the kubelet sets it on
+# every node, so no admin or provider has to.
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# The instance topology labels EKS puts on nodes of the types that report a topology
+# (infra/catalog.NETWORK_TOPOLOGY_LAYERS), broadest first.
+AWS_LAYER_LABEL = "topology.k8s.aws/network-node-layer-{}"
+ONPREM_TOPOLOGY = "onprem-network"
+# Fabrics whose jobs span nodes: the pools worth placing close together.
+MULTI_NODE_FABRICS = ("efa", "infiniband", "roce")
 # The LocalQueue the platform declares in every team namespace (components/kueue.py), the one
 # Kueue picks for a job that names no queue (LocalQueueDefaulting).
 LOCAL_QUEUE = "default"
@@ -170,9 +179,24 @@ class SchedulingSettings(Settings):
         "On AWS the levels are the instance topology labels EKS sets. Empty: no topology-aware "
         "placement on an existing cluster.",
     )
+    topology_labels_applied: bool = Field(
+        False,
+        description="Existing clusters: every GPU node of the InfiniBand and RoCE pools carries "
+        "every topology_levels label (the plan lists the `kubectl label` commands). Only then "
+        "do the pools' Kueue flavors name the Topology: Kueue's topology-aware scheduling "
+        "skips a node that lacks a level label, and places every workload of a queue whose "
+        "flavors all name one, the self-test included, so unlabelled nodes would admit "
+        "nothing. Until then Kueue admits by quota alone.",
+    )
 
     @model_validator(mode="after")
     def _topology_label_keys(self) -> SchedulingSettings:
+        if self.topology_labels_applied and not self.topology_levels:
+            raise FieldProblem(
+                "topology_labels_applied",
+                "true, but topology_levels names no label; list the labels the nodes carry, "
+                "broadest first, or remove it",
+            )
         for i, key in enumerate(self.topology_levels):
             if key == HOSTNAME_LABEL:
                 problem = f"{key} is added below the levels given; leave it out"
@@ -195,9 +219,95 @@ class SchedulingSettings(Settings):
         return [first, *self.teams]
 
 
+def aws_topology(layers: int) -> tuple[str, tuple[str, ...]]:
+    """The Topology (name, levels broadest first) of EKS nodes reporting `layers` network
+    layers."""
+    levels = tuple(AWS_LAYER_LABEL.format(n) for n in range(1, layers + 1))
+    return f"aws-network-{layers}-layers", (*levels, HOSTNAME_LABEL)
+
+
+def wanted_topology(cfg: PlatformConfig, pool: GpuPool) -> tuple[str, tuple[str, ...]] | None:
+    """The Topology (name, levels broadest first) a multi-node pool's nodes are to carry; None
+    for a pool whose jobs stay on one node, or whose nodes carry no such labels (AWS types
+    without an EC2 topology, an existing cluster without topology_levels). A pool of several
+    instance types takes the levels every one of them carries."""
+    if pool.fabric not in MULTI_NODE_FABRICS:
+        return None
+    if cfg.provider == "aws":
+        layers = min(NETWORK_TOPOLOGY_LAYERS.get(t, 0) for t in pool.instance_types)
+        if not layers:
+            return None
+        return aws_topology(layers)
+    if not cfg.scheduling.topology_levels:
+        return None
+    return ONPREM_TOPOLOGY, (*cfg.scheduling.topology_levels, HOSTNAME_LABEL)
+
+
+def topology_levels(cfg: PlatformConfig, pool: GpuPool) -> tuple[str, tuple[str, ...]] | None:
+    """The Topology the pool's Kueue flavor names: the wanted one where its labels are known
+    to be on the nodes. EKS sets them itself; on an existing cluster the admin says so
+    (scheduling.topology_labels_applied), since Kueue skips every node that lacks one."""
+    wanted = wanted_topology(cfg, pool)
+    if wanted is None or cfg.provider == "aws" or cfg.scheduling.topology_labels_applied:
+        return wanted
+    return None
+
+
+def provisioned(pool: GpuPool, flavor: FlavorSettings, autoscaled: bool) -> bool:
+    """Whether Kueue waits for the autoscaler to provision a workload's nodes in this pool:
+    on by default for EFA pools, whose jobs span nodes and are useless half-placed."""
+    if not autoscaled:
+        return False
+    if flavor.provisioning_request is not None:
+        return flavor.provisioning_request
+    return pool.fabric == "efa"
+
+
+def autoscaled(cfg: PlatformConfig) -> bool:
+    """The platform's cluster-autoscaler sizes the GPU node groups (AWS only)."""
+    return cfg.provider == "aws" and cfg.autoscaler.enabled
+
+
+def scales_from_zero(cfg: PlatformConfig, pool: str) -> bool:
+    """The pool's node group may have no node at all: min_size 0 under the autoscaler."""
+    group = next((g for g in cfg.gpu_node_groups if g.name == pool), None)
+    return autoscaled(cfg) and group is not None and group.scaling.min_size == 0
+
+
+def _check_topology_provisioning(cfg: PlatformConfig) -> None:
+    """Kueue's topology-aware scheduling places a workload only on nodes that exist (Kueue
+    docs, "Topology Aware Scheduling", capacity calculation), so a TAS pool at zero nodes
+    admits nothing and no pending pod ever asks the autoscaler for one: only the
+    ProvisioningRequest admission check provisions first and places after ("ClusterAutoscaler
+    support"; v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go delays the topology
+    request on a flavor with that check)."""
+    sched = cfg.scheduling
+    for pool in cfg.gpu_pools:
+        if topology_levels(cfg, pool) is None or not scales_from_zero(cfg, pool.name):
+            continue
+        if provisioned(pool, sched.flavor(pool.name), autoscaled(cfg)):
+            continue
+        # Only a flavor that turns it off gets here: it is on by default for the EFA pools,
+        # the only AWS pools with a topology.
+        i = next(i for i, f in enumerate(sched.flavors) if f.pool == pool.name)
+        raise FieldProblem(
+            f"scheduling.flavors[{i}].provisioning_request",
+            f"false, but pool {pool.name} scales from zero (min_size 0) and its flavor places "
+            "jobs by topology, which Kueue does only on nodes that exist: at zero nodes nothing "
+            "would be admitted and nothing would ask the autoscaler for a node; remove it (on "
+            "by default for EFA pools) or give the group a min_size above 0",
+        )
+
+
 def check_scheduling(cfg: PlatformConfig) -> None:
     """Scheduling rules that need the pools and the provider."""
     sched = cfg.scheduling
+    if sched.topology_labels_applied and cfg.provider == "aws":
+        raise FieldProblem(
+            "scheduling.topology_labels_applied",
+            "only for existing clusters: on AWS EKS puts the topology labels on the nodes "
+            "itself; remove it",
+        )
     if sched.topology_levels and cfg.provider == "aws":
         raise FieldProblem(
             "scheduling.topology_levels",
@@ -224,3 +334,4 @@ def check_scheduling(cfg: PlatformConfig) -> None:
                     f"{path}.{key}",
                     "only for existing clusters; on AWS the instance catalog gives it",
                 )
+    _check_topology_provisioning(cfg)

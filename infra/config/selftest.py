@@ -94,7 +94,10 @@ class SelfTestSettings(Settings):
         "out of it before the run does (0-1440).",
     )
     queue: Annotated[DnsLabel, refers(LOCAL_QUEUE, when=queued)] = Field(
-        "default", description="The Kueue LocalQueue of the training namespace it submits to."
+        "default",
+        description="The Kueue LocalQueue of the training namespace it submits to; scheduled "
+        "runs too, except where the platform's autoscaler sizes the pools and "
+        "selftest.schedule.provision_nodes is false: they wait in selftest-idle-nodes.",
     )
     priority_class: Annotated[DnsLabel, refers(PRIORITY_CLASS, when=queued)] = Field(
         "research",

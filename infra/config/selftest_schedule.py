@@ -8,12 +8,15 @@ run, since the CronJob has nothing to run without one.
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+from itertools import pairwise
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
 from infra.config.base import DnsLabel, Documented, FieldProblem, Int, Settings
 from infra.config.references import GPU_POOL, refers
+from infra.config.scheduling import autoscaled
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -79,6 +82,73 @@ def cron_problem(schedule: str) -> str | None:
     return None
 
 
+# What each macro stands for (robfig/cron, which the CronJob controller parses schedules with).
+MACRO_FIELDS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+# Five calendar years hold every gap a five-field schedule has: a leap year whole, and every
+# weekday on every date.
+_SPAN_START = date(2025, 1, 1)
+_SPAN_DAYS = (date(2030, 1, 1) - _SPAN_START).days
+
+
+def _values(text: str, field: tuple[str, int, int, tuple[str, ...]]) -> set[int]:
+    """The values one field matches (a valid field: cron_problem passed it)."""
+    _, low, high, names = field
+    found: set[int] = set()
+    for item in text.split(","):
+        span, _, step = item.partition("/")
+        if span in ("*", "?"):
+            first, last = low, high
+        else:
+            bounds = [_value(b, low, high, names) for b in span.split("-")]
+            # `a/step` runs from a to the field's end (robfig/cron getRange).
+            first, last = bounds[0], bounds[-1] if len(bounds) == 2 or not step else high
+        found.update(range(first, last + 1, int(step or 1)))
+    return found
+
+
+def _start_minutes(schedule: str) -> list[int]:
+    """Every start, in minutes from the span's first midnight (UTC)."""
+    minute, hour, dom, month, dow = MACRO_FIELDS.get(schedule, schedule).split()
+    minutes, hours = _values(minute, _FIELDS[0]), _values(hour, _FIELDS[1])
+    days, months, weekdays = (
+        _values(t, f) for t, f in zip((dom, month, dow), _FIELDS[2:], strict=True)
+    )
+    # Both day fields restricted: a day matching either runs (cron(8), robfig/cron dayMatches).
+    either = dom not in ("*", "?") and dow not in ("*", "?")
+    times = sorted(h * 60 + m for h in hours for m in minutes)
+    starts = []
+    for offset in range(_SPAN_DAYS):
+        day = _SPAN_START + timedelta(days=offset)
+        if day.month not in months:
+            continue
+        by_date, by_weekday = day.day in days, day.isoweekday() % 7 in weekdays
+        if (by_date or by_weekday) if either else (by_date and by_weekday):
+            starts += [offset * 1440 + t for t in times]
+    return starts
+
+
+def longest_gap_minutes(schedule: str) -> int:
+    """The longest wait between two starts of `schedule`: `0 */4 * * *` waits 240 minutes. A
+    schedule that starts once or never in five years (February 29th) waits all of them."""
+    starts = _start_minutes(schedule)
+    if len(starts) < 2:
+        return _SPAN_DAYS * 1440
+    return max(b - a for a, b in pairwise(starts))
+
+
+def starts_per_month(schedule: str, hours_per_month: float) -> float:
+    """How many runs `schedule` starts in a month of `hours_per_month`, on average."""
+    return len(_start_minutes(schedule)) / (_SPAN_DAYS * 24) * hours_per_month
+
+
 def _check_cron(schedule: str) -> str:
     why = cron_problem(schedule)
     if why:
@@ -104,7 +174,9 @@ class ScheduleSettings(Settings):
     cron: Cron = Field(
         "0 */4 * * *",
         description="When each pool's run starts, in UTC (the CronJob's schedule): every four "
-        "hours by default. Each run tests one idle node of the pool.",
+        "hours by default. Each run tests one idle node of the pool that is already up. A pool "
+        "with nodes but no push for twice the longest gap between starts alerts "
+        "(SelfTestStale).",
     )
     pools: list[Annotated[DnsLabel, refers(GPU_POOL)]] | None = Field(
         None,
@@ -121,6 +193,12 @@ class ScheduleSettings(Settings):
         ge=5,
         le=240,
         description="How long a run may take once admitted (activeDeadlineSeconds) (5-240).",
+    )
+    provision_nodes: bool = Field(
+        False,
+        description="Let a run ask for a node where its pool has none idle: the autoscaler "
+        "starts one from zero for every run (the cost estimate prices it). Default: runs test "
+        "only nodes already up and idle, and wait for one otherwise.",
     )
 
 
@@ -154,6 +232,13 @@ def check_schedule(cfg: PlatformConfig) -> None:
         raise FieldProblem(
             "selftest.schedule.enabled",
             "the stack has no GPU pool to test; set selftest.schedule.enabled: false",
+        )
+    if cfg.selftest.schedule.provision_nodes and not autoscaled(cfg):
+        raise FieldProblem(
+            "selftest.schedule.provision_nodes",
+            "true, but no cluster-autoscaler of this platform sizes the GPU pools (an existing "
+            "cluster, or autoscaler.enabled false): runs can only use the nodes that are up; "
+            "remove it",
         )
     pools = {p.name: p for p in cfg.gpu_pools}
     listed = cfg.selftest.schedule.pools
