@@ -16,7 +16,7 @@ from components.jobs import render, spec_for_pool
 from components.kueue_frameworks import FRAMEWORKS
 from components.multikueue import MANAGED_BY
 from components.selftest import selftest_spec
-from components.selftest_schedule import schedule_spec
+from components.selftest_schedule import idle_queue_objects, schedule_spec
 from infra.config.scheduling import LOCAL_QUEUE
 from jobs.common import SubmitError
 from jobs.recipe import RECIPES
@@ -300,8 +300,22 @@ def manager_config(stack: str) -> dict[str, Any]:
     return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
 
 
+# A pinned image as a stack that turns the self-test on sets it (tests only read its presence).
+IMAGE = "registry.example.com/gpu-platform/selftest@sha256:" + "0" * 64
+
+
 def kueue_of(stack: str) -> Kueue:
-    return Kueue.of(planned(stack).kubernetes_objects(), manager_config(stack))
+    """The stack's Kueue objects, with the queue the self-test's component declares beside its
+    schedule (components/selftest_schedule.idle_queue_objects): platform_jobs renders the
+    schedule's runs on stacks that do not turn the self-test on, as if they did."""
+    objects = planned(stack).kubernetes_objects()
+    declared = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    cfg = stack_config(stack)
+    imaged = cfg.model_copy(update={"selftest": cfg.selftest.model_copy(update={"image": IMAGE})})
+    with_selftest = [
+        o for o in idle_queue_objects(imaged) if (o["kind"], o["metadata"]["name"]) not in declared
+    ]
+    return Kueue.of([*objects, *with_selftest], manager_config(stack))
 
 
 def scheduled(stack: str) -> bool:
