@@ -297,3 +297,25 @@ def test_an_immutable_change_nothing_replaces_is_called_refused():
         "and nothing replaces the object on it: `pulumi up` fails here)\n"
     ) in text
     assert "1 of the changes the API server refuses (see `refused by the API server`): t" in text
+
+
+def test_a_ceph_clusters_data_dir_change_is_refused_and_its_provider_change_checked():
+    """onprem's CephCluster declares no replacement (NEVER_REPLACED): a new `dataDirHostPath`
+    is an update the API server refuses ("DataDirHostPath is immutable", Rook v1.20.6), and a
+    new network provider one it checks (it must pass through "")."""
+    (cluster,) = [r for r in planned("onprem").resources if r.type.endswith(":CephCluster")]
+    assert not cluster.replace_on_changes
+    old = cluster.as_json()
+    spec = {**old["inputs"]["spec"], "dataDirHostPath": "/srv/rook"}
+    spec["network"] = {**spec["network"], "provider": "host"}
+    new = {**old, "inputs": {**old["inputs"], "spec": spec}}
+    (found,) = diff_plans([old], [new])
+    text = format_diff([found], "out/onprem")
+    assert (
+        "      refused by the API server: spec.dataDirHostPath: DataDirHostPath is immutable"
+        in (text)
+    )
+    assert (
+        "      checked by the API server: spec.network.provider: network provider must be "
+        "disabled (reverted to empty string) before a new provider is enabled"
+    ) in text
