@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
+from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.shared import pinned_release, privileged_namespace
 from components.storage import PART_OF, SharedData, declare_claim, shared_data_claim
@@ -259,40 +260,48 @@ class RookCeph(PlatformComponent):
         if multus and args.networks is None:
             raise ValueError("Ceph Multus networks need the Network Operator's networks")
         attachments = [
-            k8s.apiextensions.CustomResource(
+            KubernetesObject(
                 f"{env}-ceph-{role}-net",
-                api_version=MULTUS_API,
-                kind="NetworkAttachmentDefinition",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=network_attachment_name(role), namespace=ns, labels=PART_OF
-                ),
-                spec={"config": network_attachment_config(role, network)},
-                opts=self.child(depends_on=[namespace, args.networks.release]),
+                {
+                    "apiVersion": MULTUS_API,
+                    "kind": "NetworkAttachmentDefinition",
+                    "metadata": {
+                        "name": network_attachment_name(role),
+                        "namespace": ns,
+                        "labels": PART_OF,
+                    },
+                    "spec": {"config": network_attachment_config(role, network)},
+                },
+                self.child(depends_on=[namespace, args.networks.release]),
             )
             for role, network in multus.items()
         ]
         # Its mons and OSDs join the networks at start: their addresses must be served by then.
         pools = [args.networks.ip_pools[network_attachment_name(role)] for role in multus]
-        cluster = k8s.apiextensions.CustomResource(
+        cluster = KubernetesObject(
             f"{env}-ceph-cluster",
-            api_version=CEPH_API,
-            kind="CephCluster",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, namespace=ns, labels=PART_OF),
-            spec=ceph_cluster_spec(ceph, mirrored(CEPH_IMAGE, args.registry_mirror)),
-            opts=self.child(protect=args.protect, depends_on=[operator, *attachments, *pools]),
+            {
+                "apiVersion": CEPH_API,
+                "kind": "CephCluster",
+                "metadata": {"name": ns, "namespace": ns, "labels": PART_OF},
+                "spec": ceph_cluster_spec(ceph, mirrored(CEPH_IMAGE, args.registry_mirror)),
+            },
+            self.child(protect=args.protect, depends_on=[operator, *attachments, *pools]),
         )
-        filesystem = k8s.apiextensions.CustomResource(
+        filesystem = KubernetesObject(
             f"{env}-cephfs",
-            api_version=CEPH_API,
-            kind="CephFilesystem",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ceph.filesystem_name,
-                namespace=ns,
-                labels=PART_OF,
-                annotations=ceph_filesystem_annotations(ceph),
-            ),
-            spec=ceph_filesystem_spec(ceph),
-            opts=self.child(protect=args.protect, depends_on=[cluster]),
+            {
+                "apiVersion": CEPH_API,
+                "kind": "CephFilesystem",
+                "metadata": {
+                    "name": ceph.filesystem_name,
+                    "namespace": ns,
+                    "labels": PART_OF,
+                    "annotations": ceph_filesystem_annotations(ceph),
+                },
+                "spec": ceph_filesystem_spec(ceph),
+            },
+            self.child(protect=args.protect, depends_on=[cluster]),
         )
         storage_class = k8s.storage.v1.StorageClass(
             f"{env}-cephfs",

@@ -15,10 +15,10 @@ from ipaddress import IPv4Network
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent, plane_labels
 from components.ceph import SecondaryNetworks, multus_networks, network_attachment_name
+from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.shared import pinned_release, privileged_namespace
 from infra.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
@@ -248,34 +248,42 @@ class NetworkOperator(PlatformComponent):
             self.child(depends_on=[namespace]),
             mirror=cfg.images.registry_mirror,
         )
-        policy = k8s.apiextensions.CustomResource(
+        policy = KubernetesObject(
             f"{env}-nic-cluster-policy",
-            api_version=MELLANOX_API,
-            kind="NicClusterPolicy",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NIC_CLUSTER_POLICY, labels=PART_OF),
-            spec=nic_cluster_policy_spec(cfg),
-            opts=self.child(depends_on=[operator]),
+            {
+                "apiVersion": MELLANOX_API,
+                "kind": "NicClusterPolicy",
+                "metadata": {"name": NIC_CLUSTER_POLICY, "labels": PART_OF},
+                "spec": nic_cluster_policy_spec(cfg),
+            },
+            self.child(depends_on=[operator]),
         )
         pools = {}
         for pool, spec in ip_pools(cfg).items():
-            pools[pool] = k8s.apiextensions.CustomResource(
+            pools[pool] = KubernetesObject(
                 f"{env}-ippool-{pool}",
-                api_version=NV_IPAM_API,
-                kind="IPPool",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=pool, namespace=ns, labels=PART_OF),
-                spec=spec,
-                opts=self.child(depends_on=[policy]),
+                {
+                    "apiVersion": NV_IPAM_API,
+                    "kind": "IPPool",
+                    "metadata": {"name": pool, "namespace": ns, "labels": PART_OF},
+                    "spec": spec,
+                },
+                self.child(depends_on=[policy]),
             )
         if cfg.fabric is not None and cfg.fabric.network is not None:
-            k8s.apiextensions.CustomResource(
+            KubernetesObject(
                 f"{env}-rdma-net",
-                api_version=MULTUS_API,
-                kind="NetworkAttachmentDefinition",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=RDMA_NETWORK, namespace=args.training_namespace, labels=PART_OF
-                ),
-                spec={"config": rdma_network_config(cfg)},
-                opts=self.child(depends_on=[policy, *args.after]),
+                {
+                    "apiVersion": MULTUS_API,
+                    "kind": "NetworkAttachmentDefinition",
+                    "metadata": {
+                        "name": RDMA_NETWORK,
+                        "namespace": args.training_namespace,
+                        "labels": PART_OF,
+                    },
+                    "spec": {"config": rdma_network_config(cfg)},
+                },
+                self.child(depends_on=[policy, *args.after]),
             )
         self.networks = SecondaryNetworks(operator, pools)
         self.register_outputs({"namespace": ns})

@@ -98,7 +98,8 @@ def selftest_env(
     table = floors(cfg, pool, nodes)
     env = {
         "SELFTEST_RUN_ID": run,
-        "SELFTEST_IMAGE": settings.image or "",
+        # The image the pod runs, from the mirror where there is one: what the report names.
+        "SELFTEST_IMAGE": mirrored(settings.image, cfg.images.registry_mirror) or "",
         "SELFTEST_OUT": f"{SHARED_DATA_MOUNT_PATH}/selftest/{run}",
         "SELFTEST_SHARED_DATA": SHARED_DATA_MOUNT_PATH,
         "SELFTEST_NVME_CACHE": "/mnt/nvme-cache",

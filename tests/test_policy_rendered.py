@@ -77,6 +77,21 @@ def test_rendered_images_without_a_tag_or_digest_or_at_latest_fail():
     assert check(PINNED, with_image(digest)) == []
 
 
+def test_an_image_a_rendered_config_map_names_at_latest_fails():
+    """rook-ceph v1.20.6 templates/configmap.yaml: the Ceph CSI plugin image ceph-csi-operator
+    runs, from `csi.cephcsi` (v3.17.0 in values.yaml)."""
+    image_set = rendered_object(
+        "onprem", "onprem-rook-ceph", "ConfigMap/rook-ceph/rook-csi-operator-image-set-configmap"
+    )
+    assert image_set.props["data"]["plugin"] == "quay.io/cephcsi/cephcsi:v3.17.0"
+    assert check(PINNED, image_set) == []
+    props = copy.deepcopy(image_set.props)
+    props["data"]["plugin"] = "quay.io/cephcsi/cephcsi:latest"
+    assert check(PINNED, dataclasses.replace(image_set, props=props)) == [
+        "image quay.io/cephcsi/cephcsi:latest is :latest"
+    ]
+
+
 def test_rendered_objects_carry_the_release_namespace_helm_installs_them_in():
     # kube-prometheus-stack's templates name their namespace; the EFA chart's DaemonSet does
     # not (templates/daemonset.yaml), so it lands in the release's namespace, kube-system.

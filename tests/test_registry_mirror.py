@@ -13,7 +13,9 @@ import pytest
 from components.registry_mirror import mirrored, without_registry
 from infra.config import ConfigError, parse_config
 from infra.plan.cli import image_sources, plan_stack
-from infra.plan.render import render_plan
+from infra.plan.images import strings_of
+from infra.plan.model import Plan
+from infra.plan.render import Rendering, render_plan
 from infra.versions import CHART_IMAGE_VALUES, CHARTS, REGISTRY_KEY
 from tests import helm_values
 from tests.conftest import (
@@ -44,14 +46,19 @@ def project(tmp_path_factory) -> Path:
     return mirrored_project(tmp_path_factory.mktemp("mirrored"))
 
 
+@functools.cache
+def mirrored_stack(stack: str, root: Path) -> tuple[Plan, Rendering]:
+    plan = plan_stack(stack, root)
+    return plan, render_plan(plan, (SHARED_HELM,))
+
+
 def upstream_lines(stack: str) -> list[str]:
     return image_sources(planned(stack), rendered(stack))
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_with_a_mirror_every_line_of_images_txt_starts_with_it(stack, project):
-    plan = plan_stack(stack, project)
-    lines = image_sources(plan, render_plan(plan, (SHARED_HELM,)))
+    lines = image_sources(*mirrored_stack(stack, project))
     assert lines
     assert [line for line in lines if not line.startswith(f"{MIRROR}/")] == []
     # The same images from the same objects, each with its registry swapped for the mirror:
@@ -65,6 +72,25 @@ def test_with_a_mirror_every_line_of_images_txt_starts_with_it(stack, project):
     assert set(map(same_run, lines)) == set(map(same_run, expected))
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_with_a_mirror_no_string_of_any_object_names_an_upstream_registry(stack, project):
+    """Not only images.txt: a ConfigMap's data (Rook's Ceph CSI image set), an env value or an
+    argument that names `<registry>/...` of a registry the stack pulls from without a mirror
+    would send an air-gapped node upstream. A CRD's schema pulls nothing."""
+    upstream = {line.split("/", 1)[0] for line in upstream_lines(stack)}
+    named = re.compile(rf"(?<![\w./-])(?:{'|'.join(map(re.escape, sorted(upstream)))})/\S*")
+    plan, rendering = mirrored_stack(stack, project)
+    objects = [*plan.kubernetes_objects(), *(obj for _, obj in rendering.outlines())]
+    found = {
+        f"{ref} ({obj['kind']} {obj['metadata'].get('name')})"
+        for obj in objects
+        if obj.get("kind") != "CustomResourceDefinition"
+        for text in strings_of(obj)
+        for ref in named.findall(text)
+    }
+    assert not found
+
+
 def same_run(line: str) -> str:
     """The self-test Job's name carries a hash of the whole config (components/selftest.py,
     run_id), which the mirror is part of."""
@@ -72,13 +98,12 @@ def same_run(line: str) -> str:
 
 
 def test_the_mirror_reaches_chart_values_operator_resources_and_declared_pods(project):
-    prod = "\n".join(image_sources(plan := plan_stack("prod", project), render_plan(plan)))
+    prod = "\n".join(image_sources(*mirrored_stack("prod", project)))
     # shared/helm/README.md: kueue's release step sets registry.k8s.io/kueue/kueue, v0.19.2.
     assert f"{MIRROR}/kueue/kueue:v0.19.2  Deployment gpu-platform/kueue-controller-manager" in prod
     # shared/PINS.md: GPU Operator v26.7.0 runs device plugin v0.20.0 (ClusterPolicy's image).
     assert f"{MIRROR}/nvidia/k8s-device-plugin:v0.20.0  ClusterPolicy cluster-policy" in prod
-    onprem_plan = plan_stack("onprem", project)
-    onprem = "\n".join(image_sources(onprem_plan, render_plan(onprem_plan)))
+    onprem = "\n".join(image_sources(*mirrored_stack("onprem", project)))
     # Rook v1.20.6's example CephCluster runs quay.io/ceph/ceph:v20.2.4; ours, declared.
     assert f"{MIRROR}/ceph/ceph:v20.2.4  CephCluster rook-ceph/rook-ceph (declared)" in onprem
     assert f"{MIRROR}/nvidia/mellanox/multus-cni:network-operator-v26.4.1  NicClusterPolicy" in (

@@ -10,15 +10,17 @@ field the provider marks ForceNew or RequiresReplace makes the update a replacem
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra import immutable_fields
 from infra.plan.engine import SECRET
 from infra.plan.manifests import split_manifest
-from infra.plan.replacements import Verdict, verdict
+from infra.plan.replacements import Verdict, path_pattern, verdict
 
 # Keys whose values are credentials even where the program did not mark them secret.
 SECRET_KEY = re.compile(r"password|secret|token", re.IGNORECASE)
@@ -194,15 +196,61 @@ def attribute_changes(
     return _collapsed(changes, old, new)
 
 
+@dataclass(frozen=True)
+class Declared:
+    """What a registration told the engine about replacing it: `replace_on_changes` (Pulumi's
+    paths, `a[*].b`) and `delete_before_replace`."""
+
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
+
+
+def _covers(declared: str, path: str) -> bool:
+    """Whether a declared path covers a diff path (`a[2].b`) or a table path (`a[].b`)."""
+    return bool(path_pattern(declared.replace("[*]", "[]")).match(path.replace("[]", "[0]")))
+
+
+def with_declared(
+    found: Verdict,
+    token: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    changed: list[str],
+    declared: Declared,
+) -> Verdict:
+    """The provider's verdict, plus what the engine adds: a change under a declared
+    `replace_on_changes` path replaces (deleting first where declared so); an update that
+    changes an immutable custom-resource field is one the API server refuses."""
+    by_option = tuple(
+        d.replace("[*]", "[]")
+        for d in declared.replace_on_changes
+        if any(_covers(d, p) for p in changed)
+    )
+    forced = tuple(dict.fromkeys((*found.forced_by, *by_option)))
+    # A replaced object is created anew, whatever forced it: no update to refuse.
+    refused = () if forced else tuple(immutable_fields.refused(token, old, new))
+    first = found.delete_before_replace or (declared.delete_before_replace and bool(by_option))
+    return dataclasses.replace(
+        found,
+        forced_by=forced,
+        delete_before_replace=first and bool(forced),
+        refused=refused,
+        checked=tuple(immutable_fields.checked(token, changed)),
+    )
+
+
 def diff_plans(
     previous: list[dict[str, Any]],
     current: list[dict[str, Any]],
     ignore_changes: dict[str, list[str]] | None = None,
+    declared: dict[str, Declared] | None = None,
 ) -> list[ResourceDiff]:
     """Resource by resource, matched by URN; `ignore_changes` maps a URN to the input paths
-    its registration told the engine to leave alone, which are therefore not drift. An update
-    that changes a field the provider replaces on is a replacement."""
+    its registration told the engine to leave alone, which are therefore not drift, and
+    `declared` to its replacement options. An update that changes a field the provider or the
+    registration replaces on is a replacement."""
     ignore_changes = ignore_changes or {}
+    declared = declared or {}
     before = {r["urn"]: r for r in previous}
     after = {r["urn"]: r for r in current}
     diffs = []
@@ -214,7 +262,17 @@ def diff_plans(
             diffs.append(ResourceDiff("delete", old["type"], old["name"], old["protect"]))
         else:
             changes = attribute_changes(old["inputs"], new["inputs"], ignore_changes.get(urn, []))
-            found = verdict(new["type"], [c.path for c in changes]) if changes else Verdict()
+            found = Verdict()
+            if changes:
+                paths = [c.path for c in changes]
+                found = with_declared(
+                    verdict(new["type"], paths),
+                    new["type"],
+                    old["inputs"],
+                    new["inputs"],
+                    paths,
+                    declared.get(urn, Declared()),
+                )
             if old["protect"] != new["protect"]:
                 changes += (Change("(protect)", old["protect"], new["protect"]),)
             if changes:

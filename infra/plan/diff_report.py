@@ -11,9 +11,17 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from infra.plan.cost_change import format_cost_change
-from infra.plan.diff import ABSENT, Change, Items, PreviousPlan, ResourceDiff, diff_plans
+from infra.plan.diff import (
+    ABSENT,
+    Change,
+    Declared,
+    Items,
+    PreviousPlan,
+    ResourceDiff,
+    diff_plans,
+)
 from infra.plan.rendered_diff import current_sources, diff_rendered
-from infra.plan.replacements import forces
+from infra.plan.replacements import HELD_WHILE_NAMED, path_pattern
 from infra.plan.userdata_diff import userdata_lines
 
 if TYPE_CHECKING:  # infra.plan imports this module to print the block
@@ -30,7 +38,8 @@ def _shown(value: Any) -> str:
 
 
 def _change_lines(d: ResourceDiff, c: Change) -> list[str]:
-    mark = "  # forces replacement" if forces(d.type, c.path) else ""
+    forced = any(path_pattern(p).match(c.path) for p in d.verdict.forced_by)
+    mark = "  # forces replacement" if forced else ""
     before, after = c.before, c.after
     if c.path == USER_DATA and all(isinstance(v, str) or v is ABSENT for v in (before, after)):
         text = ["" if v is ABSENT else v for v in (before, after)]
@@ -61,6 +70,17 @@ def _heading(d: ResourceDiff, rendered: bool) -> str:
 def _notes(d: ResourceDiff) -> list[str]:
     """What the provider-facts table cannot decide for this change, in its own words."""
     notes = [f"      may force replacement: {path}: {why}" for path, why in d.verdict.maybe]
+    notes += [
+        f"      refused by the API server: {path}: {why} (immutable in the CRD, and nothing "
+        "replaces the object on it: `pulumi up` fails here)"
+        for path, why in d.verdict.refused
+    ]
+    notes += [f"      checked by the API server: {path}: {why}" for path, why in d.verdict.checked]
+    if d.action == "replace" and d.verdict.delete_before_replace and d.type in HELD_WHILE_NAMED:
+        notes.append(
+            f"      Kueue keeps it (finalizer kueue.x-k8s.io/resource-in-use) while "
+            f"{HELD_WHILE_NAMED[d.type]}: the delete waits until none does"
+        )
     if d.type.startswith("pulumi:providers:"):
         notes.append(
             "      a provider's settings: `pulumi preview` decides what this replaces (changing "
@@ -100,6 +120,12 @@ def format_diff(diffs: list[ResourceDiff], against: str, rendered: bool = False)
             f"  {len(maybe)} of the updates may replace (see `may force replacement`): "
             + ", ".join(maybe)
         )
+    refused = sorted(d.name for d in diffs if d.verdict.refused)
+    if refused:
+        lines.append(
+            f"  {len(refused)} of the changes the API server refuses (see `refused by the API "
+            "server`): " + ", ".join(refused)
+        )
     touched = sorted(f"{d.name} ({d.action})" for d in diffs if d.protect)
     if touched:
         lines.append(
@@ -118,7 +144,10 @@ def changes_block(
     change against an earlier plan."""
     current = [r.as_json() for r in plan.resources]
     ignored = {r.urn: list(r.ignore_changes) for r in plan.resources}
-    diffs = diff_plans(previous.resources, current, ignored)
+    declared = {
+        r.urn: Declared(r.replace_on_changes, r.delete_before_replace) for r in plan.resources
+    }
+    diffs = diff_plans(previous.resources, current, ignored, declared)
     blocks = [format_diff(diffs, against)]
     if rendering is not None and previous.rendered:
         found = diff_rendered(previous.rendered, current_sources(rendering))

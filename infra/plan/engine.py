@@ -189,6 +189,9 @@ class Registration:
     ignore_changes: list[str] = field(default_factory=list)
     # How long `pulumi up` waits for it, per operation, where the program says (`30m`).
     custom_timeouts: dict[str, str] = field(default_factory=dict)
+    # Input paths whose change makes `pulumi up` replace it, and whether the old one goes first.
+    replace_on_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
 
 
 @dataclass
@@ -244,6 +247,8 @@ class RecordingMonitor(mocks.MockMonitor):
                 raw_inputs=json_format.MessageToDict(request.object),
                 ignore_changes=list(request.ignoreChanges),
                 custom_timeouts=json_format.MessageToDict(request.customTimeouts),
+                replace_on_changes=list(request.replaceOnChanges),
+                delete_before_replace=bool(request.deleteBeforeReplace),
             )
         return super().RegisterResource(request)
 

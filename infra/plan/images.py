@@ -1,14 +1,21 @@
 """Every image a stack will pull, each with the object that pulls it: the containers of every
-pod template (rendered by the Helm releases or declared by the program) and the component images
+pod template (rendered by the Helm releases or declared by the program), the component images
 the operators' custom resources decide (ClusterPolicy, NicClusterPolicy, CephCluster, ...),
-which no pod template names until the operator runs. Written to out/<stack>/images.txt, the
-list an air-gapped cluster's mirror must hold.
+which no pod template names until the operator runs, and every image reference any other string
+of an object names (infra/image_reference.py): the Ceph CSI images Rook hands to
+ceph-csi-operator in a ConfigMap (rook-ceph v1.20.6 templates/configmap.yaml,
+`rook-csi-operator-image-set-configmap`), the config-reloader image prometheus-operator injects
+(its `--prometheus-config-reloader` argument), the images the GPU and Network Operators read
+from their environment. Written to out/<stack>/images.txt, the list an air-gapped cluster's
+mirror must hold.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from infra.image_reference import references_in
 
 # Where each workload kind keeps its pod spec.
 _POD_SPEC_PATHS = {
@@ -84,10 +91,32 @@ def is_builtin(api_version: str) -> bool:
     return "." not in group or (group.endswith(".k8s.io") and not group.endswith("x-k8s.io"))
 
 
+def strings_of(value: Any) -> list[str]:
+    """Every string value in an object, however deep (keys are names, not values)."""
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in strings_of(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in strings_of(item)]
+    return [value] if isinstance(value, str) else []
+
+
+# A CRD's schema describes images in prose and examples; it pulls none.
+_NO_IMAGES = {"CustomResourceDefinition"}
+
+
+def named_images(obj: dict[str, Any]) -> list[str]:
+    """The image references an object's strings name, wherever they sit."""
+    if obj.get("kind") in _NO_IMAGES:
+        return []
+    return [ref for text in strings_of(obj) for ref in references_in(text)]
+
+
 def images_of(obj: dict[str, Any]) -> list[str]:
     if is_builtin(obj.get("apiVersion", "")):
-        return pod_images(obj)
-    return custom_resource_images(obj)
+        structured = pod_images(obj)
+    else:
+        structured = custom_resource_images(obj)
+    return list(dict.fromkeys([*structured, *named_images(obj)]))
 
 
 def image_lines(sources: list[tuple[str, dict[str, Any]]]) -> list[str]:

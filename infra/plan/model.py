@@ -70,6 +70,10 @@ class PlannedResource:
     ignore_changes: tuple[str, ...] = ()
     # How long `pulumi up` waits for it, per operation (`create`: `30m`), where the program says.
     custom_timeouts: dict[str, str] = field(default_factory=dict)
+    # Input paths whose change makes `pulumi up` replace it (Pulumi's syntax: `a[*].b`), and
+    # whether the old one is deleted first.
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -142,6 +146,8 @@ def build_plan(recording: Recording) -> Plan:
                 custom=reg.custom,
                 ignore_changes=tuple(reg.ignore_changes),
                 custom_timeouts=reg.custom_timeouts,
+                replace_on_changes=tuple(reg.replace_on_changes),
+                delete_before_replace=reg.delete_before_replace,
             )
         )
     return Plan(

@@ -28,6 +28,16 @@ TABLE = Path(__file__).with_name("replacements.json")
 BUILTIN_TABLE = Path(__file__).with_name("replacements_builtin.json")
 # Custom resources and any kind the table has no row for replace only on name and namespace.
 KUBERNETES_ANY_KIND = "kubernetes:<group>/<version>:<Kind>"
+# Kinds Kueue keeps, by its finalizer kueue.x-k8s.io/resource-in-use, while another object
+# names them, and what names them (kubernetes-sigs/kueue v0.19.2:
+# pkg/controller/core/resourceflavor_controller.go and admissioncheck_controller.go, Reconcile,
+# ClusterQueuesUsing*; pkg/controller/tas/topology_controller.go, the flavors' topologyName).
+# Deleting one first, to re-create it under its name, waits until nothing names it.
+HELD_WHILE_NAMED = {
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": "a ClusterQueue lists it as a flavor",
+    "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck": "a ClusterQueue lists it as a check",
+    "kubernetes:kueue.x-k8s.io/v1beta2:Topology": "a ResourceFlavor names it as its topology",
+}
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,11 @@ class Verdict:
     maybe: tuple[tuple[str, str], ...] = ()  # (path, when it replaces)
     delete_before_replace: bool = False
     unknown_type: bool = False  # the table has no row for the type
+    # (path, why) of immutable custom-resource fields changed where nothing replaces the object:
+    # the API server refuses the update (infra/immutable_fields.py).
+    refused: tuple[tuple[str, str], ...] = ()
+    # (path, what the rule says) of the CRDs' other transition rules over a changed path.
+    checked: tuple[tuple[str, str], ...] = ()
 
     @property
     def replaces(self) -> bool:
@@ -127,9 +142,3 @@ def verdict(token: str, paths: list[str]) -> Verdict:
         if any(pattern.match(x) for x in paths)
     ]
     return Verdict(tuple(forced), tuple(maybe), rule.delete_before_replace and bool(forced))
-
-
-def forces(token: str, path: str) -> bool:
-    """Whether a change at `path` alone forces the type's replacement."""
-    rule = rule_for(token)
-    return rule is not None and any(pattern.match(path) for _, pattern in rule.replace_on)

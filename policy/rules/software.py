@@ -6,14 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from infra.image_reference import references_in
 from policy.rules.base import KUBERNETES_WORKLOADS, Context, Subject, rule
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# A ConfigMap can hand an operator the images it runs (Rook's Ceph CSI image set).
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
 
 def _images(value: Any) -> Iterator[str]:
-    """Every image reference in a manifest or in Helm values: `image: repo:tag` strings and
-    `image: {repository, tag}` objects."""
+    """Every image reference in a manifest or in Helm values: `image: repo:tag` strings,
+    `image: {repository, tag}` objects, and the references any other string names (an env
+    value, an argument, a ConfigMap's data: infra/image_reference.py)."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key == "image" and isinstance(item, str):
@@ -25,6 +29,8 @@ def _images(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _images(item)
+    elif isinstance(value, str):
+        yield from references_in(value)
 
 
 def _unpinned(image: str) -> str | None:
@@ -41,8 +47,9 @@ def _unpinned(image: str) -> str | None:
 @rule(
     "images-pinned",
     "mandatory",
-    [*KUBERNETES_WORKLOADS, HELM_RELEASE],
-    "Every image is pinned to a tag or digest, never latest; the charts' rendered pods too.",
+    [*KUBERNETES_WORKLOADS, HELM_RELEASE, CONFIG_MAP],
+    "Every image is pinned to a tag or digest, never latest; the charts' rendered pods and the "
+    "images their ConfigMaps name too.",
     "set the tag in infra/versions.py (or selftest.image for the self-test)",
     rendered=True,
 )
