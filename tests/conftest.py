@@ -42,7 +42,7 @@ def rendered(stack: str) -> Rendering:
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
-    """The `config:` mapping of the shipped stack file, read as Pulumi reads it (YAML 1.2): a
+    """The `config:` mapping of the shipped stack file, read as Pulumi reads it (go-yaml v3): a
     fresh copy each call, for tests that write a changed stack of their own."""
     return read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
 
