@@ -49,6 +49,7 @@ from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.images import ImageSettings
 from infra.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
 from infra.config.loading import describe_all, split_namespaces
+from infra.config.mandatory import mandatory_problems
 from infra.config.multikueue import MultiKueueSettings, check_multikueue
 from infra.config.names import check_names
 from infra.config.network import (
@@ -321,6 +322,9 @@ class PlatformConfig(Settings):
             check_cost,
         ):
             check(self)
+        problems = mandatory_problems(self)
+        if problems:
+            raise FieldProblems(problems)
         return self
 
     def group_zones(self, group: GpuNodeGroupSettings) -> list[str]:
