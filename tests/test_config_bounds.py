@@ -2,7 +2,7 @@
 editors check stack files with (docs/stack-schema.json): a number without an upper bound is a
 typo that plans (`gpu_memory_gib: 80000`), a port of 70000 is a mirror nobody reaches. The bounds
 are the real systems' where they have one (ports, percentages, Kubernetes int32 fields, EKS's
-nodes per group, gp3's 16 TiB, Ceph's pool size of at most 10), documented in infra/config/base.py
+nodes per group, gp3's 16 TiB, Ceph's pool size of at most 10), documented in infra/config/bounds.py
 and beside each field."""
 
 from __future__ import annotations

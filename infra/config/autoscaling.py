@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 
-from infra.config.base import INT32_MAX, DnsLabel, FieldProblem, Int, Settings, one_of
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, one_of
+from infra.config.bounds import INT32_MAX
 from infra.config.references import CLUSTER_QUEUE, TEAM_NAMESPACE, refers
 
 if TYPE_CHECKING:

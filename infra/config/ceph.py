@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.config.base import INT64_MAX, DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.bounds import INT64_MAX
 from infra.config.references import K8S_NAMESPACE, names
 
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from infra.config.base import INT32_MAX, DnsLabel, FieldProblem, Int, Settings, _overlaps, shaped
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, _overlaps, shaped
+from infra.config.bounds import INT32_MAX
 from infra.config.references import K8S_NAMESPACE, names
 
 if TYPE_CHECKING:

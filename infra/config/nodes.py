@@ -8,8 +8,6 @@ from pydantic import Field, field_validator, model_validator
 
 from infra.catalog import CATALOG, InstanceType
 from infra.config.base import (
-    INT32_MAX,
-    WEEK_MINUTES,
     CapacityReservationId,
     FieldProblem,
     InstanceTypeName,
@@ -19,6 +17,7 @@ from infra.config.base import (
     Settings,
     shaped,
 )
+from infra.config.bounds import INT32_MAX, WEEK_MINUTES
 from infra.config.references import GPU_POOL, names
 from infra.config.repair import NodeRepairSettings, check_repair_fits
 from infra.config.tuning import GpuTuningSettings, check_tuning

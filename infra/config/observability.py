@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from infra.config.base import GP3_MAX_GIB, DnsLabel, FieldProblem, Int, Settings
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings
+from infra.config.bounds import GP3_MAX_GIB
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig

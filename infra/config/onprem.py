@@ -11,15 +11,8 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from infra.catalog import MIG_PROFILES
-from infra.config.base import (
-    MAX_CLUSTER_NODES,
-    MAX_GPU_MEMORY_GIB,
-    DnsLabel,
-    FieldProblem,
-    Int,
-    KubernetesLabels,
-    Settings,
-)
+from infra.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings
+from infra.config.bounds import MAX_CLUSTER_NODES, MAX_GPU_MEMORY_GIB
 from infra.config.nodes import GpuSharingSettings
 from infra.config.references import GPU_POOL, names
 

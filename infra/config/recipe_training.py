@@ -9,15 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from infra.config.base import (
-    INT64_MAX,
-    MAX_GPU_MEMORY_GIB,
-    MAX_PROCESSES,
-    FieldProblem,
-    Int,
-    Settings,
-    shaped,
-)
+from infra.config.base import FieldProblem, Int, Settings, shaped
+from infra.config.bounds import INT64_MAX, MAX_GPU_MEMORY_GIB, MAX_PROCESSES
 
 # A path inside the shared-data volume: relative, no `..`, no empty or dot segments.
 RELATIVE_WORDS = "a relative path inside shared-data, e.g. datasets/laion-512 (no leading /, no ..)"

@@ -18,7 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from infra.config.base import INT64_MAX, MAX_PROCESSES, DnsLabel, Int, Settings, shaped
+from infra.config.base import DnsLabel, Int, Settings, shaped
+from infra.config.bounds import INT64_MAX, MAX_PROCESSES
 from infra.config.recipe_training import EsrganSettings, SdFinetuneSettings, SharedPath
 from infra.config.references import LOCAL_QUEUE, PRIORITY_CLASS, STAGED_MODEL, refers
 from infra.config.selftest import PinnedImage

@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from infra.config.base import MAX_CLUSTER_NODES, FieldProblem, Int, Settings, shaped
+from infra.config.base import FieldProblem, Int, Settings, shaped
+from infra.config.bounds import MAX_CLUSTER_NODES
 
 NodeCondition = Literal[
     "AcceleratedHardwareReady",

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from infra.config.base import MAX_CLUSTER_NODES, DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.bounds import MAX_CLUSTER_NODES
 from infra.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
 from infra.config.selftest_schedule import ScheduleSettings, check_schedule, scheduled
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from infra.config.base import GP3_MAX_GIB, INT32_MAX, FieldProblem, Int, KmsKeyArn, Settings, shaped
+from infra.config.base import FieldProblem, Int, KmsKeyArn, Settings, shaped
+from infra.config.bounds import GP3_MAX_GIB, INT32_MAX
 from infra.config.ceph import CephSettings
 
 if TYPE_CHECKING:
