@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from infra.config import config_from_pulumi
 from infra.config.mandatory import REQUIRED_LOG_TYPES
+from infra.plan.engine import read_project, read_stack_config
 from policy.rules import RULES
 from policy.rules.reliability import REQUIRED_LOG_TYPES as POLICY_LOG_TYPES
 from tests.bad_stacks import GROUP, NS, assert_refused, aws, plan_bad
+from tests.conftest import make_project
 
 PROD = {f"{NS}:production": True}
 # A production endpoint is private: the runner's range reaches it.
@@ -134,10 +137,6 @@ def test_the_refusal_names_the_mandatory_rule(tmp_path, monkeypatch, capsys, rul
 
 
 def test_an_exemption_of_no_open_ingress_lets_the_policy_run_judge_it(tmp_path):
-    from infra.config import config_from_pulumi
-    from infra.plan.engine import read_project, read_stack_config
-    from tests.conftest import make_project
-
     exemption = {
         "rule": "no-open-ingress",
         "resource": "dev-cluster-sg",
