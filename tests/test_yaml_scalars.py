@@ -91,6 +91,7 @@ TABLE = [
      "'Notable exception: time.Parse cannot handle' it: a string"),
     ("2001-2-3", "timestamp", "2001-02-03 00:00:00 +0000 UTC", "one-digit month and day"),
     ("2001-02-30", "timestamp", "2001-02-30", "no such day: a string"),
+    ("2001-1\u0662-14", "timestamp", "2001-1\u0662-14", "Go's getnum reads ASCII digits only"),
     # merge and value (yaml.org/type/merge.html, value.html) as plain values: strings in v3.
     ("<<", "merge", "<<", "a merge key only as a key; '<' has no resolveTable hint"),
     ("=", "value", "=", "no value type in v3"),

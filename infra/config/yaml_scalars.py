@@ -169,11 +169,11 @@ def decode_binary(text: str) -> str:
 
 # Go's time.Parse with the layouts of resolve.go's allowedTimestampFormats: 1- or 2-digit
 # fields (getnum), any number of fraction digits after . or , (nine kept), runs of spaces for the
-# layout's one space, Z or ±hh:mm (stdISO8601ColonTZ).
-_DATE = r"(?P<y>\d{4})-(?P<mo>\d\d?)-(?P<d>\d\d?)"
-_TIME = r"(?P<h>\d\d?):(?P<mi>\d\d?):(?P<s>\d\d?)(?:[.,](?P<f>\d+))?"
+# layout's one space, Z or ±hh:mm (stdISO8601ColonTZ); ASCII digits only, as Go reads them.
+_DATE = r"(?P<y>[0-9]{4})-(?P<mo>[0-9][0-9]?)-(?P<d>[0-9][0-9]?)"
+_TIME = r"(?P<h>[0-9][0-9]?):(?P<mi>[0-9][0-9]?):(?P<s>[0-9][0-9]?)(?:[.,](?P<f>[0-9]+))?"
 _STAMP_FORMATS = (
-    re.compile(rf"{_DATE}[Tt]{_TIME}(?P<z>Z|[+-]\d\d:\d\d)"),
+    re.compile(rf"{_DATE}[Tt]{_TIME}(?P<z>Z|[+-][0-9][0-9]:[0-9][0-9])"),
     re.compile(rf"{_DATE} +{_TIME}"),
     re.compile(_DATE),
 )
