@@ -209,7 +209,9 @@ def gpu_rules(cfg: PlatformConfig) -> list[Alert]:
 
 def queue_rules(cfg: PlatformConfig) -> list[Alert]:
     """Queue depth per ClusterQueue, from Kueue's metrics (status `active` and
-    `inadmissible`: every pending workload)."""
+    `inadmissible`: every pending workload); none where Kueue is off, which exports nothing."""
+    if not cfg.scheduling.enabled:
+        return []
     a = cfg.alerts
     return [
         Alert(

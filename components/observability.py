@@ -143,10 +143,20 @@ ROWS = DASHBOARDS / "rows"
 SELFTEST_HISTORY = "selftest-history"
 
 
-def dashboards(selftest_history: bool = False) -> dict[str, str]:
+# The dashboard that reads only Kueue's metrics: declared only where Kueue runs
+# (scheduling.enabled), or every panel of it would say "No data".
+QUEUES = "queues"
+
+
+def dashboards(selftest_history: bool = False, kueue: bool = True) -> dict[str, str]:
     """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
-    the self-test history row where the periodic self-test pushes its figures."""
-    found = {path.stem: path.read_text() for path in sorted(DASHBOARDS.glob("*.json"))}
+    the self-test history row where the periodic self-test pushes its figures, and the Queues
+    dashboard where Kueue runs."""
+    found = {
+        path.stem: path.read_text()
+        for path in sorted(DASHBOARDS.glob("*.json"))
+        if kueue or path.stem != QUEUES
+    }
     if selftest_history:
         row = json.loads((ROWS / f"{SELFTEST_HISTORY}.json").read_text())
         board = json.loads(found[row["dashboard"]])
@@ -155,8 +165,8 @@ def dashboards(selftest_history: bool = False) -> dict[str, str]:
     return found
 
 
-def dashboard_titles() -> list[str]:
-    return [json.loads(text)["title"] for text in dashboards().values()]
+def dashboard_titles(kueue: bool = True) -> list[str]:
+    return [json.loads(text)["title"] for text in dashboards(kueue=kueue).values()]
 
 
 def training_pod_monitor(namespace: str, training_namespaces: Sequence[str]) -> dict[str, Any]:
@@ -191,6 +201,8 @@ class MonitoringArgs:
     selftest_history: bool = False
     # The node labels the alerts read (components/alerts.node_labels_read).
     node_labels: Sequence[str] = NODE_LABELS_READ
+    # Kueue runs (scheduling.enabled): the Queues dashboard has metrics to show.
+    kueue: bool = True
     after: Sequence[pulumi.Resource] = ()
     # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
     registry_mirror: str | None = None
@@ -231,7 +243,7 @@ class Monitoring(PlatformComponent):
                 opts=self.child(depends_on=list(args.after)),
             )
         )
-        for stem, text in dashboards(args.selftest_history).items():
+        for stem, text in dashboards(args.selftest_history, args.kueue).items():
             k8s.core.v1.ConfigMap(
                 f"{env}-dashboard-{stem}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -263,7 +275,9 @@ class Monitoring(PlatformComponent):
         self.register_outputs({"release": self.release.name})
 
 
-def monitoring_report(settings: ObservabilitySettings, namespace: str, on_aws: bool) -> dict:
+def monitoring_report(
+    settings: ObservabilitySettings, namespace: str, on_aws: bool, kueue: bool = True
+) -> dict:
     """What the plan says of monitoring."""
     return {
         "retention": f"{settings.retention_days}d or {settings.retention_size_gib}GiB",
@@ -271,5 +285,5 @@ def monitoring_report(settings: ObservabilitySettings, namespace: str, on_aws: b
         + (storage_class(settings, on_aws) or "(the cluster's default)"),
         "prometheus": prometheus_url(namespace),
         "grafana_service": grafana_service(namespace),
-        "dashboards": dashboard_titles(),
+        "dashboards": dashboard_titles(kueue),
     }

@@ -146,12 +146,15 @@ class Platform(PlatformComponent):
                 ],
                 selftest_history=scheduled(cfg),
                 node_labels=node_labels_read(cfg),
+                kueue=cfg.scheduling.enabled,
                 after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
                 registry_mirror=cfg.images.registry_mirror,
             ),
             self.child(providers=[cluster.kubernetes]),
         )
-        self.outputs["monitoring"] = monitoring_report(cfg.observability, ns, on_aws)
+        self.outputs["monitoring"] = monitoring_report(
+            cfg.observability, ns, on_aws, cfg.scheduling.enabled
+        )
         self.outputs["grafana_admin_password"] = monitoring.admin_password
         return monitoring.release
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import os
 import shutil
 from pathlib import Path
@@ -11,7 +12,6 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.config.loading import read_yaml
@@ -42,7 +42,7 @@ def rendered(stack: str) -> Rendering:
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
-    """The `config:` mapping of the shipped stack file, read as Pulumi reads it (YAML 1.2): a
+    """The `config:` mapping of the shipped stack file, read as Pulumi reads it (go-yaml v3): a
     fresh copy each call, for tests that write a changed stack of their own."""
     return read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
 
@@ -68,15 +68,22 @@ def aws_plan(request) -> Plan:
     return planned(request.param)
 
 
+def stack_text(doc: dict[str, Any]) -> str:
+    """`doc` as a YAML file that Pulumi reads back as the same values: JSON, whose strings are
+    always quoted. PyYAML's emitter quotes only what YAML 1.1 would misread, so a string such as
+    0o17 or 1e3 would come back from go-yaml's rules as a number."""
+    return json.dumps(doc, indent=2) + "\n"
+
+
 def make_project(tmp_path: Path, stacks: dict[str, dict[str, Any]], project_config=None) -> Path:
     """A project folder that runs this repository's program with other stack files."""
     doc = read_yaml(ROOT / "Pulumi.yaml", "Pulumi.yaml")
     if project_config is not None:
         doc["config"] = project_config
-    (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "Pulumi.yaml").write_text(stack_text(doc))
     (tmp_path / "stacks").mkdir()
     for name, config in stacks.items():
-        (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+        (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text(stack_text({"config": config}))
     for package in ("infra", "components"):
         (tmp_path / package).symlink_to(ROOT / package)
     return tmp_path
@@ -90,7 +97,7 @@ def copy_program(tmp_path: Path, main_source: str, stacks: dict[str, dict[str, A
     shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
     (root / "stacks").mkdir()
     for name, config in stacks.items():
-        (root / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+        (root / "stacks" / f"Pulumi.{name}.yaml").write_text(stack_text({"config": config}))
     return root
 
 

@@ -9,7 +9,6 @@ import typing
 from typing import Annotated
 
 import pytest
-import yaml
 from pydantic import BaseModel
 
 from infra.config import PlatformConfig, config_from_pulumi
@@ -17,7 +16,7 @@ from infra.config.base import _not_a_boolean
 from infra.config.loading import unwrap
 from infra.plan.engine import run_program
 from infra.plan.model import build_plan
-from tests.conftest import make_project
+from tests.conftest import make_project, stack_text
 
 AWS = {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]}
 # Every AWS stack names an admin, and a private endpoint (production's) a way in for the runner.
@@ -38,7 +37,7 @@ def plan_json(tmp_path, name: str, stack_text: str) -> str:
 
 
 def dump(config: dict) -> str:
-    return yaml.safe_dump({"config": config})
+    return stack_text({"config": config})
 
 
 def test_strings_from_pulumi_config_set_plan_as_their_typed_form(tmp_path):

@@ -9,10 +9,14 @@ import copy
 import pytest
 import yaml
 
-from tests.conftest import STACKS, planned
+from infra.config import ConfigError, config_from_pulumi
+from infra.plan.cli import plan_stack
+from infra.plan.engine import _encode
+from tests.conftest import STACKS, make_project, planned, stack_file_config
 from tests.metric_sources import configuration, emitted, problems, queries
 
 # The Queues dashboard's "GPUs in use" query.
+NS = "gpu-platform"
 QUEUE_USAGE = (
     'sum by (cluster_queue) (kueue_cluster_queue_resource_usage{resource=~"nvidia.com/.*"})'
 )
@@ -120,3 +124,42 @@ def test_recipe_metrics_need_the_training_pod_monitor():
                     *emitted(config))[0] == (
         "gpu_platform_training_loss not emitted: no PodMonitor training-jobs"
     )  # fmt: skip
+
+
+def kueue_off(stack: str) -> dict | None:
+    """The shipped stack's file with Kueue off (`scheduling.enabled: false`), or None where the
+    stack needs Kueue (MultiKueue, a queue-depth autoscaler) and the config refuses it off."""
+    config = stack_file_config(stack)
+    key = f"{NS}:scheduling"
+    config[key] = {**config.get(key, {}), "enabled": False}
+    try:
+        config_from_pulumi({k: _encode(v)[0] for k, v in config.items()}, stack)
+    except ConfigError:
+        return None
+    return config
+
+
+KUEUE_OFF = [s for s in STACKS if kueue_off(s) is not None]
+
+
+def test_some_shipped_stacks_can_run_without_kueue():
+    """The class below runs over something: dev and prod take scheduling.enabled: false."""
+    assert {"dev", "prod"} <= set(KUEUE_OFF)
+
+
+@pytest.mark.parametrize("stack", KUEUE_OFF)
+def test_with_kueue_off_no_query_reads_a_metric_the_stack_does_not_export(tmp_path, stack):
+    """Kueue off, there is no kueue release, so no kueue_* metric: the Queues dashboard and
+    the queue-backlog alert must not be declared, nor any other query on Kueue's metrics."""
+    root = make_project(tmp_path, {stack: kueue_off(stack)})
+    plan = plan_stack(stack, root)
+    known, missing = emitted(configuration(plan))
+    assert not any(m.startswith("kueue_") for m in known)
+    found = {where: problems(expr, known, missing) for where, expr in queries(plan)}
+    assert {where: p for where, p in found.items() if p} == {}
+    wheres = [where for where, _ in queries(plan)]
+    assert not any(w.startswith("dashboard queues.json") for w in wheres)
+    assert "alert KueueQueueBacklog" not in wheres
+    # What stays is still checked: the GPU fleet's panels and the GPU alerts.
+    assert any(w.startswith("dashboard gpu-fleet.json") for w in wheres)
+    assert "alert GpuMissing" in wheres

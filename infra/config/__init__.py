@@ -49,6 +49,7 @@ from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.images import ImageSettings
 from infra.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
 from infra.config.loading import describe_all, split_namespaces
+from infra.config.mandatory import mandatory_problems
 from infra.config.multikueue import MultiKueueSettings, check_multikueue
 from infra.config.names import check_names
 from infra.config.network import (
@@ -231,6 +232,20 @@ class PlatformConfig(Settings):
         return data
 
     @model_validator(mode="after")
+    def _required_sections(self) -> PlatformConfig:
+        """First of all: a section the provider needs and the stack lacks. Until it exists,
+        every name it would declare is missing too, and a reference into it ('a100' is not a
+        GPU pool; pools: none) would send the user after the wrong key."""
+        required = {"aws": "set aws.region and aws.zones",
+                    "existing": "set existing.name and a kubeconfig"}  # fmt: skip
+        section = self.provider
+        if getattr(self, section) is None:
+            raise FieldProblem(
+                section, f"required with provider {self.provider}; {required[section]}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _names_resolve(self) -> PlatformConfig:
         """Before every other cross-section rule, which may then look names up: every
         reference resolves, every name is declared once, no two pools take the same nodes, and
@@ -243,10 +258,6 @@ class PlatformConfig(Settings):
     @model_validator(mode="after")
     def _provider_sections(self) -> PlatformConfig:
         if self.provider == "aws":
-            if self.aws is None:
-                raise FieldProblem(
-                    "aws", "required with provider aws; set aws.region and aws.zones"
-                )
             if self.existing is not None:
                 raise FieldProblem("existing", "only valid with provider existing")
             if self.fabric is not None:
@@ -260,11 +271,6 @@ class PlatformConfig(Settings):
             check_gpu_group_zones(self)
             self._check_api_reachable()
         else:
-            if self.existing is None:
-                raise FieldProblem(
-                    "existing",
-                    "required with provider existing; set existing.name and a kubeconfig",
-                )
             for section in ("aws", "network", "system_nodes", "gpu_node_groups", "autoscaler"):
                 if section in self.model_fields_set:
                     raise FieldProblem(
@@ -316,6 +322,9 @@ class PlatformConfig(Settings):
             check_cost,
         ):
             check(self)
+        problems = mandatory_problems(self)
+        if problems:
+            raise FieldProblems(problems)
         return self
 
     def group_zones(self, group: GpuNodeGroupSettings) -> list[str]:

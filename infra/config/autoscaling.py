@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, one_of
+from infra.config.bounds import INT32_MAX
 from infra.config.references import CLUSTER_QUEUE, TEAM_NAMESPACE, refers
 
 if TYPE_CHECKING:
@@ -36,10 +37,17 @@ class ScaledTargetSettings(Settings):
         description=f"Kind of the target: {' or '.join(SCALABLE_KINDS)} (an HPA cannot scale "
         "a Job).",
     )
-    min_replicas: Int = Field(2, ge=0, description="Fewest replicas the autoscaler keeps.")
-    max_replicas: Int = Field(10, ge=1, description="Most replicas the autoscaler makes.")
+    min_replicas: Int = Field(
+        2, ge=0, le=INT32_MAX, description="Fewest replicas the autoscaler keeps."
+    )
+    max_replicas: Int = Field(
+        10, ge=1, le=INT32_MAX, description="Most replicas the autoscaler makes."
+    )
     scale_up_pods: Int = Field(
-        2, ge=1, description="Scale-up policy: at most this many pods added per period."
+        2,
+        ge=1,
+        le=INT32_MAX,
+        description="Scale-up policy: at most this many pods added per period.",
     )
     scale_up_period_seconds: Int = Field(
         60, ge=1, le=1800, description="Period of the scale-up policy, in seconds."
@@ -99,14 +107,19 @@ class QueueAutoscalerSettings(ScaledTargetSettings):
     """Scale worker Deployments on the depth of a Kueue ClusterQueue (pending workloads)."""
 
     # Workers with nothing queued hold GPUs for nothing: scale to zero by default.
-    min_replicas: Int = Field(0, ge=0, description="Fewest replicas; 0 scales to zero.")
+    min_replicas: Int = Field(
+        0, ge=0, le=INT32_MAX, description="Fewest replicas; 0 scales to zero."
+    )
     cluster_queue: Annotated[DnsLabel, refers(CLUSTER_QUEUE)] = Field(
         description="The Kueue ClusterQueue whose pending workloads drive the scaling."
     )
-    queue_length_target: Int = Field(10, ge=1, description="Pending workloads per worker replica.")
+    queue_length_target: Int = Field(
+        10, ge=1, le=INT32_MAX, description="Pending workloads per worker replica."
+    )
     cooldown_seconds: Int = Field(
         300,
         ge=0,
+        le=INT32_MAX,
         description="Wait after the queue empties before scaling to zero (KEDA cooldownPeriod).",
     )
 

@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from infra.catalog import CATALOG
+from infra.config.bounds import standard_bounds
 
 NAMESPACE = "gpu-platform"
 
@@ -94,7 +95,9 @@ class FieldProblems(ValueError):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, json_schema_extra=standard_bounds
+    )
 
     @field_validator("*", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.bounds import INT64_MAX
 from infra.config.references import K8S_NAMESPACE, names
 
 
@@ -58,6 +59,7 @@ class CephNetworkAttachmentSettings(Settings):
     per_node_block_size: Int = Field(
         8,
         ge=1,
+        le=2**24,
         description="Addresses nv-ipam reserves for each node from cidr: at least the Ceph "
         "daemons one node runs. cidr holds addresses for (its size / this) nodes.",
     )
@@ -147,7 +149,12 @@ class CephSettings(Settings):
         description="Regular expression over disk names that picks OSD disks on hosts that "
         "list no devices, e.g. ^nvme[1-9]n1$.",
     )
-    mon_count: Int = Field(3, description="Ceph monitors: odd, 1 to 9; 3 survives one loss.")
+    mon_count: Int = Field(
+        3,
+        # The schema carries 1 to 9; the model's rule also asks for an odd count.
+        json_schema_extra={"minimum": 1, "maximum": 9},
+        description="Ceph monitors: odd, 1 to 9; 3 survives one loss.",
+    )
     mgr_count: Int = Field(
         2, ge=1, le=5, description="Ceph managers (one active, the rest standby)."
     )
@@ -156,14 +163,21 @@ class CephSettings(Settings):
     )
     filesystem_name: DnsLabel = Field("shared", description="Name of the CephFilesystem.")
     replication: Int = Field(
-        3, ge=1, description="Copies of each object, one per host; at most the storage hosts."
+        3,
+        ge=1,
+        le=10,
+        description="Copies of each object, one per host; at most the storage hosts.",
     )
     claim_size_gib: Int = Field(
-        1024, ge=1, description="Size (CephFS quota) of the shared-data claim, in GiB."
+        1024,
+        ge=1,
+        le=INT64_MAX // 2**30,
+        description="Size (CephFS quota) of the shared-data claim, in GiB.",
     )
     expected_throughput_mbps: Int | None = Field(
         None,
         ge=1,
+        le=10**7,
         description="Aggregate throughput measured on this cluster, in MB/s, for the self-test "
         "to check against; none: the plan reports no figure.",
     )

@@ -30,6 +30,7 @@ class CostSettings(Settings):
     monthly_budget_usd: Number | None = Field(
         None,
         gt=0,
+        le=1e12,
         description="The stack's monthly budget in USD. The plan warns when the estimate at the "
         "node groups' max size exceeds it. Default: no budget, no check (provider aws only).",
     )
@@ -48,11 +49,13 @@ class CostSettings(Settings):
         description="Hours in a month of the estimate; 730 is the average month (8,760 h / 12) "
         "the AWS Pricing Calculator uses.",
     )
-    capacity_block_hourly_usd: dict[InstanceTypeName, Annotated[Number, Field(gt=0)]] = Field(
-        default_factory=dict,
-        description="Reservation fee per instance-hour of the Capacity Blocks bought, by "
-        "instance type; it replaces the catalog's indicative rate, and prices a type the "
-        "catalog has no rate for.",
+    capacity_block_hourly_usd: dict[InstanceTypeName, Annotated[Number, Field(gt=0, le=1e6)]] = (
+        Field(
+            default_factory=dict,
+            description="Reservation fee per instance-hour of the Capacity Blocks bought, by "
+            "instance type; it replaces the catalog's indicative rate, and prices a type the "
+            "catalog has no rate for.",
+        )
     )
 
 

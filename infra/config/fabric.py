@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, model_validator
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, _overlaps, shaped
+from infra.config.bounds import INT32_MAX
 from infra.config.references import K8S_NAMESPACE, names
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class SecondaryNetworkSettings(Settings):
     per_node_block_size: Int = Field(
         16,
         ge=1,
+        le=2**24,
         description="Addresses nv-ipam reserves for each node: at least the pods that join "
         "the network on one node.",
     )
@@ -127,11 +129,13 @@ class FabricSettings(Settings):
     rdma_hca_max: Int = Field(
         63,
         ge=1,
+        le=INT32_MAX,
         description="Pods that may share one NIC in shared mode (the operator's example: 63).",
     )
     gid_index: Int | None = Field(
         None,
         ge=0,
+        le=255,
         description="RoCE GID index NCCL uses (NCCL_IB_GID_INDEX): the RoCE v2 entry of the "
         "NIC's GID table, usually 3; `show_gids` on a node lists it. Required for roce pools.",
     )

@@ -19,6 +19,10 @@ _MIRROR = re.compile(
 )
 
 
+# A TCP port is 16 bits, and port 0 is no port one can connect to (RFC 793, RFC 6335).
+MAX_PORT = 65535
+
+
 class ImageSettings(Settings):
     """The registry every image of the stack comes from."""
 
@@ -41,5 +45,11 @@ class ImageSettings(Settings):
                 f"{value!r} is not a registry: give host[:port][/path] without a scheme or "
                 "trailing slash, the host with a dot or a port, e.g. "
                 "registry.internal.example:5000/mirror"
+            )
+        host = (value or "").split("/", 1)[0]
+        if ":" in host and not 1 <= int(host.rpartition(":")[2]) <= MAX_PORT:
+            raise ValueError(
+                f"{value!r}: port {host.rpartition(':')[2]} is not a TCP port; a port is 1 to "
+                f"{MAX_PORT}, e.g. registry.internal.example:5000/mirror"
             )
         return value

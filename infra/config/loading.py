@@ -3,8 +3,9 @@
 A stack file is YAML, but Pulumi reads it more strictly than YAML allows: a key given twice is an
 error (YAML's last-wins would silently drop a block), a key without a namespace belongs to the
 project (`cluster:` is `gpu-platform:cluster`), and every value reaches the program as a string.
-Pulumi parses it with go-yaml v3, which follows YAML 1.2's core schema: only true and false are
-booleans, so `mode: off` is the string "off", where PyYAML (YAML 1.1) would read false.
+Pulumi parses it with go-yaml v3, whose rules (infra/config/yaml_scalars.py) are not YAML 1.1's:
+`mode: off` is the string "off", where PyYAML would read false, `1:30` a string, not 90, `0o17`
+the number 15, not a string.
 Keys of other namespaces (`aws:region`, `kubernetes:context`) configure Pulumi's default
 providers, which this project never uses: it declares its own, from `gpu-platform:` keys, so such
 a key is refused with the key to set instead.
@@ -21,8 +22,26 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from infra.config.base import BOOLEAN_WORDS, NAMESPACE, ConfigError, FieldProblem, FieldProblems
+from infra.config.base import NAMESPACE, ConfigError, FieldProblem, FieldProblems
+from infra.config.yaml_scalars import (
+    BINARY,
+    BOOL,
+    FLOAT,
+    INT,
+    LONG_PREFIX,
+    MERGE,
+    NULL,
+    STR,
+    TIMESTAMP,
+    ScalarError,
+    decode_binary,
+    not_finite,
+    resolve,
+    short_tag,
+)
 
 # Namespaces read without complaint: ours, and the engine's own (`pulumi:disable-default-
 # providers`, `pulumi:tags`).
@@ -48,41 +67,101 @@ INSTEAD_BY_NAMESPACE: dict[str, str] = {
 # ----------------------------------------------------------------------------- stack files
 
 
-BOOL_TAG = "tag:yaml.org,2002:bool"
+# A plain scalar's tag until go-yaml's rules resolve it (no stack file can spell it: it is not
+# a tag of the YAML tag syntax's form).
+PLAIN = "gpu-platform plain scalar"
+LONG_MERGE, LONG_STR = f"{LONG_PREFIX}merge", f"{LONG_PREFIX}str"
+# Decoded to something other than a Go string: Pulumi refuses such a mapping key
+# (workspace/project.go, SimplifyMarshalledValue: "expected only string keys").
+NOT_A_STRING = (INT, FLOAT, BOOL, NULL, TIMESTAMP)
 
 
 class StackFileLoader(yaml.CSafeLoader):
-    """YAML as Pulumi reads it (YAML 1.2 booleans), recording every key given twice in one
-    mapping, at any depth, with its line."""
+    """YAML as Pulumi's CLI reads it (go-yaml v3.0.1; infra/config/yaml_scalars.py): every
+    scalar resolved by go-yaml's rules, not PyYAML's YAML 1.1 ones; a key given twice in one
+    mapping, or one that is not a string, recorded with its line. libyaml parses, as go-yaml's
+    port of it does, so a syntax error reads as Pulumi's would."""
 
-    yaml_implicit_resolvers: typing.ClassVar = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != BOOL_TAG]
-        for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-    }
+    # Nothing of PyYAML's YAML 1.1 schema: one constructor decides every node.
+    yaml_constructors: typing.ClassVar = {}
 
     def __init__(self, stream: str):
         super().__init__(stream)
-        self.duplicates: list[str] = []
+        self.problems: list[str] = []
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        # go-yaml's parser (decode.go, parser.node): an untagged or `!` scalar is resolved
+        # when plain and a string when quoted or a block; a plain << is a merge key.
+        if kind is not ScalarNode:
+            return super().resolve(kind, value, implicit)
+        if implicit[0]:
+            return LONG_MERGE if value == "<<" else PLAIN
+        return LONG_STR
+
+    @staticmethod
+    def tag(node: ScalarNode) -> str:
+        """The node's tag as go-yaml sets it: libyaml also calls `! "12"` plain, go-yaml a
+        string (its style is quoted)."""
+        if node.tag in (PLAIN, LONG_MERGE) and node.style not in ("", None):
+            return LONG_STR
+        return node.tag
+
+    def scalar(self, node: ScalarNode) -> tuple[str, Any]:
+        """decode.go, decoder.scalar: the tag and value go-yaml decodes into an interface{}."""
+        tag = "" if self.tag(node) == PLAIN else short_tag(self.tag(node))
+        if tag == MERGE:
+            return STR, node.value
+        try:
+            if tag == BINARY:
+                return STR, decode_binary(node.value)
+            return resolve(tag, node.value)
+        except ScalarError as error:
+            raise ConstructorError(None, None, str(error), node.start_mark) from None
+
+    def construct_go(self, node: yaml.Node) -> Any:
+        """Any node, by its kind: go-yaml decodes collections whatever their tag, and a scalar
+        of a tag it does not know as its text."""
+        if isinstance(node, ScalarNode):
+            return self.scalar(node)[1]
+        if isinstance(node, SequenceNode):
+            return [self.construct_object(item, deep=True) for item in node.value]
+        self.check_keys(node)
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode):
+                key.tag = self.tag(key)
+        self.flatten_mapping(node)
+        return {
+            self.construct_object(key, deep=True): self.construct_object(value, deep=True)
+            for key, value in node.value
+        }
+
+    def check_keys(self, node: MappingNode) -> None:
+        # go-yaml's uniqueKeys compares the keys' text (decode.go, decoder.mapping).
+        seen: dict[str, int] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
-            if isinstance(key, typing.Hashable) and key in seen:
-                self.duplicates.append(
-                    f"line {line}: key {key!r} is given twice (first on line {seen[key]}); "
+            if not isinstance(key_node, ScalarNode):
+                self.problems.append(
+                    f"line {line}: a {key_node.id} as a key; Pulumi takes only string keys"
+                )
+                continue
+            text = key_node.value
+            if text in seen:
+                self.problems.append(
+                    f"line {line}: key {text!r} is given twice (first on line {seen[text]}); "
                     "Pulumi refuses a repeated key, and YAML would keep only the last"
                 )
-            elif isinstance(key, typing.Hashable):
-                seen[key] = line
-        return super().construct_mapping(node, deep)
+            seen.setdefault(text, line)
+            tag, value = self.scalar(key_node)
+            if tag in NOT_A_STRING:
+                self.problems.append(
+                    f"line {line}: key {text!r} is read as {tag.removeprefix('!!')} {value!r}, "
+                    "not a string; Pulumi takes only string keys (expected only string keys): "
+                    f"quote it, '{text}'"
+                )
 
 
-# The only booleans YAML 1.2 (and go-yaml v3, resolve.go's resolveMapList) resolves plainly.
-StackFileLoader.add_implicit_resolver(
-    BOOL_TAG, re.compile(f"^(?:{'|'.join(BOOLEAN_WORDS)})$"), list("tTfF")
-)
+StackFileLoader.add_constructor(None, StackFileLoader.construct_go)
 
 
 def read_yaml(path: Path, source: str) -> Any:
@@ -109,8 +188,8 @@ def read_yaml(path: Path, source: str) -> Any:
         raise ConfigError(source, [f"{where}not valid YAML: {what or error}"]) from None
     finally:
         loader.dispose()
-    if loader.duplicates:
-        raise ConfigError(source, loader.duplicates)
+    if loader.problems:
+        raise ConfigError(source, loader.problems)
     return doc
 
 
@@ -143,6 +222,12 @@ def read_stack_file(path: Path, source: str, project: str) -> dict[str, Any]:
                 f"namespace belongs to the project ({project}), so keep one of them"
             )
         found[full], written[full] = value, str(key)
+        problems += [
+            f"{path}: not a finite number (.inf or .nan); Pulumi hands config to the program "
+            "as JSON, which has neither, and refuses the stack file (json: unsupported "
+            "value); write a number, or quote it for a string"
+            for path in not_finite(value, full)
+        ]
     if problems:
         raise ConfigError(source, problems)
     return found

@@ -17,6 +17,7 @@ from infra.config.base import (
     Settings,
     shaped,
 )
+from infra.config.bounds import INT32_MAX, WEEK_MINUTES
 from infra.config.references import GPU_POOL, names
 from infra.config.repair import NodeRepairSettings, check_repair_fits
 from infra.config.tuning import GpuTuningSettings, check_tuning
@@ -29,7 +30,9 @@ MAX_NODES_PER_GROUP = 450
 class Scaling(Settings):
     """Size bounds of a node group; cluster-autoscaler moves between min_size and max_size."""
 
-    min_size: Int = Field(0, ge=0, description="Fewest nodes; 0 lets the group scale to zero.")
+    min_size: Int = Field(
+        0, ge=0, le=MAX_NODES_PER_GROUP, description="Fewest nodes; 0 lets the group scale to zero."
+    )
     max_size: Int = Field(
         1,
         ge=1,
@@ -38,6 +41,8 @@ class Scaling(Settings):
     )
     desired_size: Int | None = Field(
         None,
+        ge=0,
+        le=MAX_NODES_PER_GROUP,
         description="Nodes at creation; default min_size. Later the autoscaler owns it.",
     )
 
@@ -163,6 +168,7 @@ class KubeletSettings(Settings):
     max_pods: Int | None = Field(
         None,
         ge=8,
+        le=INT32_MAX,
         description=f"Pods per node; default the lower of {DEFAULT_MAX_PODS} and the instance's "
         "VPC CNI limit. Each pod takes a VPC address.",
     )
@@ -254,6 +260,7 @@ class GpuNodeGroupSettings(Settings):
     scale_down_unneeded_minutes: Int = Field(
         30,
         ge=1,
+        le=WEEK_MINUTES,
         description="How long a GPU node sits unneeded before the autoscaler removes it; "
         "long enough to survive the gap between two jobs.",
     )
@@ -379,7 +386,9 @@ class AutoscalerSettings(Settings):
     """cluster-autoscaler (provider aws): scales every node group, GPU groups from zero."""
 
     enabled: bool = Field(True, description="Deploy cluster-autoscaler.")
-    priorities: dict[CapacityType, Int] = Field(
+    # cluster-autoscaler's priority expander reads its ConfigMap's priorities as Go ints
+    # (expander/priority/priority.go); the platform writes them as 1 to 100.
+    priorities: dict[CapacityType, Annotated[Int, Field(ge=1, le=100)]] = Field(
         default_factory=lambda: {
             "capacity_block": 40,
             "reservation": 30,
@@ -390,5 +399,5 @@ class AutoscalerSettings(Settings):
         "wins. Default: reserved capacity (already paid for), then on-demand, then spot.",
     )
     scale_down_delay_after_add_minutes: Int = Field(
-        10, ge=0, description="No scale-down this long after any scale-up."
+        10, ge=0, le=WEEK_MINUTES, description="No scale-down this long after any scale-up."
     )

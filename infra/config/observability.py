@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings
+from infra.config.bounds import GP3_MAX_GIB
 
 if TYPE_CHECKING:
     from infra.config import PlatformConfig
@@ -31,15 +32,21 @@ class ObservabilitySettings(Settings):
     """kube-prometheus-stack (Prometheus, Alertmanager, Grafana), pinned in infra/versions.py."""
 
     retention_days: Int = Field(
-        15, ge=1, description="How long Prometheus keeps samples (its --storage.tsdb.retention)."
+        15,
+        ge=1,
+        le=36500,
+        description="How long Prometheus keeps samples (its --storage.tsdb.retention).",
     )
     retention_size_gib: Int = Field(
         45,
         ge=1,
+        le=GP3_MAX_GIB,
         description="Prometheus deletes the oldest blocks beyond this size; keep it below "
         "storage_gib so the volume never fills (the WAL and compaction need headroom).",
     )
-    storage_gib: Int = Field(50, ge=1, description="Size of Prometheus's persistent volume.")
+    storage_gib: Int = Field(
+        50, ge=1, le=GP3_MAX_GIB, description="Size of Prometheus's persistent volume."
+    )
     storage_class: DnsLabel | None = Field(
         None,
         description="provider existing only: the StorageClass of Prometheus's volume (a "

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from infra.catalog import MIG_PROFILES
 from infra.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings
+from infra.config.bounds import MAX_CLUSTER_NODES, MAX_GPU_MEMORY_GIB
 from infra.config.nodes import GpuSharingSettings
 from infra.config.references import GPU_POOL, names
 
@@ -45,9 +46,17 @@ class OnPremGpuPoolSettings(Settings):
     gpu_model: Literal[tuple(ONPREM_GPU_MEMORY_GIB)] = Field(  # type: ignore[valid-type]
         description="GPU model of every node of the pool."
     )
-    gpu_memory_gib: Int = Field(description="Memory of one GPU in GB, as sold (A100: 40 or 80).")
+    gpu_memory_gib: Int = Field(
+        ge=1,
+        le=MAX_GPU_MEMORY_GIB,
+        description="Memory of one GPU in GB, as sold (A100: 40 or 80).",
+    )
     gpus_per_node: Int = Field(ge=1, le=16, description="GPUs in each node.")
-    nodes: Int = Field(ge=1, description="Nodes in the pool; bounds what its queues can admit.")
+    nodes: Int = Field(
+        ge=1,
+        le=MAX_CLUSTER_NODES,
+        description="Nodes in the pool; bounds what its queues can admit.",
+    )
     fabric: Literal["infiniband", "roce", "tcp"] = Field(
         "tcp",
         description="How the pool's nodes talk to each other for collectives: `infiniband` or "

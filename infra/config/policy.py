@@ -44,5 +44,6 @@ class PolicySettings(Settings):
     min_vcpus_per_gpu: Int = Field(
         8,
         ge=1,
+        le=1024,
         description="Advisory floor of vCPUs per GPU for data loading and the launcher.",
     )

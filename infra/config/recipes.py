@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 
 from infra.config.base import DnsLabel, Int, Settings, shaped
+from infra.config.bounds import INT64_MAX, MAX_PROCESSES
 from infra.config.recipe_training import EsrganSettings, SdFinetuneSettings, SharedPath
 from infra.config.references import LOCAL_QUEUE, PRIORITY_CLASS, STAGED_MODEL, refers
 from infra.config.selftest import PinnedImage
@@ -75,6 +76,7 @@ class PrepareSettings(Settings):
     resolution: Int = Field(
         512,
         ge=8,
+        le=8192,
         multiple_of=8,
         description="Side of the square the images become; a multiple of 8, the VAE's "
         "downsampling, as sd_finetune.resolution (which must equal it to train on latents).",
@@ -86,6 +88,9 @@ class PrepareSettings(Settings):
     )
     min_aesthetic: float = Field(
         5.0,
+        # The LAION aesthetic predictor scores 1 to 10.
+        ge=0,
+        le=10,
         description="Pairs scoring at or below this are dropped (LAION-Aesthetics V2 '5+').",
     )
     min_clip_similarity: float = Field(
@@ -96,8 +101,12 @@ class PrepareSettings(Settings):
         "equal is kept. 0.28: LAION-5B's English threshold for ViT-B/32 (Schuhmann et al. "
         "2022, section 3.1).",
     )
-    samples_per_shard: Int = Field(1000, ge=1, description="Samples per WebDataset tar.")
-    clip_batch: Int = Field(64, ge=1, description="Images scored per CLIP forward pass.")
+    samples_per_shard: Int = Field(
+        1000, ge=1, le=INT64_MAX, description="Samples per WebDataset tar."
+    )
+    clip_batch: Int = Field(
+        64, ge=1, le=INT64_MAX, description="Images scored per CLIP forward pass."
+    )
     latents: bool = Field(
         False,
         description="Also write each kept image's Stable Diffusion VAE posterior (mean and log "
@@ -108,6 +117,7 @@ class PrepareSettings(Settings):
     cpu_workers: Int | None = Field(
         None,
         ge=0,
+        le=MAX_PROCESSES,
         description="Processes per rank that read, decode and resize the pairs while the GPU "
         "scores (0: in the rank itself); unset: the node's cores shared among its ranks.",
     )

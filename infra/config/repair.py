@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from infra.config.base import FieldProblem, Int, Settings, shaped
+from infra.config.bounds import MAX_CLUSTER_NODES
 
 NodeCondition = Literal[
     "AcceleratedHardwareReady",
@@ -84,6 +85,7 @@ class NodeRepairSettings(Settings):
     max_unhealthy_count: Int | None = Field(
         None,
         ge=1,
+        le=MAX_CLUSTER_NODES,
         description="Stop repairing when more than this many nodes are unhealthy; at most the "
         "group's max_size. Exclusive with max_unhealthy_percentage.",
     )
@@ -97,6 +99,7 @@ class NodeRepairSettings(Settings):
     max_parallel_count: Int | None = Field(
         None,
         ge=1,
+        le=MAX_CLUSTER_NODES,
         description="Repair at most this many nodes at once; at most the group's max_size. "
         "Exclusive with max_parallel_percentage.",
     )

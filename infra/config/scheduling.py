@@ -137,6 +137,7 @@ class FlavorSettings(Settings):
     cpus_per_node: Int | None = Field(
         None,
         ge=1,
+        le=65536,
         description="Existing clusters only (AWS takes it from the instance catalog): CPUs "
         "of one node, for the CPU quota. Without it for every pool, Kueue counts neither CPU "
         "nor memory, only GPUs (the plan warns).",
@@ -144,6 +145,7 @@ class FlavorSettings(Settings):
     memory_gib_per_node: Int | None = Field(
         None,
         ge=1,
+        le=2**20,
         description="Existing clusters only: memory of one node in GiB, for the memory quota.",
     )
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field
 
 from infra.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
+from infra.config.bounds import MAX_CLUSTER_NODES
 from infra.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
 from infra.config.selftest_schedule import ScheduleSettings, check_schedule, scheduled
 
@@ -74,9 +75,14 @@ class SelfTestSettings(Settings):
     pool: Annotated[DnsLabel, refers(GPU_POOL, when=runs)] | None = Field(
         None, description="The GPU pool it runs on. Default: the stack's first pool."
     )
-    nodes: Int = Field(1, ge=1, description="Nodes it spans (1 or more, at most the pool's).")
+    nodes: Int = Field(
+        1, ge=1, le=MAX_CLUSTER_NODES, description="Nodes it spans (1 or more, at most the pool's)."
+    )
     gpus_per_node: Int | None = Field(
-        None, ge=1, description="GPUs per node. Default: every GPU of one of the pool's nodes."
+        None,
+        ge=1,
+        le=16,
+        description="GPUs per node. Default: every GPU of one of the pool's nodes.",
     )
     timeout_minutes: Int = Field(
         30,
@@ -107,12 +113,14 @@ class SelfTestSettings(Settings):
     intra_node_busbw_gbps: float | None = Field(
         None,
         gt=0,
+        le=100000,
         description="All-reduce busbw floor within a node, GB/s. Default: the FACTS.md figure "
         "for the pool's GPU (A100 228, H100 460, H200 431), else none (WARN only).",
     )
     inter_node_busbw_gbps: float | None = Field(
         None,
         gt=0,
+        le=100000,
         description="All-reduce busbw floor across nodes, GB/s. Default: the FACTS.md figure "
         "for the pool's instance type (2 x p4de 78, 2 x p5 444).",
     )
@@ -126,7 +134,10 @@ class SelfTestSettings(Settings):
         "(capacity x tier), per node",
     )
     nvme_p99_latency_us: float = Field(
-        NVME_P99_LATENCY_US, gt=0, description="nvme-cache small-file p99 latency ceiling, µs."
+        NVME_P99_LATENCY_US,
+        gt=0,
+        le=10**7,
+        description="nvme-cache small-file p99 latency ceiling, µs.",
     )
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     cordon_on_fail: bool = Field(

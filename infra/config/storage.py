@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from infra.config.base import FieldProblem, Int, KmsKeyArn, Settings, shaped
+from infra.config.bounds import GP3_MAX_GIB, INT32_MAX
 from infra.config.ceph import CephSettings
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class DataRepositorySettings(Settings):
     noncurrent_version_expiration_days: Int = Field(
         30,
         ge=1,
+        le=INT32_MAX,
         description="Days an overwritten or deleted object's old version is kept in the "
         "versioned bucket before S3 expires it (every export of a changed file makes one).",
     )
@@ -125,10 +127,16 @@ class FsxSettings(Settings):
     )
     storage_capacity_gib: Int = Field(
         FSX_FIRST_CAPACITY_GIB,
+        # The FSx API's StorageCapacity is an Integer (CreateFileSystem, int32). The model's
+        # own rule says which capacities are valid, in its words; the schema carries its floor.
+        le=INT32_MAX,
+        json_schema_extra={"minimum": FSX_FIRST_CAPACITY_GIB},
         description="SSD capacity in GiB: 1200, or a multiple of 2400. Throughput grows with it.",
     )
     per_unit_storage_throughput: Int | None = Field(
         None,
+        ge=min(min(t) for t in FSX_THROUGHPUT_TIERS.values()),
+        le=max(max(t) for t in FSX_THROUGHPUT_TIERS.values()),
         description="PERSISTENT_2 throughput tier in MB/s per TiB: 125, 250, 500 or 1000 "
         "(default 125). SCRATCH_2 has a fixed 200 and takes none.",
     )
@@ -264,6 +272,7 @@ class NvmeCacheSettings(Settings):
     fallback_size_gib: Int = Field(
         100,
         ge=1,
+        le=GP3_MAX_GIB,
         description="Size limit of the emptyDir that stands in on instance types without "
         "instance storage (it then lives on the root volume).",
     )

@@ -15,8 +15,9 @@ class ApplicationClocks(Settings):
     """One `nvidia-smi -ac <memory>,<graphics>` pair; the GPU accepts only pairs it lists in
     `nvidia-smi -q -d SUPPORTED_CLOCKS`."""
 
-    memory_mhz: Int = Field(ge=1, description="Memory clock, MHz.")
-    graphics_mhz: Int = Field(ge=1, description="Graphics (SM) clock, MHz.")
+    # No GPU clock reaches 10 GHz; the instance catalog lists the valid pairs.
+    memory_mhz: Int = Field(ge=1, le=10000, description="Memory clock, MHz.")
+    graphics_mhz: Int = Field(ge=1, le=10000, description="Graphics (SM) clock, MHz.")
 
 
 class GpuTuningSettings(Settings):
@@ -36,6 +37,8 @@ class GpuTuningSettings(Settings):
     power_limit_watts: Int | None = Field(
         None,
         ge=1,
+        # No GPU's board limit reaches 2 kW (B300: 1,400 W); the catalog bounds each model.
+        le=2000,
         description="`nvidia-smi -pl`: cap each GPU's board power; within the GPU model's "
         "range in the instance catalog. Default: the GPU's own default limit.",
     )

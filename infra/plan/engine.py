@@ -7,7 +7,6 @@ emits. Rendering and the command line live in infra/plan/cli.py.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import runpy
@@ -28,6 +27,7 @@ from pulumi.runtime.stack import run_in_stack
 
 from infra.config import ConfigError
 from infra.config.loading import read_stack_file, read_yaml
+from infra.config.yaml_scalars import program_text
 from infra.plan.outputs import computed_outputs, known_after_apply, overlay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,8 +85,7 @@ def _encode(value: Any) -> tuple[str, bool]:
             return [strip(x) for x in v]
         return v
 
-    value = strip(value)
-    return (value if isinstance(value, str) else json.dumps(value)), found
+    return program_text(strip(value)), found
 
 
 def read_stack_config(project: Project, stack: str) -> tuple[dict[str, str], list[str]]:
