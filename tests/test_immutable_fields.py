@@ -11,6 +11,7 @@ or new rack labels fail `pulumi up` while the diff calls them updates.
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -252,7 +253,10 @@ def test_a_p5_to_p6_b200_pool_replaces_its_flavor_for_the_new_topology(tmp_path)
 def test_new_rack_labels_and_a_new_gpu_label_replace_the_topology_and_the_flavor(tmp_path):
     """onprem: a level added to `scheduling.topology_levels` changes the Topology's levels, and
     a pool's new node selector its flavor's nodeLabels; both are immutable (Kueue v0.19.2)."""
-    config = stack_file_config("onprem")
+    # Kueue places by the levels once the admin says the nodes carry them (components/topology).
+    labelled = stack_file_config("onprem")
+    labelled["gpu-platform:scheduling"]["topology_labels_applied"] = True
+    config = copy.deepcopy(labelled)
     config["gpu-platform:scheduling"]["topology_levels"] = [
         "network.example.internal/spine",
         "network.example.internal/row",
@@ -260,9 +264,17 @@ def test_new_rack_labels_and_a_new_gpu_label_replace_the_topology_and_the_flavor
     ]
     pool = config["gpu-platform:existing"]["gpu_pools"][0]
     pool["node_selector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-    stacks = {"onprem": config, "burst": stack_file_config("burst")}
-    changed = plan_stack("onprem", make_project(tmp_path, stacks))
-    text = changes_block(changed, _previous("onprem"), "out/onprem")
+    burst = stack_file_config("burst")
+    for side in ("before", "after"):
+        (tmp_path / side).mkdir()
+    before = plan_stack(
+        "onprem", make_project(tmp_path / "before", {"onprem": labelled, "burst": burst})
+    )
+    changed = plan_stack(
+        "onprem", make_project(tmp_path / "after", {"onprem": config, "burst": burst})
+    )
+    previous = PreviousPlan([r.as_json() for r in before.resources], before.outputs)
+    text = changes_block(changed, previous, "out/onprem")
     assert (
         f"  -/+ {TOPOLOGY} onprem-topology-onprem-network (forces replacement: spec.levels; "
         "deleted before the new one is created)\n"
