@@ -1,8 +1,16 @@
-"""`python -m jobs submit --stack <stack> --nodes N --image <ref@digest> -- <command>`: a team's own
-image and command as a Kueue-admitted distributed job on a GPU pool of the stack, through the
-job builder the recipes use (components/jobs.py): the same queue, GPUs, fabric devices,
-hugepages, NCCL ConfigMap, /dev/shm, volumes, metrics port and refusals. Written to
-`out/jobs/<job name>/job.yaml` (Service, Job) and, with `--apply`, applied with kubectl.
+"""`python -m jobs submit --stack S --team T --nodes N --image <ref@digest> -- <command>`: a
+team's own image and command as a Kueue-admitted distributed job on a GPU pool of the stack,
+through the job builder the recipes use (components/jobs.py): the same queue, GPUs, fabric
+devices, hugepages, NCCL ConfigMap, /dev/shm, volumes, metrics port and refusals. Written to
+`out/jobs/<job name>/job.yaml` (the Job) and, with `--apply`, applied with kubectl.
+
+The team (`--team`, a `scheduling.teams` name; default the training namespace) decides the
+namespace, the LocalQueue (`default` there) and the priority class
+(`scheduling.teams[].priority_class` unless `--priority-class`). A team whose ClusterQueue
+bursts to MultiKueue workers has its job rendered for the first worker's pools (its node
+selector, GPUs, fabric and NCCL ConfigMap), from that worker's stack file, and applied to this
+stack's cluster with `spec.managedBy: kueue.x-k8s.io/multikueue`: MultiKueue copies the Job to
+the worker, where the team's namespace holds everything its pods name.
 
 The command runs under torchrun with the job's rendezvous: a `.py` script or `-m module` under
 torchrun's Python, anything else (`python train.py`, `bash run.sh`) as written. The job keeps its
@@ -15,15 +23,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args
 
 from components.jobs import RESERVED_ENV, TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
+from components.multikueue import MANAGED_BY
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, PlatformConfig
 from infra.config.recipes import SharedPath
-from infra.config.scheduling import LOCAL_QUEUE, PRIORITIES
+from infra.config.scheduling import LOCAL_QUEUE, PRIORITIES, TeamSettings
 from infra.config.selftest import PinnedImage
 from infra.plan.engine import ROOT
 from jobs.common import (
@@ -70,8 +80,11 @@ class TeamJob:
     env: dict[str, str] = field(default_factory=dict)
     output: str = DEFAULT_OUTPUT
     min_gpu_memory_gib: int | None = None
-    priority_class: str = "research"
+    # None: the team's (scheduling.teams[].priority_class).
+    priority_class: str | None = None
     grace_period_seconds: int = DEFAULT_GRACE_PERIOD_SECONDS
+    # A scheduling.teams name; None: the training namespace.
+    team: str | None = None
 
 
 def shape_problem(annotated: object, value: str, flag: str) -> list[str]:
@@ -132,17 +145,53 @@ def name_prefix(image: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", repository.lower())[:40].strip("-") or "job"
 
 
-def plan_job(cfg: PlatformConfig, job: TeamJob) -> TrainingJobSpec:
+def team_of(cfg: PlatformConfig, name: str | None) -> TeamSettings:
+    """The team asked for (the training namespace's when none), or SubmitError naming them."""
+    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+    wanted = name or cfg.namespaces.training
+    found = next((t for t in teams if t.name == wanted), None)
+    if found is None:
+        raise SubmitError(
+            [
+                f"--team {wanted!r} is not a team of this stack; its teams (scheduling.teams, "
+                f"and the training namespace): {', '.join(t.name for t in teams)}"
+            ]
+        )
+    return found
+
+
+def burst_worker(cfg: PlatformConfig, team: TeamSettings) -> str | None:
+    """The MultiKueue worker a team's job is rendered for: the first of its queue's workers
+    (burst.workers, most preferred first); None where the queue runs here."""
+    queue = next(q for q in cfg.scheduling.cluster_queues if q.name == team.cluster_queue)
+    return queue.burst.workers[0] if queue.burst is not None else None
+
+
+def plan_job(
+    cfg: PlatformConfig, job: TeamJob, workers: Mapping[str, PlatformConfig] | None = None
+) -> TrainingJobSpec:
     """The job, or SubmitError with every reason it cannot run. No image renders as
-    RENDER_ONLY_IMAGE; `main` refuses that unless asked only to render."""
+    RENDER_ONLY_IMAGE; `main` refuses that unless asked only to render. `workers`: the
+    configs of the stack's MultiKueue workers by name, for a team whose queue bursts."""
     problems = request_problems(job)
     if size_problems(job.nodes, job.gpus_per_node):
         raise SubmitError(problems)
+    try:
+        team = team_of(cfg, job.team)
+    except SubmitError as error:
+        raise SubmitError([*problems, *error.problems]) from None
+    worker = burst_worker(cfg, team)
+    runs_on, managed_by = cfg, None
+    if worker is not None:
+        if worker not in (workers or {}):
+            raise SubmitError([f"--team {team.name}: its queue bursts to worker {worker}, "
+                               "whose stack was not read"])  # fmt: skip
+        runs_on, managed_by = workers[worker], MANAGED_BY
     need = None
     if job.min_gpu_memory_gib is not None:
         need = GpuMemoryNeed(job.min_gpu_memory_gib, "--min-gpu-memory-gib")
     try:
-        chosen = choose_pool(cfg, "the job", job.nodes, job.gpus_per_node, job.pool, need)
+        chosen = choose_pool(runs_on, "the job", job.nodes, job.gpus_per_node, job.pool, need)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     if problems:
@@ -160,17 +209,19 @@ def plan_job(cfg: PlatformConfig, job: TeamJob) -> TrainingJobSpec:
     env[CHECKPOINT_ENV] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"
     scheduled = cfg.scheduling.enabled
     return spec_for_pool(
-        cfg,
+        runs_on,
         chosen.name,
         name=name,
+        namespace=team.name,
+        managed_by=managed_by,
         image=image,
         command=torchrun_command(job.command),
         nodes=job.nodes,
         gpus_per_node=gpus,
-        # The LocalQueue the platform declares in the training namespace; without Kueue the
-        # job goes straight to the scheduler.
+        # The LocalQueue the platform declares in the team's namespace; without Kueue the job
+        # goes straight to the scheduler.
         queue=LOCAL_QUEUE if scheduled else None,
-        priority_class=job.priority_class if scheduled else None,
+        priority_class=(job.priority_class or team.priority_class) if scheduled else None,
         env=env,
         labels={JOB_LABEL: name},
         metrics_port=TRAINING_METRICS_PORT,
@@ -210,7 +261,16 @@ def parser() -> argparse.ArgumentParser:
         help=f"checkpoints go to <output>/<name> on shared-data (default {DEFAULT_OUTPUT})",
     )
     p.add_argument("--min-gpu-memory-gib", type=int, help="refuse pools with less per GPU")
-    p.add_argument("--priority-class", choices=[p.name for p in PRIORITIES], default="research")
+    p.add_argument(
+        "--team",
+        help="a scheduling.teams name: its namespace, queue and priority (default: "
+        "the training namespace)",
+    )
+    p.add_argument(
+        "--priority-class",
+        choices=[p.name for p in PRIORITIES],
+        help="default: the team's scheduling.teams[].priority_class",
+    )
     p.add_argument("--grace-period-seconds", type=int, default=DEFAULT_GRACE_PERIOD_SECONDS)
     p.add_argument("--out", type=Path, help="default: out/jobs")
     p.add_argument(
@@ -236,9 +296,14 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         min_gpu_memory_gib=args.min_gpu_memory_gib,
         priority_class=args.priority_class,
         grace_period_seconds=args.grace_period_seconds,
+        team=args.team,
     )
     try:
         cfg = load_stack(args.stack, root)
+        # Only the worker a bursting team's job goes to is read (its pools, its namespace).
+        workers = {
+            w.name: load_stack(w.stack.rsplit("/", 1)[-1], root) for w in cfg.multikueue.workers
+        }
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
@@ -249,8 +314,14 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
             "(<registry>/<repo>@sha256:<64 hex>), or pass --render-only to only render"
         )
     try:
-        spec = plan_job(cfg, job)
+        spec = plan_job(cfg, job, workers)
     except SubmitError as error:
         problems += error.problems
     out = args.out or root / "out" / "jobs"
-    return deliver(args, cfg, "the job", spec, lambda name: out / name / "job.yaml", problems)
+    detail = ""
+    if spec is not None and spec.managed_by == MANAGED_BY:
+        team = team_of(cfg, job.team)
+        detail = f", dispatched by MultiKueue to worker {burst_worker(cfg, team)}"
+    return deliver(
+        args, cfg, "the job", spec, lambda name: out / name / "job.yaml", problems, detail
+    )
