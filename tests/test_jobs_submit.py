@@ -37,7 +37,7 @@ def team_job(**choices) -> TeamJob:
 
 
 def trainer(objects) -> dict:
-    (container,) = objects[1]["spec"]["template"]["spec"]["containers"]
+    (container,) = objects[-1]["spec"]["template"]["spec"]["containers"]
     return container
 
 
@@ -59,8 +59,8 @@ def test_a_teams_job_is_valid_on_every_pool_of_every_stack_that_can_hold_it(stac
             plan_job(cfg, job)
         return
     objects = render(plan_job(cfg, job))
-    assert [o["kind"] for o in objects] == ["Service", "Job"]
-    assert objects[1]["spec"]["completions"] == nodes
+    assert [o["kind"] for o in objects] == ["Job"]
+    assert objects[-1]["spec"]["completions"] == nodes
     for obj in objects:
         validate_kubernetes(obj, cfg.cluster.kubernetes_version)
 
@@ -77,7 +77,7 @@ def test_the_command_runs_as_written_under_torchrun_with_the_jobs_rendezvous():
         "--nnodes=2",
         "--nproc-per-node=8",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
-        "--master-addr=llama-0.llama",
+        "--master-addr=llama-0.rendezvous",
         "--master-port=29500",
         # torch.distributed.run: "--no-python: Skip prepending the training script with
         # 'python' - just execute it directly", so the team's own `python` runs its script.
@@ -140,7 +140,7 @@ def test_the_job_takes_what_a_whole_p5_node_offers_and_is_scraped_and_given_time
     assert container["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
     assert env_of(objects)["SEED"] == "7"
     assert container["image"] == IMAGE
-    pod = objects[1]["spec"]["template"]
+    pod = objects[-1]["spec"]["template"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
     # The port the recipes and trainkit serve metrics on, which the PodMonitor scrapes by name.
     assert {"name": "metrics", "containerPort": 8000} in container["ports"]
@@ -151,7 +151,7 @@ def test_the_job_takes_what_a_whole_p5_node_offers_and_is_scraped_and_given_time
 @pytest.mark.parametrize("stack", STACKS)
 def test_kueue_admits_a_teams_job_through_a_local_queue_and_priority_the_stack_declares(stack):
     cfg = stack_config(stack)
-    _, job = render(plan_job(cfg, team_job(priority_class="preemptible")))
+    (job,) = render(plan_job(cfg, team_job(priority_class="preemptible")))
     labels = job["metadata"]["labels"]
     if not cfg.scheduling.enabled:
         assert not any(k.startswith("kueue.x-k8s.io/") for k in labels)
@@ -223,8 +223,8 @@ def test_main_writes_the_service_and_job_under_the_jobs_name(project, capsys):
     argv = ("--nodes", "2", "--gpus-per-node", "4", "--image", IMAGE, "--name", "ft")
     assert submit(project, *argv) == 0
     path = project / "out" / "ft" / "job.yaml"
-    service, job = yaml.safe_load_all(path.read_text())
-    assert (service["kind"], job["kind"]) == ("Service", "Job")
+    (job,) = yaml.safe_load_all(path.read_text())
+    assert job["kind"] == "Job"
     assert job["spec"]["completions"] == 2
     # staging's one pool: p4d.24xlarge nodes.
     out = capsys.readouterr().out
@@ -242,7 +242,7 @@ def test_python_dash_m_jobs_submit_runs_from_the_repository_root(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    _, job = yaml.safe_load_all((tmp_path / "cli" / "job.yaml").read_text())
+    (job,) = yaml.safe_load_all((tmp_path / "cli" / "job.yaml").read_text())
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"][-4:] == ["python", "train.py", "--lr", "1e-5"]
 
@@ -323,7 +323,7 @@ def test_no_image_is_refused_unless_only_rendering(project, capsys):
     err = refused(project, capsys, "--nodes", "1")
     assert "--image is missing" in err and "--render-only" in err
     assert submit(project, "--nodes", "1", "--render-only", "--name", "dry") == 0
-    _, job = yaml.safe_load_all((project / "out" / "dry" / "job.yaml").read_text())
+    (job,) = yaml.safe_load_all((project / "out" / "dry" / "job.yaml").read_text())
     image = job["spec"]["template"]["spec"]["containers"][0]["image"]
     # RFC 2606 reserves .invalid: a placeholder that can never be pulled.
     assert image.split("/")[0].endswith(".invalid")
