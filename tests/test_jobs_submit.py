@@ -374,3 +374,84 @@ def test_a_bad_stack_exits_2_with_the_plans_message(project, capsys):
     assert main(["--stack", "nope", "--nodes", "1", "--", "t.py"], root=project) == 2
     err = capsys.readouterr().err
     assert "stacks/Pulumi.nope.yaml: invalid gpu-platform configuration" in err
+
+
+# ---------------------------------------------------------------------------- --team
+
+TEAMS = [
+    (s, t.name)
+    for s in STACKS
+    for t in stack_config(s).scheduling.all_teams(stack_config(s).namespaces.training)
+]
+
+
+def worker_configs(stack: str) -> dict:
+    return {
+        w.name: stack_config(w.stack.rsplit("/", 1)[-1])
+        for w in stack_config(stack).multikueue.workers
+    }
+
+
+@pytest.mark.parametrize(("stack", "team"), TEAMS)
+def test_a_teams_job_lands_in_its_namespace_through_its_queue_at_its_priority(stack, team):
+    cfg = stack_config(stack)
+    (job,) = render(plan_job(cfg, team_job(team=team), worker_configs(stack)))
+    assert job["metadata"]["namespace"] == team
+    if cfg.scheduling.enabled:
+        teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+        settings = next(t for t in teams if t.name == team)
+        labels = job["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/queue-name"] == "default"
+        assert labels["kueue.x-k8s.io/priority-class"] == settings.priority_class
+        assert job["spec"]["template"]["spec"]["priorityClassName"] == settings.priority_class
+
+
+def test_a_teams_default_priority_is_research_and_the_flag_overrides_it():
+    # scheduling.teams[].priority_class defaults to research (infra/config/scheduling.py).
+    cfg = stack_config("onprem")
+    (research,) = [t for t in cfg.scheduling.teams if t.name == "research"]
+    assert research.priority_class == "research"
+    (job,) = render(plan_job(cfg, team_job(team="research", priority_class="preemptible"),
+                             worker_configs("onprem")))  # fmt: skip
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "preemptible"
+
+
+def test_an_unknown_team_is_refused_with_the_stacks_teams():
+    with pytest.raises(SubmitError) as refused:
+        plan_job(stack_config("onprem"), team_job(team="vision"), worker_configs("onprem"))
+    assert refused.value.problems == [
+        "--team 'vision' is not a team of this stack; its teams (scheduling.teams, and the "
+        "training namespace): training, research"
+    ]
+
+
+def test_a_bursting_teams_job_is_rendered_for_the_workers_pool_and_managed_by_multikueue():
+    # onprem's team research submits to ClusterQueue burst, whose worker is the burst stack
+    # (p5.48xlarge: 8 H100, 32 EFA interfaces; stacks/Pulumi.burst.yaml).
+    spec = plan_job(stack_config("onprem"), team_job(team="research", nodes=2),
+                    worker_configs("onprem"))  # fmt: skip
+    (job,) = render(spec)
+    assert job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert spec.pool.name == "h100-spot"
+    assert trainer([job])["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
+    assert trainer([job])["envFrom"] == [{"configMapRef": {"name": "nccl-h100-spot"}}]
+    with pytest.raises(SubmitError, match="--pool 'a100' is not a GPU pool of this stack"):
+        plan_job(stack_config("onprem"), team_job(team="research", pool="a100"),
+                 worker_configs("onprem"))  # fmt: skip
+
+
+def test_main_submits_a_bursting_teams_job_reading_the_workers_stack_file(tmp_path, capsys):
+    root = make_project(
+        tmp_path,
+        {"onprem": stack_file_config("onprem"), "burst": stack_file_config("burst")},
+    )
+    argv = ["--stack", "onprem", "--team", "research", "--nodes", "2", "--image", IMAGE]
+    out = tmp_path / "out"
+    assert main([*argv, "--name", "ft", "--out", str(out), "--", *COMMAND], root=root) == 0
+    (job,) = yaml.safe_load_all((out / "ft" / "job.yaml").read_text())
+    assert job["metadata"]["namespace"] == "research"
+    printed = capsys.readouterr().out
+    assert "Job research/ft, 2 node(s) x 8 GPU(s) of pool h100-spot" in printed
+    assert "dispatched by MultiKueue to worker burst" in printed
+    assert main([*argv, "--team", "nlp", "--out", str(out), "--", *COMMAND], root=root) == 2
+    assert "--team 'nlp' is not a team of this stack" in capsys.readouterr().err
