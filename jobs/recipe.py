@@ -1,6 +1,6 @@
 """`python -m jobs recipe <recipe> --stack <stack> --nodes N`: one training recipe (recipes/, the
 image side) as a Kueue-admitted distributed job on a GPU pool of the stack (components/jobs.py),
-written to `out/recipes/<recipe>/job.yaml` (Service, Job) and, with `--apply`, applied with
+written to `out/recipes/<recipe>/job.yaml` (the Job) and, with `--apply`, applied with
 kubectl.
 
 The recipe in the pod gets its settings, `infra.config.recipes.recipe_settings(cfg.recipes,
