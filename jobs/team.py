@@ -29,11 +29,10 @@ from pathlib import Path
 from typing import get_args
 
 from components.jobs import RESERVED_ENV, TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
-from components.multikueue import MANAGED_BY
 from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, PlatformConfig
 from infra.config.recipes import SharedPath
-from infra.config.scheduling import LOCAL_QUEUE, PRIORITIES, TeamSettings
+from infra.config.scheduling import LOCAL_QUEUE, PRIORITIES
 from infra.config.selftest import PinnedImage
 from infra.plan.engine import ROOT
 from jobs.common import (
@@ -44,8 +43,10 @@ from jobs.common import (
     check_name,
     choose_pool,
     deliver,
+    destination,
     job_name,
     load_stack,
+    load_workers,
     size_problems,
 )
 
@@ -145,28 +146,6 @@ def name_prefix(image: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", repository.lower())[:40].strip("-") or "job"
 
 
-def team_of(cfg: PlatformConfig, name: str | None) -> TeamSettings:
-    """The team asked for (the training namespace's when none), or SubmitError naming them."""
-    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
-    wanted = name or cfg.namespaces.training
-    found = next((t for t in teams if t.name == wanted), None)
-    if found is None:
-        raise SubmitError(
-            [
-                f"--team {wanted!r} is not a team of this stack; its teams (scheduling.teams, "
-                f"and the training namespace): {', '.join(t.name for t in teams)}"
-            ]
-        )
-    return found
-
-
-def burst_worker(cfg: PlatformConfig, team: TeamSettings) -> str | None:
-    """The MultiKueue worker a team's job is rendered for: the first of its queue's workers
-    (burst.workers, most preferred first); None where the queue runs here."""
-    queue = next(q for q in cfg.scheduling.cluster_queues if q.name == team.cluster_queue)
-    return queue.burst.workers[0] if queue.burst is not None else None
-
-
 def plan_job(
     cfg: PlatformConfig, job: TeamJob, workers: Mapping[str, PlatformConfig] | None = None
 ) -> TrainingJobSpec:
@@ -177,16 +156,10 @@ def plan_job(
     if size_problems(job.nodes, job.gpus_per_node):
         raise SubmitError(problems)
     try:
-        team = team_of(cfg, job.team)
+        where = destination(cfg, job.team, workers or {})
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
-    worker = burst_worker(cfg, team)
-    runs_on, managed_by = cfg, None
-    if worker is not None:
-        if worker not in (workers or {}):
-            raise SubmitError([f"--team {team.name}: its queue bursts to worker {worker}, "
-                               "whose stack was not read"])  # fmt: skip
-        runs_on, managed_by = workers[worker], MANAGED_BY
+    runs_on, team = where.runs_on, where.team
     need = None
     if job.min_gpu_memory_gib is not None:
         need = GpuMemoryNeed(job.min_gpu_memory_gib, "--min-gpu-memory-gib")
@@ -213,7 +186,7 @@ def plan_job(
         chosen.name,
         name=name,
         namespace=team.name,
-        managed_by=managed_by,
+        managed_by=where.managed_by,
         image=image,
         command=torchrun_command(job.command),
         nodes=job.nodes,
@@ -262,11 +235,6 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--min-gpu-memory-gib", type=int, help="refuse pools with less per GPU")
     p.add_argument(
-        "--team",
-        help="a scheduling.teams name: its namespace, queue and priority (default: "
-        "the training namespace)",
-    )
-    p.add_argument(
         "--priority-class",
         choices=[p.name for p in PRIORITIES],
         help="default: the team's scheduling.teams[].priority_class",
@@ -300,10 +268,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     )
     try:
         cfg = load_stack(args.stack, root)
-        # Only the worker a bursting team's job goes to is read (its pools, its namespace).
-        workers = {
-            w.name: load_stack(w.stack.rsplit("/", 1)[-1], root) for w in cfg.multikueue.workers
-        }
+        workers = load_workers(cfg, root)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
@@ -319,9 +284,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         problems += error.problems
     out = args.out or root / "out" / "jobs"
     detail = ""
-    if spec is not None and spec.managed_by == MANAGED_BY:
-        team = team_of(cfg, job.team)
-        detail = f", dispatched by MultiKueue to worker {burst_worker(cfg, team)}"
+    if spec is not None:
+        detail = destination(cfg, job.team, workers).detail
     return deliver(
         args, cfg, "the job", spec, lambda name: out / name / "job.yaml", problems, detail
     )

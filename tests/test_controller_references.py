@@ -2,7 +2,7 @@
 tests/controllers/references.py (ConfigMaps, Secrets, claims and their volumes, ServiceAccounts,
 NetworkAttachmentDefinitions, priority classes, LocalQueues, WorkloadPriorityClasses, the
 rendezvous Service), run over every stack, every team namespace and every job the builder
-renders: the self-test and its schedule, the recipes, `jobs submit` for each team and pool.
+renders: the self-test and its schedule, the recipes and `jobs submit`, for each team and pool.
 A bursting team's job runs on the MultiKueue worker (burst is onprem's), so its references are
 checked against the worker stack's objects, with nothing the submitter applied beside it.
 
@@ -72,8 +72,14 @@ def team_jobs() -> list[tuple[str, str, str]]:
     return found
 
 
+def pool_of(stack: str, pool: str):
+    """The pool, of the stack or of one of its workers."""
+    configs = [stack_config(stack), *workers(stack).values()]
+    return next(p for cfg in configs for p in cfg.gpu_pools if p.name == pool)
+
+
 TEAM_JOBS = team_jobs()
-RECIPE_JOBS = [(s, r, p.name) for s in STACKS for r in RECIPES for p in stack_config(s).gpu_pools]
+RECIPE_JOBS = [(s, r, t, p) for s, t, p in TEAM_JOBS for r in RECIPES]
 
 
 # ------------------------------------------------------------------------- the sweep
@@ -90,10 +96,8 @@ def test_the_jobs_a_stack_declares_find_what_their_pods_name(stack):
 @pytest.mark.parametrize(("stack", "team", "pool"), TEAM_JOBS)
 def test_a_teams_job_finds_what_its_pods_name_where_it_runs(stack, team, pool):
     cfg = stack_config(stack)
-    gpu_pool = next((p for p in cfg.gpu_pools if p.name == pool), None) or next(
-        p for w in workers(stack).values() for p in w.gpu_pools if p.name == pool
-    )
-    job = TeamJob(IMAGE, ["train.py"], nodes=min(2, gpu_pool.max_nodes), pool=pool, team=team)
+    nodes = min(2, pool_of(stack, pool).max_nodes)
+    job = TeamJob(IMAGE, ["train.py"], nodes=nodes, pool=pool, team=team)
     try:
         spec = plan_job(cfg, job, workers(stack))
     except SubmitError as error:
@@ -104,16 +108,17 @@ def test_a_teams_job_finds_what_its_pods_name_where_it_runs(stack, team, pool):
     assert check(Placed(obj, stack)) == []
 
 
-@pytest.mark.parametrize(("stack", "recipe", "pool"), RECIPE_JOBS)
-def test_a_recipes_job_finds_what_its_pods_name(stack, recipe, pool):
+@pytest.mark.parametrize(("stack", "recipe", "team", "pool"), RECIPE_JOBS)
+def test_a_recipes_job_finds_what_its_pods_name(stack, recipe, team, pool):
     cfg = stack_config(stack)
-    gpu_pool = next(p for p in cfg.gpu_pools if p.name == pool)
+    nodes = min(2, pool_of(stack, pool).max_nodes)
     try:
         spec, _ = recipe_jobs.plan_job(
-            cfg, recipe, min(2, gpu_pool.max_nodes), pool=pool, render_only=True
+            cfg, recipe, nodes, pool=pool, render_only=True, team=team, workers=workers(stack)
         )
     except SubmitError:
         return  # a pool the recipe cannot use (GPU memory, MIG): refused, not rendered
+    assert spec.namespace == team
     (obj,) = render(spec)
     assert check(Placed(obj, stack)) == []
 

@@ -491,3 +491,19 @@ def test_a_time_sliced_pool_takes_the_job_with_a_warning(tmp_path, capsys):
 def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(choices, message):
     with pytest.raises(SubmitError, match=message):
         plan_job(staged(stack_config("prod")), "esrgan", **choices)
+
+
+def test_a_recipe_for_a_team_runs_in_its_namespace_through_its_queue():
+    # onprem's team research bursts to the worker burst (stacks/Pulumi.onprem.yaml): the job is
+    # rendered for burst's pool and handed to MultiKueue.
+    burst = {"burst": stack_config("burst")}
+    spec, _ = plan_job(
+        stack_config("onprem"), "prepare", 1, render_only=True, team="research", workers=burst
+    )
+    (job,) = render(spec)
+    assert job["metadata"]["namespace"] == "research"
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert spec.pool.name == "h100-spot"
+    with pytest.raises(SubmitError, match="--team 'nlp' is not a team of this stack"):
+        plan_job(stack_config("onprem"), "prepare", 1, render_only=True, team="nlp")
