@@ -215,8 +215,9 @@ class SecondaryNetworks:
 class RookCephArgs:
     env: str
     ceph: CephSettings
-    claim_namespace: str
-    # Declared first: the claim's namespace.
+    # Every namespace jobs run in, the training namespace first: each gets its `shared-data`.
+    claim_namespaces: Sequence[str]
+    # Declared first: the claims' namespaces.
     after: Sequence[pulumi.Resource] = ()
     # Production: `pulumi destroy` or a replacement must never delete the data's cluster,
     # file system or claim.
@@ -314,12 +315,18 @@ class RookCeph(PlatformComponent):
             volume_binding_mode="Immediate",
             opts=self.child(depends_on=[drivers]),
         )
-        claim = declare_claim(
-            self,
-            f"{env}-shared-data",
-            shared_data_claim(args.claim_namespace, ceph.claim_size_gib, STORAGE_CLASS),
-            after=[storage_class, filesystem, *args.after],
-            protect=args.protect,
-        )
+        # A claim of the class is a CephFS subvolume of its own: each namespace's `shared-data`
+        # holds that namespace's data (the training namespace's keeps its resource name).
+        claims = [
+            declare_claim(
+                self,
+                f"{env}-shared-data" + ("" if i == 0 else f"-in-{ns}"),
+                shared_data_claim(ns, ceph.claim_size_gib, STORAGE_CLASS),
+                after=[storage_class, filesystem, *args.after],
+                protect=args.protect,
+            )
+            for i, ns in enumerate(args.claim_namespaces)
+        ]
+        claim = claims[0]
         self.shared = SharedData(claim, ceph.expected_throughput_mbps)
         self.register_outputs({"filesystem": ceph.filesystem_name, "claim": claim.metadata.name})

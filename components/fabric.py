@@ -1,6 +1,7 @@
 """The on-prem fabric: the NVIDIA Network Operator, the `nic-cluster-policy` that deploys its
 RDMA device plugin, Multus, the CNI plugins and nv-ipam, the nv-ipam IP pools, and the RDMA
-network training pods join.
+network training pods join, in every namespace they run in (Multus reads a pod's networks from
+its own namespace: multus-cni docs/how-to-use.md).
 
 One IPAM for the cluster: the operator dropped whereabouts in v25.10.0 (shared/PINS.md), so the
 Ceph Multus networks take their addresses from nv-ipam pools declared here too.
@@ -221,9 +222,10 @@ def ip_pools(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
 class NetworkOperatorArgs:
     env: str
     cfg: PlatformConfig
-    # The namespace training pods run in: the RDMA network is theirs.
-    training_namespace: str
-    # Declared first: that namespace.
+    # Every namespace training pods run in, the training namespace first: the RDMA network is
+    # theirs, and Multus looks a network up in the pod's own namespace.
+    training_namespaces: Sequence[str]
+    # Declared first: those namespaces.
     after: Sequence[pulumi.Resource] = ()
 
 
@@ -271,19 +273,23 @@ class NetworkOperator(PlatformComponent):
                 self.child(depends_on=[policy]),
             )
         if cfg.fabric is not None and cfg.fabric.network is not None:
-            KubernetesObject(
-                f"{env}-rdma-net",
-                {
-                    "apiVersion": MULTUS_API,
-                    "kind": "NetworkAttachmentDefinition",
-                    "metadata": {
-                        "name": RDMA_NETWORK,
-                        "namespace": args.training_namespace,
-                        "labels": PART_OF,
+            first = args.training_namespaces[0]
+            for training in args.training_namespaces:
+                # The training namespace's keeps the name it always had: no replacement.
+                suffix = "" if training == first else f"-in-{training}"
+                KubernetesObject(
+                    f"{env}-rdma-net{suffix}",
+                    {
+                        "apiVersion": MULTUS_API,
+                        "kind": "NetworkAttachmentDefinition",
+                        "metadata": {
+                            "name": RDMA_NETWORK,
+                            "namespace": training,
+                            "labels": PART_OF,
+                        },
+                        "spec": {"config": rdma_network_config(cfg)},
                     },
-                    "spec": {"config": rdma_network_config(cfg)},
-                },
-                self.child(depends_on=[policy, *args.after]),
-            )
+                    self.child(depends_on=[policy, *args.after]),
+                )
         self.networks = SecondaryNetworks(operator, pools)
         self.register_outputs({"namespace": ns})

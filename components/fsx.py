@@ -26,7 +26,8 @@ from infra.config import DataRepositorySettings, FsxSettings
 
 CSI_DRIVER = "fsx.csi.aws.com"
 CSI_NAMESPACE = "kube-system"
-# The static PersistentVolume behind the claim (cluster-scoped, so it names the backend).
+# The static PersistentVolume behind the training namespace's claim (cluster-scoped, so it names
+# the backend); another namespace's is `<PV_NAME>-<namespace>`.
 PV_NAME = "fsx-shared-data"
 # Lustre: 988 carries LNet; 1018-1023 are the privileged ports clients and servers connect from.
 LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
@@ -146,6 +147,21 @@ def lustre_file_system_args(
     )
 
 
+def volume_name(namespace: str, first: bool) -> str:
+    return PV_NAME if first else f"{PV_NAME}-{namespace}"
+
+
+def volume_handle(fs_id: pulumi.Input[str], namespace: str, first: bool) -> pulumi.Input[str]:
+    """The file system id for the training namespace's volume (as it always was), `<id>/<ns>`
+    for another's. A static volume binds one claim (kubernetes pv_controller.go), so each
+    namespace's claim has a volume of its own on the same file system. The driver mounts
+    `<dnsname>@tcp:/<mountname>` from the volume attributes and uses the handle only as the key
+    of its in-flight operations (aws-fsx-csi-driver pkg/driver/node.go, NodePublishVolume; no
+    NodeStage), while the kubelet names a CSI volume by driver and handle: distinct handles keep
+    two namespaces' pods on one node from sharing one volume's bookkeeping."""
+    return fs_id if first else pulumi.Output.concat(fs_id, "/", namespace)
+
+
 def lustre_volume(
     fs_id: pulumi.Input[str],
     dns_name: pulumi.Input[str],
@@ -154,8 +170,9 @@ def lustre_volume(
     mount_options: Sequence[str],
     claim_namespace: str,
 ) -> k8s.core.v1.PersistentVolumeSpecArgs:
-    """The static volume for an existing file system: the CSI handle is the file system id, the
-    attributes say where to mount it from; the claim reference reserves it for `shared-data`."""
+    """The static volume for an existing file system: the CSI handle names it (`fs_id`, see
+    volume_handle), the attributes say where to mount it from; the claim reference reserves it
+    for `shared-data` in `claim_namespace`."""
     return k8s.core.v1.PersistentVolumeSpecArgs(
         capacity={"storage": f"{size_gib}Gi"},
         access_modes=["ReadWriteMany"],
@@ -185,9 +202,10 @@ class FsxLustreArgs:
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     node_security_group_id: pulumi.Input[str]
-    claim_namespace: str
+    # Every namespace jobs run in, the training namespace first: each gets its `shared-data`.
+    claim_namespaces: Sequence[str]
     protect: bool
-    # Declared first: the Pod Identity agent (for the driver) and the claim's namespace.
+    # Declared first: the Pod Identity agent (for the driver) and the claims' namespaces.
     after: Sequence[pulumi.Resource] = ()
     # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
     registry_mirror: str | None = None
@@ -260,30 +278,37 @@ class FsxLustre(PlatformComponent):
             self._data_repository(env, fsx.data_repository, args.protect)
 
         csi = self._csi_driver(args)
-        pv = k8s.core.v1.PersistentVolume(
-            f"{env}-shared-data-pv",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=PV_NAME, labels=PART_OF),
-            spec=lustre_volume(
-                self.file_system.id,
-                self.file_system.dns_name,
-                self.file_system.mount_name,
-                fsx.storage_capacity_gib,
-                fsx.mount_options,
-                args.claim_namespace,
-            ),
-            opts=self.child(depends_on=[csi]),
-        )
-        claim = declare_claim(
-            self,
-            f"{env}-shared-data",
-            shared_data_claim(
-                args.claim_namespace,
-                fsx.storage_capacity_gib,
-                storage_class="",
-                volume_name=PV_NAME,
-            ),
-            after=[pv, *args.after],
-        )
+        claims = []
+        for i, ns in enumerate(args.claim_namespaces):
+            # The training namespace's keep the names they always had: no replacement.
+            suffix = "" if i == 0 else f"-in-{ns}"
+            pv = k8s.core.v1.PersistentVolume(
+                f"{env}-shared-data-pv{suffix}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=volume_name(ns, i == 0), labels=PART_OF),
+                spec=lustre_volume(
+                    volume_handle(self.file_system.id, ns, i == 0),
+                    self.file_system.dns_name,
+                    self.file_system.mount_name,
+                    fsx.storage_capacity_gib,
+                    fsx.mount_options,
+                    ns,
+                ),
+                opts=self.child(depends_on=[csi]),
+            )
+            claims.append(
+                declare_claim(
+                    self,
+                    f"{env}-shared-data{suffix}",
+                    shared_data_claim(
+                        ns,
+                        fsx.storage_capacity_gib,
+                        storage_class="",
+                        volume_name=volume_name(ns, i == 0),
+                    ),
+                    after=[pv, *args.after],
+                )
+            )
+        claim = claims[0]
         self.shared = SharedData(claim, fsx.expected_throughput_mbps)
         self.register_outputs(
             {

@@ -1,10 +1,13 @@
-"""A distributed training job on one GPU pool, as plain Kubernetes objects: an Indexed Job whose
-pods find each other through a headless Service, and run the command under torchrun.
+"""A distributed training job on one GPU pool, as a plain Kubernetes object: an Indexed Job whose
+pods find each other through the platform's rendezvous Service, and run the command under
+torchrun.
 
 - One pod per node: `completionMode: Indexed`, completions = parallelism = nodes. Each pod's
-  hostname is `<job>-<index>` and, with `subdomain: <service>`, it resolves as
-  `<job>-<index>.<service>`; torchrun's rendezvous master is index 0 on port 29500 and each
-  pod's node rank is its completion index.
+  hostname is `<job>-<index>` and, with `subdomain: rendezvous`, it resolves as
+  `<job>-<index>.rendezvous` through the headless Service the platform declares in every
+  training namespace (components/rendezvous.py), so a Job MultiKueue copies alone to a worker
+  still finds its peers; torchrun's rendezvous master is index 0 on port 29500 and each pod's
+  node rank is its completion index.
 - Admitted through Kueue: the LocalQueue label, the WorkloadPriorityClass label, and the Job
   created suspended, so that Kueue starts it once the whole job fits (Kueue's
   pkg/controller/constants: QueueLabel `kueue.x-k8s.io/queue-name`, WorkloadPriorityClassLabel
@@ -22,9 +25,9 @@ pods find each other through a headless Service, and run the command under torch
 
 - On a schedule: `cron_job(spec, ...)` wraps the same Job in a CronJob. The CronJob controller
   names each Job it creates, so no pod can know a peer's name in advance: a scheduled job is one
-  node, and torchrun's rendezvous stays on it (`--standalone`), with no Service.
+  node, and torchrun's rendezvous stays on it (`--standalone`), with no subdomain.
 
-Everything here is pure: `render(spec)` returns the two objects as dicts, validated in tests
+Everything here is pure: `render(spec)` returns the Job as a dict, validated in tests
 against the Kubernetes schema. `python -m jobs` submits through it, a recipe's job and a team's own
 (docs/training.md).
 """
@@ -39,6 +42,10 @@ from components.fabric import RDMA_NETWORK, rdma_resource
 from components.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
 from components.multikueue import burst_managed_by
 from components.nccl import configmap_name
+from components.rendezvous import LABEL as RENDEZVOUS_LABEL
+from components.rendezvous import PORT as RENDEZVOUS_PORT
+from components.rendezvous import SERVICE as RENDEZVOUS_SERVICE
+from components.rendezvous import master_address as index_zero
 from components.storage import (
     NvmeCache,
     _on_host,
@@ -53,11 +60,8 @@ from infra.config.fabric import RDMA_FABRICS
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-# The label the Job controller puts on its pods (Kubernetes 1.27+), with the Job's name.
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 # The label that carries an Indexed Job pod's index (Kubernetes 1.28+).
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-RENDEZVOUS_PORT = 29500
 # The container port's name and the pod label the platform's PodMonitor scrapes by.
 METRICS_PORT_NAME = "metrics"
 METRICS_LABEL = {"gpu-platform/metrics": "training"}
@@ -107,7 +111,7 @@ class TrainingJobSpec:
     # terminationGracePeriodSeconds: time between SIGTERM and SIGKILL for a checkpoint on
     # eviction or preemption; None keeps Kubernetes' 30 s.
     termination_grace_period_seconds: int | None = None
-    # One node, rendezvous on it: no peers to find, so no Service (cron_job's Jobs).
+    # One node, rendezvous on it: no peers to find, so no subdomain (cron_job's Jobs).
     standalone: bool = False
     # The pods' ServiceAccount; None: the namespace's `default`.
     service_account: str | None = None
@@ -121,14 +125,10 @@ class TrainingJobSpec:
     def gpus(self) -> int:
         return self.gpus_per_node or self.pool.gpus_per_node
 
-    @property
-    def service(self) -> str:
-        return self.name
-
 
 def master_address(spec: TrainingJobSpec) -> str:
-    """Index 0's stable name: `<job>-0.<service>` (Indexed Job hostname + pod subdomain)."""
-    return f"{spec.name}-0.{spec.service}"
+    """Index 0's stable name through the namespace's rendezvous Service."""
+    return index_zero(spec.name)
 
 
 def torchrun_args(spec: TrainingJobSpec) -> list[str]:
@@ -258,9 +258,12 @@ def ports(spec: TrainingJobSpec) -> list[dict[str, Any]]:
 
 
 def pod_labels(spec: TrainingJobSpec) -> dict[str, str]:
-    if spec.metrics_port is None:
-        return dict(spec.labels)
-    return {**spec.labels, **METRICS_LABEL}
+    labels = dict(spec.labels)
+    if not spec.standalone:
+        labels.update(RENDEZVOUS_LABEL)
+    if spec.metrics_port is not None:
+        labels.update(METRICS_LABEL)
+    return labels
 
 
 def pod_annotations(spec: TrainingJobSpec) -> dict[str, str]:
@@ -285,7 +288,7 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
         ],
     }
     if not spec.standalone:
-        pod["subdomain"] = spec.service
+        pod["subdomain"] = RENDEZVOUS_SERVICE
     if spec.service_account:
         pod["serviceAccountName"] = spec.service_account
     if spec.priority_class:
@@ -341,29 +344,11 @@ def job(spec: TrainingJobSpec) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": body}
 
 
-def service(spec: TrainingJobSpec) -> dict[str, Any]:
-    """Headless, publishing pods before they are ready: the rendezvous needs index 0's
-    address while every pod is still starting."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": spec.service,
-            "namespace": spec.namespace,
-            "labels": dict(spec.labels),
-        },
-        "spec": {
-            "clusterIP": "None",
-            "publishNotReadyAddresses": True,
-            "selector": {JOB_NAME_LABEL: spec.name},
-            "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT}],
-        },
-    }
-
-
 def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
-    """The Service first: index 0's name must resolve by the time its peers look it up."""
-    return [service(spec), job(spec)]
+    """What a submitter applies: the Job alone. Everything its pods name exists in its namespace
+    on every cluster it may run on, the rendezvous Service among them (tests/controllers/
+    references.py)."""
+    return [job(spec)]
 
 
 def pool_cache(cfg: PlatformConfig, pool: GpuPool) -> NvmeCache:

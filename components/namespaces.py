@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PLATFORM_LABELS, PlatformComponent
-from infra.config import NamespaceSettings
+from infra.config import NamespaceSettings, PlatformConfig
 from infra.config.scheduling import TeamSettings
 
 PART_OF = PLATFORM_LABELS
@@ -65,3 +65,11 @@ class Namespaces(PlatformComponent):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=labels),
             opts=self.child(),
         )
+
+
+def job_namespaces(cfg: PlatformConfig) -> list[str]:
+    """Every namespace jobs run in, the training namespace first: each holds what a job's pods
+    name (the rendezvous Service, the NCCL ConfigMaps, `shared-data`, the RDMA network)."""
+    training = cfg.namespaces.training
+    teams = cfg.scheduling.all_teams(training)
+    return [training, *(t.name for t in teams if t.name != training)]

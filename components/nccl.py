@@ -1,5 +1,6 @@
-"""NCCL and libfabric settings per GPU pool: one ConfigMap `nccl-<pool>` in the training
-namespace, which training pods load with `envFrom`, so a job never guesses its fabric.
+"""NCCL and libfabric settings per GPU pool: one ConfigMap `nccl-<pool>` in every namespace jobs
+run in (the training namespace and each team's), which training pods load with `envFrom`, so a
+job never guesses its fabric, whichever namespace it runs in.
 
 A silent fall-back to TCP sockets is the commonest multi-node failure (FACTS.md): every pool
 names its transport explicitly and logs what NCCL picked (NCCL_DEBUG=INFO).
@@ -7,6 +8,7 @@ names its transport explicitly and logs what NCCL picked (NCCL_DEBUG=INFO).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,12 +92,14 @@ def nccl_env(pool: GpuPool, cfg: PlatformConfig) -> dict[str, str]:
 @dataclass(frozen=True)
 class NcclSettingsArgs:
     cfg: PlatformConfig
-    namespace: str
+    # Every namespace jobs run in, the training namespace first.
+    namespaces: Sequence[str]
     env: str
 
 
 class NcclSettings(PlatformComponent):
-    """One `nccl-<pool>` ConfigMap per GPU pool, in the training namespace."""
+    """One `nccl-<pool>` ConfigMap per GPU pool in each namespace jobs run in; `names` are the
+    training namespace's."""
 
     PLANE = "data"
 
@@ -104,16 +108,21 @@ class NcclSettings(PlatformComponent):
     ):
         super().__init__(name, opts)
         self.names: dict[str, Any] = {}
+        first = args.namespaces[0]
         for pool in args.cfg.gpu_pools:
-            cm = k8s.core.v1.ConfigMap(
-                f"{args.env}-nccl-{pool.name}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=configmap_name(pool), namespace=args.namespace, labels=PART_OF
-                ),
-                data=nccl_env(pool, args.cfg),
-                opts=self.child(),
-            )
-            self.names[pool.name] = pulumi.Output.concat(
-                cm.metadata.namespace, "/", cm.metadata.name
-            )
+            for ns in args.namespaces:
+                # The training namespace's keep the names they always had: no replacement.
+                logical = f"{args.env}-nccl-{pool.name}" + ("" if ns == first else f"-in-{ns}")
+                cm = k8s.core.v1.ConfigMap(
+                    logical,
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=configmap_name(pool), namespace=ns, labels=PART_OF
+                    ),
+                    data=nccl_env(pool, args.cfg),
+                    opts=self.child(),
+                )
+                if ns == first:
+                    self.names[pool.name] = pulumi.Output.concat(
+                        cm.metadata.namespace, "/", cm.metadata.name
+                    )
         self.register_outputs({"configmaps": self.names})

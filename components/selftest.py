@@ -212,14 +212,16 @@ def repository_name(env: str) -> str:
 class SelfTestArgs:
     env: str
     cfg: PlatformConfig
-    # Everything the self-test tests: GPU Operator, storage, fabric, NCCL settings, Kueue.
+    # Everything the self-test tests: GPU Operator, storage, fabric, NCCL settings, Kueue, and
+    # the rendezvous Service its pods resolve each other through.
     after: Sequence[pulumi.Resource] = ()
     # On AWS: the provider of the ECR repository; None on an existing cluster.
     aws_provider: pulumi.ProviderResource | None = None
 
 
 class SelfTest(PlatformComponent):
-    """The image's repository on AWS, and the Job with its headless Service."""
+    """The image's repository on AWS, and the Job (its peers meet through the namespace's
+    rendezvous Service, components/rendezvous.py)."""
 
     PLANE = "selftest"
 
@@ -267,16 +269,13 @@ class SelfTest(PlatformComponent):
                     "selftest.mode is warn: the self-test Job runs, but pulumi up does not wait "
                     "for it; read its report under /mnt/shared-data/selftest/ or its log"
                 )
-            service, job = render(selftest_spec(cfg))
-            svc = KubernetesObject(
-                f"{env}-selftest-service", service, self.child(depends_on=list(args.after))
-            )
+            (job,) = render(selftest_spec(cfg))
             timeout = f"{cfg.selftest.up_wait_minutes}m"
             KubernetesObject(
                 f"{env}-selftest-job",
                 job,
                 self.child(
-                    depends_on=[svc, *args.after, *access, *history],
+                    depends_on=[*args.after, *access, *history],
                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                 ),
             )

@@ -2,9 +2,9 @@
 
 Every training pod template mounts two volumes:
 
-- `shared-data`: the PersistentVolumeClaim `shared-data` in the training namespace, ReadWriteMany,
-  backed by FSx for Lustre on AWS (components/fsx.py) and by CephFS on an existing cluster
-  (components/ceph.py).
+- `shared-data`: the PersistentVolumeClaim `shared-data` in every namespace jobs run in (the
+  training namespace and each team's), ReadWriteMany, backed by FSx for Lustre on AWS
+  (components/fsx.py) and by CephFS on an existing cluster (components/ceph.py).
 - `nvme-cache`: node-local scratch. On instance types with NVMe instance storage, nodeadm
   (`localStorage.strategy: RAID0`) builds one RAID0 array and mounts it at /mnt/k8s-disks/0; the
   cache is a directory on that array, as a hostPath, so it outlives a pod and a rerun on the same

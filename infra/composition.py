@@ -30,11 +30,12 @@ from components.fabric import (
 )
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
-from components.namespaces import Namespaces, NamespacesArgs
+from components.namespaces import Namespaces, NamespacesArgs, job_namespaces
 from components.nccl import NcclSettings, NcclSettingsArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
 from components.observability import Monitoring, MonitoringArgs, monitoring_report
+from components.rendezvous import Rendezvous, RendezvousArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.selftest import SelfTest, SelfTestArgs, selftest_report
 from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
@@ -78,8 +79,19 @@ class Platform(PlatformComponent):
             f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams), on_cluster
         )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
+        # What a job's pods name is declared in every namespace jobs run in, the training
+        # namespace first: MultiKueue copies only the Job to a worker (components/rendezvous.py).
+        self.job_namespaces = job_namespaces(cfg)
+        self.declared_namespaces = [*namespaces.by_purpose.values(), *namespaces.teams.values()]
+        self.tested.append(
+            Rendezvous(
+                f"{env}-rendezvous",
+                RendezvousArgs(env, self.job_namespaces, after=self.declared_namespaces),
+                on_cluster,
+            )
+        )
         self._fabric(env, cfg, namespaces, on_cluster)
-        declare_storage(self, env, cfg, cluster, namespaces)
+        declare_storage(self, env, cfg, cluster)
         monitoring = self._monitoring(env, cfg, cluster, namespaces)
         self.tested.append(monitoring)
         # The operator creates the DCGM exporter's ServiceMonitor, whose CRD the monitoring
@@ -169,11 +181,10 @@ class Platform(PlatformComponent):
     def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
         """Per-pool NCCL settings on every provider; the Network Operator where RDMA pools or
         Ceph Multus networks need it."""
-        training = namespaces.by_purpose["training"]
         nccl = NcclSettings(
             f"{env}-nccl",
-            NcclSettingsArgs(cfg, cfg.namespaces.training, env),
-            self.child(providers=on_cluster.providers, depends_on=[training]),
+            NcclSettingsArgs(cfg, self.job_namespaces, env),
+            self.child(providers=on_cluster.providers, depends_on=self.declared_namespaces),
         )
         self.outputs["nccl_configmaps"] = nccl.names
         self.tested.append(nccl)
@@ -182,7 +193,7 @@ class Platform(PlatformComponent):
         if needs_network_operator(cfg):
             network_operator = NetworkOperator(
                 f"{env}-network-operator",
-                NetworkOperatorArgs(env, cfg, cfg.namespaces.training, after=[training]),
+                NetworkOperatorArgs(env, cfg, self.job_namespaces, after=self.declared_namespaces),
                 on_cluster,
             )
             self.tested.append(network_operator)

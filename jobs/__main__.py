@@ -1,8 +1,8 @@
 """python -m jobs <command>
 
-  submit --stack S --nodes N --image REF@sha256:... -- COMMAND...
+  submit --stack S [--team T] --nodes N --image REF@sha256:... -- COMMAND...
                          a team's image and command as a distributed job (jobs/team.py)
-  recipe <recipe> --stack S --nodes N
+  recipe <recipe> --stack S [--team T] --nodes N
                          a training recipe's job: prepare, sd-finetune, esrgan (jobs/recipe.py)
 
 Each renders the job to a file, or applies it with --apply; `<command> --help` lists the flags.

@@ -20,7 +20,9 @@ from pathlib import Path
 import yaml
 
 from components.jobs import TrainingJobSpec, render
+from components.multikueue import MANAGED_BY
 from infra.config import GpuPool, PlatformConfig, config_from_pulumi, stack_file
+from infra.config.scheduling import TeamSettings
 from infra.plan.engine import read_project, read_stack_config
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -110,6 +112,52 @@ def choose_pool(
     raise SubmitError([f"no GPU pool of the stack ({where}) can hold {what}:{listing}"])
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where a team's job goes: the team, and the stack whose pools it runs on, this one or,
+    for a team whose ClusterQueue bursts, the MultiKueue worker's."""
+
+    team: TeamSettings
+    runs_on: PlatformConfig
+    worker: str | None = None
+
+    @property
+    def managed_by(self) -> str | None:
+        """MultiKueue's on a job it dispatches: the Job never starts here."""
+        return MANAGED_BY if self.worker is not None else None
+
+    @property
+    def detail(self) -> str:
+        return f", dispatched by MultiKueue to worker {self.worker}" if self.worker else ""
+
+
+def destination(
+    cfg: PlatformConfig, team: str | None, workers: Mapping[str, PlatformConfig]
+) -> Destination:
+    """The team asked for (the training namespace's when none), or SubmitError naming the
+    stack's teams. A bursting team's job is rendered for the first of its queue's workers
+    (burst.workers, most preferred first): its pools, its nodes' NCCL settings and cache."""
+    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+    wanted = team or cfg.namespaces.training
+    found = next((t for t in teams if t.name == wanted), None)
+    if found is None:
+        raise SubmitError(
+            [
+                f"--team {wanted!r} is not a team of this stack; its teams (scheduling.teams, "
+                f"and the training namespace): {', '.join(t.name for t in teams)}"
+            ]
+        )
+    queue = next(q for q in cfg.scheduling.cluster_queues if q.name == found.cluster_queue)
+    if queue.burst is None:
+        return Destination(found, cfg)
+    worker = queue.burst.workers[0]
+    if worker not in workers:
+        raise SubmitError(
+            [f"--team {found.name}: its queue bursts to worker {worker}, whose stack was not read"]
+        )
+    return Destination(found, workers[worker], worker)
+
+
 def job_name(prefix: str, what: object) -> str:
     """`<prefix>-<10 hex>` of what the job does: submitting the same job twice applies one Job
     and resumes its checkpoints, never two; any change names a new one."""
@@ -169,9 +217,20 @@ def load_stack(stack: str, root: Path) -> PlatformConfig:
     return config_from_pulumi(values, stack_file(stack))
 
 
+def load_workers(cfg: PlatformConfig, root: Path) -> dict[str, PlatformConfig]:
+    """The stack's MultiKueue workers' configs by name, from this project's stack files (the
+    last part of multikueue.workers[].stack), as the offline plan reads them."""
+    return {w.name: load_stack(w.stack.rsplit("/", 1)[-1], root) for w in cfg.multikueue.workers}
+
+
 def add_delivery_flags(p: argparse.ArgumentParser) -> None:
     """Where the job goes and how, the same for every kind of job."""
     p.add_argument("--stack", required=True, help="stacks/Pulumi.<stack>.yaml")
+    p.add_argument(
+        "--team",
+        help="a scheduling.teams name: its namespace, queue and priority (default: the "
+        "training namespace)",
+    )
     p.add_argument("--nodes", type=int, required=True, help="pods, one per node")
     p.add_argument("--pool", help="a GPU pool of the stack; default: the first that fits")
     p.add_argument("--name", help="the Job's name; default: <prefix>-<hash of the job>")

@@ -1,12 +1,14 @@
 """`python -m jobs recipe <recipe> --stack <stack> --nodes N`: one training recipe (recipes/, the
 image side) as a Kueue-admitted distributed job on a GPU pool of the stack (components/jobs.py),
-written to `out/recipes/<recipe>/job.yaml` (Service, Job) and, with `--apply`, applied with
+written to `out/recipes/<recipe>/job.yaml` (the Job) and, with `--apply`, applied with
 kubectl.
 
 The recipe in the pod gets its settings, `infra.config.recipes.recipe_settings(cfg.recipes,
 recipe)`, as JSON in the environment variable RECIPE_SETTINGS; its command is
 `python -m recipes <recipe>`, and its pods get `recipes.grace_period_seconds` to checkpoint on
-eviction.
+eviction. `--team <name>` puts the job in that team's namespace through its LocalQueue
+`default` (else the training namespace, through `recipes.queue`), rendered for the worker's pools
+when the team's queue bursts, as `python -m jobs submit --team` does (jobs/common.destination).
 
 Refused before any job is written, exit 2, every problem at once, each naming its key or flag:
 weights not staged (no sha256 in config), no GPU pool that can hold the job (each pool with why),
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from components.jobs import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
@@ -26,6 +29,7 @@ from components.storage import SHARED_DATA_MOUNT_PATH
 from infra.config import ConfigError, PlatformConfig
 from infra.config.recipe_training import BatchSettings
 from infra.config.recipes import RECIPES, recipe_settings, weights_needed
+from infra.config.scheduling import LOCAL_QUEUE
 from infra.plan.engine import ROOT
 from jobs.common import (
     RENDER_ONLY_IMAGE,
@@ -35,8 +39,10 @@ from jobs.common import (
     check_name,
     choose_pool,
     deliver,
+    destination,
     job_name,
     load_stack,
+    load_workers,
     size_problems,
 )
 
@@ -100,18 +106,23 @@ def plan_job(
     *,
     name: str | None = None,
     render_only: bool = False,
+    team: str | None = None,
+    workers: Mapping[str, PlatformConfig] | None = None,
 ) -> tuple[TrainingJobSpec, int | None]:
     """The job and its gradient accumulation (None for prepare, which does not train), or
     SubmitError with every reason it cannot run. An unset recipes.image renders as
     RENDER_ONLY_IMAGE; `main` refuses it unless asked only to render. A job only rendered,
-    never applied, may be rendered before its weights are staged."""
+    never applied, may be rendered before its weights are staged. `team` and `workers` as for
+    a team's own job (jobs/common.destination): with a team, its namespace and LocalQueue."""
     if recipe not in RECIPES:
         raise SubmitError([f"recipe {recipe!r} is unknown; the recipes: {', '.join(RECIPES)}"])
     if size_problems(nodes, gpus_per_node):
         raise SubmitError(size_problems(nodes, gpus_per_node))
     problems = [] if render_only else weights_problems(cfg, recipe)
     try:
-        chosen = choose_pool(cfg, recipe, nodes, gpus_per_node, pool, memory_need(cfg, recipe))
+        where = destination(cfg, team, workers or {})
+        need = memory_need(cfg, recipe)
+        chosen = choose_pool(where.runs_on, recipe, nodes, gpus_per_node, pool, need)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     section = cfg.recipes.section(recipe)
@@ -132,15 +143,18 @@ def plan_job(
     check_name(name, nodes)
     scheduled = cfg.scheduling.enabled
     spec = spec_for_pool(
-        cfg,
+        where.runs_on,
         chosen.name,
         name=name,
+        namespace=where.team.name,
+        managed_by=where.managed_by,
         image=cfg.recipes.image or RENDER_ONLY_IMAGE,
         command=["-m", "recipes", recipe, *run_folder(recipe, section.output, name)],
         nodes=nodes,
         gpus_per_node=gpus,
-        # Without Kueue there is no queue to name: the job goes straight to the scheduler.
-        queue=cfg.recipes.queue if scheduled else None,
+        # Without Kueue there is no queue to name: the job goes straight to the scheduler. A
+        # team's job goes through the LocalQueue the platform declares in its namespace.
+        queue=(LOCAL_QUEUE if team else cfg.recipes.queue) if scheduled else None,
         priority_class=cfg.recipes.priority_class if scheduled else None,
         env={SETTINGS_ENV: json.dumps(settings, sort_keys=True)},
         labels={RECIPE_LABEL: recipe},
@@ -177,6 +191,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     args = parser().parse_args(argv)
     try:
         cfg = load_stack(args.stack, root)
+        workers = load_workers(cfg, root)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
@@ -195,6 +210,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
             args.pool,
             name=args.name,
             render_only=args.render_only,
+            team=args.team,
+            workers=workers,
         )
     except SubmitError as error:
         problems += error.problems
@@ -203,4 +220,6 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
             print(f"warning: rendered only: {unstaged}", file=sys.stderr)
     job_yaml = (args.out or root / "out" / "recipes") / args.recipe / "job.yaml"
     batch = "" if steps is None else f", gradient accumulation {steps}"
+    if spec is not None:
+        batch += destination(cfg, args.team, workers).detail
     return deliver(args, cfg, args.recipe, spec, lambda _: job_yaml, problems, batch)

@@ -1,8 +1,16 @@
-"""`python -m jobs submit --stack <stack> --nodes N --image <ref@digest> -- <command>`: a team's own
-image and command as a Kueue-admitted distributed job on a GPU pool of the stack, through the
-job builder the recipes use (components/jobs.py): the same queue, GPUs, fabric devices,
-hugepages, NCCL ConfigMap, /dev/shm, volumes, metrics port and refusals. Written to
-`out/jobs/<job name>/job.yaml` (Service, Job) and, with `--apply`, applied with kubectl.
+"""`python -m jobs submit --stack S --team T --nodes N --image <ref@digest> -- <command>`: a
+team's own image and command as a Kueue-admitted distributed job on a GPU pool of the stack,
+through the job builder the recipes use (components/jobs.py): the same queue, GPUs, fabric
+devices, hugepages, NCCL ConfigMap, /dev/shm, volumes, metrics port and refusals. Written to
+`out/jobs/<job name>/job.yaml` (the Job) and, with `--apply`, applied with kubectl.
+
+The team (`--team`, a `scheduling.teams` name; default the training namespace) decides the
+namespace, the LocalQueue (`default` there) and the priority class
+(`scheduling.teams[].priority_class` unless `--priority-class`). A team whose ClusterQueue
+bursts to MultiKueue workers has its job rendered for the first worker's pools (its node
+selector, GPUs, fabric and NCCL ConfigMap), from that worker's stack file, and applied to this
+stack's cluster with `spec.managedBy: kueue.x-k8s.io/multikueue`: MultiKueue copies the Job to
+the worker, where the team's namespace holds everything its pods name.
 
 The command runs under torchrun with the job's rendezvous: a `.py` script or `-m module` under
 torchrun's Python, anything else (`python train.py`, `bash run.sh`) as written. The job keeps its
@@ -15,6 +23,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args
@@ -34,8 +43,10 @@ from jobs.common import (
     check_name,
     choose_pool,
     deliver,
+    destination,
     job_name,
     load_stack,
+    load_workers,
     size_problems,
 )
 
@@ -70,8 +81,11 @@ class TeamJob:
     env: dict[str, str] = field(default_factory=dict)
     output: str = DEFAULT_OUTPUT
     min_gpu_memory_gib: int | None = None
-    priority_class: str = "research"
+    # None: the team's (scheduling.teams[].priority_class).
+    priority_class: str | None = None
     grace_period_seconds: int = DEFAULT_GRACE_PERIOD_SECONDS
+    # A scheduling.teams name; None: the training namespace.
+    team: str | None = None
 
 
 def shape_problem(annotated: object, value: str, flag: str) -> list[str]:
@@ -132,17 +146,25 @@ def name_prefix(image: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", repository.lower())[:40].strip("-") or "job"
 
 
-def plan_job(cfg: PlatformConfig, job: TeamJob) -> TrainingJobSpec:
+def plan_job(
+    cfg: PlatformConfig, job: TeamJob, workers: Mapping[str, PlatformConfig] | None = None
+) -> TrainingJobSpec:
     """The job, or SubmitError with every reason it cannot run. No image renders as
-    RENDER_ONLY_IMAGE; `main` refuses that unless asked only to render."""
+    RENDER_ONLY_IMAGE; `main` refuses that unless asked only to render. `workers`: the
+    configs of the stack's MultiKueue workers by name, for a team whose queue bursts."""
     problems = request_problems(job)
     if size_problems(job.nodes, job.gpus_per_node):
         raise SubmitError(problems)
+    try:
+        where = destination(cfg, job.team, workers or {})
+    except SubmitError as error:
+        raise SubmitError([*problems, *error.problems]) from None
+    runs_on, team = where.runs_on, where.team
     need = None
     if job.min_gpu_memory_gib is not None:
         need = GpuMemoryNeed(job.min_gpu_memory_gib, "--min-gpu-memory-gib")
     try:
-        chosen = choose_pool(cfg, "the job", job.nodes, job.gpus_per_node, job.pool, need)
+        chosen = choose_pool(runs_on, "the job", job.nodes, job.gpus_per_node, job.pool, need)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     if problems:
@@ -160,17 +182,19 @@ def plan_job(cfg: PlatformConfig, job: TeamJob) -> TrainingJobSpec:
     env[CHECKPOINT_ENV] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"
     scheduled = cfg.scheduling.enabled
     return spec_for_pool(
-        cfg,
+        runs_on,
         chosen.name,
         name=name,
+        namespace=team.name,
+        managed_by=where.managed_by,
         image=image,
         command=torchrun_command(job.command),
         nodes=job.nodes,
         gpus_per_node=gpus,
-        # The LocalQueue the platform declares in the training namespace; without Kueue the
-        # job goes straight to the scheduler.
+        # The LocalQueue the platform declares in the team's namespace; without Kueue the job
+        # goes straight to the scheduler.
         queue=LOCAL_QUEUE if scheduled else None,
-        priority_class=job.priority_class if scheduled else None,
+        priority_class=(job.priority_class or team.priority_class) if scheduled else None,
         env=env,
         labels={JOB_LABEL: name},
         metrics_port=TRAINING_METRICS_PORT,
@@ -210,7 +234,11 @@ def parser() -> argparse.ArgumentParser:
         help=f"checkpoints go to <output>/<name> on shared-data (default {DEFAULT_OUTPUT})",
     )
     p.add_argument("--min-gpu-memory-gib", type=int, help="refuse pools with less per GPU")
-    p.add_argument("--priority-class", choices=[p.name for p in PRIORITIES], default="research")
+    p.add_argument(
+        "--priority-class",
+        choices=[p.name for p in PRIORITIES],
+        help="default: the team's scheduling.teams[].priority_class",
+    )
     p.add_argument("--grace-period-seconds", type=int, default=DEFAULT_GRACE_PERIOD_SECONDS)
     p.add_argument("--out", type=Path, help="default: out/jobs")
     p.add_argument(
@@ -236,9 +264,11 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         min_gpu_memory_gib=args.min_gpu_memory_gib,
         priority_class=args.priority_class,
         grace_period_seconds=args.grace_period_seconds,
+        team=args.team,
     )
     try:
         cfg = load_stack(args.stack, root)
+        workers = load_workers(cfg, root)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
@@ -249,8 +279,13 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
             "(<registry>/<repo>@sha256:<64 hex>), or pass --render-only to only render"
         )
     try:
-        spec = plan_job(cfg, job)
+        spec = plan_job(cfg, job, workers)
     except SubmitError as error:
         problems += error.problems
     out = args.out or root / "out" / "jobs"
-    return deliver(args, cfg, "the job", spec, lambda name: out / name / "job.yaml", problems)
+    detail = ""
+    if spec is not None:
+        detail = destination(cfg, job.team, workers).detail
+    return deliver(
+        args, cfg, "the job", spec, lambda name: out / name / "job.yaml", problems, detail
+    )

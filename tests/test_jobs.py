@@ -11,7 +11,7 @@ import yaml
 from components.cron_jobs import Schedule, cron_job
 from components.jobs import render, spec_for_pool
 from infra.plan.engine import ROOT
-from tests.conftest import STACKS, stack_config, validate_kubernetes
+from tests.conftest import STACKS, planned, stack_config, validate_kubernetes
 
 IMAGE = "registry.example.com/team/train@sha256:" + "a" * 64
 
@@ -25,7 +25,7 @@ def rendered(stack: str, pool: str, **choices):
 
 
 def trainer(objects) -> dict:
-    _, job = objects
+    (job,) = objects
     (container,) = job["spec"]["template"]["spec"]["containers"]
     return container
 
@@ -34,32 +34,41 @@ POOLS = [(s, p.name) for s in STACKS for p in stack_config(s).gpu_pools]
 
 
 @pytest.mark.parametrize(("stack", "pool"), POOLS)
-def test_job_and_service_are_valid_on_every_pool_of_every_stack(stack, pool):
+def test_the_job_is_valid_on_every_pool_of_every_stack(stack, pool):
     objects = rendered(stack, pool, nodes=2)
     kinds = [o["kind"] for o in objects]
-    assert kinds == ["Service", "Job"]
+    # The Job alone: its peers meet through the namespace's platform Service.
+    assert kinds == ["Job"]
     for obj in objects:
         validate_kubernetes(obj, stack_config(stack).cluster.kubernetes_version)
 
 
 def test_the_validator_refuses_a_job_with_a_misspelt_field():
-    _, job = rendered("prod", "h100-block")
+    (job,) = rendered("prod", "h100-block")
     job["spec"]["completionMod"] = "Indexed"
     with pytest.raises(AssertionError, match="completionMod"):
         validate_kubernetes(job, "1.34")
 
 
-def test_one_indexed_pod_per_node_resolving_through_the_headless_service():
-    service, job = rendered("prod", "h100-block", nodes=4)
+def test_one_indexed_pod_per_node_resolving_through_the_namespaces_rendezvous_service():
+    (job,) = rendered("prod", "h100-block", nodes=4)
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed"
     assert spec["completions"] == 4 and spec["parallelism"] == 4
-    assert spec["template"]["spec"]["subdomain"] == "train-run"
+    assert spec["template"]["spec"]["subdomain"] == "rendezvous"
+    assert spec["template"]["metadata"]["labels"]["gpu-platform/rendezvous"] == "member"
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    service = next(
+        o
+        for o in planned("prod").kubernetes_objects()
+        if o["kind"] == "Service"
+        and o["metadata"] == {**o["metadata"], "name": "rendezvous"}
+        and o["metadata"]["namespace"] == "training"
+    )
     assert service["spec"]["clusterIP"] == "None"
     # Peers look index 0 up before any pod is ready.
     assert service["spec"]["publishNotReadyAddresses"] is True
-    assert service["spec"]["selector"] == {"batch.kubernetes.io/job-name": "train-run"}
+    assert service["spec"]["selector"] == {"gpu-platform/rendezvous": "member"}
     assert service["spec"]["ports"] == [{"name": "rendezvous", "port": 29500}]
 
 
@@ -70,7 +79,7 @@ def test_torchrun_rendezvous_on_index_zero_with_the_completion_index_as_node_ran
         "--nnodes=2",
         "--nproc-per-node=8",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
-        "--master-addr=train-run-0.train-run",
+        "--master-addr=train-run-0.rendezvous",
         "--master-port=29500",
         "train.py",
         "--steps=10",
@@ -84,7 +93,7 @@ def test_torchrun_rendezvous_on_index_zero_with_the_completion_index_as_node_ran
 
 
 def test_kueue_admits_it_the_job_starts_suspended_with_queue_and_priority_labels():
-    _, job = rendered("prod", "h100-block", queue="default", priority_class="research")
+    (job,) = rendered("prod", "h100-block", queue="default", priority_class="research")
     # Kueue pkg/controller/constants: QueueLabel and WorkloadPriorityClassLabel.
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
     assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "research"
@@ -93,13 +102,13 @@ def test_kueue_admits_it_the_job_starts_suspended_with_queue_and_priority_labels
 
 
 def test_without_a_queue_the_job_is_not_suspended_and_carries_no_kueue_label():
-    _, job = rendered("prod", "h100-block", queue=None)
+    (job,) = rendered("prod", "h100-block", queue=None)
     assert job["spec"]["suspend"] is False
     assert not any(k.startswith("kueue.x-k8s.io/") for k in job["metadata"]["labels"])
 
 
 def test_an_evicted_or_preempted_pod_does_not_spend_the_backoff_limit():
-    _, job = rendered("prod", "h100-block")
+    (job,) = rendered("prod", "h100-block")
     assert job["spec"]["backoffLimit"] == 0
     assert job["spec"]["podFailurePolicy"] == {
         "rules": [
@@ -141,7 +150,7 @@ def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_ne
         "rdma/rdma_shared_device": 1,
         "memory": "128Gi",
     }
-    template = objects[1]["spec"]["template"]
+    template = objects[-1]["spec"]["template"]
     # No topology annotation: the shipped stack's topology_levels are EXAMPLEs not yet on the
     # nodes (scheduling.topology_labels_applied), so Kueue places by quota alone.
     assert template["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma"}
@@ -153,7 +162,7 @@ def test_shipped_dev_pool_without_efa_requests_no_fabric_nor_hugepages():
 
 
 def test_pods_land_on_the_pool_and_tolerate_the_gpu_taint():
-    pod = rendered("prod", "h100-ondemand")[1]["spec"]["template"]["spec"]
+    pod = rendered("prod", "h100-ondemand")[-1]["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"gpu-platform/node-group": "h100-ondemand"}
     assert pod["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
@@ -208,7 +217,7 @@ def test_the_shipped_stacks_cover_every_fabric():
 
 def test_shm_in_memory_storage_volumes_nccl_settings_and_a_writable_tmp():
     objects = rendered("prod", "h100-block")
-    pod = objects[1]["spec"]["template"]["spec"]
+    pod = objects[-1]["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["dshm"] == {
         "name": "dshm",
@@ -236,9 +245,8 @@ def test_the_docs_snippet_renders_a_valid_job(capsys):
     section = page.split("## Submitting a training job", 1)[1].split("\n## ", 1)[0]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     exec(compile(snippet, "docs/training.md", "exec"), {})
-    service, job = yaml.safe_load_all(capsys.readouterr().out)
-    for obj in (service, job):
-        validate_kubernetes(obj, stack_config("prod").cluster.kubernetes_version)
+    (job,) = yaml.safe_load_all(capsys.readouterr().out)
+    validate_kubernetes(job, stack_config("prod").cluster.kubernetes_version)
     assert job["spec"]["completions"] == 2
     assert job["metadata"]["namespace"] == "training"
 
@@ -301,9 +309,9 @@ def test_only_a_one_node_standalone_job_can_be_scheduled(choices):
 
 def test_a_service_account_runs_the_pods_only_when_given():
     cfg = stack_config("prod")
-    _, plain = rendered("prod", "h100-block")
+    (plain,) = rendered("prod", "h100-block")
     assert "serviceAccountName" not in plain["spec"]["template"]["spec"]
     spec = spec_for_pool(cfg, "h100-block", name="n", image=IMAGE, command=["t.py"],
                          service_account="selftest-cordon")  # fmt: skip
-    _, job = render(spec)
+    (job,) = render(spec)
     assert job["spec"]["template"]["spec"]["serviceAccountName"] == "selftest-cordon"

@@ -44,7 +44,7 @@ def holding_pools(cfg: PlatformConfig, recipe: str) -> list[str]:
 
 
 def trainer(objects) -> dict:
-    (container,) = objects[1]["spec"]["template"]["spec"]["containers"]
+    (container,) = objects[-1]["spec"]["template"]["spec"]["containers"]
     return container
 
 
@@ -67,7 +67,7 @@ def test_every_recipe_renders_a_valid_job_on_the_first_pool_that_holds_it(stack,
     spec, _ = plan_job(cfg, recipe, nodes=1)
     assert spec.pool.name == fitting[0]
     objects = render(spec)
-    assert [o["kind"] for o in objects] == ["Service", "Job"]
+    assert [o["kind"] for o in objects] == ["Job"]
     for obj in objects:
         validate_kubernetes(obj, cfg.cluster.kubernetes_version)
 
@@ -91,7 +91,7 @@ def test_shipped_stacks_hold_every_recipe_but_sd_finetune_on_devs_24_gib_a10g():
 def test_kueue_admits_the_job_through_a_local_queue_and_priority_the_stack_declares(stack):
     cfg = staged(stack_config(stack))
     assert holding_pools(cfg, "prepare"), f"{stack}: no pool of whole GPUs to run a recipe on"
-    _, job = render(plan_job(cfg, "prepare", nodes=1)[0])
+    (job,) = render(plan_job(cfg, "prepare", nodes=1)[0])
     labels, plan = job["metadata"]["labels"], planned(stack)
     if not cfg.scheduling.enabled:
         assert not any(k.startswith("kueue.x-k8s.io/") for k in labels)
@@ -120,7 +120,7 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
         "--nnodes=2",
         "--nproc-per-node=4",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
-        "--master-addr=sd-run-0.sd-run",
+        "--master-addr=sd-run-0.rendezvous",
         "--master-port=29500",
         "-m",
         "recipes",
@@ -143,7 +143,7 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
     }
     assert container["image"] == IMAGE
     # The config's defaults: the training namespace's LocalQueue, research priority.
-    labels = render(spec)[1]["metadata"]["labels"]
+    labels = render(spec)[-1]["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/queue-name"] == "default"
     assert labels["kueue.x-k8s.io/priority-class"] == "research"
     assert labels["gpu-platform/recipe"] == "sd-finetune"
@@ -153,7 +153,7 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
     assert container["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
     # recipes.grace_period_seconds' default: time to save a checkpoint on eviction, where
     # Kubernetes' own 30 s is too short for a UNet's optimizer state.
-    assert render(spec)[1]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 300
+    assert render(spec)[-1]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 300
 
 
 def test_prepare_takes_one_gpu_per_node_unless_asked_and_has_no_accumulation():
@@ -202,7 +202,7 @@ def test_esrgan_takes_two_gpus_at_eight_per_gpu_by_default_as_fits_its_size():
 
 def test_recipe_pods_serve_metrics_on_the_port_and_label_the_podmonitor_selects():
     spec, _ = plan_job(staged(stack_config("prod")), "esrgan", nodes=1)
-    _, job = render(spec)
+    (job,) = render(spec)
     pod = job["spec"]["template"]
     assert pod["metadata"]["labels"]["gpu-platform/metrics"] == "training"
     assert {"name": "metrics", "containerPort": 8000} in trainer(render(spec))["ports"]
@@ -211,7 +211,7 @@ def test_recipe_pods_serve_metrics_on_the_port_and_label_the_podmonitor_selects(
 def test_a_job_without_a_metrics_port_is_not_scraped():
     cfg = stack_config("prod")
     spec = spec_for_pool(cfg, "h100-block", name="x", image=IMAGE, command=["t.py"])
-    _, job = render(spec)
+    (job,) = render(spec)
     assert "gpu-platform/metrics" not in job["spec"]["template"]["metadata"]["labels"]
     assert [p["name"] for p in trainer(render(spec))["ports"]] == ["rendezvous"]
 
@@ -273,8 +273,8 @@ def submit(root: Path, *argv: str) -> int:
 def test_main_writes_the_service_and_job_to_job_yaml(project, capsys):
     assert submit(project, "esrgan", "--nodes", "2", "--gpus-per-node", "1", "--name", "sr") == 0
     path = project / "out" / "esrgan" / "job.yaml"
-    service, job = yaml.safe_load_all(path.read_text())
-    assert (service["kind"], job["kind"]) == ("Service", "Job")
+    (job,) = yaml.safe_load_all(path.read_text())
+    assert job["kind"] == "Job"
     assert job["metadata"]["name"] == "sr" and job["spec"]["completions"] == 2
     out = capsys.readouterr().out
     # esrgan's global batch 16 = micro-batch 8 x 2 GPUs (2 nodes x 1) x accumulation 1.
@@ -388,7 +388,7 @@ def test_render_only_renders_before_the_image_is_pushed_or_any_weights_are_stage
     assert submit(root, "sd-finetune", "--nodes", "1", "--render-only") == 0
     err = capsys.readouterr().err
     assert "warning: rendered only: recipes.weights.stable-diffusion.sha256 is empty" in err
-    _, job = yaml.safe_load_all((root / "out" / "sd-finetune" / "job.yaml").read_text())
+    (job,) = yaml.safe_load_all((root / "out" / "sd-finetune" / "job.yaml").read_text())
     image = job["spec"]["template"]["spec"]["containers"][0]["image"]
     # RFC 2606 reserves .invalid: a placeholder that can never be pulled.
     assert image.split("/")[0].endswith(".invalid")
@@ -491,3 +491,19 @@ def test_a_time_sliced_pool_takes_the_job_with_a_warning(tmp_path, capsys):
 def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(choices, message):
     with pytest.raises(SubmitError, match=message):
         plan_job(staged(stack_config("prod")), "esrgan", **choices)
+
+
+def test_a_recipe_for_a_team_runs_in_its_namespace_through_its_queue():
+    # onprem's team research bursts to the worker burst (stacks/Pulumi.onprem.yaml): the job is
+    # rendered for burst's pool and handed to MultiKueue.
+    burst = {"burst": stack_config("burst")}
+    spec, _ = plan_job(
+        stack_config("onprem"), "prepare", 1, render_only=True, team="research", workers=burst
+    )
+    (job,) = render(spec)
+    assert job["metadata"]["namespace"] == "research"
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert spec.pool.name == "h100-spot"
+    with pytest.raises(SubmitError, match="--team 'nlp' is not a team of this stack"):
+        plan_job(stack_config("onprem"), "prepare", 1, render_only=True, team="nlp")

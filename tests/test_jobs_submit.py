@@ -37,7 +37,7 @@ def team_job(**choices) -> TeamJob:
 
 
 def trainer(objects) -> dict:
-    (container,) = objects[1]["spec"]["template"]["spec"]["containers"]
+    (container,) = objects[-1]["spec"]["template"]["spec"]["containers"]
     return container
 
 
@@ -59,8 +59,8 @@ def test_a_teams_job_is_valid_on_every_pool_of_every_stack_that_can_hold_it(stac
             plan_job(cfg, job)
         return
     objects = render(plan_job(cfg, job))
-    assert [o["kind"] for o in objects] == ["Service", "Job"]
-    assert objects[1]["spec"]["completions"] == nodes
+    assert [o["kind"] for o in objects] == ["Job"]
+    assert objects[-1]["spec"]["completions"] == nodes
     for obj in objects:
         validate_kubernetes(obj, cfg.cluster.kubernetes_version)
 
@@ -77,7 +77,7 @@ def test_the_command_runs_as_written_under_torchrun_with_the_jobs_rendezvous():
         "--nnodes=2",
         "--nproc-per-node=8",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
-        "--master-addr=llama-0.llama",
+        "--master-addr=llama-0.rendezvous",
         "--master-port=29500",
         # torch.distributed.run: "--no-python: Skip prepending the training script with
         # 'python' - just execute it directly", so the team's own `python` runs its script.
@@ -140,7 +140,7 @@ def test_the_job_takes_what_a_whole_p5_node_offers_and_is_scraped_and_given_time
     assert container["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
     assert env_of(objects)["SEED"] == "7"
     assert container["image"] == IMAGE
-    pod = objects[1]["spec"]["template"]
+    pod = objects[-1]["spec"]["template"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
     # The port the recipes and trainkit serve metrics on, which the PodMonitor scrapes by name.
     assert {"name": "metrics", "containerPort": 8000} in container["ports"]
@@ -151,7 +151,7 @@ def test_the_job_takes_what_a_whole_p5_node_offers_and_is_scraped_and_given_time
 @pytest.mark.parametrize("stack", STACKS)
 def test_kueue_admits_a_teams_job_through_a_local_queue_and_priority_the_stack_declares(stack):
     cfg = stack_config(stack)
-    _, job = render(plan_job(cfg, team_job(priority_class="preemptible")))
+    (job,) = render(plan_job(cfg, team_job(priority_class="preemptible")))
     labels = job["metadata"]["labels"]
     if not cfg.scheduling.enabled:
         assert not any(k.startswith("kueue.x-k8s.io/") for k in labels)
@@ -223,8 +223,8 @@ def test_main_writes_the_service_and_job_under_the_jobs_name(project, capsys):
     argv = ("--nodes", "2", "--gpus-per-node", "4", "--image", IMAGE, "--name", "ft")
     assert submit(project, *argv) == 0
     path = project / "out" / "ft" / "job.yaml"
-    service, job = yaml.safe_load_all(path.read_text())
-    assert (service["kind"], job["kind"]) == ("Service", "Job")
+    (job,) = yaml.safe_load_all(path.read_text())
+    assert job["kind"] == "Job"
     assert job["spec"]["completions"] == 2
     # staging's one pool: p4d.24xlarge nodes.
     out = capsys.readouterr().out
@@ -242,7 +242,7 @@ def test_python_dash_m_jobs_submit_runs_from_the_repository_root(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    _, job = yaml.safe_load_all((tmp_path / "cli" / "job.yaml").read_text())
+    (job,) = yaml.safe_load_all((tmp_path / "cli" / "job.yaml").read_text())
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"][-4:] == ["python", "train.py", "--lr", "1e-5"]
 
@@ -323,7 +323,7 @@ def test_no_image_is_refused_unless_only_rendering(project, capsys):
     err = refused(project, capsys, "--nodes", "1")
     assert "--image is missing" in err and "--render-only" in err
     assert submit(project, "--nodes", "1", "--render-only", "--name", "dry") == 0
-    _, job = yaml.safe_load_all((project / "out" / "dry" / "job.yaml").read_text())
+    (job,) = yaml.safe_load_all((project / "out" / "dry" / "job.yaml").read_text())
     image = job["spec"]["template"]["spec"]["containers"][0]["image"]
     # RFC 2606 reserves .invalid: a placeholder that can never be pulled.
     assert image.split("/")[0].endswith(".invalid")
@@ -374,3 +374,84 @@ def test_a_bad_stack_exits_2_with_the_plans_message(project, capsys):
     assert main(["--stack", "nope", "--nodes", "1", "--", "t.py"], root=project) == 2
     err = capsys.readouterr().err
     assert "stacks/Pulumi.nope.yaml: invalid gpu-platform configuration" in err
+
+
+# ---------------------------------------------------------------------------- --team
+
+TEAMS = [
+    (s, t.name)
+    for s in STACKS
+    for t in stack_config(s).scheduling.all_teams(stack_config(s).namespaces.training)
+]
+
+
+def worker_configs(stack: str) -> dict:
+    return {
+        w.name: stack_config(w.stack.rsplit("/", 1)[-1])
+        for w in stack_config(stack).multikueue.workers
+    }
+
+
+@pytest.mark.parametrize(("stack", "team"), TEAMS)
+def test_a_teams_job_lands_in_its_namespace_through_its_queue_at_its_priority(stack, team):
+    cfg = stack_config(stack)
+    (job,) = render(plan_job(cfg, team_job(team=team), worker_configs(stack)))
+    assert job["metadata"]["namespace"] == team
+    if cfg.scheduling.enabled:
+        teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+        settings = next(t for t in teams if t.name == team)
+        labels = job["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/queue-name"] == "default"
+        assert labels["kueue.x-k8s.io/priority-class"] == settings.priority_class
+        assert job["spec"]["template"]["spec"]["priorityClassName"] == settings.priority_class
+
+
+def test_a_teams_default_priority_is_research_and_the_flag_overrides_it():
+    # scheduling.teams[].priority_class defaults to research (infra/config/scheduling.py).
+    cfg = stack_config("onprem")
+    (research,) = [t for t in cfg.scheduling.teams if t.name == "research"]
+    assert research.priority_class == "research"
+    (job,) = render(plan_job(cfg, team_job(team="research", priority_class="preemptible"),
+                             worker_configs("onprem")))  # fmt: skip
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "preemptible"
+
+
+def test_an_unknown_team_is_refused_with_the_stacks_teams():
+    with pytest.raises(SubmitError) as refused:
+        plan_job(stack_config("onprem"), team_job(team="vision"), worker_configs("onprem"))
+    assert refused.value.problems == [
+        "--team 'vision' is not a team of this stack; its teams (scheduling.teams, and the "
+        "training namespace): training, research"
+    ]
+
+
+def test_a_bursting_teams_job_is_rendered_for_the_workers_pool_and_managed_by_multikueue():
+    # onprem's team research submits to ClusterQueue burst, whose worker is the burst stack
+    # (p5.48xlarge: 8 H100, 32 EFA interfaces; stacks/Pulumi.burst.yaml).
+    spec = plan_job(stack_config("onprem"), team_job(team="research", nodes=2),
+                    worker_configs("onprem"))  # fmt: skip
+    (job,) = render(spec)
+    assert job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert spec.pool.name == "h100-spot"
+    assert trainer([job])["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
+    assert trainer([job])["envFrom"] == [{"configMapRef": {"name": "nccl-h100-spot"}}]
+    with pytest.raises(SubmitError, match="--pool 'a100' is not a GPU pool of this stack"):
+        plan_job(stack_config("onprem"), team_job(team="research", pool="a100"),
+                 worker_configs("onprem"))  # fmt: skip
+
+
+def test_main_submits_a_bursting_teams_job_reading_the_workers_stack_file(tmp_path, capsys):
+    root = make_project(
+        tmp_path,
+        {"onprem": stack_file_config("onprem"), "burst": stack_file_config("burst")},
+    )
+    argv = ["--stack", "onprem", "--team", "research", "--nodes", "2", "--image", IMAGE]
+    out = tmp_path / "out"
+    assert main([*argv, "--name", "ft", "--out", str(out), "--", *COMMAND], root=root) == 0
+    (job,) = yaml.safe_load_all((out / "ft" / "job.yaml").read_text())
+    assert job["metadata"]["namespace"] == "research"
+    printed = capsys.readouterr().out
+    assert "Job research/ft, 2 node(s) x 8 GPU(s) of pool h100-spot" in printed
+    assert "dispatched by MultiKueue to worker burst" in printed
+    assert main([*argv, "--team", "nlp", "--out", str(out), "--", *COMMAND], root=root) == 2
+    assert "--team 'nlp' is not a team of this stack" in capsys.readouterr().err

@@ -412,7 +412,7 @@ def test_a_multi_node_job_prefers_one_domain_of_the_closest_network_level():
     spec = spec_for_pool(
         cfg, "h100-spot", name="llm", image="registry.example/llm:1", command=["t.py"], nodes=4
     )
-    job = render(spec)[1]
+    (job,) = render(spec)
     annotations = job["spec"]["template"]["metadata"]["annotations"]
     assert annotations == {
         "kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"
@@ -429,7 +429,7 @@ def test_a_job_may_require_its_domain_instead():
     spec = spec_for_pool(
         cfg, "h100-spot", name="llm", image="i:1", command=["t.py"], nodes=4, placement=wanted
     )
-    annotations = render(spec)[1]["spec"]["template"]["metadata"]["annotations"]
+    annotations = render(spec)[-1]["spec"]["template"]["metadata"]["annotations"]
     assert annotations == {
         "kueue.x-k8s.io/podset-required-topology": "topology.k8s.aws/network-node-layer-2"
     }
@@ -446,8 +446,8 @@ def test_a_job_of_a_bursting_team_is_managed_by_multikueue_and_others_are_not():
     cfg = stack_config("onprem")
     research = render(
         spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"], namespace="research")
-    )[1]
+    )[-1]
     assert research["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
     validate_kubernetes(research, cfg.cluster.kubernetes_version)
-    training = render(spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"]))[1]
+    training = render(spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"]))[-1]
     assert "managedBy" not in training["spec"]

@@ -24,14 +24,6 @@ def aws_pool(*instance_types: str, efa: bool = True):
     return cfg.gpu_pools[0], cfg
 
 
-def configmaps(stack: str) -> dict[str, dict]:
-    return {
-        o["metadata"]["name"]: o
-        for o in planned(stack).kubernetes_objects()
-        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("nccl-")
-    }
-
-
 def test_efa_on_p5_uses_libfabric_with_gpudirect_rdma():
     pool, cfg = aws_pool("p5.48xlarge")
     assert nccl_env(pool, cfg) == {
@@ -113,12 +105,22 @@ def test_infiniband_without_named_hcas_uses_every_mlx5_device():
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_pool_has_its_configmap_in_the_training_namespace_and_the_outputs(stack):
+def test_every_pool_has_its_configmap_in_every_team_namespace_and_the_outputs(stack):
     plan = planned(stack)
     cfg = stack_config(stack)
-    found = configmaps(stack)
-    assert sorted(found) == sorted(f"nccl-{p.name}" for p in cfg.gpu_pools)
-    assert all(o["metadata"]["namespace"] == cfg.namespaces.training for o in found.values())
+    found = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o["data"]
+        for o in plan.kubernetes_objects()
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("nccl-")
+    }
+    teams = {cfg.namespaces.training, *(t.name for t in cfg.scheduling.teams)}
+    assert sorted(found) == sorted((ns, f"nccl-{p.name}") for ns in teams for p in cfg.gpu_pools)
+    # The same settings wherever the pool's jobs run.
+    for pool in cfg.gpu_pools:
+        assert (
+            len({str(data) for (_, name), data in found.items() if name == f"nccl-{pool.name}"})
+            == 1
+        )
     assert plan.outputs["nccl_configmaps"] == {
         p.name: f"{cfg.namespaces.training}/nccl-{p.name}" for p in cfg.gpu_pools
     }

@@ -98,6 +98,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "resourceflavor-cluster-spot-small.yaml",
         "scaledobject-training-llm-inference.yaml",
         "secret-monitoring-grafana-admin.yaml",
+        "service-training-rendezvous.yaml",
         "storageclass-cluster-gp3.yaml",
         "workloadpriorityclass-cluster-preemptible.yaml",
         "workloadpriorityclass-cluster-production-training.yaml",

@@ -109,6 +109,9 @@ DANGLING = {
     "scheduling.teams[].cluster_queue": (
         aws(scheduling={"teams": [{"name": "llm", "cluster_queue": "gpu"}]}),
         "scheduling.teams[0].cluster_queue", "'gpu'"),
+    "scheduling.teams[].priority_class": (
+        aws(scheduling={"teams": [{"name": "llm", "priority_class": "urgent"}]}),
+        "scheduling.teams[0].priority_class", "'urgent'"),
     "scheduling.flavors[].pool": (
         aws(scheduling={"flavors": [{"pool": "a10"}]}), "scheduling.flavors[0].pool", "'a10'"),
     "selftest.pool": (aws(selftest={"image": IMAGE, "pool": "h100"}), "selftest.pool", "'h100'"),

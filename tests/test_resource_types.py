@@ -157,8 +157,10 @@ def with_image(tmp_path_factory) -> dict[str, Plan]:
 def test_an_aws_stack_with_a_selftest_image_declares_only_known_types(with_image, stack):
     assert stack_config(stack).provider == "aws"
     plan = with_image[stack]
-    # The path this covers: the Service the self-test's pods resolve each other through.
-    assert [r.name for r in plan.resources if r.type.endswith(":Service")] == [
-        f"{stack}-selftest-service"
-    ]
+    # The path this covers: the Services pods resolve each other through, one per namespace
+    # jobs run in (components/rendezvous.py).
+    teams = [t.name for t in stack_config(stack).scheduling.teams if t.name != "training"]
+    assert sorted(r.name for r in plan.resources if r.type.endswith(":Service")) == sorted(
+        f"{stack}-rendezvous-{ns}" for ns in ["training", *teams]
+    )
     assert unknown_types(plan.resources) == []

@@ -154,6 +154,6 @@ def test_the_post_deploy_job_cordons_with_or_without_the_schedule(tmp_path, sche
 
 def test_the_rendered_job_and_cron_job_validate_with_the_account_and_labels():
     cfg = stack_config("onprem")
-    _, job = render(selftest_spec(cfg))
+    (job,) = render(selftest_spec(cfg))
     for obj in (job, *stack_cron_jobs(cfg)):
         validate_kubernetes(obj, cfg.cluster.kubernetes_version)

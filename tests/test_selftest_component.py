@@ -148,7 +148,7 @@ def test_a_refused_selftest_raises_config_error_before_anything():
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_selftest_job_and_service_are_valid_on_every_stack(stack):
+def test_the_selftest_job_is_valid_on_every_stack(stack):
     cfg = with_selftest(stack)
     for obj in render(selftest_spec(cfg)):
         validate_kubernetes(obj, cfg.cluster.kubernetes_version)
@@ -156,7 +156,7 @@ def test_the_selftest_job_and_service_are_valid_on_every_stack(stack):
 
 def test_the_selftest_runs_the_bootstrap_package_under_torchrun_and_files_its_report():
     spec = selftest_spec(with_selftest("prod", nodes=2))
-    _, job = render(spec)
+    (job,) = render(spec)
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"][-2:] == ["-m", "selftest"]
     assert container["image"] == IMAGE
@@ -182,9 +182,9 @@ def test_a_new_run_whenever_the_stack_changes_and_the_same_run_when_it_does_not(
 
 
 def test_block_awaits_the_job_and_warn_skips_the_await():
-    _, blocking = render(selftest_spec(with_selftest("prod", mode="block")))
+    (blocking,) = render(selftest_spec(with_selftest("prod", mode="block")))
     assert "pulumi.com/skipAwait" not in blocking["metadata"].get("annotations", {})
-    _, warning = render(selftest_spec(with_selftest("prod", mode="warn")))
+    (warning,) = render(selftest_spec(with_selftest("prod", mode="warn")))
     assert warning["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
 
 
@@ -246,7 +246,7 @@ def test_without_kueue_the_job_is_neither_queued_nor_suspended():
     raw["scheduling"] = {"enabled": False}
     # MultiKueue runs on Kueue: the shipped onprem's workers go with it.
     raw.pop("multikueue", None)
-    _, job = render(selftest_spec(parse_config(raw, "stacks/Pulumi.onprem.yaml")))
+    (job,) = render(selftest_spec(parse_config(raw, "stacks/Pulumi.onprem.yaml")))
     assert job["spec"]["suspend"] is False
     assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
     assert "priorityClassName" not in job["spec"]["template"]["spec"]
@@ -257,7 +257,7 @@ def test_kueue_can_admit_what_the_selftest_asks_for(stack):
     """Kueue admits no workload asking for a resource its ClusterQueue neither covers nor
     excludes (Kueue docs, "Resources": excludeResourcePrefixes); the Job would wait forever."""
     cfg = with_selftest(stack)
-    _, job = render(selftest_spec(cfg))
+    (job,) = render(selftest_spec(cfg))
     (container,) = job["spec"]["template"]["spec"]["containers"]
     objects = kueue_objects(cfg, autoscaled=cfg.provider == "aws")
     # The self-test runs in the training namespace, on that team's ClusterQueue.
@@ -272,7 +272,7 @@ def test_kueue_can_admit_what_the_selftest_asks_for(stack):
 
 def test_expected_fabric_devices_per_pool_kind():
     def expected(cfg):
-        _, job = render(selftest_spec(cfg))
+        (job,) = render(selftest_spec(cfg))
         (container,) = job["spec"]["template"]["spec"]["containers"]
         env = {e["name"]: e.get("value") for e in container["env"]}
         return env["SELFTEST_EXPECTED_FABRIC_DEVICES"], env["SELFTEST_FABRIC"]

@@ -404,7 +404,7 @@ def test_quarantine_runs_as_an_account_that_may_only_patch_nodes(tmp_path):
 def test_the_post_deploy_job_keeps_its_own_pool_and_nodes():
     """A scheduled run is one node of its pool; the post-deploy run keeps selftest.nodes."""
     cfg = stack_config("onprem")
-    _, job = render(selftest_spec(cfg))
+    (job,) = render(selftest_spec(cfg))
     env = env_of(job["spec"]["template"]["spec"])
     assert env["SELFTEST_NODES"] == "2"
     assert env["SELFTEST_PUSHGATEWAY_URL"] == PUSHGATEWAY_URL

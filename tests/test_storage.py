@@ -51,10 +51,26 @@ def stack_config(stack: str) -> dict:
     return {k.split(":", 1)[1]: v for k, v in doc["config"].items()}
 
 
+def claims_of(plan) -> dict[str, dict]:
+    """namespace -> its `shared-data` claim."""
+    found = [r.inputs for r in plan.of_type(PVC) if r.inputs["metadata"]["name"] == SHARED_DATA]
+    return {c["metadata"]["namespace"]: c for c in found}
+
+
+def training_namespace(stack: str) -> str:
+    return stack_config(stack).get("namespaces", {}).get("training", "training")
+
+
 def claim_of(plan):
-    claims = [r.inputs for r in plan.of_type(PVC) if r.inputs["metadata"]["name"] == SHARED_DATA]
-    assert len(claims) == 1, plan.stack
-    return claims[0]
+    """The training namespace's claim."""
+    return claims_of(plan)[training_namespace(plan.stack)]
+
+
+def test_every_namespace_jobs_run_in_has_its_shared_data_claim():
+    for stack in STACKS:
+        teams = stack_config(stack).get("scheduling", {}).get("teams", [])
+        expected = {training_namespace(stack), *(t["name"] for t in teams)}
+        assert set(claims_of(planned(stack))) == expected, stack
 
 
 # ------------------------------------------------------------------------------ builders
@@ -255,7 +271,7 @@ def test_lustre_rules_wire_the_given_node_security_group(tmp_path):
         "from infra.config import FsxSettings\n"
         "FsxLustre('t', FsxLustreArgs(env='t', fsx=FsxSettings(data_repository=None), "
         "zone='us-east-1a', region='us-east-1', cluster_name='c', vpc_id='vpc-1', "
-        "subnet_id='subnet-1', node_security_group_id='sg-nodes', claim_namespace='training', "
+        "subnet_id='subnet-1', node_security_group_id='sg-nodes', claim_namespaces=['training'], "
         "protect=False))\n"
     )
     recording = run_program("t", copy_program(tmp_path, program, {"t": {}}))
@@ -268,9 +284,12 @@ def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(sta
     plan = planned(stack)
     version = plan.outputs["kubernetes_version"]
     claim = claim_of(plan)
-    volumes = plan.of_type(PV)
-    assert len(volumes) == 1
-    pv = volumes[0].inputs
+    volumes = {r.inputs["metadata"]["name"]: r.inputs for r in plan.of_type(PV)}
+    # The training namespace's volume keeps its name; a team's is named after its namespace.
+    assert sorted(volumes) == sorted(
+        "fsx-shared-data" if ns == "training" else f"fsx-shared-data-{ns}" for ns in claims_of(plan)
+    )
+    pv = volumes["fsx-shared-data"]
     for obj in (pv, claim):
         validate_kubernetes(obj, version)
     training = stack_config(stack).get("namespaces", {}).get("training", "training")
@@ -291,6 +310,21 @@ def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(sta
     }
     assert "flock" in pv["spec"]["mountOptions"]
     assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+
+
+def test_each_team_claim_has_its_own_static_volume_on_the_same_file_system():
+    # burst declares team research beside training (stacks/Pulumi.burst.yaml). A static volume
+    # binds one claim (kubernetes pv_controller.go), so the team's has a volume of its own, on
+    # the same file system, with a handle of its own.
+    plan = planned("burst")
+    volumes = {r.inputs["metadata"]["name"]: r.inputs for r in plan.of_type(PV)}
+    team, training = volumes["fsx-shared-data-research"], volumes["fsx-shared-data"]
+    assert claims_of(plan)["research"]["spec"]["volumeName"] == "fsx-shared-data-research"
+    assert team["spec"]["claimRef"] == {"namespace": "research", "name": "shared-data"}
+    assert team["spec"]["csi"]["volumeHandle"] == "(known after apply: burst-fsx.id)/research"
+    assert team["spec"]["csi"]["volumeAttributes"] == training["spec"]["csi"]["volumeAttributes"]
+    assert team["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    validate_kubernetes(team, plan.outputs["kubernetes_version"])
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)

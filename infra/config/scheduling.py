@@ -19,6 +19,7 @@ from infra.config.references import (
     FLAVOR,
     GPU_POOL,
     K8S_NAMESPACE,
+    PRIORITY_CLASS,
     TEAM_NAMESPACE,
     names,
     refers,
@@ -105,6 +106,11 @@ class ClusterQueueSettings(Settings):
         return self
 
 
+def _scheduled(cfg: PlatformConfig) -> bool:
+    """A team's priority class is read only where Kueue and the classes are declared."""
+    return cfg.scheduling.enabled
+
+
 class TeamSettings(Settings):
     """A team: its own namespace, with a LocalQueue pointing at one ClusterQueue."""
 
@@ -113,6 +119,11 @@ class TeamSettings(Settings):
     )
     cluster_queue: Annotated[DnsLabel, refers(CLUSTER_QUEUE)] = Field(
         SHARED_QUEUE, description="The ClusterQueue the team's LocalQueue submits to."
+    )
+    priority_class: Annotated[DnsLabel, refers(PRIORITY_CLASS, when=_scheduled)] = Field(
+        "research",
+        description="The PriorityClass and Kueue WorkloadPriorityClass of the team's jobs "
+        "(`python -m jobs submit --team`) unless the job names another.",
     )
     nvme_cache: bool = Field(
         True,
