@@ -334,8 +334,8 @@ def platform_jobs(stack: str) -> list[dict[str, Any]]:
     """The self-test's Job and its schedule's (the CronJob's template), as planned, and as the
     builders render them on every pool whether or not the stack turns them on."""
     cfg = stack_config(stack)
-    found = [render(selftest_spec(cfg))[1]] if cfg.gpu_pools else []
-    found += [render(schedule_spec(cfg, p.name, {}))[1] for p in cfg.gpu_pools]
+    found = [render(selftest_spec(cfg))[0]] if cfg.gpu_pools else []
+    found += [render(schedule_spec(cfg, p.name, {}))[0] for p in cfg.gpu_pools]
     for obj in planned(stack).kubernetes_objects():
         if obj["kind"] == "Job":
             found.append(obj)
@@ -376,19 +376,19 @@ def submitted_jobs(stack: str) -> list[tuple[str, dict[str, Any]]]:
                     spec, _ = plan_recipe(cfg, recipe, nodes, pool=pool.name, render_only=True)
                 except SubmitError:
                     continue
-                found.append((f"{recipe} on {pool.name} x{nodes}", render(spec)[1]))
+                found.append((f"{recipe} on {pool.name} x{nodes}", render(spec)[0]))
             try:
                 spec = plan_team_job(
                     cfg, TeamJob(image=None, command=["train.py"], nodes=nodes, pool=pool.name)
                 )
             except SubmitError:
                 continue
-            found.append((f"team job on {pool.name} x{nodes}", render(spec)[1]))
+            found.append((f"team job on {pool.name} x{nodes}", render(spec)[0]))
             # The same job in every other team's namespace, through that team's LocalQueue.
             for team in cfg.scheduling.all_teams(cfg.namespaces.training):
                 if team.name != spec.namespace and team.name not in bursting_teams(stack):
                     other = dataclasses.replace(spec, namespace=team.name)
-                    found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)[1]))
+                    found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)[0]))
     return found
 
 
@@ -410,7 +410,7 @@ def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
                     namespace=team,
                     managed_by=MANAGED_BY,
                 )
-                found.append((f"{team} on {worker}'s {pool.name} x{nodes}", render(spec)[1]))
+                found.append((f"{team} on {worker}'s {pool.name} x{nodes}", render(spec)[0]))
     return found
 
 
@@ -502,12 +502,16 @@ def test_the_managers_frameworks_the_workers_rbac_and_its_crds_agree(manager, wo
 
 def test_a_bursting_teams_job_rendered_on_the_managers_own_pool_is_refused():
     """What a bursting team must not submit: the manager's pool's rack level is not one of the
-    worker's, so the burst flavor (mirroring the worker's topology) refuses it."""
-    cfg = stack_config("onprem")
+    worker's, so the burst flavor (mirroring the worker's topology) refuses it. The job asks for
+    the rack once the admin says the labels are on the nodes
+    (scheduling.topology_labels_applied)."""
+    shipped = stack_config("onprem")
+    labelled = shipped.scheduling.model_copy(update={"topology_labels_applied": True})
+    cfg = shipped.model_copy(update={"scheduling": labelled})
     (team,) = bursting_teams("onprem")
     local = render(
         spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"], nodes=2, namespace=team)
-    )[1]
+    )[0]
     found = admission_problems(kueue_of("onprem"), local)
     assert any(
         "does not contain the requested level 'network.example.internal/rack'" in p for p in found

@@ -106,7 +106,7 @@ def team_jobs(cfg: PlatformConfig) -> list[dict[str, Any]]:
             spec_for_pool(
                 cfg, pool.name, name="train", image=IMAGE, command=["-m", "x"], namespace=team.name
             )
-        )[1]
+        )[0]
         for team in cfg.scheduling.all_teams(cfg.namespaces.training)
         for pool in cfg.gpu_pools
     ]

@@ -409,6 +409,8 @@ def test_named_bucket_gives_an_exact_path_and_is_protected_in_production(tmp_pat
         "gpu-platform:storage": {
             "fsx": {
                 "deployment_type": "PERSISTENT_2",
+                # A production file system's key and backups: mandatory (prod-fsx-customer-key).
+                "create_kms_key": True,
                 "data_repository": {
                     "bucket_name": "acme-training-data",
                     "s3_prefix": "corpora/",
