@@ -86,24 +86,26 @@ def test_data_repository_path(prefix, path):
 
 
 @pytest.mark.parametrize(
-    ("types", "source", "nvme_gb"),
+    ("types", "size_limit", "nvme_gb"),
     [
-        (["p5.48xlarge"], "hostPath", 8 * 3800),
-        (["g6e.48xlarge", "g6e.24xlarge"], "hostPath", 2 * 1900),
-        (["m7i.xlarge"], "emptyDir", None),
-        (["g5.2xlarge", "m7i.xlarge"], "emptyDir", None),
+        # EC2 instance store volumes table: p5.48xlarge 8 x 3,800 GB, g6e.24xlarge 2 x 1,900 GB.
+        (["p5.48xlarge"], None, 8 * 3800),
+        (["g6e.48xlarge", "g6e.24xlarge"], None, 2 * 1900),
+        (["m7i.xlarge"], "100Gi", None),
+        (["g5.2xlarge", "m7i.xlarge"], "100Gi", None),
     ],
 )
-def test_nvme_cache_uses_the_raid_array_only_where_every_type_has_one(types, source, nvme_gb):
+def test_nvme_cache_is_an_emptydir_on_the_raid_array_or_size_limited_on_the_root_volume(
+    types, size_limit, nvme_gb
+):
+    """Never a hostPath (Pod Security baseline forbids it, issue 25): an emptyDir, which lies on
+    the RAID0 array because nodeadm bind-mounts /var/lib/kubelet onto it (PINS.md)."""
     cache = nvme_cache([CATALOG[t] for t in types], SETTINGS)
-    assert cache.source == source
     assert cache.size_gb == nvme_gb
-    assert cache.volume["name"] == NVME_CACHE
-    if source == "hostPath":
-        assert cache.volume["hostPath"]["path"].startswith("/mnt/k8s-disks/0/")
-    else:
-        assert cache.volume["emptyDir"] == {"sizeLimit": f"{SETTINGS.fallback_size_gib}Gi"}
-        assert "emptyDir" in cache.report()["backing"]
+    expected = {"sizeLimit": size_limit} if size_limit else {}
+    assert cache.volume == {"name": NVME_CACHE, "emptyDir": expected}
+    assert cache.report()["source"] == "emptyDir"
+    assert ("RAID0" in cache.report()["backing"]) == (size_limit is None)
 
 
 @pytest.mark.parametrize("types", [["p4d.24xlarge"], ["m7i.xlarge"]])
@@ -473,4 +475,4 @@ def test_every_provider_gives_workloads_the_same_claim_and_cache_names(stack):
     assert plan.outputs["storage_shared_data_claim"].endswith(f"/{SHARED_DATA}")
     assert plan.outputs["storage_nvme_cache"]
     for report in plan.outputs["storage_nvme_cache"].values():
-        assert report["source"] in ("hostPath", "emptyDir")
+        assert report["source"] == "emptyDir"
