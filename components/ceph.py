@@ -214,8 +214,10 @@ class SecondaryNetworks:
 class RookCephArgs:
     env: str
     ceph: CephSettings
-    claim_namespace: str
-    # Declared first: the claim's namespace.
+    # Where training pods run, the training namespace first: each gets its `shared-data` claim
+    # (a subvolume of its own on the filesystem; a pod mounts a claim of its own namespace).
+    claim_namespaces: Sequence[str]
+    # Declared first: the claims' namespaces.
     after: Sequence[pulumi.Resource] = ()
     # Production: `pulumi destroy` or a replacement must never delete the data's cluster,
     # file system or claim.
@@ -305,12 +307,15 @@ class RookCeph(PlatformComponent):
             volume_binding_mode="Immediate",
             opts=self.child(depends_on=[drivers]),
         )
-        claim = declare_claim(
-            self,
-            f"{env}-shared-data",
-            shared_data_claim(args.claim_namespace, ceph.claim_size_gib, STORAGE_CLASS),
-            after=[storage_class, filesystem, *args.after],
-            protect=args.protect,
-        )
+        claim, *_ = [
+            declare_claim(
+                self,
+                f"{env}-shared-data" if i == 0 else f"{env}-shared-data-{claim_ns}",
+                shared_data_claim(claim_ns, ceph.claim_size_gib, STORAGE_CLASS),
+                after=[storage_class, filesystem, *args.after],
+                protect=args.protect,
+            )
+            for i, claim_ns in enumerate(args.claim_namespaces)
+        ]
         self.shared = SharedData(claim, ceph.expected_throughput_mbps)
         self.register_outputs({"filesystem": ceph.filesystem_name, "claim": claim.metadata.name})

@@ -221,8 +221,9 @@ def ip_pools(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
 class NetworkOperatorArgs:
     env: str
     cfg: PlatformConfig
-    # The namespace training pods run in: the RDMA network is theirs.
-    training_namespace: str
+    # The namespaces training pods run in, the training namespace first: a pod joins the RDMA
+    # network of its own namespace (Multus resolves an unqualified network name there).
+    job_namespaces: Sequence[str]
     # Declared first: that namespace.
     after: Sequence[pulumi.Resource] = ()
 
@@ -267,15 +268,16 @@ class NetworkOperator(PlatformComponent):
                 opts=self.child(depends_on=[policy]),
             )
         if cfg.fabric is not None and cfg.fabric.network is not None:
-            k8s.apiextensions.CustomResource(
-                f"{env}-rdma-net",
-                api_version=MULTUS_API,
-                kind="NetworkAttachmentDefinition",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=RDMA_NETWORK, namespace=args.training_namespace, labels=PART_OF
-                ),
-                spec={"config": rdma_network_config(cfg)},
-                opts=self.child(depends_on=[policy, *args.after]),
-            )
+            for i, job_ns in enumerate(args.job_namespaces):
+                k8s.apiextensions.CustomResource(
+                    f"{env}-rdma-net" if i == 0 else f"{env}-rdma-net-{job_ns}",
+                    api_version=MULTUS_API,
+                    kind="NetworkAttachmentDefinition",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=RDMA_NETWORK, namespace=job_ns, labels=PART_OF
+                    ),
+                    spec={"config": rdma_network_config(cfg)},
+                    opts=self.child(depends_on=[policy, *args.after]),
+                )
         self.networks = SecondaryNetworks(operator, pools)
         self.register_outputs({"namespace": ns})

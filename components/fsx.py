@@ -185,7 +185,10 @@ class FsxLustreArgs:
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     node_security_group_id: pulumi.Input[str]
-    claim_namespace: str
+    # Where training pods run, the training namespace first: each gets its `shared-data` claim,
+    # bound to a static volume of its own on the same file system (a volume binds one claim,
+    # and a pod mounts a claim of its own namespace).
+    claim_namespaces: Sequence[str]
     protect: bool
     # Declared first: the Pod Identity agent (for the driver) and the claim's namespace.
     after: Sequence[pulumi.Resource] = ()
@@ -260,30 +263,37 @@ class FsxLustre(PlatformComponent):
             self._data_repository(env, fsx.data_repository, args.protect)
 
         csi = self._csi_driver(args)
-        pv = k8s.core.v1.PersistentVolume(
-            f"{env}-shared-data-pv",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=PV_NAME, labels=PART_OF),
-            spec=lustre_volume(
-                self.file_system.id,
-                self.file_system.dns_name,
-                self.file_system.mount_name,
-                fsx.storage_capacity_gib,
-                fsx.mount_options,
-                args.claim_namespace,
-            ),
-            opts=self.child(depends_on=[csi]),
-        )
-        claim = declare_claim(
-            self,
-            f"{env}-shared-data",
-            shared_data_claim(
-                args.claim_namespace,
-                fsx.storage_capacity_gib,
-                storage_class="",
-                volume_name=PV_NAME,
-            ),
-            after=[pv, *args.after],
-        )
+        claims = []
+        for i, claim_ns in enumerate(args.claim_namespaces):
+            # The training namespace's keep their names (and their state).
+            suffix, pv_name = ("", PV_NAME) if i == 0 else (f"-{claim_ns}", f"{PV_NAME}-{claim_ns}")
+            pv = k8s.core.v1.PersistentVolume(
+                f"{env}-shared-data-pv{suffix}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=pv_name, labels=PART_OF),
+                spec=lustre_volume(
+                    self.file_system.id,
+                    self.file_system.dns_name,
+                    self.file_system.mount_name,
+                    fsx.storage_capacity_gib,
+                    fsx.mount_options,
+                    claim_ns,
+                ),
+                opts=self.child(depends_on=[csi]),
+            )
+            claims.append(
+                declare_claim(
+                    self,
+                    f"{env}-shared-data{suffix}",
+                    shared_data_claim(
+                        claim_ns,
+                        fsx.storage_capacity_gib,
+                        storage_class="",
+                        volume_name=pv_name,
+                    ),
+                    after=[pv, *args.after],
+                )
+            )
+        claim = claims[0]
         self.shared = SharedData(claim, fsx.expected_throughput_mbps)
         self.register_outputs(
             {

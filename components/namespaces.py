@@ -47,6 +47,14 @@ def team_pod_security(team: TeamSettings) -> tuple[dict[str, str], dict[str, str
     return labels, annotations
 
 
+def platform_job_namespaces(namespaces: NamespaceSettings) -> list[str]:
+    """The namespaces the platform's own jobs run in, the training namespace first: the recipes
+    there, the self-test in its own. Each holds what a job's pod references by name (its
+    pool's NCCL ConfigMap, the shared-data claim, the RDMA network), since a pod finds them
+    only in its own namespace."""
+    return [namespaces.training, namespaces.selftest]
+
+
 @dataclass(frozen=True)
 class NamespacesArgs:
     namespaces: NamespaceSettings

@@ -7,6 +7,7 @@ names its transport explicitly and logs what NCCL picked (NCCL_DEBUG=INFO).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,12 +91,14 @@ def nccl_env(pool: GpuPool, cfg: PlatformConfig) -> dict[str, str]:
 @dataclass(frozen=True)
 class NcclSettingsArgs:
     cfg: PlatformConfig
-    namespace: str
+    # The namespaces training pods run in, the training namespace first: a pod loads its
+    # ConfigMap from its own namespace.
+    namespaces: Sequence[str]
     env: str
 
 
 class NcclSettings(PlatformComponent):
-    """One `nccl-<pool>` ConfigMap per GPU pool, in the training namespace."""
+    """One `nccl-<pool>` ConfigMap per GPU pool, in each namespace training pods run in."""
 
     PLANE = "data"
 
@@ -104,16 +107,21 @@ class NcclSettings(PlatformComponent):
     ):
         super().__init__(name, opts)
         self.names: dict[str, Any] = {}
-        for pool in args.cfg.gpu_pools:
-            cm = k8s.core.v1.ConfigMap(
-                f"{args.env}-nccl-{pool.name}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=configmap_name(pool), namespace=args.namespace, labels=PART_OF
-                ),
-                data=nccl_env(pool, args.cfg),
-                opts=self.child(),
-            )
-            self.names[pool.name] = pulumi.Output.concat(
-                cm.metadata.namespace, "/", cm.metadata.name
-            )
+        first = args.namespaces[0]
+        for namespace in args.namespaces:
+            # The training namespace's keep their names (and their state).
+            prefix = args.env if namespace == first else f"{args.env}-{namespace}"
+            for pool in args.cfg.gpu_pools:
+                cm = k8s.core.v1.ConfigMap(
+                    f"{prefix}-nccl-{pool.name}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=configmap_name(pool), namespace=namespace, labels=PART_OF
+                    ),
+                    data=nccl_env(pool, args.cfg),
+                    opts=self.child(),
+                )
+                if namespace == first:
+                    self.names[pool.name] = pulumi.Output.concat(
+                        cm.metadata.namespace, "/", cm.metadata.name
+                    )
         self.register_outputs({"configmaps": self.names})

@@ -52,7 +52,8 @@ from components.multikueue import (
 from components.shared import pinned_release
 from components.topology import pool_topology, topology_objects
 from infra.config import PlatformConfig
-from infra.config.scheduling import PRIORITIES, Priority
+from infra.config.scheduling import PRIORITIES, Priority, TeamSettings
+from infra.config.selftest import queued
 
 
 def workload_priority_class(priority: Priority) -> dict[str, Any]:
@@ -87,12 +88,11 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
     if pools_provisioned:
         managed = {r for p in pools_provisioned for r in pool_resources(p)}
         objects += provisioning_objects(sorted(managed))
-    teams = sched.all_teams(cfg.namespaces.training)
     bursts = {q.name: q for q in sched.cluster_queues if q.burst is not None}
     for queue in bursts.values():
         objects += manager_objects(queue)
     for name, gpus in queue_gpus(cfg).items():
-        namespaces = [t.name for t in teams if t.cluster_queue == name]
+        namespaces = [t.name for t in submitters(cfg) if t.cluster_queue == name]
         if name in bursts:
             # Every workload goes to a worker: the queue holds only what it may take there.
             flavors = {burst_flavor_name(name): burst_quota(bursts[name].burst, counted)}
@@ -104,8 +104,21 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
         if name in bursts and budget_annotations(bursts[name].burst):
             queue["metadata"]["annotations"] = budget_annotations(bursts[name].burst)
         objects.append(queue)
-    objects += [local_queue(t) for t in teams]
+    objects += [local_queue(t) for t in submitters(cfg)]
     return objects
+
+
+def submitters(cfg: PlatformConfig) -> list[TeamSettings]:
+    """Every namespace with a LocalQueue: the teams and, where the self-test goes through
+    Kueue, its own namespace on the training namespace's ClusterQueue (as when it ran there)."""
+    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+    if not queued(cfg):
+        return teams
+    training = next(t for t in teams if t.name == cfg.namespaces.training)
+    return [
+        *teams,
+        TeamSettings(name=cfg.namespaces.selftest, cluster_queue=training.cluster_queue),
+    ]
 
 
 # ------------------------------------------------------------------------------ component

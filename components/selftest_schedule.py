@@ -115,6 +115,7 @@ def schedule_spec(cfg: PlatformConfig, pool: str, env: dict[str, str]) -> Traini
         active_deadline_seconds=settings.schedule.timeout_minutes * 60,
         labels={**PART_OF, "gpu-platform/selftest-schedule": pool},
         service_account=account(cfg),
+        namespace=cfg.namespaces.selftest,
     )
 
 

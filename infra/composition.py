@@ -30,7 +30,7 @@ from components.fabric import (
 )
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
-from components.namespaces import Namespaces, NamespacesArgs
+from components.namespaces import Namespaces, NamespacesArgs, platform_job_namespaces
 from components.nccl import NcclSettings, NcclSettingsArgs
 from components.network import Network, NetworkArgs
 from components.nodes import NodeRole, NodeRoleArgs
@@ -77,6 +77,7 @@ class Platform(PlatformComponent):
             f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams), on_cluster
         )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
+        self.namespaces = namespaces
         self._fabric(env, cfg, namespaces, on_cluster)
         declare_storage(self, env, cfg, cluster, namespaces)
         monitoring = self._monitoring(env, cfg, cluster, namespaces)
@@ -98,7 +99,12 @@ class Platform(PlatformComponent):
         """The bootstrap self-test Job, after everything it tests; its image repository on AWS."""
         selftest = SelfTest(
             f"{env}-selftest",
-            SelfTestArgs(env, cfg, after=list(self.tested), aws_provider=self.aws_provider),
+            SelfTestArgs(
+                env,
+                cfg,
+                after=[*self.tested, self.namespaces.by_purpose["selftest"]],
+                aws_provider=self.aws_provider,
+            ),
             on_cluster,
         )
         self.outputs["selftest"] = selftest_report(cfg)
@@ -164,11 +170,11 @@ class Platform(PlatformComponent):
     def _fabric(self, env: str, cfg: PlatformConfig, namespaces: Namespaces, on_cluster) -> None:
         """Per-pool NCCL settings on every provider; the Network Operator where RDMA pools or
         Ceph Multus networks need it."""
-        training = namespaces.by_purpose["training"]
+        job_namespaces = [namespaces.by_purpose[p] for p in ("training", "selftest")]
         nccl = NcclSettings(
             f"{env}-nccl",
-            NcclSettingsArgs(cfg, cfg.namespaces.training, env),
-            self.child(providers=on_cluster.providers, depends_on=[training]),
+            NcclSettingsArgs(cfg, platform_job_namespaces(cfg.namespaces), env),
+            self.child(providers=on_cluster.providers, depends_on=job_namespaces),
         )
         self.outputs["nccl_configmaps"] = nccl.names
         self.tested.append(nccl)
@@ -177,7 +183,9 @@ class Platform(PlatformComponent):
         if needs_network_operator(cfg):
             network_operator = NetworkOperator(
                 f"{env}-network-operator",
-                NetworkOperatorArgs(env, cfg, cfg.namespaces.training, after=[training]),
+                NetworkOperatorArgs(
+                    env, cfg, platform_job_namespaces(cfg.namespaces), after=job_namespaces
+                ),
                 on_cluster,
             )
             self.tested.append(network_operator)

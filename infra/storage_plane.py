@@ -11,7 +11,7 @@ import pulumi
 from components.ceph import RookCeph, RookCephArgs
 from components.control_plane import ClusterHandle
 from components.fsx import FsxLustre, FsxLustreArgs
-from components.namespaces import Namespaces
+from components.namespaces import Namespaces, platform_job_namespaces
 from components.storage import SharedData, nvme_cache_report
 from infra.config import PlatformConfig, default_fsx_zone
 
@@ -29,7 +29,7 @@ def declare_storage(
     """Storage plane: `shared-data` (FSx for Lustre or CephFS) and `nvme-cache`, under the
     same names on every provider."""
     platform.outputs["storage_nvme_cache"] = nvme_cache_report(cfg)
-    training = namespaces.by_purpose["training"]
+    job_namespaces = [namespaces.by_purpose[p] for p in ("training", "selftest")]
     shared: SharedData | None = None
     if cfg.storage.fsx is not None:
         fsx, zone = cfg.storage.fsx, cfg.storage.fsx.zone or default_fsx_zone(cfg)
@@ -44,9 +44,9 @@ def declare_storage(
                 vpc_id=platform.network.vpc_id,
                 subnet_id=platform.network.private_subnet_ids_by_zone[zone],
                 node_security_group_id=cluster.security_group_id,
-                claim_namespace=cfg.namespaces.training,
+                claim_namespaces=platform_job_namespaces(cfg.namespaces),
                 protect=cfg.protect_stateful,
-                after=[*cluster.schedulable, training],
+                after=[*cluster.schedulable, *job_namespaces],
                 registry_mirror=cfg.images.registry_mirror,
             ),
             platform.child(providers=[platform.aws_provider, cluster.kubernetes]),
@@ -64,8 +64,8 @@ def declare_storage(
             RookCephArgs(
                 env,
                 cfg.storage.ceph,
-                cfg.namespaces.training,
-                after=[training],
+                platform_job_namespaces(cfg.namespaces),
+                after=job_namespaces,
                 protect=cfg.protect_stateful,
                 networks=platform.networks,
                 registry_mirror=cfg.images.registry_mirror,

@@ -173,8 +173,15 @@ def test_the_rdma_pool_hands_addresses_only_to_the_rdma_pools_nodes():
             ]
         },
     }
-    nad = objects("onprem", "NetworkAttachmentDefinition")["rdma"]
-    assert nad["metadata"]["namespace"] == "training"
+    # Multus resolves an unqualified network name in the pod's own namespace: one in the
+    # training namespace and one in the self-test's, the same network.
+    nads = [
+        o
+        for o in planned("onprem").kubernetes_objects()
+        if o["kind"] == "NetworkAttachmentDefinition" and o["metadata"]["name"] == "rdma"
+    ]
+    assert sorted(n["metadata"]["namespace"] for n in nads) == ["gpu-platform-selftest", "training"]
+    assert nads[0]["spec"] == nads[1]["spec"]
     # k8s-rdma-shared-dev-plugin advertises rdma/<resourceName>: what training pods request.
     assert planned("onprem").outputs["fabric_rdma_resource"] == "rdma/rdma_shared_device"
 

@@ -51,10 +51,14 @@ def stack_config(stack: str) -> dict:
     return {k.split(":", 1)[1]: v for k, v in doc["config"].items()}
 
 
-def claim_of(plan):
+def claims_of(plan) -> dict[str, dict]:
+    """The `shared-data` claims by namespace."""
     claims = [r.inputs for r in plan.of_type(PVC) if r.inputs["metadata"]["name"] == SHARED_DATA]
-    assert len(claims) == 1, plan.stack
-    return claims[0]
+    return {c["metadata"]["namespace"]: c for c in claims}
+
+
+def claim_of(plan, namespace: str = "training"):
+    return claims_of(plan)[namespace]
 
 
 # ------------------------------------------------------------------------------ builders
@@ -257,7 +261,8 @@ def test_lustre_rules_wire_the_given_node_security_group(tmp_path):
         "from infra.config import FsxSettings\n"
         "FsxLustre('t', FsxLustreArgs(env='t', fsx=FsxSettings(data_repository=None), "
         "zone='us-east-1a', region='us-east-1', cluster_name='c', vpc_id='vpc-1', "
-        "subnet_id='subnet-1', node_security_group_id='sg-nodes', claim_namespace='training', "
+        "subnet_id='subnet-1', node_security_group_id='sg-nodes', "
+        "claim_namespaces=['training'], "
         "protect=False))\n"
     )
     recording = run_program("t", copy_program(tmp_path, program, {"t": {}}))
@@ -267,32 +272,38 @@ def test_lustre_rules_wire_the_given_node_security_group(tmp_path):
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
 def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(stack):
+    """A claim in each namespace the platform's jobs run in (training, and the self-test's
+    own), each bound to a static volume of its own on the one file system: a volume binds one
+    claim, and a pod mounts a claim of its own namespace."""
     plan = planned(stack)
     version = plan.outputs["kubernetes_version"]
-    claim = claim_of(plan)
-    volumes = plan.of_type(PV)
-    assert len(volumes) == 1
-    pv = volumes[0].inputs
-    for obj in (pv, claim):
-        validate_kubernetes(obj, version)
-    training = stack_config(stack).get("namespaces", {}).get("training", "training")
-    assert claim["metadata"]["namespace"] == training
-    assert claim["spec"]["volumeName"] == pv["metadata"]["name"]
-    assert pv["spec"]["claimRef"] == {"namespace": training, "name": SHARED_DATA}
-    assert pv["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
-    assert pv["spec"]["accessModes"] == claim["spec"]["accessModes"] == ["ReadWriteMany"]
-    assert pv["spec"]["capacity"]["storage"] == claim["spec"]["resources"]["requests"]["storage"]
-    capacity = stack_config(stack)["storage"]["fsx"]["storage_capacity_gib"]
-    assert pv["spec"]["capacity"]["storage"] == f"{capacity}Gi"
-    csi = pv["spec"]["csi"]
-    assert csi["driver"] == "fsx.csi.aws.com"  # FSx for Lustre CSI driver docs
-    assert csi["volumeHandle"] == f"(known after apply: {stack}-fsx.id)"
-    assert csi["volumeAttributes"] == {
-        "dnsname": f"(known after apply: {stack}-fsx.dnsName)",
-        "mountname": f"(known after apply: {stack}-fsx.mountName)",
-    }
-    assert "flock" in pv["spec"]["mountOptions"]
-    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    claims = claims_of(plan)
+    assert sorted(claims) == ["gpu-platform-selftest", "training"]
+    volumes = {v.inputs["spec"]["claimRef"]["namespace"]: v.inputs for v in plan.of_type(PV)}
+    assert sorted(volumes) == sorted(claims)
+    # The training namespace's volume keeps its name.
+    assert volumes["training"]["metadata"]["name"] == "fsx-shared-data"
+    for namespace, claim in claims.items():
+        pv = volumes[namespace]
+        for obj in (pv, claim):
+            validate_kubernetes(obj, version)
+        assert claim["spec"]["volumeName"] == pv["metadata"]["name"]
+        assert pv["spec"]["claimRef"] == {"namespace": namespace, "name": SHARED_DATA}
+        assert pv["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
+        assert pv["spec"]["accessModes"] == claim["spec"]["accessModes"] == ["ReadWriteMany"]
+        storage = claim["spec"]["resources"]["requests"]["storage"]
+        assert pv["spec"]["capacity"]["storage"] == storage
+        capacity = stack_config(stack)["storage"]["fsx"]["storage_capacity_gib"]
+        assert pv["spec"]["capacity"]["storage"] == f"{capacity}Gi"
+        csi = pv["spec"]["csi"]
+        assert csi["driver"] == "fsx.csi.aws.com"  # FSx for Lustre CSI driver docs
+        assert csi["volumeHandle"] == f"(known after apply: {stack}-fsx.id)"
+        assert csi["volumeAttributes"] == {
+            "dnsname": f"(known after apply: {stack}-fsx.dnsName)",
+            "mountname": f"(known after apply: {stack}-fsx.mountName)",
+        }
+        assert "flock" in pv["spec"]["mountOptions"]
+        assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
@@ -458,6 +469,11 @@ def test_shipped_onprem_storage_class_points_at_the_filesystem_and_the_driver():
         assert release["namespace"] == namespace
     # The drivers chart needs the operator's CRDs and CSI operator: it comes after.
     assert operator.urn in find(plan, RELEASE, "onprem-ceph-csi-drivers").dependencies
+    # The self-test's namespace gets a claim of its own from the same class: a subvolume of the
+    # same filesystem, where its reports go.
+    claims = claims_of(plan)
+    assert sorted(claims) == ["gpu-platform-selftest", "training"]
+    assert {c["spec"]["storageClassName"] for c in claims.values()} == {sc["metadata"]["name"]}
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
