@@ -11,8 +11,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PLATFORM_LABELS, PlatformComponent
-from infra.config import NamespaceSettings
+from infra.config import NamespaceSettings, PlatformConfig
 from infra.config.scheduling import TeamSettings
+from infra.config.selftest import runs
+from infra.config.selftest_schedule import scheduled
 
 PART_OF = PLATFORM_LABELS
 POD_SECURITY = "pod-security.kubernetes.io"
@@ -47,12 +49,15 @@ def team_pod_security(team: TeamSettings) -> tuple[dict[str, str], dict[str, str
     return labels, annotations
 
 
-def platform_job_namespaces(namespaces: NamespaceSettings) -> list[str]:
+def platform_job_namespaces(cfg: PlatformConfig) -> list[str]:
     """The namespaces the platform's own jobs run in, the training namespace first: the recipes
-    there, the self-test in its own. Each holds what a job's pod references by name (its
-    pool's NCCL ConfigMap, the shared-data claim, the RDMA network), since a pod finds them
-    only in its own namespace."""
-    return [namespaces.training, namespaces.selftest]
+    there, the self-test (where it runs, after deploys or on a schedule) in its own. Each holds
+    what a job's pod references by name (its pool's NCCL ConfigMap, the shared-data claim, the
+    RDMA network), since a pod finds them only in its own namespace."""
+    found = [cfg.namespaces.training]
+    if runs(cfg) or scheduled(cfg):
+        found.append(cfg.namespaces.selftest)
+    return found
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ class Platform(PlatformComponent):
         job_namespaces = [namespaces.by_purpose[p] for p in ("training", "selftest")]
         nccl = NcclSettings(
             f"{env}-nccl",
-            NcclSettingsArgs(cfg, platform_job_namespaces(cfg.namespaces), env),
+            NcclSettingsArgs(cfg, platform_job_namespaces(cfg), env),
             self.child(providers=on_cluster.providers, depends_on=job_namespaces),
         )
         self.outputs["nccl_configmaps"] = nccl.names
@@ -183,9 +183,7 @@ class Platform(PlatformComponent):
         if needs_network_operator(cfg):
             network_operator = NetworkOperator(
                 f"{env}-network-operator",
-                NetworkOperatorArgs(
-                    env, cfg, platform_job_namespaces(cfg.namespaces), after=job_namespaces
-                ),
+                NetworkOperatorArgs(env, cfg, platform_job_namespaces(cfg), after=job_namespaces),
                 on_cluster,
             )
             self.tested.append(network_operator)

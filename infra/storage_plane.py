@@ -44,7 +44,7 @@ def declare_storage(
                 vpc_id=platform.network.vpc_id,
                 subnet_id=platform.network.private_subnet_ids_by_zone[zone],
                 node_security_group_id=cluster.security_group_id,
-                claim_namespaces=platform_job_namespaces(cfg.namespaces),
+                claim_namespaces=platform_job_namespaces(cfg),
                 protect=cfg.protect_stateful,
                 after=[*cluster.schedulable, *job_namespaces],
                 registry_mirror=cfg.images.registry_mirror,
@@ -64,7 +64,7 @@ def declare_storage(
             RookCephArgs(
                 env,
                 cfg.storage.ceph,
-                platform_job_namespaces(cfg.namespaces),
+                platform_job_namespaces(cfg),
                 after=job_namespaces,
                 protect=cfg.protect_stateful,
                 networks=platform.networks,

@@ -24,6 +24,8 @@ from components.storage import (
 from infra.catalog import CATALOG
 from infra.config import CephSettings, NvmeCacheSettings, parse_config
 from infra.config.loading import read_yaml
+from infra.config.selftest import runs
+from infra.config.selftest_schedule import scheduled
 from infra.plan.engine import ROOT, run_program
 from infra.versions import CHARTS
 from tests.conftest import (
@@ -35,6 +37,7 @@ from tests.conftest import (
     planned,
     validate_kubernetes,
 )
+from tests.conftest import stack_config as platform_config
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
@@ -273,12 +276,14 @@ def test_lustre_rules_wire_the_given_node_security_group(tmp_path):
 @pytest.mark.parametrize("stack", AWS_STACKS)
 def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(stack):
     """A claim in each namespace the platform's jobs run in (training, and the self-test's
-    own), each bound to a static volume of its own on the one file system: a volume binds one
-    claim, and a pod mounts a claim of its own namespace."""
+    own where a self-test runs), each bound to a static volume of its own on the one file
+    system: a volume binds one claim, and a pod mounts a claim of its own namespace."""
     plan = planned(stack)
     version = plan.outputs["kubernetes_version"]
     claims = claims_of(plan)
-    assert sorted(claims) == ["gpu-platform-selftest", "training"]
+    cfg = platform_config(stack)
+    selftest = ["gpu-platform-selftest"] if runs(cfg) or scheduled(cfg) else []
+    assert sorted(claims) == sorted(["training", *selftest])
     volumes = {v.inputs["spec"]["claimRef"]["namespace"]: v.inputs for v in plan.of_type(PV)}
     assert sorted(volumes) == sorted(claims)
     # The training namespace's volume keeps its name.
