@@ -330,6 +330,8 @@ def test_every_self_test_pod_runs_in_the_platforms_own_namespace(stack):
     }
     assert found <= {cfg.namespaces.selftest}
     assert cfg.namespaces.selftest not in team_namespaces(stack)
+    # Its hardware checks need no host access: the namespace is as strict as a team's.
+    assert enforce_level(namespaces(stack)[cfg.namespaces.selftest]) == "restricted"
 
 
 def test_levels_are_ordered_as_the_page_lists_them():

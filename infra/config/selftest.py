@@ -94,7 +94,9 @@ class SelfTestSettings(Settings):
         "out of it before the run does (0-1440).",
     )
     queue: Annotated[DnsLabel, refers(LOCAL_QUEUE, when=queued)] = Field(
-        "default", description="The Kueue LocalQueue of the training namespace it submits to."
+        "default",
+        description="The Kueue LocalQueue it submits to: the one the platform declares in the "
+        "self-test's namespace (namespaces.selftest), on the training namespace's ClusterQueue.",
     )
     priority_class: Annotated[DnsLabel, refers(PRIORITY_CLASS, when=queued)] = Field(
         "research",
