@@ -23,7 +23,15 @@ from infra.plan.render import Rendering, render_plan
 from jobs.common import SubmitError
 from jobs.recipe import plan_job as plan_recipe
 from tests.bad_stacks import ADMIN, NS
-from tests.conftest import SHARED_HELM, STACKS, make_project, planned, rendered, stack_config
+from tests.conftest import (
+    SHARED_HELM,
+    STACKS,
+    make_project,
+    planned,
+    rendered,
+    stack_config,
+    stack_file_config,
+)
 from tests.controllers.pod_security import Pod, pod_templates
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/trainer@sha256:" + "e" * 64
@@ -54,7 +62,36 @@ EVERY_AWS = {
     f"{NS}:selftest": {"image": SELFTEST, "cordon_on_fail": True,
                        "schedule": {"cron": "0 */4 * * *"}},
 }  # fmt: skip
-SYNTHETIC = {"every-aws": EVERY_AWS}
+
+
+def _every_onprem() -> dict[str, Any]:
+    """The shipped onprem stack on InfiniBand, with a time-slicing TCP pool and an MPS pool
+    beside it, the teams above and the self-test cordoning; no MultiKueue worker to plan."""
+    config = stack_file_config("onprem")
+    existing = config[f"{NS}:existing"]
+    (a100,) = existing["gpu_pools"]
+    existing["gpu_pools"] = [
+        {**a100, "fabric": "infiniband"},
+        {**a100, "name": "a100-shared", "fabric": "tcp", "nodes": 1,
+         "node_selector": {"example.internal/pool": "shared"},
+         "gpu_sharing": {"mode": "time-slicing", "replicas": 2}},
+        {**a100, "name": "a100-mps", "fabric": "tcp", "nodes": 1,
+         "node_selector": {"example.internal/pool": "mps"},
+         "gpu_sharing": {"mode": "mps", "replicas": 2}},
+    ]  # fmt: skip
+    config[f"{NS}:fabric"].pop("gid_index")  # a RoCE setting
+    scheduling = config[f"{NS}:scheduling"]
+    scheduling["cluster_queues"] = [{"name": "shared"}]
+    scheduling["teams"] = TEAMS
+    scheduling["flavors"] = [
+        {**scheduling["flavors"][0], "pool": p["name"]} for p in existing["gpu_pools"]
+    ]
+    del config[f"{NS}:multikueue"]
+    config[f"{NS}:selftest"]["cordon_on_fail"] = True
+    return config
+
+
+SYNTHETIC = {"every-aws": EVERY_AWS, "every-onprem": _every_onprem()}
 ALL_STACKS = [*STACKS, *SYNTHETIC]
 
 

@@ -214,7 +214,13 @@ def test_the_every_setting_stack_has_a_baseline_team_and_every_sharing_mode():
     cfg = config_of("every-aws")
     assert {t.pod_security for t in cfg.scheduling.teams} == {"restricted", "baseline"}
     assert {p.sharing.mode for p in cfg.gpu_pools} == {"time-slicing", "mps", "mig", "none"}
-    assert {p.fabric for s in ALL_STACKS for p in config_of(s).gpu_pools} >= {"efa", "roce", "tcp"}
+    fabrics = {p.fabric for s in ALL_STACKS for p in config_of(s).gpu_pools}
+    assert fabrics == {"efa", "infiniband", "roce", "tcp"}
+    assert {p.sharing.mode for p in config_of("every-onprem").gpu_pools} == {
+        "none",
+        "time-slicing",
+        "mps",
+    }
     assert cfg.selftest.cordon_on_fail
 
 
@@ -270,7 +276,7 @@ def test_no_team_namespace_enforces_privileged(stack):
     """Item 12 as one line: `privileged` is for the platform's own operator namespaces."""
     declared = namespaces(stack)
     assert {n: enforce_level(declared[n]) for n in team_namespaces(stack)} == {
-        n: ("baseline" if n == "eval" and stack == "every-aws" else "restricted")
+        n: ("baseline" if n == "eval" and stack.startswith("every-") else "restricted")
         for n in team_namespaces(stack)
     }
 
