@@ -265,7 +265,9 @@ class FsxLustre(PlatformComponent):
         csi = self._csi_driver(args)
         claims = []
         for i, claim_ns in enumerate(args.claim_namespaces):
-            # The training namespace's keep their names (and their state).
+            # The training namespace's keep their names (and their state). Two volumes with one
+            # handle are safe: the driver stages nothing (aws-fsx-csi-driver pkg/driver/node.go,
+            # nodeCaps empty), so each pod's mount is its own NodePublishVolume.
             suffix, pv_name = ("", PV_NAME) if i == 0 else (f"-{claim_ns}", f"{PV_NAME}-{claim_ns}")
             pv = k8s.core.v1.PersistentVolume(
                 f"{env}-shared-data-pv{suffix}",
