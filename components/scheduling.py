@@ -110,15 +110,17 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
 
 def submitters(cfg: PlatformConfig) -> list[TeamSettings]:
     """Every namespace with a LocalQueue: the teams and, where the self-test goes through
-    Kueue, its own namespace on the training namespace's ClusterQueue (as when it ran there)."""
-    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+    Kueue, its own namespace (namespaces.selftest), on the training namespace's ClusterQueue as
+    when it ran there, unless that queue bursts: the self-test tests this cluster, so it takes
+    the first queue that runs here."""
+    sched = cfg.scheduling
+    teams = sched.all_teams(cfg.namespaces.training)
     if not queued(cfg):
         return teams
     training = next(t for t in teams if t.name == cfg.namespaces.training)
-    return [
-        *teams,
-        TeamSettings(name=cfg.namespaces.selftest, cluster_queue=training.cluster_queue),
-    ]
+    local = [q.name for q in sched.cluster_queues if q.burst is None] or [training.cluster_queue]
+    queue = training.cluster_queue if training.cluster_queue in local else local[0]
+    return [*teams, TeamSettings(name=cfg.namespaces.selftest, cluster_queue=queue)]
 
 
 # ------------------------------------------------------------------------------ component

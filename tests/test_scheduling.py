@@ -458,3 +458,34 @@ def test_a_stack_without_gpu_pools_declares_valid_empty_queues():
     assert [o["kind"] for o in found if o["kind"] in ("ResourceFlavor", "AdmissionCheck")] == []
     for obj in found:
         assert crds.errors(obj) == [], obj
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_self_tests_namespace_submits_to_a_queue_that_runs_here_and_admits_it(stack):
+    """The self-test runs in its own namespace (issue 25 item 11): Kueue admits its Job only
+    through a LocalQueue of that namespace, whose ClusterQueue's namespaceSelector selects it
+    (Kueue docs, "Cluster Queue": namespaceSelector), and never on a queue that bursts to
+    MultiKueue workers, since it tests this cluster."""
+    objects = [o for o in planned(stack).kubernetes_objects() if o["kind"] == "Job"]
+    runs = [o for o in objects if o["metadata"]["name"].startswith("selftest-")]
+    queues = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o["spec"]["clusterQueue"]
+        for o in planned(stack).kubernetes_objects()
+        if o["kind"] == "LocalQueue"
+    }
+    cluster_queues = {
+        o["metadata"]["name"]: o for o in planned(stack).kubernetes_objects()
+        if o["kind"] == "ClusterQueue"
+    }  # fmt: skip
+    for job in runs:
+        namespace = job["metadata"]["namespace"]
+        assert namespace == "gpu-platform-selftest"
+        queue = queues[(namespace, job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"])]
+        spec = cluster_queues[queue]["spec"]
+        (selector,) = spec["namespaceSelector"]["matchExpressions"]
+        assert selector["key"] == "kubernetes.io/metadata.name"
+        assert namespace in selector["values"]
+        assert "admissionChecksStrategy" not in spec or all(
+            "multikueue" not in c["name"]
+            for c in spec["admissionChecksStrategy"]["admissionChecks"]
+        )
