@@ -19,9 +19,10 @@ torchrun.
 - Scraped when it serves metrics: a container port named `metrics` and the pod label
   `gpu-platform/metrics: training`, which the platform's one PodMonitor selects in every training
   namespace (components/observability.training_pod_monitor).
-- Locked down: non-root, read-only root file system (writable /tmp as an emptyDir), no
-  privilege escalation, every capability dropped but IPC_LOCK on pods that hold an EFA or RDMA
-  device, RuntimeDefault seccomp.
+- Locked down to Pod Security `restricted`, the level every team namespace enforces by
+  default: non-root, read-only root file system (writable /tmp as an emptyDir), no privilege
+  escalation, every capability dropped, RuntimeDefault seccomp, no hostPath (the NVMe cache is
+  an emptyDir; components/storage.py).
 
 - On a schedule: `cron_job(spec, ...)` wraps the same Job in a CronJob. The CronJob controller
   names each Job it creates, so no pod can know a peer's name in advance: a scheduled job is one
@@ -46,13 +47,7 @@ from components.rendezvous import LABEL as RENDEZVOUS_LABEL
 from components.rendezvous import PORT as RENDEZVOUS_PORT
 from components.rendezvous import SERVICE as RENDEZVOUS_SERVICE
 from components.rendezvous import master_address as index_zero
-from components.storage import (
-    NvmeCache,
-    _on_host,
-    nvme_cache,
-    training_volume_mounts,
-    training_volumes,
-)
+from components.storage import NvmeCache, pool_cache, training_volume_mounts, training_volumes
 from components.topology import placement
 from infra.config import GpuPool, PlatformConfig
 from infra.config.fabric import RDMA_FABRICS
@@ -188,20 +183,19 @@ def shm_volume(spec: TrainingJobSpec) -> dict[str, Any]:
     }
 
 
-def security_context(spec: TrainingJobSpec) -> dict[str, Any]:
-    capabilities: dict[str, list[str]] = {"drop": ["ALL"]}
-    if fabric_devices(spec):
-        # Verbs memory registration (NCCL's IB transport, libfabric's EFA provider) pins pages
-        # and is charged against RLIMIT_MEMLOCK unless the process holds CAP_IPC_LOCK; the
-        # Network Operator's RDMA example pods add it. Only pods holding a fabric device.
-        capabilities["add"] = ["IPC_LOCK"]
+def security_context() -> dict[str, Any]:
+    """Pod Security `restricted` (Kubernetes "Pod Security Standards"), on every pool. No
+    IPC_LOCK on fabric pools: a capability added to a non-root container lands in its bounding
+    set but not in its effective set (Kubernetes has no ambient capabilities), so it never let
+    the trainer pin memory; it only made `baseline` refuse the pod. Verbs memory registration
+    needs the node's memlock limit instead (issue 25 item 10)."""
     return {
         "runAsNonRoot": True,
         "runAsUser": RUN_AS,
         "runAsGroup": RUN_AS,
         "readOnlyRootFilesystem": True,
         "allowPrivilegeEscalation": False,
-        "capabilities": capabilities,
+        "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
 
@@ -240,7 +234,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         "envFrom": [{"configMapRef": {"name": configmap_name(spec.pool)}}],
         **({"ports": ports(spec)} if ports(spec) else {}),
         "resources": resources(spec),
-        "securityContext": security_context(spec),
+        "securityContext": security_context(),
         "volumeMounts": [
             *training_volume_mounts(),
             {"name": "dshm", "mountPath": "/dev/shm"},
@@ -351,15 +345,6 @@ def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
     return [job(spec)]
 
 
-def pool_cache(cfg: PlatformConfig, pool: GpuPool) -> NvmeCache:
-    """What backs nvme-cache on the pool's nodes, as the storage plane declares it."""
-    if cfg.provider == "existing":
-        # The admin mounts local NVMe at host_path on every GPU node (components/storage.py).
-        return _on_host(cfg.storage.nvme_cache, size_gb=None)
-    group = next(g for g in cfg.gpu_node_groups if g.name == pool.name)
-    return nvme_cache(group.instances, cfg.storage.nvme_cache)
-
-
 def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> TrainingJobSpec:
     """A job on one of the stack's pools, in the training namespace unless `namespace` is
     given; `choices` are TrainingJobSpec's fields (name, image, command, nodes, ...)."""
@@ -368,4 +353,6 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     choices.setdefault("namespace", cfg.namespaces.training)
     choices.setdefault("placement", placement(cfg, pool))
     choices.setdefault("managed_by", burst_managed_by(cfg, choices["namespace"]))
-    return TrainingJobSpec(pool=pool, cache=pool_cache(cfg, pool), rdma_resource=rdma, **choices)
+    return TrainingJobSpec(
+        pool=pool, cache=pool_cache(cfg, pool_name), rdma_resource=rdma, **choices
+    )

@@ -1,5 +1,6 @@
-"""Namespaces the platform's add-ons and training jobs live in, and the teams' namespaces, with
-Pod Security admission labels where workloads run."""
+"""Namespaces the platform's add-ons and training jobs live in, the teams' namespaces and the
+self-test's, with Pod Security admission labels where jobs run: `restricted` unless a team's
+setting says why `baseline` (issue 25)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pulumi_kubernetes as k8s
 from components.base import PLATFORM_LABELS, PlatformComponent
 from infra.config import NamespaceSettings, PlatformConfig
 from infra.config.scheduling import TeamSettings
+from infra.config.selftest import runs
+from infra.config.selftest_schedule import scheduled
 
 PART_OF = PLATFORM_LABELS
 POD_SECURITY = "pod-security.kubernetes.io"
@@ -21,18 +24,42 @@ def namespace_labels(purpose: str) -> dict[str, str]:
     return {**PART_OF, "gpu-platform/purpose": purpose}
 
 
-def pod_security_labels(team: TeamSettings) -> dict[str, str]:
-    """Pod Security admission for a team namespace. The NVMe cache is a hostPath volume, which
-    the `baseline` level forbids (Kubernetes "Pod Security Standards", Baseline, "HostPath
-    Volumes"): a namespace whose pods mount it must enforce `privileged`, deliberately. Warn
-    and audit still hold every pod to `restricted`, so what it would take to tighten the
-    namespace stays visible in kubectl's warnings and the audit log."""
-    enforce = "privileged" if team.nvme_cache else "baseline"
+# Why a namespace enforces less than restricted, where a team setting says so.
+REASON_ANNOTATION = "gpu-platform/pod-security-reason"
+
+
+def pod_security_labels(enforce: str) -> dict[str, str]:
+    """Pod Security admission for a namespace where jobs run. Warn and audit hold every pod to
+    `restricted`, so what it would take to tighten a `baseline` namespace stays visible in
+    kubectl's warnings and the audit log (Kubernetes docs, "Pod Security Admission")."""
     return {
         f"{POD_SECURITY}/enforce": enforce,
         f"{POD_SECURITY}/audit": "restricted",
         f"{POD_SECURITY}/warn": "restricted",
     }
+
+
+def team_pod_security(team: TeamSettings) -> tuple[dict[str, str], dict[str, str]]:
+    """A team namespace's labels and annotations: `restricted`, which every job the platform
+    renders keeps to (components/jobs.py), unless the team's setting says why `baseline`.
+    Never `privileged`: that would let anyone who may create a pod there run a privileged,
+    host-network pod on a GPU node."""
+    labels = pod_security_labels(team.pod_security)
+    annotations = {REASON_ANNOTATION: team.pod_security_reason} if team.pod_security_reason else {}
+    return labels, annotations
+
+
+def job_namespaces(cfg: PlatformConfig) -> list[str]:
+    """Every namespace jobs run in, the training namespace first, then each team's, then the
+    self-test's where it runs (after deploys or on a schedule): each holds what a job's pods
+    name (the rendezvous Service, the NCCL ConfigMaps, `shared-data`, the RDMA network), since
+    a pod finds them only in its own namespace, on the cluster where it runs."""
+    training = cfg.namespaces.training
+    teams = cfg.scheduling.all_teams(training)
+    found = [training, *(t.name for t in teams if t.name != training)]
+    if runs(cfg) or scheduled(cfg):
+        found.append(cfg.namespaces.selftest)
+    return found
 
 
 @dataclass(frozen=True)
@@ -57,19 +84,17 @@ class Namespaces(PlatformComponent):
         self.register_outputs({p: n.metadata.name for p, n in self.by_purpose.items()})
 
     def _namespace(self, ns: str, purpose: str, team: TeamSettings | None) -> k8s.core.v1.Namespace:
-        labels = namespace_labels(purpose)
+        labels, annotations = namespace_labels(purpose), {}
         if team is not None:
-            labels.update(pod_security_labels(team))
+            more, annotations = team_pod_security(team)
+            labels.update(more)
+        elif purpose == "selftest":
+            # The self-test's pods are the job builder's, restricted like a team's.
+            labels.update(pod_security_labels("restricted"))
         return k8s.core.v1.Namespace(
             f"ns-{ns}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=labels),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=ns, labels=labels, annotations=annotations or None
+            ),
             opts=self.child(),
         )
-
-
-def job_namespaces(cfg: PlatformConfig) -> list[str]:
-    """Every namespace jobs run in, the training namespace first: each holds what a job's pods
-    name (the rendezvous Service, the NCCL ConfigMaps, `shared-data`, the RDMA network)."""
-    training = cfg.namespaces.training
-    teams = cfg.scheduling.all_teams(training)
-    return [training, *(t.name for t in teams if t.name != training)]

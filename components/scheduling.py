@@ -51,7 +51,8 @@ from components.multikueue_contract import burst_flavor_name, burst_topology
 from components.shared import pinned_release
 from components.topology import pool_topology, topology, topology_objects, topology_warnings
 from infra.config import PlatformConfig
-from infra.config.scheduling import PRIORITIES, Priority, provisioned
+from infra.config.scheduling import PRIORITIES, Priority, TeamSettings, provisioned
+from infra.config.selftest import queued
 
 
 def workload_priority_class(priority: Priority) -> dict[str, Any]:
@@ -92,12 +93,11 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
     if pools_provisioned:
         managed = {r for p in pools_provisioned for r in pool_resources(p)}
         objects += provisioning_objects(sorted(managed))
-    teams = sched.all_teams(cfg.namespaces.training)
     bursts = {q.name: q for q in sched.cluster_queues if q.burst is not None}
     for queue in bursts.values():
         objects += manager_objects(queue)
     for name, gpus in queue_gpus(cfg).items():
-        namespaces = [t.name for t in teams if t.cluster_queue == name]
+        namespaces = [t.name for t in submitters(cfg) if t.cluster_queue == name]
         if name in bursts:
             # Every workload goes to a worker: the queue holds only what it may take there.
             flavors = {burst_flavor_name(name): burst_quota(bursts[name].burst, counted)}
@@ -109,8 +109,23 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
         if name in bursts:
             queue["metadata"]["annotations"] = budget_annotations(bursts[name].burst)
         objects.append(queue)
-    objects += [local_queue(t) for t in teams]
+    objects += [local_queue(t) for t in submitters(cfg)]
     return objects
+
+
+def submitters(cfg: PlatformConfig) -> list[TeamSettings]:
+    """Every namespace with a LocalQueue: the teams and, where the self-test goes through
+    Kueue, its own namespace (namespaces.selftest), on the training namespace's ClusterQueue as
+    when it ran there, unless that queue bursts: the self-test tests this cluster, so it takes
+    the first queue that runs here."""
+    sched = cfg.scheduling
+    teams = sched.all_teams(cfg.namespaces.training)
+    if not queued(cfg):
+        return teams
+    training = next(t for t in teams if t.name == cfg.namespaces.training)
+    local = [q.name for q in sched.cluster_queues if q.burst is None] or [training.cluster_queue]
+    queue = training.cluster_queue if training.cluster_queue in local else local[0]
+    return [*teams, TeamSettings(name=cfg.namespaces.selftest, cluster_queue=queue)]
 
 
 # ------------------------------------------------------------------------------ component

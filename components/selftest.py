@@ -148,6 +148,7 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         labels={**PART_OF, "gpu-platform/selftest-run": run},
         annotations=annotations,
         service_account=account(cfg),
+        namespace=cfg.namespaces.selftest,
     )
 
 
@@ -181,7 +182,7 @@ def schedule_report(cfg: PlatformConfig) -> dict[str, Any]:
             "cron": f"{settings.schedule.cron} (UTC)",
             "checks": settings.schedule.checks,
             "cron_jobs": [
-                f"{cfg.namespaces.training}/{cron_job_name(p)}" for p in scheduled_pools(cfg)
+                f"{cfg.namespaces.selftest}/{cron_job_name(p)}" for p in scheduled_pools(cfg)
             ],
             "pushgateway": pushgateway_url(cfg.namespaces.monitoring),
             "cordon_on_fail": settings.cordon_on_fail,

@@ -13,6 +13,9 @@ only a ClusterRole can; Kubernetes docs, "Using RBAC Authorization").
 - Quarantine (selftest.cordon_on_fail): cordoning (spec.unschedulable) and labelling a node are
   one node `patch`, granted only then, by a ClusterRole of its own.
 
+The account and every run live in namespaces.selftest, the platform's own namespace, which no
+team's pods share (issue 25 item 11).
+
 The job builder sets NODE_NAME (downward API spec.nodeName) on every pod: the node to read and
 to cordon."""
 
@@ -72,7 +75,10 @@ def access_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     name = account(cfg)
     if name is None:
         return []
-    namespace = cfg.namespaces.training
+    # The platform's own namespace (namespaces.selftest), never a team's: a pod may run as any
+    # ServiceAccount of its namespace (Kubernetes docs, "Service Accounts"), so a team sharing
+    # the namespace could patch every node of the cluster.
+    namespace = cfg.namespaces.selftest
     objects: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",

@@ -153,6 +153,7 @@ def schedule_spec(cfg: PlatformConfig, pool: str, env: dict[str, str]) -> Traini
         active_deadline_seconds=settings.schedule.timeout_minutes * 60,
         labels={**PART_OF, "gpu-platform/selftest-schedule": pool},
         service_account=account(cfg),
+        namespace=cfg.namespaces.selftest,
     )
 
 
@@ -192,7 +193,7 @@ def idle_priority_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
 
 
 def idle_queue_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
-    """The ClusterQueue scheduled runs wait in, and its LocalQueue in the training namespace:
+    """The ClusterQueue scheduled runs wait in, and its LocalQueue in the self-test's namespace:
     the scheduled pools' flavors at a nominal quota of 0, so a run takes only what the cohort
     lends (idle quota, reclaimed by its owner at will), and no admission check, so Kueue never
     asks the autoscaler for a node on its behalf."""
@@ -208,7 +209,7 @@ def idle_queue_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
         )
         for p in pools
     }
-    namespace = cfg.namespaces.training
+    namespace = cfg.namespaces.selftest
     queue = cluster_queue(IDLE_QUEUE, cfg.scheduling.cohort, flavors, [], [namespace])
     queue["metadata"]["labels"] = dict(PART_OF)
     local = {

@@ -5,11 +5,23 @@ Every training pod template mounts two volumes:
 - `shared-data`: the PersistentVolumeClaim `shared-data` in every namespace jobs run in (the
   training namespace and each team's), ReadWriteMany, backed by FSx for Lustre on AWS
   (components/fsx.py) and by CephFS on an existing cluster (components/ceph.py).
-- `nvme-cache`: node-local scratch. On instance types with NVMe instance storage, nodeadm
-  (`localStorage.strategy: RAID0`) builds one RAID0 array and mounts it at /mnt/k8s-disks/0; the
-  cache is a directory on that array, as a hostPath, so it outlives a pod and a rerun on the same
-  node finds its data. On types without instance storage an emptyDir stands in, size-limited on
-  the root volume, and the plan says so.
+- `nvme-cache`: node-local scratch, an `emptyDir`, which kubelet keeps under its root directory
+  (/var/lib/kubelet; Kubernetes docs, "Volumes", emptyDir). On AWS types with NVMe instance
+  storage, nodeadm (`localStorage.strategy: RAID0`) builds one RAID0 array and bind-mounts
+  /var/lib/kubelet onto it (amazon-eks-ami `setup-local-disks`, which nodeadm's
+  `disabledMounts` cannot turn off for the kubelet; ../shared/PINS.md), so the emptyDir lies on
+  the array. On types without instance storage it lives on the root volume, size-limited, and
+  the plan says so. On an existing cluster the admin puts kubelet's root directory on local
+  NVMe, as nodeadm does (docs/storage.md).
+
+  Not a hostPath: a hostPath volume is what Pod Security `baseline` forbids (Kubernetes "Pod
+  Security Standards", HostPath Volumes), so a namespace whose pods mount one must enforce
+  `privileged`, and anyone who may create a pod there is root on the node, beside every other
+  team's data in the one shared directory. An emptyDir passes `restricted`, is the pod's own
+  (no team reads another's), and is bounded by kubelet's ephemeral-storage accounting. It
+  lasts as long as the pod, as a generic ephemeral volume from local-path-provisioner would:
+  a cache that outlives the pod would need a claim per node, which an Indexed Job cannot
+  template, and that provisioner enforces no size and needs a privileged namespace of its own.
 
 The builders here are pure: pod-template fragments as plain Kubernetes dicts, and the claim as
 typed pulumi-kubernetes arguments.
@@ -19,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -40,54 +52,60 @@ PART_OF = plane_labels("storage")
 
 @dataclass(frozen=True)
 class NvmeCache:
-    """What backs `nvme-cache` on a set of nodes."""
+    """What backs `nvme-cache` on a set of nodes: always an emptyDir, on the disk under
+    kubelet's root directory."""
 
-    source: Literal["hostPath", "emptyDir"]
+    backing: str
     volume: dict[str, Any]
     # Local NVMe behind the cache (the smallest array among the types); None where unknown.
     size_gb: int | None
 
     def report(self) -> dict[str, Any]:
         """The plan's summary of it (no nulls)."""
-        where = self.volume.get("hostPath", {}).get("path") or (
-            f"emptyDir on the root volume, sizeLimit {self.volume['emptyDir']['sizeLimit']}"
-        )
-        out: dict[str, Any] = {"source": self.source, "backing": where}
+        out: dict[str, Any] = {"source": "emptyDir", "backing": self.backing}
+        if "sizeLimit" in self.volume["emptyDir"]:
+            out["size_limit"] = self.volume["emptyDir"]["sizeLimit"]
         if self.size_gb is not None:
             out["nvme_gb"] = self.size_gb
         return out
 
 
 def nvme_cache(instances: Sequence[InstanceType], settings: NvmeCacheSettings) -> NvmeCache:
-    """`nvme-cache` for nodes of these types: the RAID0 array when every type has instance
-    storage (one pod template runs on any of them), else a size-limited emptyDir."""
+    """`nvme-cache` for nodes of these types: the whole RAID0 array when every type has instance
+    storage (one pod template runs on any of them), else a size-limited emptyDir on the root
+    volume."""
     if instances and all(row.has_instance_storage for row in instances):
-        return _on_host(settings, size_gb=min(row.nvme_total_gb for row in instances))
+        return NvmeCache(
+            backing="RAID0 array of the instance's NVMe (nodeadm mounts kubelet's root on it)",
+            volume={"name": NVME_CACHE, "emptyDir": {}},
+            size_gb=min(row.nvme_total_gb for row in instances),
+        )
     return NvmeCache(
-        source="emptyDir",
+        backing="root volume (no instance storage)",
         volume={"name": NVME_CACHE, "emptyDir": {"sizeLimit": f"{settings.fallback_size_gib}Gi"}},
         size_gb=None,
     )
 
 
-def _on_host(settings: NvmeCacheSettings, size_gb: int | None) -> NvmeCache:
-    return NvmeCache(
-        source="hostPath",
-        volume={
-            "name": NVME_CACHE,
-            "hostPath": {"path": settings.host_path, "type": "DirectoryOrCreate"},
-        },
-        size_gb=size_gb,
-    )
+# On an existing cluster the admin puts kubelet's root directory on local NVMe.
+EXISTING_CLUSTER_CACHE = NvmeCache(
+    backing="kubelet's root directory, which the admin puts on local NVMe",
+    volume={"name": NVME_CACHE, "emptyDir": {}},
+    size_gb=None,
+)
+
+
+def pool_cache(cfg: PlatformConfig, pool: str) -> NvmeCache:
+    """What backs nvme-cache on a GPU pool's nodes (a node group on AWS)."""
+    if cfg.provider == "existing":
+        return EXISTING_CLUSTER_CACHE
+    group = next(g for g in cfg.gpu_node_groups if g.name == pool)
+    return nvme_cache(group.instances, cfg.storage.nvme_cache)
 
 
 def nvme_cache_report(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
-    """Per GPU group (AWS) or for all nodes (existing cluster): what backs nvme-cache."""
-    settings = cfg.storage.nvme_cache
-    if cfg.provider == "existing":
-        # On an existing cluster the admin mounts local NVMe at host_path on every GPU node.
-        return {"all-nodes": _on_host(settings, size_gb=None).report()}
-    return {g.name: nvme_cache(g.instances, settings).report() for g in cfg.gpu_node_groups}
+    """Per GPU pool: what backs nvme-cache."""
+    return {p.name: pool_cache(cfg, p.name).report() for p in cfg.gpu_pools}
 
 
 def shared_data_volume() -> dict[str, Any]:

@@ -83,6 +83,7 @@ class Platform(PlatformComponent):
         # namespace first: MultiKueue copies only the Job to a worker (components/rendezvous.py).
         self.job_namespaces = job_namespaces(cfg)
         self.declared_namespaces = [*namespaces.by_purpose.values(), *namespaces.teams.values()]
+        self.namespaces = namespaces
         self.tested.append(
             Rendezvous(
                 f"{env}-rendezvous",
@@ -111,7 +112,12 @@ class Platform(PlatformComponent):
         """The bootstrap self-test Job, after everything it tests; its image repository on AWS."""
         selftest = SelfTest(
             f"{env}-selftest",
-            SelfTestArgs(env, cfg, after=list(self.tested), aws_provider=self.aws_provider),
+            SelfTestArgs(
+                env,
+                cfg,
+                after=[*self.tested, self.namespaces.by_purpose["selftest"]],
+                aws_provider=self.aws_provider,
+            ),
             on_cluster,
         )
         self.outputs["selftest"] = selftest_report(cfg)

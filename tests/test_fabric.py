@@ -173,14 +173,19 @@ def test_the_rdma_pool_hands_addresses_only_to_the_rdma_pools_nodes():
             ]
         },
     }
-    # The RDMA network in every namespace onprem's jobs run in: training and team research
-    # (stacks/Pulumi.onprem.yaml); Multus reads a pod's networks from its own namespace.
+    # The RDMA network in every namespace onprem's jobs run in: training, team research
+    # (stacks/Pulumi.onprem.yaml) and the self-test's; Multus reads a pod's networks from its
+    # own namespace.
     nads = [
         o
         for o in planned("onprem").kubernetes_objects()
         if o["kind"] == "NetworkAttachmentDefinition" and o["metadata"]["name"] == "rdma"
     ]
-    assert sorted(n["metadata"]["namespace"] for n in nads) == ["research", "training"]
+    assert sorted(n["metadata"]["namespace"] for n in nads) == [
+        "gpu-platform-selftest",
+        "research",
+        "training",
+    ]
     assert nads[0]["spec"] == nads[1]["spec"]
     # k8s-rdma-shared-dev-plugin advertises rdma/<resourceName>: what training pods request.
     assert planned("onprem").outputs["fabric_rdma_resource"] == "rdma/rdma_shared_device"

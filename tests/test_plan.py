@@ -85,6 +85,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "configmap-training-nccl-spot-small.yaml",
         "localqueue-training-default.yaml",
         "namespace-cluster-gpu-operator.yaml",
+        "namespace-cluster-gpu-platform-selftest.yaml",
         "namespace-cluster-gpu-platform.yaml",
         "namespace-cluster-monitoring.yaml",
         "namespace-cluster-training.yaml",

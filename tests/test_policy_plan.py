@@ -15,7 +15,7 @@ from infra.plan.policy import format_violations
 from policy.rules import BY_NAME, evaluate, review, violations
 from tests.bad_stacks import aws, group
 from tests.conftest import STACKS, make_project
-from tests.policy_cases import context, edit, find, set_path
+from tests.policy_cases import add_host_path, context, edit, find, set_path
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -143,7 +143,7 @@ def test_stack_file_exemptions_let_the_plan_pass_and_are_listed_with_their_reaso
 def test_an_exemption_is_listed_even_when_nothing_else_is_reported():
     ctx = context("onprem")
     job = find(ctx, "Job", "onprem-selftest-job")
-    moved = set_path("metadata.namespace", "gpu-platform")(job)
+    moved = edit(add_host_path)(job)
     exempt = PolicySettings(
         exemptions=[
             PolicyExemption(

@@ -11,7 +11,16 @@ import pytest
 from infra.plan.engine import ROOT
 from policy.rules import BY_NAME, RULES, violations
 from tests.bad_stacks import assert_is_a_key
-from tests.policy_cases import DELETE, Case, context, edit, find, policy_json, set_path
+from tests.policy_cases import (
+    DELETE,
+    Case,
+    add_host_path,
+    context,
+    edit,
+    find,
+    policy_json,
+    set_path,
+)
 
 LT, NG = "LaunchTemplate", "NodeGroup"
 PRIVATE_1A = "(known after apply: prod-private-us-east-1a.id)"
@@ -157,7 +166,7 @@ CASES = [
         "privileged-only-where-needed",
         "onprem",
         ("Job", "onprem-selftest-job"),
-        set_path("metadata.namespace", "gpu-platform"),
+        edit(add_host_path),
     ),
     Case(
         "images-pinned",

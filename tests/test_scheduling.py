@@ -255,26 +255,57 @@ def namespace_labels(stack: str, name: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_training_namespace_enforces_privileged_for_the_hostpath_cache_and_warns_restricted(
-    stack,
-):
+def test_training_namespace_enforces_restricted_and_warns_and_audits_restricted(stack):
+    # Issue 25 item 12: a privileged team namespace lets anyone who may create a pod there be
+    # root on a GPU node; the job builder's pods keep to restricted (Pod Security Standards),
+    # so the namespace enforces it (tests/test_controller_pod_security.py runs the model).
     labels = namespace_labels(stack, "training")
-    # Pod Security Standards: Baseline forbids hostPath volumes, so the NVMe cache needs
-    # privileged; warn and audit keep reporting against restricted.
-    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     assert labels["pod-security.kubernetes.io/warn"] == "restricted"
     assert labels["pod-security.kubernetes.io/audit"] == "restricted"
 
 
-def test_a_team_without_the_cache_enforces_baseline():
-    from components.namespaces import pod_security_labels
+def test_a_team_enforces_baseline_only_with_its_reason_kept_on_the_namespace():
+    from components.namespaces import team_pod_security
     from infra.config.scheduling import TeamSettings
 
-    assert pod_security_labels(TeamSettings(name="eval", nvme_cache=False)) == {
+    reason = "a vendor's evaluation image runs as root"
+    labels, annotations = team_pod_security(
+        TeamSettings(name="eval", pod_security="baseline", pod_security_reason=reason)
+    )
+    assert labels == {
         "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/audit": "restricted",
         "pod-security.kubernetes.io/warn": "restricted",
     }
+    assert annotations == {"gpu-platform/pod-security-reason": reason}
+    assert team_pod_security(TeamSettings(name="vision")) == (
+        {
+            "pod-security.kubernetes.io/enforce": "restricted",
+            "pod-security.kubernetes.io/audit": "restricted",
+            "pod-security.kubernetes.io/warn": "restricted",
+        },
+        {},
+    )
+
+
+@pytest.mark.parametrize(
+    ("team", "problem"),
+    [
+        ({"pod_security": "baseline"}, "pod_security baseline needs a reason"),
+        ({"pod_security_reason": "why"}, "only with pod_security baseline"),
+        ({"pod_security": "privileged"}, "restricted"),
+        # The old setting is gone with the hostPath it stood for.
+        ({"nvme_cache": False}, "nvme_cache"),
+    ],
+)
+def test_team_pod_security_settings_are_refused_with_what_is_valid(team, problem):
+    from pydantic import ValidationError
+
+    from infra.config.scheduling import TeamSettings
+
+    with pytest.raises((ValidationError, ValueError), match=problem):
+        TeamSettings(name="eval", **team)
 
 
 # -------------------------------------------------------------- queue-driven node scaling
@@ -445,3 +476,34 @@ def test_a_stack_without_gpu_pools_declares_valid_empty_queues():
     assert [o["kind"] for o in found if o["kind"] in ("ResourceFlavor", "AdmissionCheck")] == []
     for obj in found:
         assert crds.errors(obj) == [], obj
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_self_tests_namespace_submits_to_a_queue_that_runs_here_and_admits_it(stack):
+    """The self-test runs in its own namespace (issue 25 item 11): Kueue admits its Job only
+    through a LocalQueue of that namespace, whose ClusterQueue's namespaceSelector selects it
+    (Kueue docs, "Cluster Queue": namespaceSelector), and never on a queue that bursts to
+    MultiKueue workers, since it tests this cluster."""
+    objects = [o for o in planned(stack).kubernetes_objects() if o["kind"] == "Job"]
+    runs = [o for o in objects if o["metadata"]["name"].startswith("selftest-")]
+    queues = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o["spec"]["clusterQueue"]
+        for o in planned(stack).kubernetes_objects()
+        if o["kind"] == "LocalQueue"
+    }
+    cluster_queues = {
+        o["metadata"]["name"]: o for o in planned(stack).kubernetes_objects()
+        if o["kind"] == "ClusterQueue"
+    }  # fmt: skip
+    for job in runs:
+        namespace = job["metadata"]["namespace"]
+        assert namespace == "gpu-platform-selftest"
+        queue = queues[(namespace, job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"])]
+        spec = cluster_queues[queue]["spec"]
+        (selector,) = spec["namespaceSelector"]["matchExpressions"]
+        assert selector["key"] == "kubernetes.io/metadata.name"
+        assert namespace in selector["values"]
+        assert "admissionChecksStrategy" not in spec or all(
+            "multikueue" not in c["name"]
+            for c in spec["admissionChecksStrategy"]["admissionChecks"]
+        )

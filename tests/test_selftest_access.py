@@ -70,11 +70,11 @@ def test_onprem_runs_report_the_admins_rack_and_spine_labels_and_may_only_read_n
     (binding,) = by_kind(plan, "ClusterRoleBinding").values()
     assert binding["roleRef"]["name"] == "gpu-platform-selftest-node-reader"
     assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "selftest", "namespace": "training"}
+        {"kind": "ServiceAccount", "name": "selftest", "namespace": "gpu-platform-selftest"}
     ]
     (account,) = by_kind(plan, "ServiceAccount").values()
     assert account["metadata"] == {**account["metadata"], "name": "selftest",
-                                   "namespace": "training"}  # fmt: skip
+                                   "namespace": "gpu-platform-selftest"}  # fmt: skip
     for obj in (role, binding, account):
         validate_kubernetes(obj, version)
     # The runs start once their account may read their node.

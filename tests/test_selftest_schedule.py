@@ -290,7 +290,7 @@ def test_shipped_onprem_declares_the_history_after_what_it_needs():
     assert plan.outputs["selftest"]["schedule"] == {
         "cron": "0 */4 * * * (UTC)",
         "checks": "short",
-        "cron_jobs": ["training/selftest-a100"],
+        "cron_jobs": ["gpu-platform-selftest/selftest-a100"],
         "pushgateway": PUSHGATEWAY_URL,
         "cordon_on_fail": False,
         # No autoscaler of the platform's on an existing cluster: nothing a run could start.
@@ -385,7 +385,7 @@ def test_quarantine_runs_as_an_account_that_may_only_patch_nodes(tmp_path):
                                   "name": objects["ClusterRole"]["metadata"]["name"]}  # fmt: skip
     account = objects["ServiceAccount"]["metadata"]
     assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": account["name"], "namespace": "training"}
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": "gpu-platform-selftest"}
     ]
     for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob", "Job"):
         validate_kubernetes(objects[kind], version)

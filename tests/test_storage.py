@@ -24,6 +24,8 @@ from components.storage import (
 from infra.catalog import CATALOG
 from infra.config import CephSettings, NvmeCacheSettings, parse_config
 from infra.config.loading import read_yaml
+from infra.config.selftest import runs
+from infra.config.selftest_schedule import scheduled
 from infra.plan.engine import ROOT, run_program
 from infra.versions import CHARTS
 from tests.conftest import (
@@ -35,6 +37,7 @@ from tests.conftest import (
     planned,
     validate_kubernetes,
 )
+from tests.conftest import stack_config as platform_config
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
@@ -69,7 +72,10 @@ def claim_of(plan):
 def test_every_namespace_jobs_run_in_has_its_shared_data_claim():
     for stack in STACKS:
         teams = stack_config(stack).get("scheduling", {}).get("teams", [])
-        expected = {training_namespace(stack), *(t["name"] for t in teams)}
+        cfg = platform_config(stack)
+        # The self-test's own namespace where a self-test runs (namespaces.selftest's default).
+        selftest = {"gpu-platform-selftest"} if runs(cfg) or scheduled(cfg) else set()
+        expected = {training_namespace(stack), *(t["name"] for t in teams), *selftest}
         assert set(claims_of(planned(stack))) == expected, stack
 
 
@@ -102,24 +108,26 @@ def test_data_repository_path(prefix, path):
 
 
 @pytest.mark.parametrize(
-    ("types", "source", "nvme_gb"),
+    ("types", "size_limit", "nvme_gb"),
     [
-        (["p5.48xlarge"], "hostPath", 8 * 3800),
-        (["g6e.48xlarge", "g6e.24xlarge"], "hostPath", 2 * 1900),
-        (["m7i.xlarge"], "emptyDir", None),
-        (["g5.2xlarge", "m7i.xlarge"], "emptyDir", None),
+        # EC2 instance store volumes table: p5.48xlarge 8 x 3,800 GB, g6e.24xlarge 2 x 1,900 GB.
+        (["p5.48xlarge"], None, 8 * 3800),
+        (["g6e.48xlarge", "g6e.24xlarge"], None, 2 * 1900),
+        (["m7i.xlarge"], "100Gi", None),
+        (["g5.2xlarge", "m7i.xlarge"], "100Gi", None),
     ],
 )
-def test_nvme_cache_uses_the_raid_array_only_where_every_type_has_one(types, source, nvme_gb):
+def test_nvme_cache_is_an_emptydir_on_the_raid_array_or_size_limited_on_the_root_volume(
+    types, size_limit, nvme_gb
+):
+    """Never a hostPath (Pod Security baseline forbids it, issue 25): an emptyDir, which lies on
+    the RAID0 array because nodeadm bind-mounts /var/lib/kubelet onto it (PINS.md)."""
     cache = nvme_cache([CATALOG[t] for t in types], SETTINGS)
-    assert cache.source == source
     assert cache.size_gb == nvme_gb
-    assert cache.volume["name"] == NVME_CACHE
-    if source == "hostPath":
-        assert cache.volume["hostPath"]["path"].startswith("/mnt/k8s-disks/0/")
-    else:
-        assert cache.volume["emptyDir"] == {"sizeLimit": f"{SETTINGS.fallback_size_gib}Gi"}
-        assert "emptyDir" in cache.report()["backing"]
+    expected = {"sizeLimit": size_limit} if size_limit else {}
+    assert cache.volume == {"name": NVME_CACHE, "emptyDir": expected}
+    assert cache.report()["source"] == "emptyDir"
+    assert ("RAID0" in cache.report()["backing"]) == (size_limit is None)
 
 
 @pytest.mark.parametrize("types", [["p4d.24xlarge"], ["m7i.xlarge"]])
@@ -281,6 +289,9 @@ def test_lustre_rules_wire_the_given_node_security_group(tmp_path):
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
 def test_static_volume_and_claim_are_bound_to_each_other_and_the_file_system(stack):
+    """A claim in each namespace the platform's jobs run in (training, and the self-test's
+    own where a self-test runs), each bound to a static volume of its own on the one file
+    system: a volume binds one claim, and a pod mounts a claim of its own namespace."""
     plan = planned(stack)
     version = plan.outputs["kubernetes_version"]
     claim = claim_of(plan)
@@ -492,6 +503,11 @@ def test_shipped_onprem_storage_class_points_at_the_filesystem_and_the_driver():
         assert release["namespace"] == namespace
     # The drivers chart needs the operator's CRDs and CSI operator: it comes after.
     assert operator.urn in find(plan, RELEASE, "onprem-ceph-csi-drivers").dependencies
+    # The self-test's namespace gets a claim of its own from the same class: a subvolume of the
+    # same filesystem, where its reports go.
+    claims = claims_of(plan)
+    assert sorted(claims) == ["gpu-platform-selftest", "training"]
+    assert {c["spec"]["storageClassName"] for c in claims.values()} == {sc["metadata"]["name"]}
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
@@ -509,4 +525,4 @@ def test_every_provider_gives_workloads_the_same_claim_and_cache_names(stack):
     assert plan.outputs["storage_shared_data_claim"].endswith(f"/{SHARED_DATA}")
     assert plan.outputs["storage_nvme_cache"]
     for report in plan.outputs["storage_nvme_cache"].values():
-        assert report["source"] in ("hostPath", "emptyDir")
+        assert report["source"] == "emptyDir"

@@ -187,3 +187,9 @@ class NamespaceSettings(Settings):
     monitoring: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
         "monitoring", description="Namespace of Prometheus, Alertmanager and Grafana."
     )
+    selftest: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
+        "gpu-platform-selftest",
+        description="Namespace of the self-test's runs and of its ServiceAccount, which may "
+        "read and (selftest.cordon_on_fail) patch nodes: the platform's own, never a team's, "
+        "since any pod of a namespace may run as its accounts.",
+    )

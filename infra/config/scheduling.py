@@ -7,7 +7,7 @@ Checked against the pools and the provider by `check_scheduling`, which Platform
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -125,12 +125,35 @@ class TeamSettings(Settings):
         description="The PriorityClass and Kueue WorkloadPriorityClass of the team's jobs "
         "(`python -m jobs submit --team`) unless the job names another.",
     )
-    nvme_cache: bool = Field(
-        True,
-        description="Pods mount the node's NVMe cache (a hostPath volume): Pod Security "
-        "enforces `privileged` in the namespace, since `baseline` forbids hostPath; "
-        "`false` enforces `baseline`. Both warn and audit against `restricted`.",
+    pod_security: Literal["restricted", "baseline"] = Field(
+        "restricted",
+        description='The Pod Security level the namespace enforces (Kubernetes "Pod Security '
+        'Standards"). Every job the platform renders keeps to `restricted`; `baseline` lets '
+        "the team's own images run as root, and needs pod_security_reason. Warn and audit "
+        "stay at `restricted`. `privileged` is never offered to a team: it would let anyone "
+        "who may create a pod in the namespace run a privileged, host-network pod on a GPU "
+        "node.",
     )
+    pod_security_reason: str | None = Field(
+        None,
+        min_length=1,
+        description="Why the team needs `baseline` (required with it, refused without it): "
+        "kept as the namespace's annotation gpu-platform/pod-security-reason.",
+    )
+
+    @model_validator(mode="after")
+    def _reason_for_baseline(self) -> TeamSettings:
+        if self.pod_security == "baseline" and not self.pod_security_reason:
+            raise FieldProblem(
+                "pod_security_reason",
+                "pod_security baseline needs a reason: say why the team's pods cannot keep to "
+                "restricted (e.g. a vendor image that runs as root)",
+            )
+        if self.pod_security == "restricted" and self.pod_security_reason:
+            raise FieldProblem(
+                "pod_security_reason", "only with pod_security baseline; restricted needs none"
+            )
+        return self
 
 
 class FlavorSettings(Settings):
@@ -177,7 +200,7 @@ class SchedulingSettings(Settings):
     teams: list[TeamSettings] = Field(
         default_factory=list,
         description="Team namespaces. The training namespace (namespaces.training) is always "
-        "a team, on the first ClusterQueue with the NVMe cache, unless listed here.",
+        "a team, on the first ClusterQueue, enforcing restricted, unless listed here.",
     )
     flavors: list[FlavorSettings] = Field(
         default_factory=list, description="Per-pool flavor settings; pools left out take defaults."

@@ -101,8 +101,9 @@ class SelfTestSettings(Settings):
     )
     queue: Annotated[DnsLabel, refers(LOCAL_QUEUE, when=queued)] = Field(
         "default",
-        description="The Kueue LocalQueue of the training namespace it submits to; scheduled "
-        "runs too, except where the platform's autoscaler sizes the pools and "
+        description="The Kueue LocalQueue it submits to: the one the platform declares in the "
+        "self-test's namespace (namespaces.selftest), on the training namespace's ClusterQueue; "
+        "scheduled runs too, except where the platform's autoscaler sizes the pools and "
         "selftest.schedule.provision_nodes is false: they wait in selftest-idle-nodes.",
     )
     priority_class: Annotated[DnsLabel, refers(PRIORITY_CLASS, when=queued)] = Field(

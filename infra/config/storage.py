@@ -260,21 +260,13 @@ class FsxSettings(Settings):
 class NvmeCacheSettings(Settings):
     """The node-local `nvme-cache` volume every training pod mounts."""
 
-    host_path: Annotated[
-        str,
-        shaped(r"/\S*[^/\s]", "an absolute path without spaces and without a trailing /"),
-    ] = Field(
-        "/mnt/k8s-disks/0/nvme-cache",
-        description="Directory on the node's NVMe RAID0 array. On AWS, nodeadm "
-        "(localStorage.strategy RAID0) mounts the array at /mnt/k8s-disks/0; on an existing "
-        "cluster, the admin mounts local NVMe so that this path lies on it.",
-    )
     fallback_size_gib: Int = Field(
         100,
         ge=1,
         le=GP3_MAX_GIB,
-        description="Size limit of the emptyDir that stands in on instance types without "
-        "instance storage (it then lives on the root volume).",
+        description="Size limit of the cache on instance types without instance storage, "
+        "where its emptyDir lives on the root volume. Elsewhere the cache may fill the NVMe "
+        "array kubelet's root directory lies on.",
     )
 
 

@@ -327,7 +327,7 @@ PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 def _privileged_namespaces(ctx: Context) -> set[str]:
     """The namespaces that need host access: those the settings list, and those the program
-    declares with Pod Security `enforce: privileged` on purpose (the NVMe cache's hostPath)."""
+    declares with Pod Security `enforce: privileged` on purpose (the operators' own)."""
     declared = {
         (n.props.get("metadata") or {}).get("name")
         for n in ctx.of_type(NAMESPACE)
