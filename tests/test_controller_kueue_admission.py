@@ -15,9 +15,10 @@ import yaml
 from components.jobs import render, spec_for_pool
 from components.kueue_frameworks import FRAMEWORKS
 from components.multikueue import MANAGED_BY
+from components.scheduling import kueue_objects
 from components.selftest import selftest_spec
 from components.selftest_schedule import idle_queue_objects, schedule_spec
-from infra.config.scheduling import LOCAL_QUEUE
+from infra.config.scheduling import LOCAL_QUEUE, autoscaled
 from jobs.common import SubmitError
 from jobs.recipe import RECIPES
 from jobs.recipe import plan_job as plan_recipe
@@ -305,16 +306,21 @@ IMAGE = "registry.example.com/gpu-platform/selftest@sha256:" + "0" * 64
 
 
 def kueue_of(stack: str) -> Kueue:
-    """The stack's Kueue objects, with the queue the self-test's component declares beside its
-    schedule (components/selftest_schedule.idle_queue_objects): platform_jobs renders the
-    schedule's runs on stacks that do not turn the self-test on, as if they did."""
-    objects = planned(stack).kubernetes_objects()
-    declared = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    """The stack's Kueue objects as a stack that turns the self-test on declares them (its
+    namespace's LocalQueue and the queues' selectors, components/scheduling.kueue_objects; the
+    idle-nodes queue beside its schedule, components/selftest_schedule.idle_queue_objects):
+    platform_jobs renders the self-test's runs on stacks that do not turn it on, as if they did."""
+
+    def key(o: dict[str, Any]) -> tuple[str, str | None, str]:
+        return o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]
+
     cfg = stack_config(stack)
     imaged = cfg.model_copy(update={"selftest": cfg.selftest.model_copy(update={"image": IMAGE})})
-    with_selftest = [
-        o for o in idle_queue_objects(imaged) if (o["kind"], o["metadata"]["name"]) not in declared
-    ]
+    with_selftest = [*idle_queue_objects(imaged)]
+    if imaged.scheduling.enabled:
+        with_selftest += kueue_objects(imaged, autoscaled(imaged))
+    replaced = {key(o) for o in with_selftest}
+    objects = [o for o in planned(stack).kubernetes_objects() if key(o) not in replaced]
     return Kueue.of([*objects, *with_selftest], manager_config(stack))
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from components.jobs import render, spec_for_pool
-from components.scheduling import kueue_objects
+from components.scheduling import kueue_objects, submitters
 from components.selftest import pool_env
 from components.selftest_schedule import cron_jobs, idle_priority_objects, idle_queue_objects
 from components.topology import topology_report, topology_warnings
@@ -128,7 +128,9 @@ def is_selftest(job: dict[str, Any]) -> bool:
 
 def bursts(cfg: PlatformConfig, namespace: str) -> bool:
     """A team whose queue dispatches to MultiKueue workers: its jobs run, and are placed, there."""
-    team = next(t for t in cfg.scheduling.all_teams(cfg.namespaces.training) if t.name == namespace)
+    team = next((t for t in submitters(cfg) if t.name == namespace), None)
+    if team is None:
+        return False
     return any(q.name == team.cluster_queue and q.burst for q in cfg.scheduling.cluster_queues)
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from components.nccl import nccl_env
 from infra.config import parse_config
+from infra.config.selftest import runs
+from infra.config.selftest_schedule import scheduled
 from tests.conftest import STACKS, planned, stack_config
 
 ADMIN = "arn:aws:iam::210987654321:role/platform-admins"
@@ -114,6 +116,8 @@ def test_every_pool_has_its_configmap_in_every_team_namespace_and_the_outputs(st
         if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("nccl-")
     }
     teams = {cfg.namespaces.training, *(t.name for t in cfg.scheduling.teams)}
+    if runs(cfg) or scheduled(cfg):
+        teams.add(cfg.namespaces.selftest)
     assert sorted(found) == sorted((ns, f"nccl-{p.name}") for ns in teams for p in cfg.gpu_pools)
     # The same settings wherever the pool's jobs run.
     for pool in cfg.gpu_pools:

@@ -503,10 +503,11 @@ def test_shipped_onprem_storage_class_points_at_the_filesystem_and_the_driver():
         assert release["namespace"] == namespace
     # The drivers chart needs the operator's CRDs and CSI operator: it comes after.
     assert operator.urn in find(plan, RELEASE, "onprem-ceph-csi-drivers").dependencies
-    # The self-test's namespace gets a claim of its own from the same class: a subvolume of the
-    # same filesystem, where its reports go.
+    # Every namespace jobs run in gets a claim of its own from the same class: training, team
+    # research (stacks/Pulumi.onprem.yaml) and the self-test's, each a subvolume of the same
+    # filesystem.
     claims = claims_of(plan)
-    assert sorted(claims) == ["gpu-platform-selftest", "training"]
+    assert sorted(claims) == ["gpu-platform-selftest", "research", "training"]
     assert {c["spec"]["storageClassName"] for c in claims.values()} == {sc["metadata"]["name"]}
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
 
