@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         figures["sd-finetune"], sd_step = measure(
             task, device, args.sd_resolution, args.sd_batch, args.steps
         )
+        save(args.out, figures)
     # The real GPU step feeds on the overlap's own batches: sd-finetune's shapes exactly.
     real = (
         device.type == "cuda" and args.overlap_step_ms is None
@@ -156,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             args.overlap_step_ms, args.overlap_workers, args.overlap_steps,
             sd_step if real else None, device,
         )  # fmt: skip
+        save(args.out, figures)
     if sd_step is not None:
         del task, sd_step
         if device.type == "cuda":
@@ -175,9 +177,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"peak {f['peak_memory_gib']:.1f} GiB, {f['trainable_parameters']:,} trained "
                 f"parameters, {f['dtype']}"
             )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(figures, indent=1) + "\n")
+    save(args.out, figures)
     return 0
+
+
+def save(path: Path, figures: dict) -> None:
+    """The figures so far, after each part: a run stopped at its time limit keeps them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -63,8 +63,11 @@ def peak_from_threshold(check: dict | None) -> float | None:
 
 
 def selftest_figures(report: dict | None, why: str) -> list[Figure]:
+    """`why`: the step's status when it did not pass ("" when it did)."""
     checks = {c["name"]: c for c in (report or {}).get("checks", [])}
-    absent = why if report is None else "not in the self-test's report (--checks)"
+    absent = why or "not in the self-test's report (--checks)"
+    if report is None:
+        absent = why or "no report written"
 
     def get(name: str) -> dict | None:
         return checks.get(name)
@@ -95,7 +98,7 @@ def selftest_figures(report: dict | None, why: str) -> list[Figure]:
         ),
     ]
     if report is None:
-        figures.append(Figure("self-test wall time (report duration_s)", note=f"skipped: {why}"))
+        figures.append(Figure("self-test wall time (report duration_s)", note=f"skipped: {absent}"))
     else:
         status = f"self-test {report['status']}"
         figures.append(Figure("self-test wall time (report duration_s)",
@@ -104,13 +107,15 @@ def selftest_figures(report: dict | None, why: str) -> list[Figure]:
 
 
 def recipe_figures(bench: dict | None, why: str, gpu_memory_gib: float | None) -> list[Figure]:
-    """Step time and peak memory of each recipe, and the overlap benchmark's ratios."""
+    """Step time and peak memory of each recipe, and the overlap benchmark's ratios. A part
+    missing from a run that passed was left out by --only; else the step's status says why
+    (recipes.bench writes its JSON after each part)."""
     figures = []
+    absent = why or ("not run (recipes.bench --only)" if bench else "no figures written")
     for recipe in ("sd-finetune", "esrgan"):
         f = (bench or {}).get(recipe)
         label = f"{recipe} step"
         if f is None:
-            absent = why if bench is None else "not run (recipes.bench --only)"
             figures += [Figure(label, note=f"skipped: {absent}"),
                         Figure(f"{recipe} peak memory", note=f"skipped: {absent}")]  # fmt: skip
             continue
@@ -127,7 +132,6 @@ def recipe_figures(bench: dict | None, why: str, gpu_memory_gib: float | None) -
         figures += [step, memory]
     o = (bench or {}).get("overlap")
     if o is None:
-        absent = why if bench is None else "not run (recipes.bench --only)"
         return [*figures, Figure("overlap: loader step / max(GPU step, data)",
                                  note=f"skipped: {absent}")]  # fmt: skip
     gpu_step = o.get("gpu_step", "stand-in sleep")
