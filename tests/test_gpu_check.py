@@ -46,13 +46,15 @@ FIGURES = [
 ]
 
 
-def build_wheel(folder: Path, dist: str, version: str, module: str) -> Path:
-    """A pure-Python wheel as PEP 427 lays it out: the module, METADATA, WHEEL, and a RECORD
-    of every other file's sha256 (urlsafe base64, unpadded) and size."""
+def build_wheel(folder: Path, dist: str, version: str, module: str, requires=()) -> Path:
+    """A pure-Python wheel as PEP 427 lays it out: the module, METADATA (with a Requires-Dist
+    line per requirement), WHEEL, and a RECORD of every other file's sha256 (urlsafe base64,
+    unpadded) and size."""
     info = f"{dist.replace('-', '_')}-{version}.dist-info"
+    needs = "".join(f"Requires-Dist: {name}\n" for name in requires)
     files = {
         f"{module}/__init__.py": f'__version__ = "{version}"\n',
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n{needs}",
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",
     }
@@ -179,7 +181,7 @@ def test_a_missing_module_without_its_wheel_is_a_clear_failure_and_the_run_goes_
     status, note = rows["wheels"][0], rows["wheels"][3]
     assert status == "failed"
     assert note.startswith("missing absent_module_for_gpu_check; ")
-    assert f"{empty} holds no wheel of a distribution missing here" in note
+    assert note.endswith(f"{empty} holds no wheel of absent-module-for-gpu-check")
     assert rows["selftest"][0] == rows["bench-recipes"][0] == "skipped"
     assert rows["selftest"][3] == "no time left in the budget"
     figures = table((tmp_path / "out" / "summary.md").read_text(), "Figures")
@@ -263,3 +265,22 @@ def test_a_bench_stopped_at_its_limit_keeps_the_parts_it_wrote():
     )
     assert figures["esrgan step"].note == f"skipped: {why}"
     assert figures["overlap: loader step / max(GPU step, data)"].note == f"skipped: {why}"
+
+
+def test_a_missing_distribution_brings_the_wheels_of_what_it_needs_and_lacks(tmp_path):
+    """As diffusers on the lent H200: its wheel, and through Requires-Dist (extras left out)
+    the wheels of what the interpreter lacks (importlib-metadata there), never one of what it
+    has (numpy), nor a wheel nothing asks for; a lacking requirement with no wheel is named."""
+    build_wheel(tmp_path, "fake-diffusers", "1.0", "fake_diffusers",
+                ["numpy", "fake-metadata>=1", "fake-docs; extra == 'docs'"])  # fmt: skip
+    build_wheel(tmp_path, "fake-metadata", "1.0", "fake_metadata", ["fake-zipp", "fake-absent"])
+    build_wheel(tmp_path, "numpy", "0.0.1", "numpy")
+    build_wheel(tmp_path, "fake-docs", "1.0", "fake_docs")
+    build_wheel(tmp_path, "fake-unrelated", "1.0", "fake_unrelated")
+    installed = {"numpy": "2.4.6", "fake-zipp": "3.0", "fake-diffusers": None}
+    chosen, lacking = wheels.missing_wheels(tmp_path, ["fake_diffusers"], installed)
+    assert [w.name for w in chosen] == [
+        "fake_diffusers-1.0-py3-none-any.whl",
+        "fake_metadata-1.0-py3-none-any.whl",
+    ]
+    assert lacking == ["fake-absent"]

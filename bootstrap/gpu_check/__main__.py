@@ -105,11 +105,16 @@ def install_missing(python: str, env: dict, modules: dict[str, str], found: dict
         where = "no --wheels / WHEELS given" if folder is None else f"{folder} is not a folder"
         note = f"missing {names}; {where}: bring them with make gpu-wheels"
         return Outcome("wheels", "failed", note=note), found
-    dists = [wheels.wheel_distribution(w) for w in sorted(folder.glob("*.whl"))]
-    installed = wheels.probe(python, env, {}, dists, PROBE_TIMEOUT_S)["installed"] if dists else {}
-    chosen = wheels.missing_wheels(folder, installed)
+    # Whether each distribution that could be wanted is installed: the missing modules', each
+    # wheel's and each wheel's requirements.
+    wanted = [modules[module] for module in absent]
+    dists = {wheels.normalise(name) for name in wanted}
+    for wheel in folder.glob("*.whl"):
+        dists |= {wheels.wheel_distribution(wheel), *wheels.requirements(wheel)}
+    installed = wheels.probe(python, env, {}, sorted(dists), PROBE_TIMEOUT_S)["installed"]
+    chosen, lacking = wheels.missing_wheels(folder, wanted, installed)
     if not chosen:
-        note = f"missing {names}; {folder} holds no wheel of a distribution missing here"
+        note = f"missing {names}; {folder} holds no wheel of {', '.join(lacking)}"
         return Outcome("wheels", "failed", note=note), found
     done = wheels.install(python, chosen, site, INSTALL_TIMEOUT_S)
     if done.returncode != 0:
@@ -118,6 +123,8 @@ def install_missing(python: str, env: dict, modules: dict[str, str], found: dict
     after = wheels.probe(python, env, modules, [], PROBE_TIMEOUT_S)
     still = missing(after)
     installed_names = ", ".join(w.name for w in chosen)
+    if lacking:
+        installed_names += f" (no wheel of {', '.join(lacking)})"
     if still:
         note = f"installed {installed_names}; still missing: " + "; ".join(
             f"{m} ({e})" for m, e in still.items())  # fmt: skip

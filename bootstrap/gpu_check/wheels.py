@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,13 +108,38 @@ def probe(python: str, env: dict[str, str], modules: dict[str, str], dists: list
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def missing_wheels(folder: Path, installed: dict[str, str | None]) -> list[Path]:
-    """The folder's wheels whose distribution the interpreter does not hold."""
-    return [
-        wheel
-        for wheel in sorted(folder.glob("*.whl"))
-        if installed.get(wheel_distribution(wheel)) is None
-    ]
+def requirements(wheel: Path) -> list[str]:
+    """The distributions a wheel requires (its METADATA's Requires-Dist, core metadata spec),
+    less those only an extra asks for; other markers are kept, to install too much rather than
+    too little."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode(errors="replace")
+    needed = []
+    for line in metadata.splitlines():
+        if line.startswith("Requires-Dist:") and "extra ==" not in line:
+            needed.append(normalise(re.match(r"[A-Za-z0-9._-]+", line[14:].strip())[0]))
+    return needed
+
+
+def missing_wheels(folder: Path, wanted: list[str], installed: dict[str, str | None]):
+    """The wheels to install for the distributions `wanted`: each one's wheel and, through
+    their requirements, those of every distribution the interpreter lacks; and the lacking
+    ones the folder has no wheel of."""
+    by_dist = {wheel_distribution(w): w for w in sorted(folder.glob("*.whl"))}
+    chosen: dict[str, Path] = {}
+    absent: list[str] = []
+    pending = [normalise(name) for name in wanted]
+    while pending:
+        dist = pending.pop()
+        if dist in chosen or dist in absent or installed.get(dist) is not None:
+            continue
+        if dist not in by_dist:
+            absent.append(dist)
+            continue
+        chosen[dist] = by_dist[dist]
+        pending += requirements(chosen[dist])
+    return sorted(chosen.values()), sorted(absent)
 
 
 def install(python: str, wheels: list[Path], site: Path, timeout_s: float):
