@@ -70,8 +70,11 @@ def build_wheel(folder: Path, dist: str, version: str, module: str, requires=())
     return path
 
 
-def gpu_check(out: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'bootstrap'}{os.pathsep}{ROOT}"}
+def gpu_check(out: Path, *args: str, timeout: float = 300, first: Path | None = None):
+    """`python -m gpu_check` as `make gpu-check` runs it; `first`: a folder ahead of the
+    interpreter's own packages."""
+    path = [str(ROOT / "bootstrap"), str(ROOT), *([str(first)] if first else [])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.run(
         [sys.executable, "-m", "gpu_check", "--out", str(out), *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
@@ -186,6 +189,28 @@ def test_a_missing_module_without_its_wheel_is_a_clear_failure_and_the_run_goes_
     assert rows["selftest"][3] == "no time left in the budget"
     figures = table((tmp_path / "out" / "summary.md").read_text(), "Figures")
     assert figures["sd-finetune step"][3] == "skipped: bench-recipes skipped, see gpu-check.log"
+
+
+def test_a_torch_older_than_the_image_side_was_checked_against_is_refused(tmp_path):
+    """A Python whose torch reports 2.10 (a stand-in module ahead of the real one): exit 2, the
+    version and the minimum named, no step run, only the summary and the log written."""
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        '__version__ = "2.10.0+cu128"\n'
+        "class version:\n    cuda = '12.8'\n"
+        "class cuda:\n    is_available = staticmethod(lambda: False)\n"
+    )
+    done = gpu_check(tmp_path / "out", first=tmp_path / "site")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = table((tmp_path / "out" / "summary.md").read_text(), "Steps")
+    assert list(rows) == ["environment"]
+    assert rows["environment"][0] == "refused"
+    assert rows["environment"][3] == (
+        "torch 2.10.0+cu128 is older than 2.11, the oldest the image side was checked against "
+        "(docs/selftest.md)"
+    )
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"summary.md", "gpu-check.log"}
 
 
 @pytest.mark.parametrize(

@@ -131,35 +131,27 @@ def recipe_figures(bench: dict | None, why: str, gpu_memory_gib: float | None) -
             memory.ratio = _fmt(f["peak_memory_gib"] / gpu_memory_gib)
         figures += [step, memory]
     o = (bench or {}).get("overlap")
-    if o is None:
-        return [*figures, Figure("overlap: loader step / max(GPU step, data)",
-                                 note=f"skipped: {absent}")]  # fmt: skip
-    gpu_step = o.get("gpu_step", "stand-in sleep")
-    detail = (f"X {_fmt(o['step_ms'])} ms ({gpu_step}), Y {_fmt(o['data_ms'])} ms, "
-              f"{o['workers']} workers")  # fmt: skip
-    figures += [
-        Figure(
-            "overlap: loader step / max(GPU step, data)",
-            _fmt(o["loader_ratio"]),
-            "1 (data hidden)",
-            _fmt(o["loader_ratio"]),
-            f"{_fmt(o['loader_step_ms'])} ms; {detail}",
-        ),
-        Figure(
-            "overlap: serial step / max(GPU step, data)",
-            _fmt(o["serial_ratio"]),
-            "1 (data hidden)",
-            _fmt(o["serial_ratio"]),
-            f"{_fmt(o['serial_step_ms'])} ms; {detail}",
-        ),
-    ]
+    for kind in ("loader", "serial"):
+        figure = Figure(f"overlap: {kind} step / max(GPU step, data)")
+        if o is None:
+            figure.note = f"skipped: {absent}"
+        else:
+            figure.value = figure.ratio = _fmt(o[f"{kind}_ratio"])
+            figure.reference = "1 (data hidden)"
+            figure.note = (f"{_fmt(o[f'{kind}_step_ms'])} ms; X {_fmt(o['step_ms'])} ms "
+                           f"({o.get('gpu_step', 'stand-in sleep')}), Y {_fmt(o['data_ms'])} ms, "
+                           f"{o['workers']} workers")  # fmt: skip
+        figures.append(figure)
     return figures
 
 
 def markdown(facts: dict, outcomes: list[Outcome], figures: list[Figure], versions: list[str],
              files: list[str], budget_s: float, used_s: float) -> str:  # fmt: skip
-    device = (f"{facts['device']} x {facts['gpus']} ({facts.get('gpu_memory_gib')} GiB each)"
-              if facts.get("gpus") else "CPU (no GPU visible): the CPU fallbacks")  # fmt: skip
+    device = "unknown: torch does not import"
+    if facts.get("gpus"):
+        device = f"{facts['device']} x {facts['gpus']} ({facts.get('gpu_memory_gib')} GiB each)"
+    elif "torch" in facts:
+        device = "CPU (no GPU visible): the CPU fallbacks"
     lines = [
         "# gpu-check summary",
         "",
