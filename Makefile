@@ -1,7 +1,8 @@
 # Entry points: `make plan` (offline plan of dev), `make test` (lint + tests), `make bench`,
 # `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make
 # recipes-smoke` (the training recipes at toy scale on this CPU), `make docs` (the config
-# reference and the stack files' JSON Schema, from the config model).
+# reference and the stack files' JSON Schema, from the config model), `make gpu-check` (the
+# self-test and both benchmarks with a GPU machine's own Python, offline).
 #
 # Three virtual environments, each with what its targets run:
 #   .venv        the program alone (pulumi and providers, pydantic, jinja2, PyYAML): `make plan`,
@@ -26,7 +27,7 @@ PLAN_VENV_LIMIT_MB := 500
 PYTEST_WORKERS ?= auto
 
 .PHONY: plan plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
-	recipes-smoke bench-recipes clean
+	recipes-smoke bench-recipes gpu-check gpu-wheels clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
 # needs it (from TORCH_INDEX), then the file. The plan's venv skips pip's bytecode for every
@@ -138,15 +139,40 @@ bench-selftest: $(IMAGE_VENV)/.installed
 recipes-smoke: $(IMAGE_VENV)/.installed $(VENV)/.installed
 	PYTHONPATH=bootstrap:. PROGRAM_PYTHON=$(PY) $(IMAGE_PY) -m recipes.smoke
 
-# The overlap benchmark (the real data path against a stand-in GPU step of X ms, 45 by default:
-# serial step time, step time with the loader's workers, each against max(X, Y)), then one step
-# of training after warm-up of sd-finetune (SD 1.5 shapes, 512², 4 per GPU) and esrgan (RRDB 23
-# blocks, 128² crops, 8 per GPU) on the GPU, random weights: step time, peak memory. On a CPU
-# give smaller sizes, e.g. BENCH_RECIPES_ARGS="--sd-resolution 64 --sd-batch 1", or
-# "--only overlap".
+# One step of training after warm-up of sd-finetune (SD 1.5 shapes, 512², 4 per GPU) and esrgan
+# (RRDB 23 blocks, 128² crops, 8 per GPU) on the GPU, random weights: step time, peak memory;
+# and the overlap benchmark (the real data path against the GPU step, X ms: on a GPU
+# sd-finetune's real step, else a stand-in sleep of 45 ms; serial step time, step time with the
+# loader's workers, each against max(X, Y)). On a CPU give smaller sizes, e.g.
+# BENCH_RECIPES_ARGS="--sd-resolution 64 --sd-batch 1", or "--only overlap".
 BENCH_RECIPES_ARGS ?=
 bench-recipes: $(IMAGE_VENV)/.installed
 	PYTHONPATH=bootstrap:. $(IMAGE_PY) -m recipes.bench $(BENCH_RECIPES_ARGS)
+
+# On a GPU machine whose Python already holds a CUDA torch and that reaches no package index
+# (docs/selftest.md, "On a GPU machine: make gpu-check"): the self-test with its benchmark
+# figures (one rank per GPU) and bench-recipes, run with GPU_PYTHON, each step time-boxed within
+# GPU_CHECK_BUDGET_S; what that Python lacks comes from the wheels in WHEELS (make gpu-wheels),
+# installed offline beside the output. At most 8 files in GPU_CHECK_OUT, summary.md the page
+# of figures. On a CPU the same run with the CPU fallbacks (`make selftest`'s two gloo ranks).
+GPU_PYTHON ?= python3
+WHEELS ?=
+GPU_CHECK_OUT ?= out/gpu-check
+GPU_CHECK_BUDGET_S ?= 480
+GPU_CHECK_ARGS ?=
+gpu-check:
+	PYTHONPATH=bootstrap:. $(GPU_PYTHON) -m gpu_check --out $(GPU_CHECK_OUT) \
+		--budget-s $(GPU_CHECK_BUDGET_S) $(if $(WHEELS),--wheels $(WHEELS)) $(GPU_CHECK_ARGS)
+
+# The wheels gpu-check installs where the GPU machine's Python lacks them: diffusers and
+# matplotlib at their pins with their dependencies, less torch, transformers, numpy and Pillow
+# (that Python has them), for CPython GPU_WHEELS_PYTHON on x86-64 Linux; refused over 48 MiB,
+# so that they travel with the working tree (64 MiB).
+GPU_WHEELS_DIR ?= .gpu-wheels
+GPU_WHEELS_PYTHON ?= 3.12
+gpu-wheels:
+	PYTHONPATH=bootstrap $(PYTHON) -m gpu_check.wheels $(GPU_WHEELS_DIR) \
+		--python-version $(GPU_WHEELS_PYTHON)
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

@@ -3,7 +3,10 @@ stand-in GPU step, measurable on a CPU), then training steps of sd-finetune and 
 real sizes on one device (the GPU when there is one), through the recipes' own task and step
 code, with randomly initialised weights of the real shapes (nothing to stage or download).
 Prints the step time (the first step, which pays for warm-up, left out) and the peak memory,
-and writes out/recipes/bench.json.
+and writes out/recipes/bench.json (`--out`). On a GPU the overlap benchmark then runs
+sd-finetune's real step, on the model just measured, in place of the stand-in sleep
+(`--overlap-step-ms` keeps the stand-in); on a CPU, or without sd-finetune at 512² x 4, the
+stand-in.
 
 Shapes: Stable Diffusion 1.5 (its unet/, vae/ and text_encoder/ config.json: UNet blocks
 320-640-1280-1280 with 768-wide cross-attention, VAE blocks 128-256-512-512, CLIP ViT-L/14's text
@@ -15,6 +18,7 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -29,6 +33,7 @@ from recipes.shards import Batch
 from recipes.tiny import stage_tiny_tokenizer
 
 OUT = Path("out/recipes/bench.json")
+RUNS = ("overlap", "sd-finetune", "esrgan")
 
 
 def sd15(device: torch.device) -> SdTask:
@@ -66,10 +71,28 @@ def esrgan(device: torch.device, crop: int) -> EsrganTask:
         return EsrganTask(settings, 4, Path(folder), device)
 
 
-def measure(task, device: torch.device, size: int, batch: int, steps: int) -> dict:
+def train_step(task, device: torch.device) -> tuple[torch.nn.Module, Callable[[Batch], float]]:
+    """The task's model on `device` and one optimizer step of it on a batch, waited for."""
     model = task.trainable().to(device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6)
     dtype, scaler = mixed_precision(device)
+
+    def step(data: Batch) -> float:
+        loss = forward_backward(model, task, [data], dtype, scaler)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return float(loss)
+
+    return model, step
+
+
+def measure(task, device: torch.device, size: int, batch: int, steps: int):
+    """The figures of `steps` steps, and the step itself (the overlap benchmark reuses it)."""
+    model, train = train_step(task, device)
+    dtype = mixed_precision(device)[0]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
@@ -81,12 +104,7 @@ def measure(task, device: torch.device, size: int, batch: int, steps: int) -> di
             device,
         )
         started = time.perf_counter()
-        loss = float(forward_backward(model, task, [data], dtype, scaler))
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        loss = train(data)
         times.append(time.perf_counter() - started)
     peak = peak_memory(device)
     timed = times[1:] or times
@@ -96,12 +114,15 @@ def measure(task, device: torch.device, size: int, batch: int, steps: int) -> di
         "samples_per_s": batch * len(timed) / sum(timed), "peak_memory_gib": peak / 2**30,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "dtype": str(dtype).removeprefix("torch."),
-    }  # fmt: skip
+    }, train  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m recipes.bench")
-    parser.add_argument("--only", choices=("overlap", "sd-finetune", "esrgan"))
+    parser.add_argument(
+        "--only", action="append", choices=RUNS, help="run only this part (repeatable)"
+    )
+    parser.add_argument("--out", type=Path, default=OUT, help=f"the figures (default: {OUT})")
     parser.add_argument(
         "--overlap-step-ms", type=float, help="the stand-in GPU step (default: 45 ms)"
     )
@@ -117,22 +138,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
     torch.manual_seed(0)
+    runs = args.only or RUNS
     figures = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"}
-    if args.only in (None, "overlap"):
-        figures["overlap"] = overlap.run(
-            args.overlap_step_ms, args.overlap_workers, args.overlap_steps
-        )
-    if args.only in (None, "sd-finetune"):
+    sd_step = None
+    if "sd-finetune" in runs:
         task = sd15(device)
-        figures["sd-finetune"] = measure(
+        figures["sd-finetune"], sd_step = measure(
             task, device, args.sd_resolution, args.sd_batch, args.steps
         )
-        del task
+        save(args.out, figures)
+    # The real GPU step feeds on the overlap's own batches: sd-finetune's shapes exactly.
+    real = (
+        device.type == "cuda" and args.overlap_step_ms is None
+        and (args.sd_resolution, args.sd_batch) == (overlap.CROP, overlap.MICRO_BATCH)
+    )  # fmt: skip
+    if "overlap" in runs:
+        figures["overlap"] = overlap.run(
+            args.overlap_step_ms, args.overlap_workers, args.overlap_steps,
+            sd_step if real else None, device,
+        )  # fmt: skip
+        save(args.out, figures)
+    if sd_step is not None:
+        del task, sd_step
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    if args.only in (None, "esrgan"):
+    if "esrgan" in runs:
         task = esrgan(device, args.esrgan_crop)
-        figures["esrgan"] = measure(task, device, args.esrgan_crop, args.esrgan_batch, args.steps)
+        figures["esrgan"], _ = measure(
+            task, device, args.esrgan_crop, args.esrgan_batch, args.steps
+        )
     print(f"device: {figures['device']}")
     for recipe in ("sd-finetune", "esrgan"):
         if recipe in figures:
@@ -143,9 +177,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"peak {f['peak_memory_gib']:.1f} GiB, {f['trainable_parameters']:,} trained "
                 f"parameters, {f['dtype']}"
             )
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(figures, indent=1) + "\n")
+    save(args.out, figures)
     return 0
+
+
+def save(path: Path, figures: dict) -> None:
+    """The figures so far, after each part: a run stopped at its time limit keeps them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=1) + "\n")
 
 
 if __name__ == "__main__":
