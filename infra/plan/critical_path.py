@@ -1,0 +1,130 @@
+"""How long a stack's first `pulumi up` takes, and why: the critical path through the plan's
+dependency graph (the chain of resources, each waiting for the one before, that decides the wall
+time when Pulumi creates everything else in parallel beside it), weighted by typical create times.
+
+Pulumi starts a resource once every resource it depends on exists: its `dependsOn` and every
+resource whose output it takes as an input (both recorded as the registration's dependencies),
+a component standing for all the resources under it (Pulumi docs, "Resource options: dependsOn").
+A component's own dependencies do not hold back its children, so only custom resources count.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from infra.plan.model import Plan, PlannedResource
+
+
+@dataclass(frozen=True)
+class CreateTime:
+    minutes: float
+    source: str  # where the figure comes from; "estimated: ..." where nothing is published
+
+
+# Seconds: one API call and at most a short wait (IAM, security groups, tags, Kubernetes objects).
+QUICK = CreateTime(0.25, "estimated: one API call and a status read")
+
+CREATE_TIMES: dict[str, CreateTime] = {
+    "aws:eks/cluster:Cluster": CreateTime(
+        15,
+        "aws/containers-roadmap#1227 (AWS): control plane provisioning averages 15 minutes; "
+        "easontechtalk.com 'Unofficial EKS Cluster Creation Performance' measured 13-16 "
+        "minutes in 21 regions",
+    ),
+    "aws:fsx/lustreFileSystem:LustreFileSystem": CreateTime(
+        10,
+        "aws-samples/aws-hpc-tutorials content/08-fsx-lustre/01-create-fsxl.md (AWS workshop): "
+        "FSx for Lustre file system creation takes about 10 minutes",
+    ),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": CreateTime(
+        5,
+        "estimated: the provider's 10-minute default create timeout is sometimes too short "
+        "(aws-samples/amazon-eks-machine-learning-with-terraform-and-kubeflow#112)",
+    ),
+    "aws:eks/nodeGroup:NodeGroup": CreateTime(
+        4,
+        "estimated: instances launch and join before EKS reports the group ACTIVE, which the "
+        "provider waits for (internal/service/eks/node_group.go); no published figure",
+    ),
+    "aws:eks/addon:Addon": CreateTime(
+        2, "estimated: the provider waits for the add-on's pods to report ACTIVE"
+    ),
+    "aws:ec2/natGateway:NatGateway": CreateTime(
+        2, "estimated: the provider waits for the gateway to leave `pending`"
+    ),
+    "aws:ec2/vpcEndpoint:VpcEndpoint": CreateTime(
+        1, "estimated: the provider waits for the endpoint to become `available`"
+    ),
+    "kubernetes:helm.sh/v3:Release": CreateTime(
+        3,
+        "estimated: Pulumi waits for the release's workloads to be ready (pulumi-kubernetes "
+        "Release `skipAwait` false, default `timeout` 300 s); image pulls dominate",
+    ),
+    "kubernetes:batch/v1:Job": CreateTime(
+        10,
+        "estimated: the self-test Job waits for Kueue admission, GPU nodes scaled from zero "
+        "and its checks (components/selftest.py; bounded by selftest.up_wait_minutes)",
+    ),
+}
+
+
+def create_time(token: str) -> CreateTime:
+    return CREATE_TIMES.get(token, QUICK)
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    chain: tuple[PlannedResource, ...]  # first created first
+
+    @property
+    def minutes(self) -> float:
+        return sum(create_time(r.type).minutes for r in self.chain)
+
+
+def waits_for(plan: Plan) -> dict[str, set[str]]:
+    """Per custom resource, the custom resources it waits for at creation."""
+    index = plan.by_urn
+    children: dict[str, list[str]] = {}
+    for r in plan.resources:
+        children.setdefault(r.parent, []).append(r.urn)
+
+    @functools.cache
+    def customs(urn: str) -> frozenset[str]:
+        if index[urn].custom:
+            return frozenset({urn})
+        return frozenset().union(*(customs(c) for c in children.get(urn, ())))
+
+    return {
+        r.urn: set().union(*(customs(d) for d in r.dependencies if d in index)) - {r.urn}
+        for r in plan.resources
+        if r.custom
+    }
+
+
+def critical_path(plan: Plan) -> CriticalPath:
+    graph = waits_for(plan)
+    index = plan.by_urn
+
+    @functools.cache
+    def longest(urn: str) -> tuple[float, tuple[str, ...]]:
+        """The longest chain ending with `urn` and its minutes (ties: by URN, for stable output)."""
+        before = [longest(d) for d in sorted(graph[urn])]
+        minutes, chain = max(before, key=lambda b: b[0], default=(0.0, ()))
+        return minutes + create_time(index[urn].type).minutes, (*chain, urn)
+
+    ends = [longest(urn) for urn in sorted(graph)]
+    _, chain = max(ends, key=lambda e: e[0], default=(0.0, ()))
+    return CriticalPath(tuple(index[u] for u in chain))
+
+
+def format_critical_path(plan: Plan) -> str:
+    path = critical_path(plan)
+    lines = [
+        f"First `pulumi up`: about {path.minutes:g} minutes, decided by a chain of "
+        f"{len(path.chain)} resources (typical create times: infra/plan/critical_path.py):"
+    ]
+    for r in path.chain:
+        time = create_time(r.type)
+        lines.append(f"  {time.minutes:5g} min  {r.type} {r.name}")
+    return "\n".join(lines)
