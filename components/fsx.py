@@ -58,10 +58,11 @@ class SgRule:
 
     @property
     def needed_at_creation(self) -> bool:
-        """FSx checks, when it creates the file system, that its group passes Lustre traffic
-        between its own servers (FSx for Lustre User Guide, "File system access control with
-        Amazon VPC": inbound and outbound 988 and 1018-1023 within the group); the rules
-        towards the nodes matter only once a client mounts it."""
+        """FSx refuses to create a file system whose groups do not pass Lustre traffic between
+        its own servers (FSx for Lustre User Guide, "Creating an FSx for Lustre file system
+        fails": "... do not permit Lustre LNET network traffic on port 988"; the rules, 988 and
+        1018-1023 within the group, in "File system access control with Amazon VPC"); the
+        rules towards the nodes matter only once a client mounts it."""
         return self.group == "fsx" and self.peer == "fsx"
 
     @property
