@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
 from infra.plan import deploy_policy
 from infra.plan.cli import main
-from infra.plan.deploy_actions import DEPLOY_ACTIONS, NO_AWS_CALLS
-from infra.plan.deploy_policy import DeployPolicyError, documents, lint, size, write_policy
+from infra.plan.critical_path import format_critical_path
+from infra.plan.deploy_actions import DEPLOY_ACTIONS, NO_AWS_CALLS, TypeActions
+from infra.plan.deploy_policy import (
+    DeployPolicyError,
+    documents,
+    format_policy,
+    lint,
+    size,
+    write_policy,
+)
+from infra.plan.engine import ROOT
 from infra.plan.model import PlannedResource
 from tests.conftest import AWS_STACKS, STACKS, planned, stack_config
 
@@ -112,11 +122,14 @@ def test_a_stack_without_aws_resources_has_no_policy(stack, tmp_path):
     assert not stale.exists()
 
 
-def test_a_type_without_a_row_fails_naming_it():
+QUEUE = "aws:sqs/queue:Queue"
+
+
+def _with_a_queue():
     plan = planned(AWS_STACKS[0])
     queue = PlannedResource(
-        urn="urn:pulumi:x::p::aws:sqs/queue:Queue::jobs",
-        type="aws:sqs/queue:Queue",
+        urn=f"urn:pulumi:x::p::{QUEUE}::jobs",
+        type=QUEUE,
         name="jobs",
         parent="",
         inputs={},
@@ -124,12 +137,25 @@ def test_a_type_without_a_row_fails_naming_it():
         protect=False,
         custom=True,
     )
-    broken = dataclasses.replace(plan, resources=[*plan.resources, queue])
+    return dataclasses.replace(plan, resources=[*plan.resources, queue])
+
+
+def test_a_type_without_a_row_fails_naming_it():
+    broken = _with_a_queue()
     with pytest.raises(DeployPolicyError) as error:
         documents(broken)
     message = str(error.value)
     assert "aws:sqs/queue:Queue (resource jobs)" in message
     assert "infra/plan/deploy_actions.py" in message
+
+
+def test_a_service_missing_from_the_snapshot_fails_naming_it(monkeypatch):
+    row = TypeActions("internal/service/sqs/queue.go", create=("sqs:CreateQueue",), read=())
+    monkeypatch.setitem(DEPLOY_ACTIONS, QUEUE, row)
+    with pytest.raises(
+        DeployPolicyError, match=re.escape("service 'sqs' is not in iam_actions.json")
+    ):
+        documents(_with_a_queue())
 
 
 @pytest.mark.parametrize(
@@ -171,3 +197,11 @@ def test_plan_writes_the_policy_and_prints_its_path_and_the_critical_path(tmp_pa
     assert f"Deploy policy: {tmp_path / 'deploy-policy.json'} (" in out
     assert "First `pulumi up`: about 30 minutes, decided by a chain of 10 resources" in out
     assert json.loads((tmp_path / "deploy-policy.json").read_text())
+
+
+def test_docs_show_prods_policy_line_and_devs_critical_path_as_the_plan_prints_them(tmp_path):
+    """docs/review.md quotes the plan's output; a change to either shows here."""
+    page = (ROOT / "docs" / "review.md").read_text()
+    line = format_policy(planned("prod"), write_policy(planned("prod"), tmp_path))
+    assert line.replace(str(tmp_path), "out/prod") in page.splitlines()
+    assert format_critical_path(planned("dev")) in page

@@ -3,9 +3,11 @@ dependency graph (the chain of resources, each waiting for the one before, that 
 time when Pulumi creates everything else in parallel beside it), weighted by typical create times.
 
 Pulumi starts a resource once every resource it depends on exists: its `dependsOn` and every
-resource whose output it takes as an input (both recorded as the registration's dependencies),
-a component standing for all the resources under it (Pulumi docs, "Resource options: dependsOn").
-A component's own dependencies do not hold back its children, so only custom resources count.
+resource whose output it takes as an input (both recorded as the registration's dependencies).
+A component stands for every custom resource under it: the Python SDK registers those in its
+place (pulumi/pulumi#12462), and the expansion here does the same for any left. A component's
+own dependencies do not hold back its children (pulumi/pulumi#8721), so only custom resources
+count.
 """
 
 from __future__ import annotations

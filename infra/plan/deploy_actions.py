@@ -82,7 +82,12 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         "internal/service/logs/group.go",
         create=("logs:CreateLogGroup", "logs:PutRetentionPolicy"),
         read=("logs:DescribeLogGroups", "logs:ListTagsForResource"),
-        update=("logs:PutRetentionPolicy", "logs:DeleteRetentionPolicy"),
+        update=(
+            "logs:PutRetentionPolicy",
+            "logs:DeleteRetentionPolicy",
+            "logs:AssociateKmsKey",
+            "logs:DisassociateKmsKey",
+        ),
         delete=("logs:DeleteLogGroup",),
         tag=("logs:TagResource", "logs:UntagResource"),
         scope=("arn:aws:logs:*:*:log-group:{name}", "arn:aws:logs:*:*:log-group:{name}:*"),
@@ -297,7 +302,8 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
     ),
     "aws:fsx/lustreFileSystem:LustreFileSystem": TypeActions(
         "internal/service/fsx/lustre_file_system.go",
-        create=("fsx:CreateFileSystem",),
+        # Encrypted with a customer managed key: FSx makes a grant on it as the caller.
+        create=("fsx:CreateFileSystem", "kms:DescribeKey", "kms:CreateGrant"),
         read=("fsx:DescribeFileSystems", "fsx:ListTagsForResource"),
         update=("fsx:UpdateFileSystem",),
         delete=("fsx:DeleteFileSystem",),

@@ -93,6 +93,11 @@ def expand(template: str, values: dict[str, list[str]]) -> list[str]:
 
 def _supports(action: str, key: str) -> bool:
     service, name = action.split(":", 1)
+    if service not in catalog():
+        raise DeployPolicyError(
+            f"{action}: service {service!r} is not in {CATALOG.name}; add its actions and tag "
+            "condition keys from the Service Authorization Reference"
+        )
     return name in catalog()[service][key]
 
 
