@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.plan.critical_path import CREATE_TIMES, critical_path, waits_for
+from infra.plan.critical_path import CREATE_TIMES, chains, critical_path, waits_for
 from infra.plan.model import Plan, PlannedResource
 from tests.conftest import STACKS, planned, stack_config
 
@@ -23,6 +23,11 @@ SHIPPED_CHAINS = {
     "prod": (10, 30.0),
     "staging": (10, 30.0),
 }
+
+# When each shipped stack's file system is ready: its security group and own rules (0.25 min
+# each, after the VPC) and FSx's 10 minutes. On main it came after the EKS cluster: cluster role
+# and secrets key, the cluster's 15 minutes, a node-side rule, then FSx: 25.75 minutes.
+FSX_READY_MINUTES = {"burst": 10.75, "dev": 10.75, "prod": 10.75, "staging": 10.75}
 
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 CLUSTER = "aws:eks/cluster:Cluster"
@@ -57,6 +62,8 @@ def test_file_system_is_created_beside_the_cluster(stack):
     rules = {
         plan.by_urn[u].name for u in graph[fs.urn] if plan.by_urn[u].type.startswith("aws:vpc/")
     }
+    if stack in FSX_READY_MINUTES:
+        assert chains(plan)[fs.urn].minutes == FSX_READY_MINUTES[stack]
     assert rules == {
         f"{stack}-fsx-in-fsx-988",
         f"{stack}-fsx-in-fsx-1018-1023",

@@ -104,24 +104,32 @@ def waits_for(plan: Plan) -> dict[str, set[str]]:
     }
 
 
-def critical_path(plan: Plan) -> CriticalPath:
+def chains(plan: Plan) -> dict[str, CriticalPath]:
+    """Per custom resource, the longest chain that ends with it: when it is ready, from the start
+    of the `up` (ties go to the first URN, for stable output)."""
     graph = waits_for(plan)
     index = plan.by_urn
 
     @functools.cache
     def longest(urn: str) -> tuple[float, tuple[str, ...]]:
-        """The longest chain ending with `urn` and its minutes (ties: by URN, for stable output)."""
         before = [longest(d) for d in sorted(graph[urn])]
         minutes, chain = max(before, key=lambda b: b[0], default=(0.0, ()))
         return minutes + create_time(index[urn].type).minutes, (*chain, urn)
 
-    ends = [longest(urn) for urn in sorted(graph)]
-    _, chain = max(ends, key=lambda e: e[0], default=(0.0, ()))
-    return CriticalPath(tuple(index[u] for u in chain))
+    return {u: CriticalPath(tuple(index[c] for c in longest(u)[1])) for u in sorted(graph)}
+
+
+def critical_path(plan: Plan) -> CriticalPath:
+    return max(chains(plan).values(), key=lambda c: c.minutes, default=CriticalPath(()))
+
+
+# Off the critical path, the resources this slow to create are listed with when they are ready.
+SLOW_MINUTES = 5
 
 
 def format_critical_path(plan: Plan) -> str:
-    path = critical_path(plan)
+    every = chains(plan)
+    path = max(every.values(), key=lambda c: c.minutes, default=CriticalPath(()))
     lines = [
         f"First `pulumi up`: about {path.minutes:g} minutes, decided by a chain of "
         f"{len(path.chain)} resources (typical create times: infra/plan/critical_path.py):"
@@ -129,4 +137,14 @@ def format_critical_path(plan: Plan) -> str:
     for r in path.chain:
         time = create_time(r.type)
         lines.append(f"  {time.minutes:5g} min  {r.type} {r.name}")
+    beside = [
+        (chain.minutes, chain.chain[-1])
+        for chain in every.values()
+        if chain.chain[-1] not in path.chain
+        and create_time(chain.chain[-1].type).minutes >= SLOW_MINUTES
+    ]
+    if beside:
+        lines.append("Beside it, ready after:")
+        for minutes, r in sorted(beside, key=lambda b: (b[0], b[1].urn)):
+            lines.append(f"  {minutes:5g} min  {r.type} {r.name}")
     return "\n".join(lines)

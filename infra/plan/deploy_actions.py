@@ -239,7 +239,7 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
     "aws:eks/addon:Addon": TypeActions(
         "internal/service/eks/addon.go",
         create=("eks:CreateAddon",),
-        read=("eks:DescribeAddon", "eks:DescribeAddonVersions"),
+        read=("eks:DescribeAddon",),
         update=("eks:UpdateAddon",),
         delete=("eks:DeleteAddon",),
         tag=_EKS_TAGS,
