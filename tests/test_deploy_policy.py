@@ -180,6 +180,20 @@ def test_lint_refuses(statement, complaint):
         lint([doc])
 
 
+@pytest.mark.parametrize(
+    ("sids", "complaint"),
+    [(["A", "A"], "Sid A repeats"), (["Read-1"], "Sid 'Read-1' is not ASCII letters")],
+)
+def test_lint_refuses_sids_iam_refuses(sids, complaint):
+    """IAM JSON policy element reference, "Sid": unique in a policy; A-Z, a-z and 0-9 only."""
+    statements = [
+        {"Sid": sid, "Effect": "Allow", "Action": ["ec2:DescribeVpcs"], "Resource": "*"}
+        for sid in sids
+    ]
+    with pytest.raises(DeployPolicyError, match=complaint):
+        lint([{"Version": "2012-10-17", "Statement": statements}])
+
+
 def test_lint_refuses_an_oversized_document():
     actions = sorted(json.loads(deploy_policy.CATALOG.read_text())["services"]["ec2"]["actions"])
     doc = {

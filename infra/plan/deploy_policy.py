@@ -221,8 +221,9 @@ def documents(plan: Plan) -> list[dict[str, Any]]:
 
 
 def lint(docs: list[dict[str, Any]]) -> None:
-    """Every action is one the Service Authorization Reference lists, and every statement
-    conditioned on a tag holds only actions that take that key (else it would never match)."""
+    """Every action is one the Service Authorization Reference lists, every statement
+    conditioned on a tag holds only actions that take that key (else it would never match), Sids
+    are unique and plain, and each document fits the managed policy quota."""
     problems = []
     for statement in (s for d in docs for s in d["Statement"]):
         keys = [k for op in statement.get("Condition", {}).values() for k in op]
@@ -238,6 +239,14 @@ def lint(docs: list[dict[str, Any]]) -> None:
                 if kind and not _supports(action, kind):
                     problems.append(f"{statement['Sid']}: {action} does not take {key}")
     for i, doc in enumerate(docs):
+        sids = Counter(s["Sid"] for s in doc["Statement"])
+        # IAM JSON policy element reference, "Sid": unique within a policy, A-Z, a-z, 0-9 only.
+        problems += [f"policy {i + 1}: Sid {sid} repeats" for sid, n in sids.items() if n > 1]
+        problems += [
+            f"policy {i + 1}: Sid {sid!r} is not ASCII letters and digits"
+            for sid in sids
+            if not re.fullmatch(r"[A-Za-z0-9]+", sid)
+        ]
         if size(doc) > MANAGED_POLICY_CHARS:
             problems.append(f"policy {i + 1}: {size(doc)} characters > {MANAGED_POLICY_CHARS}")
     if problems:
