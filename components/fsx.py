@@ -58,6 +58,15 @@ class SgRule:
         return f"{self.group}-{way}-{self.peer}-{ports}"
 
     @property
+    def needed_at_creation(self) -> bool:
+        """FSx refuses to create a file system whose groups do not pass Lustre traffic between
+        its own servers (FSx for Lustre User Guide, "Creating an FSx for Lustre file system
+        fails": "... do not permit Lustre LNET network traffic on port 988"; the rules, 988 and
+        1018-1023 within the group, in "File system access control with Amazon VPC"); the
+        rules towards the nodes matter only once a client mounts it."""
+        return self.group == "fsx" and self.peer == "fsx"
+
+    @property
     def description(self) -> str:
         way = "from" if self.direction == "ingress" else "to"
         return f"Lustre {self.from_port}-{self.to_port} {way} {self.peer}"
@@ -231,27 +240,27 @@ class FsxLustre(PlatformComponent):
             self.child(),
         )
         groups = {"fsx": sg.id, "nodes": args.node_security_group_id}
-        rules = []
+        at_creation = []
         for rule in lustre_security_group_rules():
             kind = (
                 (aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupIngressRuleArgs)
                 if rule.direction == "ingress"
                 else (aws.vpc.SecurityGroupEgressRule, aws.vpc.SecurityGroupEgressRuleArgs)
             )
-            rules.append(
-                kind[0](
-                    f"{env}-{rule.name}",
-                    kind[1](
-                        security_group_id=groups[rule.group],
-                        referenced_security_group_id=groups[rule.peer],
-                        ip_protocol="tcp",
-                        from_port=rule.from_port,
-                        to_port=rule.to_port,
-                        description=rule.description,
-                    ),
-                    self.child(),
-                )
+            declared = kind[0](
+                f"{env}-{rule.name}",
+                kind[1](
+                    security_group_id=groups[rule.group],
+                    referenced_security_group_id=groups[rule.peer],
+                    ip_protocol="tcp",
+                    from_port=rule.from_port,
+                    to_port=rule.to_port,
+                    description=rule.description,
+                ),
+                self.child(),
             )
+            if rule.needed_at_creation:
+                at_creation.append(declared)
 
         kms_key_arn: pulumi.Input[str] | None = fsx.kms_key_arn
         if fsx.create_kms_key:
@@ -268,8 +277,10 @@ class FsxLustre(PlatformComponent):
         self.file_system = aws.fsx.LustreFileSystem(
             f"{env}-fsx",
             lustre_file_system_args(env, fsx, args.subnet_id, sg.id, kms_key_arn),
-            # Rules first: a file system whose servers cannot reach each other fails to create.
-            self.child(protect=args.protect, depends_on=rules),
+            # Its own group's rules first: a file system whose servers cannot reach each other
+            # fails to create. Not the node rules: they need the EKS cluster's security group,
+            # and waiting for them would build the file system after the cluster, not beside it.
+            self.child(protect=args.protect, depends_on=at_creation),
         )
 
         self.bucket: aws.s3.Bucket | None = None

@@ -4,16 +4,19 @@
                              [--graph]
 
 No Pulumi CLI, no cloud account. It reads the files the CLI reads (Pulumi.yaml and its project
-config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host
-does (working directory = project root, `runpy.run_path(main)` inside a stack), and records
-every resource the program registers. It prints a plan, writes out/<stack>/resources.json and
-the Kubernetes objects the program declares directly (not what Helm releases render) under
-out/<stack>/manifests/. Every refusal of the config (a missing or broken stack file, a bad value)
-exits 2 with one message naming the file and the key. Then the policy pack's rules run on every
-planned resource (infra/plan/policy.py): a mandatory violation makes the last line FAILED and
-exits 3. Every plan shows an exposure summary; `--against` adds a diff with an earlier plan,
-`--detail` every input, `--graph` the resource graph (infra/plan/diff.py, infra/plan/review.py,
-infra/plan/graph.py); `--quiet` prints only the last line.
+config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host does
+(working directory = project root, `runpy.run_path(main)` inside a stack), and records every
+resource the program registers. It prints a plan, writes out/<stack>/resources.json and the
+Kubernetes objects the program declares directly (not what Helm releases render) under
+out/<stack>/manifests/, and the IAM policy the runner of `pulumi up` needs as
+out/<stack>/deploy-policy.json (infra/plan/deploy_policy.py); it prints the critical path of a
+first `pulumi up` with its estimate (infra/plan/critical_path.py). Every refusal of the config (a
+missing or broken stack file, a bad value) exits 2 with one message naming the file and the key.
+Then the policy pack's rules run on every planned resource (infra/plan/policy.py): a mandatory
+violation makes the last line FAILED and exits 3. Every plan shows an exposure summary; `--against`
+adds a diff with an earlier plan, `--detail` every input, `--graph` the resource graph
+(infra/plan/diff.py, infra/plan/review.py, infra/plan/graph.py); `--quiet` prints only the last
+line.
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ import yaml
 
 from infra.config import ConfigError, config_from_pulumi, stack_file
 from infra.cost import format_cost
+from infra.plan import deploy_policy, diff_report
 from infra.plan import diff as plan_diff
-from infra.plan import diff_report
 from infra.plan import graph as plan_graph
 from infra.plan import images as plan_images
 from infra.plan import review as plan_review
+from infra.plan.critical_path import format_critical_path
 from infra.plan.engine import (
     ROOT,
     DuplicateResourceError,
@@ -265,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     written = write_outputs(plan, out_dir)
+    try:
+        policy = deploy_policy.write_policy(plan, out_dir)
+    except deploy_policy.DeployPolicyError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     rendering = render_plan(plan)
     plan.warnings.extend(rendering.warnings)
     rendered, images = write_rendering(plan, rendering, out_dir)
@@ -287,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             print("Wrote " + ", ".join(str(g) for g in graphs))
         if note:
             print(note)
+        print("\n" + deploy_policy.format_policy(plan, policy))
+        print("\n" + format_critical_path(plan))
         print("\n" + plan_review.format_exposure(plan))
         if plan.warnings:
             print(format_warnings(plan.warnings))
