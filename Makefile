@@ -25,7 +25,7 @@ PLAN_VENV_LIMIT_MB := 500
 # pytest workers: one per core (`make test PYTEST_WORKERS=0` runs in one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: plan plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
+.PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
 	recipes-smoke bench-recipes clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
@@ -63,6 +63,12 @@ $(TEST_VENV)/.installed: requirements-dev.txt requirements.txt requirements-reci
 
 plan: $(VENV)/.installed
 	$(PY) -m infra.plan $(STACK)
+
+# The catalog's instance types a region offers, with their zones and prices: `make offers
+# REGION=eu-west-1` before moving a stack there.
+REGION ?= us-east-1
+offers: $(VENV)/.installed
+	$(PY) -m infra.offers $(REGION)
 
 # Every stack file found, so a stack a user adds is planned too.
 plan-all: $(VENV)/.installed
