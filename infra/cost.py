@@ -90,15 +90,16 @@ def _dearest(types: list[str], region: str | None) -> tuple[str, OnDemandRate]:
     return name, rates[name]
 
 
-def _where(rate: OnDemandRate, region: str | None) -> str:
-    """The rate's region and date, and, where it stands in for the stack region's, that it does
-    (`region` None: a burst, priced for workers whose region is their own stack's)."""
-    said = f"{rate.region}, {rate.as_of}"
+def _where(price_region: str, as_of: str, region: str | None) -> tuple[str, bool]:
+    """A price's region and date for a basis line, and whether it is the stack `region`'s; one
+    that stands in for it says so (`region` None: a burst, priced for workers whose region is
+    their own stack's)."""
+    said = f"{price_region}, {as_of}"
     if region is None:
-        return f"{said}; the workers' region is their stack's, priced at {rate.region} rates"
-    if not rate.regional:
-        return f"{said}; NOT REGIONAL: no {region} price recorded (infra/catalog_prices.py)"
-    return said
+        return f"{said}; the workers' region is their stack's, priced at {price_region}", False
+    if price_region not in (region, "all regions"):
+        return f"{said}; NOT REGIONAL: no {region} price recorded", False
+    return said, True
 
 
 def node_group_lines(cfg: PlatformConfig) -> list[Line]:
@@ -141,8 +142,8 @@ def _capacity_line(
     if capacity == "capacity_block":
         return _capacity_block(key, item, name, cfg, scaling, region)
     rate = on_demand_rate(name, region or PRICE_REGION)
-    on_demand, where = rate.usd, _where(rate, region)
-    regional = rate.regional and region is not None
+    on_demand = rate.usd
+    where, regional = _where(rate.region, rate.as_of, region)
     if on_demand is None:
         return _unpriced(key, item, f"{name} is not sold on demand; no rate to price it")
     if capacity == "spot":
@@ -217,11 +218,12 @@ def _capacity_block(
             f"no published {PRICE_REGION} Capacity Block rate for {name}: set "
             f"gpu-platform:cost.capacity_block_hourly_usd.{name}",
         )
+    where, regional = _where(price.region, price.as_of, region)
     basis = (
-        f"Capacity Block ${price.usd}/instance-h, {price.region}, {price.as_of} "
+        f"Capacity Block ${price.usd}/instance-h, {where} "
         f"({price.source}; indicative, AWS reprices blocks), {paid}"
     )
-    return _line(key, item, basis, price.usd, scaling, hours, regional=price.region == region)
+    return _line(key, item, basis, price.usd, scaling, hours, regional=regional)
 
 
 def fsx_line(cfg: PlatformConfig) -> Line | None:
@@ -233,13 +235,14 @@ def fsx_line(cfg: PlatformConfig) -> Line | None:
     hours = cfg.cost.hours_per_month
     monthly = round(price.usd * fsx.storage_capacity_gib, 2)
     hourly = round(monthly / hours, 4)
+    where, regional = _where(price.region, price.as_of, cfg.aws.region)
     return Line(
         "storage.fsx",
         f"FSx for Lustre {fsx.deployment_type} {tier} MB/s/TiB, {fsx.storage_capacity_gib} GiB",
-        f"${price.usd:.3f} {price.unit} of capacity, {price.region}, {price.as_of}",
+        f"${price.usd:.3f} {price.unit} of capacity, {where}",
         *(hourly, hourly, hourly),
         *(monthly, monthly, monthly),
-        regional=price.region == cfg.aws.region,
+        regional=regional,
     )
 
 
@@ -251,24 +254,26 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
     extended = in_extended_support(minor, today)
     eks = EKS_EXTENDED_HOURLY if extended else EKS_STANDARD_HOURLY
     support = "extended" if extended else "standard"
+    nat_where, nat_regional = _where(nat.region, nat.as_of, cfg.aws.region)
+    eks_where, eks_regional = _where(eks.region, eks.as_of, cfg.aws.region)
     lines = [
         _line(
             "network.nat_gateways",
             f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
-            f"${nat.usd:.3f} {nat.unit} each, {nat.region}, {nat.as_of}; per-GB processing "
-            "left out",
+            f"${nat.usd:.3f} {nat.unit} each, {nat_where}; per-GB processing left out",
             nat.usd * nats,
             None,
             hours,
-            regional=nat.region == cfg.aws.region,
+            regional=nat_regional,
         ),
         _line(
             "cluster",
             f"EKS control plane (Kubernetes {minor}, {support} support on {today.isoformat()})",
-            f"${eks.usd:.2f} {eks.unit}, {eks.region}, {eks.as_of}",
+            f"${eks.usd:.2f} {eks.unit}, {eks_where}",
             eks.usd,
             None,
             hours,
+            regional=eks_regional,
         ),
     ]
     fsx = fsx_line(cfg)

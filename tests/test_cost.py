@@ -104,6 +104,25 @@ def test_a_reservation_costs_the_on_demand_rate_whether_its_instances_run_or_not
     assert "whether it runs or not" in found.basis
 
 
+def test_a_capacity_block_outside_us_east_1_is_priced_at_the_us_east_1_rate_and_says_so():
+    cfg = aws_config(
+        group(
+            "block",
+            ["p5.48xlarge"],
+            2,
+            capacity="capacity_block",
+            capacity_reservation_id="cr-0a1b2c3d4e5f60718",
+        ),
+        aws={"region": "eu-west-2", "zones": ["eu-west-2a", "eu-west-2b"]},
+    )
+    block = line(cfg, "GPU node group block")
+    assert block.hourly_max == 2 * 39.33
+    assert not block.regional
+    assert "us-east-1, 2024-Q4 table (repriced 2025-01-01); NOT REGIONAL: no eu-west-2" in (
+        block.basis
+    )
+
+
 def test_a_p5_capacity_block_takes_the_published_block_rate():
     # EC2 Capacity Blocks pricing, p5.48xlarge, US East (N. Virginia): $39.33 per instance-hour.
     # 4 × 39.33 = 157.32/h; × 730 = 114,843.60.
@@ -495,9 +514,10 @@ def test_figures_without_a_regional_price_are_marked_not_regional():
             "FSx for Lustre SCRATCH_2 200 MB/s/TiB, 1200 GiB",
         ]
     )
-    system = line(cfg, "system nodes")
-    assert "NOT REGIONAL: no eu-west-1 price recorded" in system.basis
-    assert "us-east-1" in system.basis
+    for x in cost_lines(cfg, TODAY):
+        assert ("NOT REGIONAL: no eu-west-1 price recorded" in x.basis) == (not x.regional), x
+    assert "us-east-1, 2026-07-20" in line(cfg, "system nodes").basis
+    assert line(cfg, "EKS control plane").regional  # one price in every region
     text = format_cost(report)
     (said,) = [x for x in text if "NOT REGIONAL: priced at us-east-1 rates" in x]
     assert "no eu-west-1 price recorded" in said and "system nodes (m7i.xlarge)" in said
