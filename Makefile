@@ -1,4 +1,5 @@
-# Entry points: `make plan` (offline plan of dev), `make test` (lint + tests), `make bench`,
+# Entry points: `make plan` (offline plan of dev), `make offers REGION=<region>` (the catalog's
+# types a region offers, with zones and prices), `make test` (lint + tests), `make bench`,
 # `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make
 # recipes-smoke` (the training recipes at toy scale on this CPU), `make docs` (the config
 # reference and the stack files' JSON Schema, from the config model).
