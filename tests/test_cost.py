@@ -524,9 +524,20 @@ def test_figures_without_a_regional_price_are_marked_not_regional():
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
-def test_a_us_east_1_stack_has_no_figure_marked_not_regional(stack):
+def test_every_figure_of_every_stack_is_its_regions_or_says_it_is_not(stack):
+    """Each priced line names the stack's region (or all regions) as its price's, or says
+    NOT REGIONAL with the region it lacks a price of; the report lists exactly the latter. A
+    us-east-1 stack has none."""
     cfg = stack_config(stack)
-    assert cfg.aws.region == "us-east-1"
+    region = cfg.aws.region
     report = cost_report(cfg, TODAY)
-    assert report["not_regional"] == []
-    assert not any("NOT REGIONAL" in x for x in format_cost(report))
+    for x in cost_lines(cfg, TODAY):
+        if x.regional:  # a configured Capacity Block rate is the stack's own
+            named = (f", {region}, ", ", all regions, ", "cost.capacity_block_hourly_usd")
+            assert any(said in x.basis for said in named), x
+        else:
+            assert f"NOT REGIONAL: no {region} price recorded" in x.basis, x
+    assert report["not_regional"] == [x.item for x in cost_lines(cfg, TODAY) if not x.regional]
+    if region == "us-east-1":
+        assert report["not_regional"] == []
+        assert not any("NOT REGIONAL" in x for x in format_cost(report))
