@@ -4,6 +4,8 @@ system nodes."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from components.efa import helm_values
@@ -12,7 +14,7 @@ from components.registry_mirror import mirrored_values
 from infra.catalog import CATALOG
 from infra.config import GpuNodeGroupSettings
 from infra.versions import CHARTS
-from tests.conftest import find, planned, stack_config
+from tests.conftest import AWS_STACKS, find, planned, stack_config
 from tests.helm_values import defaults
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -119,12 +121,16 @@ def test_the_plugin_image_comes_from_the_eks_registry_of_the_stacks_region(regio
     assert image["repository"] == f"{registry}/eks/aws-efa-k8s-device-plugin"
 
 
-@pytest.mark.parametrize("stack", ["staging", "prod"])
+@pytest.mark.parametrize("stack", AWS_STACKS)
 def test_every_efa_stack_pulls_the_plugin_from_its_own_region(stack):
-    (release,) = efa_releases(stack)
-    region = stack_config(stack).aws.region
-    repository = release.inputs["values"]["image"]["repository"]
-    assert repository.startswith(f"602401143452.dkr.ecr.{region}.amazonaws.com/"), repository
+    cfg = stack_config(stack)
+    own = re.compile(rf"\d{{12}}\.dkr\.ecr\.{re.escape(cfg.aws.region)}\.amazonaws\.com/eks/")
+    for release in efa_releases(stack):
+        repository = release.inputs["values"]["image"]["repository"]
+        mirror = cfg.images.registry_mirror
+        assert repository.startswith(f"{mirror}/eks/") if mirror else own.match(repository), (
+            repository
+        )
 
 
 def test_a_registry_mirror_still_replaces_the_regional_registry():
