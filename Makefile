@@ -1,4 +1,5 @@
-# Entry points: `make plan` (offline plan of dev), `make test` (lint + tests), `make bench`,
+# Entry points: `make plan` (offline plan of dev), `make offers REGION=<region>` (the catalog's
+# types a region offers, with zones and prices), `make test` (lint + tests), `make bench`,
 # `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make
 # recipes-smoke` (the training recipes at toy scale on this CPU), `make docs` (the config
 # reference and the stack files' JSON Schema, from the config model), `make gpu-check` (the
@@ -26,7 +27,7 @@ PLAN_VENV_LIMIT_MB := 500
 # pytest workers: one per core (`make test PYTEST_WORKERS=0` runs in one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: plan plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
+.PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
 	recipes-smoke bench-recipes gpu-check gpu-wheels clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
@@ -64,6 +65,12 @@ $(TEST_VENV)/.installed: requirements-dev.txt requirements.txt requirements-reci
 
 plan: $(VENV)/.installed
 	$(PY) -m infra.plan $(STACK)
+
+# The catalog's instance types a region offers, with their zones and prices: `make offers
+# REGION=eu-west-1` before moving a stack there.
+REGION ?= us-east-1
+offers: $(VENV)/.installed
+	$(PY) -m infra.offers $(REGION)
 
 # Every stack file found, so a stack a user adds is planned too.
 plan-all: $(VENV)/.installed

@@ -13,11 +13,13 @@ from components.control_plane import ClusterHandle
 from components.gpu_node_group import GPU_TAINTS
 from components.shared import pinned_release
 from infra.config import GpuNodeGroupSettings
-from infra.versions import EFA_DEVICE_PLUGIN_IMAGE_TAG
+from infra.versions import EFA_DEVICE_PLUGIN_IMAGE_TAG, eks_image_registry
 
 NAMESPACE = "kube-system"
 FABRIC_LABEL = "gpu-platform/fabric"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# The plugin's repository in each region's EKS registry (the chart's values.yaml, v0.5.30).
+EFA_DEVICE_PLUGIN_IMAGE_PATH = "eks/aws-efa-k8s-device-plugin"
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -26,13 +28,19 @@ def efa_groups(groups: Sequence[GpuNodeGroupSettings]) -> list[GpuNodeGroupSetti
     return [g for g in groups if g.efa]
 
 
-def helm_values(groups: Sequence[GpuNodeGroupSettings]) -> dict:
+def helm_values(groups: Sequence[GpuNodeGroupSettings], region: str) -> dict:
     """The chart ANDs `nodeSelector` with a node affinity on `supportedInstanceLabels` (one
     term per key, `In` the values). Select the fabric label only EFA groups carry, and narrow
-    the instance types to those groups' own, all of which the chart's default list holds."""
+    the instance types to those groups' own, all of which the chart's default list holds.
+    The image comes from EKS's registry in the stack's `region`: the chart's default is
+    us-west-2's, which a node elsewhere pulls across regions (or, without a route out, not at
+    all). A registry mirror, where the stack has one, replaces it (components/shared.py)."""
     efa = efa_groups(groups)
     return {
-        "image": {"tag": EFA_DEVICE_PLUGIN_IMAGE_TAG},
+        "image": {
+            "repository": f"{eks_image_registry(region)}/{EFA_DEVICE_PLUGIN_IMAGE_PATH}",
+            "tag": EFA_DEVICE_PLUGIN_IMAGE_TAG,
+        },
         "nodeSelector": {FABRIC_LABEL: "efa"},
         "supportedInstanceLabels": {
             "keys": [INSTANCE_TYPE_LABEL],
@@ -53,6 +61,8 @@ class EfaDevicePluginArgs:
     env: str
     cluster: ClusterHandle
     groups: Sequence[GpuNodeGroupSettings]
+    # aws.region: the EKS registry the plugin's image is pulled from.
+    region: str
     after: Sequence[pulumi.Resource] = ()
     # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
     registry_mirror: str | None = None
@@ -69,7 +79,7 @@ class EfaDevicePlugin(PlatformComponent):
             f"{args.env}-efa-device-plugin",
             "aws-efa-k8s-device-plugin",
             NAMESPACE,
-            helm_values(args.groups),
+            helm_values(args.groups, args.region),
             self.child(provider=args.cluster.kubernetes, depends_on=list(args.after)),
             mirror=args.registry_mirror,
         )

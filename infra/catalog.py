@@ -2,17 +2,20 @@
 
 One row per EC2 instance type, in infra/catalog_rows.py with each column's source (vCPU, memory,
 GPUs, EFA maximum, NVMe, network cards and ENIs, NUMA nodes, the us-east-1 on-demand price and
-its date, the regions that offer the type). Per GPU model here: MIG profiles and the power and
-clock limits `nvidia-smi` accepts. A type missing from the rows is rejected by the config model,
-so adding a type is adding a row.
+its date); the regions and zones that offer each type in infra/catalog_offerings.py, and the
+other regions' on-demand prices in infra/catalog_prices.py. Per GPU model here: MIG profiles
+and the power and clock limits `nvidia-smi` accepts. A type missing from the rows is rejected by
+the config model, so adding a type is adding a row.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from infra.catalog_rows import OFFERINGS_READ, ROWS
+from infra.catalog_offerings import OFFERINGS_READ, offered_zones
+from infra.catalog_prices import REGIONAL_PRICE_AS_OF, regional_on_demand
+from infra.catalog_rows import ROWS
 
 PRICE_REGION = "us-east-1"
 # MIG (Multi-Instance GPU) slice profiles by GPU model and memory: one, two and three of the
@@ -136,9 +139,14 @@ class InstanceType:
     on_demand_hourly_usd: float | None = None
     # The day the us-east-1 price list the rate was read from was published.
     price_as_of: str = PRICE_DATE
-    # The regions of OFFERINGS_READ whose EC2 offers the type; a region outside OFFERINGS_READ
-    # is one the catalog knows nothing of.
-    regions: tuple[str, ...] = ()
+    # The regions of OFFERINGS_READ whose EC2 offers the type, and the zone IDs in each
+    # (infra/catalog_offerings.py); a region outside OFFERINGS_READ is one the catalog knows
+    # nothing of.
+    zones: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        return tuple(sorted(self.zones))
 
     @property
     def family(self) -> str:
@@ -183,7 +191,7 @@ class InstanceType:
 def _row(name: str, **facts) -> tuple[str, InstanceType]:
     if facts.get("efa_interfaces"):
         facts.setdefault("hugepages_2mi", EFA_HUGEPAGES_2MI)
-    return name, InstanceType(name=name, **facts)
+    return name, InstanceType(name=name, zones=offered_zones(name), **facts)
 
 
 # One InstanceType per row of infra/catalog_rows.py, whose docstring names each column's source.
@@ -193,6 +201,31 @@ CATALOG: dict[str, InstanceType] = dict(_row(name, **facts) for name, facts in R
 def instance(name: str) -> InstanceType:
     """The catalog row for `name`; the config model has already rejected unknown types."""
     return CATALOG[name]
+
+
+@dataclass(frozen=True)
+class OnDemandRate:
+    """An instance type's on-demand hourly rate as priced for a stack's region: `region` is the
+    region whose price list it is from, which is the stack's (`regional`) or, where no price of
+    the stack's region is recorded, us-east-1's. `usd` None: not sold on demand (p5e)."""
+
+    usd: float | None
+    region: str
+    as_of: str
+    regional: bool
+
+
+def on_demand_rate(name: str, region: str) -> OnDemandRate:
+    """`name`'s on-demand rate in `region`: infra/catalog_rows.py's in us-east-1,
+    infra/catalog_prices.py's elsewhere, else the us-east-1 rate marked not regional."""
+    row = instance(name)
+    if region != PRICE_REGION:
+        usd = regional_on_demand(name, region)
+        if usd is not None:
+            return OnDemandRate(usd, region, REGIONAL_PRICE_AS_OF, True)
+    return OnDemandRate(
+        row.on_demand_hourly_usd, PRICE_REGION, row.price_as_of, region == PRICE_REGION
+    )
 
 
 # Instance types whose EFA supports RDMA read, so libfabric can move GPU memory without the host

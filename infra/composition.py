@@ -284,6 +284,7 @@ class Platform(PlatformComponent):
                     env,
                     cluster,
                     cfg.gpu_node_groups,
+                    cfg.aws.region,
                     after=cluster.schedulable,
                     registry_mirror=cfg.images.registry_mirror,
                 ),

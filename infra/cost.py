@@ -1,6 +1,7 @@
 """The plan's cost estimate: what a stack costs per hour and per month at its node groups' min,
-desired and max size, from the catalog's dated us-east-1 prices and the `gpu-platform:cost`
-settings.
+desired and max size, from the catalog's dated prices in the stack's region (us-east-1's where
+none of that region is recorded, and the report says which figures those are) and the
+`gpu-platform:cost` settings.
 
 Pure functions of the config. The program exports `cost_report` as the `cost` output, the
 offline plan prints it with `format_cost`, a diff against an earlier plan compares two plans'
@@ -26,7 +27,9 @@ from infra.catalog import (
     FSX_LUSTRE_GB_MONTH,
     NAT_GATEWAY_HOURLY,
     PRICE_REGION,
+    OnDemandRate,
     instance,
+    on_demand_rate,
 )
 from infra.config import PlatformConfig
 from infra.config.nodes import Scaling
@@ -64,6 +67,8 @@ class Line:
     monthly_desired: float | None
     monthly_max: float | None
     estimate: bool = False
+    # Whether the rate is the stack region's; False: a us-east-1 rate stands in for it.
+    regional: bool = True
 
 
 def _line(
@@ -80,68 +85,87 @@ def _unpriced(key: str, item: str, why: str) -> Line:
     return Line(key, item, why, None, None, None, None, None, None)
 
 
-def _dearest(types: list[str]) -> tuple[str, float | None]:
-    """The listed type with the highest on-demand rate: the group may launch any of them, so
-    the estimate takes the one that costs most. A type without one (p5e) wins: unknown."""
-    rows = [instance(t) for t in types]
-    unpriced = [r for r in rows if r.on_demand_hourly_usd is None]
-    row = unpriced[0] if unpriced else max(rows, key=lambda r: r.on_demand_hourly_usd)
-    return row.name, row.on_demand_hourly_usd
+def _dearest(types: list[str], region: str | None) -> tuple[str, OnDemandRate]:
+    """The listed type with the highest on-demand rate in `region`: the group may launch any
+    of them, so the estimate takes the one that costs most. A type without one (p5e) wins:
+    unknown."""
+    rates = {t: on_demand_rate(t, region or PRICE_REGION) for t in types}
+    unpriced = [t for t, r in rates.items() if r.usd is None]
+    name = unpriced[0] if unpriced else max(rates, key=lambda t: rates[t].usd)
+    return name, rates[name]
 
 
-def _on_demand_basis(name: str) -> str:
-    row = instance(name)
-    return f"on-demand ${row.on_demand_hourly_usd}/h, {PRICE_REGION}, {row.price_as_of}"
+def _where(price_region: str, as_of: str, region: str | None) -> tuple[str, bool]:
+    """A price's region and date for a basis line, and whether it is the stack `region`'s; one
+    that stands in for it says so (`region` None: a burst, priced for workers whose region is
+    their own stack's)."""
+    said = f"{price_region}, {as_of}"
+    if region is None:
+        return f"{said}; the workers' region is their stack's, priced at {price_region}", False
+    if price_region not in (region, "all regions"):
+        return f"{said}; NOT REGIONAL: no {region} price recorded", False
+    return said, True
 
 
 def node_group_lines(cfg: PlatformConfig) -> list[Line]:
-    hours = cfg.cost.hours_per_month
     lines = []
     system = cfg.system_nodes
-    name, rate = _dearest(system.instance_types)
+    name, _ = _dearest(system.instance_types, cfg.aws.region)
     lines.append(
-        _line(
+        _capacity_line(
             "system_nodes",
             f"system nodes ({name})",
-            _on_demand_basis(name),
-            rate,
+            name,
+            "on_demand",
             system.scaling,
-            hours,
+            cfg,
+            cfg.aws.region,
         )
     )
     for group in cfg.gpu_node_groups:
-        name, _ = _dearest(group.instance_types)
+        name, _ = _dearest(group.instance_types, cfg.aws.region)
         key = f"gpu_node_groups.{group.name}"
         item = f"GPU node group {group.name} ({name}, {group.capacity})"
-        lines.append(_capacity_line(key, item, name, group.capacity, group.scaling, cfg))
+        lines.append(
+            _capacity_line(key, item, name, group.capacity, group.scaling, cfg, cfg.aws.region)
+        )
     return lines
 
 
 def _capacity_line(
-    key: str, item: str, name: str, capacity: str, scaling: Scaling, cfg: PlatformConfig
+    key: str,
+    item: str,
+    name: str,
+    capacity: str,
+    scaling: Scaling,
+    cfg: PlatformConfig,
+    region: str | None,
 ) -> Line:
-    """`scaling` instances of type `name` bought as `capacity`, priced as the `key` line."""
+    """`scaling` instances of type `name` bought as `capacity`, priced as the `key` line, in
+    the stack's region (`region` None: a burst's workers, whose region this stack lacks)."""
     hours, cost = cfg.cost.hours_per_month, cfg.cost
-    on_demand = instance(name).on_demand_hourly_usd
     if capacity == "capacity_block":
-        return _capacity_block(key, item, name, cfg, scaling)
+        return _capacity_block(key, item, name, cfg, scaling, region)
+    rate = on_demand_rate(name, region or PRICE_REGION)
+    on_demand = rate.usd
+    where, regional = _where(rate.region, rate.as_of, region)
     if on_demand is None:
         return _unpriced(key, item, f"{name} is not sold on demand; no rate to price it")
     if capacity == "spot":
-        rate = on_demand * (1 - cost.spot_discount)
         basis = (
             f"spot ESTIMATE: on-demand ${on_demand}/h less the assumed "
-            f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {PRICE_REGION}, "
-            f"{instance(name).price_as_of}"
+            f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {where}"
         )
-        return _line(key, item, basis, rate, scaling, hours, estimate=True)
+        rate_usd = on_demand * (1 - cost.spot_discount)
+        return _line(key, item, basis, rate_usd, scaling, hours, estimate=True, regional=regional)
     if capacity == "reservation":
         basis = (
             f"reservation at the on-demand rate ${on_demand}/h, billed for every reserved "
-            f"instance whether it runs or not, {PRICE_REGION}, {instance(name).price_as_of}"
+            f"instance whether it runs or not, {where}"
         )
-        return _line(key, item, basis, on_demand, scaling, hours)
-    return _line(key, item, _on_demand_basis(name), on_demand, scaling, hours)
+        return _line(key, item, basis, on_demand, scaling, hours, regional=regional)
+    basis = f"on-demand ${on_demand}/h, {where}"
+    return _line(key, item, basis, on_demand, scaling, hours, regional=regional)
 
 
 def burst_lines(cfg: PlatformConfig) -> list[tuple[str, float, Line]]:
@@ -159,7 +183,9 @@ def burst_lines(cfg: PlatformConfig) -> list[tuple[str, float, Line]]:
         )
         scaling = Scaling(min_size=0, max_size=nodes)
         key = f"scheduling.cluster_queues.{queue.name}.burst"
-        line = _capacity_line(key, item, burst.instance_type, burst.capacity, scaling, cfg)
+        line = _capacity_line(
+            key, item, burst.instance_type, burst.capacity, scaling, cfg, region=None
+        )
         found.append((queue.name, burst.monthly_budget_usd, line))
     return found
 
@@ -177,7 +203,9 @@ def burst_warnings(cfg: PlatformConfig) -> list[str]:
     return found
 
 
-def _capacity_block(key: str, item: str, name: str, cfg: PlatformConfig, scaling: Scaling) -> Line:
+def _capacity_block(
+    key: str, item: str, name: str, cfg: PlatformConfig, scaling: Scaling, region: str | None
+) -> Line:
     hours = cfg.cost.hours_per_month
     paid = "paid up front for the block's instances and days, whether they run or not"
     configured = cfg.cost.capacity_block_hourly_usd.get(name)
@@ -195,11 +223,12 @@ def _capacity_block(key: str, item: str, name: str, cfg: PlatformConfig, scaling
             f"no published {PRICE_REGION} Capacity Block rate for {name}: set "
             f"gpu-platform:cost.capacity_block_hourly_usd.{name}",
         )
+    where, regional = _where(price.region, price.as_of, region)
     basis = (
-        f"Capacity Block ${price.usd}/instance-h, {price.region}, {price.as_of} "
+        f"Capacity Block ${price.usd}/instance-h, {where} "
         f"({price.source}; indicative, AWS reprices blocks), {paid}"
     )
-    return _line(key, item, basis, price.usd, scaling, hours)
+    return _line(key, item, basis, price.usd, scaling, hours, regional=regional)
 
 
 def selftest_lines(cfg: PlatformConfig) -> list[Line]:
@@ -253,12 +282,14 @@ def fsx_line(cfg: PlatformConfig) -> Line | None:
     hours = cfg.cost.hours_per_month
     monthly = round(price.usd * fsx.storage_capacity_gib, 2)
     hourly = round(monthly / hours, 4)
+    where, regional = _where(price.region, price.as_of, cfg.aws.region)
     return Line(
         "storage.fsx",
         f"FSx for Lustre {fsx.deployment_type} {tier} MB/s/TiB, {fsx.storage_capacity_gib} GiB",
-        f"${price.usd:.3f} {price.unit} of capacity, {price.region}, {price.as_of}",
+        f"${price.usd:.3f} {price.unit} of capacity, {where}",
         *(hourly, hourly, hourly),
         *(monthly, monthly, monthly),
+        regional=regional,
     )
 
 
@@ -270,23 +301,26 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
     extended = in_extended_support(minor, today)
     eks = EKS_EXTENDED_HOURLY if extended else EKS_STANDARD_HOURLY
     support = "extended" if extended else "standard"
+    nat_where, nat_regional = _where(nat.region, nat.as_of, cfg.aws.region)
+    eks_where, eks_regional = _where(eks.region, eks.as_of, cfg.aws.region)
     lines = [
         _line(
             "network.nat_gateways",
             f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
-            f"${nat.usd:.3f} {nat.unit} each, {nat.region}, {nat.as_of}; per-GB processing "
-            "left out",
+            f"${nat.usd:.3f} {nat.unit} each, {nat_where}; per-GB processing left out",
             nat.usd * nats,
             None,
             hours,
+            regional=nat_regional,
         ),
         _line(
             "cluster",
             f"EKS control plane (Kubernetes {minor}, {support} support on {today.isoformat()})",
-            f"${eks.usd:.2f} {eks.unit}, {eks.region}, {eks.as_of}",
+            f"${eks.usd:.2f} {eks.unit}, {eks_where}",
             eks.usd,
             None,
             hours,
+            regional=eks_regional,
         ),
     ]
     fsx = fsx_line(cfg)
@@ -318,7 +352,8 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
     report = {
         "priced": True,
         "region": cfg.aws.region,
-        "prices_for": PRICE_REGION,
+        # The priced items whose rate is not the region's: a us-east-1 rate stands in for it.
+        "not_regional": [line.item for line in priced if not line.regional],
         "hours_per_month": cfg.cost.hours_per_month,
         "lines": [asdict(line) for line in priced],
         "unpriced": [
@@ -385,9 +420,12 @@ def format_cost(report: dict) -> list[str]:
     lines[-1] += "they agree; desired is what runs from day one):"
     if not report.get("priced"):
         return [*lines, f"  {report['why']}", *_format_bursts(report)]
-    if report["region"] != report["prices_for"]:
+    # A report from before regional prices says only which region its rates are from.
+    not_regional = report.get("not_regional", [])
+    if not_regional:
         lines.append(
-            f"  priced at {report['prices_for']} rates; the stack is in {report['region']}"
+            f"  NOT REGIONAL: priced at {PRICE_REGION} rates, no {report['region']} price "
+            f"recorded: {'; '.join(not_regional)}"
         )
     for line in report["lines"]:
         hourly, monthly = _figures(line, "hourly", 3), _figures(line, "monthly")

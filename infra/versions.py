@@ -275,6 +275,44 @@ def addon_build_report(minor: str) -> dict[str, dict[str, str]]:
     return report
 
 
+# The account of Amazon EKS's image registry in each region this project knows
+# (infra/config/regions.py): the registry EKS replicates its add-on images to, the EFA device
+# plugin's among them, in each region, so that nodes pull from their own region. EKS user
+# guide, "View Amazon container image registries for Amazon EKS add-ons"
+# (docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html; awsdocs/amazon-eks-user-guide
+# `latest/ug/workloads/add-ons-images.adoc` at commit 1cc6ebb4a163). The registry is
+# `<account>.dkr.ecr.<region>.amazonaws.com` in each of these.
+EKS_IMAGE_ACCOUNTS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+            "ap-southeast-1", "ap-southeast-2", "ca-central-1", "eu-central-1", "eu-north-1",
+            "eu-west-1", "eu-west-2", "eu-west-3", "sa-east-1", "us-east-1", "us-east-2",
+            "us-west-1", "us-west-2",
+        ),
+        "602401143452",
+    ),
+    "af-south-1": "877085696533",
+    "ap-south-2": "900889452093",
+    "ap-southeast-3": "296578399912",
+    "ap-southeast-4": "491585149902",
+    "eu-central-2": "900612956339",
+    "eu-south-1": "590381155156",
+    "eu-south-2": "455263428931",
+    "il-central-1": "066635153087",
+    "me-central-1": "759879836304",
+    "us-gov-east-1": "151742754352",
+    "us-gov-west-1": "013241004608",
+}  # fmt: skip
+
+
+def eks_image_registry(region: str) -> str:
+    """Amazon EKS's image registry in `region`, e.g. 602401143452.dkr.ecr.eu-west-1.amazonaws.com.
+    Every region the config model accepts has one (tests/test_versions.py checks the tables
+    agree), so a KeyError here is a region added to infra/config/regions.py without its row."""
+    return f"{EKS_IMAGE_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com"
+
+
 # Every chart value that names an image's registry, as the pinned chart's values.yaml sets it
 # (shared/charts/<chart>/<version>/values.yaml; kueue's as its release step packages it,
 # shared/helm/README.md). A mirror rewrites each (components/registry_mirror.py):

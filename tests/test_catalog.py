@@ -24,7 +24,10 @@ Sources, per column:
   (tsaol/aws-gpu `data/p3dn_instances.js`).
 - Regions: EC2 DescribeInstanceTypeOfferings per region as getmoto/moto records it
   (`moto/ec2/resources/instance_type_offerings/region/<region>.json`, commit c6bd43ff2d09,
-  2026-08-01), among the 26 non-GovCloud regions of infra/config/regions.py.
+  2026-08-01), among the 26 non-GovCloud regions of infra/config/regions.py; zones from the same
+  commit's `availability-zone-id/<region>.json`.
+- On-demand prices outside us-east-1: instances.vantage.sh data of 2026-01-21 (tsaol/aws-gpu
+  `data/<family>_instances.js`, commit 77fcd9fe1d06).
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from typing import NamedTuple
 
 import pytest
 
-from infra.catalog import CATALOG
+from infra.catalog import CATALOG, OnDemandRate, on_demand_rate
+from infra.catalog_offerings import OFFERINGS_READ
+from infra.catalog_prices import regional_on_demand
 
 
 class Facts(NamedTuple):
@@ -225,6 +230,60 @@ REGIONS = {family: tuple(regions.split()) for family, regions in {
 @pytest.mark.parametrize("name", sorted(FACTS))
 def test_regions_that_offer_each_type(name):
     assert CATALOG[name].regions == REGIONS[name.split(".")[0]]
+
+
+def test_zones_that_offer_a_type_are_zone_ids_of_its_region():
+    """moto `availability-zone-id/<region>.json` at c6bd43ff2d09: p5.48xlarge in us-west-1's
+    usw1-az1 and usw1-az3 only, in all three of eu-west-2's zones."""
+    zones = CATALOG["p5.48xlarge"].zones
+    assert zones["us-west-1"] == ("usw1-az1", "usw1-az3")
+    assert zones["eu-west-2"] == ("euw2-az1", "euw2-az2", "euw2-az3")
+    assert "eu-west-1" not in zones
+
+
+# On-demand USD per hour outside us-east-1: instances.vantage.sh data of 2026-01-21 as
+# tsaol/aws-gpu `data/<family>_instances.js` carries it (commit 77fcd9fe1d06), `onDemand`.
+REGIONAL_PRICES = {
+    ("p5.48xlarge", "ap-northeast-1"): 68.8,
+    ("p5.48xlarge", "eu-west-2"): 71.552,
+    ("p5.48xlarge", "sa-east-1"): 92.4672,
+    ("p4d.24xlarge", "eu-west-1"): 23.71569,
+    ("p3dn.24xlarge", "eu-west-1"): 33.711,
+    ("g5.xlarge", "eu-west-1"): 1.123,
+    ("g6.xlarge", "eu-central-1"): 1.0064,
+    ("g6.xlarge", "eu-west-2"): 1.0216,
+}
+
+
+@pytest.mark.parametrize(("name", "region"), sorted(REGIONAL_PRICES))
+def test_on_demand_price_in_another_region(name, region):
+    assert on_demand_rate(name, region) == OnDemandRate(
+        REGIONAL_PRICES[name, region], region, "2026-01-21", True
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "region"),
+    [
+        ("m7i.xlarge", "eu-west-1"),  # the data holds GPU types only
+        ("g5.xlarge", "eu-west-3"),  # offered there, no price in the data
+        ("g6e.xlarge", "me-central-1"),
+    ],
+)
+def test_a_type_without_a_regional_price_stands_at_its_us_east_1_rate_marked(name, region):
+    row = CATALOG[name]
+    assert on_demand_rate(name, region) == OnDemandRate(
+        row.on_demand_hourly_usd, "us-east-1", row.price_as_of, False
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_a_regional_price_is_only_where_the_type_is_offered(name):
+    for region in OFFERINGS_READ:
+        usd = regional_on_demand(name, region)
+        if usd is not None:
+            assert region != "us-east-1" and CATALOG[name].offered_in(region), region
+            assert usd > 0
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from infra.plan.cost_change import format_cost_change
 from infra.plan.engine import run_program
 from infra.plan.model import build_plan
 from tests.bad_stacks import ADMIN
-from tests.conftest import make_project, planned, stack_config
+from tests.conftest import AWS_STACKS, make_project, planned, stack_config
 from tests.test_plan import walk
 
 TODAY = date(2026, 11, 30)
@@ -102,6 +102,25 @@ def test_a_reservation_costs_the_on_demand_rate_whether_its_instances_run_or_not
     found = line(cfg, "GPU node group a100")
     assert (found.hourly_max, found.monthly_max) == (43.916, 32058.68)
     assert "whether it runs or not" in found.basis
+
+
+def test_a_capacity_block_outside_us_east_1_is_priced_at_the_us_east_1_rate_and_says_so():
+    cfg = aws_config(
+        group(
+            "block",
+            ["p5.48xlarge"],
+            2,
+            capacity="capacity_block",
+            capacity_reservation_id="cr-0a1b2c3d4e5f60718",
+        ),
+        aws={"region": "eu-west-2", "zones": ["eu-west-2a", "eu-west-2b"]},
+    )
+    block = line(cfg, "GPU node group block")
+    assert block.hourly_max == 2 * 39.33
+    assert not block.regional
+    assert "us-east-1, 2024-Q4 table (repriced 2025-01-01); NOT REGIONAL: no eu-west-2" in (
+        block.basis
+    )
 
 
 def test_a_p5_capacity_block_takes_the_published_block_rate():
@@ -446,13 +465,79 @@ def test_a_stack_without_a_budget_or_a_price_exports_no_null():
     assert None not in list(walk(cost_report(cfg, TODAY)))
 
 
-def test_a_stack_outside_us_east_1_says_it_is_priced_at_us_east_1_rates():
-    cfg = parse_config(
-        {
-            "aws": {"region": "us-west-2", "zones": ["us-west-2a", "us-west-2b"]},
-            "cluster": {"admin_principal_arns": [ADMIN]},
-        },
-        SOURCE,
+# ------------------------------------------------------------------------ regions
+
+EU_WEST_1 = {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]}
+
+
+def eu_west_1(*groups: dict, **sections) -> PlatformConfig:
+    return aws_config(*groups, aws=EU_WEST_1, **sections)
+
+
+def test_an_eu_west_1_group_is_priced_at_eu_west_1_rates():
+    """Issue 26: an eu-west-1 stack was priced at us-east-1 rates. g5.12xlarge in eu-west-1:
+    $6.33167/h, p4d.24xlarge $23.71569/h (instances.vantage.sh data of 2026-01-21 from the AWS
+    price list; us-east-1's are $5.672 and $21.958). 4 x 6.33167 = 25.3267/h; 2 x 23.71569 x
+    730 = 34,624.91 a month; spot at the default 60% off: 0.4 x 25.3267 = 10.1307/h."""
+    cfg = eu_west_1(
+        group("a10g", ["g5.12xlarge"], 4),
+        group("a100", ["p4d.24xlarge"], 2),
+        group("cheap", ["g5.12xlarge"], 4, capacity="spot"),
     )
-    text = format_cost(cost_report(cfg, TODAY))
-    assert "  priced at us-east-1 rates; the stack is in us-west-2" in text
+    a10g = line(cfg, "GPU node group a10g")
+    assert a10g.hourly_max == 25.3267
+    assert "on-demand $6.33167/h, eu-west-1, 2026-01-21" in a10g.basis
+    assert a10g.regional
+    assert line(cfg, "GPU node group a100").monthly_max == 34624.91
+    assert line(cfg, "GPU node group cheap").hourly_max == 10.1307
+
+
+def test_the_dearest_type_of_a_group_is_the_dearest_in_its_region():
+    # us-east-1: p4d.24xlarge $21.958 < p3dn.24xlarge $31.212; eu-west-1: p4d $23.71569 <
+    # p3dn $33.711 (vantage data, 2026-01-21). Picked by the region's rates either way.
+    cfg = eu_west_1(group("mixed", ["p4d.24xlarge", "p3dn.24xlarge"], 1))
+    assert line(cfg, "GPU node group mixed").hourly_max == 33.711
+
+
+def test_figures_without_a_regional_price_are_marked_not_regional():
+    """No eu-west-1 price is recorded for m7i (system nodes), NAT gateways or FSx for Lustre:
+    their us-east-1 rates stand in, and the report and the plan's section name each one."""
+    cfg = eu_west_1(
+        group("a10g", ["g5.12xlarge"], 4),
+        storage={"fsx": {"storage_capacity_gib": 1200}},
+    )
+    report = cost_report(cfg, TODAY)
+    assert sorted(report["not_regional"]) == sorted(
+        [
+            "system nodes (m7i.xlarge)",
+            "NAT gateways (1, single)",
+            "FSx for Lustre SCRATCH_2 200 MB/s/TiB, 1200 GiB",
+        ]
+    )
+    for x in cost_lines(cfg, TODAY):
+        assert ("NOT REGIONAL: no eu-west-1 price recorded" in x.basis) == (not x.regional), x
+    assert "us-east-1, 2026-07-20" in line(cfg, "system nodes").basis
+    assert line(cfg, "EKS control plane").regional  # one price in every region
+    text = format_cost(report)
+    (said,) = [x for x in text if "NOT REGIONAL: priced at us-east-1 rates" in x]
+    assert "no eu-west-1 price recorded" in said and "system nodes (m7i.xlarge)" in said
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_figure_of_every_stack_is_its_regions_or_says_it_is_not(stack):
+    """Each priced line names the stack's region (or all regions) as its price's, or says
+    NOT REGIONAL with the region it lacks a price of; the report lists exactly the latter. A
+    us-east-1 stack has none."""
+    cfg = stack_config(stack)
+    region = cfg.aws.region
+    report = cost_report(cfg, TODAY)
+    for x in cost_lines(cfg, TODAY):
+        if x.regional:  # a configured Capacity Block rate is the stack's own
+            named = (f", {region}, ", ", all regions, ", "cost.capacity_block_hourly_usd")
+            assert any(said in x.basis for said in named), x
+        else:
+            assert f"NOT REGIONAL: no {region} price recorded" in x.basis, x
+    assert report["not_regional"] == [x.item for x in cost_lines(cfg, TODAY) if not x.regional]
+    if region == "us-east-1":
+        assert report["not_regional"] == []
+        assert not any("NOT REGIONAL" in x for x in format_cost(report))

@@ -4,14 +4,17 @@ system nodes."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from components.efa import helm_values
 from components.gpu_node_group import node_labels
+from components.registry_mirror import mirrored_values
 from infra.catalog import CATALOG
 from infra.config import GpuNodeGroupSettings
 from infra.versions import CHARTS
-from tests.conftest import find, planned, stack_config
+from tests.conftest import AWS_STACKS, find, planned, stack_config
 from tests.helm_values import defaults
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -26,7 +29,7 @@ def test_chart_and_image_are_pinned():
     # v0.5.20.
     chart = CHARTS["aws-efa-k8s-device-plugin"]
     assert (chart.repository, chart.version) == ("https://aws.github.io/eks-charts", "v0.5.30")
-    assert helm_values([])["image"] == {"tag": "v0.5.20"}
+    assert helm_values([], "us-east-1")["image"]["tag"] == "v0.5.20"
 
 
 @pytest.mark.parametrize(
@@ -87,7 +90,7 @@ def test_mixed_efa_groups_list_each_type_once_sorted():
         GpuNodeGroupSettings(name="c", instance_types=["p5.48xlarge"], efa=True),
         GpuNodeGroupSettings(name="d", instance_types=["g5.2xlarge"]),
     ]
-    values = helm_values(groups)["supportedInstanceLabels"]["values"]
+    values = helm_values(groups, "us-east-1")["supportedInstanceLabels"]["values"]
     assert values == ["p4d.24xlarge", "p5.48xlarge"]
 
 
@@ -97,3 +100,43 @@ def test_plugin_waits_for_the_system_nodes(stack):
     (release,) = efa_releases(stack)
     system = find(plan, "aws:eks/nodeGroup:NodeGroup", f"{stack}-system").urn
     assert system in release.dependencies
+
+
+# EKS user guide, "View Amazon container image registries for Amazon EKS add-ons": the
+# registry of each region (a few regions have their own account).
+REGISTRIES = {
+    "us-east-1": "602401143452.dkr.ecr.us-east-1.amazonaws.com",
+    "eu-west-1": "602401143452.dkr.ecr.eu-west-1.amazonaws.com",
+    "eu-south-2": "455263428931.dkr.ecr.eu-south-2.amazonaws.com",
+    "me-central-1": "759879836304.dkr.ecr.me-central-1.amazonaws.com",
+    "us-gov-west-1": "013241004608.dkr.ecr.us-gov-west-1.amazonaws.com",
+}
+
+
+@pytest.mark.parametrize(("region", "registry"), REGISTRIES.items())
+def test_the_plugin_image_comes_from_the_eks_registry_of_the_stacks_region(region, registry):
+    """Issue 26: an eu-west-1 stack pulled the plugin from us-west-2's registry, the chart's
+    default (values.yaml of v0.5.30), across regions."""
+    image = helm_values([], region)["image"]
+    assert image["repository"] == f"{registry}/eks/aws-efa-k8s-device-plugin"
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_efa_stack_pulls_the_plugin_from_its_own_region(stack):
+    cfg = stack_config(stack)
+    own = re.compile(rf"\d{{12}}\.dkr\.ecr\.{re.escape(cfg.aws.region)}\.amazonaws\.com/eks/")
+    for release in efa_releases(stack):
+        repository = release.inputs["values"]["image"]["repository"]
+        mirror = cfg.images.registry_mirror
+        assert repository.startswith(f"{mirror}/eks/") if mirror else own.match(repository), (
+            repository
+        )
+
+
+def test_a_registry_mirror_still_replaces_the_regional_registry():
+    values = helm_values([], "eu-west-1")
+    mirrored = mirrored_values("aws-efa-k8s-device-plugin", values, "registry.example:5000/m")
+    assert mirrored["image"] == {
+        "repository": "registry.example:5000/m/eks/aws-efa-k8s-device-plugin",
+        "tag": "v0.5.20",
+    }

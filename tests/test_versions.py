@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from components.control_plane import addons_for
-from infra.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS, MANAGED_ADDONS
+from infra.config import ConfigError, parse_config
+from infra.config.regions import REGION_ZONES
+from infra.versions import (
+    CLUSTER_AUTOSCALER_IMAGE_TAGS,
+    EKS_IMAGE_ACCOUNTS,
+    MANAGED_ADDONS,
+    eks_image_registry,
+)
 from tests.conftest import AWS_STACKS, find, planned, stack_config, validate_kubernetes
 from tests.crds import is_custom_resource
 
@@ -81,3 +88,29 @@ def test_the_plans_version_report_fails_every_unconfirmed_build_it_deploys(stack
 def test_an_existing_cluster_reports_no_addon_builds():
     assert "addon_builds" not in planned("onprem").outputs
     assert not [w for w in planned("onprem").warnings if "UNCONFIRMED" in w]
+
+
+def test_every_region_the_config_knows_has_an_eks_image_registry():
+    """The EKS user guide's registry table ("View Amazon container image registries for Amazon
+    EKS add-ons") covers every region of infra/config/regions.py, so no stack of a known region
+    pulls its regional images from another region's registry."""
+    assert sorted(EKS_IMAGE_ACCOUNTS) == sorted(REGION_ZONES)
+    # Spot checks against the guide's table.
+    assert eks_image_registry("eu-west-1") == "602401143452.dkr.ecr.eu-west-1.amazonaws.com"
+    assert eks_image_registry("il-central-1") == "066635153087.dkr.ecr.il-central-1.amazonaws.com"
+
+
+def test_a_region_without_a_recorded_registry_is_refused(monkeypatch):
+    monkeypatch.setattr(
+        "infra.config.network.EKS_IMAGE_ACCOUNTS",
+        {r: a for r, a in EKS_IMAGE_ACCOUNTS.items() if r != "eu-west-1"},
+    )
+    raw = {
+        "aws": {"region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]},
+        "cluster": {"admin_principal_arns": ["arn:aws:iam::210987654321:role/platform-admins"]},
+    }
+    with pytest.raises(ConfigError) as error:
+        parse_config(raw, "stacks/Pulumi.t.yaml")
+    said = str(error.value)
+    assert "aws.region" in said and "'eu-west-1' is not an AWS region this project knows" in said
+    assert "EKS_IMAGE_ACCOUNTS" in said

@@ -7,8 +7,8 @@ import math
 from typing import TYPE_CHECKING
 
 from infra.catalog import CATALOG
-from infra.catalog_rows import OFFERINGS_AS_OF
-from infra.config.base import FieldProblem
+from infra.catalog_offerings import OFFERINGS_AS_OF
+from infra.config.base import FieldProblem, FieldProblems
 from infra.config.network import CIDR_PREFIX_RANGE, NetworkSettings, subnet_bits, subnet_layout
 
 if TYPE_CHECKING:
@@ -66,7 +66,11 @@ def check_region_offers(cfg: PlatformConfig) -> None:
     """Every instance type the stack names is one EC2 offers in aws.region, where the catalog
     has read that region's offerings: a managed node group of a type the region lacks fails
     only at `pulumi up`, after the VPC and the cluster exist. A type the stack lists in
-    aws.zone_offerings is taken as offered: the account's own reading is newer than ours."""
+    aws.zone_offerings is taken as offered: the account's own reading is newer than ours.
+    Every type the region lacks is reported at once, each at its own key, so that moving a
+    stack to another region takes one round of fixes, not one per type. A burst's
+    instance_type runs on the workers, in their regions: it is checked against the pools the
+    workers export (components/multikueue_contract.py), not here."""
     region = cfg.aws.region
     named = [
         (f"system_nodes.instance_types[{j}]", name)
@@ -77,17 +81,21 @@ def check_region_offers(cfg: PlatformConfig) -> None:
         for i, group in enumerate(cfg.gpu_node_groups)
         for j, name in enumerate(group.instance_types)
     ]
-    for key, name in named:
-        row = CATALOG[name]
-        if row.offered_in(region) is False and name not in cfg.aws.zone_offerings:
-            raise FieldProblem(
-                key,
-                f"{name} is not offered in region {region} (aws.region); the regions that "
-                f"offer it: {', '.join(row.regions) or 'none the catalog read'} (EC2 "
-                f"DescribeInstanceTypeOfferings as of {OFFERINGS_AS_OF}, "
-                "infra/catalog_rows.py). Choose another type or region; if AWS offers it "
-                f"there now, list its zones under aws.zone_offerings.{name}",
-            )
+    problems = [
+        FieldProblem(
+            key,
+            f"{name} is not offered in region {region} (aws.region); the regions that "
+            f"offer it: {', '.join(CATALOG[name].regions) or 'none the catalog read'} (EC2 "
+            f"DescribeInstanceTypeOfferings as of {OFFERINGS_AS_OF}, "
+            "infra/catalog_offerings.py; `python -m infra.offers "
+            f"{region}` lists what it offers). Choose another type or region; if AWS offers "
+            f"it there now, list its zones under aws.zone_offerings.{name}",
+        )
+        for key, name in named
+        if CATALOG[name].offered_in(region) is False and name not in cfg.aws.zone_offerings
+    ]
+    if problems:
+        raise FieldProblems(problems)
 
 
 def check_gpu_group_zones(cfg: PlatformConfig) -> None:

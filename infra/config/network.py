@@ -21,6 +21,7 @@ from infra.config.base import (
     one_of,
 )
 from infra.config.regions import REGION_ZONES
+from infra.versions import EKS_IMAGE_ACCOUNTS
 
 # Amazon VPC user guide, "VPC CIDR blocks" and "Subnet CIDR blocks": an IPv4 block of a VPC or
 # a subnet is between /16 (65,536 addresses) and /28 (16 addresses).
@@ -58,14 +59,19 @@ class AwsSettings(Settings):
         "this account (zone names map to physical zones per account). A GPU group in a zone "
         "not listed for its type is rejected; a type not listed is not checked. A type listed "
         "here is taken as offered in the region even where the catalog's regions for it "
-        "(infra/catalog_rows.py, read on a date) do not name it.",
+        "(infra/catalog_offerings.py, read on a date) do not name it.",
     )
 
     @field_validator("region")
     @classmethod
     def _known_region(cls, value: str) -> str:
-        where = "an AWS region this project knows (infra/config/regions.py)"
-        return one_of(value, REGION_ZONES, where, listing="known regions")
+        # Known: its zones are recorded and so is the EKS image registry its nodes pull from.
+        where = (
+            "an AWS region this project knows (its zones in infra/config/regions.py, its EKS "
+            "image registry in infra/versions.py EKS_IMAGE_ACCOUNTS)"
+        )
+        known = [region for region in REGION_ZONES if region in EKS_IMAGE_ACCOUNTS]
+        return one_of(value, known, where, listing="known regions")
 
     @model_validator(mode="after")
     def _zones_in_region(self) -> AwsSettings:
