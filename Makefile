@@ -3,7 +3,9 @@
 # `make selftest` (the bootstrap self-test on this CPU), `make bench-selftest`, `make
 # recipes-smoke` (the training recipes at toy scale on this CPU), `make docs` (the config
 # reference and the stack files' JSON Schema, from the config model), `make gpu-check` (the
-# self-test and both benchmarks with a GPU machine's own Python, offline).
+# self-test and both benchmarks with a GPU machine's own Python, offline), `make
+# selftest-bootstrap STACK=<stack> PYTORCH_DIGEST=sha256:<digest>` (up, build and push the
+# self-test's image, pin its digest, up again).
 #
 # Three virtual environments, each with what its targets run:
 #   .venv        the program alone (pulumi and providers, pydantic, jinja2, PyYAML): `make plan`,
@@ -28,7 +30,7 @@ PLAN_VENV_LIMIT_MB := 500
 PYTEST_WORKERS ?= auto
 
 .PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
-	recipes-smoke bench-recipes gpu-check gpu-wheels clean
+	selftest-bootstrap recipes-smoke bench-recipes gpu-check gpu-wheels clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
 # needs it (from TORCH_INDEX), then the file. The plan's venv skips pip's bytecode for every
@@ -134,6 +136,15 @@ SELFTEST := $(TORCHRUN) -m selftest --out $(SELFTEST_OUT) \
 selftest: $(IMAGE_VENV)/.installed
 	mkdir -p $(SELFTEST_OUT)/shared-data $(SELFTEST_OUT)/nvme-cache
 	$(SELFTEST) $(SELFTEST_ARGS)
+
+# The self-test's bootstrap on an AWS stack, each step printed as it runs: `pulumi up` (the ECR
+# repository), build bootstrap/Dockerfile and push it there, pin the pushed digest as
+# selftest.image, `pulumi up` again (docs/selftest.md, "The image"). DRY_RUN=1 prints the steps.
+PYTORCH_DIGEST ?=
+BOOTSTRAP_ARGS ?=
+selftest-bootstrap: $(VENV)/.installed
+	$(PY) -m infra.selftest_bootstrap $(STACK) --pytorch-digest "$(PYTORCH_DIGEST)" \
+		$(if $(DRY_RUN),--dry-run) $(BOOTSTRAP_ARGS)
 
 # The same run with a wider all-reduce sweep, printing busbw per size, storage and training figures.
 bench-selftest: $(IMAGE_VENV)/.installed

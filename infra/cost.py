@@ -249,8 +249,10 @@ def selftest_lines(cfg: PlatformConfig) -> list[Line]:
             continue
         if group.capacity in ("reservation", "capacity_block"):
             continue
-        name, _ = _dearest(group.instance_types)
-        node = _capacity_line("", "", name, group.capacity, Scaling(max_size=1), cfg)
+        name, _ = _dearest(group.instance_types, cfg.aws.region)
+        node = _capacity_line(
+            "", "", name, group.capacity, Scaling(max_size=1), cfg, cfg.aws.region
+        )
         if node.hourly_max is None:
             continue
         share = runs * minutes / 60 / hours

@@ -23,6 +23,8 @@ from infra.plan.render import Rendering, render_plan
 # Every stack file found, shipped or the user's own; tests that hold for every stack take their
 # expectations from the stack's config, and those about the shipped examples say so in their name.
 STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+# The example stacks this repository ships: what a `test_shipped_*` test loops over.
+SHIPPED_STACKS = ("burst", "dev", "onprem", "prod", "staging")
 
 
 @functools.cache

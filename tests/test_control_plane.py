@@ -15,7 +15,7 @@ from components.control_plane import (
 )
 from infra.config import ClusterSettings
 from infra.versions import MANAGED_ADDONS, SUPPORTED_KUBERNETES_VERSIONS
-from tests.conftest import AWS_STACKS, find, planned
+from tests.conftest import AWS_STACKS, find, planned, stack_config
 
 ADDON = "aws:eks/addon:Addon"
 
@@ -107,13 +107,19 @@ def test_shipped_admin_roles_get_access_entries_with_cluster_admin(stack, admins
         assert policy.inputs["accessScope"] == {"type": "cluster"}
 
 
-def test_only_prod_protects_stateful_resources():
+def test_only_production_stacks_protect_the_cluster_and_its_key():
+    # The expectation comes from each stack's own `production`, so a user's production stack
+    # holds it as prod does.
     for stack in AWS_STACKS:
         plan = planned(stack)
         protected = sorted(
             r.name for r in plan.resources if r.protect and plan.plane_of(r) == "control"
         )
-        assert protected == ([f"{stack}-eks", f"{stack}-eks-secrets"] if stack == "prod" else [])
+        production = stack_config(stack).production
+        assert protected == ([f"{stack}-eks", f"{stack}-eks-secrets"] if production else [])
+
+
+def test_the_shipped_prod_refuses_deletion_of_its_cluster():
     prod = find(planned("prod"), "aws:eks/cluster:Cluster", "prod-eks")
     assert prod.inputs["deletionProtection"] is True
 

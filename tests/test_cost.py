@@ -541,3 +541,17 @@ def test_every_figure_of_every_stack_is_its_regions_or_says_it_is_not(stack):
     if region == "us-east-1":
         assert report["not_regional"] == []
         assert not any("NOT REGIONAL" in x for x in format_cost(report))
+
+
+def test_scheduled_self_test_nodes_are_priced_at_the_stack_regions_rate():
+    """The scheduled self-test's node on a pool that scales from zero, in eu-west-1: g5.12xlarge
+    at $6.33167/h there (instances.vantage.sh data of 2026-01-21, as above). Its pricing once
+    called the region-aware helpers without the region, a TypeError on any AWS stack that
+    asks the schedule to provision nodes (tests/test_user_stacks.py met it)."""
+    image = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/selftest@sha256:" + "0" * 64
+    cfg = eu_west_1(
+        group("a10g", ["g5.12xlarge"], 4),
+        selftest={"image": image, "mode": "off", "schedule": {"provision_nodes": True}},
+    )
+    scheduled = line(cfg, "scheduled self-test nodes on a10g")
+    assert "on-demand $6.33167/h, eu-west-1, 2026-01-21" in scheduled.basis

@@ -78,3 +78,19 @@ def test_the_readme_is_short_and_its_links_into_the_docs_resolve(site):
     for page, anchor in links:
         html = (site / page / "index.html").read_text()
         assert not anchor or f'id="{anchor}"' in html, f"README: docs/{page}.md#{anchor}"
+
+
+def test_the_front_page_opens_with_the_real_flow_on_the_tested_pulumi_cli():
+    """docs/index.md, the site's first page (mkdocs.yml nav): its first section is the flow, and
+    the CLI it installs is the release of the pinned SDK (pulumi/pulumi releases both under one
+    version); the install script takes `--version` (pulumi.com, "Download & Install Pulumi")."""
+    (sdk,) = re.findall(r"^pulumi==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    page = (ROOT / "docs" / "index.md").read_text()
+    assert re.findall(r"^## (.+)$", page, re.M)[0] == "The real flow"
+    assert f"curl -fsSL https://get.pulumi.com | sh -s -- --version {sdk}\n" in page
+    assert f"tested with is **{sdk}**" in page
+    flow = re.findall(r"```sh\n(.*?)```", page, re.S)[1]
+    steps = ["make plan", "pulumi login", "pulumi stack select", "pulumi config set",
+             "pulumi preview", "make selftest-bootstrap STACK="]  # fmt: skip
+    at = [flow.index(step) for step in steps]
+    assert at == sorted(at), flow

@@ -158,9 +158,11 @@ def test_an_aws_stack_with_a_selftest_image_declares_only_known_types(with_image
     assert stack_config(stack).provider == "aws"
     plan = with_image[stack]
     # The path this covers: the Services pods resolve each other through, one per namespace
-    # jobs run in (components/rendezvous.py).
-    teams = [t.name for t in stack_config(stack).scheduling.teams if t.name != "training"]
+    # jobs run in (components/rendezvous.py): the training namespace, each team's, and the
+    # self-test's, which the image switches on (components/namespaces.job_namespaces).
+    cfg = stack_config(stack)
+    teams = [t.name for t in cfg.scheduling.teams if t.name != "training"]
     assert sorted(r.name for r in plan.resources if r.type.endswith(":Service")) == sorted(
-        f"{stack}-rendezvous-{ns}" for ns in ["training", *teams]
+        f"{stack}-rendezvous-{ns}" for ns in ["training", *teams, cfg.namespaces.selftest]
     )
     assert unknown_types(plan.resources) == []

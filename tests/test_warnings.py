@@ -8,17 +8,23 @@ from datetime import date
 
 from infra.config import parse_config
 from infra.plan.cli import compare_with_previous, main
-from infra.plan.warnings import capacity_block_rolls, documentation_accounts, kubernetes_support
+from infra.plan.warnings import (
+    capacity_block_rolls,
+    config_warnings,
+    documentation_accounts,
+    documentation_cidrs,
+    kubernetes_support,
+)
 from tests.conftest import planned, stack_config
 
 TODAY = date(2026, 11, 30)
 SOURCE = "stacks/Pulumi.t.yaml"
 
 
-def aws_config(version: str, admin: str = "arn:aws:iam::210987654321:role/admins"):
+def aws_config(version: str, admin: str = "arn:aws:iam::210987654321:role/admins", **cluster):
     raw = {
         "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
-        "cluster": {"kubernetes_version": version, "admin_principal_arns": [admin]},
+        "cluster": {"kubernetes_version": version, "admin_principal_arns": [admin], **cluster},
     }
     return parse_config(raw, SOURCE)
 
@@ -31,6 +37,35 @@ def test_documentation_account_ids_are_named_with_their_key():
         (warning,) = documentation_accounts(aws_config("1.35", arn))
         assert warning.startswith(f"gpu-platform:cluster.admin_principal_arns[0]: {arn} names")
     assert documentation_accounts(aws_config("1.35")) == []
+
+
+def test_documentation_cidrs_are_named_with_their_key():
+    # RFC 5737, section 3: TEST-NET-1 192.0.2.0/24, TEST-NET-2 198.51.100.0/24 and TEST-NET-3
+    # 203.0.113.0/24 are for documentation; a /32 inside one is as unreachable as the block.
+    for block, cidr in (
+        ("192.0.2.0/24", "192.0.2.0/24"),
+        ("198.51.100.0/24", "198.51.100.7/32"),
+        ("203.0.113.0/24", "203.0.113.128/25"),
+    ):
+        cfg = aws_config("1.35", public_access_cidrs=["100.24.0.0/16", cidr])
+        (warning,) = documentation_cidrs(cfg)
+        assert warning.startswith(
+            f"gpu-platform:cluster.public_access_cidrs[1]: {cidr} is in {block}, an RFC 5737"
+        )
+        assert warning in config_warnings(cfg, TODAY)
+    private = aws_config(
+        "1.35", endpoint_private_only=True, api_access_cidrs=["10.8.0.0/24", "192.0.2.0/28"]
+    )
+    (warning,) = documentation_cidrs(private)
+    assert warning.startswith("gpu-platform:cluster.api_access_cidrs[1]: 192.0.2.0/28 is in")
+
+
+def test_real_ranges_and_the_whole_internet_are_not_documentation_cidrs():
+    # 0.0.0.0/0 holds every block but is the advisory api-endpoint-world-open's to report;
+    # 198.51.0.0/16 and 203.0.112.0/23 border TEST-NET-2 and -3 without being them.
+    for cidr in ("0.0.0.0/0", "198.51.0.0/24", "203.0.112.0/24", "192.0.3.0/24"):
+        assert documentation_cidrs(aws_config("1.35", public_access_cidrs=[cidr])) == []
+    assert documentation_cidrs(aws_config("1.35")) == []
 
 
 def test_a_minor_in_extended_support_warns_with_its_end_date():
@@ -55,13 +90,17 @@ def test_a_minor_in_standard_support_or_an_existing_cluster_does_not_warn():
     assert kubernetes_support(stack_config("onprem"), TODAY) == []
 
 
-def test_the_plan_captures_the_programs_warnings():
-    # The other: the unconfirmed eks-node-monitoring-agent build (tests/test_versions.py).
-    warning, unconfirmed = planned("dev").warnings
+def test_the_plan_captures_the_programs_warnings_on_the_shipped_dev():
+    # stacks/Pulumi.dev.yaml: an example account and a TEST-NET-3 endpoint range; the last,
+    # the unconfirmed eks-node-monitoring-agent build (tests/test_versions.py).
+    account, cidr, unconfirmed = planned("dev").warnings
     assert unconfirmed.startswith("UNCONFIRMED add-on build: eks-node-monitoring-agent")
-    assert warning.startswith(
+    assert account.startswith(
         "gpu-platform:cluster.admin_principal_arns[0]: "
         "arn:aws:iam::111122223333:role/platform-admins names 111122223333"
+    )
+    assert cidr.startswith(
+        "gpu-platform:cluster.public_access_cidrs[0]: 203.0.113.0/24 is in 203.0.113.0/24"
     )
 
 

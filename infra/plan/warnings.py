@@ -6,6 +6,7 @@ the previous plan."""
 from __future__ import annotations
 
 from datetime import date
+from ipaddress import IPv4Network
 from typing import Any
 
 from infra.config import PlatformConfig
@@ -20,6 +21,11 @@ from infra.versions import (
 
 # Account ids AWS documentation uses in its examples: no one can deploy into them.
 DOCUMENTATION_ACCOUNT_IDS = ("111122223333", "123456789012", "444455556666", "777788889999")
+# The address blocks RFC 5737 (section 3) reserves for documentation: TEST-NET-1, -2 and -3.
+# No runner or office is ever in them, so an API endpoint open only to one admits no one.
+DOCUMENTATION_CIDRS = tuple(
+    IPv4Network(c) for c in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
+)
 # How long before the end of standard support the plan starts saying so.
 SUPPORT_NOTICE_DAYS = 30
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -48,6 +54,25 @@ def documentation_accounts(cfg: PlatformConfig) -> list[str]:
                     "example account; replace it with your own before `pulumi up`"
                 )
     return found
+
+
+def documentation_cidrs(cfg: PlatformConfig) -> list[str]:
+    """One warning per range of an AWS cluster's API access lists inside a documentation block:
+    the stack plans, and after `pulumi up` neither the runner nor an admin reaches the API."""
+    if cfg.provider != "aws":
+        return []
+    lists = {
+        "public_access_cidrs": cfg.cluster.public_access_cidrs,
+        "api_access_cidrs": cfg.cluster.api_access_cidrs,
+    }
+    return [
+        f"gpu-platform:cluster.{key}[{i}]: {cidr} is in {block}, an RFC 5737 documentation "
+        "range no runner or office is in; replace it with your own ranges before `pulumi up`"
+        for key, cidrs in lists.items()
+        for i, cidr in enumerate(cidrs)
+        for block in DOCUMENTATION_CIDRS
+        if cidr.subnet_of(block)
+    ]
 
 
 def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
@@ -126,6 +151,7 @@ def unconfirmed_addon_builds(cfg: PlatformConfig) -> list[str]:
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
     return [
         *documentation_accounts(cfg),
+        *documentation_cidrs(cfg),
         *kubernetes_support(cfg, today),
         *host_driver_rdma(cfg),
         *unconfirmed_addon_builds(cfg),
