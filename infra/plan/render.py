@@ -66,10 +66,26 @@ class RenderedRelease:
 
 
 @dataclass(frozen=True)
+class Unrendered:
+    """A release whose chart archive no cache holds: what it renders is unknown, not gone."""
+
+    release: str
+    chart: str
+    version: str
+
+    def why(self) -> str:
+        return (
+            f"not rendered: chart {self.chart} version {self.version} is not in the cache; "
+            "fill it with `make charts`"
+        )
+
+
+@dataclass(frozen=True)
 class Rendering:
     releases: tuple[RenderedRelease, ...]
     warnings: tuple[str, ...]
     api_versions: tuple[str, ...]
+    unrendered: tuple[Unrendered, ...] = ()
 
     def objects(self) -> list[tuple[RenderedRelease, dict[str, Any]]]:
         """Every rendered object, whole."""
@@ -168,12 +184,13 @@ def _has_content(path: str, text: str) -> bool:
 def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Rendering:
     minor = plan.outputs["kubernetes_version"]
     releases = sorted(plan.of_type(RELEASE), key=lambda r: r.name)
-    archives, warnings = {}, []
+    archives, warnings, unrendered = {}, [], []
     for release in releases:
         chart, version = chart_of(release)
         path = find_archive(chart, version, caches)
         if path is None:
             warnings.append(missing_chart_warning(chart, version, caches))
+            unrendered.append(Unrendered(release.name, chart, version))
         else:
             archives[release.urn] = path
     present = [r for r in releases if r.urn in archives]
@@ -213,7 +230,7 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
         for release in releases
         if release.urn in renders
     )
-    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)))
+    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)), tuple(unrendered))
 
 
 def clear_caches() -> None:
