@@ -20,17 +20,16 @@ from infra.plan.diff import (
     ABSENT,
     Change,
     Items,
-    PreviousPlan,
     ResourceDiff,
     attribute_changes,
     diff_plans,
 )
-from infra.plan.diff_report import changes_block, format_diff
-from infra.plan.engine import ROOT, run_program
-from infra.plan.model import build_plan
+from infra.plan.diff_report import format_diff
+from infra.plan.engine import ROOT
 from infra.plan.replacements import verdict
 from infra.plan.userdata_diff import userdata_lines
-from tests.conftest import find, make_project, planned, stack_config, stack_file_config
+from tests.conftest import find, planned, stack_config
+from tests.plan_diff_helpers import prod_changed
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PREFIX = "urn:pulumi:prod::gpu-platform::"
@@ -231,18 +230,6 @@ def test_changes_only_without_an_earlier_plan_is_refused(capsys):
 # ------------------------------------------------------- a changed stack, planned for real
 
 
-def prod_changed(tmp_path, group: str, **settings) -> str:
-    """The changes block of prod with one GPU group's settings changed, against shipped prod."""
-    config = stack_file_config("prod")
-    (found,) = [g for g in config["gpu-platform:gpu_node_groups"] if g["name"] == group]
-    for key, value in settings.items():
-        found[key] = {**found.get(key, {}), **value} if isinstance(value, dict) else value
-    changed = build_plan(run_program("prod", make_project(tmp_path, {"prod": config})))
-    shipped = planned("prod")
-    earlier = PreviousPlan([r.as_json() for r in shipped.resources], shipped.outputs)
-    return changes_block(changed, earlier, "out/prod")
-
-
 def test_an_instance_type_change_marks_the_node_group_replaced(tmp_path):
     """terraform-provider-aws internal/service/eks/node_group.go: instance_types is ForceNew,
     so EKS replaces the group; its launch template only gets a new version."""
@@ -272,7 +259,15 @@ def test_a_max_pods_change_shows_the_decoded_user_data_line(tmp_path):
         "          @@ -7 +7 @@\n"
         "          -      maxPods: 100\n"
         "          +      maxPods: 64\n"
+        "  Knock-on effects (rolled, restarted or replaced because of the changes above):\n"
+        "  ! aws:eks/nodeGroup:NodeGroup prod-h100-ondemand rolls every node: "
+        "launchTemplate.version reads aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand's "
+        "latestVersion, which changes: every update of a launch template's data is a new version "
+        "of it; EKS replaces each node of the group with one from the new template version, "
+        "draining its pods first (running training included), updateConfig.maxUnavailable at a "
+        "time\n"
         "Diff: 0 to create, 1 to update, 0 to replace, 0 to delete.\n"
+        "Knock-on: 1 to roll, 0 to replace, 0 to update.\n"
     ) in text
     assert "TUlNRS" not in text  # base64 of "MIME": no encoded user data
 
