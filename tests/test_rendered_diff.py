@@ -113,7 +113,12 @@ def test_a_chart_bump_to_a_version_not_in_the_cache_is_unknown_never_deleted():
         current_sources(rendered("prod")),
     )
     text = changes_block(bumped, previous, "out/prod", rendering)
-    why = "not rendered: chart kueue version 0.19.3 is not in the cache; fill it with `make charts`"
+    # infra/plan/charts.lock.json records no kueue digest: `make charts` alone would refuse it.
+    why = (
+        "not rendered: chart kueue version 0.19.3 is not in the cache; fill it with "
+        "`make charts-lock charts` where its repository is reachable (the lock records no "
+        "digest for it, and `make charts` pulls only what it records)"
+    )
     assert f"  ? prod-kueue: unknown ({why})" in text
     assert "Rendered: 0 to create, 0 to update, 0 to replace, 0 to delete, 1 unknown." in text
     # At the release in the program's diff too, where its version change shows.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.plan.charts import CACHE, archive_name
+from infra.plan.charts import CACHE, LOCK, archive_name, read_lock
 from infra.plan.engine import ROOT
 from infra.plan.manifests import (
     Source,
@@ -72,11 +72,17 @@ class Unrendered:
     release: str
     chart: str
     version: str
+    recorded: bool  # whether charts.lock.json holds the digest `make charts` checks it against
 
     def why(self) -> str:
-        return (
-            f"not rendered: chart {self.chart} version {self.version} is not in the cache; "
+        fill = (
             "fill it with `make charts`"
+            if self.recorded
+            else "fill it with `make charts-lock charts` where its repository is reachable "
+            "(the lock records no digest for it, and `make charts` pulls only what it records)"
+        )
+        return (
+            f"not rendered: chart {self.chart} version {self.version} is not in the cache; {fill}"
         )
 
 
@@ -185,12 +191,14 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
     minor = plan.outputs["kubernetes_version"]
     releases = sorted(plan.of_type(RELEASE), key=lambda r: r.name)
     archives, warnings, unrendered = {}, [], []
+    locked = read_lock(LOCK).get("charts", {})
     for release in releases:
         chart, version = chart_of(release)
         path = find_archive(chart, version, caches)
         if path is None:
             warnings.append(missing_chart_warning(chart, version, caches))
-            unrendered.append(Unrendered(release.name, chart, version))
+            recorded = locked.get(chart, {}).get("version") == version
+            unrendered.append(Unrendered(release.name, chart, version, recorded))
         else:
             archives[release.urn] = path
     present = [r for r in releases if r.urn in archives]
