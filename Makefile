@@ -89,7 +89,10 @@ plan-venv-size: $(VENV)/.installed
 	[ $$size -le $(PLAN_VENV_LIMIT_MB) ] || { echo "error: $(VENV) is over the limit" >&2; exit 1; }
 
 # .charts/: every pinned chart from its repository, kept only when its sha256 matches the digest
-# the repository publishes and the one in infra/plan/charts.lock.json (docs/review.md).
+# the repository publishes and the one in infra/plan/charts.lock.json (docs/review.md). The lock
+# is committed EMPTY (no chart repository was reachable where it was made), so this refuses every
+# chart until `make charts-lock charts` runs where the repositories are reachable; meanwhile the
+# plan renders from ../shared/helm and `--against` shows an uncached chart bump as unknown.
 charts: $(VENV)/.installed
 	$(PY) -m infra.plan.charts pull
 

@@ -330,3 +330,25 @@ def test_the_committed_lock_records_only_pinned_charts_at_their_pins():
         )
         assert re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]), entry
         date.fromisoformat(entry["recorded"])
+
+
+def test_an_empty_lock_is_said_first_with_the_command_that_fills_it(tmp_path, repos, capsys):
+    """Issue 26: the lock is committed empty (infra/plan/charts.lock.json), so `make charts`
+    cannot succeed out of the box; its output says so before the per-chart refusals."""
+    lock = tmp_path / "charts.lock.json"
+    lock.write_text(json.dumps({"note": cache.LOCK_NOTE, "charts": {}}))
+    errors = cache.pull(repos.charts(), tmp_path / "charts", lock, timeout=5)
+    out = capsys.readouterr().out
+    assert len(errors) == len(repos.charts())
+    assert out.startswith(
+        f"note: charts.lock.json records no digests, so every one of the "
+        f"{len(repos.charts())} charts is refused"
+    )
+    assert "`make charts-lock charts` where the repositories are reachable" in out
+    assert "unknown, never as deleted" in out
+
+
+def test_a_lock_that_records_a_chart_says_nothing_of_an_empty_one(tmp_path, repos, capsys):
+    lock = recorded_lock(tmp_path, repos, "keda")
+    cache.pull(repos.charts("keda"), tmp_path / "charts", lock, timeout=5)
+    assert "records no digests" not in capsys.readouterr().out

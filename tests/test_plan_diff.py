@@ -7,25 +7,29 @@ import base64
 import copy
 import json
 import re
+import typing
+from datetime import date
 
 import pytest
 
+from infra.config.nodes import CapacityType
+from infra.cost import cost_report
 from infra.plan.cli import main
+from infra.plan.cost_change import format_cost_change
 from infra.plan.diff import (
     ABSENT,
     Change,
     Items,
-    PreviousPlan,
     ResourceDiff,
     attribute_changes,
     diff_plans,
 )
-from infra.plan.diff_report import changes_block, format_diff
-from infra.plan.engine import ROOT, run_program
-from infra.plan.model import build_plan
+from infra.plan.diff_report import format_diff
+from infra.plan.engine import ROOT
 from infra.plan.replacements import verdict
 from infra.plan.userdata_diff import userdata_lines
-from tests.conftest import find, make_project, planned, stack_file_config
+from tests.conftest import find, planned, stack_config
+from tests.plan_diff_helpers import prod_changed
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PREFIX = "urn:pulumi:prod::gpu-platform::"
@@ -226,18 +230,6 @@ def test_changes_only_without_an_earlier_plan_is_refused(capsys):
 # ------------------------------------------------------- a changed stack, planned for real
 
 
-def prod_changed(tmp_path, group: str, **settings) -> str:
-    """The changes block of prod with one GPU group's settings changed, against shipped prod."""
-    config = stack_file_config("prod")
-    (found,) = [g for g in config["gpu-platform:gpu_node_groups"] if g["name"] == group]
-    for key, value in settings.items():
-        found[key] = {**found.get(key, {}), **value} if isinstance(value, dict) else value
-    changed = build_plan(run_program("prod", make_project(tmp_path, {"prod": config})))
-    shipped = planned("prod")
-    earlier = PreviousPlan([r.as_json() for r in shipped.resources], shipped.outputs)
-    return changes_block(changed, earlier, "out/prod")
-
-
 def test_an_instance_type_change_marks_the_node_group_replaced(tmp_path):
     """terraform-provider-aws internal/service/eks/node_group.go: instance_types is ForceNew,
     so EKS replaces the group; its launch template only gets a new version."""
@@ -267,7 +259,15 @@ def test_a_max_pods_change_shows_the_decoded_user_data_line(tmp_path):
         "          @@ -7 +7 @@\n"
         "          -      maxPods: 100\n"
         "          +      maxPods: 64\n"
+        "  Knock-on effects (rolled, restarted or replaced because of the changes above):\n"
+        "  ! aws:eks/nodeGroup:NodeGroup prod-h100-ondemand rolls every node: "
+        "launchTemplate.version reads aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand's "
+        "latestVersion, which changes: every update of a launch template's data is a new version "
+        "of it; EKS replaces each node of the group with one from the new template version, "
+        "draining its pods first (running training included), updateConfig.maxUnavailable at a "
+        "time\n"
         "Diff: 0 to create, 1 to update, 0 to replace, 0 to delete.\n"
+        "Knock-on: 1 to roll, 0 to replace, 0 to update.\n"
     ) in text
     assert "TUlNRS" not in text  # base64 of "MIME": no encoded user data
 
@@ -410,3 +410,81 @@ def test_what_the_table_cannot_decide_is_said_under_the_resource():
     assert "      may force replacement: storageCapacity: CustomizeDiff: replaces when" in text
     assert "  1 of the updates may replace (see `may force replacement`): fs" in text
     assert "      a provider's settings: `pulumi preview` decides what this replaces" in text
+
+
+# ------------------------------------------------------ cost deltas as each capacity is billed
+
+
+def test_a_capacity_block_resize_costs_nothing_it_is_paid_up_front(tmp_path):
+    """Issue 26: lowering the Capacity Block group's desired size printed -$28,710.90/month
+    (1 × $39.33 × 730 h) though the block is paid up front whether its instances run or not
+    (EC2 User Guide, "Capacity Blocks pricing and billing")."""
+    text = prod_changed(tmp_path, "h100-block", scaling={"desired_size": 3})
+    assert (
+        "  GPU node group h100-block (p5.48xlarge, capacity_block): "
+        "$0.00 / $114,843.60 / $114,843.60 -> $0.00 / $86,132.70 / $114,843.60\n"
+        "      $0.00/month at desired size: a Capacity Block is paid up front for the whole "
+        "block, whether its instances run or not\n"
+    ) in text
+    assert "-$28,710.90" not in text
+    assert (
+        "      no change billed: what moved are sizes within capacity paid whether used or not\n"
+    ) in text
+
+
+def _block_report(capacity: str, desired: int, max_size: int = 4) -> dict:
+    """prod's cost output with its h100-block group bought as `capacity` at these sizes."""
+    cfg = stack_config("prod")
+    groups = [
+        g.model_copy(
+            update={
+                "capacity": capacity,
+                "scaling": g.scaling.model_copy(
+                    update={"desired_size": desired, "max_size": max_size}
+                ),
+            }
+        )
+        if g.name == "h100-block"
+        else g
+        for g in cfg.gpu_node_groups
+    ]
+    return cost_report(cfg.model_copy(update={"gpu_node_groups": groups}), PRICED_ON)
+
+
+PRICED_ON = date(2026, 7, 20)
+# p5.48xlarge, us-east-1 price list 2026-07-20: $55.04/h on demand (a reservation bills the
+# on-demand rate), spot at the assumed 60% off (gpu-platform:cost.spot_discount 0.6), a Capacity
+# Block $39.33/instance-h (infra/catalog_prices.py); × 730 h for one node fewer.
+BILLED = {
+    "on_demand": ("-$40,179.20/month at desired size", None),
+    "spot": ("-$16,071.68/month at desired size", None),
+    "reservation": (
+        "$0.00/month at desired size: a capacity reservation is billed for every reserved "
+        "instance whether it runs or not",
+        "-$40,179.20/month at max size",
+    ),
+    "capacity_block": (
+        "$0.00/month at desired size: a Capacity Block is paid up front for the whole block, "
+        "whether its instances run or not",
+        "-$28,710.90/month at max size",
+    ),
+}
+
+
+def test_every_capacity_kind_has_its_billing():
+    assert set(BILLED) == set(typing.get_args(CapacityType))
+
+
+@pytest.mark.parametrize("capacity", sorted(BILLED))
+def test_a_size_change_costs_what_its_capacity_kind_bills(capacity):
+    """By the instance-hour for on demand and spot; reserved kinds are paid for what is
+    reserved (priced at max size), so a desired change within it is $0 and a max change
+    (what is reserved) is not."""
+    within, reserved = BILLED[capacity]
+    text = "\n".join(format_cost_change(_block_report(capacity, 2), _block_report(capacity, 1)))
+    assert f"      {within}\n" in text + "\n"
+    if reserved is not None:
+        text = "\n".join(
+            format_cost_change(_block_report(capacity, 2), _block_report(capacity, 2, 3))
+        )
+        assert f"      {reserved}\n" in text + "\n"

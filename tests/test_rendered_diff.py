@@ -3,11 +3,14 @@ field, with the replacement marks of the same tables as the program's own object
 
 from __future__ import annotations
 
+import dataclasses
+
 from infra.plan.diff import PreviousPlan, read_previous
 from infra.plan.diff_report import changes_block, format_diff
-from infra.plan.render import write_rendered
+from infra.plan.model import Plan
+from infra.plan.render import RELEASE, render_plan, write_rendered
 from infra.plan.rendered_diff import current_sources, diff_rendered
-from tests.conftest import planned, rendered
+from tests.conftest import SHARED_HELM, planned, rendered
 
 KUEUE = "prod-kueue"
 MANAGER = "kueue/templates/manager/manager.yaml"
@@ -88,3 +91,40 @@ def test_the_changes_block_adds_the_rendered_diff_where_both_plans_rendered():
         plan, PreviousPlan(resources, plan.outputs), "out/prod", rendered("prod")
     )
     assert "Rendered objects" not in without  # a bare resources.json holds no renders
+
+
+def test_a_chart_bump_to_a_version_not_in_the_cache_is_unknown_never_deleted():
+    """Issue 26: kueue bumped to a version no cache holds printed its 81 objects as deleted.
+    ../shared/helm holds kueue-0.19.2.tgz alone (shared/helm/README.md), so 0.19.3 is not
+    rendered: the release's objects are unknown, at the release and in the totals."""
+    shipped = planned("prod")
+    resources = [
+        dataclasses.replace(r, inputs={**r.inputs, "version": "0.19.3"})
+        if r.type == RELEASE and r.name == KUEUE
+        else r
+        for r in shipped.resources
+    ]
+    bumped = Plan(shipped.stack, shipped.project, resources, shipped.outputs)
+    rendering = render_plan(bumped, (SHARED_HELM,))
+    assert [u.release for u in rendering.unrendered] == [KUEUE]
+    previous = PreviousPlan(
+        [r.as_json() for r in shipped.resources],
+        shipped.outputs,
+        current_sources(rendered("prod")),
+    )
+    text = changes_block(bumped, previous, "out/prod", rendering)
+    # infra/plan/charts.lock.json records no kueue digest: `make charts` alone would refuse it.
+    why = (
+        "not rendered: chart kueue version 0.19.3 is not in the cache; fill it with "
+        "`make charts-lock charts` where its repository is reachable (the lock records no "
+        "digest for it, and `make charts` pulls only what it records)"
+    )
+    assert f"  ? prod-kueue: unknown ({why})" in text
+    assert "Rendered: 0 to create, 0 to update, 0 to replace, 0 to delete, 1 unknown." in text
+    # At the release in the program's diff too, where its version change shows.
+    assert (
+        "  ~ kubernetes:helm.sh/v3:Release prod-kueue\n"
+        '      ~ version: "0.19.2" -> "0.19.3"\n'
+        f"      what it renders: unknown ({why})\n"
+    ) in text
+    assert "(prod-kueue)" not in text  # no object of the release listed, least of all deleted

@@ -156,9 +156,23 @@ def _each(charts: dict[str, Chart], step) -> list[str]:
     return errors
 
 
+def empty_lock_note(lock: Path, charts: dict[str, Chart]) -> str:
+    """What `make charts` says first when the lock records none of the charts."""
+    return (
+        f"note: {lock.name} records no digests, so every one of the {len(charts)} charts is "
+        "refused (the lock was committed empty: no chart repository was reachable where it "
+        "was made). Fill it with `make charts-lock charts` where the repositories are "
+        "reachable, then review and commit the lock. Until then the plan renders the charts "
+        "../shared/helm holds, and `--against` shows a release whose chart version no cache "
+        "holds as unknown, never as deleted."
+    )
+
+
 def pull(charts: dict[str, Chart], dest: Path, lock: Path, timeout: float = TIMEOUT_S) -> list[str]:
     """Every chart into `dest`, verified; returns one error per chart that failed."""
     recorded, indexes = read_lock(lock).get("charts", {}), {}
+    if not any(name in recorded for name in charts):
+        print(empty_lock_note(lock, charts))
     dest.mkdir(parents=True, exist_ok=True)
 
     def one(chart: Chart) -> None:

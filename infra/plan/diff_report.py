@@ -20,6 +20,13 @@ from infra.plan.diff import (
     ResourceDiff,
     diff_plans,
 )
+from infra.plan.knock_on import (
+    KnockOn,
+    flowing,
+    format_knock_on,
+    knock_on_totals,
+    own_rolls,
+)
 from infra.plan.rendered_diff import current_sources, diff_rendered
 from infra.plan.replacements import HELD_WHILE_NAMED, path_pattern
 from infra.plan.userdata_diff import userdata_lines
@@ -93,27 +100,42 @@ def _notes(d: ResourceDiff) -> list[str]:
     return notes
 
 
-def format_diff(diffs: list[ResourceDiff], against: str, rendered: bool = False) -> str:
-    """The program's resources, or (`rendered`) what the Helm releases render."""
+def format_diff(
+    diffs: list[ResourceDiff],
+    against: str,
+    rendered: bool = False,
+    unknown: dict[str, str] | None = None,
+    knock_on: list[KnockOn] = (),
+) -> str:
+    """The program's resources, or (`rendered`) what the Helm releases render. `unknown` maps
+    each release this plan could not render to why: its objects are unknown, said at the
+    release and in the totals, never counted as deleted."""
+    unknown = unknown or {}
     if rendered:
         lines = [f"Rendered objects against {against}:"]
         none = "  none: the releases render what they rendered"
+        lines += [f"  ? {release}: unknown ({why})" for release, why in sorted(unknown.items())]
     else:
         lines = [f"Changes against {against}:"]
         none = "  none: this plan declares what the earlier plan declared"
-    if not diffs:
+    if not diffs and not (rendered and unknown):
         lines.append(none)
     for d in diffs:
         lines.append(_heading(d, rendered))
         for change in d.changes:
             lines += _change_lines(d, change)
         lines += _notes(d)
+        if not rendered and d.name in unknown:
+            lines.append(f"      what it renders: unknown ({unknown[d.name]})")
+    lines += format_knock_on(list(knock_on), rendered)
     counts = {a: sum(d.action == a for d in diffs) for a in _SYMBOL}
+    unknown_count = f", {len(unknown)} unknown" if rendered and unknown else ""
     lines.append(
         f"{'Rendered' if rendered else 'Diff'}: {counts['create']} to create, "
         f"{counts['update']} to update, "
-        f"{counts['replace']} to replace, {counts['delete']} to delete."
+        f"{counts['replace']} to replace, {counts['delete']} to delete{unknown_count}."
     )
+    lines += knock_on_totals(list(knock_on))
     maybe = sorted(d.name for d in diffs if d.action == "update" and d.verdict.maybe)
     if maybe:
         lines.append(
@@ -148,9 +170,13 @@ def changes_block(
         r.urn: Declared(r.replace_on_changes, r.delete_before_replace) for r in plan.resources
     }
     diffs = diff_plans(previous.resources, current, ignored, declared)
-    blocks = [format_diff(diffs, against)]
+    unknown = {u.release: u.why() for u in rendering.unrendered} if rendering else {}
+    effects = [*own_rolls(diffs), *flowing(diffs, current)]
+    blocks = [format_diff(diffs, against, unknown=unknown, knock_on=effects)]
     if rendering is not None and previous.rendered:
-        found = diff_rendered(previous.rendered, current_sources(rendering))
-        blocks.append(format_diff(found, against, rendered=True))
+        found = diff_rendered(previous.rendered, current_sources(rendering), frozenset(unknown))
+        blocks.append(
+            format_diff(found, against, rendered=True, unknown=unknown, knock_on=own_rolls(found))
+        )
     cost = format_cost_change(previous.outputs.get("cost"), plan.outputs.get("cost"))
     return "\n".join([*blocks, *cost])

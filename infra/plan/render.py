@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.plan.charts import CACHE, archive_name
+from infra.plan.charts import CACHE, LOCK, archive_name, read_lock
 from infra.plan.engine import ROOT
 from infra.plan.manifests import (
     Source,
@@ -66,10 +66,32 @@ class RenderedRelease:
 
 
 @dataclass(frozen=True)
+class Unrendered:
+    """A release whose chart archive no cache holds: what it renders is unknown, not gone."""
+
+    release: str
+    chart: str
+    version: str
+    recorded: bool  # whether charts.lock.json holds the digest `make charts` checks it against
+
+    def why(self) -> str:
+        fill = (
+            "fill it with `make charts`"
+            if self.recorded
+            else "fill it with `make charts-lock charts` where its repository is reachable "
+            "(the lock records no digest for it, and `make charts` pulls only what it records)"
+        )
+        return (
+            f"not rendered: chart {self.chart} version {self.version} is not in the cache; {fill}"
+        )
+
+
+@dataclass(frozen=True)
 class Rendering:
     releases: tuple[RenderedRelease, ...]
     warnings: tuple[str, ...]
     api_versions: tuple[str, ...]
+    unrendered: tuple[Unrendered, ...] = ()
 
     def objects(self) -> list[tuple[RenderedRelease, dict[str, Any]]]:
         """Every rendered object, whole."""
@@ -168,12 +190,15 @@ def _has_content(path: str, text: str) -> bool:
 def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Rendering:
     minor = plan.outputs["kubernetes_version"]
     releases = sorted(plan.of_type(RELEASE), key=lambda r: r.name)
-    archives, warnings = {}, []
+    archives, warnings, unrendered = {}, [], []
+    locked = read_lock(LOCK).get("charts", {})
     for release in releases:
         chart, version = chart_of(release)
         path = find_archive(chart, version, caches)
         if path is None:
             warnings.append(missing_chart_warning(chart, version, caches))
+            recorded = locked.get(chart, {}).get("version") == version
+            unrendered.append(Unrendered(release.name, chart, version, recorded))
         else:
             archives[release.urn] = path
     present = [r for r in releases if r.urn in archives]
@@ -213,7 +238,7 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
         for release in releases
         if release.urn in renders
     )
-    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)))
+    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)), tuple(unrendered))
 
 
 def clear_caches() -> None:

@@ -52,10 +52,15 @@ def _records(release: str, texts: list[str]) -> list[dict[str, Any]]:
 
 
 def diff_rendered(
-    before: dict[str, tuple[Source, ...]], after: dict[str, tuple[Source, ...]]
+    before: dict[str, tuple[Source, ...]],
+    after: dict[str, tuple[Source, ...]],
+    unknown: frozenset[str] = frozenset(),
 ) -> list[ResourceDiff]:
+    """Object by object; the `unknown` releases (not rendered this time: their chart is not in
+    the cache) are left out on both sides, since what they render now is not known, and an
+    object not known is never a deletion."""
     previous, current = [], []
-    for release in sorted(before.keys() | after.keys()):
+    for release in sorted((before.keys() | after.keys()) - unknown):
         old, new = _changed(before.get(release, ()), after.get(release, ()))
         previous += _records(release, old)
         current += _records(release, new)
