@@ -343,6 +343,11 @@ class PlatformConfig(Settings):
     def protect_stateful(self) -> bool:
         return self.production
 
+    def installs(self, addon: str) -> bool:
+        """Whether the platform installs `addon` (infra/config/onprem.EXISTING_ADDONS) or uses
+        the one an existing cluster runs (existing.addons)."""
+        return self.existing is None or getattr(self.existing.addons, addon) == "install"
+
 
 # ------------------------------------------------------------------------------------ loading
 

@@ -17,7 +17,7 @@ from infra.config.base import (
     Settings,
     _one_key_source,
 )
-from infra.config.onprem import OnPremGpuPoolSettings
+from infra.config.onprem import ExistingAddonsSettings, OnPremGpuPoolSettings
 from infra.config.references import K8S_NAMESPACE, TEAM_NAMESPACE, names
 from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 
@@ -165,6 +165,10 @@ class ExistingClusterSettings(Settings):
         default_factory=list,
         description="The cluster's GPU nodes, one entry per kind (GPU model and count, fabric, "
         "sharing), selected by labels they already carry.",
+    )
+    addons: ExistingAddonsSettings = Field(
+        default_factory=ExistingAddonsSettings,
+        description="Which add-ons the platform installs and which it takes from the cluster.",
     )
 
     @model_validator(mode="after")

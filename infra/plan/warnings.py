@@ -10,6 +10,7 @@ from typing import Any
 
 from infra.config import PlatformConfig
 from infra.config.fabric import RDMA_FABRICS
+from infra.existing_addons import existing_addon_warnings
 from infra.versions import (
     CHARTS,
     DEFAULT_KUBERNETES_VERSION,
@@ -82,7 +83,12 @@ def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
     nvidia-peermem needs MOFED's peer-memory API in the running kernel (NVIDIA driver README,
     "GPUDirect RDMA Peer Memory Client"), which the DOCA driver container brings only after
     boot, so a host's own nvidia-peermem is an answer only where the hosts run MOFED."""
-    if cfg.provider != "existing" or cfg.gpu_operator.install_driver:
+    if (
+        cfg.provider != "existing"
+        or cfg.gpu_operator.install_driver
+        # The cluster's own operator: its driver.rdma is in the existing_addons report.
+        or not cfg.installs("gpu_operator")
+    ):
         return []
     rdma = [p for p in cfg.gpu_pools if p.fabric in RDMA_FABRICS]
     if not rdma:
@@ -129,6 +135,7 @@ def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         *kubernetes_support(cfg, today),
         *host_driver_rdma(cfg),
         *unconfirmed_addon_builds(cfg),
+        *existing_addon_warnings(cfg),
     ]
 
 

@@ -1,0 +1,174 @@
+"""Brownfield on-prem (issue 26): an existing cluster that already runs the GPU Operator,
+kube-prometheus-stack, KEDA or Kueue uses that one (existing.addons.<add-on>: existing). The
+platform then declares no Helm release for it, still declares what it owns on top, and the plan
+names the CRDs and settings it relies on, with the kubectl command to confirm each."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from infra.config.onprem import EXISTING_ADDONS
+from infra.plan.cli import plan_stack
+from infra.plan.model import Plan
+from tests.conftest import STACKS, make_project, planned, stack_file_config
+from tests.crds import CRDS
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+# The chart each switch replaces (infra/versions.CHARTS keys, which name the charts).
+CHART = {
+    "gpu_operator": "gpu-operator",
+    "kube_prometheus_stack": "kube-prometheus-stack",
+    "keda": "keda",
+    "kueue": "kueue",
+}
+# What the platform still declares on top of each add-on, by resource type.
+ON_TOP = {
+    "gpu_operator": (),
+    "kube_prometheus_stack": (
+        "kubernetes:monitoring.coreos.com/v1:PodMonitor",
+        "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+    ),
+    "keda": (),
+    "kueue": (
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue",
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor",
+        "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass",
+        "kubernetes:scheduling.k8s.io/v1:PriorityClass",
+    ),
+}
+# Literals from the pinned upstreams that the report must name for the onprem stack: the
+# Kueue Configuration keys components/kueue.manager_config sets (Kueue v0.19.2
+# apis/config/v1beta2/configuration_types.go), kube-prometheus-stack 88.5.3's values.yaml
+# `prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelmValues`, the GPU Operator
+# ClusterPolicy's `dcgmExporter.serviceMonitor.honorLabels` (shared/crds/nvidia.com), and the
+# APIService KEDA 2.20.2's chart registers.
+SETTINGS = {
+    "gpu_operator": ("honorLabels: false", "internalTrafficPolicy: Local", "driver.rdma.enabled"),
+    "kube_prometheus_stack": (
+        "serviceMonitorSelectorNilUsesHelmValues",
+        "podMonitorSelectorNilUsesHelmValues",
+        "ruleSelectorNilUsesHelmValues",
+        "--metric-labels-allowlist=nodes=[",
+    ),
+    "keda": ("v1beta1.external.metrics.k8s.io",),
+    "kueue": (
+        "integrations.frameworks lists batch/job",
+        "metrics.enableClusterQueueResources: true",
+        "feature gate TopologyAwareScheduling",
+        "feature gate MultiKueue",
+    ),
+}
+CRD_NAMES = {
+    "gpu_operator": ("nvidia.com/v1 ClusterPolicy",),
+    "kube_prometheus_stack": (
+        "monitoring.coreos.com/v1 ServiceMonitor",
+        "monitoring.coreos.com/v1 PodMonitor",
+        "monitoring.coreos.com/v1 PrometheusRule",
+    ),
+    "keda": ("keda.sh/v1alpha1 ScaledObject",),
+    "kueue": (
+        "kueue.x-k8s.io/v1beta2 ClusterQueue",
+        "kueue.x-k8s.io/v1beta2 LocalQueue",
+        "kueue.x-k8s.io/v1beta2 MultiKueueConfig",
+    ),
+}
+CASES = [(a,) for a in EXISTING_ADDONS] + [EXISTING_ADDONS]
+
+
+@functools.cache
+def brownfield(tmp_root, addons: tuple[str, ...]) -> Plan:
+    onprem = stack_file_config("onprem")
+    onprem["gpu-platform:existing"]["addons"] = {a: "existing" for a in addons}
+    folder = tmp_root / "-".join(addons)
+    folder.mkdir()
+    root = make_project(
+        folder, {"onprem": onprem, "burst": stack_file_config("burst")}
+    )
+    return plan_stack("onprem", root)
+
+
+@pytest.fixture(scope="module")
+def tmp_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("brownfield")
+
+
+def charts(plan: Plan) -> set[str]:
+    return {r.inputs["chart"].rsplit("/", 1)[-1] for r in plan.of_type(RELEASE)}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_shipped_stack_installs_every_add_on_it_runs(stack):
+    """The default is `install`: a shipped stack declares the release of each add-on it runs
+    and reports no existing add-on."""
+    plan = planned(stack)
+    assert {"gpu-operator", "kube-prometheus-stack"} <= charts(plan)
+    assert "existing_addons" not in plan.outputs
+
+
+@pytest.mark.parametrize("addons", CASES, ids="+".join)
+def test_an_existing_add_on_gets_no_release_and_keeps_what_the_platform_owns(tmp_root, addons):
+    plan = brownfield(tmp_root, addons)
+    installed = charts(plan)
+    for addon in EXISTING_ADDONS:
+        assert (CHART[addon] in installed) == (addon not in addons), (addon, installed)
+    for addon in addons:
+        for token in ON_TOP[addon]:
+            assert plan.of_type(token), f"{addon}: existing, but no {token} on top of it"
+    # The dashboards Grafana's sidecar loads stay the platform's.
+    dashboards = [
+        r
+        for r in plan.of_type("kubernetes:core/v1:ConfigMap")
+        if r.name.startswith("onprem-dashboard-")
+    ]
+    assert dashboards
+    if "kube_prometheus_stack" in addons:
+        assert "grafana_admin_password" not in plan.outputs
+
+
+@pytest.mark.parametrize("addons", CASES, ids="+".join)
+def test_the_plan_names_the_crds_and_settings_each_existing_add_on_needs(tmp_root, addons):
+    plan = brownfield(tmp_root, addons)
+    report = plan.outputs["existing_addons"]
+    assert sorted(report) == sorted(addons)
+    for addon in addons:
+        needs = report[addon]
+        for crd in CRD_NAMES[addon]:
+            assert crd in needs["needs_crds"], (addon, crd)
+            assert needs["needs_crds"][crd].startswith("kubectl get crd ")
+        text = json.dumps(needs["needs_settings"])
+        for setting in SETTINGS[addon]:
+            assert setting in text, (addon, setting)
+        assert all(cmd.startswith("kubectl ") for cmd in needs["needs_settings"].values())
+        (warning,) = [
+            w for w in plan.warnings if w.startswith(f"gpu-platform:existing.addons.{addon}:")
+        ]
+        assert f"uses existing {addon}: needs CRDs " in warning
+        assert "needs settings " in warning
+
+
+def test_every_crd_the_report_names_is_one_pinned_in_shared_crds(tmp_root):
+    """A CRD named in the report is one whose schema the platform's objects are validated
+    against (../shared/crds/<group>/<Kind>.<version>.json)."""
+    report = brownfield(tmp_root, EXISTING_ADDONS).outputs["existing_addons"]
+    named = {crd for needs in report.values() for crd in needs["needs_crds"]}
+    pinned = {
+        f"{path.parent.name}/{path.stem.split('.')[1]} {path.stem.split('.')[0]}"
+        for path in CRDS.glob("*/*.json")
+    }
+    assert named <= pinned, named - pinned
+
+
+def test_the_gpu_operator_switch_silences_the_install_driver_warning(tmp_root):
+    """gpu_operator.install_driver configures only a release the platform installs: with the
+    cluster's operator, GPUDirect RDMA is its driver.rdma setting, named in the report."""
+    warnings = brownfield(tmp_root, ("gpu_operator",)).warnings
+    assert not [w for w in warnings if w.startswith("gpu-platform:gpu_operator.install_driver")]
+    assert [
+        w
+        for w in planned("onprem").warnings
+        if w.startswith("gpu-platform:gpu_operator.install_driver")
+    ]
