@@ -85,9 +85,7 @@ def brownfield(tmp_root, addons: tuple[str, ...]) -> Plan:
     onprem["gpu-platform:existing"]["addons"] = {a: "existing" for a in addons}
     folder = tmp_root / "-".join(addons)
     folder.mkdir()
-    root = make_project(
-        folder, {"onprem": onprem, "burst": stack_file_config("burst")}
-    )
+    root = make_project(folder, {"onprem": onprem, "burst": stack_file_config("burst")})
     return plan_stack("onprem", root)
 
 
