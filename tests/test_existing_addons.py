@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 
 import pytest
 
+from infra.config import PlatformConfig, config_from_pulumi, stack_file
+from infra.config.kubernetes_minor import existing_cluster_charts
 from infra.config.onprem import EXISTING_ADDONS
 from infra.plan.cli import plan_stack
+from infra.plan.engine import read_project, read_stack_config
 from infra.plan.model import Plan
 from tests.conftest import STACKS, make_project, planned, stack_file_config
 from tests.crds import CRDS
@@ -80,13 +84,24 @@ CASES = [(a,) for a in EXISTING_ADDONS] + [EXISTING_ADDONS]
 
 
 @functools.cache
-def brownfield(tmp_root, addons: tuple[str, ...]) -> Plan:
+def brownfield_root(tmp_root, addons: tuple[str, ...]) -> Path:
     onprem = stack_file_config("onprem")
     onprem["gpu-platform:existing"]["addons"] = {a: "existing" for a in addons}
     folder = tmp_root / "-".join(addons)
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     root = make_project(folder, {"onprem": onprem, "burst": stack_file_config("burst")})
-    return plan_stack("onprem", root)
+    return root
+
+
+@functools.cache
+def brownfield(tmp_root, addons: tuple[str, ...]) -> Plan:
+    return plan_stack("onprem", brownfield_root(tmp_root, addons))
+
+
+@functools.cache
+def brownfield_config(tmp_root, addons: tuple[str, ...]) -> PlatformConfig:
+    values, _ = read_stack_config(read_project(brownfield_root(tmp_root, addons)), "onprem")
+    return config_from_pulumi(values, stack_file("onprem"))
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +140,9 @@ def test_an_existing_add_on_gets_no_release_and_keeps_what_the_platform_owns(tmp
     assert dashboards
     if "kube_prometheus_stack" in addons:
         assert "grafana_admin_password" not in plan.outputs
+    # The charts the Kubernetes minor's floor reads (infra/config/kubernetes_minor.py) are the
+    # releases declared: a chart the cluster runs no longer constrains it.
+    assert set(existing_cluster_charts(brownfield_config(tmp_root, addons))) == installed
 
 
 @pytest.mark.parametrize("addons", CASES, ids="+".join)
