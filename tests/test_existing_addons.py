@@ -11,16 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from components.jobs import render
 from infra.config import PlatformConfig, config_from_pulumi, stack_file
 from infra.config.kubernetes_minor import existing_cluster_charts
 from infra.config.onprem import EXISTING_ADDONS
 from infra.plan.cli import plan_stack
 from infra.plan.engine import read_project, read_stack_config
 from infra.plan.model import Plan
-from tests.conftest import STACKS, make_project, planned, stack_file_config
+from jobs.team import TeamJob, plan_job
+from tests.conftest import STACKS, make_project, planned, stack_config, stack_file_config
+from tests.controllers.references import Cluster, Placed, each_job, problems
 from tests.crds import CRDS
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
 # The chart each switch replaces (infra/versions.CHARTS keys, which name the charts).
 CHART = {
     "gpu_operator": "gpu-operator",
@@ -188,3 +192,27 @@ def test_the_gpu_operator_switch_silences_the_install_driver_warning(tmp_root):
         for w in planned("onprem").warnings
         if w.startswith("gpu-platform:gpu_operator.install_driver")
     ]
+
+
+@pytest.mark.parametrize("addons", CASES, ids="+".join)
+def test_what_the_platform_declares_on_existing_add_ons_is_what_its_pods_name(tmp_root, addons):
+    """The references model (tests/controllers/references.py) over a brownfield stack: the
+    self-test's runs and a team's job find every ConfigMap, Secret, claim, account, priority,
+    network and queue they name on the cluster, the burst worker as it is."""
+    plan = brownfield(tmp_root, addons)
+    cfg = brownfield_config(tmp_root, addons)
+    on = {
+        "onprem": Cluster("onprem", plan.kubernetes_objects()),
+        "burst": Cluster("burst", planned("burst").kubernetes_objects()),
+    }
+    workers = {w.name: w.stack.rsplit("/", 1)[-1] for w in cfg.multikueue.workers}
+    jobs = list(each_job(plan.kubernetes_objects()))
+    assert jobs
+    spec = plan_job(
+        cfg,
+        TeamJob(IMAGE, ["train.py"], nodes=2, pool="a100", team=cfg.namespaces.training),
+        {name: stack_config(stack) for name, stack in workers.items()},
+    )
+    jobs += render(spec)
+    found = [p for obj in jobs for p in problems(Placed(obj, "onprem"), on, workers)]
+    assert found == []
