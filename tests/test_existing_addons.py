@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from components.jobs import render
-from infra.config import PlatformConfig, config_from_pulumi, stack_file
+from infra.config import ConfigError, PlatformConfig, config_from_pulumi, stack_file
 from infra.config.kubernetes_minor import existing_cluster_charts
 from infra.config.onprem import EXISTING_ADDONS
 from infra.plan.cli import plan_stack
@@ -216,3 +216,14 @@ def test_what_the_platform_declares_on_existing_add_ons_is_what_its_pods_name(tm
     jobs += render(spec)
     found = [p for obj in jobs for p in problems(Placed(obj, "onprem"), on, workers)]
     assert found == []
+
+
+def test_aws_takes_no_existing_add_on(tmp_path):
+    """On AWS the platform makes the cluster and installs every add-on itself: the switch sits
+    under `existing`, which an AWS stack is refused with its key path."""
+    dev = stack_file_config("dev")
+    existing = stack_file_config("onprem")["gpu-platform:existing"]
+    dev["gpu-platform:existing"] = {**existing, "addons": {"kueue": "existing"}}
+    with pytest.raises(ConfigError) as error:
+        plan_stack("dev", make_project(tmp_path, {"dev": dev}))
+    assert error.value.problems == ["gpu-platform:existing: only valid with provider existing"]
