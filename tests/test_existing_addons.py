@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from components.jobs import render
+from components.kueue import manager_config, uncounted_resources
 from infra.config import ConfigError, PlatformConfig, config_from_pulumi, stack_file
 from infra.config.kubernetes_minor import existing_cluster_charts
 from infra.config.onprem import EXISTING_ADDONS
@@ -20,6 +21,7 @@ from infra.plan.engine import read_project, read_stack_config
 from infra.plan.model import Plan
 from jobs.team import TeamJob, plan_job
 from tests.conftest import STACKS, make_project, planned, stack_config, stack_file_config
+from tests.controllers.kueue_admission import Kueue, admission_problems
 from tests.controllers.references import Cluster, Placed, each_job, problems
 from tests.crds import CRDS
 
@@ -227,3 +229,28 @@ def test_aws_takes_no_existing_add_on(tmp_path):
     with pytest.raises(ConfigError) as error:
         plan_stack("dev", make_project(tmp_path, {"dev": dev}))
     assert error.value.problems == ["gpu-platform:existing: only valid with provider existing"]
+
+
+def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_jobs(tmp_root):
+    """The admission model (tests/controllers/kueue_admission.py) over the queues the platform
+    declares on an existing Kueue, run with the Configuration the report asks the admin to
+    confirm (components/kueue.manager_config: frameworks, namespaces, uncounted resources):
+    the self-test's Job and a team's job are admitted."""
+    addons = ("kueue",)
+    plan, cfg = brownfield(tmp_root, addons), brownfield_config(tmp_root, addons)
+    teams = [t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)]
+    kueue = Kueue.of(plan.kubernetes_objects(), manager_config(uncounted_resources(cfg), teams))
+    spec = plan_job(
+        cfg, TeamJob(IMAGE, ["train.py"], nodes=2, pool="a100", team=cfg.namespaces.training)
+    )
+    jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "Job"] + render(spec)
+    assert len(jobs) >= 2
+    assert {j["metadata"]["name"]: admission_problems(kueue, j) for j in jobs} == {
+        j["metadata"]["name"]: [] for j in jobs
+    }
+    # The setting the report names matters: a Kueue without the batch/job integration leaves
+    # every one of them suspended.
+    without = manager_config(uncounted_resources(cfg), teams)
+    without["integrations"]["frameworks"] = ["jobset.x-k8s.io/jobset"]
+    other = Kueue.of(plan.kubernetes_objects(), without)
+    assert all(admission_problems(other, j) for j in jobs)
