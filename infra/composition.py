@@ -76,8 +76,9 @@ class Platform(PlatformComponent):
 
         on_cluster = self.child(providers=[cluster.kubernetes])
         teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+        existing = [] if cfg.installs("kube_prometheus_stack") else ["monitoring"]
         namespaces = Namespaces(
-            f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams), on_cluster
+            f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams, existing), on_cluster
         )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
         # What a job's pods name is declared in every namespace jobs run in, the training
@@ -171,7 +172,7 @@ class Platform(PlatformComponent):
                 selftest_history=scheduled(cfg),
                 node_labels=node_labels_read(cfg),
                 kueue=cfg.scheduling.enabled,
-                after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
+                after=[*cluster.schedulable, *namespaces.in_purpose("monitoring")],
                 registry_mirror=cfg.images.registry_mirror,
                 install=cfg.installs("kube_prometheus_stack"),
             ),

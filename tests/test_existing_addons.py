@@ -146,6 +146,11 @@ def test_an_existing_add_on_gets_no_release_and_keeps_what_the_platform_owns(tmp
     assert dashboards
     if "kube_prometheus_stack" in addons:
         assert "grafana_admin_password" not in plan.outputs
+    # The cluster's kube-prometheus-stack runs in namespaces.monitoring, which it already has:
+    # `pulumi up` could not create it again.
+    names = [r.inputs["metadata"]["name"] for r in plan.of_type("kubernetes:core/v1:Namespace")]
+    assert ("monitoring" in names) == ("kube_prometheus_stack" not in addons)
+    assert ("gpu-operator" in names) == ("gpu_operator" not in addons)
     # The charts the Kubernetes minor's floor reads (infra/config/kubernetes_minor.py) are the
     # releases declared: a chart the cluster runs no longer constrains it.
     assert set(existing_cluster_charts(brownfield_config(tmp_root, addons))) == installed
