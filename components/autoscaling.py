@@ -176,6 +176,8 @@ class WorkloadAutoscalingArgs:
     node_selector: dict[str, str]
     # The namespaces KEDA and the targets live in.
     after: Sequence[pulumi.Resource] = ()
+    # False: the cluster runs its own KEDA (existing.addons): only the ScaledObjects.
+    install: bool = True
 
 
 class WorkloadAutoscaling(PlatformComponent):
@@ -188,15 +190,20 @@ class WorkloadAutoscaling(PlatformComponent):
         self, name: str, args: WorkloadAutoscalingArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__(name, opts)
-        release = pinned_release(
-            f"{args.env}-keda",
-            "keda",
-            args.cfg.namespaces.system,
-            keda_values(args.node_selector),
-            self.child(depends_on=[*args.cluster.schedulable, *args.after]),
-            mirror=args.cfg.images.registry_mirror,
-        )
-        # The release installs the ScaledObject CRD and the webhook that validates them.
+        # The release (ours or the cluster's) installs the ScaledObject CRD and the webhook that
+        # validates them.
+        before: list[pulumi.Resource] = [*args.cluster.schedulable, *args.after]
+        if args.install:
+            before = [
+                pinned_release(
+                    f"{args.env}-keda",
+                    "keda",
+                    args.cfg.namespaces.system,
+                    keda_values(args.node_selector),
+                    self.child(depends_on=before),
+                    mirror=args.cfg.images.registry_mirror,
+                )
+            ]
         self.reports: dict[str, dict[str, Any]] = {}
         for obj in scaled_objects(args.cfg):
             meta = obj["metadata"]
@@ -204,7 +211,7 @@ class WorkloadAutoscaling(PlatformComponent):
             KubernetesObject(
                 f"{args.env}-scaledobject-{meta['namespace']}-{meta['name']}",
                 obj,
-                self.child(depends_on=[release]),
+                self.child(depends_on=before),
             )
             self.reports[key] = autoscaler_report(obj)
-        self.register_outputs({"keda": release.name})
+        self.register_outputs({})

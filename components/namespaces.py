@@ -67,6 +67,9 @@ class NamespacesArgs:
     namespaces: NamespaceSettings
     # Every team, the training namespace's own settings among them.
     teams: Sequence[TeamSettings] = ()
+    # Purposes whose namespace the cluster already has: the monitoring namespace of a
+    # kube-prometheus-stack it runs (existing.addons), which `pulumi up` could not create again.
+    existing: Sequence[str] = ()
 
 
 class Namespaces(PlatformComponent):
@@ -79,9 +82,15 @@ class Namespaces(PlatformComponent):
         teams = {t.name: t for t in args.teams}
         self.by_purpose: dict[str, k8s.core.v1.Namespace] = {}
         for purpose, ns in sorted(args.namespaces.model_dump().items()):
-            self.by_purpose[purpose] = self._namespace(ns, purpose, teams.pop(ns, None))
+            if purpose not in args.existing:
+                self.by_purpose[purpose] = self._namespace(ns, purpose, teams.pop(ns, None))
         self.teams = {team: self._namespace(team, "team", t) for team, t in sorted(teams.items())}
         self.register_outputs({p: n.metadata.name for p, n in self.by_purpose.items()})
+
+    def in_purpose(self, purpose: str) -> list[k8s.core.v1.Namespace]:
+        """The purpose's namespace where the platform declares it; none where the cluster has
+        it already."""
+        return [self.by_purpose[purpose]] if purpose in self.by_purpose else []
 
     def _namespace(self, ns: str, purpose: str, team: TeamSettings | None) -> k8s.core.v1.Namespace:
         labels, annotations = namespace_labels(purpose), {}

@@ -206,6 +206,10 @@ class MonitoringArgs:
     after: Sequence[pulumi.Resource] = ()
     # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
     registry_mirror: str | None = None
+    # False: the cluster runs its own kube-prometheus-stack (existing.addons); the platform
+    # declares its dashboards and PodMonitor for it, and no release, StorageClass or Grafana
+    # admin Secret.
+    install: bool = True
 
 
 class Monitoring(PlatformComponent):
@@ -217,6 +221,13 @@ class Monitoring(PlatformComponent):
         super().__init__(name, opts)
         env, ns, settings = args.env, args.namespace, args.settings
         before_release: list[pulumi.Resource] = list(args.after)
+        self.admin_password: pulumi.Output[str] | None = None
+        if not args.install:
+            self._on_top(args)
+            # What depends on monitoring waits for the objects declared on top of it.
+            self.release: pulumi.Resource = self
+            self.register_outputs({})
+            return
         if args.on_aws:
             before_release.append(
                 k8s.storage.v1.StorageClass(
@@ -243,15 +254,7 @@ class Monitoring(PlatformComponent):
                 opts=self.child(depends_on=list(args.after)),
             )
         )
-        for stem, text in dashboards(args.selftest_history, args.kueue).items():
-            k8s.core.v1.ConfigMap(
-                f"{env}-dashboard-{stem}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=f"dashboard-{stem}", namespace=ns, labels=DASHBOARD_LABEL
-                ),
-                data={f"{stem}.json": text},
-                opts=self.child(depends_on=list(args.after)),
-            )
+        self._dashboards(args)
         self.release = pinned_release(
             f"{env}-{RELEASE}",
             RELEASE,
@@ -265,14 +268,33 @@ class Monitoring(PlatformComponent):
             self.child(depends_on=before_release),
             mirror=args.registry_mirror,
         )
-        if args.training_namespaces:
-            # The release installs the PodMonitor CRD.
-            KubernetesObject(
-                f"{env}-{TRAINING_MONITOR}",
-                training_pod_monitor(ns, args.training_namespaces),
-                self.child(depends_on=[self.release]),
-            )
+        self._training_monitor(args, [self.release])
         self.register_outputs({"release": self.release.name})
+
+    def _on_top(self, args: MonitoringArgs) -> None:
+        """What the platform owns on a kube-prometheus-stack the cluster runs."""
+        self._dashboards(args)
+        self._training_monitor(args, list(args.after))
+
+    def _dashboards(self, args: MonitoringArgs) -> None:
+        for stem, text in dashboards(args.selftest_history, args.kueue).items():
+            k8s.core.v1.ConfigMap(
+                f"{args.env}-dashboard-{stem}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"dashboard-{stem}", namespace=args.namespace, labels=DASHBOARD_LABEL
+                ),
+                data={f"{stem}.json": text},
+                opts=self.child(depends_on=list(args.after)),
+            )
+
+    def _training_monitor(self, args: MonitoringArgs, after: list[pulumi.Resource]) -> None:
+        # The release (ours or the cluster's) installs the PodMonitor CRD.
+        if args.training_namespaces:
+            KubernetesObject(
+                f"{args.env}-{TRAINING_MONITOR}",
+                training_pod_monitor(args.namespace, args.training_namespaces),
+                self.child(depends_on=after),
+            )
 
 
 def monitoring_report(

@@ -143,6 +143,8 @@ class SchedulingArgs:
     after: Sequence[pulumi.Resource] = ()
     # The API server a MultiKueue manager reaches this cluster at (AWS: EKS's endpoint).
     endpoint: pulumi.Input[str] | None = None
+    # False: the cluster runs its own Kueue (existing.addons): only the objects on top of it.
+    install: bool = True
 
 
 class Scheduling(PlatformComponent):
@@ -162,26 +164,34 @@ class Scheduling(PlatformComponent):
                 description=priority.description,
                 opts=self.child(),
             )
-        release = pinned_release(
-            f"{args.env}-kueue",
-            "kueue",
-            args.kueue_namespace,
-            kueue_values(
-                args.node_selector,
-                uncounted_resources(args.cfg),
-                [t.name for t in args.cfg.scheduling.all_teams(args.cfg.namespaces.training)],
-            ),
-            self.child(depends_on=[*args.cluster.schedulable, *args.after]),
-            mirror=args.cfg.images.registry_mirror,
-        )
-        # Kueue's webhooks validate its objects: they must be running first.
+        # Kueue's webhooks validate its objects: they must be running first, from our release
+        # or the cluster's.
+        before: list[pulumi.Resource] = [*args.cluster.schedulable, *args.after]
+        if args.install:
+            before = [
+                pinned_release(
+                    f"{args.env}-kueue",
+                    "kueue",
+                    args.kueue_namespace,
+                    kueue_values(
+                        args.node_selector,
+                        uncounted_resources(args.cfg),
+                        [
+                            t.name
+                            for t in args.cfg.scheduling.all_teams(args.cfg.namespaces.training)
+                        ],
+                    ),
+                    self.child(depends_on=before),
+                    mirror=args.cfg.images.registry_mirror,
+                )
+            ]
         for obj in kueue_objects(args.cfg, args.autoscaled):
             meta = obj["metadata"]
             where = f"{meta['namespace']}-" if "namespace" in meta else ""
             KubernetesObject(
                 f"{args.env}-{obj['kind'].lower()}-{where}{meta['name']}",
                 obj,
-                self.child(depends_on=[release]),
+                self.child(depends_on=before),
             )
         # Stack outputs: what a MultiKueue manager reads from this stack as a worker.
         self.outputs: dict[str, pulumi.Input] = {}
@@ -189,7 +199,7 @@ class Scheduling(PlatformComponent):
         if mk.workers:
             MultiKueueManager(
                 f"{args.env}-multikueue-manager",
-                MultiKueueManagerArgs(args.env, args.cfg, args.kueue_namespace, [release]),
+                MultiKueueManagerArgs(args.env, args.cfg, args.kueue_namespace, before),
                 self.child(),
             )
         if mk.serve_as_worker:
@@ -201,7 +211,7 @@ class Scheduling(PlatformComponent):
                     args.cfg.namespaces.system,
                     args.cluster.name,
                     args.endpoint,
-                    [release],
+                    before,
                 ),
                 self.child(),
             )
@@ -209,4 +219,4 @@ class Scheduling(PlatformComponent):
                 MULTIKUEUE_KUBECONFIG: worker.kubeconfig,
                 MULTIKUEUE_QUEUES: worker.queues,
             }
-        self.register_outputs({"kueue": release.name, **self.outputs})
+        self.register_outputs(self.outputs)

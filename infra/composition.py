@@ -42,6 +42,7 @@ from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, a
 from components.topology import topology_report
 from infra.config import PlatformConfig
 from infra.config.selftest_schedule import scheduled
+from infra.existing_addons import existing_addon_report
 from infra.stack_defaults import cluster_name, default_tags
 from infra.storage_plane import declare_storage
 from infra.versions import addon_build_report
@@ -75,8 +76,9 @@ class Platform(PlatformComponent):
 
         on_cluster = self.child(providers=[cluster.kubernetes])
         teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+        existing = [] if cfg.installs("kube_prometheus_stack") else ["monitoring"]
         namespaces = Namespaces(
-            f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams), on_cluster
+            f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams, existing), on_cluster
         )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
         # What a job's pods name is declared in every namespace jobs run in, the training
@@ -106,6 +108,8 @@ class Platform(PlatformComponent):
             self._workload_autoscaling(env, cfg, cluster, namespaces)
         self._alerts(env, cfg, monitoring, on_cluster)
         self._selftest(env, cfg, on_cluster)
+        if existing_addon_report(cfg):
+            self.outputs["existing_addons"] = existing_addon_report(cfg)
         self.register_outputs(self.outputs)
 
     def _selftest(self, env: str, cfg: PlatformConfig, on_cluster) -> None:
@@ -127,7 +131,11 @@ class Platform(PlatformComponent):
     def _gpu_software(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, on_cluster
     ) -> None:
-        """The GPU Operator, and per GPU pool what a pod can request there."""
+        """The GPU Operator, unless the cluster runs its own (existing.addons), and per GPU pool
+        what a pod can request there."""
+        self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
+        if not cfg.installs("gpu_operator"):
+            return
         operator = GpuOperator(
             f"{env}-gpu-operator",
             GpuOperatorArgs(
@@ -142,7 +150,6 @@ class Platform(PlatformComponent):
             on_cluster,
         )
         self.tested.append(operator)
-        self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
 
     def _monitoring(
         self, env: str, cfg: PlatformConfig, cluster: ClusterHandle, namespaces: Namespaces
@@ -165,15 +172,17 @@ class Platform(PlatformComponent):
                 selftest_history=scheduled(cfg),
                 node_labels=node_labels_read(cfg),
                 kueue=cfg.scheduling.enabled,
-                after=[*cluster.schedulable, namespaces.by_purpose["monitoring"]],
+                after=[*cluster.schedulable, *namespaces.in_purpose("monitoring")],
                 registry_mirror=cfg.images.registry_mirror,
+                install=cfg.installs("kube_prometheus_stack"),
             ),
             self.child(providers=[cluster.kubernetes]),
         )
         self.outputs["monitoring"] = monitoring_report(
             cfg.observability, ns, on_aws, cfg.scheduling.enabled
         )
-        self.outputs["grafana_admin_password"] = monitoring.admin_password
+        if monitoring.admin_password is not None:
+            self.outputs["grafana_admin_password"] = monitoring.admin_password
         return monitoring.release
 
     def _alerts(
@@ -349,6 +358,7 @@ class Platform(PlatformComponent):
                 node_selector=add_on_nodes(cfg),
                 autoscaled=autoscaler is not None,
                 endpoint=self.outputs.get("cluster_endpoint"),
+                install=cfg.installs("kueue"),
                 after=[
                     *namespaces.by_purpose.values(),
                     *namespaces.teams.values(),
@@ -376,6 +386,7 @@ class Platform(PlatformComponent):
                 cluster=cluster,
                 node_selector=add_on_nodes(cfg),
                 after=[*namespaces.by_purpose.values(), *namespaces.teams.values()],
+                install=cfg.installs("keda"),
             ),
             self.child(providers=[cluster.kubernetes]),
         )

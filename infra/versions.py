@@ -203,6 +203,34 @@ CHARTS: dict[str, Chart] = {
     ),
 }
 
+# Each pinned chart's `kubeVersion`, the literal of its Chart.yaml at the pin (the packaged
+# chart, ../shared/helm/<chart>-<version>.tgz); a chart without one is absent. Helm refuses to
+# install a chart whose kubeVersion the cluster's version does not satisfy (Helm docs, "The
+# Chart.yaml File", "The kubeVersion field").
+CHART_KUBE_VERSIONS: dict[str, str] = {
+    "aws-fsx-csi-driver": ">=1.20.0-0",
+    "gpu-operator": ">= 1.16.0-0",
+    "keda": ">=v1.23.0-0",
+    "kube-prometheus-stack": ">=1.25.0-0",
+    "network-operator": ">= 1.21.0-0",
+}
+
+
+def chart_floor(chart_key: str) -> str | None:
+    """The oldest Kubernetes minor a pinned chart's kubeVersion admits ("1.25"), or None: the
+    chart states no kubeVersion. Every constraint above is a single `>= X.Y.Z-0`."""
+    constraint = CHART_KUBE_VERSIONS.get(chart_key)
+    if constraint is None:
+        return None
+    major, minor = constraint.removeprefix(">=").strip().removeprefix("v").split(".")[:2]
+    return f"{major}.{minor}"
+
+
+def minor_tuple(minor: str) -> tuple[int, int]:
+    major, rest = minor.split(".")
+    return int(major), int(rest)
+
+
 # The Pushgateway chart 3.8.0's appVersion (its Chart.yaml; the chart's default `image.tag` is
 # empty and falls back to it), set explicitly so a chart bump cannot change the server unseen.
 PUSHGATEWAY_IMAGE_TAG = "v1.11.3"

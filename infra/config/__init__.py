@@ -47,6 +47,7 @@ from infra.config.cost import CostSettings, check_cost
 from infra.config.fabric import FabricSettings, check_fabric
 from infra.config.gpu_software import GpuOperatorSettings, check_gpu_software
 from infra.config.images import ImageSettings
+from infra.config.kubernetes_minor import check_kubernetes_minor
 from infra.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
 from infra.config.loading import describe_all, split_namespaces
 from infra.config.mandatory import mandatory_problems
@@ -257,6 +258,7 @@ class PlatformConfig(Settings):
 
     @model_validator(mode="after")
     def _provider_sections(self) -> PlatformConfig:
+        check_kubernetes_minor(self)
         if self.provider == "aws":
             if self.existing is not None:
                 raise FieldProblem("existing", "only valid with provider existing")
@@ -342,6 +344,11 @@ class PlatformConfig(Settings):
     @property
     def protect_stateful(self) -> bool:
         return self.production
+
+    def installs(self, addon: str) -> bool:
+        """Whether the platform installs `addon` (infra/config/onprem.EXISTING_ADDONS) or uses
+        the one an existing cluster runs (existing.addons)."""
+        return self.existing is None or getattr(self.existing.addons, addon) == "install"
 
 
 # ------------------------------------------------------------------------------------ loading

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Network
 from typing import Annotated, Any, Literal
 
@@ -17,9 +18,9 @@ from infra.config.base import (
     Settings,
     _one_key_source,
 )
-from infra.config.onprem import OnPremGpuPoolSettings
+from infra.config.onprem import ExistingAddonsSettings, OnPremGpuPoolSettings
 from infra.config.references import K8S_NAMESPACE, TEAM_NAMESPACE, names
-from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+from infra.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS, minor_tuple
 
 # EKS API reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: a block inside one of
 # these private ranges, between /12 and /24, that does not overlap the VPC.
@@ -46,7 +47,9 @@ class ClusterSettings(Settings):
         DEFAULT_KUBERNETES_VERSION,
         description='Kubernetes minor, quoted ("1.35"). Pins the EKS version, the add-on '
         "versions, and the schema every manifest is validated against. A minor past its EKS "
-        "standard support is allowed (extended support, billed extra); the plan warns.",
+        "standard support is allowed (extended support, billed extra); the plan warns. An "
+        "existing cluster may run a minor older than EKS serves, down to the oldest its "
+        "installed charts' kubeVersion admits; the plan warns what is untested there.",
     )
     extended_support: bool = Field(
         False,
@@ -120,10 +123,12 @@ class ClusterSettings(Settings):
     def _version(cls, value: Any) -> Any:
         if isinstance(value, float):
             raise ValueError(f'{value} is a number; quote it, e.g. "{DEFAULT_KUBERNETES_VERSION}"')
-        if value not in SUPPORTED_KUBERNETES_VERSIONS:
-            raise ValueError(
-                f"{value!r} is not supported; valid: {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}"
-            )
+        valid = ", ".join(SUPPORTED_KUBERNETES_VERSIONS)
+        # Older minors are the provider's to judge (infra/config/kubernetes_minor.py).
+        if not (isinstance(value, str) and re.fullmatch(r"1\.(0|[1-9][0-9]?)", value)):
+            raise ValueError(f"{value!r} is not a Kubernetes minor; valid: {valid}")
+        if minor_tuple(value) > minor_tuple(SUPPORTED_KUBERNETES_VERSIONS[-1]):
+            raise ValueError(f"{value!r} is not supported yet; valid: {valid}")
         return value
 
     @field_validator("service_ipv4_cidr")
@@ -165,6 +170,10 @@ class ExistingClusterSettings(Settings):
         default_factory=list,
         description="The cluster's GPU nodes, one entry per kind (GPU model and count, fabric, "
         "sharing), selected by labels they already carry.",
+    )
+    addons: ExistingAddonsSettings = Field(
+        default_factory=ExistingAddonsSettings,
+        description="Which add-ons the platform installs and which it takes from the cluster.",
     )
 
     @model_validator(mode="after")

@@ -32,6 +32,34 @@ ONPREM_GPU_MEMORY_GIB: dict[str, tuple[int, ...]] = {
 }
 
 
+# The add-ons an existing cluster may already run, by the config key that switches each.
+EXISTING_ADDONS = ("gpu_operator", "kube_prometheus_stack", "keda", "kueue")
+AddonSource = Literal["install", "existing"]
+
+
+class ExistingAddonsSettings(Settings):
+    """Per add-on: `install` (the platform's pinned Helm release) or `existing` (one the cluster
+    already runs). With `existing` the platform declares no release for it, still declares what
+    it owns on top (queues, monitors, rules, dashboards, autoscalers), and the plan lists the
+    CRDs and settings the admin must confirm (docs/operations.md, "Using add-ons a cluster
+    already runs")."""
+
+    gpu_operator: AddonSource = Field(
+        "install", description="The NVIDIA GPU Operator (its ClusterPolicy and DCGM exporter)."
+    )
+    kube_prometheus_stack: AddonSource = Field(
+        "install", description="Prometheus Operator, Prometheus, Alertmanager and Grafana."
+    )
+    keda: AddonSource = Field(
+        "install", description="KEDA, used where workload_autoscaling is enabled."
+    )
+    kueue: AddonSource = Field("install", description="Kueue, used where scheduling is enabled.")
+
+    def existing(self) -> list[str]:
+        """The add-ons switched to `existing`, in EXISTING_ADDONS order."""
+        return [a for a in EXISTING_ADDONS if getattr(self, a) == "existing"]
+
+
 class OnPremGpuPoolSettings(Settings):
     """One kind of GPU node in an existing cluster, selected by labels the nodes already carry."""
 

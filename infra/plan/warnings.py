@@ -11,11 +11,15 @@ from typing import Any
 
 from infra.config import PlatformConfig
 from infra.config.fabric import RDMA_FABRICS
+from infra.config.kubernetes_minor import below_eks_window, existing_cluster_charts
+from infra.existing_addons import existing_addon_warnings
 from infra.versions import (
+    CHART_KUBE_VERSIONS,
     CHARTS,
     DEFAULT_KUBERNETES_VERSION,
     END_OF_STANDARD_SUPPORT,
     MANAGED_ADDONS,
+    SUPPORTED_KUBERNETES_VERSIONS,
     confirm_command,
 )
 
@@ -76,9 +80,10 @@ def documentation_cidrs(cfg: PlatformConfig) -> list[str]:
 
 
 def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
-    """EKS support of the cluster's minor: extended (billed extra) or ending soon."""
+    """EKS support of the cluster's minor: extended (billed extra) or ending soon; on an
+    existing cluster, a minor older than EKS serves."""
     if cfg.provider != "aws":
-        return []
+        return untested_minor(cfg)
     minor = cfg.cluster.kubernetes_version
     ends = END_OF_STANDARD_SUPPORT[minor]
     if ends is None:
@@ -99,6 +104,34 @@ def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
     return []
 
 
+def untested_minor(cfg: PlatformConfig) -> list[str]:
+    """An existing cluster's minor below EKS's window: the config admits it down to the oldest
+    minor the installed charts' kubeVersion admits (infra/config/kubernetes_minor.py), but
+    nothing of the platform was tested there."""
+    if not below_eks_window(cfg):
+        return []
+    minor = cfg.cluster.kubernetes_version
+    window = f"{SUPPORTED_KUBERNETES_VERSIONS[0]} to {SUPPORTED_KUBERNETES_VERSIONS[-1]}"
+    charts = existing_cluster_charts(cfg)
+    admitted = [
+        f"{CHARTS[c].name} {CHARTS[c].version} ({CHART_KUBE_VERSIONS[c]})"
+        for c in charts
+        if c in CHART_KUBE_VERSIONS
+    ]
+    unstated = [
+        f"{CHARTS[c].name} {CHARTS[c].version}" for c in charts if c not in CHART_KUBE_VERSIONS
+    ]
+    return [
+        f"gpu-platform:cluster.kubernetes_version: {minor} is older than the minors EKS serves "
+        f"and the platform is tested on ({window}). Untested on {minor}: the charts whose "
+        f"kubeVersion admits it ({', '.join(admitted) or 'none'}), those that state none "
+        f"({', '.join(unstated) or 'none'}), the platform's own objects (validated only against "
+        f"the Kubernetes {window} schemas) and the self-test. Run the self-test (selftest.mode: "
+        'block) after `pulumi up`, and upgrade the cluster (docs/operations.md, "Using add-ons '
+        'a cluster already runs")'
+    ]
+
+
 def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
     """GPUDirect RDMA on the nodes' own driver. The kernel side is DMA-BUF (open kernel
     modules, which NVIDIA recommends) or nvidia-peermem, and the GPU Operator loads
@@ -107,7 +140,12 @@ def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
     nvidia-peermem needs MOFED's peer-memory API in the running kernel (NVIDIA driver README,
     "GPUDirect RDMA Peer Memory Client"), which the DOCA driver container brings only after
     boot, so a host's own nvidia-peermem is an answer only where the hosts run MOFED."""
-    if cfg.provider != "existing" or cfg.gpu_operator.install_driver:
+    if (
+        cfg.provider != "existing"
+        or cfg.gpu_operator.install_driver
+        # The cluster's own operator: its driver.rdma is in the existing_addons report.
+        or not cfg.installs("gpu_operator")
+    ):
         return []
     rdma = [p for p in cfg.gpu_pools if p.fabric in RDMA_FABRICS]
     if not rdma:
@@ -155,6 +193,7 @@ def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         *kubernetes_support(cfg, today),
         *host_driver_rdma(cfg),
         *unconfirmed_addon_builds(cfg),
+        *existing_addon_warnings(cfg),
     ]
 
 

@@ -1,0 +1,275 @@
+"""What the platform relies on in an add-on the cluster already runs (existing.addons: existing).
+
+One table: per add-on, the CRDs whose kinds the platform still declares on top of it (group,
+version, kind as ../shared/crds holds them at the pins) and the settings its objects depend on,
+each with the kubectl command that shows it. The plan cannot read the cluster, so it states
+what the admin must confirm before `pulumi up`; every setting here is one the platform's own
+release sets (the component's `helm_values` / `monitoring_values` / `kueue_values`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.alerts import node_labels_read
+from components.gpu_operator import (
+    DCGM_EXPORTER_SERVICE,
+    DEFAULT_CONFIG,
+    device_plugin_config_key,
+    mig_strategy,
+)
+from components.kueue import KUEUE, uncounted_resources
+from components.kueue_frameworks import INTEGRATIONS
+from components.observability import DASHBOARD_LABEL, RELEASE, prometheus_url
+from components.topology import topology_report
+from infra.config import PlatformConfig
+from infra.config.fabric import RDMA_FABRICS
+from infra.versions import CHARTS
+
+# The Helm chart each add-on's release would have installed (infra/versions.CHARTS).
+CHART_OF = {
+    "gpu_operator": "gpu-operator",
+    "kube_prometheus_stack": "kube-prometheus-stack",
+    "keda": "keda",
+    "kueue": "kueue",
+}
+
+
+@dataclass(frozen=True)
+class Crd:
+    group: str
+    version: str
+    kind: str
+    plural: str
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.version} {self.kind}"
+
+    def check(self) -> str:
+        return (
+            f"kubectl get crd {self.plural}.{self.group} "
+            "-o jsonpath='{.spec.versions[?(@.served==true)].name}'"
+            f"  # must list {self.version}"
+        )
+
+
+def _kueue(kind: str, plural: str) -> Crd:
+    return Crd("kueue.x-k8s.io", KUEUE.split("/")[1], kind, plural)
+
+
+def _monitoring(kind: str, plural: str) -> Crd:
+    return Crd("monitoring.coreos.com", "v1", kind, plural)
+
+
+# The ConfigMap Kueue's chart renders its Configuration into (charts/kueue/templates/manager/
+# manager-config.yaml at v0.19.2: `<fullname>-manager-config`, key controller_manager_config.yaml).
+_KUEUE_CONFIG = (
+    "kubectl get configmap -A --field-selector metadata.name=kueue-manager-config "
+    "-o jsonpath='{.items[*].data.controller_manager_config\\.yaml}'"
+)
+_KUEUE_GATES = (
+    "kubectl get deployment -A --field-selector metadata.name=kueue-controller-manager "
+    "-o jsonpath='{.items[*].spec.template.spec.containers[*].args}'"
+)
+_CLUSTER_POLICY = "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.%s}'"
+
+
+def _kueue_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
+    crds = [
+        _kueue("WorkloadPriorityClass", "workloadpriorityclasses"),
+        _kueue("ResourceFlavor", "resourceflavors"),
+        _kueue("ClusterQueue", "clusterqueues"),
+        _kueue("LocalQueue", "localqueues"),
+    ]
+    teams = sorted(t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training))
+    settings = [
+        (f"integrations.frameworks lists {', '.join(INTEGRATIONS)}", _KUEUE_CONFIG),
+        (
+            "managedJobsNamespaceSelector selects the team namespaces "
+            f"({', '.join(teams)}), or is Kueue's default (all but kube-system and its own)",
+            _KUEUE_CONFIG,
+        ),
+        # The Queues dashboard's usage against quota (components/kueue.manager_config).
+        ("metrics.enableClusterQueueResources: true", _KUEUE_CONFIG),
+        (
+            "Prometheus scrapes Kueue's metrics (chart value enablePrometheus: true, "
+            "a ServiceMonitor beside the controller)",
+            "kubectl get servicemonitors.monitoring.coreos.com -A | grep -i kueue",
+        ),
+    ]
+    if uncounted := uncounted_resources(cfg):
+        settings.append(
+            (f"resources.excludeResourcePrefixes lists {', '.join(uncounted)}", _KUEUE_CONFIG)
+        )
+    if topology_report(cfg):
+        crds.append(_kueue("Topology", "topologies"))
+        # On by default in 0.19 (beta since 0.14, Kueue pkg/features/kube_features.go).
+        settings.append(("feature gate TopologyAwareScheduling not turned off", _KUEUE_GATES))
+    if cfg.multikueue.workers or cfg.multikueue.serve_as_worker:
+        crds += [
+            _kueue("AdmissionCheck", "admissionchecks"),
+            _kueue("MultiKueueConfig", "multikueueconfigs"),
+            _kueue("MultiKueueCluster", "multikueueclusters"),
+        ]
+        settings.append(
+            (
+                f"feature gate MultiKueue not turned off; Kueue runs in {cfg.namespaces.system}, "
+                "where the platform puts the workers' kubeconfig Secrets",
+                _KUEUE_GATES,
+            )
+        )
+    return crds, settings
+
+
+def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
+    ns = cfg.namespaces.monitoring
+    crds = [
+        _monitoring("ServiceMonitor", "servicemonitors"),
+        _monitoring("PodMonitor", "podmonitors"),
+        _monitoring("PrometheusRule", "prometheusrules"),
+    ]
+    label, value = next(iter(DASHBOARD_LABEL.items()))
+    settings = [
+        (
+            "Prometheus selects every ServiceMonitor, PodMonitor and PrometheusRule in every "
+            "namespace (chart values prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelm"
+            "Values, podMonitorSelectorNilUsesHelmValues, ruleSelectorNilUsesHelmValues: false; "
+            "on the Prometheus: empty selectors and namespace selectors)",
+            "kubectl get prometheuses.monitoring.coreos.com -A -o yaml | grep -E -A2 "
+            "'(serviceMonitor|podMonitor|rule)(Namespace)?Selector'",
+        ),
+        (
+            f"Prometheus answers at {prometheus_url(ns)} (a release named {RELEASE} in {ns}; "
+            "the DCGM and queue autoscalers and the self-test read it there)",
+            f"kubectl -n {ns} get service {RELEASE}-prometheus",
+        ),
+        (
+            "kube-state-metrics exports the node labels the alerts read: "
+            f"--metric-labels-allowlist=nodes=[{','.join(node_labels_read(cfg))}]",
+            "kubectl get deployment -A -l app.kubernetes.io/name=kube-state-metrics "
+            "-o jsonpath='{.items[*].spec.template.spec.containers[*].args}'",
+        ),
+        (
+            f"Grafana's dashboard sidecar loads ConfigMaps labelled {label}={value} from every "
+            "namespace (grafana.sidecar.dashboards.enabled, label, searchNamespace: ALL)",
+            "kubectl get deployment -A -l app.kubernetes.io/name=grafana -o yaml "
+            "| grep -E -A1 'name: (LABEL|LABEL_VALUE|NAMESPACE)$'",
+        ),
+    ]
+    return crds, settings
+
+
+def _gpu_operator_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
+    ns = cfg.gpu_operator.namespace
+    crds = [Crd("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies")]
+    settings = [
+        (
+            "dcgmExporter.enabled with serviceMonitor.enabled: true and honorLabels: false "
+            "(dashboards, alerts and the GPU autoscalers read exported_namespace / exported_pod)",
+            _CLUSTER_POLICY % "dcgmExporter",
+        ),
+        (
+            "dcgmExporter.service.internalTrafficPolicy: Local (the self-test asks its own "
+            "node's exporter)",
+            _CLUSTER_POLICY % "dcgmExporter.service",
+        ),
+        (
+            f"the operator runs in {ns} (gpu_operator.namespace), serving Service "
+            f"{DCGM_EXPORTER_SERVICE}",
+            f"kubectl -n {ns} get service {DCGM_EXPORTER_SERVICE}",
+        ),
+    ]
+    keys = sorted({device_plugin_config_key(p.sharing) for p in cfg.gpu_pools} - {DEFAULT_CONFIG})
+    if keys:
+        settings.append(
+            (
+                f"devicePlugin.config names a ConfigMap with entries {', '.join(keys)}, which the "
+                "pools' nvidia.com/device-plugin.config labels name",
+                _CLUSTER_POLICY % "devicePlugin.config",
+            )
+        )
+    if rdma := [p.name for p in cfg.gpu_pools if p.fabric in RDMA_FABRICS]:
+        settings.append(
+            (
+                f"driver.rdma.enabled: true (GPUDirect RDMA through nvidia-peermem) for the "
+                f"pools on InfiniBand / RoCE ({', '.join(rdma)})",
+                _CLUSTER_POLICY % "driver.rdma",
+            )
+        )
+    if any(p.sharing.mode == "mig" for p in cfg.gpu_pools):
+        settings.append(
+            (
+                f"mig.strategy: {mig_strategy(cfg.gpu_pools)}, and migManager.config holds the "
+                "layouts the pools' nvidia.com/mig.config labels name",
+                _CLUSTER_POLICY % "mig",
+            )
+        )
+    return crds, settings
+
+
+def _keda_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
+    crds = [Crd("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects")]
+    settings = [
+        (
+            "KEDA's metrics server serves the external metrics API "
+            "(APIService v1beta1.external.metrics.k8s.io, Available)",
+            "kubectl get apiservice v1beta1.external.metrics.k8s.io",
+        ),
+        (
+            "KEDA's admission webhook validates ScaledObjects",
+            "kubectl get validatingwebhookconfigurations | grep -i keda",
+        ),
+        (
+            f"KEDA's operator reaches Prometheus at {prometheus_url(cfg.namespaces.monitoring)}",
+            "kubectl get networkpolicies -A  # none may block KEDA's operator from Prometheus",
+        ),
+    ]
+    return crds, settings
+
+
+NEEDS = {
+    "gpu_operator": _gpu_operator_needs,
+    "kube_prometheus_stack": _prometheus_needs,
+    "keda": _keda_needs,
+    "kueue": _kueue_needs,
+}
+
+
+def used_existing(cfg: PlatformConfig) -> list[str]:
+    """The add-ons this stack runs and takes from the cluster: Kueue only where scheduling is
+    enabled, KEDA only where workload autoscaling is."""
+    if cfg.existing is None:
+        return []
+    unused = {"kueue": not cfg.scheduling.enabled, "keda": not cfg.workload_autoscaling.enabled}
+    return [a for a in cfg.existing.addons.existing() if not unused.get(a, False)]
+
+
+def existing_addon_report(cfg: PlatformConfig) -> dict[str, Any]:
+    """The plan's `existing_addons` output: per add-on taken from the cluster, the CRDs and
+    settings to confirm, each with its kubectl command."""
+    report = {}
+    for addon in used_existing(cfg):
+        crds, settings = NEEDS[addon](cfg)
+        chart = CHARTS[CHART_OF[addon]]
+        report[addon] = {
+            "tested_with": f"{chart.name} {chart.version}",
+            "needs_crds": {str(c): c.check() for c in crds},
+            "needs_settings": dict(settings),
+        }
+    return report
+
+
+def existing_addon_warnings(cfg: PlatformConfig) -> list[str]:
+    """One warning per add-on taken from the cluster: the plan cannot check it offline."""
+    found = []
+    for addon, needs in existing_addon_report(cfg).items():
+        found.append(
+            f"gpu-platform:existing.addons.{addon}: uses existing {addon}: needs CRDs "
+            f"{'; '.join(needs['needs_crds'])}; needs settings "
+            f"{'; '.join(needs['needs_settings'])}. The plan cannot read the cluster: confirm "
+            f"each with the kubectl commands in the plan's existing_addons output before "
+            f"`pulumi up` (tested with {needs['tested_with']}; docs/operations.md, "
+            f'"Using add-ons a cluster already runs")'
+        )
+    return found
