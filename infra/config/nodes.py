@@ -24,11 +24,11 @@ from infra.config.references import GPU_POOL, names
 from infra.config.repair import NodeRepairSettings, check_repair_fits
 from infra.config.tuning import GpuTuningSettings, check_tuning
 
-# Whole CPUs kept on every GPU node for its DaemonSets beside what the kubelet reserves: the VPC
-# CNI and kube-proxy (EKS add-ons), the NVIDIA device plugin, GPU Feature Discovery, DCGM
-# exporter, node exporter, the EFA device plugin and the storage CSI node plugins request a few
-# hundred millicores together; two whole CPUs hold them with room, and a training pod takes the
-# rest in whole cores (tests/test_job_qos.py checks the rendered DaemonSets fit).
+# Whole CPUs kept on every GPU node for its DaemonSets beside what the kubelet reserves, so that
+# a training pod can take the rest in whole cores. The DaemonSets the plan renders request under
+# one CPU together (tests/test_job_qos.py sums them); the other is for those it cannot see: the
+# EKS managed add-ons' (VPC CNI, kube-proxy, Pod Identity agent, EBS CSI node, node monitoring)
+# and the GPU Operator's operands (device plugin, GPU Feature Discovery, DCGM exporter).
 DAEMONSET_CPUS = 2
 
 # EKS service quotas: "Nodes per managed node group", 450 by default. The quota can be raised;
