@@ -13,7 +13,9 @@ torchrun.
   pkg/controller/constants: QueueLabel `kueue.x-k8s.io/queue-name`, WorkloadPriorityClassLabel
   `kueue.x-k8s.io/priority-class`; unchanged through v0.19.2).
 - Requests what the pool's nodes offer (components/gpu_operator.pool_report): GPUs, the
-  fabric's devices (EFA or the RDMA resource), 2 MiB hugepages with requests = limits, memory;
+  fabric's devices (EFA or the RDMA resource), 2 MiB hugepages, memory, and whole CPU cores per
+  GPU (the pool's `cpus_per_gpu`), every one with requests = limits: the Guaranteed QoS class,
+  which the static CPU manager the GPU nodes run pins to CPUs of their own;
   a memory-backed /dev/shm for NCCL and data loaders; the storage plane's volumes; the pool's
   NCCL ConfigMap as environment; on RDMA pools the `rdma` Multus network.
 - Scraped when it serves metrics: a container port named `metrics` and the pod label
@@ -35,12 +37,14 @@ against the Kubernetes schema. `python -m jobs` submits through it, a recipe's j
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from components.fabric import RDMA_NETWORK, rdma_resource
-from components.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
+from components.gpu_operator import EFA_RESOURCE, GPU_RESOURCE, advertised_resources
 from components.multikueue import burst_managed_by
 from components.nccl import configmap_name
 from components.rendezvous import LABEL as RENDEZVOUS_LABEL
@@ -156,12 +160,32 @@ def fabric_devices(spec: TrainingJobSpec) -> dict[str, int]:
     return {}
 
 
+def cpu_request(spec: TrainingJobSpec) -> str | None:
+    """The pool's whole cores per GPU times the GPUs the pod takes: an integer, so that the
+    static CPU manager gives a Guaranteed pod CPUs of its own ("Control CPU Management Policies
+    on the Node": exclusive CPUs go only to Guaranteed pods' containers with integer CPU
+    requests). A pod on shared GPUs (time-slicing, MPS, MIG) takes its slice's share of them
+    in millicores: Guaranteed still, on the shared CPUs. None where the pool does not say."""
+    per_gpu = spec.pool.cpus_per_gpu
+    if per_gpu is None:
+        return None
+    slices = advertised_resources(spec.pool).get(GPU_RESOURCE, spec.pool.gpus_per_node)
+    per_slice = Fraction(per_gpu * spec.pool.gpus_per_node, slices)
+    if per_slice.denominator == 1:
+        return str(per_slice.numerator * spec.gpus)
+    return f"{math.floor(1000 * per_slice * spec.gpus)}m"
+
+
 def resources(spec: TrainingJobSpec) -> dict[str, dict[str, Any]]:
-    """Requests equal to limits, which extended resources and hugepages require anyway."""
+    """Requests equal to limits: the Guaranteed QoS class ("Configure Quality of Service for
+    Pods": every container's CPU and memory requests equal their limits), which extended
+    resources and hugepages require anyway."""
+    cpu = cpu_request(spec)
     wanted: dict[str, Any] = {
+        **({"cpu": cpu} if cpu else {}),
+        "memory": f"{spec.memory_gib_per_gpu * spec.gpus}Gi",
         GPU_RESOURCE: spec.gpus,
         **fabric_devices(spec),
-        "memory": f"{spec.memory_gib_per_gpu * spec.gpus}Gi",
     }
     if spec.pool.hugepages_2mi and fabric_devices(spec):
         # The node's reserved pages in the pod's share of its GPUs, so that pods sharing a
@@ -205,8 +229,17 @@ DOWNWARD_API_ENV = {
     "POD_NAME": "metadata.name",
     "POD_NAMESPACE": "metadata.namespace",
 }
+# The container's own requests and limits (downward API `resourceFieldRef`, in the divisor's
+# unit): what the self-test judges the QoS class by (bootstrap/selftest/inventory.py), and what
+# a trainer sizes its data loader workers and threads by.
+RESOURCE_ENV = {
+    "CPU_REQUEST_MILLICORES": ("requests.cpu", "1m"),
+    "CPU_LIMIT_MILLICORES": ("limits.cpu", "1m"),
+    "MEMORY_REQUEST_MIB": ("requests.memory", "1Mi"),
+    "MEMORY_LIMIT_MIB": ("limits.memory", "1Mi"),
+}
 # Every variable `container` sets itself: a job's own `env` must not name them again.
-RESERVED_ENV = ("JOB_COMPLETION_INDEX", *DOWNWARD_API_ENV, "HOME")
+RESERVED_ENV = ("JOB_COMPLETION_INDEX", *DOWNWARD_API_ENV, *RESOURCE_ENV, "HOME")
 
 
 def container(spec: TrainingJobSpec) -> dict[str, Any]:
@@ -221,6 +254,13 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         *(
             {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
             for name, path in DOWNWARD_API_ENV.items()
+        ),
+        *(
+            {
+                "name": name,
+                "valueFrom": {"resourceFieldRef": {"resource": field, "divisor": divisor}},
+            }
+            for name, (field, divisor) in RESOURCE_ENV.items()
         ),
         # A read-only root: caches (torch, triton, matplotlib) go under the writable /tmp.
         {"name": "HOME", "value": "/tmp"},

@@ -124,8 +124,10 @@ def test_shipped_p5_pool_requests_eight_gpus_32_efa_and_its_hugepages():
     resources = trainer(rendered("prod", "h100-block"))["resources"]
     # AWS EC2 User Guide: p5.48xlarge has 8 H100 and 32 EFA interfaces. AWS's EKS EFA guide:
     # "instances with the EFA driver installed pre-allocate 5128 2MiB Huge Pages" = 10,256 MiB,
-    # the whole node's, which a pod taking every GPU takes too.
+    # the whole node's, which a pod taking every GPU takes too. CPU: 23 cores a GPU of its 192
+    # vCPUs (tests/test_job_qos.py).
     expected = {
+        "cpu": "184",
         "nvidia.com/gpu": 8,
         "vpc.amazonaws.com/efa": 32,
         "hugepages-2Mi": "10256Mi",
@@ -145,7 +147,9 @@ def test_half_a_p5_node_takes_half_its_efa_devices_and_hugepages():
 def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_network():
     objects = rendered("onprem", "a100")
     resources = trainer(objects)["resources"]
+    # The stack's cpus_per_gpu: 30 cores a GPU of the DGX's 256 threads.
     assert resources["requests"] == {
+        "cpu": "240",
         "nvidia.com/gpu": 8,
         "rdma/rdma_shared_device": 1,
         "memory": "128Gi",
@@ -158,7 +162,8 @@ def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_ne
 
 def test_shipped_dev_pool_without_efa_requests_no_fabric_nor_hugepages():
     resources = trainer(rendered("dev", "spot-small"))["resources"]
-    assert resources["requests"] == {"nvidia.com/gpu": 1, "memory": "16Gi"}
+    # One time-sliced replica of four: a quarter of the one core g6e.xlarge leaves a GPU.
+    assert resources["requests"] == {"cpu": "250m", "nvidia.com/gpu": 1, "memory": "16Gi"}
 
 
 def test_pods_land_on_the_pool_and_tolerate_the_gpu_taint():

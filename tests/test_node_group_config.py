@@ -184,6 +184,15 @@ BAD = [
         "static CPU manager needs cpu",
         id="static-cpu-without-reserved",
     ),
+    # g5.xlarge: 4 vCPUs, 1 GPU (AWS "Amazon EC2 G5 instances"); 2 reserved and 2 kept for
+    # DaemonSets leave no whole core for the training pod's GPU.
+    pytest.param(
+        [g(instance_types=["g5.xlarge"], kubelet={"system_reserved": {"cpu": "1500m"}})],
+        {},
+        "gpu_node_groups[0].kubelet",
+        "g5.xlarge's 4 vCPUs less 2 reserved and 2 for DaemonSets leave no whole CPU",
+        id="no-cpu-left-for-training",
+    ),
 ]
 
 

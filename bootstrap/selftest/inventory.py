@@ -1,7 +1,8 @@
 """Inventory: the GPUs this node shows are the ones requested and the catalog promises, with
 their model, memory and driver / CUDA / NCCL versions; the fabric's devices are there; and which
 GPUs share a NUMA node with this process (a data loader on the far socket halves host bandwidth);
-and, on a fabric, that this process may lock as much memory as verbs registration needs.
+and, on a fabric, that this process may lock as much memory as verbs registration needs; and
+the pod's QoS class and the CPUs it runs on (Guaranteed, on CPUs of its own).
 
 Fabric devices are counted from /sys/class/infiniband: the kernel lists every RDMA device there —
 EFA (`rdmap*`) and Mellanox HCAs (`mlx5_*`) alike — without needing libfabric's fi_info."""
@@ -125,6 +126,80 @@ def memlock_check(fabric: str, limits: tuple[int, int] | None = None) -> CheckRe
     )  # fmt: skip
 
 
+# The container's requests and limits as the Job passes them (components/jobs.RESOURCE_ENV).
+CPU_REQUEST, CPU_LIMIT = "CPU_REQUEST_MILLICORES", "CPU_LIMIT_MILLICORES"
+MEMORY_REQUEST, MEMORY_LIMIT = "MEMORY_REQUEST_MIB", "MEMORY_LIMIT_MIB"
+# cgroup v2 first, v1's cpuset hierarchy second: the CPUs the container may run on.
+CPUSET_FILES = (
+    Path("/sys/fs/cgroup/cpuset.cpus.effective"),
+    Path("/sys/fs/cgroup/cpuset/cpuset.cpus"),
+)
+QOS_SOURCE = (
+    "Kubernetes: Guaranteed = CPU and memory requests equal limits; the static CPU manager "
+    "gives such a container with an integer CPU request that many CPUs of its own"
+)
+
+
+def qos_class(env: dict[str, str]) -> str:
+    """The QoS class of a one-container pod from the container's requests and limits, as
+    Kubernetes assigns it (pkg/apis/core/v1/helper/qos/qos.go `GetPodQOS`). The downward API
+    reports an unset limit as the node's allocatable and an unset request as 0; a request left
+    out beside a limit defaults to the limit, so equal values mean Guaranteed either way."""
+    cpu, memory = int(env[CPU_REQUEST]), int(env[MEMORY_REQUEST])
+    if cpu == memory == 0:
+        return "BestEffort"
+    if cpu and memory and (cpu, memory) == (int(env[CPU_LIMIT]), int(env[MEMORY_LIMIT])):
+        return "Guaranteed"
+    return "Burstable"
+
+
+def read_cpuset(files: tuple[Path, ...] = CPUSET_FILES) -> set[int] | None:
+    for path in files:
+        if path.is_file():
+            return parse_cpulist(path.read_text())
+    return None
+
+
+def cpu_pinning_check(
+    env: dict[str, str], cpuset: set[int] | None, affinity: set[int], node_cpus: int
+) -> CheckResult:
+    """Guaranteed with integer CPUs on exactly that many CPUs of its own: PASS. Guaranteed with
+    a fractional CPU (a pod on shared GPUs) runs on the shared CPUs by design: PASS. Anything
+    else WARNs: training still runs, but beside every other pod's threads on the node's shared
+    CPUs (and, Burstable, evicted first under memory pressure). Not a FAIL, which blocks `up`:
+    the cause is the node's kubelet (an existing cluster's static CPU manager) or a pool that
+    gives no `cpus_per_gpu`, not a faulty node. Outside a pod there is nothing to judge: SKIP."""
+    name = "inventory.cpu_pinning"
+    if CPU_REQUEST not in env:
+        return CheckResult(name, "SKIP", reason="not in a Job's pod: no requests passed")
+    qos = qos_class(env)
+    cpus = cpuset if cpuset is not None else affinity
+    limit = int(env[CPU_LIMIT])
+    details = {"qos_class": qos, "cpuset": sorted(cpus), "affinity": sorted(affinity),
+               "cpu_limit_millicores": limit, "node_cpus": node_cpus}  # fmt: skip
+    value = f"{qos}, {len(cpus)} CPUs"
+    if qos != "Guaranteed":
+        reason = (
+            f"the pod is {qos}: it runs on the node's shared CPUs, and is evicted before "
+            "Guaranteed pods; give the pool cpus_per_gpu (docs/training.md, CPUs and QoS)"
+        )
+        return CheckResult(name, "WARN", value, "", "Guaranteed", QOS_SOURCE, reason,
+                           details=details)  # fmt: skip
+    if limit % 1000:
+        return CheckResult(name, "PASS", value, "", "Guaranteed", QOS_SOURCE,
+                           details=details)  # fmt: skip
+    wanted = limit // 1000
+    threshold = f"Guaranteed, {wanted} exclusive CPUs"
+    if len(cpus) == wanted and len(cpus) < node_cpus and affinity <= cpus:
+        return CheckResult(name, "PASS", value, "", threshold, QOS_SOURCE, details=details)
+    reason = (
+        f"Guaranteed with {wanted} CPUs, but it may run on {len(cpus)} of the node's "
+        f"{node_cpus}: the kubelet does not pin it (cpuManagerPolicy static on the node?)"
+    )
+    return CheckResult(name, "WARN", value, "", threshold, QOS_SOURCE, reason,
+                       details=details)  # fmt: skip
+
+
 def _smi(*args: str) -> str:
     """nvidia-smi's output, or '' where it is not installed or fails."""
     done = run_tool(["nvidia-smi", *args])
@@ -187,7 +262,10 @@ def topology_check() -> CheckResult:
 def run(ctx: SelfTestContext) -> list[CheckResult]:
     started = time.perf_counter()
     visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    results = [gpu_count_check(visible, ctx), fabric_check(ctx), memlock_check(ctx.fabric)]
+    pinning = cpu_pinning_check(
+        dict(os.environ), read_cpuset(), os.sched_getaffinity(0), os.cpu_count() or 0
+    )
+    results = [gpu_count_check(visible, ctx), fabric_check(ctx), memlock_check(ctx.fabric), pinning]
     if visible:
         results += gpu_checks(ctx)
     else:

@@ -12,6 +12,7 @@ import re
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from ipaddress import IPv4Network
 from typing import Annotated, Any
 
@@ -286,6 +287,22 @@ KubernetesLabels = Annotated[
 # Kubernetes "Resource Management for Pods and Containers" / the quantity type: a decimal
 # number with an optional binary (Ki..Ei) or decimal (m, k, M..E) suffix, or an exponent.
 _QUANTITY = r"(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?\d+)?"
+_SUFFIXES = {
+    "m": Fraction(1, 1000), "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+    "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+    "Ei": 2**60,
+}  # fmt: skip
+
+
+def cpu_quantity(text: str) -> Fraction:
+    """A quantity as a number, CPUs for a CPU: `500m`, `2`, `1.5`, `1e3` (Kubernetes
+    apimachinery pkg/api/resource/quantity.go)."""
+    number, _, suffix = re.fullmatch(_QUANTITY, str(text)).groups()
+    if suffix and suffix[0] in "eE":
+        return Fraction(number) * Fraction(10) ** int(suffix[1:])
+    return Fraction(number) * _SUFFIXES[suffix or ""]
+
+
 # What kubelet --system-reserved / --kube-reserved account for (kubelet configuration
 # reference, "Reserve Compute Resources for System Daemons").
 RESERVABLE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -15,12 +16,20 @@ from infra.config.base import (
     KubernetesLabels,
     ReservedResources,
     Settings,
+    cpu_quantity,
     shaped,
 )
 from infra.config.bounds import INT32_MAX, WEEK_MINUTES
 from infra.config.references import GPU_POOL, names
 from infra.config.repair import NodeRepairSettings, check_repair_fits
 from infra.config.tuning import GpuTuningSettings, check_tuning
+
+# Whole CPUs kept on every GPU node for its DaemonSets beside what the kubelet reserves, so that
+# a training pod can take the rest in whole cores. The DaemonSets the plan renders request under
+# one CPU together (tests/test_job_qos.py sums them); the other is for those it cannot see: the
+# EKS managed add-ons' (VPC CNI, kube-proxy, Pod Identity agent, EBS CSI node, node monitoring)
+# and the GPU Operator's operands (device plugin, GPU Feature Discovery, DCGM exporter).
+DAEMONSET_CPUS = 2
 
 # EKS service quotas: "Nodes per managed node group", 450 by default. The quota can be raised;
 # a stack that needs more asks AWS first and then raises this with it.
@@ -181,6 +190,14 @@ class KubeletSettings(Settings):
         description="Resources kept for the kubelet and container runtime.",
     )
 
+    @property
+    def reserved_cpus(self) -> int:
+        """Whole CPUs the kubelet keeps from pods: with the static policy it takes the ceiling
+        of system + kube reserved CPU out of the exclusive pool ("fractional CPUs cannot be
+        exclusively allocated", kubernetes pkg/kubelet/cm/cpumanager/cpu_manager.go NewManager)."""
+        reserved = (self.system_reserved.get("cpu"), self.kube_reserved.get("cpu"))
+        return math.ceil(sum(cpu_quantity(q) for q in reserved if q is not None))
+
     @model_validator(mode="after")
     def _static_needs_reserved_cpu(self) -> KubeletSettings:
         if self.cpu_manager_policy == "static" and not (
@@ -191,6 +208,10 @@ class KubeletSettings(Settings):
                 "static CPU manager needs cpu in system_reserved or kube_reserved",
             )
         return self
+
+
+def cpus_per_gpu(row: InstanceType, kubelet: KubeletSettings) -> int:
+    return (row.vcpus - kubelet.reserved_cpus - DAEMONSET_CPUS) // row.gpus
 
 
 class GpuNodeGroupSettings(Settings):
@@ -334,6 +355,13 @@ class GpuNodeGroupSettings(Settings):
                     f"for more than {row.gpus // row.numa_nodes} fails with "
                     "TopologyAffinityError); use restricted",
                 )
+            if row.gpus and cpus_per_gpu(row, self.kubelet) < 1:
+                raise FieldProblem(
+                    "kubelet",
+                    f"{row.name}'s {row.vcpus} vCPUs less {self.kubelet.reserved_cpus} reserved "
+                    f"and {DAEMONSET_CPUS} for DaemonSets leave no whole CPU for each of its "
+                    f"{row.gpus} GPUs; reserve less CPU or pick a larger type",
+                )
             if self.kubelet.max_pods is not None and self.kubelet.max_pods > row.max_pods:
                 raise FieldProblem(
                     "kubelet.max_pods",
@@ -357,6 +385,12 @@ class GpuNodeGroupSettings(Settings):
     @property
     def instances(self) -> list[InstanceType]:
         return [CATALOG[t] for t in self.instance_types]
+
+    @property
+    def cpus_per_gpu(self) -> int:
+        """Whole CPUs a training pod takes per GPU on any of the group's types: the vCPUs less
+        the kubelet's reserved CPUs and the DaemonSets' share, over the GPUs, floored."""
+        return min(cpus_per_gpu(r, self.kubelet) for r in self.instances)
 
     @property
     def uses_placement_group(self) -> bool:

@@ -90,6 +90,16 @@ class OnPremGpuPoolSettings(Settings):
         description="How the pool's nodes talk to each other for collectives: `infiniband` or "
         "`roce` through the NVIDIA Network Operator, `tcp` over the pod network.",
     )
+    cpus_per_gpu: Int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="Whole CPUs a training pod takes per GPU: the node's allocatable CPUs "
+        "(its kubelet's reserved CPUs taken out) less what its DaemonSets request, over its "
+        "GPUs, floored. Pods then run in the Guaranteed QoS class and, under the kubelet's "
+        "static CPU manager, on CPUs of their own. Unset: pods request no CPU and run "
+        "Burstable on the node's shared CPUs (the self-test warns).",
+    )
     gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
 
     @model_validator(mode="after")

@@ -41,6 +41,9 @@ class GpuPool:
     sharing: GpuSharingSettings
     # 2 MiB hugepages a node reserves at boot (EFA groups, for libfabric); 0 elsewhere.
     hugepages_2mi: int = 0
+    # Whole CPUs a training pod takes per GPU (components/jobs.resources); None on an existing
+    # cluster whose pool does not say.
+    cpus_per_gpu: int | None = None
     # AWS: the node group's instance types and capacity kind; empty / None on an existing cluster.
     instance_types: tuple[str, ...] = ()
     capacity: str | None = None
@@ -74,6 +77,7 @@ def pool_of_group(group: GpuNodeGroupSettings) -> GpuPool:
         sharing=group.gpu_sharing,
         # Mixed types reserve the smallest count any of them needs.
         hugepages_2mi=min(i.hugepages_2mi for i in group.instances) if group.efa else 0,
+        cpus_per_gpu=group.cpus_per_gpu,
         instance_types=tuple(group.instance_types),
         capacity=group.capacity,
     )
@@ -90,6 +94,7 @@ def pool_of_onprem(pool: OnPremGpuPoolSettings) -> GpuPool:
         fabric=pool.fabric,
         efa_interfaces=0,
         sharing=pool.gpu_sharing,
+        cpus_per_gpu=pool.cpus_per_gpu,
     )
 
 
