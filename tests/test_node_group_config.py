@@ -37,6 +37,9 @@ def test_placement_group_default_follows_efa_and_reservations():
             capacity_reservation_id="cr-0123456789abcdef0",
             placement_group=True,
         ),
+        # An explicit placement group on a reservation holds only where the policy says the
+        # reservation was made in it (mandatory rule no-placement-group-with-reservation).
+        policy={"allow_placement_group_with_reservation": True},
     )
     assert [x.uses_placement_group for x in cfg.gpu_node_groups] == [True, False, False, True]
 
