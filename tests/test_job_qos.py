@@ -201,3 +201,23 @@ def test_cpu_quantities_read_as_kubernetes_reads_them():
 
     assert [cpu_quantity(q) for q in ("500m", "2", "1.5", "1e3", ".5", "1k")] == [
         Fraction(1, 2), 2, Fraction(3, 2), 1000, Fraction(1, 2), 1000]  # fmt: skip
+
+
+def test_every_job_passes_what_the_selftest_check_reads():
+    """The builder's container carries each variable the self-test's inventory.cpu_pinning
+    reads (bootstrap/selftest/inventory.py; the image side's tests import nothing of the
+    program, so the names are the contract's literals), from the downward API."""
+    cfg = stack_config("prod")
+    (job,) = render(spec_for_pool(cfg, cfg.gpu_pools[0].name, name="t", image="i", command=["x"]))
+    (trainer,) = job["spec"]["template"]["spec"]["containers"]
+    fields = {
+        e["name"]: e["valueFrom"]["resourceFieldRef"]
+        for e in trainer["env"]
+        if "resourceFieldRef" in e.get("valueFrom", {})
+    }
+    assert fields == {
+        "CPU_REQUEST_MILLICORES": {"resource": "requests.cpu", "divisor": "1m"},
+        "CPU_LIMIT_MILLICORES": {"resource": "limits.cpu", "divisor": "1m"},
+        "MEMORY_REQUEST_MIB": {"resource": "requests.memory", "divisor": "1Mi"},
+        "MEMORY_LIMIT_MIB": {"resource": "limits.memory", "divisor": "1Mi"},
+    }

@@ -13,9 +13,6 @@ from pathlib import Path
 
 from selftest import inventory
 
-from components.jobs import render, spec_for_pool
-from tests.conftest import stack_config
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -83,24 +80,6 @@ def test_the_cgroup_v2_cpuset_is_read_before_v1(tmp_path):
     v2.write_text("4-7,100\n")
     assert inventory.read_cpuset((v2, v1)) == {4, 5, 6, 7, 100}
     assert inventory.read_cpuset((tmp_path / "none",)) is None
-
-
-def test_every_job_passes_what_the_check_reads():
-    """The builder's container carries each variable the check reads, from the downward API."""
-    cfg = stack_config("prod")
-    job = render(spec_for_pool(cfg, cfg.gpu_pools[0].name, name="t", image="i", command=["x"]))
-    (trainer,) = job[0]["spec"]["template"]["spec"]["containers"]
-    fields = {
-        e["name"]: e["valueFrom"]["resourceFieldRef"]
-        for e in trainer["env"]
-        if "resourceFieldRef" in e.get("valueFrom", {})
-    }
-    assert fields == {
-        inventory.CPU_REQUEST: {"resource": "requests.cpu", "divisor": "1m"},
-        inventory.CPU_LIMIT: {"resource": "limits.cpu", "divisor": "1m"},
-        inventory.MEMORY_REQUEST: {"resource": "requests.memory", "divisor": "1Mi"},
-        inventory.MEMORY_LIMIT: {"resource": "limits.memory", "divisor": "1Mi"},
-    }
 
 
 def test_the_inventory_group_reports_it_for_real(tmp_path):
