@@ -17,10 +17,10 @@ from infra.cost import (
     cost_lines,
     cost_report,
     estimated_monthly_usd,
-    format_cost,
 )
 from infra.plan.cli import format_plan
 from infra.plan.cost_change import format_cost_change
+from infra.plan.cost_text import format_cost
 from infra.plan.engine import run_program
 from infra.plan.model import build_plan
 from tests.bad_stacks import ADMIN

@@ -32,12 +32,12 @@ from typing import Any
 import yaml
 
 from infra.config import ConfigError, config_from_pulumi, stack_file
-from infra.cost import format_cost
 from infra.plan import deploy_policy, diff_report
 from infra.plan import diff as plan_diff
 from infra.plan import graph as plan_graph
 from infra.plan import images as plan_images
 from infra.plan import review as plan_review
+from infra.plan.cost_text import format_cost
 from infra.plan.critical_path import format_critical_path
 from infra.plan.engine import (
     ROOT,

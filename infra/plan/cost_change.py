@@ -11,7 +11,8 @@ import re
 import typing
 
 from infra.config.nodes import CapacityType
-from infra.cost import SIZES, money
+from infra.cost import SIZES
+from infra.plan.cost_text import money
 
 # A figure an earlier plan's report lacks: plans from before the desired size was priced.
 _MISSING = "n/a"
