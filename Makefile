@@ -66,18 +66,18 @@ $(TEST_VENV)/.installed: requirements-dev.txt requirements.txt requirements-reci
 	$(call venv,$(TEST_VENV),requirements-dev.txt)
 
 plan: $(VENV)/.installed
-	$(PY) -m infra.plan $(STACK)
+	$(PY) -m plan $(STACK)
 
 # The catalog's instance types a region offers, with their zones and prices: `make offers
 # REGION=eu-west-1` before moving a stack there.
 REGION ?= us-east-1
 offers: $(VENV)/.installed
-	$(PY) -m infra.offers $(REGION)
+	$(PY) -m tools.offers $(REGION)
 
 # Every stack file found, so a stack a user adds is planned too.
 plan-all: $(VENV)/.installed
 	for f in stacks/Pulumi.*.yaml; do \
-		s=$${f#stacks/Pulumi.}; s=$${s%.yaml}; $(PY) -m infra.plan $$s --quiet || exit 1; \
+		s=$${f#stacks/Pulumi.}; s=$${s%.yaml}; $(PY) -m plan $$s --quiet || exit 1; \
 	done
 
 # The plan's venv: its size once every stack has been planned (the bytecode of what the program
@@ -89,20 +89,20 @@ plan-venv-size: $(VENV)/.installed
 	[ $$size -le $(PLAN_VENV_LIMIT_MB) ] || { echo "error: $(VENV) is over the limit" >&2; exit 1; }
 
 # .charts/: every pinned chart from its repository, kept only when its sha256 matches the digest
-# the repository publishes and the one in infra/plan/charts.lock.json (docs/review.md). The lock
+# the repository publishes and the one in plan/charts.lock.json (docs/review.md). The lock
 # is committed EMPTY (no chart repository was reachable where it was made), so this refuses every
 # chart until `make charts-lock charts` runs where the repositories are reachable; meanwhile the
 # plan renders from ../shared/helm and `--against` shows an uncached chart bump as unknown.
 charts: $(VENV)/.installed
-	$(PY) -m infra.plan.charts pull
+	$(PY) -m plan.charts pull
 
 # Records each chart's published digest in the lock (needs the repositories); review, commit.
 charts-lock: $(VENV)/.installed
-	$(PY) -m infra.plan.charts record
+	$(PY) -m plan.charts record
 
 # docs/config.md and docs/stack-schema.json; a test fails while either is stale.
 docs: $(VENV)/.installed
-	$(PY) -m infra.config_docs
+	$(PY) -m tools.config_docs
 
 # The topic pages in docs/ as a site (mkdocs.yml), strict: a broken link or anchor fails.
 docs-site: $(TEST_VENV)/.installed
@@ -146,7 +146,7 @@ selftest: $(IMAGE_VENV)/.installed
 PYTORCH_DIGEST ?=
 BOOTSTRAP_ARGS ?=
 selftest-bootstrap: $(VENV)/.installed
-	$(PY) -m infra.selftest_bootstrap $(STACK) --pytorch-digest "$(PYTORCH_DIGEST)" \
+	$(PY) -m tools.selftest_bootstrap $(STACK) --pytorch-digest "$(PYTORCH_DIGEST)" \
 		$(if $(DRY_RUN),--dry-run) $(BOOTSTRAP_ARGS)
 
 # The same run with a wider all-reduce sweep, printing busbw per size, storage and training figures.

@@ -1,7 +1,7 @@
 """A Kubernetes object declared whole, as a builder rendered it, under the type token
 pulumi-kubernetes accepts for its kind. Every component that declares rendered objects uses it,
 custom resources included, so every kind gets the replacement its CRD's immutable fields call
-for (infra/immutable_fields.py)."""
+for (model/immutable_fields.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pulumi
 
-from infra.immutable_fields import replace_paths
+from model.immutable_fields import replace_paths
 
 # Kinds whose replacement would take what they hold: Rook keeps a CephCluster while any other
 # Rook resource (the CephFilesystem) refers to it ("user data protection when deleting Rook-Ceph

@@ -1,6 +1,6 @@
 """An air-gapped cluster's images from one mirror (`images.registry_mirror`): each image
 reference keeps its path and loses its registry, through the chart values that name
-registries (infra/versions.py, CHART_IMAGE_VALUES), the operators' custom resources and the
+registries (model/versions.py, CHART_IMAGE_VALUES), the operators' custom resources and the
 program's own pods. Pure functions; without a mirror each returns its input."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from infra.versions import CHART_IMAGE_VALUES, REGISTRY_KEY
+from model.versions import CHART_IMAGE_VALUES, REGISTRY_KEY
 
 # Docker's reference grammar (distribution/reference): a first component with a dot or a
 # port, or `localhost`, is a registry; without one the image is on Docker Hub, and a

@@ -13,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pulumi
 
 from infra.composition import Platform
-from infra.config import load_config
-from infra.cost import budget_warnings, cost_report
-from infra.plan.warnings import config_warnings
+from infra.stack_warnings import config_warnings
+from model.config import load_config
+from model.cost import budget_warnings, cost_report
 
 config = load_config()
 today = date.today()

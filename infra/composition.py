@@ -7,11 +7,9 @@ import dataclasses
 import pulumi
 import pulumi_aws as aws
 
-from components.alerts import GpuAlerts, GpuAlertsArgs, alert_report, node_labels_read
-from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from components.autoscaling import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.base import PlatformComponent
-from components.control_plane import (
+from components.context import cluster_name, default_tags
+from components.control.cluster import (
     ClusterAddons,
     ClusterAddonsArgs,
     ClusterHandle,
@@ -20,32 +18,36 @@ from components.control_plane import (
     ExistingCluster,
     ExistingClusterArgs,
 )
-from components.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
-from components.fabric import (
+from components.control.namespaces import Namespaces, NamespacesArgs, job_namespaces
+from components.control.network import Network, NetworkArgs
+from components.data.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.data.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
+from components.data.fabric import (
     NetworkOperator,
     NetworkOperatorArgs,
     SecondaryNetworks,
     needs_network_operator,
     rdma_resource,
 )
-from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
-from components.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
-from components.namespaces import Namespaces, NamespacesArgs, job_namespaces
-from components.nccl import NcclSettings, NcclSettingsArgs
-from components.network import Network, NetworkArgs
-from components.nodes import NodeRole, NodeRoleArgs
-from components.observability import Monitoring, MonitoringArgs, monitoring_report
-from components.rendezvous import Rendezvous, RendezvousArgs
-from components.scheduling import Scheduling, SchedulingArgs
-from components.selftest import SelfTest, SelfTestArgs, selftest_report
-from components.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
-from components.topology import topology_report
-from infra.config import PlatformConfig
-from infra.config.selftest_schedule import scheduled
+from components.data.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, gpu_tuning_report
+from components.data.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
+from components.data.nccl import NcclSettings, NcclSettingsArgs
+from components.data.nodes import NodeRole, NodeRoleArgs
+from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
+from components.observability.alerts import GpuAlerts, GpuAlertsArgs, alert_report, node_labels_read
+from components.observability.monitoring import Monitoring, MonitoringArgs, monitoring_report
+from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
+from components.scheduling.queues import Scheduling, SchedulingArgs
+from components.scheduling.rendezvous import Rendezvous, RendezvousArgs
+from components.scheduling.topology import topology_report
+from components.selftest.job import SelfTest, SelfTestArgs, selftest_report
+from components.storage.ceph import RookCeph, RookCephArgs
+from components.storage.fsx import FsxLustre, FsxLustreArgs
+from components.storage.volumes import SharedData, nvme_cache_report
 from infra.existing_addons import existing_addon_report
-from infra.stack_defaults import cluster_name, default_tags
-from infra.storage_plane import declare_storage
-from infra.versions import addon_build_report
+from model.config import PlatformConfig, default_fsx_zone
+from model.config.selftest_schedule import scheduled
+from model.versions import addon_build_report
 
 
 class Platform(PlatformComponent):
@@ -81,8 +83,8 @@ class Platform(PlatformComponent):
             f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams, existing), on_cluster
         )
         self.outputs["namespaces"] = {p: n.metadata.name for p, n in namespaces.by_purpose.items()}
-        # What a job's pods name is declared in every namespace jobs run in, the training
-        # namespace first: MultiKueue copies only the Job to a worker (components/rendezvous.py).
+        # What a job's pods name is declared in every namespace jobs run in, the training namespace
+        # first: MultiKueue copies only the Job to a worker (components/scheduling/rendezvous.py).
         self.job_namespaces = job_namespaces(cfg)
         self.declared_namespaces = [*namespaces.by_purpose.values(), *namespaces.teams.values()]
         self.namespaces = namespaces
@@ -94,7 +96,7 @@ class Platform(PlatformComponent):
             )
         )
         self._fabric(env, cfg, namespaces, on_cluster)
-        declare_storage(self, env, cfg, cluster)
+        self._storage(env, cfg, cluster)
         monitoring = self._monitoring(env, cfg, cluster, namespaces)
         self.tested.append(monitoring)
         # The operator creates the DCGM exporter's ServiceMonitor, whose CRD the monitoring
@@ -111,6 +113,61 @@ class Platform(PlatformComponent):
         if existing_addon_report(cfg):
             self.outputs["existing_addons"] = existing_addon_report(cfg)
         self.register_outputs(self.outputs)
+
+    def _storage(self, env: str, cfg: PlatformConfig, cluster: ClusterHandle) -> None:
+        """Storage plane: `shared-data` (FSx for Lustre or CephFS) in every namespace jobs run in,
+        and `nvme-cache`, under the same names on every provider."""
+        self.outputs["storage_nvme_cache"] = nvme_cache_report(cfg)
+        shared: SharedData | None = None
+        if cfg.storage.fsx is not None:
+            fsx, zone = cfg.storage.fsx, cfg.storage.fsx.zone or default_fsx_zone(cfg)
+            component = FsxLustre(
+                f"{env}-fsx",
+                FsxLustreArgs(
+                    env=env,
+                    fsx=fsx,
+                    zone=zone,
+                    region=cfg.aws.region,
+                    cluster_name=cluster.name,
+                    vpc_id=self.network.vpc_id,
+                    subnet_id=self.network.private_subnet_ids_by_zone[zone],
+                    node_security_group_id=cluster.security_group_id,
+                    claim_namespaces=self.job_namespaces,
+                    protect=cfg.protect_stateful,
+                    after=[*cluster.schedulable, *self.declared_namespaces],
+                    registry_mirror=cfg.images.registry_mirror,
+                ),
+                self.child(providers=[self.aws_provider, cluster.kubernetes]),
+            )
+            shared = component.shared
+            self.tested.append(component)
+            self.outputs.update(
+                storage_fsx_id=component.file_system.id,
+                storage_fsx_zone=zone,
+                storage_fsx_dns_name=component.file_system.dns_name,
+            )
+        elif cfg.storage.ceph is not None:
+            ceph = RookCeph(
+                f"{env}-ceph",
+                RookCephArgs(
+                    env,
+                    cfg.storage.ceph,
+                    self.job_namespaces,
+                    after=self.declared_namespaces,
+                    protect=cfg.protect_stateful,
+                    networks=self.networks,
+                    registry_mirror=cfg.images.registry_mirror,
+                ),
+                self.child(providers=[cluster.kubernetes]),
+            )
+            shared = ceph.shared
+            self.tested.append(ceph)
+        if shared is not None:
+            self.outputs["storage_shared_data_claim"] = pulumi.Output.concat(
+                shared.claim.metadata.namespace, "/", shared.claim.metadata.name
+            )
+            if shared.expected_throughput_mbps is not None:
+                self.outputs["storage_expected_throughput_mbps"] = shared.expected_throughput_mbps
 
     def _selftest(self, env: str, cfg: PlatformConfig, on_cluster) -> None:
         """The bootstrap self-test Job, after everything it tests; its image repository on AWS."""

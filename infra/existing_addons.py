@@ -12,20 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.alerts import node_labels_read
-from components.gpu_operator import (
+from components.data.gpu_operator import (
     DCGM_EXPORTER_SERVICE,
     DEFAULT_CONFIG,
     device_plugin_config_key,
     mig_strategy,
 )
-from components.kueue import KUEUE, uncounted_resources
-from components.kueue_frameworks import INTEGRATIONS
-from components.observability import DASHBOARD_LABEL, RELEASE, prometheus_url
-from components.topology import topology_report
-from infra.config import PlatformConfig
-from infra.config.fabric import RDMA_FABRICS
-from infra.versions import CHARTS
+from components.observability.alerts import node_labels_read
+from components.observability.monitoring import DASHBOARD_LABEL, RELEASE, prometheus_url
+from components.scheduling.kueue import KUEUE, uncounted_resources
+from components.scheduling.kueue_frameworks import INTEGRATIONS
+from components.scheduling.topology import topology_report
+from model.config import PlatformConfig
+from model.config.fabric import RDMA_FABRICS
+from model.versions import CHARTS
 
 # The Helm chart each add-on's release would have installed (infra/versions.CHARTS).
 CHART_OF = {

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import yaml
 
-from components.jobs import TrainingJobSpec, render
-from components.multikueue import MANAGED_BY
-from infra.config import GpuPool, PlatformConfig, config_from_pulumi, stack_file
-from infra.config.scheduling import TeamSettings
-from infra.plan.engine import read_project, read_stack_config
+from components.scheduling.multikueue import MANAGED_BY
+from components.scheduling.training_job import TrainingJobSpec, render
+from model.config import GpuPool, PlatformConfig, config_from_pulumi, stack_file
+from model.config.scheduling import TeamSettings
+from model.stacks import read_project, read_stack_config
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # What --render-only puts where the image would go: a registry name that cannot resolve
@@ -212,7 +212,7 @@ def kubectl_apply(kubectl: str, job_yaml: Path, config: Path, context: str | Non
 
 
 def load_stack(stack: str, root: Path) -> PlatformConfig:
-    """The stack's validated config, read as `python -m infra.plan` reads it."""
+    """The stack's validated config, read as `python -m plan` reads it."""
     values, _ = read_stack_config(read_project(root), stack)
     return config_from_pulumi(values, stack_file(stack))
 

@@ -1,9 +1,9 @@
 """`python -m jobs recipe <recipe> --stack <stack> --nodes N`: one training recipe (recipes/, the
-image side) as a Kueue-admitted distributed job on a GPU pool of the stack (components/jobs.py),
-written to `out/recipes/<recipe>/job.yaml` (the Job) and, with `--apply`, applied with
-kubectl.
+image side) as a Kueue-admitted distributed job on a GPU pool of the stack
+(components/scheduling/training_job.py), written to `out/recipes/<recipe>/job.yaml` (the Job) and,
+with `--apply`, applied with kubectl.
 
-The recipe in the pod gets its settings, `infra.config.recipes.recipe_settings(cfg.recipes,
+The recipe in the pod gets its settings, `model.config.recipes.recipe_settings(cfg.recipes,
 recipe)`, as JSON in the environment variable RECIPE_SETTINGS; its command is
 `python -m recipes <recipe>`, and its pods get `recipes.grace_period_seconds` to checkpoint on
 eviction. `--team <name>` puts the job in that team's namespace through its LocalQueue
@@ -24,13 +24,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from components.jobs import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
-from components.storage import SHARED_DATA_MOUNT_PATH
-from infra.config import ConfigError, PlatformConfig
-from infra.config.recipe_training import BatchSettings
-from infra.config.recipes import RECIPES, recipe_settings, weights_needed
-from infra.config.scheduling import LOCAL_QUEUE
-from infra.plan.engine import ROOT
+from components.scheduling.training_job import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
+from components.storage.volumes import SHARED_DATA_MOUNT_PATH
+
+# The one module both sides share: torch-free arithmetic, so the image checks the same rule
+# once torchrun has started the ranks (tests/repo/test_import_boundary.py).
+from contract.batch import BatchError, accumulation_steps
 from jobs.common import (
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,
@@ -45,10 +44,11 @@ from jobs.common import (
     load_workers,
     size_problems,
 )
-
-# The one module both sides share: torch-free arithmetic, so the image checks the same rule
-# once torchrun has started the ranks (tests/test_import_boundary.py).
-from recipes.batch import BatchError, accumulation_steps
+from model.config import ConfigError, PlatformConfig
+from model.config.recipe_training import BatchSettings
+from model.config.recipes import RECIPES, recipe_settings, weights_needed
+from model.config.scheduling import LOCAL_QUEUE
+from model.stacks import ROOT
 
 SETTINGS_ENV = "RECIPE_SETTINGS"
 RECIPE_LABEL = "gpu-platform/recipe"
@@ -78,7 +78,7 @@ def memory_need(cfg: PlatformConfig, recipe: str) -> GpuMemoryNeed | None:
 
 
 def accumulation(section: str, batch: BatchSettings, gpus: int) -> int:
-    """Micro-steps per optimizer step (recipes.batch), or SubmitError naming the settings."""
+    """Micro-steps per optimizer step (contract.batch), or SubmitError naming the settings."""
     try:
         return accumulation_steps(
             batch.global_batch, batch.micro_batch, gpus, keys=f"recipes.{section}."

@@ -1,8 +1,8 @@
 """`python -m jobs submit --stack S --team T --nodes N --image <ref@digest> -- <command>`: a
 team's own image and command as a Kueue-admitted distributed job on a GPU pool of the stack,
-through the job builder the recipes use (components/jobs.py): the same queue, GPUs, fabric
-devices, hugepages, NCCL ConfigMap, /dev/shm, volumes, metrics port and refusals. Written to
-`out/jobs/<job name>/job.yaml` (the Job) and, with `--apply`, applied with kubectl.
+through the job builder the recipes use (components/scheduling/training_job.py): the same queue,
+GPUs, fabric devices, hugepages, NCCL ConfigMap, /dev/shm, volumes, metrics port and refusals.
+Written to `out/jobs/<job name>/job.yaml` (the Job) and, with `--apply`, applied with kubectl.
 
 The team (`--team`, a `scheduling.teams` name; default the training namespace) decides the
 namespace, the LocalQueue (`default` there) and the priority class
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args
 
-from components.jobs import RESERVED_ENV, TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
-from components.storage import SHARED_DATA_MOUNT_PATH
-from infra.config import ConfigError, PlatformConfig
-from infra.config.recipes import SharedPath
-from infra.config.scheduling import LOCAL_QUEUE, PRIORITIES
-from infra.config.selftest import PinnedImage
-from infra.plan.engine import ROOT
+from components.scheduling.training_job import (
+    RESERVED_ENV,
+    TRAINING_METRICS_PORT,
+    TrainingJobSpec,
+    spec_for_pool,
+)
+from components.storage.volumes import SHARED_DATA_MOUNT_PATH
 from jobs.common import (
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,
@@ -49,6 +49,11 @@ from jobs.common import (
     load_workers,
     size_problems,
 )
+from model.config import ConfigError, PlatformConfig
+from model.config.recipes import SharedPath
+from model.config.scheduling import LOCAL_QUEUE, PRIORITIES
+from model.config.selftest import PinnedImage
+from model.stacks import ROOT
 
 # The checkpoint folder's variable; trainkit reads the same name (bootstrap/trainkit).
 CHECKPOINT_ENV = "TRAINKIT_CHECKPOINT_DIR"

@@ -2,7 +2,7 @@
 
 Every rule becomes a stack validation policy: the rules look at one resource at a time but may
 follow its links to others. Rules that follow links (`Rule.linked`) run advisory here, because
-those links are unknown until apply; `python -m infra.plan` resolves them and enforces them.
+those links are unknown until apply; `python -m plan` resolves them and enforces them.
 """
 
 import os
@@ -14,8 +14,8 @@ from pulumi_policy import EnforcementLevel, PolicyPack, StackValidationPolicy
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from infra.cost import estimated_monthly_usd  # noqa: E402
-from infra.plan.policy import stack_config  # noqa: E402
+from model.cost import estimated_monthly_usd  # noqa: E402
+from model.stacks import stack_config  # noqa: E402
 from policy.rules import RULES, Context, Subject, violations  # noqa: E402
 
 STACK = os.environ.get("GPU_PLATFORM_STACK")

@@ -51,7 +51,7 @@ def run_recipe(command: str, argv: list[str]) -> int:
     from trainkit import INTERRUPTED, CheckpointError, MetricsServer, join, leave
     from trainkit.metrics import METRICS_PORT
 
-    from recipes.batch import BatchError
+    from contract.batch import BatchError
     from recipes.loop import CheckFailed
     from recipes.prepare import PrepareError
     from recipes.runs import RUNS

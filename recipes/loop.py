@@ -36,7 +36,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from trainkit import Ema, MetricsServer, Session, device_for, mixed_precision, peak_memory
 
-from recipes.batch import accumulation_steps
+from contract.batch import accumulation_steps
 from recipes.shards import Batch, KeyedBatches, rank_shards
 
 

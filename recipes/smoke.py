@@ -47,7 +47,7 @@ INTERRUPT_AFTER = {"prepare": 1, "sd-finetune": 3, "esrgan": 4}
 def settings_of(recipe: str, overrides: dict) -> dict:
     """What the config model hands the recipe's pod for these `gpu-platform:recipes` overrides."""
     asked = subprocess.run(
-        [PROGRAM_PYTHON, "-m", "infra.recipe_settings", recipe],
+        [PROGRAM_PYTHON, "-m", "tools.recipe_settings", recipe],
         input=json.dumps(overrides), capture_output=True, text=True,
     )  # fmt: skip
     if asked.returncode:

@@ -1,6 +1,6 @@
 """Plan benchmark: `make bench`.
 
-For each stack: the cold wall time of `python -m infra.plan <stack>` (a new process, imports
+For each stack: the cold wall time of `python -m plan <stack>` (a new process, imports
 included), the warm in-process plan time, and the engine floor: the same resources (types,
 names, inputs, parents, dependencies) replayed with no logic of ours under the same mock engine
 in the same process. The mock engine's own scheduling is bimodal run to run (how Output
@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pulumi
 
-from infra.plan.cli import plan_stack, stack_references
-from infra.plan.engine import ROOT, run_program
-from infra.plan.model import Plan, build_plan
-from infra.plan.outputs import sdk_class
-from infra.plan.render import clear_caches, render_plan
+from model.stacks import ROOT
+from plan.cli import plan_stack, stack_references
+from plan.engine import run_program
+from plan.model import Plan, build_plan
+from plan.outputs import sdk_class
+from plan.render import clear_caches, render_plan
 from tests.conftest import make_project
 
 STACKS = ("dev", "staging", "prod", "onprem")
@@ -98,7 +99,7 @@ def cold_seconds(stack: str) -> float:
     for _ in range(COLD_REPEATS):
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "infra.plan", stack, "--quiet", "--out", f"/tmp/bench-{stack}"],
+            [sys.executable, "-m", "plan", stack, "--quiet", "--out", f"/tmp/bench-{stack}"],
             cwd=ROOT,
             check=True,
             capture_output=True,
@@ -196,7 +197,7 @@ RENDER_REPEATS = 5
 
 
 def rendering() -> None:
-    """The Helm releases rendered offline (infra/plan/render.py), apart from the engine: the
+    """The Helm releases rendered offline (plan/render.py), apart from the engine: the
     plan's cold time includes it, the engine floor never does."""
     print(f"\n{'rendering':<12}{'releases':>10}{'objects':>9}{'best s':>9}{'median s':>10}")
     for stack in STACKS:
@@ -218,7 +219,7 @@ def main() -> None:
     plan_stack("onprem")  # imports and caches warm before anything is timed
     gc.collect()
     gc.freeze()
-    print("Plan benchmark; cold = `python -m infra.plan <stack>` in a new process (best of 3)\n")
+    print("Plan benchmark; cold = `python -m plan <stack>` in a new process (best of 3)\n")
     print(f"{'stack':<12}{'resources':>10}{'cold s':>9}" + HEADER)
     for stack in STACKS:
         m = measure(stack)

@@ -13,12 +13,12 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from infra.config import PlatformConfig, config_from_pulumi, stack_file
-from infra.config.loading import read_yaml
-from infra.plan.cli import plan_stack
-from infra.plan.engine import ROOT, read_project, read_stack_config
-from infra.plan.model import Plan
-from infra.plan.render import Rendering, render_plan
+from model.config import PlatformConfig, config_from_pulumi, stack_file
+from model.config.loading import read_yaml
+from model.stacks import ROOT, read_project, read_stack_config
+from plan.cli import plan_stack
+from plan.model import Plan
+from plan.render import Rendering, render_plan
 
 # Every stack file found, shipped or the user's own; tests that hold for every stack take their
 # expectations from the stack's config, and those about the shipped examples say so in their name.
@@ -86,7 +86,7 @@ def make_project(tmp_path: Path, stacks: dict[str, dict[str, Any]], project_conf
     (tmp_path / "stacks").mkdir()
     for name, config in stacks.items():
         (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text(stack_text({"config": config}))
-    for package in ("infra", "components"):
+    for package in ("infra", "components", "model", "contract"):
         (tmp_path / package).symlink_to(ROOT / package)
     return tmp_path
 

@@ -118,7 +118,7 @@ def gpudirect_rdma(log_text: str) -> tuple[str, int, str]:
 
 def floor_for(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
     """The busbw floor (GB/s) for 'intra' or 'inter' node all-reduce, and its source."""
-    # The names the stack's config gives them (infra/config/selftest.py).
+    # The names the stack's config gives them (model/config/selftest.py).
     key = f"{scope}_node_busbw_gbps"
     if key in ctx.floors:
         return ctx.floors[key], ctx.floor_sources.get(key, "selftest config")

@@ -1,6 +1,6 @@
 """Every rule of the pack, and the one function that runs them on a stack's resources.
 
-`python -m infra.plan` and the CrossGuard pack (`policy/__main__.py`) both run `RULES`; the
+`python -m plan` and the CrossGuard pack (`policy/__main__.py`) both run `RULES`; the
 plan through `evaluate`, the pack by wrapping each rule in a policy.
 """
 

@@ -1,7 +1,7 @@
 """What every rule sees: one resource as a small adapter, and the stack around it.
 
 The same rule code runs under `pulumi preview --policy-pack policy` (CrossGuard hands each
-resource's type, name, URN and properties) and in `python -m infra.plan` (the planned resources);
+resource's type, name, URN and properties) and in `python -m plan` (the planned resources);
 neither needs the other. A rule is a plain function `(subject, context) -> messages`.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from infra.config.policy import PolicySettings
+from model.config.policy import PolicySettings
 
 Level = Literal["mandatory", "advisory"]
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import yaml
 
-from infra.catalog import CATALOG
+from model.catalog import CATALOG
 from policy.rules.base import Context, Subject, as_list, reference, rule, truthy
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -61,7 +61,7 @@ def _self_rule(token: str, group: str, ctx: Context) -> bool:
     [LAUNCH_TEMPLATE],
     "EFA interfaces carry a security group that allows all traffic in and out among its "
     "members (AWS EFA user guide), or NCCL hangs at its first collective.",
-    "components/efa.py declares the EFA group and its two self rules: restore them",
+    "components/data/efa.py declares the EFA group and its two self rules: restore them",
     linked=True,
 )
 def efa_security_group_self_rules(r: Subject, ctx: Context) -> Iterator[str]:
@@ -81,7 +81,7 @@ def efa_security_group_self_rules(r: Subject, ctx: Context) -> Iterator[str]:
     [NODE_GROUP],
     "An EFA node group's launch template has as many EFA interfaces as the instance type "
     "supports (the catalog's count), so no network card sits idle.",
-    "gpu_node_groups[].efa derives the interfaces from the catalog (infra/catalog.py): "
+    "gpu_node_groups[].efa derives the interfaces from the catalog (model/catalog.py): "
     "fix the catalog row or the builder",
     linked=True,
 )
@@ -117,7 +117,7 @@ def efa_single_subnet(r: Subject, ctx: Context) -> Iterator[str]:
     [LAUNCH_TEMPLATE],
     "A cluster with EFA nodes runs the EFA device plugin, or pods cannot request "
     "vpc.amazonaws.com/efa.",
-    "the EFA device plugin follows gpu_node_groups[].efa; restore components/efa.py",
+    "the EFA device plugin follows gpu_node_groups[].efa; restore components/data/efa.py",
 )
 def efa_device_plugin_installed(r: Subject, ctx: Context) -> Iterator[str]:
     if not efa_interfaces(r):
@@ -177,7 +177,7 @@ def fsx_in_gpu_zone(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [FSX],
     "The file system's security group admits Lustre on TCP 988 and 1018-1023 from itself.",
-    "components/fsx.py declares the Lustre rules: restore them",
+    "components/storage/fsx.py declares the Lustre rules: restore them",
     linked=True,
 )
 def fsx_lustre_ports(r: Subject, ctx: Context) -> Iterator[str]:
@@ -228,7 +228,7 @@ def _dcgm_exporters(ctx: Context) -> list[str]:
     [HELM_RELEASE],
     "Exactly one DCGM exporter runs: two double every GPU series and fight over the "
     "profiling counters.",
-    "the GPU Operator's exporter is the cluster's one (components/gpu_operator.py): "
+    "the GPU Operator's exporter is the cluster's one (components/data/gpu_operator.py): "
     "remove any other exporter release",
 )
 def one_dcgm_exporter(r: Subject, ctx: Context) -> Iterator[str]:

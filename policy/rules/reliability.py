@@ -116,7 +116,8 @@ def flow_logs_on(r: Subject, ctx: Context) -> Iterator[str]:
     KUBERNETES_WORKLOADS,
     "Every container declares resource requests and limits, so the scheduler and Kueue "
     "account for it and one pod cannot starve a node.",
-    "set the resources in the workload's builder (components/jobs.py, components/selftest.py)",
+    "set the resources in the workload's builder (components/scheduling/training_job.py, "
+    "components/selftest/job.py)",
 )
 def containers_requests_limits(r: Subject, ctx: Context) -> Iterator[str]:
     spec = pod_spec(r.props)
@@ -165,7 +166,8 @@ def gpu_pods_tolerate_and_request(r: Subject, ctx: Context) -> Iterator[str]:
     [BUCKET],
     "A versioned bucket expires non-current versions, or every overwrite is kept and paid "
     "for forever.",
-    "keep the noncurrentVersionExpiration lifecycle rule of the data bucket (components/fsx.py)",
+    "keep the noncurrentVersionExpiration lifecycle rule of the data bucket "
+    "(components/storage/fsx.py)",
     linked=True,
 )
 def versioned_buckets_expire(r: Subject, ctx: Context) -> Iterator[str]:

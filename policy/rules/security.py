@@ -48,7 +48,7 @@ OPEN_CIDRS = {"0.0.0.0/0", "::/0"}
     "mandatory",
     [CLUSTER],
     "EKS envelope-encrypts Kubernetes secrets with a customer KMS key.",
-    "components/control_plane.py declares the key; restore encryptionConfig "
+    "components/control/cluster.py declares the key; restore encryptionConfig "
     "(resources: [secrets], provider.keyArn) on the cluster",
 )
 def eks_secrets_encrypted(r: Subject, ctx: Context) -> Iterator[str]:
@@ -104,7 +104,7 @@ def _endpoint_world_open(r: Subject) -> bool:
     "mandatory",
     [LAUNCH_TEMPLATE],
     "Nodes require IMDSv2 session tokens, so a pod cannot read node credentials through SSRF.",
-    "restore metadataOptions.httpTokens: required in components/nodes.py",
+    "restore metadataOptions.httpTokens: required in components/data/nodes.py",
 )
 def imdsv2_required(r: Subject, ctx: Context) -> Iterator[str]:
     tokens = (r.props.get("metadataOptions") or {}).get("httpTokens")
@@ -136,7 +136,7 @@ def no_open_ingress(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [LAUNCH_TEMPLATE, STORAGE_CLASS],
     "Node root volumes and EBS volumes from the gp3 StorageClass are encrypted.",
-    "restore ebs.encrypted on the launch template (components/nodes.py) or "
+    "restore ebs.encrypted on the launch template (components/data/nodes.py) or "
     "parameters.encrypted on the StorageClass",
 )
 def ebs_encrypted(r: Subject, ctx: Context) -> Iterator[str]:
@@ -169,7 +169,7 @@ def prod_fsx_customer_key(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [BUCKET],
     "Every bucket has default server-side encryption declared.",
-    "the FSx data bucket's encryption lives in components/fsx.py: restore its "
+    "the FSx data bucket's encryption lives in components/storage/fsx.py: restore its "
     "BucketServerSideEncryptionConfiguration",
     linked=True,
 )
@@ -202,7 +202,7 @@ def log_groups_encrypted(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [BUCKET],
     "Every bucket blocks public ACLs and policies, all four settings on.",
-    "restore the bucket's BucketPublicAccessBlock in components/fsx.py",
+    "restore the bucket's BucketPublicAccessBlock in components/storage/fsx.py",
     linked=True,
 )
 def s3_public_access_blocked(r: Subject, ctx: Context) -> Iterator[str]:
@@ -222,7 +222,8 @@ def s3_public_access_blocked(r: Subject, ctx: Context) -> Iterator[str]:
     [DEFAULT_SECURITY_GROUP],
     "The VPC's default security group has no rules, so nothing attached to it by accident "
     "talks to anything.",
-    "components/network.py adopts the default group with empty ingress and egress: keep them empty",
+    "components/control/network.py adopts the default group with empty ingress and egress: "
+    "keep them empty",
 )
 def default_security_group_closed(r: Subject, ctx: Context) -> Iterator[str]:
     if r.props.get("ingress") or r.props.get("egress"):
@@ -270,7 +271,7 @@ def node_groups_in_private_subnets(r: Subject, ctx: Context) -> Iterator[str]:
     [LAUNCH_TEMPLATE],
     "EFA interfaces never take a public IP (EFA instances with several interfaces cannot, and "
     "a training node needs none).",
-    "restore associatePublicIpAddress: false in components/efa.py",
+    "restore associatePublicIpAddress: false in components/data/efa.py",
 )
 def efa_no_public_ip(r: Subject, ctx: Context) -> Iterator[str]:
     for nic in as_list(r.props.get("networkInterfaces")):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from infra.catalog import CATALOG
-from infra.config.multikueue import BURST_BUDGET_ANNOTATION
+from model.catalog import CATALOG
+from model.config.multikueue import BURST_BUDGET_ANNOTATION
 from policy.rules.base import Context, Subject, rule, truthy
 from policy.rules.correctness import instance_types_of
 

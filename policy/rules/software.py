@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.image_reference import references_in
+from model.image_reference import references_in
 from policy.rules.base import KUBERNETES_WORKLOADS, Context, Subject, rule
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -17,7 +17,7 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 def _images(value: Any) -> Iterator[str]:
     """Every image reference in a manifest or in Helm values: `image: repo:tag` strings,
     `image: {repository, tag}` objects, and the references any other string names (an env
-    value, an argument, a ConfigMap's data: infra/image_reference.py)."""
+    value, an argument, a ConfigMap's data: model/image_reference.py)."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key == "image" and isinstance(item, str):
@@ -50,7 +50,7 @@ def _unpinned(image: str) -> str | None:
     [*KUBERNETES_WORKLOADS, HELM_RELEASE, CONFIG_MAP],
     "Every image is pinned to a tag or digest, never latest; the charts' rendered pods and the "
     "images their ConfigMaps name too.",
-    "set the tag in infra/versions.py (or selftest.image for the self-test)",
+    "set the tag in model/versions.py (or selftest.image for the self-test)",
     rendered=True,
 )
 def images_pinned(r: Subject, ctx: Context) -> Iterator[str]:
@@ -66,7 +66,7 @@ def images_pinned(r: Subject, ctx: Context) -> Iterator[str]:
     "mandatory",
     [HELM_RELEASE],
     "Every Helm chart is pinned to a version.",
-    "pin the chart in infra/versions.py",
+    "pin the chart in model/versions.py",
 )
 def helm_charts_pinned(r: Subject, ctx: Context) -> Iterator[str]:
     version = str(r.props.get("version") or "")

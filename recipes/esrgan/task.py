@@ -16,7 +16,7 @@ from recipes.esrgan.model import SCALES, RRDBNet
 if TYPE_CHECKING:
     from recipes.shards import Batch
 
-# The keys of recipe_settings(cfg, "esrgan") this task reads (infra/config/recipe_training.py,
+# The keys of recipe_settings(cfg, "esrgan") this task reads (model/config/recipe_training.py,
 # EsrganSettings, documents each).
 NEEDED = (
     "num_blocks", "num_features", "growth_channels", "pixel_loss", "pixel_weight",
@@ -36,7 +36,7 @@ class EsrganTask:
         if missing:
             raise ValueError(
                 f"esrgan settings: missing {', '.join(missing)}; pass "
-                "infra.config.recipes.recipe_settings(cfg, 'esrgan') whole"
+                "model.config.recipes.recipe_settings(cfg, 'esrgan') whole"
             )
         if scale not in SCALES:
             raise ValueError(f"esrgan scale: {scale!r} is not supported; use one of {SCALES}")

@@ -1,5 +1,5 @@
 """A model of what a pod needs to find on its cluster before it can start, written once and run
-over every job the builder renders (tests/test_controller_references.py).
+over every job the builder renders (tests/controllers/test_references_rules.py).
 
 A reference that names nothing is valid to the schema and fatal to the pod, each in its own way:
 

@@ -1,0 +1,109 @@
+"""Namespaces the platform's add-ons and training jobs live in, the teams' namespaces and the
+self-test's, with Pod Security admission labels where jobs run: `restricted` unless a team's
+setting says why `baseline` (issue 25)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.base import PLATFORM_LABELS, PlatformComponent
+from model.config import NamespaceSettings, PlatformConfig
+from model.config.scheduling import TeamSettings
+from model.config.selftest import runs
+from model.config.selftest_schedule import scheduled
+
+PART_OF = PLATFORM_LABELS
+POD_SECURITY = "pod-security.kubernetes.io"
+
+
+def namespace_labels(purpose: str) -> dict[str, str]:
+    return {**PART_OF, "gpu-platform/purpose": purpose}
+
+
+# Why a namespace enforces less than restricted, where a team setting says so.
+REASON_ANNOTATION = "gpu-platform/pod-security-reason"
+
+
+def pod_security_labels(enforce: str) -> dict[str, str]:
+    """Pod Security admission for a namespace where jobs run. Warn and audit hold every pod to
+    `restricted`, so what it would take to tighten a `baseline` namespace stays visible in
+    kubectl's warnings and the audit log (Kubernetes docs, "Pod Security Admission")."""
+    return {
+        f"{POD_SECURITY}/enforce": enforce,
+        f"{POD_SECURITY}/audit": "restricted",
+        f"{POD_SECURITY}/warn": "restricted",
+    }
+
+
+def team_pod_security(team: TeamSettings) -> tuple[dict[str, str], dict[str, str]]:
+    """A team namespace's labels and annotations: `restricted`, which every job the platform
+    renders keeps to (components/scheduling/training_job.py), unless the team's setting says why
+    `baseline`. Never `privileged`: that would let anyone who may create a pod there run a
+    privileged, host-network pod on a GPU node."""
+    labels = pod_security_labels(team.pod_security)
+    annotations = {REASON_ANNOTATION: team.pod_security_reason} if team.pod_security_reason else {}
+    return labels, annotations
+
+
+def job_namespaces(cfg: PlatformConfig) -> list[str]:
+    """Every namespace jobs run in, the training namespace first, then each team's, then the
+    self-test's where it runs (after deploys or on a schedule): each holds what a job's pods
+    name (the rendezvous Service, the NCCL ConfigMaps, `shared-data`, the RDMA network), since
+    a pod finds them only in its own namespace, on the cluster where it runs."""
+    training = cfg.namespaces.training
+    teams = cfg.scheduling.all_teams(training)
+    found = [training, *(t.name for t in teams if t.name != training)]
+    if runs(cfg) or scheduled(cfg):
+        found.append(cfg.namespaces.selftest)
+    return found
+
+
+@dataclass(frozen=True)
+class NamespacesArgs:
+    namespaces: NamespaceSettings
+    # Every team, the training namespace's own settings among them.
+    teams: Sequence[TeamSettings] = ()
+    # Purposes whose namespace the cluster already has: the monitoring namespace of a
+    # kube-prometheus-stack it runs (existing.addons), which `pulumi up` could not create again.
+    existing: Sequence[str] = ()
+
+
+class Namespaces(PlatformComponent):
+    """One namespace per purpose and per team; other components take the names from here."""
+
+    PLANE = "control"
+
+    def __init__(self, name: str, args: NamespacesArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        teams = {t.name: t for t in args.teams}
+        self.by_purpose: dict[str, k8s.core.v1.Namespace] = {}
+        for purpose, ns in sorted(args.namespaces.model_dump().items()):
+            if purpose not in args.existing:
+                self.by_purpose[purpose] = self._namespace(ns, purpose, teams.pop(ns, None))
+        self.teams = {team: self._namespace(team, "team", t) for team, t in sorted(teams.items())}
+        self.register_outputs({p: n.metadata.name for p, n in self.by_purpose.items()})
+
+    def in_purpose(self, purpose: str) -> list[k8s.core.v1.Namespace]:
+        """The purpose's namespace where the platform declares it; none where the cluster has
+        it already."""
+        return [self.by_purpose[purpose]] if purpose in self.by_purpose else []
+
+    def _namespace(self, ns: str, purpose: str, team: TeamSettings | None) -> k8s.core.v1.Namespace:
+        labels, annotations = namespace_labels(purpose), {}
+        if team is not None:
+            more, annotations = team_pod_security(team)
+            labels.update(more)
+        elif purpose == "selftest":
+            # The self-test's pods are the job builder's, restricted like a team's.
+            labels.update(pod_security_labels("restricted"))
+        return k8s.core.v1.Namespace(
+            f"ns-{ns}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=ns, labels=labels, annotations=annotations or None
+            ),
+            opts=self.child(),
+        )

@@ -1,0 +1,232 @@
+"""A GPU node group: EKS managed node group with its own launch template, EFA interfaces laid
+out per network card, an optional cluster placement group, reserved or spot capacity, and the
+tags cluster-autoscaler needs to scale it from zero."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import PlatformComponent
+from components.control.cluster import ClusterHandle
+from components.data.gpu_operator import EFA_RESOURCE, operator_labels
+from components.data.gpu_operator import advertised_resources as pool_resources
+from components.data.nodes import (
+    ManagedNodeGroupSpec,
+    boot_script,
+    declare_node_group,
+    node_config,
+    node_repair_config,
+    user_data,
+)
+from model.catalog import InstanceType
+from model.config import GpuNodeGroupSettings
+from model.config.pools import pool_of_group
+
+GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
+HUGEPAGES_RESOURCE = "hugepages-2Mi"
+NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+CAPACITY_TYPES = {
+    "on_demand": "ON_DEMAND",
+    "spot": "SPOT",
+    "reservation": "ON_DEMAND",
+    "capacity_block": "CAPACITY_BLOCK",
+}
+
+# --------------------------------------------------------------------------- pure builders
+
+
+def efa_interfaces(instance: InstanceType, security_group_ids: Sequence) -> list[dict]:
+    """One interface per EFA the type supports, counted from its EFA maximum (not its network
+    cards): card 0 carries the primary interface, an EFA with an IP address; every further card
+    one `efa-only` interface at device index 0, which takes no IP address. None is public."""
+    interfaces = []
+    for card in range(instance.efa_interfaces):
+        interfaces.append(
+            {
+                "network_card_index": card,
+                "device_index": 0,
+                "interface_type": "efa" if card == 0 else "efa-only",
+                "associate_public_ip_address": "false",
+                "delete_on_termination": "true",
+                "security_groups": list(security_group_ids),
+            }
+        )
+    return interfaces
+
+
+def advertised_resources(group: GpuNodeGroupSettings) -> dict[str, int]:
+    """Extended resources a node of the group advertises once the GPU Operator runs; mixed
+    types count by the smallest."""
+    return pool_resources(pool_of_group(group))
+
+
+def hugepages_2mi(group: GpuNodeGroupSettings) -> int:
+    """2 MiB hugepages a node of the group reserves at boot (EFA groups only)."""
+    return pool_of_group(group).hugepages_2mi
+
+
+def group_user_data(group: GpuNodeGroupSettings) -> str:
+    """nodeadm NodeConfig, then the boot script (hugepages, memlock, GPU tuning) when there is
+    one. Only EFA groups lift the memlock limit: verbs memory registration is what needs it,
+    and every other node keeps the default bound on what one container may pin."""
+    config = node_config(group.instances[0], group.kubelet, group.max_pods)
+    script = boot_script(hugepages_2mi(group), group.gpu_tuning, unlimited_memlock=group.efa)
+    return user_data([config], [script] if script else [])
+
+
+def gpu_tuning_report(group: GpuNodeGroupSettings) -> dict:
+    """What the plan shows of a group's boot-time GPU settings, unset ones in words."""
+    tuning, clocks = group.gpu_tuning, group.gpu_tuning.application_clocks
+    watts = tuning.power_limit_watts
+    return {
+        "compute_mode": tuning.compute_mode,
+        "persistence_mode": tuning.persistence_mode,
+        "power_limit": "the GPU's default" if watts is None else f"{watts} W",
+        "application_clocks": (
+            f"memory {clocks.memory_mhz} MHz, graphics {clocks.graphics_mhz} MHz"
+            if clocks
+            else "the driver's default"
+        ),
+        "hugepages_2mi": hugepages_2mi(group),
+    }
+
+
+def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "gpu-platform/node-group": group.name,
+        "gpu-platform/fabric": "efa" if group.efa else "none",
+        "gpu-platform/capacity-type": group.capacity.replace("_", "-"),
+    }
+    if len(group.instance_types) == 1:
+        labels["gpu-platform/instance-type"] = group.instance_types[0]
+    models = {i.gpu_model for i in group.instances}
+    if len(models) == 1:
+        labels["gpu-platform/gpu-model"] = models.pop()
+    # The GPU Operator's device plugin and MIG manager configure the node by these.
+    labels.update(operator_labels(pool_of_group(group)))
+    return {**labels, **group.labels}
+
+
+def autoscaler_tags(group: GpuNodeGroupSettings) -> dict[str, str]:
+    """ASG tags that describe a node of this group to cluster-autoscaler while the group has
+    none, so it can scale from zero: its labels, taints and extended resources."""
+    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in node_labels(group).items()}
+    for taint in GPU_TAINTS:
+        tags[f"{NODE_TEMPLATE}/taint/{taint['key']}"] = f"{taint['value']}:{taint['effect']}"
+    for resource, count in advertised_resources(group).items():
+        tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
+    if group.efa:
+        tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
+        # A quantity, as the kubelet advertises it (pages x 2 MiB): cluster-autoscaler's AWS
+        # provider reads node-template resources with resource.ParseQuantity.
+        tags[f"{NODE_TEMPLATE}/resources/{HUGEPAGES_RESOURCE}"] = pool_of_group(
+            group
+        ).hugepages_quantity
+    unneeded = f"{group.scale_down_unneeded_minutes}m0s"
+    tags[f"{NODE_TEMPLATE}/autoscaling-options/scaledownunneededtime"] = unneeded
+    return dict(sorted(tags.items()))
+
+
+def capacity_reservation(group: GpuNodeGroupSettings) -> dict | None:
+    """Launch template capacity reservation target, for reserved capacity only."""
+    if group.capacity_reservation_id:
+        return {"capacity_reservation_id": group.capacity_reservation_id}
+    if group.capacity_reservation_group_arn:
+        return {"capacity_reservation_resource_group_arn": group.capacity_reservation_group_arn}
+    return None
+
+
+def node_group_name(env: str, group: GpuNodeGroupSettings) -> str:
+    return f"{env}-{group.name}"
+
+
+def asg_name_pattern(env: str, group: GpuNodeGroupSettings) -> str:
+    """EKS names a managed node group's ASG `eks-<node group name>-<uuid>`."""
+    return f"^eks-{node_group_name(env, group)}-.*"
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class GpuNodeGroupArgs:
+    env: str
+    group: GpuNodeGroupSettings
+    cluster: ClusterHandle
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]
+    efa_security_group_id: pulumi.Input[str]
+    tags: dict[str, str]
+    after: Sequence[pulumi.Resource] = ()
+
+
+class GpuNodeGroup(PlatformComponent):
+    """One GPU managed node group and everything that belongs to it alone."""
+
+    PLANE = "data"
+
+    def __init__(
+        self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__(name, opts)
+        group, ng_name = args.group, node_group_name(args.env, args.group)
+        instance = group.instances[0]
+        node_sgs = [args.cluster.security_group_id]
+
+        placement_group = None
+        if group.uses_placement_group:
+            placement_group = aws.ec2.PlacementGroup(
+                ng_name,
+                aws.ec2.PlacementGroupArgs(strategy="cluster", tags={"Name": ng_name}),
+                self.child(),
+            ).name
+
+        self.node_group = declare_node_group(
+            self,
+            ManagedNodeGroupSpec(
+                name=ng_name,
+                cluster_name=args.cluster.name,
+                kubernetes_version=args.cluster.eks_version,
+                node_role_arn=args.node_role_arn,
+                subnet_ids=args.subnet_ids,
+                security_group_ids=node_sgs,
+                ami_type="AL2023_x86_64_NVIDIA",
+                capacity_type=CAPACITY_TYPES[group.capacity],
+                instance_types=group.instance_types,
+                scaling=group.scaling,
+                root_volume_gib=group.root_volume_gib,
+                user_data=group_user_data(group),
+                labels=node_labels(group),
+                taints=GPU_TAINTS,
+                tags={**args.tags, "gpu-platform/node-group": group.name},
+                node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
+                network_interfaces=(
+                    efa_interfaces(instance, [*node_sgs, args.efa_security_group_id])
+                    if group.efa
+                    else None
+                ),
+                placement_group=placement_group,
+                capacity_reservation=capacity_reservation(group),
+                capacity_block=group.capacity == "capacity_block",
+                after=args.after,
+            ),
+        )
+
+        # Managed node groups do not pass their tags on to the ASG, where the autoscaler
+        # reads them; tag the ASG directly.
+        asg_name = self.node_group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
+        for key, value in autoscaler_tags(group).items():
+            aws.autoscaling.Tag(
+                f"{ng_name}-{key.removeprefix(NODE_TEMPLATE + '/')}",
+                aws.autoscaling.TagArgs(
+                    autoscaling_group_name=asg_name,
+                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                ),
+                self.child(),
+            )
+        self.register_outputs({"node_group": self.node_group.node_group_name})

@@ -1,0 +1,267 @@
+"""The NVIDIA GPU Operator on every provider, and the per-node configurations the GPU pools name.
+
+A node picks its device-plugin config by the label `nvidia.com/device-plugin.config=<key>` and
+its MIG layout by `nvidia.com/mig.config=<name>`. Both the labels and the ConfigMap entries they
+name come from `device_plugin_config_key` and `mig_layout_name` below, so a label can never name
+a configuration the operator does not define.
+
+Node Feature Discovery runs here (`nfd.enabled`), and must be the cluster's only NFD: the
+Network Operator, where a stack runs one, must run with its own NFD off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import yaml
+
+from components.base import PlatformComponent, plane_labels
+from components.data.system_node_group import SYSTEM_LABELS
+from components.helm import pinned_release, privileged_namespace
+from model.catalog import MIG_SLICES
+from model.config import GpuOperatorSettings, GpuPool, GpuSharingSettings
+from model.config.fabric import RDMA_FABRICS
+from model.config.gpu_software import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
+
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# ConfigMaps the chart creates from the values below.
+DEVICE_PLUGIN_CONFIGMAP = "gpu-platform-device-plugin"
+MIG_PARTED_CONFIGMAP = "gpu-platform-mig-parted"
+# The device-plugin entry nodes without the label get: whole GPUs.
+DEFAULT_CONFIG = "default"
+# The MIG layout nodes without the label get (the only default the ClusterPolicy CRD allows).
+MIG_DISABLED = "all-disabled"
+# The chart's default `mig.strategy`, kept when no pool uses MIG.
+DEFAULT_MIG_STRATEGY = "single"
+SHARED_MODES = {"time-slicing": "timeSlicing", "mps": "mps"}
+# The Service the GPU Operator creates for its DCGM exporter, and the exporter's port.
+DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
+DCGM_EXPORTER_PORT = 9400
+PART_OF = plane_labels("data")
+
+# --------------------------------------------------------------------------- pure builders
+
+
+def device_plugin_config_key(sharing: GpuSharingSettings) -> str:
+    """The device-plugin ConfigMap entry a pool's nodes use."""
+    if sharing.mode in SHARED_MODES:
+        return f"{sharing.mode}-{sharing.replicas}"
+    if sharing.mode == "mig":
+        return f"mig-{sharing.mig_strategy}"
+    return DEFAULT_CONFIG
+
+
+def mig_layout_name(pool: GpuPool) -> str | None:
+    """The MIG manager layout a MIG pool's nodes use: seven 1g slices per GPU (strategy
+    single: every GPU cut alike), or the balanced layout of the pool's GPU (mixed), named by
+    its 1g profile because each GPU memory size has its own profiles."""
+    if pool.sharing.mode != "mig":
+        return None
+    one_slice = pool.mig_profiles[0]
+    if pool.sharing.mig_strategy == "single":
+        return f"all-{one_slice}"
+    return f"all-balanced-{one_slice}"
+
+
+def operator_labels(pool: GpuPool) -> dict[str, str]:
+    """The labels by which the GPU Operator configures a pool's nodes. A node without the
+    device-plugin label gets the `default` entry (whole GPUs); one without the MIG label gets
+    MIG disabled."""
+    labels = {}
+    key = device_plugin_config_key(pool.sharing)
+    if key != DEFAULT_CONFIG:
+        labels[DEVICE_PLUGIN_LABEL] = key
+    layout = mig_layout_name(pool)
+    if layout is not None:
+        labels[MIG_CONFIG_LABEL] = layout
+    return labels
+
+
+def mig_strategy(pools: Sequence[GpuPool]) -> str:
+    """The cluster's one MIG strategy: the MIG pools' (the config refuses pools that differ)."""
+    strategies = {p.sharing.mig_strategy for p in pools if p.sharing.mode == "mig"}
+    return strategies.pop() if strategies else DEFAULT_MIG_STRATEGY
+
+
+def device_plugin_config(sharing: GpuSharingSettings) -> dict[str, Any]:
+    """One device-plugin config file (k8s-device-plugin `api/config/v1`)."""
+    config: dict[str, Any] = {"version": "v1"}
+    if sharing.mode == "mig":
+        config["flags"] = {"migStrategy": sharing.mig_strategy}
+    if sharing.mode in SHARED_MODES:
+        config["sharing"] = {
+            SHARED_MODES[sharing.mode]: {
+                "resources": [{"name": GPU_RESOURCE, "replicas": sharing.replicas}]
+            }
+        }
+    return config
+
+
+def device_plugin_configs(pools: Sequence[GpuPool]) -> dict[str, str]:
+    """Every entry any pool's label can name, plus the default, as the ConfigMap holds them."""
+    entries = {DEFAULT_CONFIG: device_plugin_config(GpuSharingSettings())}
+    for pool in pools:
+        entries[device_plugin_config_key(pool.sharing)] = device_plugin_config(pool.sharing)
+    return {key: yaml.safe_dump(entries[key], sort_keys=False) for key in sorted(entries)}
+
+
+def mig_parted_config(pools: Sequence[GpuPool]) -> dict[str, Any]:
+    """The MIG manager's layouts (mig-parted `version: v1`): MIG off, and for each GPU that a
+    MIG pool uses, seven 1g slices and the balanced cut (two 1g, one 2g, one 3g)."""
+    layouts: dict[str, Any] = {MIG_DISABLED: [{"devices": "all", "mig-enabled": False}]}
+    for profiles in sorted({p.mig_profiles for p in pools if p.sharing.mode == "mig"}):
+        one, two, three = profiles
+        for name, devices in (
+            (f"all-{one}", {one: MIG_SLICES}),
+            (f"all-balanced-{one}", {one: 2, two: 1, three: 1}),
+        ):
+            layouts[name] = [{"devices": "all", "mig-enabled": True, "mig-devices": devices}]
+    return {"version": "v1", "mig-configs": layouts}
+
+
+def helm_values(
+    pools: Sequence[GpuPool],
+    settings: GpuOperatorSettings,
+    on_aws: bool,
+    host_mofed: bool = False,
+) -> dict[str, Any]:
+    """gpu-operator chart values for the stack's GPU pools. `host_mofed`: the nodes run their
+    own MOFED / DOCA-OFED (fabric.mofed_preinstalled), which nvidia-peermem must build against."""
+    rdma = any(p.fabric in RDMA_FABRICS for p in pools)
+    device_plugin: dict[str, Any] = {
+        "config": {
+            "create": True,
+            "name": DEVICE_PLUGIN_CONFIGMAP,
+            "default": DEFAULT_CONFIG,
+            "data": device_plugin_configs(pools),
+        }
+    }
+    if any(p.fabric == "efa" for p in pools):
+        # Device plugin v0.19.0+ turns MOFED detection on by default, which clashes with the
+        # EFA device plugin on EFA nodes (AWS EKS user guide, "Manage EFA devices"). The chart
+        # sets one env for every node's device plugin, so it is off cluster-wide.
+        device_plugin["env"] = [{"name": "MOFED_ENABLED", "value": "false"}]
+    values: dict[str, Any] = {
+        # The AL2023 NVIDIA AMI ships the driver and the toolkit; on an existing cluster the
+        # stack says whether the nodes have them.
+        "driver": {
+            "enabled": settings.install_driver and not on_aws,
+            # GPUDirect RDMA (nvidia-peermem) for InfiniBand / RoCE pools.
+            "rdma": {"enabled": rdma, "useHostMofed": rdma and host_mofed},
+        },
+        "toolkit": {"enabled": settings.install_toolkit and not on_aws},
+        # The cluster's one NFD; a Network Operator runs with its own off.
+        "nfd": {"enabled": True},
+        # The cluster's one DCGM exporter (port 9400), scraped through the ServiceMonitor the
+        # operator creates; Prometheus selects every ServiceMonitor, so it needs no extra labels.
+        "dcgmExporter": {
+            "enabled": True,
+            "serviceMonitor": {
+                "enabled": True,
+                # Kept false on purpose: the exporter's own `namespace`, `pod` and `container`
+                # labels (the GPU's user) then arrive as exported_namespace, exported_pod and
+                # exported_container, beside the exporter pod's own. Every dashboard, rule and
+                # autoscaler query reads the exported_* names.
+                "honorLabels": False,
+            },
+            # A pod asking the exporter's Service reaches the exporter on its own node
+            # (Kubernetes "Service Internal Traffic Policy"), so the self-test can check that
+            # its node's exporter answers and exports this node's GPUs. Prometheus scrapes the
+            # endpoints directly, so scraping is unaffected.
+            "service": {"internalTrafficPolicy": "Local"},
+        },
+        "mig": {"strategy": mig_strategy(pools)},
+        "devicePlugin": device_plugin,
+    }
+    if any(p.sharing.mode == "mig" for p in pools):
+        values["migManager"] = {
+            "config": {
+                "create": True,
+                "name": MIG_PARTED_CONFIGMAP,
+                "default": MIG_DISABLED,
+                "data": {"config.yaml": yaml.safe_dump(mig_parted_config(pools), sort_keys=False)},
+            }
+        }
+    if on_aws:
+        # The operator's controller is no GPU workload: keep it on the system nodes.
+        values["operator"] = {"nodeSelector": dict(SYSTEM_LABELS)}
+    return values
+
+
+def advertised_resources(pool: GpuPool) -> dict[str, int]:
+    """Extended resources a node of the pool advertises once the GPU Operator runs: whole
+    GPUs, shared replicas of them, or MIG slices."""
+    sharing, gpus = pool.sharing, pool.gpus_per_node
+    if sharing.mode == "mig" and sharing.mig_strategy == "mixed":
+        one, two, three = pool.mig_profiles
+        return {
+            f"nvidia.com/mig-{one}": 2 * gpus,
+            f"nvidia.com/mig-{two}": gpus,
+            f"nvidia.com/mig-{three}": gpus,
+        }
+    per_gpu = {"mig": MIG_SLICES, "time-slicing": sharing.replicas, "mps": sharing.replicas}
+    return {GPU_RESOURCE: gpus * per_gpu.get(sharing.mode, 1)}
+
+
+def pool_report(pool: GpuPool) -> dict[str, Any]:
+    """What a pod scheduled onto one node of the pool can request, and the labels the node
+    must carry for the GPU Operator (set by the platform on AWS, by the admin on-prem)."""
+    requests: dict[str, Any] = dict(advertised_resources(pool))
+    if pool.efa_interfaces:
+        requests[EFA_RESOURCE] = pool.efa_interfaces
+    if pool.hugepages_quantity:
+        requests["hugepages-2Mi"] = pool.hugepages_quantity
+    return {
+        "per_node": requests,
+        "max_nodes": pool.max_nodes,
+        "sharing": pool.sharing.mode,
+        "node_labels": operator_labels(pool),
+    }
+
+
+def dcgm_exporter_url(namespace: str) -> str:
+    """The operator's DCGM exporter Service (`nvidia-dcgm-exporter`, port 9400); with the
+    Local traffic policy above it answers with the caller's own node's GPUs."""
+    return f"http://{DCGM_EXPORTER_SERVICE}.{namespace}.svc:{DCGM_EXPORTER_PORT}/metrics"
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class GpuOperatorArgs:
+    env: str
+    settings: GpuOperatorSettings
+    pools: Sequence[GpuPool]
+    on_aws: bool
+    after: Sequence[pulumi.Resource] = ()
+    host_mofed: bool = False
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
+
+
+class GpuOperator(PlatformComponent):
+    """The GPU Operator release in its own privileged namespace."""
+
+    PLANE = "data"
+
+    def __init__(
+        self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__(name, opts)
+        ns = args.settings.namespace
+        # The driver, toolkit, MIG manager and DCGM pods need host access.
+        namespace = privileged_namespace(f"{args.env}-ns-{ns}", ns, PART_OF, self)
+        self.release = pinned_release(
+            f"{args.env}-gpu-operator",
+            "gpu-operator",
+            ns,
+            helm_values(args.pools, args.settings, args.on_aws, args.host_mofed),
+            self.child(depends_on=[namespace, *args.after]),
+            mirror=args.registry_mirror,
+        )
+        self.register_outputs({"release": self.release.name})

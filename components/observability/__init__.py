@@ -1,0 +1,1 @@
+"""The observability plane: Prometheus, Grafana and their dashboards, and the GPU alerts."""

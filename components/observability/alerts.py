@@ -1,0 +1,405 @@
+"""The platform's alerts as one PrometheusRule (monitoring.coreos.com/v1) in the monitoring
+namespace: a pure builder of its spec from the config, and the component that declares it.
+
+Series labels (FACTS.md, "Monitoring"): the DCGM exporter names the node `Hostname`, the GPU
+`gpu` and `UUID`; its ServiceMonitor keeps `honorLabels: false`, so the pod that holds a GPU
+is `exported_namespace` / `exported_pod` / `exported_container` (the scrape's own `namespace`
+and `pod` are the exporter's). Alerts built on kube-state-metrics copy its `node` label into
+`Hostname`, so every alert names a node the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.base import PLATFORM_LABELS, PlatformComponent
+from components.data.gpu_operator import (
+    DEFAULT_CONFIG,
+    advertised_resources,
+    device_plugin_config_key,
+)
+from components.kubernetes_object import KubernetesObject
+from model.config import PlatformConfig
+from model.config.alerts import AlertSettings
+from model.config.gpu_software import DEVICE_PLUGIN_LABEL
+from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
+
+API_VERSION = "monitoring.coreos.com/v1"
+RULE_NAME = "gpu-platform-alerts"
+# The EKS node monitoring agent's conditions (EKS User Guide, "Detect node health issues":
+# node conditions reported by the agent).
+EKS_AGENT_CONDITIONS = (
+    "AcceleratedHardwareReady",
+    "ContainerRuntimeReady",
+    "KernelReady",
+    "NetworkingReady",
+    "StorageReady",
+)
+# kube-state-metrics writes an extended resource's name with every character outside
+# [a-zA-Z0-9_] turned into `_` (nvidia.com/gpu: `nvidia_com_gpu`; nvidia.com/mig-1g.10gb:
+# `nvidia_com_mig_1g_10gb`). What the device plugin advertises, per node: whole GPUs, shared
+# replicas of them, or MIG slices.
+GPU_DEVICES = 'kube_node_status_capacity{resource=~"nvidia_com_gpu|nvidia_com_mig_.+"}'
+# Node labels the alerts read. kube-state-metrics exports a node label only when its key is in
+# `--metric-labels-allowlist` (monitoring_values sets it from this tuple), as `label_<key>`
+# with the same character rule as resources.
+NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL,)
+
+
+def node_labels_read(cfg: PlatformConfig) -> tuple[str, ...]:
+    """Every node label the stack's alerts read: the device-plugin config, and the labels
+    that select each scheduled pool's nodes (SelfTestStale)."""
+    keys = {k for p in cfg.gpu_pools if p.name in scheduled_pools(cfg) for k in p.node_selector}
+    return (*NODE_LABELS_READ, *sorted(keys - set(NODE_LABELS_READ)))
+
+
+# GPU memory in use, in percent of the GPU's framebuffer (FB_USED and FB_FREE are MiB).
+FB_PERCENT = "100 * DCGM_FI_DEV_FB_USED{sel} / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
+GPU = "GPU {{ $labels.gpu }} ({{ $labels.UUID }}) on {{ $labels.Hostname }}"
+POD = "pod {{ $labels.exported_namespace }}/{{ $labels.exported_pod }}"
+
+
+def _as_hostname(expr: str) -> str:
+    return f'label_replace({expr}, "Hostname", "$1", "node", "(.+)")'
+
+
+def node_label(key: str) -> str:
+    """A node label as kube-state-metrics names it on `kube_node_labels`."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
+    """Device-plugin config key -> devices a node advertises per physical GPU under it (the
+    pools' advertised resources: replicas when shared, MIG slices when cut)."""
+    return {
+        device_plugin_config_key(pool.sharing): sum(advertised_resources(pool).values())
+        // pool.gpus_per_node
+        for pool in cfg.gpu_pools
+    }
+
+
+def physical_gpus(cfg: PlatformConfig) -> str:
+    """Physical GPUs per node (`node`): the devices the node advertises divided by the devices
+    per GPU of the device-plugin config its label names. Capacity alone counts replicas and
+    slices, while the exporter reports physical GPUs; and capacity, unlike a live count,
+    keeps a GPU that fell off the bus."""
+    devices = f"sum by (node) ({GPU_DEVICES})"
+    label = node_label(DEVICE_PLUGIN_LABEL)
+    keys_by_factor: dict[int, list[str]] = {}
+    for key, factor in sorted(devices_per_gpu(cfg).items()):
+        if key != DEFAULT_CONFIG:
+            keys_by_factor.setdefault(factor, []).append(key)
+    # A node without the label runs the `default` entry: whole GPUs.
+    terms = [f'({devices} unless on(node) kube_node_labels{{{label}!=""}})']
+    terms += [
+        f'({devices} / {factor} and on(node) kube_node_labels{{{label}=~"{"|".join(keys)}"}})'
+        for factor, keys in sorted(keys_by_factor.items())
+    ]
+    return " or ".join(terms)
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alerting rule, with the condition in words for the plan."""
+
+    name: str
+    expr: str
+    duration: str
+    severity: str
+    summary: str
+    description: str
+    # The threshold as the plan shows it: "GPU utilisation < 30 %".
+    condition: str
+
+    def rule(self, settings: AlertSettings) -> dict[str, Any]:
+        return {
+            "alert": self.name,
+            "expr": self.expr,
+            "for": self.duration,
+            "labels": {"severity": self.severity},
+            "annotations": {
+                "summary": self.summary,
+                "description": self.description,
+                # The alert's runbook: the anchor of "### <name>" on the runbooks page.
+                "runbook_url": f"{settings.runbook_base_url}#{self.name.lower()}",
+            },
+        }
+
+
+def gpu_rules(cfg: PlatformConfig) -> list[Alert]:
+    """Alerts on the GPUs themselves, from the DCGM exporter, on every provider."""
+    a = cfg.alerts
+    teams = "|".join(t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training))
+    training_pod = f'{{exported_pod!="", exported_namespace=~"{teams}"}}'
+    physical = _as_hostname(physical_gpus(cfg))
+    return [
+        Alert(
+            "GpuIdle",
+            f'DCGM_FI_DEV_GPU_UTIL{{exported_pod!=""}} < {a.idle_utilisation_percent}',
+            a.idle_for,
+            "info",
+            "A GPU held by a pod has been nearly idle: release the capacity",
+            f"{GPU}, held by {POD}, has run under {a.idle_utilisation_percent} % utilisation "
+            f"for {a.idle_for} (now {{{{ $value }}}} %).",
+            f"GPU utilisation (a pod's GPU) < {a.idle_utilisation_percent} %",
+        ),
+        Alert(
+            "GpuFramebufferFull",
+            f"{FB_PERCENT.format(sel='')} > {a.framebuffer_full_percent}",
+            a.framebuffer_full_for,
+            "warning",
+            "GPU memory nearly full: out-of-memory risk",
+            f"{GPU} uses {{{{ $value | humanize }}}} % of its memory "
+            f"(threshold {a.framebuffer_full_percent} %).",
+            f"GPU memory used > {a.framebuffer_full_percent} %",
+        ),
+        Alert(
+            "GpuTemperatureHigh",
+            f"DCGM_FI_DEV_GPU_TEMP > {a.temperature_celsius}",
+            a.temperature_for,
+            "warning",
+            "GPU running hot",
+            f"{GPU} is at {{{{ $value }}}} °C, above {a.temperature_celsius} °C "
+            f"for {a.temperature_for}.",
+            f"GPU temperature > {a.temperature_celsius} celsius",
+        ),
+        Alert(
+            "GpuMigrationCandidate",
+            f"{FB_PERCENT.format(sel=training_pod)} > {a.migration_framebuffer_percent}",
+            a.migration_for,
+            "info",
+            "Training pod near its GPU memory limit: checkpoint and requeue",
+            f"{POD} uses {{{{ $value | humanize }}}} % of {GPU}'s memory "
+            f"(threshold {a.migration_framebuffer_percent} %).",
+            f"GPU memory used by a training pod > {a.migration_framebuffer_percent} %",
+        ),
+        Alert(
+            "GpuXidError",
+            # The gauge holds the last XID error code, 0 when none: any code in the window.
+            f"max_over_time(DCGM_FI_DEV_XID_ERRORS[{a.xid_window}]) > 0",
+            "0s",
+            "critical",
+            "GPU reported an XID error",
+            f"{GPU} reported XID {{{{ $value }}}} within the last {a.xid_window}.",
+            f"any XID error in the last {a.xid_window}",
+        ),
+        Alert(
+            "GpuMissing",
+            # A GPU node with more physical GPUs than the exporter reports on it: the exporter
+            # is down (no series at all) or a GPU fell off the bus. The exporter reports a
+            # series per GPU, per MIG instance under MIG and per pod on a shared GPU: distinct
+            # `gpu` indexes count physical GPUs.
+            f"{physical} > 0 unless on(Hostname) "
+            f"(count by (Hostname) (count by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)) "
+            f">= on(Hostname) {physical})",
+            a.gpu_missing_for,
+            "critical",
+            "GPU node with GPUs the DCGM exporter does not report",
+            "{{ $labels.Hostname }} has {{ $value }} GPUs, but the DCGM exporter "
+            f"reports fewer (or none) for {a.gpu_missing_for}.",
+            "DCGM exporter reports fewer GPUs than the node has",
+        ),
+    ]
+
+
+def queue_rules(cfg: PlatformConfig) -> list[Alert]:
+    """Queue depth per ClusterQueue, from Kueue's metrics (status `active` and
+    `inadmissible`: every pending workload); none where Kueue is off, which exports nothing."""
+    if not cfg.scheduling.enabled:
+        return []
+    a = cfg.alerts
+    return [
+        Alert(
+            "KueueQueueBacklog",
+            f"sum by (cluster_queue) (kueue_pending_workloads) > {a.queue_depth}",
+            a.queue_depth_for,
+            "warning",
+            "Workloads are piling up in a queue",
+            "ClusterQueue {{ $labels.cluster_queue }} holds {{ $value }} pending workloads, "
+            f"more than {a.queue_depth} for {a.queue_depth_for}.",
+            f"pending workloads per ClusterQueue > {a.queue_depth}",
+        )
+    ]
+
+
+def node_rules(cfg: PlatformConfig) -> list[Alert]:
+    """The EKS node monitoring agent's conditions (AWS only: an existing cluster runs no
+    agent, so it is alerted from the exporter's XID and health metrics alone)."""
+    if cfg.provider != "aws":
+        return []
+    a = cfg.alerts
+    conditions = "|".join(EKS_AGENT_CONDITIONS)
+    selector = f'{{condition=~"{conditions}", status="false"}}'
+    return [
+        Alert(
+            "EksNodeConditionFailed",
+            f"{_as_hostname(f'kube_node_status_condition{selector}')} == 1",
+            a.node_condition_for,
+            "critical",
+            "EKS node monitoring agent reports a failed node condition",
+            "{{ $labels.Hostname }}: condition {{ $labels.condition }} is False "
+            f"for {a.node_condition_for}.",
+            f"EKS node condition False: {', '.join(EKS_AGENT_CONDITIONS)}",
+        )
+    ]
+
+
+# What every self-test run pushes (the contract with bootstrap/selftest), under this job; the
+# Pushgateway's ServiceMonitor keeps the pushed `job` (honorLabels true).
+SELFTEST_JOB = 'job="gpu-platform-selftest"'
+# The Pushgateway keeps a node's last push until someone deletes it: only nodes still in the
+# cluster alert, or a node scaled away would fire for ever.
+STILL_A_NODE = "and on(node) kube_node_labels"
+
+
+def _pool_nodes(labels: dict[str, str]) -> str:
+    match = ", ".join(f'{node_label(k)}="{v}"' for k, v in sorted(labels.items()))
+    return f"kube_node_labels{{{match}}}"
+
+
+def stale_pools(cfg: PlatformConfig) -> str:
+    """Seconds since any node of each scheduled pool last pushed, over twice the schedule's
+    longest gap, by `pool`. A node that never pushed counts from its creation
+    (kube_node_created), so a pool whose nodes came up recently is not stale yet, one with no
+    node at all (scaled to zero) never is, and one whose runs are never admitted is. The
+    Pushgateway's own push_time_seconds stamps each group on every push (Pushgateway README,
+    "About timestamps")."""
+    limit = 2 * longest_gap_minutes(cfg.selftest.schedule.cron) * 60
+    pools = {p.name: p for p in cfg.gpu_pools}
+    terms = []
+    for name in scheduled_pools(cfg):
+        seen = (
+            f"max by (node) (push_time_seconds{{{SELFTEST_JOB}}} or kube_node_created) "
+            f"and on(node) {_pool_nodes(pools[name].node_selector)}"
+        )
+        terms.append(f'label_replace(time() - max({seen}) > {limit}, "pool", "{name}", "", "")')
+    return " or ".join(terms)
+
+
+def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
+    """A node whose last self-test run failed a check, or measured a figure below its floor
+    (where the periodic self-test pushes its results: components/selftest/schedule.py), and a
+    pool whose nodes have gone untested for twice the schedule."""
+    if not scheduled(cfg):
+        return []
+    limit_hours = 2 * longest_gap_minutes(cfg.selftest.schedule.cron) / 60
+    limit = f"{limit_hours:g} h"
+    failed = (
+        f"max by (node, check) (gpu_platform_selftest_check_status{{{SELFTEST_JOB}, "
+        f'status="FAIL"}}) == 1 {STILL_A_NODE}'
+    )
+    below = (
+        f"gpu_platform_selftest_figure{{{SELFTEST_JOB}}} < on(job, check, node, gpu, unit) "
+        f"gpu_platform_selftest_figure_floor{{{SELFTEST_JOB}}} {STILL_A_NODE}"
+    )
+    return [
+        Alert(
+            "SelfTestFailed",
+            _as_hostname(failed),
+            "0s",
+            "critical",
+            "A node failed a check in its last self-test run",
+            "{{ $labels.Hostname }}: check {{ $labels.check }} FAILed in the node's last "
+            "self-test run; its report names the cause.",
+            "a check FAILed in a node's last self-test run",
+        ),
+        Alert(
+            "SelfTestBelowFloor",
+            _as_hostname(below),
+            "0s",
+            "warning",
+            "A self-test figure fell below its floor",
+            # A node's own figure (busbw, IOPS) is pushed with gpu="", which Prometheus stores
+            # as no label at all: only a GPU's figure names the GPU.
+            "{{ $labels.Hostname }}{{ with $labels.gpu }} GPU {{ . }}{{ end }}: "
+            "{{ $labels.check }} measured {{ $value }} {{ $labels.unit }} in its last self-test "
+            "run, below its floor.",
+            "a figure of a node's last self-test run below its floor",
+        ),
+        Alert(
+            "SelfTestStale",
+            stale_pools(cfg),
+            "0s",
+            "warning",
+            "No self-test result from a pool for twice its schedule",
+            "Pool {{ $labels.pool }} has nodes, but none has pushed a self-test result for "
+            "{{ $value | humanizeDuration }}, over twice the schedule's longest gap "
+            f"({limit}): its runs are not admitted (no idle node, or the last run still "
+            "waits in Kueue and blocks the next) or fail before they push.",
+            f"no self-test push from any node of a scheduled pool for over {limit}",
+        ),
+    ]
+
+
+def alert_groups(cfg: PlatformConfig) -> dict[str, list[Alert]]:
+    """The stack's alerts, one group per source of metrics."""
+    groups = {
+        "gpu-platform.gpus": gpu_rules(cfg),
+        "gpu-platform.queues": queue_rules(cfg),
+        "gpu-platform.nodes": node_rules(cfg),
+        "gpu-platform.selftest": selftest_rules(cfg),
+    }
+    return {name: alerts for name, alerts in groups.items() if alerts}
+
+
+def prometheus_rule_spec(cfg: PlatformConfig) -> dict[str, Any]:
+    """The PrometheusRule's spec."""
+    return {
+        "groups": [
+            {"name": name, "rules": [alert.rule(cfg.alerts) for alert in alerts]}
+            for name, alerts in alert_groups(cfg).items()
+        ]
+    }
+
+
+def alert_report(cfg: PlatformConfig) -> dict[str, str]:
+    """For the plan: each alert with its threshold and duration."""
+    return {
+        alert.name: alert.condition + (f" for {alert.duration}" if alert.duration != "0s" else "")
+        for alerts in alert_groups(cfg).values()
+        for alert in alerts
+    }
+
+
+def prometheus_rule(cfg: PlatformConfig, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": RULE_NAME,
+            "namespace": namespace,
+            "labels": PLATFORM_LABELS,
+        },
+        "spec": prometheus_rule_spec(cfg),
+    }
+
+
+# ------------------------------------------------------------------------------ component
+
+
+@dataclass(frozen=True)
+class GpuAlertsArgs:
+    env: str
+    cfg: PlatformConfig
+    namespace: str
+    # What must exist first: the monitoring namespace and the release that installs the
+    # PrometheusRule CRD.
+    after: Sequence[pulumi.Resource] = ()
+
+
+class GpuAlerts(PlatformComponent):
+    PLANE = "observability"
+
+    def __init__(self, name: str, args: GpuAlertsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        rule = KubernetesObject(
+            f"{args.env}-{RULE_NAME}",
+            prometheus_rule(args.cfg, args.namespace),
+            self.child(depends_on=list(args.after)),
+        )
+        self.register_outputs({"rule": rule.id})

@@ -1,0 +1,315 @@
+"""Kueue's objects over the GPU pools, as pure builders: a ResourceFlavor per pool (its node
+labels and GPU taint), ClusterQueues in one cohort that lend idle quota, a LocalQueue named
+`default` in each team namespace, the ProvisioningRequest admission check, and the chart's
+values. components/scheduling/queues.py declares them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from components.data.fabric import rdma_resource
+from components.data.gpu_node_group import GPU_TAINTS
+from components.data.gpu_operator import EFA_RESOURCE
+from components.data.gpu_operator import advertised_resources as pool_resources
+from components.scheduling.kueue_frameworks import INTEGRATIONS
+from model.catalog import CATALOG
+from model.config import GpuPool, PlatformConfig
+from model.config.scheduling import LOCAL_QUEUE, FlavorSettings, TeamSettings
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+PROVISIONING_CHECK = "gpu-provisioning"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+# All-or-nothing: the autoscaler provisions every node of the request or none, so a multi-node
+# job never holds half its GPUs while it waits for the rest (cluster-autoscaler
+# ProvisioningRequest docs, "best-effort-atomic-scale-up").
+PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+# The label the API server sets on every namespace, with its name.
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+
+
+# ------------------------------------------------------------------------------ flavors
+
+
+def node_size(pool: GpuPool, flavor: FlavorSettings) -> tuple[int, int] | None:
+    """CPUs and memory (GiB) of one node of the pool, None where the stack does not say. On
+    AWS the smallest of the pool's instance types, since the autoscaler may pick any of them."""
+    if pool.instance_types:
+        rows = [CATALOG[t] for t in pool.instance_types]
+        return min(r.vcpus for r in rows), min(r.memory_gib for r in rows)
+    if flavor.cpus_per_node is None or flavor.memory_gib_per_node is None:
+        return None
+    return flavor.cpus_per_node, flavor.memory_gib_per_node
+
+
+def counts_cpu_and_memory(cfg: PlatformConfig) -> bool:
+    """Whether every pool's node size is known, so that queues can hold CPU and memory."""
+    sched = cfg.scheduling
+    return all(node_size(p, sched.flavor(p.name)) is not None for p in cfg.gpu_pools)
+
+
+def node_offer(pool: GpuPool, size: tuple[int, int] | None) -> dict[str, int]:
+    """What one node of the pool offers Kueue: CPUs and memory (GiB) where counted, GPU
+    resources, EFA devices."""
+    offer = {"cpu": size[0], "memory": size[1]} if size else {}
+    offer.update(pool_resources(pool))
+    if pool.efa_interfaces:
+        offer[EFA_RESOURCE] = pool.efa_interfaces
+    return offer
+
+
+def uncounted_resources(cfg: PlatformConfig) -> list[str]:
+    """Resource prefixes Kueue leaves to the scheduler. Kueue admits no workload that asks for
+    a resource its queue does not cover: hugepages (EFA pods ask for hugepages-2Mi) and
+    ephemeral storage are the node's business, not a team's quota; CPU and memory too where
+    the nodes' sizes are unknown. The RDMA device is shared by every pod on a node
+    (`rdmaHcaMax`), a node's business too: counted, no RDMA job would ever be admitted."""
+    prefixes = ["ephemeral-storage", "hugepages-"]
+    if cfg.fabric is not None:
+        prefixes.append(rdma_resource(cfg.fabric))
+    if not counts_cpu_and_memory(cfg):
+        prefixes += ["cpu", "memory"]
+    return sorted(prefixes)
+
+
+def resource_flavor(pool: GpuPool, tainted: bool, topology: str | None = None) -> dict[str, Any]:
+    """The pool's nodes, by the labels that select exactly them; Kueue adds them to admitted
+    pods as a node selector. Where the platform taints the nodes (AWS; an existing cluster's
+    taints are the admin's), the flavor records the taint and carries the matching toleration:
+    Kueue adds it to the pods it admits here, so job authors need not, and with both set it
+    does not test the taint at admission (v0.19.2 ResourceFlavor schema, `nodeTaints`)."""
+    spec: dict[str, Any] = {"nodeLabels": dict(pool.node_selector)}
+    if tainted:
+        spec["nodeTaints"] = [dict(t) for t in GPU_TAINTS]
+        spec["tolerations"] = [{**t, "operator": "Equal"} for t in GPU_TAINTS]
+    if topology is not None:
+        # Kueue places the workloads it admits here by the Topology's levels (TAS).
+        spec["topologyName"] = topology
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": pool.name},
+        "spec": spec,
+    }
+
+
+# ------------------------------------------------------------------------------- queues
+
+
+def queue_gpus(cfg: PlatformConfig) -> dict[str, dict[str, int]]:
+    """ClusterQueue -> pool -> nominal GPUs; a queue that names none holds every pool, but a
+    bursting queue none: its workloads run on MultiKueue workers."""
+    return {
+        q.name: {
+            p.name: 0
+            if q.burst is not None
+            else p.max_gpus
+            if q.gpus is None
+            else q.gpus.get(p.name, 0)
+            for p in cfg.gpu_pools
+        }
+        for q in cfg.scheduling.cluster_queues
+    }
+
+
+def quota(offer: dict[str, int], gpus: int, gpus_per_node: int) -> dict[str, str]:
+    """Nominal quota for `gpus` physical GPUs of a pool: every resource in the node's
+    proportion, rounded down so the quota never promises what the nodes lack."""
+    share = Fraction(gpus, gpus_per_node)
+    out = {name: str(math.floor(amount * share)) for name, amount in offer.items()}
+    if "memory" in out:
+        out["memory"] = f"{out['memory']}Gi"
+    return out
+
+
+def covered_resources(offers: Sequence[dict[str, int]]) -> list[str]:
+    """One resource group covers every resource of every flavor (each flavor must list them
+    all; one it lacks gets a quota of 0)."""
+    found = {r for o in offers for r in o}
+    counted = [r for r in ("cpu", "memory") if r in found]
+    return [*counted, *sorted(found - {"cpu", "memory"})]
+
+
+def pool_flavors(
+    cfg: PlatformConfig, gpus: dict[str, int], offers: dict[str, dict[str, int]]
+) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> nominal quota of a queue over the stack's pools."""
+    return {
+        pool.name: quota(offers[pool.name], gpus[pool.name], pool.gpus_per_node)
+        for pool in cfg.gpu_pools
+    }
+
+
+def cluster_queue(
+    name: str,
+    cohort: str,
+    flavors: dict[str, dict[str, str]],
+    checks: Sequence[dict[str, Any]],
+    namespaces: Sequence[str],
+) -> dict[str, Any]:
+    """A ClusterQueue over `flavors` (flavor -> resource -> nominal quota), with the admission
+    checks it waits for (`admissionChecksStrategy.admissionChecks` entries)."""
+    covered = covered_resources(list(flavors.values()))
+    spec: dict[str, Any] = {
+        "cohortName": cohort,
+        "preemption": {
+            "withinClusterQueue": "LowerPriority",
+            # Quota lent to the cohort comes back on demand, whatever the borrower's
+            # priority: that is what makes a nominal quota a guarantee.
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "Never"},
+        },
+    }
+    # A stack without GPU pools has nothing to give quota of: the queue admits nothing.
+    if flavors:
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": covered,
+                "flavors": [
+                    {
+                        "name": flavor,
+                        "resources": [
+                            {"name": r, "nominalQuota": amounts.get(r, "0")} for r in covered
+                        ],
+                    }
+                    for flavor, amounts in flavors.items()
+                ],
+            }
+        ]
+    if namespaces:
+        # Only the namespaces of the teams on this queue may submit to it; a queue without
+        # teams (no selector: no namespace) only lends its quota to the cohort.
+        spec["namespaceSelector"] = {
+            "matchExpressions": [
+                {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(namespaces)}
+            ]
+        }
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": list(checks)}
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def provisioning_check(provisioned_flavors: Sequence[str]) -> list[dict[str, Any]]:
+    if not provisioned_flavors:
+        return []
+    return [{"name": PROVISIONING_CHECK, "onFlavors": sorted(provisioned_flavors)}]
+
+
+def local_queue(team: TeamSettings) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE,
+        "kind": "LocalQueue",
+        "metadata": {"name": LOCAL_QUEUE, "namespace": team.name},
+        "spec": {"clusterQueue": team.cluster_queue},
+    }
+
+
+def provisioning_objects(managed: Sequence[str]) -> list[dict[str, Any]]:
+    """The AdmissionCheck and the ProvisioningRequestConfig it names."""
+    return [
+        {
+            "apiVersion": KUEUE,
+            "kind": "ProvisioningRequestConfig",
+            "metadata": {"name": PROVISIONING_CHECK},
+            "spec": {
+                "provisioningClassName": PROVISIONING_CLASS,
+                "managedResources": sorted(managed),
+            },
+        },
+        {
+            "apiVersion": KUEUE,
+            "kind": "AdmissionCheck",
+            "metadata": {"name": PROVISIONING_CHECK},
+            "spec": {
+                "controllerName": PROVISIONING_CONTROLLER,
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "ProvisioningRequestConfig",
+                    "name": PROVISIONING_CHECK,
+                },
+            },
+        },
+    ]
+
+
+def quota_warnings(cfg: PlatformConfig) -> list[str]:
+    """Nominal quotas that add up to more GPUs than a pool holds at its largest: Kueue would
+    admit workloads whose pods can never be scheduled."""
+    per_queue = queue_gpus(cfg)
+    found = []
+    if not counts_cpu_and_memory(cfg):
+        found.append(
+            "gpu-platform:scheduling.flavors: no cpus_per_node and memory_gib_per_node for "
+            "every pool, so Kueue's queues count GPUs only and leave CPU and memory to the "
+            "scheduler; give both for each pool to hold teams to CPU and memory quotas too"
+        )
+    for pool in cfg.gpu_pools:
+        total = sum(gpus[pool.name] for gpus in per_queue.values())
+        if total > pool.max_gpus:
+            shares = ", ".join(f"{q} {g[pool.name]}" for q, g in per_queue.items())
+            found.append(
+                f"gpu-platform:scheduling.cluster_queues: nominal quotas of pool {pool.name} "
+                f"add up to {total} GPUs ({shares}), but the pool holds at most "
+                f"{pool.max_gpus} ({pool.max_nodes} nodes x {pool.gpus_per_node}); Kueue would "
+                "admit workloads that can never run"
+            )
+    return found
+
+
+# The chart's default manager configuration (charts/kueue values.yaml at 0.19.2), which a value
+# replaces whole: kept as it is but for the resources Kueue leaves uncounted, the namespaces it
+# manages, the ClusterQueue resource metrics and the frameworks: only the kinds the platform submits
+# (components/scheduling/kueue_frameworks.py), since a MultiKueue manager watches every enabled
+# framework's kind on its workers.
+
+
+def manager_config(uncounted: Sequence[str], team_namespaces: Sequence[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        # The Queues dashboard's GPUs in use against quota: Kueue exports
+        # kueue_cluster_queue_resource_usage and _nominal_quota only with this on (v0.19.2
+        # cmd/kueue/main.go), a handful of series per queue, flavor and resource.
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+        "integrations": {"frameworks": list(INTEGRATIONS)},
+        # Kueue's own default manages every namespace but kube-system and kueue-system, and
+        # it runs in the platform's namespace here: only the teams' namespaces are its
+        # business, so no add-on pod ever waits on Kueue's webhooks.
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [
+                {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(team_namespaces)}
+            ]
+        },
+        "resources": {"excludeResourcePrefixes": list(uncounted)},
+    }
+
+
+def kueue_values(
+    node_selector: dict[str, str], uncounted: Sequence[str], team_namespaces: Sequence[str]
+) -> dict[str, Any]:
+    config = manager_config(uncounted, team_namespaces)
+    return {
+        # Queue depth (kueue_pending_workloads) is what the queue-driven scalers read.
+        "enablePrometheus": True,
+        "controllerManager": {"nodeSelector": node_selector},
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config)},
+    }

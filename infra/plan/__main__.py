@@ -1,5 +1,0 @@
-import sys
-
-from infra.plan.cli import main
-
-sys.exit(main())

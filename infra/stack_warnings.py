@@ -1,0 +1,227 @@
+"""What the plan warns about: config that plans fine but is not ready for a real `pulumi up`, and
+changes that need a manual step. Pure functions; the program sends the config warnings through
+`pulumi.warn` (so `pulumi up` shows them too) and the offline plan adds its own comparison with
+the previous plan."""
+
+from __future__ import annotations
+
+from datetime import date
+from ipaddress import IPv4Network
+from typing import Any
+
+from infra.existing_addons import existing_addon_warnings
+from model.config import PlatformConfig
+from model.config.fabric import RDMA_FABRICS
+from model.config.kubernetes_minor import below_eks_window, existing_cluster_charts
+from model.versions import (
+    CHART_KUBE_VERSIONS,
+    CHARTS,
+    DEFAULT_KUBERNETES_VERSION,
+    END_OF_STANDARD_SUPPORT,
+    MANAGED_ADDONS,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    confirm_command,
+)
+
+# Account ids AWS documentation uses in its examples: no one can deploy into them.
+DOCUMENTATION_ACCOUNT_IDS = ("111122223333", "123456789012", "444455556666", "777788889999")
+# The address blocks RFC 5737 (section 3) reserves for documentation: TEST-NET-1, -2 and -3.
+# No runner or office is ever in them, so an API endpoint open only to one admits no one.
+DOCUMENTATION_CIDRS = tuple(
+    IPv4Network(c) for c in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
+)
+# How long before the end of standard support the plan starts saying so.
+SUPPORT_NOTICE_DAYS = 30
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def _leaves(value: Any, path: str):
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _leaves(inner, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def documentation_accounts(cfg: PlatformConfig) -> list[str]:
+    """One warning per config value that names an AWS documentation account id."""
+    found = []
+    for path, value in _leaves(cfg.model_dump(mode="json"), ""):
+        for account in DOCUMENTATION_ACCOUNT_IDS:
+            if isinstance(value, str) and account in value:
+                found.append(
+                    f"gpu-platform:{path}: {value} names {account}, an AWS documentation "
+                    "example account; replace it with your own before `pulumi up`"
+                )
+    return found
+
+
+def documentation_cidrs(cfg: PlatformConfig) -> list[str]:
+    """One warning per range of an AWS cluster's API access lists inside a documentation block:
+    the stack plans, and after `pulumi up` neither the runner nor an admin reaches the API."""
+    if cfg.provider != "aws":
+        return []
+    lists = {
+        "public_access_cidrs": cfg.cluster.public_access_cidrs,
+        "api_access_cidrs": cfg.cluster.api_access_cidrs,
+    }
+    return [
+        f"gpu-platform:cluster.{key}[{i}]: {cidr} is in {block}, an RFC 5737 documentation "
+        "range no runner or office is in; replace it with your own ranges before `pulumi up`"
+        for key, cidrs in lists.items()
+        for i, cidr in enumerate(cidrs)
+        for block in DOCUMENTATION_CIDRS
+        if cidr.subnet_of(block)
+    ]
+
+
+def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
+    """EKS support of the cluster's minor: extended (billed extra) or ending soon; on an
+    existing cluster, a minor older than EKS serves."""
+    if cfg.provider != "aws":
+        return untested_minor(cfg)
+    minor = cfg.cluster.kubernetes_version
+    ends = END_OF_STANDARD_SUPPORT[minor]
+    if ends is None:
+        return []
+    key = "gpu-platform:cluster.kubernetes_version"
+    if today > ends:
+        return [
+            f"{key}: {minor} left EKS standard support on {ends.isoformat()} and runs in "
+            f"extended support, billed extra per cluster hour; upgrade to "
+            f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)"
+        ]
+    if (ends - today).days <= SUPPORT_NOTICE_DAYS:
+        return [
+            f"{key}: {minor} leaves EKS standard support on {ends.isoformat()}; after that "
+            f"the cluster runs in extended support, billed extra, unless upgraded to "
+            f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)"
+        ]
+    return []
+
+
+def untested_minor(cfg: PlatformConfig) -> list[str]:
+    """An existing cluster's minor below EKS's window: the config admits it down to the oldest
+    minor the installed charts' kubeVersion admits (model/config/kubernetes_minor.py), but
+    nothing of the platform was tested there."""
+    if not below_eks_window(cfg):
+        return []
+    minor = cfg.cluster.kubernetes_version
+    window = f"{SUPPORTED_KUBERNETES_VERSIONS[0]} to {SUPPORTED_KUBERNETES_VERSIONS[-1]}"
+    charts = existing_cluster_charts(cfg)
+    admitted = [
+        f"{CHARTS[c].name} {CHARTS[c].version} ({CHART_KUBE_VERSIONS[c]})"
+        for c in charts
+        if c in CHART_KUBE_VERSIONS
+    ]
+    unstated = [
+        f"{CHARTS[c].name} {CHARTS[c].version}" for c in charts if c not in CHART_KUBE_VERSIONS
+    ]
+    return [
+        f"gpu-platform:cluster.kubernetes_version: {minor} is older than the minors EKS serves "
+        f"and the platform is tested on ({window}). Untested on {minor}: the charts whose "
+        f"kubeVersion admits it ({', '.join(admitted) or 'none'}), those that state none "
+        f"({', '.join(unstated) or 'none'}), the platform's own objects (validated only against "
+        f"the Kubernetes {window} schemas) and the self-test. Run the self-test (selftest.mode: "
+        'block) after `pulumi up`, and upgrade the cluster (docs/operations.md, "Using add-ons '
+        'a cluster already runs")'
+    ]
+
+
+def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
+    """GPUDirect RDMA on the nodes' own driver. The kernel side is DMA-BUF (open kernel
+    modules, which NVIDIA recommends) or nvidia-peermem, and the GPU Operator loads
+    nvidia-peermem only as a sidecar of the driver DaemonSet it runs (GPU Operator docs,
+    "GPUDirect RDMA and GPUDirect Storage"): with `driver.enabled: false` nothing loads it.
+    nvidia-peermem needs MOFED's peer-memory API in the running kernel (NVIDIA driver README,
+    "GPUDirect RDMA Peer Memory Client"), which the DOCA driver container brings only after
+    boot, so a host's own nvidia-peermem is an answer only where the hosts run MOFED."""
+    if (
+        cfg.provider != "existing"
+        or cfg.gpu_operator.install_driver
+        # The cluster's own operator: its driver.rdma is in the existing_addons report.
+        or not cfg.installs("gpu_operator")
+    ):
+        return []
+    rdma = [p for p in cfg.gpu_pools if p.fabric in RDMA_FABRICS]
+    if not rdma:
+        return []
+    if not cfg.fabric.mofed_preinstalled:
+        remedy = (
+            "With fabric.mofed_preinstalled: false MOFED arrives with the DOCA driver container "
+            "after boot, so a host's nvidia-peermem cannot register: use DMA-BUF (open kernel "
+            "modules) or set gpu_operator.install_driver: true"
+        )
+    else:
+        remedy = (
+            "Load nvidia-peermem at every boot (/etc/modules-load.d/), after the hosts' MOFED, "
+            "or use DMA-BUF (open kernel modules)"
+        )
+    return [
+        f"gpu-platform:gpu_operator.install_driver: false, and gpu-operator "
+        f"{CHARTS['gpu-operator'].version} loads nvidia-peermem only in its own driver "
+        f"container: the GPU pools on {rdma[0].fabric} ({', '.join(p.name for p in rdma)}) get "
+        f"GPUDirect RDMA only from the nodes. {remedy}; without it NCCL "
+        "stages every transfer through host memory and the self-test fails the pool "
+        "(docs/gpu-nodes.md, GPU Operator)"
+    ]
+
+
+def unconfirmed_addon_builds(cfg: PlatformConfig) -> list[str]:
+    """Managed add-on builds no recorded listing confirms (model/versions.py): EKS refuses a
+    build it does not offer only when `pulumi up` creates the add-on, after the cluster."""
+    if cfg.provider != "aws":
+        return []
+    minor = cfg.cluster.kubernetes_version
+    return [
+        f"UNCONFIRMED add-on build: {addon.name} {build} (Kubernetes {minor}) is in no listing "
+        f"model/versions.py records; run `{confirm_command(addon.name, minor)}`, pin a build it "
+        "lists and record where in its `confirmed`, or `pulumi up` may fail creating the add-on"
+        for addon in MANAGED_ADDONS
+        if (build := addon.versions[minor]) not in addon.confirmed
+    ]
+
+
+def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
+    return [
+        *documentation_accounts(cfg),
+        *documentation_cidrs(cfg),
+        *kubernetes_support(cfg, today),
+        *host_driver_rdma(cfg),
+        *unconfirmed_addon_builds(cfg),
+        *existing_addon_warnings(cfg),
+    ]
+
+
+def _by_name(resources: list[dict], token: str) -> dict[str, dict]:
+    return {r["name"]: r for r in resources if r["type"] == token}
+
+
+def capacity_block_rolls(previous: list[dict], current: list[dict]) -> list[str]:
+    """Capacity Block node groups whose launch template or version changed since the previous
+    plan: EKS rolls their nodes, and asks that the group's desired size be 0 during it."""
+    before_lt, after_lt = _by_name(previous, LAUNCH_TEMPLATE), _by_name(current, LAUNCH_TEMPLATE)
+    before_ng = _by_name(previous, NODE_GROUP)
+    rolls = []
+    for name, group in sorted(_by_name(current, NODE_GROUP).items()):
+        if group["inputs"].get("capacityType") != "CAPACITY_BLOCK" or name not in before_ng:
+            continue
+        changed = sorted(
+            key
+            for key in {*before_lt.get(name, {}).get("inputs", {}), *after_lt[name]["inputs"]}
+            if before_lt.get(name, {}).get("inputs", {}).get(key)
+            != after_lt[name]["inputs"].get(key)
+        )
+        if before_ng[name]["inputs"].get("version") != group["inputs"].get("version"):
+            changed.append("version")
+        if changed:
+            rolls.append(
+                f"node group {name} (Capacity Block): {', '.join(changed)} changed since the "
+                "previous plan, so `pulumi up` rolls its nodes; EKS asks that a Capacity Block "
+                "group's desired size be 0 during the update (docs/operations.md, Operations)"
+            )
+    return rolls

@@ -1,0 +1,394 @@
+"""The one configuration model of the platform, and the only reader of Pulumi config.
+
+One module per plane (`network`, `cluster`, `nodes`, `storage`, whose on-prem half is `ceph`)
+holds that plane's settings; this module composes them into `PlatformConfig`, loads a stack and
+reports errors. Every knob is a field, with a default, a description and a check. A stack file
+(`stacks/Pulumi.<stack>.yaml`) holds only what differs from these defaults, under the
+`gpu-platform:` namespace, so `pulumi config set --path gpu-platform:network.vpc_cidr ...` works.
+Bad input raises `ConfigError` before any resource is declared, naming the stack file, the key
+path, the bad value and what would be valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pulumi
+from pydantic import Field, ValidationError, model_validator
+
+from model.config.alerts import AlertSettings, check_alerts
+from model.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
+from model.config.base import (
+    LOG_RETENTION_DAYS,
+    NAMESPACE,
+    TRUE_WORDS,
+    ConfigError,
+    DnsLabel,
+    FieldProblem,
+    FieldProblems,
+    InstanceTypeName,
+    Settings,
+)
+from model.config.ceph import (
+    CephNetworkAttachmentSettings,
+    CephNetworkSettings,
+    CephNodeSettings,
+    CephSettings,
+)
+from model.config.cluster import (
+    CONTROL_PLANE_LOG_TYPES,
+    ClusterSettings,
+    ExistingClusterSettings,
+    NamespaceSettings,
+)
+from model.config.cost import CostSettings, check_cost
+from model.config.fabric import FabricSettings, check_fabric
+from model.config.gpu_software import GpuOperatorSettings, check_gpu_software
+from model.config.images import ImageSettings
+from model.config.kubernetes_minor import check_kubernetes_minor
+from model.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
+from model.config.loading import describe_all, split_namespaces
+from model.config.mandatory import mandatory_problems
+from model.config.multikueue import MultiKueueSettings, check_multikueue
+from model.config.names import check_names
+from model.config.network import (
+    AwsSettings,
+    NetworkSettings,
+    ZoneSubnets,
+    subnet_layout,
+)
+from model.config.nodes import (
+    DEFAULT_MAX_PODS,
+    RESERVED_CAPACITY,
+    AutoscalerSettings,
+    CapacityType,
+    GpuNodeGroupSettings,
+    GpuSharingSettings,
+    GpuTuningSettings,
+    KubeletSettings,
+    Scaling,
+    SystemNodeSettings,
+)
+from model.config.observability import ObservabilitySettings, check_observability
+from model.config.onprem import OnPremGpuPoolSettings
+from model.config.policy import PolicyExemption, PolicySettings
+from model.config.pools import GpuPool, gpu_pools
+from model.config.recipes import RecipesSettings
+from model.config.scheduling import SchedulingSettings, check_scheduling
+from model.config.selftest import SelfTestSettings, check_selftest
+from model.config.storage import (
+    FSX_CAPACITY_STEP_GIB,
+    FSX_DEPLOYMENT_TYPES,
+    FSX_FIRST_CAPACITY_GIB,
+    FSX_THROUGHPUT_TIERS,
+    DataRepositorySettings,
+    FsxSettings,
+    NvmeCacheSettings,
+    StorageSettings,
+    check_storage,
+    default_fsx_zone,
+)
+
+# What callers imported from the single module this package replaced keeps working.
+__all__ = [
+    "CONTROL_PLANE_LOG_TYPES",
+    "DEFAULT_MAX_PODS",
+    "FSX_CAPACITY_STEP_GIB",
+    "FSX_DEPLOYMENT_TYPES",
+    "FSX_FIRST_CAPACITY_GIB",
+    "FSX_THROUGHPUT_TIERS",
+    "LOG_RETENTION_DAYS",
+    "NAMESPACE",
+    "RESERVED_CAPACITY",
+    "AutoscalerSettings",
+    "AwsSettings",
+    "CapacityType",
+    "CephNetworkAttachmentSettings",
+    "CephNetworkSettings",
+    "CephNodeSettings",
+    "CephSettings",
+    "ClusterSettings",
+    "ConfigError",
+    "CostSettings",
+    "DataRepositorySettings",
+    "DnsLabel",
+    "ExistingClusterSettings",
+    "FabricSettings",
+    "FieldProblem",
+    "FsxSettings",
+    "GpuNodeGroupSettings",
+    "GpuOperatorSettings",
+    "GpuPool",
+    "GpuSharingSettings",
+    "GpuTuningSettings",
+    "InstanceTypeName",
+    "KubeletSettings",
+    "NamespaceSettings",
+    "NetworkSettings",
+    "NvmeCacheSettings",
+    "ObservabilitySettings",
+    "OnPremGpuPoolSettings",
+    "PlatformConfig",
+    "PolicyExemption",
+    "PolicySettings",
+    "Scaling",
+    "SchedulingSettings",
+    "SelfTestSettings",
+    "Settings",
+    "StorageSettings",
+    "SystemNodeSettings",
+    "WorkloadAutoscalingSettings",
+    "ZoneSubnets",
+    "check_storage",
+    "config_from_pulumi",
+    "default_fsx_zone",
+    "load_config",
+    "parse_config",
+    "stack_file",
+    "subnet_layout",
+]
+
+
+# ----------------------------------------------------------------------------------- platform
+
+# What `production: true` changes on AWS, unless the stack sets the key itself. On an existing
+# cluster it only protects stateful resources: these keys are AWS-only there.
+PRODUCTION_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("network", "nat_gateways"): "per_zone",
+    ("network", "flow_logs"): True,
+    # A year of flow and audit logs: what security reviews (and PCI DSS 10.5.1) ask for.
+    ("network", "flow_log_retention_days"): 365,
+    ("cluster", "log_retention_days"): 365,
+    ("cluster", "endpoint_private_only"): True,
+    ("cluster", "deletion_protection"): True,
+}
+# The only cluster key an existing cluster takes: every other one configures EKS.
+EXISTING_CLUSTER_KEYS = ("kubernetes_version",)
+
+
+def _is_true(value: Any) -> bool:
+    """True as the field will read it ("True", "true" as `pulumi config set` stores them)."""
+    return value is True or value in TRUE_WORDS
+
+
+class PlatformConfig(Settings):
+    """The whole platform, as one stack configures it."""
+
+    provider: Literal["aws", "existing"] = Field(
+        "aws",
+        description="`aws`: declare VPC and EKS. `existing`: use a cluster you run.",
+    )
+    production: bool = Field(
+        False,
+        description="Production hardening: one NAT per zone, flow logs, private API endpoint, "
+        "deletion protection, a year of flow and control-plane (audit) logs, and protected "
+        "stateful resources. Each can still be set alone.",
+    )
+    aws: AwsSettings | None = Field(None, description="Required with provider aws.")
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    existing: ExistingClusterSettings | None = Field(
+        None, description="Required with provider existing."
+    )
+    system_nodes: SystemNodeSettings = Field(default_factory=SystemNodeSettings)
+    gpu_node_groups: list[GpuNodeGroupSettings] = Field(
+        default_factory=list, description="GPU node groups (provider aws), one component each."
+    )
+    autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
+    namespaces: NamespaceSettings = Field(default_factory=NamespaceSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    gpu_operator: GpuOperatorSettings = Field(default_factory=GpuOperatorSettings)
+    scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    workload_autoscaling: WorkloadAutoscalingSettings = Field(
+        default_factory=WorkloadAutoscalingSettings
+    )
+    fabric: FabricSettings | None = Field(
+        None,
+        description="InfiniBand / RoCE through the NVIDIA Network Operator (provider existing); "
+        "required when a GPU pool's fabric is infiniband or roce.",
+    )
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    multikueue: MultiKueueSettings = Field(default_factory=MultiKueueSettings)
+    selftest: SelfTestSettings = Field(default_factory=SelfTestSettings)
+    recipes: RecipesSettings = Field(default_factory=RecipesSettings)
+    cost: CostSettings = Field(default_factory=CostSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    images: ImageSettings = Field(default_factory=ImageSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _production_defaults(cls, data: Any) -> Any:
+        # Decided on the value the field will hold, so that "True" hardens as true does.
+        if not isinstance(data, dict) or not _is_true(data.get("production", False)):
+            return data
+        if data.get("provider", "aws") != "aws":
+            return data
+        data = dict(data)
+        for (section, key), value in PRODUCTION_DEFAULTS.items():
+            if isinstance(data.get(section, {}), dict):
+                data[section] = {key: value, **data.get(section, {})}
+        return data
+
+    @model_validator(mode="after")
+    def _required_sections(self) -> PlatformConfig:
+        """First of all: a section the provider needs and the stack lacks. Until it exists,
+        every name it would declare is missing too, and a reference into it ('a100' is not a
+        GPU pool; pools: none) would send the user after the wrong key."""
+        required = {"aws": "set aws.region and aws.zones",
+                    "existing": "set existing.name and a kubeconfig"}  # fmt: skip
+        section = self.provider
+        if getattr(self, section) is None:
+            raise FieldProblem(
+                section, f"required with provider {self.provider}; {required[section]}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _names_resolve(self) -> PlatformConfig:
+        """Before every other cross-section rule, which may then look names up: every
+        reference resolves, every name is declared once, no two pools take the same nodes, and
+        every nv-ipam pool has a block for each of its nodes. Every problem at once."""
+        problems = check_names(self)
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _provider_sections(self) -> PlatformConfig:
+        check_kubernetes_minor(self)
+        if self.provider == "aws":
+            if self.existing is not None:
+                raise FieldProblem("existing", "only valid with provider existing")
+            if self.fabric is not None:
+                raise FieldProblem(
+                    "fabric",
+                    "only valid with provider existing; on AWS the fabric is EFA, set per "
+                    "node group with gpu_node_groups[].efa",
+                )
+            check_aws_layout(self)
+            check_region_offers(self)
+            check_gpu_group_zones(self)
+            self._check_api_reachable()
+        else:
+            for section in ("aws", "network", "system_nodes", "gpu_node_groups", "autoscaler"):
+                if section in self.model_fields_set:
+                    raise FieldProblem(
+                        section, "only valid with provider aws; remove it for provider existing"
+                    )
+            eks_only = sorted(self.cluster.model_fields_set - set(EXISTING_CLUSTER_KEYS))
+            if eks_only:
+                raise FieldProblem(
+                    f"cluster.{eks_only[0]}",
+                    "configures EKS, only valid with provider aws; an existing cluster takes "
+                    f"only cluster.{', cluster.'.join(EXISTING_CLUSTER_KEYS)}",
+                )
+            check_fabric(self)
+        return self
+
+    def _check_api_reachable(self) -> None:
+        """The first `up` creates Kubernetes objects from the runner: it must be let in, and
+        reach the endpoint, or every one of them is refused or times out."""
+        cluster = self.cluster
+        if not cluster.admin_principal_arns:
+            raise FieldProblem(
+                "cluster.admin_principal_arns",
+                "empty: the cluster would grant nobody access to the Kubernetes API, so "
+                "`pulumi up` itself could not create namespaces or releases; list the role "
+                "or user that runs `pulumi up` (arn:aws:iam::<account>:role/<name>)",
+            )
+        private_path = cluster.api_access_cidrs or cluster.api_access_security_group_ids
+        if cluster.endpoint_private_only and not private_path:
+            raise FieldProblem(
+                "cluster.api_access_cidrs",
+                "endpoint_private_only: true (the default under production: true) but nothing "
+                "may reach the private endpoint: give api_access_cidrs (the runner's subnet, "
+                "VPN or peered range) or api_access_security_group_ids (the runner's security "
+                "group), or make the endpoint public with public_access_cidrs",
+            )
+
+    @model_validator(mode="after")
+    def _planes_fit_together(self) -> PlatformConfig:
+        """Each plane's rules that need the rest of the stack, in the order of the planes."""
+        for check in (
+            check_storage,
+            check_gpu_software,
+            check_scheduling,
+            check_multikueue,
+            check_autoscaling,
+            check_observability,
+            check_alerts,
+            check_selftest,
+            check_cost,
+        ):
+            check(self)
+        problems = mandatory_problems(self)
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+    def group_zones(self, group: GpuNodeGroupSettings) -> list[str]:
+        """Zones a GPU group spans: its own zone; EFA groups one zone (EFA traffic stays in a
+        subnet); other groups every zone."""
+        if group.zone is not None:
+            return [group.zone]
+        return self.aws.zones[:1] if group.efa else list(self.aws.zones)
+
+    @property
+    def gpu_pools(self) -> list[GpuPool]:
+        """Every GPU pool of the stack, whichever provider made its nodes."""
+        return gpu_pools(self)
+
+    @property
+    def protect_stateful(self) -> bool:
+        return self.production
+
+    def installs(self, addon: str) -> bool:
+        """Whether the platform installs `addon` (model/config/onprem.EXISTING_ADDONS) or uses
+        the one an existing cluster runs (existing.addons)."""
+        return self.existing is None or getattr(self.existing.addons, addon) == "install"
+
+
+# ------------------------------------------------------------------------------------ loading
+
+
+def stack_file(stack: str) -> str:
+    return f"stacks/Pulumi.{stack}.yaml"
+
+
+def parse_config(raw: dict[str, Any], source: str, problems: Sequence[str] = ()) -> PlatformConfig:
+    """Validate raw config (keys without the namespace) into the model, or raise ConfigError
+    with every problem found, `problems` found before first."""
+    try:
+        cfg = PlatformConfig.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(
+            source,
+            [*problems, *(m for e in error.errors() for m in describe_all(e, PlatformConfig))],
+        ) from None
+    if problems:
+        raise ConfigError(source, list(problems))
+    return cfg
+
+
+def load_config() -> PlatformConfig:
+    """Read the running stack's config and validate it."""
+    from pulumi.runtime.config import CONFIG
+
+    return config_from_pulumi(CONFIG.get(), stack_file(pulumi.get_stack()))
+
+
+def config_from_pulumi(values: dict[str, str], source: str) -> PlatformConfig:
+    """Validate config as the CLI hands it over: `namespace:key` -> string."""
+    ours, problems = split_namespaces(values)
+    return parse_config({k: _decode(v) for k, v in ours.items()}, source, problems)
+
+
+def _decode(value: str) -> Any:
+    """The CLI hands every value over as a string, with objects and lists as JSON."""
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        return value

@@ -1,0 +1,93 @@
+"""The GPU software config: the NVIDIA GPU Operator, on every provider.
+
+The operator runs the device plugin (with the per-node sharing configs the pools name), the MIG
+manager, GPU Feature Discovery, Node Feature Discovery and the cluster's one DCGM exporter. On
+AWS the AL2023 NVIDIA AMI brings the driver and the container toolkit; on an existing cluster
+the admin's nodes may or may not have them, so the operator installs them when told to.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field
+
+from model.config.base import DnsLabel, FieldProblem, Settings
+from model.config.references import K8S_NAMESPACE, names
+
+if TYPE_CHECKING:
+    from model.config import PlatformConfig
+
+# The node labels by which the operator picks a node's device-plugin config and MIG layout. The
+# platform derives them from `gpu_sharing`; a hand-set one could name a config nobody defines.
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+
+
+class GpuOperatorSettings(Settings):
+    """NVIDIA GPU Operator (chart gpu-operator, pinned in model/versions.py)."""
+
+    namespace: Annotated[DnsLabel, names(K8S_NAMESPACE)] = Field(
+        "gpu-operator",
+        description="Namespace of the operator and its DaemonSets (created privileged: the "
+        "driver, toolkit and MIG manager pods need host access).",
+    )
+    install_driver: bool = Field(
+        False,
+        description="provider existing only: let the operator install the NVIDIA driver on "
+        "GPU nodes that have none. Off: the nodes already run a driver. The AL2023 NVIDIA AMI "
+        "on AWS ships one, so there it stays off.",
+    )
+    install_toolkit: bool = Field(
+        False,
+        description="provider existing only: let the operator install the NVIDIA container "
+        "toolkit. Off: the nodes' container runtime already has it (the AL2023 NVIDIA AMI "
+        "does).",
+    )
+
+
+def check_gpu_software(cfg: PlatformConfig) -> None:
+    """Rules that span the GPU Operator settings and the GPU pools."""
+    settings = cfg.gpu_operator
+    if cfg.provider == "aws":
+        for key in ("install_driver", "install_toolkit"):
+            if getattr(settings, key):
+                raise FieldProblem(
+                    f"gpu_operator.{key}",
+                    "true, but the AL2023 NVIDIA AMI the GPU node groups run already ships the "
+                    "driver and the container toolkit, and a second copy breaks the node; "
+                    "only provider existing takes it",
+                )
+        for i, group in enumerate(cfg.gpu_node_groups):
+            for label in (DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL):
+                if label in group.labels:
+                    raise FieldProblem(
+                        f"gpu_node_groups[{i}].labels",
+                        f"sets {label}, which the platform derives from gpu_sharing so that it "
+                        "always names a configuration the GPU Operator defines; remove it and "
+                        "set gpu_sharing (mode, replicas, mig_strategy) instead",
+                    )
+    _one_mig_strategy(cfg)
+
+
+def _one_mig_strategy(cfg: PlatformConfig) -> None:
+    """The operator's `mig.strategy` is cluster-wide: every MIG pool must want the same one."""
+    if cfg.provider == "aws":
+        pools = [
+            (f"gpu_node_groups[{i}]", g.gpu_sharing) for i, g in enumerate(cfg.gpu_node_groups)
+        ]
+    else:
+        pools = [
+            (f"existing.gpu_pools[{i}]", p.gpu_sharing)
+            for i, p in enumerate(cfg.existing.gpu_pools)
+        ]
+    mig = [(path, sharing.mig_strategy) for path, sharing in pools if sharing.mode == "mig"]
+    for path, strategy in mig[1:]:
+        first_path, first = mig[0]
+        if strategy != first:
+            raise FieldProblem(
+                f"{path}.gpu_sharing.mig_strategy",
+                f"{strategy}, but {first_path} uses {first}: the GPU Operator's mig.strategy "
+                f"is one for the whole cluster; give every MIG pool mig_strategy {first}, or "
+                f"every one {strategy}",
+            )

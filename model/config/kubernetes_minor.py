@@ -1,0 +1,83 @@
+"""Which Kubernetes minors a stack may plan on.
+
+AWS: the minors EKS serves (infra/versions.SUPPORTED_KUBERNETES_VERSIONS). An existing cluster
+may run an older minor: it plans, with a warning naming what is untested there, down to the
+oldest minor that every pinned chart the stack installs admits (each chart's Chart.yaml
+`kubeVersion`, infra/versions.CHART_KUBE_VERSIONS). A chart the cluster already runs
+(existing.addons) no longer constrains it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from model.config.base import FieldProblem
+from model.config.fabric import RDMA_FABRICS
+from model.config.selftest_schedule import scheduled
+from model.versions import CHART_KUBE_VERSIONS, CHARTS, SUPPORTED_KUBERNETES_VERSIONS, chart_floor
+from model.versions import minor_tuple as _minor
+
+if TYPE_CHECKING:
+    from model.config import PlatformConfig
+
+KEY = "cluster.kubernetes_version"
+
+
+def existing_cluster_charts(cfg: PlatformConfig) -> list[str]:
+    """The pinned charts (infra/versions.CHARTS keys) the platform installs on an existing
+    cluster, as the components declare them."""
+    ceph = cfg.storage.ceph
+    multus = ceph is not None and ceph.network.provider == "multus"
+    wanted = {
+        "gpu-operator": cfg.installs("gpu_operator"),
+        "kube-prometheus-stack": cfg.installs("kube_prometheus_stack"),
+        "kueue": cfg.scheduling.enabled and cfg.installs("kueue"),
+        "keda": cfg.workload_autoscaling.enabled and cfg.installs("keda"),
+        # RDMA pools need its device plugin; Ceph Multus networks its nv-ipam
+        # (components/fabric.needs_network_operator).
+        "network-operator": any(p.fabric in RDMA_FABRICS for p in cfg.gpu_pools) or multus,
+        "prometheus-pushgateway": scheduled(cfg),
+        "rook-ceph": ceph is not None,
+        "ceph-csi-drivers": ceph is not None,
+    }
+    return [chart for chart, installed in wanted.items() if installed]
+
+
+def chart_floors(cfg: PlatformConfig) -> dict[str, str]:
+    """The oldest minor each installed chart admits, for those that state one."""
+    return {
+        chart: floor
+        for chart in existing_cluster_charts(cfg)
+        if (floor := chart_floor(chart)) is not None
+    }
+
+
+def below_eks_window(cfg: PlatformConfig) -> bool:
+    minor = cfg.cluster.kubernetes_version
+    return _minor(minor) < _minor(SUPPORTED_KUBERNETES_VERSIONS[0])
+
+
+def check_kubernetes_minor(cfg: PlatformConfig) -> None:
+    minor = cfg.cluster.kubernetes_version
+    valid = ", ".join(SUPPORTED_KUBERNETES_VERSIONS)
+    if cfg.provider == "aws":
+        if minor not in SUPPORTED_KUBERNETES_VERSIONS:
+            raise FieldProblem(KEY, f"{minor!r} is not supported; valid: {valid}")
+        return
+    if not below_eks_window(cfg):
+        return
+    floors = chart_floors(cfg)
+    refusing = {c: f for c, f in floors.items() if _minor(minor) < _minor(f)}
+    if refusing:
+        oldest = max(floors.values(), key=_minor)
+        needs = "; ".join(
+            f"{CHARTS[c].name} {CHARTS[c].version} needs kubeVersion "
+            f"{CHART_KUBE_VERSIONS[c]!r} (its Chart.yaml)"
+            for c in sorted(refusing)
+        )
+        raise FieldProblem(
+            KEY,
+            f"{minor!r} is older than the pinned charts this stack installs admit: {needs}. "
+            f"The oldest minor they all admit is {oldest} (tested: {valid}); upgrade the "
+            "cluster, or set existing.addons.<add-on>: existing where the cluster runs its own",
+        )

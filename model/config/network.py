@@ -1,0 +1,189 @@
+"""The network plane's config: where the platform lives on AWS, and its VPC."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from model.config.base import (
+    AwsTags,
+    FieldProblem,
+    InstanceTypeName,
+    KmsKeyArn,
+    RetentionDays,
+    Settings,
+    _one_key_source,
+    _overlaps,
+    one_of,
+)
+from model.config.regions import REGION_ZONES
+from model.versions import EKS_IMAGE_ACCOUNTS
+
+# Amazon VPC user guide, "VPC CIDR blocks" and "Subnet CIDR blocks": an IPv4 block of a VPC or
+# a subnet is between /16 (65,536 addresses) and /28 (16 addresses).
+CIDR_PREFIX_RANGE = (16, 28)
+
+
+def check_cidr_size(key: str, cidr: IPv4Network, what: str) -> None:
+    low, high = CIDR_PREFIX_RANGE
+    if not low <= cidr.prefixlen <= high:
+        raise FieldProblem(
+            key, f"{cidr} is a /{cidr.prefixlen}; AWS accepts {what} from /{low} to /{high}"
+        )
+
+
+class AwsSettings(Settings):
+    """Where the platform lives on AWS. Required with `provider: aws`."""
+
+    region: str = Field(
+        description="AWS region, e.g. us-east-1. Every AWS resource goes through one provider "
+        "pinned to it, so ambient AWS_REGION never changes where things land.",
+    )
+    zones: list[str] = Field(
+        min_length=2,
+        description="Availability zones for subnets, at least two (EKS requires two). GPU "
+        "groups that talk over EFA are placed in one of them.",
+    )
+    tags: AwsTags = Field(
+        default_factory=dict,
+        description="Extra tags on every AWS resource (provider default tags).",
+    )
+    zone_offerings: dict[InstanceTypeName, list[str]] = Field(
+        default_factory=dict,
+        description="Zones that offer each instance type, as `aws ec2 "
+        "describe-instance-type-offerings --location-type availability-zone` shows them for "
+        "this account (zone names map to physical zones per account). A GPU group in a zone "
+        "not listed for its type is rejected; a type not listed is not checked. A type listed "
+        "here is taken as offered in the region even where the catalog's regions for it "
+        "(model/catalog_offerings.py, read on a date) do not name it.",
+    )
+
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, value: str) -> str:
+        # Known: its zones are recorded and so is the EKS image registry its nodes pull from.
+        where = (
+            "an AWS region this project knows (its zones in model/config/regions.py, its EKS "
+            "image registry in model/versions.py EKS_IMAGE_ACCOUNTS)"
+        )
+        known = [region for region in REGION_ZONES if region in EKS_IMAGE_ACCOUNTS]
+        return one_of(value, known, where, listing="known regions")
+
+    @model_validator(mode="after")
+    def _zones_in_region(self) -> AwsSettings:
+        letters = REGION_ZONES[self.region]
+        valid = ", ".join(self.region + letter for letter in letters)
+        for i, zone in enumerate(self.zones):
+            if zone[:-1] != self.region or zone[-1:] not in letters:
+                raise FieldProblem(
+                    f"zones[{i}]",
+                    f"{zone!r} is not a zone of region {self.region}; its zones are {valid}",
+                )
+        if len(set(self.zones)) != len(self.zones):
+            raise FieldProblem("zones", f"zones repeat: {self.zones}")
+        for name, offered in self.zone_offerings.items():
+            for i, zone in enumerate(offered):
+                if zone[:-1] != self.region or zone[-1:] not in letters:
+                    raise FieldProblem(
+                        f"zone_offerings.{name}[{i}]",
+                        f"{zone!r} is not a zone of region {self.region}; its zones are {valid}",
+                    )
+        return self
+
+
+class NetworkSettings(Settings):
+    """The VPC (provider aws)."""
+
+    vpc_cidr: IPv4Network = Field(
+        IPv4Network("10.0.0.0/16"),
+        description="VPC CIDR; /16 leaves room for many GPU pods.",
+    )
+    public_subnet_cidrs: list[IPv4Network] | None = Field(
+        None,
+        description="One public subnet per zone, in zone order. Default: carved from vpc_cidr.",
+    )
+    private_subnet_cidrs: list[IPv4Network] | None = Field(
+        None,
+        description="One private subnet per zone, in zone order; nodes and pods live here. "
+        "Default: the largest blocks carved from vpc_cidr.",
+    )
+    nat_gateways: Literal["single", "per_zone"] = Field(
+        "single",
+        description="`single` saves cost (dev); `per_zone` survives a zone outage "
+        "(production default).",
+    )
+    vpc_endpoints: bool = Field(
+        True,
+        description="S3 gateway and ECR (api, dkr) and STS interface endpoints, so image pulls "
+        "and credentials stay off the NAT gateways.",
+    )
+    flow_logs: bool = Field(False, description="VPC flow logs to CloudWatch (production default).")
+    flow_log_retention_days: RetentionDays = Field(
+        90, description="Flow log retention in days (production default: 365)."
+    )
+    flow_log_kms_key_arn: KmsKeyArn | None = Field(
+        None,
+        description="Customer managed KMS key that encrypts the flow log group; its key policy "
+        "must let logs.<region>.amazonaws.com use it. Default: CloudWatch Logs' own "
+        "encryption, unless create_flow_log_kms_key.",
+    )
+    create_flow_log_kms_key: bool = Field(
+        False,
+        description="Create a rotated KMS key for the flow log group alone, usable only by "
+        "CloudWatch Logs for that group.",
+    )
+
+    @model_validator(mode="after")
+    def _subnets_inside_vpc(self) -> NetworkSettings:
+        check_cidr_size("vpc_cidr", self.vpc_cidr, "a VPC")
+        named = [("vpc_cidr", self.vpc_cidr)]
+        for key in ("public_subnet_cidrs", "private_subnet_cidrs"):
+            for i, cidr in enumerate(getattr(self, key) or []):
+                check_cidr_size(f"{key}[{i}]", cidr, "subnets")
+                if not cidr.subnet_of(self.vpc_cidr):
+                    raise FieldProblem(
+                        f"{key}[{i}]", f"{cidr} lies outside vpc_cidr {self.vpc_cidr}"
+                    )
+                named.append((f"{key}[{i}]", cidr))
+        _one_key_source(self, "flow_log_kms_key_arn", "create_flow_log_kms_key")
+        problem = _overlaps(named[1:])
+        if problem:
+            raise problem
+        return self
+
+
+@dataclass(frozen=True)
+class ZoneSubnets:
+    zone: str
+    public: IPv4Network
+    private: IPv4Network
+
+
+def subnet_bits(zones: int) -> int:
+    """How many bits subnet_layout cuts the VPC by: 2^bits blocks hold every zone and a spare."""
+    return math.ceil(math.log2(zones + 1))
+
+
+def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnets]:
+    """One public and one private subnet per zone.
+
+    Without explicit CIDRs the VPC is cut into 2^k equal blocks (the fewest that leave one
+    spare): each zone gets a whole block as its private subnet, because GPU pods take VPC
+    addresses, and the spare block is cut again for the small public subnets.
+    """
+    bits = subnet_bits(len(zones))
+    blocks = list(network.vpc_cidr.subnets(prefixlen_diff=bits))
+    spare = list(blocks[-1].subnets(prefixlen_diff=bits))
+    private = network.private_subnet_cidrs or blocks[: len(zones)]
+    public = network.public_subnet_cidrs or spare[: len(zones)]
+    return [ZoneSubnets(z, pub, priv) for z, pub, priv in zip(zones, public, private, strict=True)]
+
+
+def nat_zones(network: NetworkSettings, zones: list[str]) -> list[str]:
+    """Zones that host a NAT gateway; a private subnet routes through its own zone's, else the
+    first one."""
+    return list(zones) if network.nat_gateways == "per_zone" else [zones[0]]

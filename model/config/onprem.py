@@ -1,0 +1,122 @@
+"""The data plane's config on an existing cluster: the admin's GPU nodes, described as pools.
+
+The platform declares no node there; it needs to know what each kind of GPU node has (GPU
+model and count, fabric) to configure the GPU Operator, the fabric, the queues and the jobs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from model.catalog import MIG_PROFILES
+from model.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings
+from model.config.bounds import MAX_CLUSTER_NODES, MAX_GPU_MEMORY_GIB
+from model.config.nodes import GpuSharingSettings
+from model.config.references import GPU_POOL, names
+
+# GPU models with the memory sizes NVIDIA sells them in (GB, as the datasheets and the MIG
+# profile names count them).
+ONPREM_GPU_MEMORY_GIB: dict[str, tuple[int, ...]] = {
+    "A100": (40, 80),
+    "H100": (80, 94),
+    "H200": (141,),
+    "B200": (180,),
+    "L40S": (48,),
+    "A10G": (24,),
+    # The GPUs of AWS's g6, g4dn and p3dn, also sold for admins' own racks (V100: 16 or 32 GB).
+    "L4": (24,),
+    "T4": (16,),
+    "V100": (16, 32),
+}
+
+
+# The add-ons an existing cluster may already run, by the config key that switches each.
+EXISTING_ADDONS = ("gpu_operator", "kube_prometheus_stack", "keda", "kueue")
+AddonSource = Literal["install", "existing"]
+
+
+class ExistingAddonsSettings(Settings):
+    """Per add-on: `install` (the platform's pinned Helm release) or `existing` (one the cluster
+    already runs). With `existing` the platform declares no release for it, still declares what
+    it owns on top (queues, monitors, rules, dashboards, autoscalers), and the plan lists the
+    CRDs and settings the admin must confirm (docs/operations.md, "Using add-ons a cluster
+    already runs")."""
+
+    gpu_operator: AddonSource = Field(
+        "install", description="The NVIDIA GPU Operator (its ClusterPolicy and DCGM exporter)."
+    )
+    kube_prometheus_stack: AddonSource = Field(
+        "install", description="Prometheus Operator, Prometheus, Alertmanager and Grafana."
+    )
+    keda: AddonSource = Field(
+        "install", description="KEDA, used where workload_autoscaling is enabled."
+    )
+    kueue: AddonSource = Field("install", description="Kueue, used where scheduling is enabled.")
+
+    def existing(self) -> list[str]:
+        """The add-ons switched to `existing`, in EXISTING_ADDONS order."""
+        return [a for a in EXISTING_ADDONS if getattr(self, a) == "existing"]
+
+
+class OnPremGpuPoolSettings(Settings):
+    """One kind of GPU node in an existing cluster, selected by labels the nodes already carry."""
+
+    name: Annotated[DnsLabel, names(GPU_POOL)] = Field(
+        description="Short name, unique in the stack; names the pool."
+    )
+    node_selector: KubernetesLabels = Field(
+        min_length=1,
+        description="Labels that select exactly this pool's nodes, e.g. "
+        "{nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB} or a label of your own.",
+    )
+    gpu_model: Literal[tuple(ONPREM_GPU_MEMORY_GIB)] = Field(  # type: ignore[valid-type]
+        description="GPU model of every node of the pool."
+    )
+    gpu_memory_gib: Int = Field(
+        ge=1,
+        le=MAX_GPU_MEMORY_GIB,
+        description="Memory of one GPU in GB, as sold (A100: 40 or 80).",
+    )
+    gpus_per_node: Int = Field(ge=1, le=16, description="GPUs in each node.")
+    nodes: Int = Field(
+        ge=1,
+        le=MAX_CLUSTER_NODES,
+        description="Nodes in the pool; bounds what its queues can admit.",
+    )
+    fabric: Literal["infiniband", "roce", "tcp"] = Field(
+        "tcp",
+        description="How the pool's nodes talk to each other for collectives: `infiniband` or "
+        "`roce` through the NVIDIA Network Operator, `tcp` over the pod network.",
+    )
+    cpus_per_gpu: Int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="Whole CPUs a training pod takes per GPU: the node's allocatable CPUs "
+        "(its kubelet's reserved CPUs taken out) less what its DaemonSets request, over its "
+        "GPUs, floored. Pods then run in the Guaranteed QoS class and, under the kubelet's "
+        "static CPU manager, on CPUs of their own. Unset: pods request no CPU and run "
+        "Burstable on the node's shared CPUs (the self-test warns).",
+    )
+    gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
+
+    @model_validator(mode="after")
+    def _known_gpu(self) -> OnPremGpuPoolSettings:
+        sizes = ONPREM_GPU_MEMORY_GIB[self.gpu_model]
+        if self.gpu_memory_gib not in sizes:
+            raise FieldProblem(
+                "gpu_memory_gib",
+                f"{self.gpu_model} is sold with {' or '.join(map(str, sizes))} GB, "
+                f"not {self.gpu_memory_gib}",
+            )
+        if self.gpu_sharing.mode == "mig" and (self.gpu_model, self.gpu_memory_gib) not in (
+            MIG_PROFILES
+        ):
+            raise FieldProblem(
+                "gpu_sharing.mode",
+                f"mig needs A100, H100, H200 or B200 GPUs with known MIG profiles; "
+                f"{self.gpu_model} {self.gpu_memory_gib} GB has none here",
+            )
+        return self

@@ -1,0 +1,105 @@
+"""GPU pools: one view over the GPU nodes of any provider, for everything that must not care
+which provider made them (the GPU Operator's per-node configs, Kueue flavors, NCCL settings, the
+self-test and training jobs).
+
+On AWS a pool is a GPU node group the platform declares; on an existing cluster it is a set of
+the admin's nodes, selected by their labels (`existing.gpu_pools`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from model.catalog import MIG_PROFILES
+from model.config.nodes import GpuNodeGroupSettings, GpuSharingSettings
+
+if TYPE_CHECKING:
+    from model.config import PlatformConfig
+    from model.config.onprem import OnPremGpuPoolSettings
+
+Fabric = Literal["efa", "infiniband", "roce", "tcp"]
+# The label every AWS GPU node carries with its group's name; on-prem pools bring their own.
+NODE_GROUP_LABEL = "gpu-platform/node-group"
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """What a pod scheduled onto one kind of GPU node can count on."""
+
+    name: str
+    # Labels that select exactly this pool's nodes.
+    node_selector: dict[str, str]
+    gpu_model: str
+    gpu_memory_gib: int
+    # The smallest GPU count of the pool's instance types: what one pod can always get.
+    gpus_per_node: int
+    max_nodes: int
+    fabric: Fabric
+    # EFA devices a node advertises (vpc.amazonaws.com/efa); 0 off AWS or without EFA.
+    efa_interfaces: int
+    sharing: GpuSharingSettings
+    # 2 MiB hugepages a node reserves at boot (EFA groups, for libfabric); 0 elsewhere.
+    hugepages_2mi: int = 0
+    # Whole CPUs a training pod takes per GPU (components/jobs.resources); None on an existing
+    # cluster whose pool does not say.
+    cpus_per_gpu: int | None = None
+    # AWS: the node group's instance types and capacity kind; empty / None on an existing cluster.
+    instance_types: tuple[str, ...] = ()
+    capacity: str | None = None
+
+    @property
+    def mig_profiles(self) -> tuple[str, str, str] | None:
+        return MIG_PROFILES.get((self.gpu_model, self.gpu_memory_gib))
+
+    @property
+    def max_gpus(self) -> int:
+        return self.gpus_per_node * self.max_nodes
+
+    @property
+    def hugepages_quantity(self) -> str | None:
+        """The reserved hugepages as the kubelet advertises `hugepages-2Mi` (pages x 2 MiB),
+        which is also how pods request them and cluster-autoscaler's tags read them."""
+        return f"{2 * self.hugepages_2mi}Mi" if self.hugepages_2mi else None
+
+
+def pool_of_group(group: GpuNodeGroupSettings) -> GpuPool:
+    row = min(group.instances, key=lambda i: i.gpus)
+    return GpuPool(
+        name=group.name,
+        node_selector={NODE_GROUP_LABEL: group.name},
+        gpu_model=row.gpu_model,
+        gpu_memory_gib=row.gpu_memory_gib,
+        gpus_per_node=row.gpus,
+        max_nodes=group.scaling.max_size,
+        fabric="efa" if group.efa else "tcp",
+        efa_interfaces=row.efa_interfaces if group.efa else 0,
+        sharing=group.gpu_sharing,
+        # Mixed types reserve the smallest count any of them needs.
+        hugepages_2mi=min(i.hugepages_2mi for i in group.instances) if group.efa else 0,
+        cpus_per_gpu=group.cpus_per_gpu,
+        instance_types=tuple(group.instance_types),
+        capacity=group.capacity,
+    )
+
+
+def pool_of_onprem(pool: OnPremGpuPoolSettings) -> GpuPool:
+    return GpuPool(
+        name=pool.name,
+        node_selector=dict(pool.node_selector),
+        gpu_model=pool.gpu_model,
+        gpu_memory_gib=pool.gpu_memory_gib,
+        gpus_per_node=pool.gpus_per_node,
+        max_nodes=pool.nodes,
+        fabric=pool.fabric,
+        efa_interfaces=0,
+        sharing=pool.gpu_sharing,
+        cpus_per_gpu=pool.cpus_per_gpu,
+    )
+
+
+def gpu_pools(cfg: PlatformConfig) -> list[GpuPool]:
+    """Every GPU pool of the stack, in config order."""
+    if cfg.provider == "aws":
+        return [pool_of_group(g) for g in cfg.gpu_node_groups]
+    return [pool_of_onprem(p) for p in cfg.existing.gpu_pools]

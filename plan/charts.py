@@ -1,0 +1,262 @@
+"""`make charts` (`python -m plan.charts pull [--dest .charts]`): every pinned chart, kept
+only when its sha256 matches the digest its repository publishes and the one review committed in
+charts.lock.json (so a chart re-published under the same version fails). `make charts-lock`
+(`record`) writes the lock. Never ../shared/helm's digests: those archives are repackaged (its
+README, "Digests"). Standard library and PyYAML only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+from model.versions import CHARTS, Chart
+
+CACHE = Path(__file__).resolve().parents[1] / ".charts"
+LOCK = Path(__file__).with_name("charts.lock.json")
+LOCK_NOTE = (
+    "Filled by `make charts-lock` on a machine that reaches the chart repositories (index.yaml "
+    "or OCI layer digests). Until a chart is recorded here, `make charts` refuses it and the "
+    "plan renders it from ../shared/helm."
+)
+RECORD_HINT = "run `make charts-lock` where the repository is reachable, review and commit the lock"
+# The OCI image manifest (OCI image spec) and Helm's chart layer (helm.sh, OCI registries).
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+HELM_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+TIMEOUT_S = 60.0
+
+
+class ChartError(Exception):
+    """A chart that cannot be pulled or verified; the message says what to do."""
+
+
+def archive_name(chart: str, version: str) -> str:
+    return f"{chart}-{version}.tgz"
+
+
+def label(chart: Chart) -> str:
+    return f"{chart.name} {chart.version} from {chart.repository}"
+
+
+def _get(url: str, timeout: float, headers: dict[str, str] | None = None) -> bytes:
+    request = urllib.request.Request(url)
+    for key, value in (headers or {}).items():
+        # Not carried over a redirect: registries send blobs to storage that refuses a bearer.
+        request.add_unredirected_header(key, value)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.read()
+
+
+def fetch_http(chart: Chart, timeout: float, indexes: dict[str, dict]) -> tuple[bytes, str]:
+    """The archive at the first URL of the chart's index.yaml entry, and the entry's digest."""
+    if chart.repository not in indexes:  # one download per repository
+        text = _get(f"{chart.repository.rstrip('/')}/index.yaml", timeout)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # indexes run to tens of MB
+        indexes[chart.repository] = yaml.load(text, Loader=loader) or {}
+    entries = indexes[chart.repository].get("entries", {}).get(chart.name, [])
+    entry = next((e for e in entries if str(e.get("version")) == chart.version), None)
+    if entry is None:
+        offered = ", ".join(str(e.get("version")) for e in entries[:8]) or "none"
+        raise ChartError(
+            f"{label(chart)}: version {chart.version} is not in the repository's index.yaml "
+            f"(newest offered: {offered}); fix the pin in model/versions.py CHARTS"
+        )
+    if not entry.get("urls") or not entry.get("digest"):
+        raise ChartError(f"{label(chart)}: its index entry has no url or no digest to check")
+    # Helm resolves a relative url against the repository's URL as a folder.
+    url = urllib.parse.urljoin(chart.repository.rstrip("/") + "/", entry["urls"][0])
+    return _get(url, timeout), str(entry["digest"]).removeprefix("sha256:")
+
+
+def _bearer(chart: Chart, challenge: str, timeout: float) -> dict[str, str]:
+    """An anonymous pull token from the registry's `WWW-Authenticate: Bearer` challenge."""
+    params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+    if not challenge.lower().startswith("bearer") or "realm" not in params:
+        raise ChartError(f"{label(chart)}: the registry wants credentials: {challenge}")
+    query = urllib.parse.urlencode({k: v for k, v in params.items() if k in ("service", "scope")})
+    answer = json.loads(_get(f"{params['realm']}?{query}", timeout))
+    token = answer.get("token") or answer.get("access_token")
+    return {"Authorization": f"Bearer {token}"}
+
+
+def fetch_oci(chart: Chart, timeout: float) -> tuple[bytes, str]:
+    """The blob of the Helm chart layer in the tag's manifest, and that layer's digest."""
+    host, _, path = chart.repository.removeprefix("oci://").partition("/")
+    # A loopback registry speaks plain HTTP, as Docker allows for 127.0.0.0/8 by default.
+    scheme = "http" if host.split(":")[0] in ("127.0.0.1", "localhost") else "https"
+    base = f"{scheme}://{host}/v2/{path.strip('/')}/{chart.name}"
+    headers = {"Accept": OCI_MANIFEST}
+    try:
+        manifest_bytes = _get(f"{base}/manifests/{chart.version}", timeout, headers)
+    except urllib.error.HTTPError as error:
+        if error.code != 401:
+            raise
+        headers |= _bearer(chart, error.headers.get("WWW-Authenticate", ""), timeout)
+        manifest_bytes = _get(f"{base}/manifests/{chart.version}", timeout, headers)
+    layers = json.loads(manifest_bytes).get("layers", [])
+    layers = [layer for layer in layers if layer.get("mediaType") == HELM_LAYER]
+    if len(layers) != 1:
+        raise ChartError(f"{label(chart)}: the manifest has no single {HELM_LAYER} layer")
+    digest = layers[0]["digest"]
+    return _get(f"{base}/blobs/{digest}", timeout, headers), digest.removeprefix("sha256:")
+
+
+def fetch(chart: Chart, timeout: float, indexes: dict[str, dict]) -> tuple[bytes, str]:
+    """The chart's archive, checked against the digest its repository publishes."""
+    try:
+        if chart.repository.startswith("oci://"):
+            data, published = fetch_oci(chart, timeout)
+        else:
+            data, published = fetch_http(chart, timeout, indexes)
+    except urllib.error.HTTPError as error:
+        raise ChartError(
+            f"{label(chart)}: {error.url} answered HTTP {error.code} ({error.reason}); check the "
+            "chart's repository and version in model/versions.py CHARTS"
+        ) from None
+    except (OSError, ValueError, yaml.YAMLError) as error:  # URLError, timeouts, bad JSON/YAML
+        raise ChartError(
+            f"{label(chart)}: cannot reach the repository ({error}); run this where the "
+            "repository is reachable (network, proxy); the plan keeps rendering from ../shared/helm"
+        ) from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != published:
+        raise ChartError(
+            f"{label(chart)}: the download has sha256 {actual} but the repository publishes "
+            f"{published}; the download or the repository is corrupt: do not use it, retry "
+            "later or report it upstream"
+        )
+    return data, published
+
+
+def read_lock(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {"note": LOCK_NOTE, "charts": {}}
+
+
+def _each(charts: dict[str, Chart], step) -> list[str]:
+    """`step` on every chart: each failure reported, none stopping the others."""
+    errors = []
+    for chart in charts.values():
+        try:
+            step(chart)
+        except ChartError as error:
+            errors.append(str(error))
+            print(f"error: {error}", file=sys.stderr)
+    return errors
+
+
+def empty_lock_note(lock: Path, charts: dict[str, Chart]) -> str:
+    """What `make charts` says first when the lock records none of the charts."""
+    return (
+        f"note: {lock.name} records no digests, so every one of the {len(charts)} charts is "
+        "refused (the lock was committed empty: no chart repository was reachable where it "
+        "was made). Fill it with `make charts-lock charts` where the repositories are "
+        "reachable, then review and commit the lock. Until then the plan renders the charts "
+        "../shared/helm holds, and `--against` shows a release whose chart version no cache "
+        "holds as unknown, never as deleted."
+    )
+
+
+def pull(charts: dict[str, Chart], dest: Path, lock: Path, timeout: float = TIMEOUT_S) -> list[str]:
+    """Every chart into `dest`, verified; returns one error per chart that failed."""
+    recorded, indexes = read_lock(lock).get("charts", {}), {}
+    if not any(name in recorded for name in charts):
+        print(empty_lock_note(lock, charts))
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def one(chart: Chart) -> None:
+        entry = recorded.get(chart.name)
+        if entry is None:
+            raise ChartError(f"{label(chart)}: not recorded in {lock.name}; {RECORD_HINT}")
+        if (entry["version"], entry["repository"]) != (chart.version, chart.repository):
+            raise ChartError(
+                f"{label(chart)}: {lock.name} records {entry['version']} from "
+                f"{entry['repository']}, not the pin; {RECORD_HINT}"
+            )
+        data, published = fetch(chart, timeout, indexes)
+        if published != entry["sha256"]:
+            raise ChartError(
+                f"{label(chart)}: the repository now serves sha256 {published}, but "
+                f"{lock.name} recorded {entry['sha256']} on {entry['recorded']}: the chart was "
+                "re-published under the same version. Review what changed upstream before "
+                f"trusting it; then {RECORD_HINT}"
+            )
+        target = dest / archive_name(chart.name, chart.version)
+        # Verified in memory, then renamed into place: dest never holds a partial archive.
+        with tempfile.NamedTemporaryFile(dir=dest, prefix=".part-", delete=False) as part:
+            part.write(data)
+        os.replace(part.name, target)
+        print(f"ok: {chart.name} {chart.version} -> {target} (sha256 {entry['sha256']})")
+
+    return _each(charts, one)
+
+
+def record(
+    charts: dict[str, Chart], lock: Path, today: date, timeout: float = TIMEOUT_S
+) -> list[str]:
+    """Every chart's published digest into the lock, all or nothing; prints the changes."""
+    before, after, indexes = read_lock(lock).get("charts", {}), {}, {}
+
+    def one(chart: Chart) -> None:
+        entry = {"version": chart.version, "repository": chart.repository}
+        entry["sha256"] = fetch(chart, timeout, indexes)[1]
+        old = before.get(chart.name, {})
+        # An unchanged digest keeps its date: the date says since when it has been trusted.
+        same = all(old.get(key) == value for key, value in entry.items())
+        after[chart.name] = entry | {"recorded": old["recorded"] if same else today.isoformat()}
+
+    errors = _each(charts, one)
+    if errors:
+        print(f"{lock} left unchanged: {len(errors)} chart(s) failed", file=sys.stderr)
+        return errors
+    print("\n".join(changes(before, after)))
+    lock.write_text(json.dumps({"note": LOCK_NOTE, "charts": after}, indent=2) + "\n")
+    return []
+
+
+def changes(before: dict, after: dict) -> list[str]:
+    """What a new lock changes, for the maintainer to review before committing it."""
+    lines = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old is None or new is None:
+            sign, entry = ("+", new) if old is None else ("-", old)
+            lines.append(f"{sign} {name} {entry['version']} sha256 {entry['sha256']}")
+        elif (old["version"], old["sha256"]) != (new["version"], new["sha256"]):
+            lines.append(
+                f"~ {name} {old['version']} -> {new['version']}, "
+                f"sha256 {old['sha256']} -> {new['sha256']}"
+            )
+    return lines or ["no change against the previous lock"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m plan.charts", description=__doc__)
+    parser.add_argument("--lock", type=Path, default=LOCK, help="the lock file")
+    commands = parser.add_subparsers(dest="command", required=True)
+    pulling = commands.add_parser("pull", help="pull every pinned chart into .charts/")
+    pulling.add_argument("--dest", type=Path, default=CACHE, help="another cache folder")
+    commands.add_parser("record", help="record every chart's published digest in the lock")
+    args = parser.parse_args(argv)
+    if args.command == "pull":
+        errors = pull(CHARTS, args.dest, args.lock)
+    else:
+        errors = record(CHARTS, args.lock, date.today())
+    if errors:
+        print(f"{len(errors)} of {len(CHARTS)} chart(s) failed", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

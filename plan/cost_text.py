@@ -1,0 +1,69 @@
+"""The plan's cost section as a reviewer reads it: the `cost` output (infra/cost.cost_report)
+printed figure by figure, with its budget verdicts. It reads only the report, so a report an
+earlier plan wrote prints the same way (plan/cost_change.py compares two of them)."""
+
+from __future__ import annotations
+
+from model.catalog import PRICE_REGION
+from model.cost import SIZES
+
+
+def money(value: float | str | None, places: int = 2) -> str:
+    if isinstance(value, str):  # a figure an earlier plan's report did not hold
+        return value
+    return "not priced" if value is None else f"${value:,.{places}f}"
+
+
+def _figures(source: dict, prefix: str, places: int = 2) -> str:
+    """At min / desired / max size, or the one figure of an item whose sizes agree."""
+    values = [source.get(f"{prefix}_{size}") for size in SIZES]
+    if len(set(values)) == 1:
+        return money(values[0], places)
+    return " / ".join(money(v, places) for v in values)
+
+
+def format_cost(report: dict) -> list[str]:
+    """The plan's cost section, from the `cost` output."""
+    lines = ["", "Cost estimate (USD at node groups' min / desired / max size; one figure where "]
+    lines[-1] += "they agree; desired is what runs from day one):"
+    if not report.get("priced"):
+        return [*lines, f"  {report['why']}", *_format_bursts(report)]
+    # A report from before regional prices says only which region its rates are from.
+    not_regional = report.get("not_regional", [])
+    if not_regional:
+        lines.append(
+            f"  NOT REGIONAL: priced at {PRICE_REGION} rates, no {report['region']} price "
+            f"recorded: {'; '.join(not_regional)}"
+        )
+    for line in report["lines"]:
+        hourly, monthly = _figures(line, "hourly", 3), _figures(line, "monthly")
+        lines.append(f"  {line['item']}: {hourly}/h, {monthly}/month")
+        lines.append(f"      {line['basis']}")
+    hourly, monthly = _figures(report, "total_hourly", 3), _figures(report, "total_monthly")
+    lines.append(f"  total: {hourly}/h, {monthly}/month ({report['hours_per_month']} h)")
+    for item in report["unpriced"]:
+        lines.append(f"  {item['item']}: not priced, not in the total")
+        lines.append(f"      {item['why']}")
+    lines.append(f"  left out: {report['left_out']}")
+    budget = report.get("monthly_budget_usd")
+    if budget is None:
+        lines.append("  budget: none set (gpu-platform:cost.monthly_budget_usd)")
+    else:
+        verdict = "OVER BUDGET" if report["over_budget"] else "within budget"
+        lines.append(f"  budget: {money(budget)}/month; at max size {verdict}")
+    return [*lines, *_format_bursts(report)]
+
+
+def _format_bursts(report: dict) -> list[str]:
+    """Each bursting queue's most spend on its MultiKueue workers, against its own budget."""
+    lines = []
+    for burst in report.get("burst", []):
+        budget = burst["monthly_budget_usd"]
+        if burst["monthly_max"] is None:
+            verdict = "not priced, budget not checked"
+        else:
+            over = burst["monthly_max"] > budget
+            verdict = f"budget {money(budget)}: {'OVER BUDGET' if over else 'within budget'}"
+        lines.append(f"  {burst['item']}: at most {money(burst['monthly_max'])}/month; {verdict}")
+        lines.append(f"      {burst['basis']}")
+    return lines

@@ -1,0 +1,332 @@
+"""The NVIDIA GPU Operator: its Helm values per provider and per sharing mode, the per-node
+configurations the GPU pools' labels name, and the cluster's one DCGM exporter."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.data.gpu_node_group import node_labels
+from components.data.gpu_operator import helm_values, operator_labels
+from model.config import GpuNodeGroupSettings, GpuOperatorSettings, OnPremGpuPoolSettings
+from model.config.pools import pool_of_group, pool_of_onprem
+from tests.conftest import STACKS, planned, stack_config
+from tests.helpers import crds
+from tests.helpers import helm_values as chart
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART = ("gpu-operator", "v26.7.0")
+K8S = "1.35"
+
+
+def operator_release(stack: str):
+    (release,) = [r for r in planned(stack).of_type(RELEASE) if r.inputs["chart"] == CHART[0]]
+    return release
+
+
+def group(name="g", **fields):
+    return pool_of_group(
+        GpuNodeGroupSettings(**{"name": name, "instance_types": ["p5.48xlarge"], **fields})
+    )
+
+
+def onprem(**fields):
+    base = {"name": "lab", "node_selector": {"lab/gpu": "a100"}, "gpu_model": "A100"}
+    return pool_of_onprem(
+        OnPremGpuPoolSettings(
+            **{**base, "gpu_memory_gib": 80, "gpus_per_node": 8, "nodes": 2, **fields}
+        )
+    )
+
+
+def values(*pools, on_aws=True, **settings):
+    return helm_values(pools, GpuOperatorSettings(**settings), on_aws)
+
+
+def entry(vals, key):
+    return yaml.safe_load(vals["devicePlugin"]["config"]["data"][key])
+
+
+def mig_configs(vals):
+    return yaml.safe_load(vals["migManager"]["config"]["data"]["config.yaml"])["mig-configs"]
+
+
+# ------------------------------------------------------------------ driver, toolkit, RDMA
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_shipped_aws_stacks_leave_driver_and_toolkit_to_the_al2023_nvidia_ami(stack):
+    # shared/PINS.md "GPU Operator": on the AL2023 NVIDIA AMI, driver and toolkit disabled.
+    vals = operator_release(stack).inputs["values"]
+    assert vals["driver"]["enabled"] is False
+    assert vals["toolkit"]["enabled"] is False
+
+
+def test_existing_cluster_installs_driver_and_toolkit_only_when_told():
+    assert values(onprem(), on_aws=False)["driver"]["enabled"] is False
+    assert values(onprem(), on_aws=False)["toolkit"]["enabled"] is False
+    told = values(onprem(), on_aws=False, install_driver=True, install_toolkit=True)
+    assert told["driver"]["enabled"] is True
+    assert told["toolkit"]["enabled"] is True
+
+
+@pytest.mark.parametrize(("fabric", "rdma"), [("roce", True), ("infiniband", True), ("tcp", False)])
+def test_gpudirect_rdma_is_on_exactly_when_a_pool_has_an_rdma_fabric(fabric, rdma):
+    rdma_values = values(onprem(fabric=fabric), on_aws=False)["driver"]["rdma"]
+    assert rdma_values == {"enabled": rdma, "useHostMofed": False}
+
+
+def test_nvidia_peermem_builds_against_the_hosts_own_mofed_when_they_run_one():
+    # GPU Operator docs, "GPUDirect RDMA": with MOFED installed on the host (not by the Network
+    # Operator's driver container), set driver.rdma.useHostMofed=true.
+    on_host = helm_values([onprem(fabric="roce")], GpuOperatorSettings(), False, host_mofed=True)
+    assert on_host["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}
+    # The shipped onprem stack's hosts run DOCA-OFED (fabric.mofed_preinstalled: true).
+    shipped = operator_release("onprem").inputs["values"]["driver"]["rdma"]
+    assert shipped == {"enabled": True, "useHostMofed": True}
+
+
+def test_shipped_onprem_roce_pool_turns_gpudirect_rdma_on():
+    assert operator_release("onprem").inputs["values"]["driver"]["rdma"]["enabled"] is True
+
+
+def test_mofed_detection_is_off_where_efa_runs_or_the_device_plugin_clashes_with_efa():
+    # AWS EKS user guide, "Manage EFA devices" (shared/PINS.md): device plugin v0.19.0+ turns
+    # MOFED on by default and clashes with the EFA device plugin; MOFED_ENABLED=false.
+    efa = values(group(efa=True))["devicePlugin"]
+    assert efa["env"] == [{"name": "MOFED_ENABLED", "value": "false"}]
+    assert "env" not in values(group())["devicePlugin"]
+    staging = operator_release("staging").inputs["values"]["devicePlugin"]
+    assert {"name": "MOFED_ENABLED", "value": "false"} in staging["env"]
+
+
+def test_operator_daemonsets_keep_the_charts_gpu_taint_toleration():
+    # The chart's daemonsets.tolerations tolerates nvidia.com/gpu (shared/PINS.md); the GPU
+    # nodes carry that taint, so overriding the list would strand every operand.
+    defaults = chart.defaults(*CHART)["daemonsets"]["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in defaults
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_stack_overrides_the_operator_daemonsets_tolerations(stack):
+    assert "daemonsets" not in operator_release(stack).inputs["values"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_node_feature_discovery_runs_in_the_gpu_operator(stack):
+    # One NFD per cluster: this one; a Network Operator must run with its own off.
+    assert operator_release(stack).inputs["values"]["nfd"] == {"enabled": True}
+
+
+# ------------------------------------------------------------------ device-plugin configs
+
+
+def test_time_slicing_entry_has_the_device_plugin_v1_shape():
+    # NVIDIA k8s-device-plugin v0.20.0 README, "Shared Access to GPUs with CUDA Time-Slicing".
+    vals = values(group(gpu_sharing={"mode": "time-slicing", "replicas": 4}))
+    assert entry(vals, "time-slicing-4") == {
+        "version": "v1",
+        "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}},
+    }
+
+
+def test_mps_entry_has_the_device_plugin_v1_shape():
+    # NVIDIA k8s-device-plugin v0.20.0 README, "Shared Access to GPUs with CUDA MPS".
+    vals = values(group(gpu_sharing={"mode": "mps", "replicas": 2}))
+    assert entry(vals, "mps-2") == {
+        "version": "v1",
+        "sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}},
+    }
+
+
+@pytest.mark.parametrize("strategy", ["single", "mixed"])
+def test_mig_entry_and_cluster_strategy_agree(strategy):
+    vals = values(group(gpu_sharing={"mode": "mig", "mig_strategy": strategy}))
+    assert entry(vals, f"mig-{strategy}") == {"version": "v1", "flags": {"migStrategy": strategy}}
+    assert vals["mig"] == {"strategy": strategy}
+
+
+def test_whole_gpu_nodes_get_the_default_entry_without_a_label():
+    vals = values(group())
+    config = vals["devicePlugin"]["config"]
+    assert (config["create"], config["default"]) == (True, "default")
+    assert entry(vals, "default") == {"version": "v1"}
+    assert "nvidia.com/device-plugin.config" not in node_labels(
+        GpuNodeGroupSettings(name="g", instance_types=["p5.48xlarge"])
+    )
+
+
+SHARING_MODES = [
+    {"mode": "none"},
+    {"mode": "time-slicing", "replicas": 4},
+    {"mode": "time-slicing", "replicas": 8},
+    {"mode": "mps", "replicas": 2},
+    {"mode": "mig"},
+    {"mode": "mig", "mig_strategy": "mixed"},
+]
+
+
+def _check_labels_resolve(pools, vals):
+    data = vals["devicePlugin"]["config"]["data"]
+    layouts = mig_configs(vals) if "migManager" in vals else {}
+    for pool in pools:
+        labels = operator_labels(pool)
+        assert labels.get("nvidia.com/device-plugin.config", "default") in data, pool.name
+        if "nvidia.com/mig.config" in labels:
+            assert labels["nvidia.com/mig.config"] in layouts, pool.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_label_a_stacks_pool_carries_names_a_defined_config(stack):
+    cfg = stack_config(stack)
+    vals = operator_release(stack).inputs["values"]
+    _check_labels_resolve(cfg.gpu_pools, vals)
+    # On AWS, the labels the node groups really carry (with the stack's own extra labels).
+    for group_settings in cfg.gpu_node_groups:
+        labels = node_labels(group_settings)
+        config = labels.get("nvidia.com/device-plugin.config", "default")
+        assert config in vals["devicePlugin"]["config"]["data"], group_settings.name
+
+
+@pytest.mark.parametrize("strategy", ["single", "mixed"])
+def test_every_label_of_every_sharing_mode_names_a_defined_config(strategy):
+    # mig.strategy is cluster-wide: one stack holds MIG pools of one strategy only.
+    modes = [
+        s
+        for s in SHARING_MODES
+        if s["mode"] != "mig" or s.get("mig_strategy", "single") == strategy
+    ]
+    pools = [group(f"g{i}", gpu_sharing=s) for i, s in enumerate(modes)]
+    _check_labels_resolve(pools, values(*pools))
+
+
+def test_aws_node_group_labels_are_the_operator_labels():
+    settings = GpuNodeGroupSettings(
+        name="g", instance_types=["p5.48xlarge"], gpu_sharing={"mode": "mps", "replicas": 2}
+    )
+    assert node_labels(settings)["nvidia.com/device-plugin.config"] == "mps-2"
+
+
+# ------------------------------------------------------------------------------------ MIG
+
+# NVIDIA MIG user guide, "Supported MIG Profiles" (docs.nvidia.com/datacenter/tesla/
+# mig-user-guide/supported-mig-profiles.html): the 1g, 2g and 3g profiles of each GPU.
+MIG_CASES = [
+    ("p4d.24xlarge", ("1g.5gb", "2g.10gb", "3g.20gb")),  # A100-SXM4-40GB
+    ("p4de.24xlarge", ("1g.10gb", "2g.20gb", "3g.40gb")),  # A100-SXM4-80GB
+    ("p5.48xlarge", ("1g.10gb", "2g.20gb", "3g.40gb")),  # H100-SXM5-80GB
+    ("p5en.48xlarge", ("1g.18gb", "2g.35gb", "3g.71gb")),  # H200-SXM5-141GB
+    ("p6-b200.48xlarge", ("1g.23gb", "2g.45gb", "3g.90gb")),  # B200-180GB
+]
+
+
+@pytest.mark.parametrize(("instance_type", "profiles"), MIG_CASES)
+def test_mig_layouts_cut_each_gpu_into_its_documented_profiles(instance_type, profiles):
+    one, two, three = profiles
+    for strategy in ("single", "mixed"):
+        pool = group(
+            instance_types=[instance_type], gpu_sharing={"mode": "mig", "mig_strategy": strategy}
+        )
+        layouts = mig_configs(values(pool))
+        assert layouts["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
+        assert layouts[f"all-{one}"] == [
+            {"devices": "all", "mig-enabled": True, "mig-devices": {one: 7}}
+        ]
+        assert layouts[f"all-balanced-{one}"] == [
+            {"devices": "all", "mig-enabled": True, "mig-devices": {one: 2, two: 1, three: 1}}
+        ]
+
+
+def test_mig_manager_defaults_to_mig_off_and_is_left_alone_without_mig_pools():
+    vals = values(group(gpu_sharing={"mode": "mig"}))
+    config = vals["migManager"]["config"]
+    assert (config["create"], config["default"]) == (True, "all-disabled")
+    assert "migManager" not in values(group())
+
+
+def test_two_gpu_models_get_their_own_mig_layouts():
+    a100 = group(
+        "a", instance_types=["p4d.24xlarge"], gpu_sharing={"mode": "mig", "mig_strategy": "mixed"}
+    )
+    h200 = group(
+        "h", instance_types=["p5en.48xlarge"], gpu_sharing={"mode": "mig", "mig_strategy": "mixed"}
+    )
+    layouts = mig_configs(values(a100, h200))
+    assert {"all-balanced-1g.5gb", "all-balanced-1g.18gb"} <= set(layouts)
+    assert operator_labels(a100)["nvidia.com/mig.config"] == "all-balanced-1g.5gb"
+    assert operator_labels(h200)["nvidia.com/mig.config"] == "all-balanced-1g.18gb"
+
+
+# ----------------------------------------------------------- chart keys and ClusterPolicy
+
+
+@pytest.mark.parametrize("sharing", SHARING_MODES)
+@pytest.mark.parametrize("on_aws", [True, False])
+def test_values_of_each_mode_and_provider_are_keys_the_chart_reads(sharing, on_aws):
+    pool = (
+        group(gpu_sharing=sharing, efa=True)
+        if on_aws
+        else onprem(gpu_sharing=sharing, fabric="roce")
+    )
+    assert chart.unknown_keys(*CHART, values(pool, on_aws=on_aws), K8S) == []
+
+
+# The ClusterPolicy fields the chart copies our values into one to one (its template
+# clusterpolicy.yaml); Helm-only keys (`create`, `data`) stay behind.
+CLUSTER_POLICY_FIELDS = {
+    "driver": ("enabled", "rdma"),
+    "toolkit": ("enabled",),
+    "dcgmExporter": ("enabled",),
+    "mig": ("strategy",),
+    "devicePlugin": ("env",),
+}
+CLUSTER_POLICY_REQUIRED = (
+    "daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "driver", "gfd", "nodeStatusExporter",
+    "operator", "toolkit",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("sharing", SHARING_MODES)
+def test_values_fit_the_cluster_policy_crd(sharing):
+    vals = values(group(gpu_sharing=sharing, efa=True))
+    spec = {key: {} for key in CLUSTER_POLICY_REQUIRED}
+    for section, fields in CLUSTER_POLICY_FIELDS.items():
+        spec[section] = {f: vals[section][f] for f in fields if f in vals.get(section, {})}
+    spec["devicePlugin"]["config"] = {
+        k: vals["devicePlugin"]["config"][k] for k in ("name", "default")
+    }
+    if "migManager" in vals:
+        spec["migManager"] = {
+            "config": {k: vals["migManager"]["config"][k] for k in ("name", "default")}
+        }
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": spec,
+    }
+    assert crds.errors(policy) == []
+
+
+# --------------------------------------------------------------------------- DCGM exporter
+
+
+def _dcgm_exporters(value, path=()):
+    """Every place in a release's values that turns a DCGM exporter on."""
+    if isinstance(value, dict):
+        name = path[-1].lower() if path else ""
+        if "dcgm" in name and "exporter" in name and value.get("enabled") is True:
+            yield ".".join(path)
+        for key, inner in value.items():
+            yield from _dcgm_exporters(inner, (*path, str(key)))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_stack_runs_exactly_one_dcgm_exporter(stack):
+    found = [
+        f"{r.name}: {where}"
+        for r in planned(stack).of_type(RELEASE)
+        for where in _dcgm_exporters(r.inputs["values"])
+    ]
+    found += [r.name for r in planned(stack).of_type(RELEASE) if "dcgm" in r.inputs["chart"]]
+    assert found == [f"{stack}-gpu-operator: dcgmExporter"]

@@ -1,0 +1,333 @@
+"""The PrometheusRule: Prometheus's own promtool checks the generated rules of every stack and
+runs the unit tests in tests/promtool/, which prove each alert fires when it should and stays
+silent when it should not; the rest pins labels, thresholds from config, runbooks and bad input."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.observability import alerts
+from components.observability.alerts import alert_report, prometheus_rule, prometheus_rule_spec
+from components.observability.monitoring import monitoring_values
+from model.config import PlatformConfig
+from model.config.alerts import AlertSettings, check_retention
+from model.config.base import FieldProblem
+from model.config.observability import ObservabilitySettings
+from model.stacks import ROOT
+from tests.conftest import STACKS, check_golden, planned, stack_config
+from tests.helpers.bad_stacks import ADMIN, GROUP, assert_refused, aws, case, existing
+from tests.helpers.tools import promtool
+
+PROMTOOL_TESTS = Path(__file__).parents[2] / "promtool" / "alerts_test.yaml"
+AWS_ALERTS = {
+    "GpuIdle",
+    "GpuFramebufferFull",
+    "GpuTemperatureHigh",
+    "GpuMigrationCandidate",
+    "GpuXidError",
+    "GpuMissing",
+    "KueueQueueBacklog",
+    "EksNodeConditionFailed",
+}
+# Where the periodic self-test pushes its results (selftest.schedule).
+SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
+
+
+def run_promtool(*args: str, cwd: Path) -> None:
+    result = subprocess.run(
+        [promtool(), *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# One A100 group per way of sharing a GPU that the promtool cases hold nodes of: whole GPUs,
+# time-slicing 4, MPS 2, MIG single (the cluster's one MIG strategy; mixed has its own file).
+SHARING_GROUPS = [
+    GROUP,
+    {**GROUP, "name": "a100-ts", "gpu_sharing": {"mode": "time-slicing", "replicas": 4}},
+    {**GROUP, "name": "a100-mps", "gpu_sharing": {"mode": "mps", "replicas": 2}},
+    {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig"}},
+]
+MIG_MIXED_TESTS = Path(__file__).parents[2] / "promtool" / "gpu_missing_mig_mixed_test.yaml"
+SELFTEST_TESTS = Path(__file__).parents[2] / "promtool" / "selftest_alerts_test.yaml"
+IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
+
+
+def aws_config(groups=SHARING_GROUPS, **alerts) -> PlatformConfig:
+    """An AWS stack with the given GPU groups and alert settings, defaults elsewhere."""
+    return PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": groups,
+            "alerts": alerts,
+        }
+    )
+
+
+def rules_by_name(cfg: PlatformConfig) -> dict[str, dict]:
+    spec = prometheus_rule_spec(cfg)
+    return {r["alert"]: r for g in spec["groups"] for r in g["rules"]}
+
+
+# ---------------------------------------------------------------------------- promtool
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_promtool_checks_the_rules_of_every_stack(stack, tmp_path):
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(prometheus_rule_spec(stack_config(stack))))
+    run_promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+
+
+def test_promtool_unit_tests_fire_and_stay_silent(tmp_path):
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(prometheus_rule_spec(aws_config())))
+    shutil.copy(PROMTOOL_TESTS, tmp_path / "alerts_test.yaml")
+    run_promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
+
+
+def scheduled_config() -> PlatformConfig:
+    """An AWS stack with an image, so its self-test runs on a schedule and pushes results."""
+    return PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": [GROUP],
+            "selftest": {"image": IMAGE},
+        }
+    )
+
+
+def run_selftest_promtool(tmp_path, rules: dict) -> subprocess.CompletedProcess:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    shutil.copy(SELFTEST_TESTS, tmp_path / "alerts_test.yaml")
+    return subprocess.run(
+        [promtool(), "test", "rules", "alerts_test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_selftest_alerts_fire_on_a_failed_run_or_a_figure_below_floor_and_stay_silent(tmp_path):
+    result = run_selftest_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_node_that_left_the_cluster_never_alerts_on_its_last_push(tmp_path, monkeypatch):
+    """The Pushgateway keeps a node's last push until it is deleted: without the join on the
+    nodes kube-state-metrics still sees, a node scaled away would alert for ever."""
+    monkeypatch.setattr(alerts, "STILL_A_NODE", "")
+    result = run_selftest_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    assert result.returncode != 0
+    assert "node-2" in result.stdout + result.stderr
+
+
+def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
+    cases = yaml.safe_load(SELFTEST_TESTS.read_text())["tests"]
+    fires, silent = set(), set()
+    for test in cases:
+        for check in test["alert_rule_test"]:
+            (fires if check.get("exp_alerts") else silent).add(check["alertname"])
+    assert fires == silent == SELFTEST_ALERTS
+    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS
+    # Without an image nothing runs on a schedule, nothing is pushed: no self-test alert.
+    assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
+
+
+def test_gpu_missing_counts_physical_gpus_under_mig_mixed(tmp_path):
+    """MIG mixed advertises no nvidia.com/gpu but nvidia.com/mig-<profile> slices, four per GPU
+    in the balanced layout: a healthy node stays silent, one that lost a GPU fires."""
+    mixed = {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}}
+    rules = prometheus_rule_spec(aws_config([GROUP, mixed]))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    shutil.copy(MIG_MIXED_TESTS, tmp_path / "alerts_test.yaml")
+    run_promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
+
+
+def test_gpu_missing_reads_the_device_plugin_config_label_kube_state_metrics_exports():
+    """kube-state-metrics exports `nvidia.com/device-plugin.config` as
+    `label_nvidia_com_device_plugin_config` (every character outside [a-zA-Z0-9_] becomes `_`,
+    kube-state-metrics internal/store/utils.go) and only when it is allow-listed:
+    `--metric-labels-allowlist=nodes=[...]`, the chart's `metricLabelsAllowlist`."""
+    expr = rules_by_name(aws_config())["GpuMissing"]["expr"]
+    assert 'kube_node_labels{label_nvidia_com_device_plugin_config=~"mig-single"}' in expr
+    values = monitoring_values(ObservabilitySettings(), None, {})
+    assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
+        "nodes=[nvidia.com/device-plugin.config]"
+    ]
+
+
+def test_promtool_unit_tests_can_fail(tmp_path):
+    """A threshold moved from 85 to 90 °C: the 86 °C case no longer fires, and promtool says so."""
+    rules = prometheus_rule_spec(aws_config(temperature_celsius=90))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    shutil.copy(PROMTOOL_TESTS, tmp_path / "alerts_test.yaml")
+    result = subprocess.run(
+        [promtool(), "test", "rules", "alerts_test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "GpuTemperatureHigh" in result.stdout + result.stderr
+
+
+def test_missing_promtool_fails_and_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="apt-get install prometheus"):
+        promtool()
+
+
+def test_every_alert_has_a_firing_and_a_silent_promtool_case():
+    cases = yaml.safe_load(PROMTOOL_TESTS.read_text())["tests"]
+    fires, silent = set(), set()
+    for test in cases:
+        for check in test["alert_rule_test"]:
+            (fires if check.get("exp_alerts") else silent).add(check["alertname"])
+    assert fires == AWS_ALERTS
+    assert silent == AWS_ALERTS
+    assert set(rules_by_name(aws_config())) == AWS_ALERTS
+
+
+# ------------------------------------------------------------------------------ the rule
+
+
+@pytest.mark.parametrize("stack", ["dev", "onprem"])
+def test_shipped_rules_match_their_reviewed_golden_file(stack):
+    """The rendered rules of an AWS and an on-prem example, kept for review (UPDATE_GOLDEN=1)."""
+    rendered = yaml.safe_dump(
+        prometheus_rule_spec(stack_config(stack)), sort_keys=False, width=100, allow_unicode=True
+    )
+    check_golden(Path(__file__).parents[2] / "golden" / "alerts" / f"{stack}.yaml", rendered)
+
+
+def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
+    """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM, and
+    from the self-test it runs on a schedule."""
+    assert set(rules_by_name(stack_config("onprem"))) == (
+        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS
+    )
+
+
+def test_pod_labels_are_the_exported_ones_everywhere():
+    """honorLabels false: the GPU pod is `exported_pod`; a bare `pod` would be the exporter's."""
+    for name, rule in rules_by_name(aws_config()).items():
+        text = rule["expr"] + rule["annotations"]["description"]
+        assert not re.search(r"(?<!exported_)\b(pod|namespace|container)\b(?==|!=|=~|})", text), (
+            name
+        )
+    assert 'exported_pod!=""' in rules_by_name(aws_config())["GpuIdle"]["expr"]
+
+
+def test_migration_candidate_reads_only_training_and_team_namespaces():
+    cfg = PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": [GROUP],
+            "scheduling": {"teams": [{"name": "team-a", "cluster_queue": "shared"}]},
+        }
+    )
+    expr = rules_by_name(cfg)["GpuMigrationCandidate"]["expr"]
+    assert 'exported_namespace=~"training|team-a"' in expr
+
+
+def test_thresholds_and_durations_come_from_config():
+    rules = rules_by_name(
+        aws_config(
+            idle_utilisation_percent=50, idle_for="1h", temperature_celsius=80, queue_depth=25
+        )
+    )
+    assert rules["GpuIdle"]["expr"] == 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""} < 50'
+    assert rules["GpuIdle"]["for"] == "1h"
+    assert rules["GpuTemperatureHigh"]["expr"] == "DCGM_FI_DEV_GPU_TEMP > 80"
+    assert rules["KueueQueueBacklog"]["expr"].endswith("> 25")
+
+
+def test_source_documents_defaults():
+    """The source documents: idle < 30 % for 30 minutes, memory > 95 %, > 85 °C, a training pod
+    > 90 %, queue depth 10 for the 300 s scale-up cooldown."""
+    a = AlertSettings()
+    assert (a.idle_utilisation_percent, a.idle_for) == (30, "30m")
+    assert a.framebuffer_full_percent == 95
+    assert a.temperature_celsius == 85
+    assert a.migration_framebuffer_percent == 90
+    assert (a.queue_depth, a.queue_depth_for) == (10, "300s")
+
+
+def test_every_alert_names_severity_summary_description_and_a_runbook():
+    runbooks = (ROOT / "docs" / "monitoring.md").read_text()
+    for name, rule in rules_by_name(aws_config()).items():
+        assert rule["labels"]["severity"] in {"info", "warning", "critical"}, name
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"], name
+        assert rule["annotations"]["runbook_url"] == f"docs/monitoring.md#{name.lower()}"
+        assert f"\n### {name}\n" in runbooks, f"docs/monitoring.md has no runbook for {name}"
+    assert "\n## Alerts and runbooks\n" in runbooks
+
+
+def test_the_rule_lives_in_the_monitoring_namespace():
+    obj = prometheus_rule(aws_config(), "monitoring")
+    assert (obj["apiVersion"], obj["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
+    assert obj["metadata"]["namespace"] == "monitoring"
+
+
+def test_plan_lists_every_alert_with_threshold_and_duration():
+    alerts = planned("dev").outputs["alerts"]
+    assert set(alerts) == AWS_ALERTS
+    assert alerts["GpuIdle"] == "GPU utilisation (a pod's GPU) < 30 % for 30m"
+    assert alerts["KueueQueueBacklog"] == "pending workloads per ClusterQueue > 10 for 300s"
+    assert alert_report(stack_config("onprem"))["GpuTemperatureHigh"] == (
+        "GPU temperature > 85 celsius for 5m"
+    )
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+A = "gpu-platform:alerts"
+BAD_ALERTS = [
+    case(aws(alerts={"idle_utilisation_percent": 0}), f"{A}.idle_utilisation_percent", "0",
+         "greater than or equal to 1", "percent-zero"),
+    case(aws(alerts={"framebuffer_full_percent": 101}), f"{A}.framebuffer_full_percent", "101",
+         "less than or equal to 100", "percent-over-100"),
+    case(aws(alerts={"temperature_celsius": 150}), f"{A}.temperature_celsius", "150",
+         "less than or equal to 120", "temperature-over-120"),
+    case(aws(alerts={"temperature_celsius": 20}), f"{A}.temperature_celsius", "20",
+         "greater than or equal to 30", "temperature-under-30"),
+    case(aws(alerts={"idle_for": "30 minutes"}), f"{A}.idle_for", "30 minutes",
+         "Prometheus duration", "duration-words"),
+    case(aws(alerts={"queue_depth_for": "300"}), f"{A}.queue_depth_for", "300", "e.g. 30m",
+         "duration-no-unit"),
+    case(existing(alerts={"node_condition_for": "5m"}), f"{A}.node_condition_for", "5m",
+         "only valid with provider aws", "agent-condition-on-existing"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("stack", "path", "value", "valid"), BAD_ALERTS)
+def test_bad_alert_settings_are_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid):
+    assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+def test_a_retention_shorter_than_the_longest_alert_window_is_refused():
+    # Prometheus would have dropped the start of a 2-day window after 1 day of retention.
+    with pytest.raises(FieldProblem) as raised:
+        check_retention(1, AlertSettings(idle_for="2d"))
+    assert raised.value.field == "observability.retention_days"
+    assert "alerts.idle_for (2d)" in str(raised.value)
+    check_retention(2, AlertSettings(idle_for="2d"))
+    check_retention(15, AlertSettings())
+
+
+def test_the_stack_refuses_a_retention_shorter_than_an_alert_window(tmp_path, monkeypatch, capsys):
+    stack = aws(observability={"retention_days": 1}, alerts={"idle_for": "2d"})
+    assert_refused(
+        tmp_path, monkeypatch, capsys, stack, "gpu-platform:observability.retention_days", "", "2d"
+    )

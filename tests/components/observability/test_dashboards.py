@@ -1,0 +1,125 @@
+"""The dashboards in components/observability/dashboards, with the rows some stacks add
+(components/observability/dashboards/ rows): valid JSON Grafana can load, unique panel ids, every
+query parsed by Prometheus's own promtool. That every metric and label a query reads is exported, by
+a component configured to export it, is tests/components/observability/test_metric_sources.py's
+business."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from components.observability.monitoring import DASHBOARDS, dashboards
+from tests.helpers.metric_sources import dashboard_queries
+from tests.helpers.tools import promtool
+
+
+def load(stem: str) -> dict:
+    """The dashboard as a stack with every optional row loads it."""
+    return json.loads(dashboards(selftest_history=True)[stem])
+
+
+STEMS = sorted(p.stem for p in DASHBOARDS.glob("*.json"))
+
+
+def panels(dashboard: dict) -> list[dict]:
+    """Every panel, rows' nested panels included."""
+    found = []
+    for panel in dashboard["panels"]:
+        found.append(panel)
+        found += panel.get("panels", [])
+    return found
+
+
+def expressions() -> list[tuple[str, str]]:
+    return [
+        (f"{stem}/{panel}/{ref}", expr)
+        for stem in STEMS
+        for panel, ref, expr in dashboard_queries(load(stem))
+    ]
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_dashboard_is_json_grafana_loads_with_unique_panel_ids(stem):
+    dashboard = load(stem)
+    assert dashboard["title"] and dashboard["uid"]
+    ids = [panel["id"] for panel in panels(dashboard)]
+    assert len(ids) == len(set(ids)), f"{stem}: panel ids repeat: {ids}"
+    # kube-prometheus-stack's Prometheus data source (chart values
+    # grafana.sidecar.datasources.uid: prometheus).
+    for panel in panels(dashboard):
+        for target in panel.get("targets", []):
+            assert target["datasource"] == {"type": "prometheus", "uid": "prometheus"}
+
+
+def test_the_three_views_the_issue_asks_for_are_there():
+    assert STEMS == ["gpu-fleet", "queues", "training-job"]
+
+
+def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_and_recipe():
+    exprs = " ".join(expr for where, expr in expressions() if where.startswith("training-job/"))
+    assert "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" in exprs
+    assert "exported_pod" in exprs
+    # What the recipes export (common contract with bootstrap/trainkit/metrics.py), one panel each.
+    for metric in (
+        "gpu_platform_training_step_seconds",
+        "gpu_platform_training_loss",
+        "gpu_platform_training_samples_per_second",
+        "gpu_platform_training_gpu_memory_bytes",
+    ):
+        assert f"max by (namespace, pod, recipe) ({metric})" in exprs, metric
+
+
+def test_the_fleet_view_gets_a_self_test_history_row_of_what_the_runs_push():
+    fleet = load("gpu-fleet")
+    (row,) = [p for p in fleet["panels"] if p["type"] == "row"]
+    assert row["title"] == "Self-test history"
+    exprs = " ".join(expr for where, expr in expressions() if where.startswith("gpu-fleet/"))
+    # The names the image pushes (the contract with bootstrap/selftest).
+    for metric in (
+        "gpu_platform_selftest_check_status",
+        "gpu_platform_selftest_last_run_timestamp_seconds",
+        "gpu_platform_selftest_figure",
+        "gpu_platform_selftest_figure_floor",
+    ):
+        assert metric in exprs, metric
+    # The row starts below the dashboard's last panel, so Grafana stacks nothing on it.
+    plain = json.loads(dashboards()["gpu-fleet"])
+    bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in plain["panels"])
+    assert row["gridPos"]["y"] == bottom
+    assert "gpu_platform_selftest" not in dashboards()["gpu-fleet"]
+
+
+def test_no_panel_reads_the_self_test_step_time_that_nothing_exports():
+    exprs = " ".join(expr for _, expr in expressions())
+    assert "gpu_platform_selftest_step_seconds" not in exprs
+
+
+def test_promtool_parses_every_dashboard_query(tmp_path):
+    """Each query as a recording rule: `promtool check rules` parses every expression."""
+    rules = [
+        {"record": "dashboard:" + re.sub(r"[^A-Za-z0-9_]", "_", where), "expr": expr}
+        for where, expr in expressions()
+    ]
+    path = tmp_path / "dashboards.rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}))
+    result = subprocess.run(
+        [promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(rules)} rules found" in result.stdout
+
+
+def test_promtool_refuses_a_broken_query(tmp_path):
+    """The check above can fail: an unbalanced parenthesis does not parse."""
+    path = tmp_path / "broken.rules.yaml"
+    rule = {"record": "dashboard:broken", "expr": "avg(DCGM_FI_DEV_GPU_UTIL"}
+    path.write_text(yaml.safe_dump({"groups": [{"name": "broken", "rules": [rule]}]}))
+    result = subprocess.run(
+        [promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0

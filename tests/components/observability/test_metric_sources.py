@@ -1,0 +1,165 @@
+"""Every metric a dashboard, an alert or a ScaledObject reads is emitted by a component the stack
+configures to emit it, with the labels the query reads (tests/helpers/metric_sources.py). A query on
+a metric nobody exports is empty without a word: a panel with no data, an alert that never fires."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from model.config import ConfigError, config_from_pulumi
+from model.stacks import _encode
+from plan.cli import plan_stack
+from tests.conftest import STACKS, make_project, planned, stack_file_config
+from tests.helpers.metric_sources import configuration, emitted, problems, queries
+
+# The Queues dashboard's "GPUs in use" query.
+NS = "gpu-platform"
+QUEUE_USAGE = (
+    'sum by (cluster_queue) (kueue_cluster_queue_resource_usage{resource=~"nvidia.com/.*"})'
+)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_query_reads_what_a_configured_component_emits(stack):
+    plan = planned(stack)
+    known, missing = emitted(configuration(plan))
+    found = {where: problems(expr, known, missing) for where, expr in queries(plan)}
+    assert {where: p for where, p in found.items() if p} == {}
+
+
+def test_every_kind_of_query_is_read():
+    """Dashboards, alert rules and ScaledObjects all reach the check (dev has a GPU autoscaler,
+    staging a queue one)."""
+    wheres = [w for s in ("dev", "staging") for w, _ in queries(planned(s))]
+    assert any(w.startswith("dashboard queues.json") for w in wheres)
+    assert "alert GpuMissing" in wheres
+    assert "ScaledObject llm-inference" in wheres
+    assert "ScaledObject batch-workers" in wheres
+
+
+def changed(stack: str, release: str, *path: str, value) -> dict:
+    """The stack's configuration with one Helm value of one release set to `value` (None:
+    removed)."""
+    config = copy.deepcopy(configuration(planned(stack)))
+    node = config["releases"][release]
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    if value is None:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+    return config
+
+
+def test_kueue_cluster_queue_resource_gauges_need_enable_cluster_queue_resources():
+    """Kueue v0.19.2 cmd/kueue/main.go passes `metrics.enableClusterQueueResources` to its
+    caches as WithResourceMetrics: off, resource usage and nominal quota are never exported."""
+    known, _ = emitted(configuration(planned("dev")))
+    assert problems(QUEUE_USAGE, known) == []
+    manager = yaml.safe_load(
+        configuration(planned("dev"))["releases"]["kueue"]["managerConfig"][
+            "controllerManagerConfigYaml"
+        ]
+    )
+    assert manager["metrics"]["enableClusterQueueResources"] is True
+    del manager["metrics"]["enableClusterQueueResources"]
+    config = changed(
+        "dev", "kueue", "managerConfig", "controllerManagerConfigYaml",
+        value=yaml.safe_dump(manager),
+    )  # fmt: skip
+    assert problems(QUEUE_USAGE, *emitted(config)) == [
+        "kueue_cluster_queue_resource_usage not emitted: kueue managerConfig "
+        "metrics.enableClusterQueueResources is not true"
+    ]
+
+
+def test_kueue_exports_nothing_without_enable_prometheus():
+    config = changed("staging", "kueue", "enablePrometheus", value=None)
+    assert problems('sum(kueue_pending_workloads{cluster_queue="shared"})', *emitted(config)) == [
+        "kueue_pending_workloads not emitted: "
+        "kueue enablePrometheus is not true (no ServiceMonitor)"
+    ]
+
+
+def test_a_node_label_is_read_only_where_kube_state_metrics_allow_lists_it():
+    expr = 'kube_node_labels{label_nvidia_com_device_plugin_config="mps-2"}'
+    assert problems(expr, emitted(configuration(planned("dev")))[0]) == []
+    config = changed("dev", "kube-prometheus-stack", "kube-state-metrics", "metricLabelsAllowlist",
+                     value=None)  # fmt: skip
+    assert problems(expr, *emitted(config)) == [
+        "label label_nvidia_com_device_plugin_config not on ['kube_node_labels']"
+    ]
+
+
+def test_dcgm_pod_labels_follow_the_service_monitors_honor_labels():
+    """honorLabels false (the platform's choice): the GPU user's pod is `exported_pod`; a bare
+    `pod` is the exporter's own and is refused. With honorLabels true it would be the reverse."""
+    known, _ = emitted(configuration(planned("dev")))
+    assert problems('DCGM_FI_DEV_GPU_UTIL{exported_pod="x"}', known) == []
+    assert problems('DCGM_FI_DEV_GPU_UTIL{pod="x"}', known) == [
+        "label pod not on ['DCGM_FI_DEV_GPU_UTIL']"
+    ]
+    config = changed("dev", "gpu-operator", "dcgmExporter", "serviceMonitor", "honorLabels",
+                     value=True)  # fmt: skip
+    assert problems('DCGM_FI_DEV_GPU_UTIL{exported_pod="x"}', emitted(config)[0]) == [
+        "label exported_pod not on ['DCGM_FI_DEV_GPU_UTIL']"
+    ]
+
+
+def test_a_misspelt_metric_and_a_label_its_metric_lacks_are_reported():
+    known, _ = emitted(configuration(planned("dev")))
+    assert problems("avg(DCGM_FI_DEV_GPU_UTILL)", known) == ["unknown metric DCGM_FI_DEV_GPU_UTILL"]
+    assert problems("sum by (namespace) (DCGM_FI_DEV_FB_USED)", known) == [
+        "label namespace not on ['DCGM_FI_DEV_FB_USED']"
+    ]
+
+
+def test_recipe_metrics_need_the_training_pod_monitor():
+    config = copy.deepcopy(configuration(planned("dev")))
+    config["pod_monitors"] = set()
+    assert problems("max by (namespace, pod, recipe) (gpu_platform_training_loss)",
+                    *emitted(config))[0] == (
+        "gpu_platform_training_loss not emitted: no PodMonitor training-jobs"
+    )  # fmt: skip
+
+
+def kueue_off(stack: str) -> dict | None:
+    """The shipped stack's file with Kueue off (`scheduling.enabled: false`), or None where the
+    stack needs Kueue (MultiKueue, a queue-depth autoscaler) and the config refuses it off."""
+    config = stack_file_config(stack)
+    key = f"{NS}:scheduling"
+    config[key] = {**config.get(key, {}), "enabled": False}
+    try:
+        config_from_pulumi({k: _encode(v)[0] for k, v in config.items()}, stack)
+    except ConfigError:
+        return None
+    return config
+
+
+KUEUE_OFF = [s for s in STACKS if kueue_off(s) is not None]
+
+
+def test_some_shipped_stacks_can_run_without_kueue():
+    """The class below runs over something: dev and prod take scheduling.enabled: false."""
+    assert {"dev", "prod"} <= set(KUEUE_OFF)
+
+
+@pytest.mark.parametrize("stack", KUEUE_OFF)
+def test_with_kueue_off_no_query_reads_a_metric_the_stack_does_not_export(tmp_path, stack):
+    """Kueue off, there is no kueue release, so no kueue_* metric: the Queues dashboard and
+    the queue-backlog alert must not be declared, nor any other query on Kueue's metrics."""
+    root = make_project(tmp_path, {stack: kueue_off(stack)})
+    plan = plan_stack(stack, root)
+    known, missing = emitted(configuration(plan))
+    assert not any(m.startswith("kueue_") for m in known)
+    found = {where: problems(expr, known, missing) for where, expr in queries(plan)}
+    assert {where: p for where, p in found.items() if p} == {}
+    wheres = [where for where, _ in queries(plan)]
+    assert not any(w.startswith("dashboard queues.json") for w in wheres)
+    assert "alert KueueQueueBacklog" not in wheres
+    # What stays is still checked: the GPU fleet's panels and the GPU alerts.
+    assert any(w.startswith("dashboard gpu-fleet.json") for w in wheres)
+    assert "alert GpuMissing" in wheres

@@ -1,0 +1,159 @@
+"""What the self-test's pods may ask of the API (components/selftest/access.py): each run reads
+its own node's topology labels (issue 21: which domain each rank ran in), so its account may
+`get` nodes where its pool has a Kueue Topology; quarantine adds `patch`, in a role of its own,
+only with selftest.cordon_on_fail. Every object validates against the Kubernetes schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.scheduling.training_job import render
+from components.selftest.job import selftest_spec
+from plan.engine import run_program
+from plan.model import build_plan
+from tests.components.selftest.test_schedule import (
+    A100_POOL,
+    CRON_JOB,
+    FSX,
+    IMAGE,
+    LAB,
+    P5,
+    env_of,
+    pod_of,
+    stack_cron_jobs,
+)
+from tests.conftest import find, make_project, planned, stack_config, validate_kubernetes
+from tests.helpers.bad_stacks import aws, existing
+
+BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+# Kubernetes docs, "Using RBAC Authorization": nodes are cluster-scoped, in the core group ("").
+GET_NODES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+PATCH_NODES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
+# The downward API gives the pod its node's name, never the node's labels.
+NODE_NAME = {"fieldRef": {"fieldPath": "spec.nodeName"}}
+
+
+def plan_of(tmp_path, stack: dict):
+    return build_plan(run_program("s", make_project(tmp_path, {"s": stack})))
+
+
+def by_kind(plan, kind: str) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in plan.kubernetes_objects() if o["kind"] == kind}
+
+
+def run_pods(plan) -> list[dict]:
+    """The pod spec of the post-deploy Job and of every CronJob."""
+    jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "Job"]
+    crons = [o for o in plan.kubernetes_objects() if o["kind"] == "CronJob"]
+    return [j["spec"]["template"]["spec"] for j in jobs] + [pod_of(c) for c in crons]
+
+
+def test_onprem_runs_report_the_admins_rack_and_spine_labels_and_may_only_read_nodes():
+    plan = planned("onprem")
+    version = plan.outputs["kubernetes_version"]
+    pods = run_pods(plan)
+    assert len(pods) == 2  # the post-deploy Job and the a100 pool's CronJob
+    for pod in pods:
+        env = env_of(pod)
+        assert env["NODE_NAME"] == NODE_NAME
+        # stacks/Pulumi.onprem.yaml scheduling.topology_levels, broadest first, then the host
+        # (Kueue "Topology Aware Scheduling": kubernetes.io/hostname only as the lowest level).
+        assert env["SELFTEST_TOPOLOGY_LABELS"] == (
+            "network.example.internal/spine,network.example.internal/rack,kubernetes.io/hostname"
+        )
+        assert pod["serviceAccountName"] == "selftest"
+    (role,) = by_kind(plan, "ClusterRole").values()
+    assert (role["metadata"]["name"], role["rules"]) == (
+        "gpu-platform-selftest-node-reader",
+        GET_NODES,
+    )
+    (binding,) = by_kind(plan, "ClusterRoleBinding").values()
+    assert binding["roleRef"]["name"] == "gpu-platform-selftest-node-reader"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "selftest", "namespace": "gpu-platform-selftest"}
+    ]
+    (account,) = by_kind(plan, "ServiceAccount").values()
+    assert account["metadata"] == {**account["metadata"], "name": "selftest",
+                                   "namespace": "gpu-platform-selftest"}  # fmt: skip
+    for obj in (role, binding, account):
+        validate_kubernetes(obj, version)
+    # The runs start once their account may read their node.
+    reader = find(plan, BINDING, "onprem-clusterrolebinding-gpu-platform-selftest-node-reader")
+    (cron,) = plan.of_type(CRON_JOB)
+    job = find(plan, "kubernetes:batch/v1:Job", "onprem-selftest-job")
+    assert reader.urn in cron.dependencies and reader.urn in job.dependencies
+
+
+def test_an_aws_pool_reports_the_ec2_network_node_layers(tmp_path):
+    """p5.48xlarge reports three network node layers (Amazon EC2 User Guide, "Prerequisites
+    for Amazon EC2 topology"), labelled by EKS topology.k8s.aws/network-node-layer-1..3 (EKS
+    user guide, "Place distributed AI/ML workloads with network topology labels")."""
+    plan = plan_of(tmp_path, aws(gpu_node_groups=[P5], storage=FSX, selftest={"image": IMAGE}))
+    pods = run_pods(plan)
+    assert pods
+    for pod in pods:
+        assert env_of(pod)["SELFTEST_TOPOLOGY_LABELS"] == (
+            "topology.k8s.aws/network-node-layer-1,topology.k8s.aws/network-node-layer-2,"
+            "topology.k8s.aws/network-node-layer-3,kubernetes.io/hostname"
+        )
+        assert env_of(pod)["NODE_NAME"] == NODE_NAME
+    assert [r["rules"] for r in by_kind(plan, "ClusterRole").values()] == [GET_NODES]
+
+
+def test_a_pool_without_a_topology_reads_nothing_and_runs_as_no_account(tmp_path):
+    plan = plan_of(tmp_path, existing(existing={**LAB, "gpu_pools": [A100_POOL]},
+                                      selftest={"image": IMAGE}))  # fmt: skip
+    for pod in run_pods(plan):
+        assert "SELFTEST_TOPOLOGY_LABELS" not in env_of(pod)
+        assert "serviceAccountName" not in pod
+        assert env_of(pod)["NODE_NAME"] == NODE_NAME
+    kinds = {o["kind"] for o in plan.kubernetes_objects()}
+    assert not kinds & {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+
+
+def test_quarantine_adds_a_patch_role_of_its_own_beside_the_reader(tmp_path):
+    selftest = {"image": IMAGE, "cordon_on_fail": True}
+    plan = plan_of(tmp_path, aws(gpu_node_groups=[P5], storage=FSX, selftest=selftest))
+    version = plan.outputs["kubernetes_version"]
+    roles = by_kind(plan, "ClusterRole")
+    assert {name: role["rules"] for name, role in roles.items()} == {
+        "gpu-platform-selftest-node-reader": GET_NODES,
+        "gpu-platform-selftest-cordon": PATCH_NODES,
+    }
+    bindings = by_kind(plan, "ClusterRoleBinding")
+    assert {n: (b["roleRef"]["name"], b["subjects"][0]["name"]) for n, b in bindings.items()} == {
+        "gpu-platform-selftest-node-reader": ("gpu-platform-selftest-node-reader", "selftest"),
+        "gpu-platform-selftest-cordon": ("gpu-platform-selftest-cordon", "selftest"),
+    }
+    for obj in [*roles.values(), *bindings.values()]:
+        validate_kubernetes(obj, version)
+    for pod in run_pods(plan):
+        env = env_of(pod)
+        assert (env["SELFTEST_CORDON_ON_FAIL"], env["SELFTEST_CORDON_LABEL"]) == (
+            "true",
+            "gpu-platform/selftest-failed",
+        )
+        assert "SELFTEST_TOPOLOGY_LABELS" in env
+
+
+@pytest.mark.parametrize("schedule", [True, False])
+def test_the_post_deploy_job_cordons_with_or_without_the_schedule(tmp_path, schedule):
+    """Quarantine covers every run: a stack with the schedule off still declares the account its
+    Job runs as, and tells the Job to cordon."""
+    stack = existing(
+        existing={**LAB, "gpu_pools": [A100_POOL]},
+        selftest={"image": IMAGE, "cordon_on_fail": True, "schedule": {"enabled": schedule}},
+    )
+    plan = plan_of(tmp_path, stack)
+    (job,) = [o for o in plan.kubernetes_objects() if o["kind"] == "Job"]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] in by_kind(plan, "ServiceAccount")
+    assert env_of(pod)["SELFTEST_CORDON_ON_FAIL"] == "true"
+    validate_kubernetes(job, plan.outputs["kubernetes_version"])
+
+
+def test_the_rendered_job_and_cron_job_validate_with_the_account_and_labels():
+    cfg = stack_config("onprem")
+    (job,) = render(selftest_spec(cfg))
+    for obj in (job, *stack_cron_jobs(cfg)):
+        validate_kubernetes(obj, cfg.cluster.kubernetes_version)

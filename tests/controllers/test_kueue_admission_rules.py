@@ -1,0 +1,463 @@
+"""Kueue's admission (queue -> ClusterQueue -> flavors, TAS) and MultiKueue's connection, as
+modelled in tests/controllers/kueue_admission.py from Kueue v0.19.2's source: first each rule
+with a case it admits and one it refuses, then the model over every stack and every job the
+builder renders (recipes, `jobs submit`, the self-test and its schedule, burst jobs)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from components.scheduling.kueue_frameworks import FRAMEWORKS
+from components.scheduling.queues import kueue_objects
+from components.scheduling.training_job import render, spec_for_pool
+from components.selftest.schedule import idle_queue_objects
+from model.config.scheduling import LOCAL_QUEUE, autoscaled
+from tests.conftest import STACKS, planned, rendered, stack_config
+from tests.controllers.kueue_admission import (
+    ADAPTERS,
+    KUEUE_GRANTS,
+    Kueue,
+    admission_problems,
+    connection_problems,
+    flavor_problems,
+    queue_problems,
+    topology_mirror_problems,
+)
+from tests.helpers.rendered_jobs import (
+    burst_jobs,
+    bursting_teams,
+    platform_jobs,
+    submitted_jobs,
+    workers_of,
+)
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
+
+# ------------------------------------------------------------------- small fixtures
+
+
+def job(namespace="team-a", queue="default", annotations=None, gpus=8, pods=1, selector=None):
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": namespace,
+            "labels": {"kueue.x-k8s.io/queue-name": queue},
+        },
+        "spec": {
+            "parallelism": pods,
+            "template": {
+                "metadata": {"annotations": annotations or {}},
+                "spec": {
+                    "nodeSelector": selector or {},
+                    "containers": [
+                        {"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+                    ],
+                },
+            },
+        },
+    }
+
+
+def flavor(name, topology=None, labels=None):
+    spec: dict[str, Any] = {"nodeLabels": labels or {}}
+    if topology:
+        spec["topologyName"] = topology
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def topology(name, levels):
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": lv} for lv in levels]},
+    }
+
+
+def cluster_queue(name, flavors, gpus=16, namespaces=("team-a",)):
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "In",
+                        "values": list(namespaces),
+                    }
+                ]
+            },
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {
+                            "name": f,
+                            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}],
+                        }
+                        for f in flavors
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def local_queue(namespace="team-a", cq="q"):
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "default", "namespace": namespace},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+LEVELS = ["rack", "kubernetes.io/hostname"]
+
+
+def cluster(*objects, frameworks=("batch/job",)) -> Kueue:
+    return Kueue.of(objects, {"integrations": {"frameworks": list(frameworks)}})
+
+
+# ------------------------------------------------------------------- queue -> ClusterQueue
+
+
+def test_a_job_reaches_its_cluster_queue_through_its_namespaces_local_queue():
+    kueue = cluster(flavor("f"), cluster_queue("q", ["f"]), local_queue())
+    assert queue_problems(kueue, job()) == []
+    assert queue_problems(kueue, job(queue="other")) == [
+        "LocalQueue other doesn't exist in namespace team-a"
+    ]
+    assert queue_problems(cluster(local_queue()), job()) == ["ClusterQueue q doesn't exist"]
+
+
+def test_a_cluster_queue_refuses_a_namespace_its_selector_leaves_out():
+    kueue = cluster(flavor("f"), cluster_queue("q", ["f"], namespaces=("team-b",)), local_queue())
+    assert queue_problems(kueue, job()) == [
+        "namespace team-a doesn't match ClusterQueue q's selector"
+    ]
+
+
+def test_a_job_of_a_framework_kueue_does_not_run_is_never_admitted():
+    kueue = cluster(flavor("f"), cluster_queue("q", ["f"]), local_queue(), frameworks=("pod",))
+    assert "batch/job is not among Kueue's integrations" in " ".join(queue_problems(kueue, job()))
+
+
+# --------------------------------------------------------------------------- flavors
+
+
+def test_a_tas_request_is_admitted_only_on_a_flavor_with_a_topology_holding_its_level():
+    """tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS (Kueue v0.19.2)."""
+    wants_rack = job(annotations={"kueue.x-k8s.io/podset-preferred-topology": "rack"})
+    tas = cluster(topology("t", LEVELS), flavor("f", "t"), cluster_queue("q", ["f"]), local_queue())
+    assert flavor_problems(tas, wants_rack) == []
+    plain = cluster(flavor("f"), cluster_queue("q", ["f"]), local_queue())
+    assert flavor_problems(plain, wants_rack) == [
+        "ClusterQueue q: Flavor 'f' does not support TopologyAwareScheduling"
+    ]
+    wants_spine = job(annotations={"kueue.x-k8s.io/podset-required-topology": "spine"})
+    assert flavor_problems(tas, wants_spine) == [
+        "ClusterQueue q: Flavor 'f' does not contain the requested level 'spine'"
+    ]
+    no_topology = cluster(flavor("f", "t"), cluster_queue("q", ["f"]), local_queue())
+    assert "there is no Topology 't'" in flavor_problems(no_topology, wants_rack)[0]
+
+
+def test_a_job_without_a_tas_request_needs_a_plain_flavor_unless_every_flavor_is_tas():
+    """isTASImplied: a queue whose flavors all have a topology treats every pod set as TAS."""
+    mixed = cluster(
+        topology("t", LEVELS),
+        flavor("tas", "t"),
+        flavor("plain", labels={"pool": "b"}),
+        cluster_queue("q", ["tas", "plain"]),
+        local_queue(),
+    )
+    assert flavor_problems(mixed, job()) == []
+    assert flavor_problems(mixed, job(selector={"pool": "a"})) == [
+        "ClusterQueue q: Flavor 'tas' supports only TopologyAwareScheduling; "
+        "flavor plain doesn't match node affinity"
+    ]
+    tas_only = cluster(
+        topology("t", LEVELS), flavor("tas", "t"), cluster_queue("q", ["tas"]), local_queue()
+    )
+    assert flavor_problems(tas_only, job()) == []
+
+
+def test_a_job_larger_than_the_queue_can_ever_hold_is_refused():
+    kueue = cluster(flavor("f"), cluster_queue("q", ["f"], gpus=16), local_queue())
+    assert flavor_problems(kueue, job(gpus=8, pods=2)) == []
+    assert flavor_problems(kueue, job(gpus=8, pods=3)) == [
+        "ClusterQueue q: flavor f: 3 pods need 24 nvidia.com/gpu, the queue reaches at most 16"
+    ]
+
+
+def test_a_resource_no_queue_covers_is_refused_unless_kueue_leaves_it_uncounted():
+    asks_efa = job()
+    asks_efa["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"][
+        "vpc.amazonaws.com/efa"
+    ] = "4"
+    kueue = cluster(flavor("f"), cluster_queue("q", ["f"]), local_queue())
+    assert flavor_problems(kueue, asks_efa) == [
+        "resource vpc.amazonaws.com/efa unavailable in ClusterQueue"
+    ]
+    lenient = Kueue(kueue.objects, kueue.frameworks, ("vpc.amazonaws.com/",))
+    assert flavor_problems(lenient, asks_efa) == []
+
+
+def test_the_node_levels_hook_is_asked_for_tas_flavors_of_local_queues():
+    """The TAS helper's model answers whether a flavor's levels are on its pool's nodes."""
+    tas = cluster(topology("t", LEVELS), flavor("f", "t"), cluster_queue("q", ["f"]), local_queue())
+    assert flavor_problems(tas, job(), node_levels=lambda f: "no node carries rack") == [
+        "ClusterQueue q: no node carries rack"
+    ]
+    assert flavor_problems(tas, job(), node_levels=lambda f: None) == []
+
+
+# ------------------------------------------------------------------------ MultiKueue
+
+BATCH_ONLY_ROLE = [
+    {
+        "apiGroups": ["batch"],
+        "resources": ["jobs"],
+        "verbs": ["create", "delete", "get", "list", "watch"],
+    },
+    {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["workloads"],
+        "verbs": ["create", "delete", "get", "list", "watch", "update", "patch"],
+    },
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["clusterqueues", "localqueues"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["workloads/status"],
+        "verbs": ["get", "patch", "update"],
+    },
+]
+
+
+def kueue_and_builtin(api: str) -> bool:
+    return api.startswith(("kueue.x-k8s.io/", "batch/", "v1/"))
+
+
+def test_a_connection_needs_rbac_and_a_served_kind_for_every_framework_with_an_adapter():
+    assert (
+        connection_problems(["batch/job", "deployment"], BATCH_ONLY_ROLE, kueue_and_builtin) == []
+    )
+    # kubernetes-sigs/kueue#3582: a framework the worker lacks fails the whole connection.
+    found = connection_problems(
+        ["batch/job", "jobset.x-k8s.io/jobset"], BATCH_ONLY_ROLE, kueue_and_builtin
+    )
+    assert found == [
+        "jobset.x-k8s.io/jobset: the worker serves no jobset.x-k8s.io/v1alpha2 JobSet (no CRD)",
+        "jobset.x-k8s.io/jobset: the worker's role lacks create, delete, get, list, watch on "
+        "jobset.x-k8s.io jobsets",
+        "jobset.x-k8s.io/jobset: the worker's role lacks get on jobset.x-k8s.io jobsets/status",
+    ]
+    assert connection_problems(["batch/job"], BATCH_ONLY_ROLE[:2], kueue_and_builtin)
+
+
+def test_the_managers_flavor_must_mirror_the_workers_topology():
+    worker = cluster(
+        topology("aws", ["l1", "kubernetes.io/hostname"]),
+        flavor("h100", "aws"),
+        cluster_queue("burst", ["h100"]),
+    )
+    plain = cluster(flavor("burst-burst"), cluster_queue("burst", ["burst-burst"]))
+    assert topology_mirror_problems(plain, worker, "burst")
+    mirrored = cluster(
+        topology("aws", ["l1", "kubernetes.io/hostname"]),
+        flavor("burst-burst", "aws"),
+        cluster_queue("burst", ["burst-burst"]),
+    )
+    assert topology_mirror_problems(mirrored, worker, "burst") == []
+
+
+# ------------------------------------------------------------------ over every stack
+
+
+def manager_config(stack: str) -> dict[str, Any]:
+    (release,) = [r for r in planned(stack).of_type(RELEASE) if r.name == f"{stack}-kueue"]
+    return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+
+
+# A pinned image as a stack that turns the self-test on sets it (tests only read its presence).
+IMAGE = "registry.example.com/gpu-platform/selftest@sha256:" + "0" * 64
+
+
+def kueue_of(stack: str) -> Kueue:
+    """The stack's Kueue objects as a stack that turns the self-test on declares them (its
+    namespace's LocalQueue and the queues' selectors, components/scheduling.kueue_objects; the
+    idle-nodes queue beside its schedule, components/selftest_schedule.idle_queue_objects):
+    platform_jobs renders the self-test's runs on stacks that do not turn it on, as if they did."""
+
+    def key(o: dict[str, Any]) -> tuple[str, str | None, str]:
+        return o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]
+
+    cfg = stack_config(stack)
+    imaged = cfg.model_copy(update={"selftest": cfg.selftest.model_copy(update={"image": IMAGE})})
+    with_selftest = [*idle_queue_objects(imaged)]
+    if imaged.scheduling.enabled:
+        with_selftest += kueue_objects(imaged, autoscaled(imaged))
+    replaced = {key(o) for o in with_selftest}
+    objects = [o for o in planned(stack).kubernetes_objects() if key(o) not in replaced]
+    return Kueue.of([*objects, *with_selftest], manager_config(stack))
+
+
+def scheduled(stack: str) -> bool:
+    return stack_config(stack).scheduling.enabled
+
+
+MANAGERS = [s for s in STACKS if workers_of(s)]
+PAIRS = [(m, w) for m in MANAGERS for w in workers_of(m)]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kueue_admits_every_job_the_platform_and_jobs_submit_render(stack):
+    if not scheduled(stack):
+        pytest.skip("no Kueue on this stack")
+    kueue = kueue_of(stack)
+    jobs = platform_jobs(stack) + [job for _, job in submitted_jobs(stack)]
+    # A bursting team's job goes through its burst queue here: see the MultiKueue sweep.
+    jobs = [j for j in jobs if j["metadata"]["namespace"] not in bursting_teams(stack)]
+    assert jobs, f"{stack}: no job rendered"
+    # A job without a queue label would pass the model untested: every one goes through Kueue.
+    assert [j["metadata"]["name"] for j in jobs if QUEUE_LABEL not in j["metadata"]["labels"]] == []
+    refused = {j["metadata"]["name"]: admission_problems(kueue, j) for j in jobs}
+    assert {k: v for k, v in refused.items() if v} == {}
+
+
+@pytest.mark.parametrize(("manager", "worker"), PAIRS)
+def test_a_burst_job_is_admitted_on_the_manager_and_on_the_worker(manager, worker):
+    """The manager's bursting ClusterQueue takes the job (its flavor carries the worker's
+    topology, so the job's TAS request matches), then the worker's queue of the same name."""
+    on_manager, on_worker = kueue_of(manager), kueue_of(worker)
+    jobs = burst_jobs(manager, worker)
+    assert jobs
+    for what, burst in jobs:
+        assert burst["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+        assert admission_problems(on_manager, burst) == [], f"{what} on {manager}"
+        worker_copy = copy.deepcopy(burst)
+        # MultiKueue clears managedBy on the worker's copy (job_multikueue_adapter.go SyncJob).
+        del worker_copy["spec"]["managedBy"]
+        assert admission_problems(on_worker, worker_copy) == [], f"{what} on {worker}"
+
+
+@pytest.mark.parametrize(("manager", "worker"), PAIRS)
+def test_the_managers_bursting_flavors_mirror_the_workers_topology(manager, worker):
+    cfg = stack_config(manager)
+    for queue in (
+        q for q in cfg.scheduling.cluster_queues if q.burst and worker in q.burst.workers
+    ):
+        assert topology_mirror_problems(kueue_of(manager), kueue_of(worker), queue.name) == []
+
+
+def worker_role(stack: str) -> list[dict[str, Any]]:
+    roles = [
+        r.inputs
+        for r in planned(stack).of_type(f"{RBAC}:ClusterRole")
+        if r.inputs["metadata"]["name"] == "multikueue-sa-role"
+    ]
+    assert len(roles) == 1, f"{stack} declares no MultiKueue worker role"
+    return roles[0]["rules"]
+
+
+def serves(stack: str):
+    """Whether the worker serves `group/version/Kind`: a built-in kind of its Kubernetes
+    version (the schema kubernetes-validate holds for it), or one of its releases' CRDs."""
+    import kubernetes_validate
+
+    version = f"{stack_config(stack).cluster.kubernetes_version}.0"
+    crds = set(rendered(stack).api_versions)
+
+    def check(api: str) -> bool:
+        if api in crds:
+            return True
+        api_version, _, kind = api.rpartition("/")
+        try:
+            kubernetes_validate.validate(
+                {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}, version
+            )
+        except kubernetes_validate.SchemaNotFoundError:
+            return False
+        except kubernetes_validate.ValidationError:
+            pass
+        return True
+
+    return check
+
+
+@pytest.mark.parametrize(("manager", "worker"), PAIRS)
+def test_the_managers_frameworks_the_workers_rbac_and_its_crds_agree(manager, worker):
+    """Kueue v0.19.2 opens a watch on the worker per enabled framework with an adapter, and
+    fails the connection if any fails (multikueuecluster.go): each needs the worker's RBAC and
+    its kind served there. The worker's own Kueue runs the same frameworks, or it would never
+    admit the copies MultiKueue creates."""
+    frameworks = manager_config(manager)["integrations"]["frameworks"]
+    assert connection_problems(frameworks, worker_role(worker), serves(worker)) == []
+    assert set(frameworks) <= set(manager_config(worker)["integrations"]["frameworks"])
+
+
+def test_a_bursting_teams_job_rendered_on_the_managers_own_pool_is_refused():
+    """What a bursting team must not submit: the manager's pool's rack level is not one of the
+    worker's, so the burst flavor (mirroring the worker's topology) refuses it. The job asks for
+    the rack once the admin says the labels are on the nodes
+    (scheduling.topology_labels_applied)."""
+    shipped = stack_config("onprem")
+    labelled = shipped.scheduling.model_copy(update={"topology_labels_applied": True})
+    cfg = shipped.model_copy(update={"scheduling": labelled})
+    (team,) = bursting_teams("onprem")
+    local = render(
+        spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"], nodes=2, namespace=team)
+    )[0]
+    found = admission_problems(kueue_of("onprem"), local)
+    assert any(
+        "does not contain the requested level 'network.example.internal/rack'" in p for p in found
+    ), found
+    assert local["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == LOCAL_QUEUE
+
+
+def test_each_framework_of_the_platform_is_the_kind_kueues_adapter_watches():
+    """The one table (components/scheduling/kueue_frameworks.py) against Kueue v0.19.2's adapters:
+    the integration name, API version, kind and resource each adapter's GetEmptyList lists."""
+    for framework in FRAMEWORKS:
+        assert ADAPTERS[framework.integration] == (
+            framework.api_version,
+            framework.kind,
+            framework.resource,
+        )
+    assert [f.integration for f in FRAMEWORKS] == ["batch/job"]
+
+
+@pytest.mark.parametrize(("manager", "worker"), PAIRS)
+def test_the_worker_grants_the_manager_nothing_beyond_its_frameworks_and_kueues_own(
+    manager, worker
+):
+    """Exactly the script's rules for the manager's frameworks: the role that lets the manager
+    create and delete jobs on the worker grants no other kind."""
+    wanted = set(KUEUE_GRANTS)
+    for name in manager_config(manager)["integrations"]["frameworks"]:
+        api_version, _, resource = ADAPTERS[name]
+        group = api_version.rpartition("/")[0]
+        wanted |= {(group, resource), (group, f"{resource}/status")}
+    role = worker_role(worker)
+    assert {(g, r) for rule in role for g in rule["apiGroups"] for r in rule["resources"]} == wanted

@@ -1,0 +1,107 @@
+"""Every job the platform and `python -m jobs` render, per stack: the self-test's run and its
+schedule's, every recipe and a team's own job on every pool, and a bursting team's job on its
+worker's pools. The controller models (tests/controllers/) sweep them all (STYLE.md §17)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from components.scheduling.multikueue import MANAGED_BY
+from components.scheduling.training_job import render, spec_for_pool
+from components.selftest.job import selftest_spec
+from components.selftest.schedule import schedule_spec
+from jobs.common import SubmitError
+from jobs.recipe import RECIPES
+from jobs.recipe import plan_job as plan_recipe
+from jobs.team import TeamJob
+from jobs.team import plan_job as plan_team_job
+from tests.conftest import planned, stack_config
+
+
+def platform_jobs(stack: str) -> list[dict[str, Any]]:
+    """The self-test's Job and its schedule's (the CronJob's template), as planned, and as the
+    builders render them on every pool whether or not the stack turns them on."""
+    cfg = stack_config(stack)
+    found = [render(selftest_spec(cfg))[0]] if cfg.gpu_pools else []
+    found += [render(schedule_spec(cfg, p.name, {}))[0] for p in cfg.gpu_pools]
+    for obj in planned(stack).kubernetes_objects():
+        if obj["kind"] == "Job":
+            found.append(obj)
+        elif obj["kind"] == "CronJob":
+            template = obj["spec"]["jobTemplate"]
+            meta = {**template.get("metadata", {}), "name": obj["metadata"]["name"]}
+            meta["namespace"] = obj["metadata"]["namespace"]
+            found.append(
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": meta,
+                    "spec": template["spec"],
+                }
+            )
+    return found
+
+
+def workers_of(stack: str) -> list[str]:
+    return [w.stack.rsplit("/", 1)[-1] for w in stack_config(stack).multikueue.workers]
+
+
+def bursting_teams(stack: str) -> set[str]:
+    cfg = stack_config(stack)
+    bursts = {q.name for q in cfg.scheduling.cluster_queues if q.burst is not None}
+    return {
+        t.name
+        for t in cfg.scheduling.all_teams(cfg.namespaces.training)
+        if t.cluster_queue in bursts
+    }
+
+
+def submitted_jobs(stack: str) -> list[tuple[str, dict[str, Any]]]:
+    """What `python -m jobs` renders on the stack: every recipe and a team's own job on every
+    pool that can hold it, on one node and on all of them."""
+    cfg = stack_config(stack)
+    found = []
+    for pool in cfg.gpu_pools:
+        for nodes in sorted({1, pool.max_nodes}):
+            for recipe in RECIPES:
+                try:
+                    spec, _ = plan_recipe(cfg, recipe, nodes, pool=pool.name, render_only=True)
+                except SubmitError:
+                    continue
+                found.append((f"{recipe} on {pool.name} x{nodes}", render(spec)[0]))
+            try:
+                spec = plan_team_job(
+                    cfg, TeamJob(image=None, command=["train.py"], nodes=nodes, pool=pool.name)
+                )
+            except SubmitError:
+                continue
+            found.append((f"team job on {pool.name} x{nodes}", render(spec)[0]))
+            # The same job in every other team's namespace, through that team's LocalQueue.
+            for team in cfg.scheduling.all_teams(cfg.namespaces.training):
+                if team.name != spec.namespace and team.name not in bursting_teams(stack):
+                    other = dataclasses.replace(spec, namespace=team.name)
+                    found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)[0]))
+    return found
+
+
+def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
+    """A bursting team's job, rendered against the worker's pools (docs/scheduling.md,
+    MultiKueue: the worker's node selector, GPUs and EFA devices)."""
+    cfg = stack_config(worker)
+    found = []
+    for team in sorted(bursting_teams(manager)):
+        for pool in cfg.gpu_pools:
+            for nodes in sorted({1, pool.max_nodes}):
+                spec = spec_for_pool(
+                    cfg,
+                    pool.name,
+                    name="burst",
+                    image="registry.example/t:1",
+                    command=["t.py"],
+                    nodes=nodes,
+                    namespace=team,
+                    managed_by=MANAGED_BY,
+                )
+                found.append((f"{team} on {worker}'s {pool.name} x{nodes}", render(spec)[0]))
+    return found

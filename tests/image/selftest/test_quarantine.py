@@ -1,0 +1,164 @@
+"""Quarantine, image side: a node that FAILs a hardware check cordons and labels itself through
+the in-cluster API (a TLS stand-in on 127.0.0.1 here), only when the Job asks for it, and only
+for a fault of the node itself; the report records what was done."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+from selftest import kube, quarantine
+from selftest.result import CheckResult
+
+from tests.helpers.kube_api import TOKEN, ApiServer
+from tests.helpers.loopback import free_port
+from tests.image.selftest.test_core import _run
+
+NODE_PATH = "/api/v1/nodes/node-a"
+# Kubernetes "Labels and Selectors": a value is at most 63 characters, alphanumerics with '-',
+# '_' and '.' between, beginning and ending with an alphanumeric.
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+ON = {"SELFTEST_CORDON_ON_FAIL": "true", "SELFTEST_CORDON_LABEL": "gpu-platform/selftest-failed"}
+
+
+@pytest.mark.parametrize(
+    ("check", "hardware"),
+    [
+        ("hardware.pcie_link", True),
+        ("hardware.ecc_uncorrectable", True),
+        ("hardware.xid", True),
+        ("hardware.dcgm_diag", True),
+        ("nvme.randread", True),
+        ("inventory.gpu_count", True),
+        ("inventory.fabric_devices", True),
+        ("collectives.allreduce_busbw_intra_node", True),
+        ("collectives.allreduce_latency_intra_node", True),
+        # The fabric's settings, the shared file system, a figure across nodes, training, and
+        # a check group that crashed: none is a fault of this node.
+        ("collectives.nccl_transport", False),
+        ("collectives.gpudirect_rdma", False),
+        ("collectives.allreduce_busbw_inter_node", False),
+        ("storage.shared-data.read", False),
+        ("training.resume", False),
+        ("metrics.dcgm_exporter", False),
+        ("distributed.rendezvous", False),
+        ("hardware", False),
+    ],
+)
+def test_which_failures_are_the_nodes_hardware(check, hardware):
+    assert quarantine.is_hardware(check) is hardware
+
+
+def test_each_node_gets_the_hardware_checks_its_own_ranks_failed():
+    per_rank = [
+        ("node-a", 0, [CheckResult("hardware.pcie_link", "FAIL"),
+                       CheckResult("collectives.nccl_transport", "FAIL")]),
+        ("node-a", 1, [CheckResult("hardware.xid", "FAIL"),
+                       CheckResult("hardware.pcie_link", "FAIL")]),
+        ("node-b", 0, [CheckResult("hardware.pcie_link", "PASS"),
+                       CheckResult("storage.shared-data.read", "FAIL")]),
+    ]  # fmt: skip
+    assert quarantine.failures_by_node(per_rank) == {
+        "node-a": ["hardware.pcie_link", "hardware.xid"]
+    }
+
+
+@pytest.mark.parametrize(
+    ("check", "value"),
+    [
+        ("hardware.pcie_link", "hardware.pcie_link"),
+        ("storage.shared-data.read", "storage.shared-data.read"),
+        ("a check/with spaces", "a_check_with_spaces"),
+        ("x" * 70, "x" * 63),
+        ("_odd.", "odd"),
+    ],
+)
+def test_the_label_value_is_the_check_made_valid(check, value):
+    assert quarantine.label_value(check) == value
+    assert LABEL_VALUE.match(value) and len(value) <= 63
+
+
+def test_a_hardware_failure_cordons_and_labels_the_node_in_one_merge_patch(tmp_path):
+    with ApiServer(tmp_path, {("PATCH", NODE_PATH): (200, {"kind": "Node"})}) as api:
+        done = quarantine.quarantine({**api.env(), **ON}, "node-a", ["hardware.pcie_link"])
+    ((method, path, headers, body),) = api.received
+    assert (method, path) == ("PATCH", NODE_PATH)
+    # Kubernetes API conventions, "Patch operations": a JSON merge patch (RFC 7386) replaces
+    # the fields it gives; `kubectl cordon` sets spec.unschedulable.
+    assert headers["Content-Type"] == "application/merge-patch+json"
+    assert headers["Authorization"] == f"Bearer {TOKEN}"
+    assert body == {
+        "spec": {"unschedulable": True},
+        "metadata": {"labels": {"gpu-platform/selftest-failed": "hardware.pcie_link"}},
+    }
+    assert done.cordoned and not done.problem
+    row = quarantine.report_row([done])
+    assert (row.name, row.status, row.value) == ("report.quarantine", "INFO", 1)
+    assert row.reason == (
+        "node-a (hardware.pcie_link): cordoned, labelled "
+        "gpu-platform/selftest-failed=hardware.pcie_link"
+    )
+
+
+def test_a_refused_patch_is_a_warn_naming_the_apis_answer(tmp_path):
+    forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                 "message": 'nodes "node-a" is forbidden: User "system:serviceaccount:training:'
+                            'default" cannot patch resource "nodes"'}  # fmt: skip
+    with ApiServer(tmp_path, {("PATCH", NODE_PATH): (403, forbidden)}) as api:
+        done = quarantine.quarantine({**api.env(), **ON}, "node-a", ["nvme.randread"])
+    assert done.problem and not done.cordoned
+    assert done.message == f"could not cordon: PATCH {NODE_PATH}: HTTP 403: {forbidden['message']}"
+    assert quarantine.report_row([done]).status == "WARN"
+
+
+def test_outside_a_pod_the_api_is_out_of_reach_and_says_why(tmp_path):
+    with pytest.raises(kube.KubeError, match="not in a Kubernetes pod"):
+        kube.ApiServer.in_cluster({})
+    with pytest.raises(kube.KubeError, match=r"no ServiceAccount token at .*/token"):
+        kube.ApiServer.in_cluster(
+            {"KUBERNETES_SERVICE_HOST": "10.100.0.1", "SELFTEST_KUBE_SERVICEACCOUNT": str(tmp_path)}
+        )
+    (tmp_path / "token").write_text("t")
+    ipv6 = kube.ApiServer.in_cluster(
+        {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443",
+         "SELFTEST_KUBE_SERVICEACCOUNT": str(tmp_path)}
+    )  # fmt: skip
+    assert ipv6.url == "https://[fd00::1]:443"
+
+
+def run_selftest(tmp_path, api: ApiServer, *args: str, **env: str):
+    out = tmp_path / "out"
+    done = _run([sys.executable, "-m", "selftest", "--out", str(out), *args],
+                RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", NODE_NAME="node-a",
+                **api.env(), **env)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    return {c["name"]: c for c in json.loads((out / "report.json").read_text())["checks"]}
+
+
+def test_a_real_run_cordons_its_node_only_when_asked_and_only_for_hardware(tmp_path):
+    """8 GPUs expected on this CPU: inventory.gpu_count FAILs, a hardware check. With quarantine
+    on the node is patched and the report says so; with it off nothing is sent. A DCGM exporter
+    that is down FAILs too, but it is no fault of the node: nothing is patched."""
+    answers = {("PATCH", NODE_PATH): (200, {"kind": "Node"})}
+    with ApiServer(tmp_path / "on", answers) as api:
+        checks = run_selftest(tmp_path / "on", api, "--checks", "inventory",
+                              "--expected-gpus", "8", **ON)  # fmt: skip
+    ((method, path, _, body),) = api.received
+    assert (method, path) == ("PATCH", NODE_PATH)
+    assert body["metadata"]["labels"] == {"gpu-platform/selftest-failed": "inventory.gpu_count"}
+    row = checks["report.quarantine"]
+    assert (row["status"], row["value"]) == ("INFO", 1)
+
+    with ApiServer(tmp_path / "off", answers) as api:
+        checks = run_selftest(tmp_path / "off", api, "--checks", "inventory",
+                              "--expected-gpus", "8")  # fmt: skip
+    assert api.received == [] and "report.quarantine" not in checks
+
+    url = f"http://127.0.0.1:{free_port()}/metrics"
+    with ApiServer(tmp_path / "other", answers) as api:
+        checks = run_selftest(tmp_path / "other", api, "--checks", "metrics",
+                              "--dcgm-url", url, **ON)  # fmt: skip
+    assert checks["metrics.dcgm_exporter"]["status"] == "FAIL"
+    assert api.received == [] and "report.quarantine" not in checks

@@ -1,0 +1,248 @@
+"""The GPU software as a stack sees it: what the plan says a pod can request per GPU pool, the
+warning about GPUDirect RDMA on the nodes' own driver, and the bad input that is refused."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from xml.etree import ElementTree
+
+import pytest
+
+from components.data.gpu_operator import pool_report
+from infra.stack_warnings import host_driver_rdma
+from model.config import GpuOperatorSettings, OnPremGpuPoolSettings
+from model.config.pools import pool_of_onprem
+from model.stacks import ROOT
+from tests.conftest import AWS_STACKS, planned, stack_config
+from tests.helpers.bad_stacks import assert_refused, aws, case, existing
+
+POOL = {
+    "name": "lab",
+    "node_selector": {"lab/gpu": "a100"},
+    "gpu_model": "A100",
+    "gpu_memory_gib": 80,
+    "gpus_per_node": 8,
+    "nodes": 2,
+}
+
+
+def onprem(**fields):
+    return pool_of_onprem(OnPremGpuPoolSettings(**{**POOL, **fields}))
+
+
+def onprem_stack(fabric: str, mofed_preinstalled: bool, install_driver: bool = False):
+    """The shipped onprem stack with its one pool on `fabric` and the hosts' MOFED as given."""
+    cfg = stack_config("onprem")
+    (pool,) = cfg.existing.gpu_pools
+    return cfg.model_copy(
+        update={
+            "existing": cfg.existing.model_copy(
+                update={"gpu_pools": [pool.model_copy(update={"fabric": fabric})]}
+            ),
+            "fabric": cfg.fabric.model_copy(update={"mofed_preinstalled": mofed_preinstalled}),
+            "gpu_operator": GpuOperatorSettings(install_driver=install_driver),
+        }
+    )
+
+
+# GPU Operator docs, "GPUDirect RDMA and GPUDirect Storage": kernel support comes from DMA-BUF
+# (open kernel modules; NVIDIA recommends it) or the legacy nvidia-peermem module, which the
+# operator loads from its driver DaemonSet only. NVIDIA driver README, "GPUDirect RDMA Peer
+# Memory Client": nvidia-peermem needs MOFED's peer-memory API in the running kernel.
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_host_driver_with_host_mofed_must_load_nvidia_peermem_at_boot(fabric):
+    (warning,) = host_driver_rdma(onprem_stack(fabric, mofed_preinstalled=True))
+    assert warning.startswith("gpu-platform:gpu_operator.install_driver: false")
+    assert f"pools on {fabric} (a100)" in warning
+    assert "gpu-operator v26.7.0 loads nvidia-peermem only in its own driver container" in warning
+    assert "Load nvidia-peermem at every boot (/etc/modules-load.d/)" in warning
+    assert "DMA-BUF" in warning
+    assert "NCCL stages every transfer through host memory" in warning
+    assert "the self-test fails the pool" in warning
+
+
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_host_driver_with_the_doca_driver_container_cannot_use_a_host_nvidia_peermem(fabric):
+    """With the Network Operator's DOCA driver container, MOFED arrives after boot: a host's
+    nvidia-peermem has nothing to register with at boot, so only DMA-BUF or the operator's
+    own driver (whose nvidia-peermem waits for MOFED) give GPUDirect RDMA."""
+    (warning,) = host_driver_rdma(onprem_stack(fabric, mofed_preinstalled=False))
+    assert "fabric.mofed_preinstalled: false" in warning
+    assert "/etc/modules-load.d/" not in warning
+    assert "DMA-BUF" in warning
+    assert "gpu_operator.install_driver: true" in warning
+
+
+@pytest.mark.parametrize("mofed_preinstalled", [True, False])
+@pytest.mark.parametrize("fabric", ["infiniband", "roce"])
+def test_no_warning_when_the_operator_installs_the_driver_or_without_rdma(
+    fabric, mofed_preinstalled
+):
+    cfg = onprem_stack(fabric, mofed_preinstalled, install_driver=True)
+    assert host_driver_rdma(cfg) == []
+    for stack in AWS_STACKS:
+        assert host_driver_rdma(stack_config(stack)) == []
+
+
+def test_the_onprem_plan_shows_the_gpudirect_rdma_warning():
+    """The shipped stack runs host drivers on RoCE: the plan (and `pulumi up`) say so."""
+    warnings = [w for w in planned("onprem").warnings if "nvidia-peermem" in w]
+    assert warnings == host_driver_rdma(stack_config("onprem"))
+    assert len(warnings) == 1
+
+
+# ------------------------------------------------------------------------------ plan output
+
+
+def test_shipped_staging_pool_report_names_gpus_and_efa_devices():
+    # AWS EC2 user guide, EFA supported instance types: p4d.24xlarge has 4 EFA interfaces and
+    # 8 A100 GPUs. EKS user guide, EFA: instances with the EFA driver pre-allocate 5128 2 MiB
+    # hugepages, 10256Mi.
+    assert planned("staging").outputs["gpu_pools"] == {
+        "a100-efa": {
+            "per_node": {
+                "nvidia.com/gpu": 8,
+                "vpc.amazonaws.com/efa": 4,
+                "hugepages-2Mi": "10256Mi",
+            },
+            "max_nodes": 2,
+            "sharing": "none",
+            "node_labels": {},
+        }
+    }
+
+
+def test_shipped_dev_pool_report_counts_time_sliced_replicas():
+    # g5.2xlarge has 1 A10G (EC2 accelerated computing instance specs); 4 replicas each.
+    report = planned("dev").outputs["gpu_pools"]["spot-small"]
+    assert report["per_node"] == {"nvidia.com/gpu": 4}
+    assert report["node_labels"] == {"nvidia.com/device-plugin.config": "time-slicing-4"}
+
+
+def test_onprem_pool_report_tells_the_admin_which_labels_its_nodes_need():
+    report = pool_report(onprem(gpu_sharing={"mode": "mig", "mig_strategy": "mixed"}))
+    # A100-SXM4-80GB mixed: two 1g.10gb, one 2g.20gb and one 3g.40gb per GPU, 8 GPUs.
+    assert report["per_node"] == {
+        "nvidia.com/mig-1g.10gb": 16,
+        "nvidia.com/mig-2g.20gb": 8,
+        "nvidia.com/mig-3g.40gb": 8,
+    }
+    assert report["node_labels"] == {
+        "nvidia.com/device-plugin.config": "mig-mixed",
+        "nvidia.com/mig.config": "all-balanced-1g.10gb",
+    }
+
+
+# ------------------------------------------------------------------------------ bad input
+
+GROUP = {"name": "a100", "instance_types": ["p4d.24xlarge"]}
+
+
+def lab(*pools):
+    return existing(
+        existing={"name": "lab", "kubeconfig_path": "~/.kube/lab.yaml", "gpu_pools": list(pools)}
+    )
+
+
+BAD = [
+    case(
+        aws(gpu_node_groups=[{**GROUP, "gpu_sharing": {"mode": "time-slicing"}}]),
+        "gpu-platform:gpu_node_groups[0].gpu_sharing.replicas",
+        "time-slicing with 1 replica",
+        "give replicas 2 to 48",
+        "time-slicing-one-replica",
+    ),
+    case(
+        lab({**POOL, "gpu_sharing": {"mode": "mps", "replicas": 1}}),
+        "gpu-platform:existing.gpu_pools[0].gpu_sharing.replicas",
+        "mps with 1 replica",
+        "give replicas 2 to 48",
+        "mps-one-replica",
+    ),
+    case(
+        aws(
+            gpu_node_groups=[
+                {**GROUP, "gpu_sharing": {"mode": "mig"}},
+                {**GROUP, "name": "b", "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
+            ]
+        ),
+        "gpu-platform:gpu_node_groups[1].gpu_sharing.mig_strategy",
+        "mixed, but gpu_node_groups[0] uses single",
+        "mig.strategy is one for the whole cluster",
+        "mig-strategies-disagree-aws",
+    ),
+    case(
+        lab(
+            {**POOL, "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
+            {
+                **POOL,
+                "name": "b",
+                "node_selector": {"lab/gpu": "b"},
+                "gpu_sharing": {"mode": "mig"},
+            },
+        ),
+        "gpu-platform:existing.gpu_pools[1].gpu_sharing.mig_strategy",
+        "single, but existing.gpu_pools[0] uses mixed",
+        "give every MIG pool mig_strategy mixed",
+        "mig-strategies-disagree-onprem",
+    ),
+    case(
+        aws(gpu_node_groups=[{**GROUP, "labels": {"nvidia.com/device-plugin.config": "mps-9"}}]),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "sets nvidia.com/device-plugin.config",
+        "set gpu_sharing (mode, replicas, mig_strategy) instead",
+        "hand-set-operator-label",
+    ),
+    case(
+        aws(gpu_operator={"install_driver": True}),
+        "gpu-platform:gpu_operator.install_driver",
+        "true",
+        "AL2023 NVIDIA AMI",
+        "driver-install-on-aws",
+    ),
+    case(
+        lab(POOL) | {"gpu-platform:gpu_operator": {"namespce": "gpu"}},
+        "gpu-platform:gpu_operator.namespce",
+        "unknown key",
+        "namespace",
+        "operator-key-typo",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stack", "path", "value", "valid"), BAD)
+def test_bad_gpu_software_is_refused_at_its_key(
+    tmp_path, monkeypatch, capsys, stack, path, value, valid
+):
+    assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+# ---------------------------------------------------------- VM nodes (docs/gpu-nodes.md)
+
+
+def passthrough_section() -> str:
+    page = (ROOT / "docs" / "gpu-nodes.md").read_text()
+    heading = "### On-prem nodes that are virtual machines: KVM GPU passthrough\n"
+    assert heading in page, "docs/gpu-nodes.md has no word on GPU nodes that are VMs"
+    return page.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def test_docs_say_what_a_kvm_host_needs_for_gpu_passthrough_and_that_eks_needs_none():
+    section = passthrough_section()
+    for needed in ("IOMMU on", "vfio-pci", "managed='yes'", "NVIDIA driver only in the guest"):
+        assert needed in section
+    assert "GPU Operator then sees" in section
+    assert "None of this applies on EKS" in section
+
+
+def test_docs_hostdev_snippet_is_a_managed_pci_passthrough_libvirt_accepts():
+    # libvirt "Domain XML format", Host device assignment: a PCI device is
+    # <hostdev mode='subsystem' type='pci' managed='yes'> with <source><address domain= bus=
+    # slot= function=/></source>; managed='yes' detaches it from the host driver at start.
+    (snippet,) = re.findall(r"```xml\n(.*?)```", passthrough_section(), flags=re.DOTALL)
+    hostdev = ElementTree.fromstring(textwrap.dedent(snippet))
+    assert hostdev.tag == "hostdev"
+    assert hostdev.attrib == {"mode": "subsystem", "type": "pci", "managed": "yes"}
+    address = hostdev.find("source/address")
+    assert sorted(address.attrib) == ["bus", "domain", "function", "slot"]

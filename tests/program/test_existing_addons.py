@@ -1,0 +1,261 @@
+"""Brownfield on-prem (issue 26): an existing cluster that already runs the GPU Operator,
+kube-prometheus-stack, KEDA or Kueue uses that one (existing.addons.<add-on>: existing). The
+platform then declares no Helm release for it, still declares what it owns on top, and the plan
+names the CRDs and settings it relies on, with the kubectl command to confirm each."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+from components.scheduling.kueue import manager_config, uncounted_resources
+from components.scheduling.training_job import render
+from jobs.team import TeamJob, plan_job
+from model.config import ConfigError, PlatformConfig, config_from_pulumi, stack_file
+from model.config.kubernetes_minor import existing_cluster_charts
+from model.config.onprem import EXISTING_ADDONS
+from model.stacks import read_project, read_stack_config
+from plan.cli import plan_stack
+from plan.model import Plan
+from tests.conftest import STACKS, make_project, planned, stack_config, stack_file_config
+from tests.controllers.kueue_admission import Kueue, admission_problems
+from tests.controllers.references import Cluster, Placed, each_job, problems
+from tests.helpers.crds import CRDS
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
+# The chart each switch replaces (infra/versions.CHARTS keys, which name the charts).
+CHART = {
+    "gpu_operator": "gpu-operator",
+    "kube_prometheus_stack": "kube-prometheus-stack",
+    "keda": "keda",
+    "kueue": "kueue",
+}
+# What the platform still declares on top of each add-on, by resource type.
+ON_TOP = {
+    "gpu_operator": (),
+    "kube_prometheus_stack": (
+        "kubernetes:monitoring.coreos.com/v1:PodMonitor",
+        "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+    ),
+    "keda": (),
+    "kueue": (
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue",
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor",
+        "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass",
+        "kubernetes:scheduling.k8s.io/v1:PriorityClass",
+    ),
+}
+# Literals from the pinned upstreams that the report must name for the onprem stack: the
+# Kueue Configuration keys components/kueue.manager_config sets (Kueue v0.19.2
+# apis/config/v1beta2/configuration_types.go), kube-prometheus-stack 88.5.3's values.yaml
+# `prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelmValues`, the GPU Operator
+# ClusterPolicy's `dcgmExporter.serviceMonitor.honorLabels` (shared/crds/nvidia.com), and the
+# APIService KEDA 2.20.2's chart registers.
+SETTINGS = {
+    "gpu_operator": ("honorLabels: false", "internalTrafficPolicy: Local", "driver.rdma.enabled"),
+    "kube_prometheus_stack": (
+        "serviceMonitorSelectorNilUsesHelmValues",
+        "podMonitorSelectorNilUsesHelmValues",
+        "ruleSelectorNilUsesHelmValues",
+        "--metric-labels-allowlist=nodes=[",
+    ),
+    "keda": ("v1beta1.external.metrics.k8s.io",),
+    "kueue": (
+        "integrations.frameworks lists batch/job",
+        "metrics.enableClusterQueueResources: true",
+        "feature gate TopologyAwareScheduling",
+        "feature gate MultiKueue",
+    ),
+}
+CRD_NAMES = {
+    "gpu_operator": ("nvidia.com/v1 ClusterPolicy",),
+    "kube_prometheus_stack": (
+        "monitoring.coreos.com/v1 ServiceMonitor",
+        "monitoring.coreos.com/v1 PodMonitor",
+        "monitoring.coreos.com/v1 PrometheusRule",
+    ),
+    "keda": ("keda.sh/v1alpha1 ScaledObject",),
+    "kueue": (
+        "kueue.x-k8s.io/v1beta2 ClusterQueue",
+        "kueue.x-k8s.io/v1beta2 LocalQueue",
+        "kueue.x-k8s.io/v1beta2 MultiKueueConfig",
+    ),
+}
+CASES = [(a,) for a in EXISTING_ADDONS] + [EXISTING_ADDONS]
+
+
+@functools.cache
+def brownfield_root(tmp_root, addons: tuple[str, ...]) -> Path:
+    onprem = stack_file_config("onprem")
+    onprem["gpu-platform:existing"]["addons"] = {a: "existing" for a in addons}
+    folder = tmp_root / "-".join(addons)
+    folder.mkdir(exist_ok=True)
+    root = make_project(folder, {"onprem": onprem, "burst": stack_file_config("burst")})
+    return root
+
+
+@functools.cache
+def brownfield(tmp_root, addons: tuple[str, ...]) -> Plan:
+    return plan_stack("onprem", brownfield_root(tmp_root, addons))
+
+
+@functools.cache
+def brownfield_config(tmp_root, addons: tuple[str, ...]) -> PlatformConfig:
+    values, _ = read_stack_config(read_project(brownfield_root(tmp_root, addons)), "onprem")
+    return config_from_pulumi(values, stack_file("onprem"))
+
+
+@pytest.fixture(scope="module")
+def tmp_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("brownfield")
+
+
+def charts(plan: Plan) -> set[str]:
+    return {r.inputs["chart"].rsplit("/", 1)[-1] for r in plan.of_type(RELEASE)}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_shipped_stack_installs_every_add_on_it_runs(stack):
+    """The default is `install`: a shipped stack declares the release of each add-on it runs
+    and reports no existing add-on."""
+    plan = planned(stack)
+    assert {"gpu-operator", "kube-prometheus-stack"} <= charts(plan)
+    assert "existing_addons" not in plan.outputs
+
+
+@pytest.mark.parametrize("addons", CASES, ids="+".join)
+def test_an_existing_add_on_gets_no_release_and_keeps_what_the_platform_owns(tmp_root, addons):
+    plan = brownfield(tmp_root, addons)
+    installed = charts(plan)
+    for addon in EXISTING_ADDONS:
+        assert (CHART[addon] in installed) == (addon not in addons), (addon, installed)
+    for addon in addons:
+        for token in ON_TOP[addon]:
+            assert plan.of_type(token), f"{addon}: existing, but no {token} on top of it"
+    # The dashboards Grafana's sidecar loads stay the platform's.
+    dashboards = [
+        r
+        for r in plan.of_type("kubernetes:core/v1:ConfigMap")
+        if r.name.startswith("onprem-dashboard-")
+    ]
+    assert dashboards
+    if "kube_prometheus_stack" in addons:
+        assert "grafana_admin_password" not in plan.outputs
+    # The cluster's kube-prometheus-stack runs in namespaces.monitoring, which it already has:
+    # `pulumi up` could not create it again.
+    names = [r.inputs["metadata"]["name"] for r in plan.of_type("kubernetes:core/v1:Namespace")]
+    assert ("monitoring" in names) == ("kube_prometheus_stack" not in addons)
+    assert ("gpu-operator" in names) == ("gpu_operator" not in addons)
+    # The charts the Kubernetes minor's floor reads (model/config/kubernetes_minor.py) are the
+    # releases declared: a chart the cluster runs no longer constrains it.
+    assert set(existing_cluster_charts(brownfield_config(tmp_root, addons))) == installed
+
+
+@pytest.mark.parametrize("addons", CASES, ids="+".join)
+def test_the_plan_names_the_crds_and_settings_each_existing_add_on_needs(tmp_root, addons):
+    plan = brownfield(tmp_root, addons)
+    report = plan.outputs["existing_addons"]
+    assert sorted(report) == sorted(addons)
+    for addon in addons:
+        needs = report[addon]
+        for crd in CRD_NAMES[addon]:
+            assert crd in needs["needs_crds"], (addon, crd)
+            assert needs["needs_crds"][crd].startswith("kubectl get crd ")
+        text = json.dumps(needs["needs_settings"])
+        for setting in SETTINGS[addon]:
+            assert setting in text, (addon, setting)
+        assert all(cmd.startswith("kubectl ") for cmd in needs["needs_settings"].values())
+        (warning,) = [
+            w for w in plan.warnings if w.startswith(f"gpu-platform:existing.addons.{addon}:")
+        ]
+        assert f"uses existing {addon}: needs CRDs " in warning
+        assert "needs settings " in warning
+
+
+def test_every_crd_the_report_names_is_one_pinned_in_shared_crds(tmp_root):
+    """A CRD named in the report is one whose schema the platform's objects are validated
+    against (../shared/crds/<group>/<Kind>.<version>.json)."""
+    report = brownfield(tmp_root, EXISTING_ADDONS).outputs["existing_addons"]
+    named = {crd for needs in report.values() for crd in needs["needs_crds"]}
+    pinned = {
+        f"{path.parent.name}/{path.stem.split('.')[1]} {path.stem.split('.')[0]}"
+        for path in CRDS.glob("*/*.json")
+    }
+    assert named <= pinned, named - pinned
+
+
+def test_the_gpu_operator_switch_silences_the_install_driver_warning(tmp_root):
+    """gpu_operator.install_driver configures only a release the platform installs: with the
+    cluster's operator, GPUDirect RDMA is its driver.rdma setting, named in the report."""
+    warnings = brownfield(tmp_root, ("gpu_operator",)).warnings
+    assert not [w for w in warnings if w.startswith("gpu-platform:gpu_operator.install_driver")]
+    assert [
+        w
+        for w in planned("onprem").warnings
+        if w.startswith("gpu-platform:gpu_operator.install_driver")
+    ]
+
+
+@pytest.mark.parametrize("addons", CASES, ids="+".join)
+def test_what_the_platform_declares_on_existing_add_ons_is_what_its_pods_name(tmp_root, addons):
+    """The references model (tests/controllers/references.py) over a brownfield stack: the
+    self-test's runs and a team's job find every ConfigMap, Secret, claim, account, priority,
+    network and queue they name on the cluster, the burst worker as it is."""
+    plan = brownfield(tmp_root, addons)
+    cfg = brownfield_config(tmp_root, addons)
+    on = {
+        "onprem": Cluster("onprem", plan.kubernetes_objects()),
+        "burst": Cluster("burst", planned("burst").kubernetes_objects()),
+    }
+    workers = {w.name: w.stack.rsplit("/", 1)[-1] for w in cfg.multikueue.workers}
+    jobs = list(each_job(plan.kubernetes_objects()))
+    assert jobs
+    spec = plan_job(
+        cfg,
+        TeamJob(IMAGE, ["train.py"], nodes=2, pool="a100", team=cfg.namespaces.training),
+        {name: stack_config(stack) for name, stack in workers.items()},
+    )
+    jobs += render(spec)
+    found = [p for obj in jobs for p in problems(Placed(obj, "onprem"), on, workers)]
+    assert found == []
+
+
+def test_aws_takes_no_existing_add_on(tmp_path):
+    """On AWS the platform makes the cluster and installs every add-on itself: the switch sits
+    under `existing`, which an AWS stack is refused with its key path."""
+    dev = stack_file_config("dev")
+    existing = stack_file_config("onprem")["gpu-platform:existing"]
+    dev["gpu-platform:existing"] = {**existing, "addons": {"kueue": "existing"}}
+    with pytest.raises(ConfigError) as error:
+        plan_stack("dev", make_project(tmp_path, {"dev": dev}))
+    assert error.value.problems == ["gpu-platform:existing: only valid with provider existing"]
+
+
+def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_jobs(tmp_root):
+    """The admission model (tests/controllers/kueue_admission.py) over the queues the platform
+    declares on an existing Kueue, run with the Configuration the report asks the admin to
+    confirm (components/kueue.manager_config: frameworks, namespaces, uncounted resources):
+    the self-test's Job and a team's job are admitted."""
+    addons = ("kueue",)
+    plan, cfg = brownfield(tmp_root, addons), brownfield_config(tmp_root, addons)
+    teams = [t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)]
+    kueue = Kueue.of(plan.kubernetes_objects(), manager_config(uncounted_resources(cfg), teams))
+    spec = plan_job(
+        cfg, TeamJob(IMAGE, ["train.py"], nodes=2, pool="a100", team=cfg.namespaces.training)
+    )
+    jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "Job"] + render(spec)
+    assert len(jobs) >= 2
+    assert {j["metadata"]["name"]: admission_problems(kueue, j) for j in jobs} == {
+        j["metadata"]["name"]: [] for j in jobs
+    }
+    # The setting the report names matters: a Kueue without the batch/job integration leaves
+    # every one of them suspended.
+    without = manager_config(uncounted_resources(cfg), teams)
+    without["integrations"]["frameworks"] = ["jobset.x-k8s.io/jobset"]
+    other = Kueue.of(plan.kubernetes_objects(), without)
+    assert all(admission_problems(other, j) for j in jobs)
