@@ -108,6 +108,8 @@ class Registration:
     # Input paths whose change makes `pulumi up` replace it, and whether the old one goes first.
     replace_on_changes: list[str] = field(default_factory=list)
     delete_before_replace: bool = False
+    # What it was known by before (`aliases=`): a rename that keeps its state.
+    aliases: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -165,8 +167,21 @@ class RecordingMonitor(mocks.MockMonitor):
                 custom_timeouts=json_format.MessageToDict(request.customTimeouts),
                 replace_on_changes=list(request.replaceOnChanges),
                 delete_before_replace=bool(request.deleteBeforeReplace),
+                aliases=self._aliases(request),
             )
         return super().RegisterResource(request)
+
+    @staticmethod
+    def _aliases(request) -> list[dict[str, Any]]:
+        """What the resource was known by before (`aliases=`): whole URNs, or specs whose
+        missing parts are the resource's own (plan/urns.py resolves them as the engine does)."""
+        found: list[dict[str, Any]] = [{"urn": urn} for urn in request.aliasURNs]
+        for alias in request.aliases:
+            if alias.urn:
+                found.append({"urn": alias.urn})
+            else:
+                found.append(json_format.MessageToDict(alias.spec))
+        return found
 
     def RegisterResourceOutputs(self, request):
         if request.urn.split("::")[2] == STACK_TYPE:

@@ -75,6 +75,9 @@ class PlannedResource:
     # whether the old one is deleted first.
     replace_on_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
+    # What `pulumi up` finds its state under when it was renamed or moved (`aliases=`): whole
+    # URNs (`{"urn": ...}`) or alias specs (name, type, parentUrn, noParent, stack, project).
+    aliases: tuple[dict[str, Any], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -149,6 +152,7 @@ def build_plan(recording: Recording) -> Plan:
                 custom_timeouts=reg.custom_timeouts,
                 replace_on_changes=tuple(reg.replace_on_changes),
                 delete_before_replace=reg.delete_before_replace,
+                aliases=tuple(reg.aliases),
             )
         )
     return Plan(
