@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib.metadata
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 from model.config.loading import read_yaml
 from model.stacks import ROOT
 from tests.conftest import check_golden
+from tests.helpers.source_graph import GRAPH, circles
 
 
 def test_pulumi_project_file():
@@ -36,75 +36,22 @@ def test_infra_modules_shadow_no_importable_module():
     assert ours and not ours & taken, ours & taken
 
 
-def package_imports(package: str) -> dict[str, set[str]]:
-    """Each module of a package and the modules of the package it imports, lazy and
-    TYPE_CHECKING imports included: either would close a circle. A name taken from the package
-    itself that is no module of it counts as `__init__`, which is not followed (model.config's
-    sections name the root model for their types from there)."""
-    folder = ROOT.joinpath(*package.split("."))
-    prefix = f"{package}."
-    modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
-    graph = {}
-    for name in modules:
-        found = set()
-        for node in ast.walk(ast.parse((folder / f"{name}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == package:
-                found |= {a.name if a.name in modules else "__init__" for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix):
-                found.add(node.module.removeprefix(prefix).split(".")[0])
-            elif isinstance(node, ast.Import):
-                found |= {
-                    a.name.removeprefix(prefix).split(".")[0]
-                    for a in node.names
-                    if a.name.startswith(prefix)
-                }
-        unknown = found - modules - {"__init__"}
-        assert not unknown, f"{package}.{name} imports {unknown}: not modules of the package"
-        graph[name] = found
-    return graph
-
-
-def circles(graph: dict[str, set[str]]) -> list[str]:
-    found = []
-
-    def visit(module: str, path: tuple[str, ...]) -> None:
-        for dep in sorted(graph.get(module, ())):
-            if dep in path:
-                found.append(" -> ".join((*path[path.index(dep) :], dep)))
-            else:
-                visit(dep, (*path, dep))
-
-    for module in sorted(graph):
-        visit(module, (module,))
-    return found
-
-
-def test_the_plan_package_has_no_import_circle():
-    """Issue 18: the plan's modules import one model module and no module imports back into
-    one that imports it."""
-    graph = package_imports("plan")
+def test_the_plan_package_reads_one_model_module():
+    """Issue 18: the plan's modules import one model module, which imports only the engine, and
+    no module imports back into one that imports it (tests/repo/test_layers.py: no circle)."""
+    graph = {
+        name.removeprefix("plan."): {d.removeprefix("plan.") for d in deps if d.startswith("plan.")}
+        for name, deps in GRAPH.items()
+        if name.startswith("plan.")
+    }
     assert {"cli", "engine", "model", "diff", "graph", "review", "policy"} <= set(graph)
     assert graph["model"] == {"engine"}, graph["model"]
     # plan/__init__.py re-exports nothing: no module reaches the package's names.
-    assert not [m for m, deps in graph.items() if "__init__" in deps]
+    assert not [m for m, deps in graph.items() if "plan" in deps]
     assert {"graph", "review", "policy", "cli"} <= {
         m for m, deps in graph.items() if "model" in deps
     }
     assert circles(graph) == []
-
-
-@pytest.mark.parametrize("package", ["components", "model.config", "jobs"])
-def test_no_package_imports_itself_in_a_circle(package):
-    """A circle works only while one side imports lazily or for types alone, and breaks on the
-    first refactor that moves an import up: each shared piece lives below what uses it."""
-    graph = package_imports(package)
-    assert len(graph) > 2
-    assert circles(graph) == []
-
-
-def test_the_circle_check_finds_a_circle():
-    assert "a -> b -> c -> a" in circles({"a": {"b"}, "b": {"c"}, "c": {"a"}})
-    assert circles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
 
 
 def test_program_runs_the_way_the_language_host_runs_it(tmp_path):
