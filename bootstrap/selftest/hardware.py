@@ -254,7 +254,7 @@ def row_remap_check(gpus: dict[str, dict]) -> CheckResult:
     )
 
 
-# --- NVLink and peer access -----------------------------------------------------------------
+# --- the group: PCIe read under load, then memory errors, links (links.py), Xid and DCGM -------
 
 
 @contextmanager

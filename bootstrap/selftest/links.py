@@ -114,6 +114,3 @@ def cuda_peer_probe(a: int, b: int) -> str | None:
     source = torch.arange(1 << 20, dtype=torch.int32, device=f"cuda:{a}")
     copied = source.to(f"cuda:{b}")
     return None if torch.equal(copied.cpu(), source.cpu()) else "the copy arrived corrupted"
-
-
-# --- the group ------------------------------------------------------------------------------
