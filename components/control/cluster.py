@@ -16,13 +16,14 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.base import PlatformComponent
-from components.helm import declare_log_group, eks_secrets_key_policy, rotated_kms_key
 from components.iam import (
     account_id,
     eks_trust_policy,
     pod_identity_trust_policy,
     role_with_policies,
 )
+from components.kms import eks_secrets_key_policy, rotated_kms_key
+from components.log_groups import declare_log_group
 from model.config import ClusterSettings, ExistingClusterSettings
 from model.versions import MANAGED_ADDONS, ManagedAddon, in_extended_support
 

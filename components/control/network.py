@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import PlatformComponent
-from components.helm import declare_log_group
+from components.log_groups import declare_log_group
 from model.config import AwsSettings, NetworkSettings, subnet_layout
 from model.config.network import nat_zones
 

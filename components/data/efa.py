@@ -34,7 +34,8 @@ def helm_values(groups: Sequence[GpuNodeGroupSettings], region: str) -> dict:
     the instance types to those groups' own, all of which the chart's default list holds.
     The image comes from EKS's registry in the stack's `region`: the chart's default is
     us-west-2's, which a node elsewhere pulls across regions (or, without a route out, not at
-    all). A registry mirror, where the stack has one, replaces it (components/helm.py)."""
+    all). A registry mirror, where the stack has one, replaces it
+    (components/registry_mirror.py)."""
     efa = efa_groups(groups)
     return {
         "image": {

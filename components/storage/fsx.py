@@ -12,8 +12,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
-from components.helm import fsx_key_policy, pinned_release, rotated_kms_key
+from components.helm import pinned_release
 from components.iam import account_id, pod_identity_trust_policy, role_with_policies
+from components.kms import fsx_key_policy, rotated_kms_key
 from components.storage.fsx_csi import (
     CSI_CONTROLLER_SA,
     dynamic_provisioning_policy,

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from components.data.cluster_autoscaler import iam_policy
-from components.helm import eks_secrets_key_policy, fsx_key_policy, log_group_key_policy
+from components.kms import eks_secrets_key_policy, fsx_key_policy
+from components.log_groups import log_group_key_policy
 from components.storage.fsx_csi import dynamic_provisioning_policy, fsx_csi_values
 from model.config import ConfigError, parse_config
 from plan.engine import run_program
