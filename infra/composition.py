@@ -336,6 +336,7 @@ class Platform(PlatformComponent):
                     ],
                     efa_security_group_id=network.efa_security_group.id,
                     tags=tags,
+                    mig_strategy=cfg.gpu_operator.mig_strategy,
                     after=before_nodes,
                 ),
                 on_aws,

@@ -16,7 +16,6 @@ from components.data.gpu_operator import (
     DCGM_EXPORTER_SERVICE,
     DEFAULT_CONFIG,
     device_plugin_config_key,
-    mig_strategy,
 )
 from components.observability.alerts import node_labels_read
 from components.observability.monitoring import DASHBOARD_LABEL, RELEASE, prometheus_url
@@ -180,7 +179,7 @@ def _gpu_operator_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str,
             f"kubectl -n {ns} get service {DCGM_EXPORTER_SERVICE}",
         ),
     ]
-    keys = sorted({device_plugin_config_key(p.sharing) for p in cfg.gpu_pools} - {DEFAULT_CONFIG})
+    keys = sorted({device_plugin_config_key(p) for p in cfg.gpu_pools} - {DEFAULT_CONFIG})
     if keys:
         settings.append(
             (
@@ -200,7 +199,7 @@ def _gpu_operator_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str,
     if any(p.sharing.mode == "mig" for p in cfg.gpu_pools):
         settings.append(
             (
-                f"mig.strategy: {mig_strategy(cfg.gpu_pools)}, and migManager.config holds the "
+                f"mig.strategy: {cfg.gpu_operator.mig_strategy}, and migManager.config holds the "
                 "layouts the pools' nvidia.com/mig.config labels name",
                 _CLUSTER_POLICY % "mig",
             )

@@ -24,6 +24,7 @@ from components.data.nodes import (
 )
 from model.catalog import InstanceType
 from model.config import GpuNodeGroupSettings
+from model.config.gpu_operator import MigStrategy
 from model.config.pools import pool_of_group
 
 GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
@@ -58,15 +59,11 @@ def efa_interfaces(instance: InstanceType, security_group_ids: Sequence) -> list
     return interfaces
 
 
-def advertised_resources(group: GpuNodeGroupSettings) -> dict[str, int]:
-    """Extended resources a node of the group advertises once the GPU Operator runs; mixed
-    types count by the smallest."""
-    return pool_resources(pool_of_group(group))
-
-
-def hugepages_2mi(group: GpuNodeGroupSettings) -> int:
-    """2 MiB hugepages a node of the group reserves at boot (EFA groups only)."""
-    return pool_of_group(group).hugepages_2mi
+def advertised_resources(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[str, int]:
+    """Extended resources a node of the group advertises once the GPU Operator runs (MIG
+    slices as the cluster's gpu_operator.mig_strategy cuts them); mixed types count by the
+    smallest."""
+    return pool_resources(pool_of_group(group, mig_strategy))
 
 
 def group_user_data(group: GpuNodeGroupSettings) -> str:
@@ -74,7 +71,7 @@ def group_user_data(group: GpuNodeGroupSettings) -> str:
     one. Only EFA groups lift the memlock limit: verbs memory registration is what needs it,
     and every other node keeps the default bound on what one container may pin."""
     config = node_config(group.instances[0], group.kubelet, group.max_pods)
-    script = boot_script(hugepages_2mi(group), group.gpu_tuning, unlimited_memlock=group.efa)
+    script = boot_script(group.hugepages_2mi, group.gpu_tuning, unlimited_memlock=group.efa)
     return user_data([config], [script] if script else [])
 
 
@@ -91,11 +88,11 @@ def gpu_tuning_report(group: GpuNodeGroupSettings) -> dict:
             if clocks
             else "the driver's default"
         ),
-        "hugepages_2mi": hugepages_2mi(group),
+        "hugepages_2mi": group.hugepages_2mi,
     }
 
 
-def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
+def node_labels(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[str, str]:
     labels = {
         "nvidia.com/gpu.present": "true",
         "gpu-platform/node-group": group.name,
@@ -108,24 +105,24 @@ def node_labels(group: GpuNodeGroupSettings) -> dict[str, str]:
     if len(models) == 1:
         labels["gpu-platform/gpu-model"] = models.pop()
     # The GPU Operator's device plugin and MIG manager configure the node by these.
-    labels.update(operator_labels(pool_of_group(group)))
+    labels.update(operator_labels(pool_of_group(group, mig_strategy)))
     return {**labels, **group.labels}
 
 
-def autoscaler_tags(group: GpuNodeGroupSettings) -> dict[str, str]:
+def autoscaler_tags(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[str, str]:
     """ASG tags that describe a node of this group to cluster-autoscaler while the group has
     none, so it can scale from zero: its labels, taints and extended resources."""
-    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in node_labels(group).items()}
+    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in node_labels(group, mig_strategy).items()}
     for taint in GPU_TAINTS:
         tags[f"{NODE_TEMPLATE}/taint/{taint['key']}"] = f"{taint['value']}:{taint['effect']}"
-    for resource, count in advertised_resources(group).items():
+    for resource, count in advertised_resources(group, mig_strategy).items():
         tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
     if group.efa:
         tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
         # A quantity, as the kubelet advertises it (pages x 2 MiB): cluster-autoscaler's AWS
         # provider reads node-template resources with resource.ParseQuantity.
         tags[f"{NODE_TEMPLATE}/resources/{HUGEPAGES_RESOURCE}"] = pool_of_group(
-            group
+            group, mig_strategy
         ).hugepages_quantity
     unneeded = f"{group.scale_down_unneeded_minutes}m0s"
     tags[f"{NODE_TEMPLATE}/autoscaling-options/scaledownunneededtime"] = unneeded
@@ -162,6 +159,8 @@ class GpuNodeGroupArgs:
     subnet_ids: Sequence[pulumi.Input[str]]
     efa_security_group_id: pulumi.Input[str]
     tags: dict[str, str]
+    # gpu_operator.mig_strategy: the cluster's one, which a MIG group's labels and tags name.
+    mig_strategy: MigStrategy
     after: Sequence[pulumi.Resource] = ()
 
 
@@ -201,7 +200,7 @@ class GpuNodeGroup(PlatformComponent):
                 scaling=group.scaling,
                 root_volume_gib=group.root_volume_gib,
                 user_data=group_user_data(group),
-                labels=node_labels(group),
+                labels=node_labels(group, args.mig_strategy),
                 taints=GPU_TAINTS,
                 tags={**args.tags, "gpu-platform/node-group": group.name},
                 node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
@@ -220,7 +219,7 @@ class GpuNodeGroup(PlatformComponent):
         # Managed node groups do not pass their tags on to the ASG, where the autoscaler
         # reads them; tag the ASG directly.
         asg_name = self.node_group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in autoscaler_tags(group).items():
+        for key, value in autoscaler_tags(group, args.mig_strategy).items():
             aws.autoscaling.Tag(
                 f"{ng_name}-{key.removeprefix(NODE_TEMPLATE + '/')}",
                 aws.autoscaling.TagArgs(

@@ -22,9 +22,9 @@ from components.base import PlatformComponent, plane_labels
 from components.data.system_node_group import SYSTEM_LABELS
 from components.helm import pinned_release, privileged_namespace
 from model.catalog import MIG_SLICES
-from model.config import GpuOperatorSettings, GpuPool, GpuSharingSettings
+from model.config import GpuOperatorSettings, GpuPool
 from model.config.fabric import RDMA_FABRICS
-from model.config.gpu_software import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
+from model.config.gpu_operator import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -35,8 +35,6 @@ MIG_PARTED_CONFIGMAP = "gpu-platform-mig-parted"
 DEFAULT_CONFIG = "default"
 # The MIG layout nodes without the label get (the only default the ClusterPolicy CRD allows).
 MIG_DISABLED = "all-disabled"
-# The chart's default `mig.strategy`, kept when no pool uses MIG.
-DEFAULT_MIG_STRATEGY = "single"
 SHARED_MODES = {"time-slicing": "timeSlicing", "mps": "mps"}
 # The Service the GPU Operator creates for its DCGM exporter, and the exporter's port.
 DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
@@ -46,12 +44,13 @@ PART_OF = plane_labels("data")
 # --------------------------------------------------------------------------- pure builders
 
 
-def device_plugin_config_key(sharing: GpuSharingSettings) -> str:
+def device_plugin_config_key(pool: GpuPool) -> str:
     """The device-plugin ConfigMap entry a pool's nodes use."""
+    sharing = pool.sharing
     if sharing.mode in SHARED_MODES:
         return f"{sharing.mode}-{sharing.replicas}"
     if sharing.mode == "mig":
-        return f"mig-{sharing.mig_strategy}"
+        return f"mig-{pool.mig_strategy}"
     return DEFAULT_CONFIG
 
 
@@ -62,7 +61,7 @@ def mig_layout_name(pool: GpuPool) -> str | None:
     if pool.sharing.mode != "mig":
         return None
     one_slice = pool.mig_profiles[0]
-    if pool.sharing.mig_strategy == "single":
+    if pool.mig_strategy == "single":
         return f"all-{one_slice}"
     return f"all-balanced-{one_slice}"
 
@@ -72,7 +71,7 @@ def operator_labels(pool: GpuPool) -> dict[str, str]:
     device-plugin label gets the `default` entry (whole GPUs); one without the MIG label gets
     MIG disabled."""
     labels = {}
-    key = device_plugin_config_key(pool.sharing)
+    key = device_plugin_config_key(pool)
     if key != DEFAULT_CONFIG:
         labels[DEVICE_PLUGIN_LABEL] = key
     layout = mig_layout_name(pool)
@@ -81,17 +80,13 @@ def operator_labels(pool: GpuPool) -> dict[str, str]:
     return labels
 
 
-def mig_strategy(pools: Sequence[GpuPool]) -> str:
-    """The cluster's one MIG strategy: the MIG pools' (the config refuses pools that differ)."""
-    strategies = {p.sharing.mig_strategy for p in pools if p.sharing.mode == "mig"}
-    return strategies.pop() if strategies else DEFAULT_MIG_STRATEGY
-
-
-def device_plugin_config(sharing: GpuSharingSettings) -> dict[str, Any]:
-    """One device-plugin config file (k8s-device-plugin `api/config/v1`)."""
+def device_plugin_config(pool: GpuPool) -> dict[str, Any]:
+    """One device-plugin config file (k8s-device-plugin `api/config/v1`); with no flags and no
+    sharing it hands out whole GPUs."""
+    sharing = pool.sharing
     config: dict[str, Any] = {"version": "v1"}
     if sharing.mode == "mig":
-        config["flags"] = {"migStrategy": sharing.mig_strategy}
+        config["flags"] = {"migStrategy": pool.mig_strategy}
     if sharing.mode in SHARED_MODES:
         config["sharing"] = {
             SHARED_MODES[sharing.mode]: {
@@ -102,10 +97,11 @@ def device_plugin_config(sharing: GpuSharingSettings) -> dict[str, Any]:
 
 
 def device_plugin_configs(pools: Sequence[GpuPool]) -> dict[str, str]:
-    """Every entry any pool's label can name, plus the default, as the ConfigMap holds them."""
-    entries = {DEFAULT_CONFIG: device_plugin_config(GpuSharingSettings())}
+    """Every entry any pool's label can name, plus the default (whole GPUs), as the ConfigMap
+    holds them."""
+    entries: dict[str, dict[str, Any]] = {DEFAULT_CONFIG: {"version": "v1"}}
     for pool in pools:
-        entries[device_plugin_config_key(pool.sharing)] = device_plugin_config(pool.sharing)
+        entries[device_plugin_config_key(pool)] = device_plugin_config(pool)
     return {key: yaml.safe_dump(entries[key], sort_keys=False) for key in sorted(entries)}
 
 
@@ -174,7 +170,8 @@ def helm_values(
             # endpoints directly, so scraping is unaffected.
             "service": {"internalTrafficPolicy": "Local"},
         },
-        "mig": {"strategy": mig_strategy(pools)},
+        # One for the whole cluster (NVIDIA GPU Operator docs, "GPU Operator with MIG").
+        "mig": {"strategy": settings.mig_strategy},
         "devicePlugin": device_plugin,
     }
     if any(p.sharing.mode == "mig" for p in pools):
@@ -196,7 +193,7 @@ def advertised_resources(pool: GpuPool) -> dict[str, int]:
     """Extended resources a node of the pool advertises once the GPU Operator runs: whole
     GPUs, shared replicas of them, or MIG slices."""
     sharing, gpus = pool.sharing, pool.gpus_per_node
-    if sharing.mode == "mig" and sharing.mig_strategy == "mixed":
+    if sharing.mode == "mig" and pool.mig_strategy == "mixed":
         one, two, three = pool.mig_profiles
         return {
             f"nvidia.com/mig-{one}": 2 * gpus,

@@ -26,7 +26,7 @@ from components.data.gpu_operator import (
 from components.kubernetes_object import KubernetesObject
 from model.config import PlatformConfig
 from model.config.alerts import AlertSettings
-from model.config.gpu_software import DEVICE_PLUGIN_LABEL
+from model.config.gpu_operator import DEVICE_PLUGIN_LABEL
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 API_VERSION = "monitoring.coreos.com/v1"
@@ -77,7 +77,7 @@ def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
     """Device-plugin config key -> devices a node advertises per physical GPU under it (the
     pools' advertised resources: replicas when shared, MIG slices when cut)."""
     return {
-        device_plugin_config_key(pool.sharing): sum(advertised_resources(pool).values())
+        device_plugin_config_key(pool): sum(advertised_resources(pool).values())
         // pool.gpus_per_node
         for pool in cfg.gpu_pools
     }

@@ -22,7 +22,7 @@ from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability.monitoring import prometheus_url
 from model.config import PlatformConfig
-from model.config.autoscaling import (
+from model.config.keda import (
     GpuAutoscalerSettings,
     QueueAutoscalerSettings,
     ScaledTargetSettings,

@@ -19,7 +19,6 @@ import pulumi
 from pydantic import Field, ValidationError, model_validator
 
 from model.config.alerts import AlertSettings, check_alerts
-from model.config.autoscaling import WorkloadAutoscalingSettings, check_autoscaling
 from model.config.base import (
     LOG_RETENTION_DAYS,
     NAMESPACE,
@@ -43,10 +42,12 @@ from model.config.cluster import (
     ExistingClusterSettings,
     NamespaceSettings,
 )
+from model.config.cluster_autoscaler import AutoscalerSettings
 from model.config.cost import CostSettings, check_cost
 from model.config.fabric import FabricSettings, check_fabric
-from model.config.gpu_software import GpuOperatorSettings, check_gpu_software
+from model.config.gpu_operator import GpuOperatorSettings, check_gpu_operator
 from model.config.images import ImageSettings
+from model.config.keda import WorkloadAutoscalingSettings, check_workload_autoscaling
 from model.config.kubernetes_minor import check_kubernetes_minor
 from model.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
 from model.config.loading import describe_all, split_namespaces
@@ -62,7 +63,6 @@ from model.config.network import (
 from model.config.nodes import (
     DEFAULT_MAX_PODS,
     RESERVED_CAPACITY,
-    AutoscalerSettings,
     CapacityType,
     GpuNodeGroupSettings,
     GpuSharingSettings,
@@ -314,10 +314,10 @@ class PlatformConfig(Settings):
         """Each plane's rules that need the rest of the stack, in the order of the planes."""
         for check in (
             check_storage,
-            check_gpu_software,
+            check_gpu_operator,
             check_scheduling,
             check_multikueue,
-            check_autoscaling,
+            check_workload_autoscaling,
             check_observability,
             check_alerts,
             check_selftest,

@@ -1,9 +1,9 @@
-"""The data plane's config: system nodes, GPU node groups and the cluster-autoscaler."""
+"""The data plane's config: system nodes and GPU node groups."""
 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -20,6 +20,7 @@ from model.config.base import (
     shaped,
 )
 from model.config.bounds import INT32_MAX, WEEK_MINUTES
+from model.config.gpu_operator import moved_mig_strategy
 from model.config.references import GPU_POOL, names
 from model.config.repair import NodeRepairSettings, check_repair_fits
 from model.config.tuning import GpuTuningSettings, check_tuning
@@ -124,7 +125,8 @@ class GpuSharingSettings(Settings):
     mode: Literal["none", "time-slicing", "mps", "mig"] = Field(
         "none",
         description="`time-slicing` for light inference, `mps` for small training jobs, `mig` "
-        "to partition A100/H100/H200/B200 GPUs; `none` gives each pod whole GPUs.",
+        "to partition A100/H100/H200/B200 GPUs (cut as gpu_operator.mig_strategy says); `none` "
+        "gives each pod whole GPUs.",
     )
     replicas: Int = Field(
         1,
@@ -132,12 +134,15 @@ class GpuSharingSettings(Settings):
         le=48,
         description="Pods per GPU: 2 to 48 with time-slicing or MPS; 1 (whole GPUs) otherwise.",
     )
-    mig_strategy: Literal["single", "mixed"] = Field(
-        "single",
-        description="MIG: `single` cuts every GPU into seven 1g slices, each advertised as "
-        "nvidia.com/gpu; `mixed` uses the GPU Operator's all-balanced layout (two 1g, one 2g, "
-        "one 3g per GPU), advertised as nvidia.com/mig-<profile>.",
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mig_strategy_moved(cls, data: Any) -> Any:
+        # The per-pool key this setting once had; a stack file that still sets it is told
+        # where it went rather than only that the key is unknown.
+        if isinstance(data, dict) and "mig_strategy" in data:
+            raise moved_mig_strategy(data["mig_strategy"])
+        return data
 
     @model_validator(mode="after")
     def _replicas_need_sharing(self) -> GpuSharingSettings:
@@ -387,6 +392,12 @@ class GpuNodeGroupSettings(Settings):
         return [CATALOG[t] for t in self.instance_types]
 
     @property
+    def hugepages_2mi(self) -> int:
+        """2 MiB hugepages a node reserves at boot: EFA groups only (for libfabric); mixed
+        types reserve the smallest count any of them needs."""
+        return min(i.hugepages_2mi for i in self.instances) if self.efa else 0
+
+    @property
     def cpus_per_gpu(self) -> int:
         """Whole CPUs a training pod takes per GPU on any of the group's types: the vCPUs less
         the kubelet's reserved CPUs and the DaemonSets' share, over the GPUs, floored."""
@@ -414,24 +425,3 @@ class GpuNodeGroupSettings(Settings):
     @property
     def addresses_per_node(self) -> int:
         return max(r.addresses_per_node(self.max_pods) for r in self.instances)
-
-
-class AutoscalerSettings(Settings):
-    """cluster-autoscaler (provider aws): scales every node group, GPU groups from zero."""
-
-    enabled: bool = Field(True, description="Deploy cluster-autoscaler.")
-    # cluster-autoscaler's priority expander reads its ConfigMap's priorities as Go ints
-    # (expander/priority/priority.go); the platform writes them as 1 to 100.
-    priorities: dict[CapacityType, Annotated[Int, Field(ge=1, le=100)]] = Field(
-        default_factory=lambda: {
-            "capacity_block": 40,
-            "reservation": 30,
-            "on_demand": 20,
-            "spot": 10,
-        },
-        description="Priority expander: when several groups fit a pending pod, the highest "
-        "wins. Default: reserved capacity (already paid for), then on-demand, then spot.",
-    )
-    scale_down_delay_after_add_minutes: Int = Field(
-        10, ge=0, le=WEEK_MINUTES, description="No scale-down this long after any scale-up."
-    )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from model.catalog import MIG_PROFILES
+from model.config.gpu_operator import MigStrategy
 from model.config.nodes import GpuNodeGroupSettings, GpuSharingSettings
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ class GpuPool:
     # EFA devices a node advertises (vpc.amazonaws.com/efa); 0 off AWS or without EFA.
     efa_interfaces: int
     sharing: GpuSharingSettings
+    # The cluster's one MIG strategy (gpu_operator.mig_strategy): how a MIG pool's GPUs are cut
+    # and advertised.
+    mig_strategy: MigStrategy
     # 2 MiB hugepages a node reserves at boot (EFA groups, for libfabric); 0 elsewhere.
     hugepages_2mi: int = 0
     # Whole CPUs a training pod takes per GPU (components/jobs.resources); None on an existing
@@ -63,7 +67,7 @@ class GpuPool:
         return f"{2 * self.hugepages_2mi}Mi" if self.hugepages_2mi else None
 
 
-def pool_of_group(group: GpuNodeGroupSettings) -> GpuPool:
+def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> GpuPool:
     row = min(group.instances, key=lambda i: i.gpus)
     return GpuPool(
         name=group.name,
@@ -75,15 +79,15 @@ def pool_of_group(group: GpuNodeGroupSettings) -> GpuPool:
         fabric="efa" if group.efa else "tcp",
         efa_interfaces=row.efa_interfaces if group.efa else 0,
         sharing=group.gpu_sharing,
-        # Mixed types reserve the smallest count any of them needs.
-        hugepages_2mi=min(i.hugepages_2mi for i in group.instances) if group.efa else 0,
+        mig_strategy=mig_strategy,
+        hugepages_2mi=group.hugepages_2mi,
         cpus_per_gpu=group.cpus_per_gpu,
         instance_types=tuple(group.instance_types),
         capacity=group.capacity,
     )
 
 
-def pool_of_onprem(pool: OnPremGpuPoolSettings) -> GpuPool:
+def pool_of_onprem(pool: OnPremGpuPoolSettings, mig_strategy: MigStrategy) -> GpuPool:
     return GpuPool(
         name=pool.name,
         node_selector=dict(pool.node_selector),
@@ -94,12 +98,14 @@ def pool_of_onprem(pool: OnPremGpuPoolSettings) -> GpuPool:
         fabric=pool.fabric,
         efa_interfaces=0,
         sharing=pool.gpu_sharing,
+        mig_strategy=mig_strategy,
         cpus_per_gpu=pool.cpus_per_gpu,
     )
 
 
 def gpu_pools(cfg: PlatformConfig) -> list[GpuPool]:
     """Every GPU pool of the stack, in config order."""
+    strategy = cfg.gpu_operator.mig_strategy
     if cfg.provider == "aws":
-        return [pool_of_group(g) for g in cfg.gpu_node_groups]
-    return [pool_of_onprem(p) for p in cfg.existing.gpu_pools]
+        return [pool_of_group(g, strategy) for g in cfg.gpu_node_groups]
+    return [pool_of_onprem(p, strategy) for p in cfg.existing.gpu_pools]

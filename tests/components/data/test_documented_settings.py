@@ -43,19 +43,21 @@ def gpu_group(**overrides) -> GpuNodeGroupSettings:
 
 
 @pytest.mark.parametrize(
-    ("sharing", "resources"),
+    ("sharing", "strategy", "resources"),
     [
         # p5.48xlarge: 8 × H100 (EC2 accelerated computing specifications).
-        (None, {"nvidia.com/gpu": "8"}),
+        (None, "single", {"nvidia.com/gpu": "8"}),
         # NVIDIA device plugin time-slicing: each GPU is advertised `replicas` times; 8 × 4.
-        ({"mode": "time-slicing", "replicas": 4}, {"nvidia.com/gpu": "32"}),
+        # The cluster's MIG strategy does not touch a pool that is not cut.
+        ({"mode": "time-slicing", "replicas": 4}, "mixed", {"nvidia.com/gpu": "32"}),
         # NVIDIA MIG user guide: H100 splits into at most 7 × 1g slices; strategy single
         # advertises them as nvidia.com/gpu, 8 × 7.
-        ({"mode": "mig"}, {"nvidia.com/gpu": "56"}),
+        ({"mode": "mig"}, "single", {"nvidia.com/gpu": "56"}),
         # MIG mixed advertises nvidia.com/mig-<profile>; the balanced layout is two 1g.10gb,
         # one 2g.20gb and one 3g.40gb per H100 80GB (GPU Operator default mig-parted config).
         (
-            {"mode": "mig", "mig_strategy": "mixed"},
+            {"mode": "mig"},
+            "mixed",
             {
                 "nvidia.com/mig-1g.10gb": "16",
                 "nvidia.com/mig-2g.20gb": "8",
@@ -64,9 +66,11 @@ def gpu_group(**overrides) -> GpuNodeGroupSettings:
         ),
     ],
 )
-def test_autoscaler_sees_the_gpus_a_node_will_offer_so_it_can_scale_from_zero(sharing, resources):
+def test_autoscaler_sees_the_gpus_a_node_will_offer_so_it_can_scale_from_zero(
+    sharing, strategy, resources
+):
     settings = {"gpu_sharing": sharing} if sharing else {}
-    tags = autoscaler_tags(gpu_group(**settings))
+    tags = autoscaler_tags(gpu_group(**settings), strategy)
     advertised = {
         k.removeprefix(f"{TEMPLATE}/resources/"): v
         for k, v in tags.items()
@@ -77,12 +81,12 @@ def test_autoscaler_sees_the_gpus_a_node_will_offer_so_it_can_scale_from_zero(sh
 
 def test_autoscaler_sees_the_efa_interfaces_of_an_efa_node():
     # EC2 User Guide, EFA supported instance types: p5.48xlarge has 32 EFA interfaces.
-    tags = autoscaler_tags(gpu_group(efa=True))
+    tags = autoscaler_tags(gpu_group(efa=True), "single")
     assert tags[f"{TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "32"
 
 
 def test_autoscaler_sees_the_gpu_taint_so_it_does_not_expect_ordinary_pods_to_fit():
-    tags = autoscaler_tags(gpu_group())
+    tags = autoscaler_tags(gpu_group(), "single")
     taints = {k: v for k, v in tags.items() if "/taint/" in k}
     assert taints == {f"{TEMPLATE}/taint/nvidia.com/gpu": "present:NoSchedule"}
 

@@ -51,8 +51,9 @@ def test_release_only_where_a_group_has_efa_and_only_for_its_types(stack, types)
 def test_plugin_selects_every_efa_node_and_no_other(stack):
     selector = efa_releases(stack)[0].inputs["values"]["nodeSelector"]
     assert selector == {"gpu-platform/fabric": "efa"}
-    for group in stack_config(stack).gpu_node_groups:
-        labels = node_labels(group)
+    cfg = stack_config(stack)
+    for group in cfg.gpu_node_groups:
+        labels = node_labels(group, cfg.gpu_operator.mig_strategy)
         selected = all(labels.get(k) == v for k, v in selector.items())
         assert selected == group.efa, group.name
 

@@ -24,23 +24,28 @@ def operator_release(stack: str):
     return release
 
 
-def group(name="g", **fields):
+def group(name="g", mig_strategy="single", **fields):
     return pool_of_group(
-        GpuNodeGroupSettings(**{"name": name, "instance_types": ["p5.48xlarge"], **fields})
+        GpuNodeGroupSettings(**{"name": name, "instance_types": ["p5.48xlarge"], **fields}),
+        mig_strategy,
     )
 
 
-def onprem(**fields):
+def onprem(mig_strategy="single", **fields):
     base = {"name": "lab", "node_selector": {"lab/gpu": "a100"}, "gpu_model": "A100"}
     return pool_of_onprem(
         OnPremGpuPoolSettings(
             **{**base, "gpu_memory_gib": 80, "gpus_per_node": 8, "nodes": 2, **fields}
-        )
+        ),
+        mig_strategy,
     )
 
 
 def values(*pools, on_aws=True, **settings):
-    return helm_values(pools, GpuOperatorSettings(**settings), on_aws)
+    """The chart values for `pools`, under the one MIG strategy they were made with (as
+    PlatformConfig.gpu_pools gives every pool gpu_operator.mig_strategy)."""
+    (strategy,) = {p.mig_strategy for p in pools}
+    return helm_values(pools, GpuOperatorSettings(mig_strategy=strategy, **settings), on_aws)
 
 
 def entry(vals, key):
@@ -141,8 +146,17 @@ def test_mps_entry_has_the_device_plugin_v1_shape():
 
 @pytest.mark.parametrize("strategy", ["single", "mixed"])
 def test_mig_entry_and_cluster_strategy_agree(strategy):
-    vals = values(group(gpu_sharing={"mode": "mig", "mig_strategy": strategy}))
+    vals = values(group(mig_strategy=strategy, gpu_sharing={"mode": "mig"}))
     assert entry(vals, f"mig-{strategy}") == {"version": "v1", "flags": {"migStrategy": strategy}}
+    assert vals["mig"] == {"strategy": strategy}
+
+
+@pytest.mark.parametrize("strategy", ["single", "mixed"])
+def test_cluster_mig_strategy_is_the_gpu_operator_setting_even_without_mig_pools(strategy):
+    # ClusterPolicy spec.mig.strategy (shared/crds/nvidia.com/ClusterPolicy.v1.json) is one
+    # value for the cluster: it is what gpu_operator.mig_strategy says, whatever the pools.
+    pools = [onprem(mig_strategy=strategy)]
+    vals = helm_values(pools, GpuOperatorSettings(mig_strategy=strategy), on_aws=False)
     assert vals["mig"] == {"strategy": strategy}
 
 
@@ -152,17 +166,19 @@ def test_whole_gpu_nodes_get_the_default_entry_without_a_label():
     assert (config["create"], config["default"]) == (True, "default")
     assert entry(vals, "default") == {"version": "v1"}
     assert "nvidia.com/device-plugin.config" not in node_labels(
-        GpuNodeGroupSettings(name="g", instance_types=["p5.48xlarge"])
+        GpuNodeGroupSettings(name="g", instance_types=["p5.48xlarge"]), "single"
     )
 
 
+# Every sharing mode, with MIG under both cluster strategies and a shared mode under mixed too
+# (a cluster whose MIG pools are mixed still has time-sliced ones).
 SHARING_MODES = [
-    {"mode": "none"},
-    {"mode": "time-slicing", "replicas": 4},
-    {"mode": "time-slicing", "replicas": 8},
-    {"mode": "mps", "replicas": 2},
-    {"mode": "mig"},
-    {"mode": "mig", "mig_strategy": "mixed"},
+    ({"mode": "none"}, "single"),
+    ({"mode": "time-slicing", "replicas": 4}, "single"),
+    ({"mode": "time-slicing", "replicas": 8}, "mixed"),
+    ({"mode": "mps", "replicas": 2}, "single"),
+    ({"mode": "mig"}, "single"),
+    ({"mode": "mig"}, "mixed"),
 ]
 
 
@@ -183,20 +199,16 @@ def test_every_label_a_stacks_pool_carries_names_a_defined_config(stack):
     _check_labels_resolve(cfg.gpu_pools, vals)
     # On AWS, the labels the node groups really carry (with the stack's own extra labels).
     for group_settings in cfg.gpu_node_groups:
-        labels = node_labels(group_settings)
+        labels = node_labels(group_settings, cfg.gpu_operator.mig_strategy)
         config = labels.get("nvidia.com/device-plugin.config", "default")
         assert config in vals["devicePlugin"]["config"]["data"], group_settings.name
 
 
 @pytest.mark.parametrize("strategy", ["single", "mixed"])
 def test_every_label_of_every_sharing_mode_names_a_defined_config(strategy):
-    # mig.strategy is cluster-wide: one stack holds MIG pools of one strategy only.
-    modes = [
-        s
-        for s in SHARING_MODES
-        if s["mode"] != "mig" or s.get("mig_strategy", "single") == strategy
-    ]
-    pools = [group(f"g{i}", gpu_sharing=s) for i, s in enumerate(modes)]
+    # mig.strategy is cluster-wide: every pool of a stack is made under the one strategy.
+    modes = [sharing for sharing, _ in SHARING_MODES]
+    pools = [group(f"g{i}", strategy, gpu_sharing=s) for i, s in enumerate(modes)]
     _check_labels_resolve(pools, values(*pools))
 
 
@@ -204,7 +216,7 @@ def test_aws_node_group_labels_are_the_operator_labels():
     settings = GpuNodeGroupSettings(
         name="g", instance_types=["p5.48xlarge"], gpu_sharing={"mode": "mps", "replicas": 2}
     )
-    assert node_labels(settings)["nvidia.com/device-plugin.config"] == "mps-2"
+    assert node_labels(settings, "mixed")["nvidia.com/device-plugin.config"] == "mps-2"
 
 
 # ------------------------------------------------------------------------------------ MIG
@@ -225,7 +237,7 @@ def test_mig_layouts_cut_each_gpu_into_its_documented_profiles(instance_type, pr
     one, two, three = profiles
     for strategy in ("single", "mixed"):
         pool = group(
-            instance_types=[instance_type], gpu_sharing={"mode": "mig", "mig_strategy": strategy}
+            mig_strategy=strategy, instance_types=[instance_type], gpu_sharing={"mode": "mig"}
         )
         layouts = mig_configs(values(pool))
         assert layouts["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
@@ -245,12 +257,8 @@ def test_mig_manager_defaults_to_mig_off_and_is_left_alone_without_mig_pools():
 
 
 def test_two_gpu_models_get_their_own_mig_layouts():
-    a100 = group(
-        "a", instance_types=["p4d.24xlarge"], gpu_sharing={"mode": "mig", "mig_strategy": "mixed"}
-    )
-    h200 = group(
-        "h", instance_types=["p5en.48xlarge"], gpu_sharing={"mode": "mig", "mig_strategy": "mixed"}
-    )
+    a100 = group("a", "mixed", instance_types=["p4d.24xlarge"], gpu_sharing={"mode": "mig"})
+    h200 = group("h", "mixed", instance_types=["p5en.48xlarge"], gpu_sharing={"mode": "mig"})
     layouts = mig_configs(values(a100, h200))
     assert {"all-balanced-1g.5gb", "all-balanced-1g.18gb"} <= set(layouts)
     assert operator_labels(a100)["nvidia.com/mig.config"] == "all-balanced-1g.5gb"
@@ -260,13 +268,13 @@ def test_two_gpu_models_get_their_own_mig_layouts():
 # ----------------------------------------------------------- chart keys and ClusterPolicy
 
 
-@pytest.mark.parametrize("sharing", SHARING_MODES)
+@pytest.mark.parametrize(("sharing", "strategy"), SHARING_MODES)
 @pytest.mark.parametrize("on_aws", [True, False])
-def test_values_of_each_mode_and_provider_are_keys_the_chart_reads(sharing, on_aws):
+def test_values_of_each_mode_and_provider_are_keys_the_chart_reads(sharing, strategy, on_aws):
     pool = (
-        group(gpu_sharing=sharing, efa=True)
+        group(mig_strategy=strategy, gpu_sharing=sharing, efa=True)
         if on_aws
-        else onprem(gpu_sharing=sharing, fabric="roce")
+        else onprem(mig_strategy=strategy, gpu_sharing=sharing, fabric="roce")
     )
     assert chart.unknown_keys(*CHART, values(pool, on_aws=on_aws), K8S) == []
 
@@ -286,9 +294,9 @@ CLUSTER_POLICY_REQUIRED = (
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("sharing", SHARING_MODES)
-def test_values_fit_the_cluster_policy_crd(sharing):
-    vals = values(group(gpu_sharing=sharing, efa=True))
+@pytest.mark.parametrize(("sharing", "strategy"), SHARING_MODES)
+def test_values_fit_the_cluster_policy_crd(sharing, strategy):
+    vals = values(group(mig_strategy=strategy, gpu_sharing=sharing, efa=True))
     spec = {key: {} for key in CLUSTER_POLICY_REQUIRED}
     for section, fields in CLUSTER_POLICY_FIELDS.items():
         spec[section] = {f: vals[section][f] for f in fields if f in vals.get(section, {})}

@@ -245,9 +245,9 @@ def test_boot_script_is_valid_bash():
 def test_autoscaler_sees_the_hugepages_of_an_efa_node_from_zero():
     # cluster-autoscaler cloudprovider/aws/README.md, "Scaling a node group to 0": resources
     # as quantities. 5128 pages x 2 MiB = 10256Mi.
-    tags = autoscaler_tags(gpu_group(efa=True))
+    tags = autoscaler_tags(gpu_group(efa=True), "single")
     assert tags[f"{NODE_TEMPLATE}/resources/hugepages-2Mi"] == "10256Mi"
-    assert f"{NODE_TEMPLATE}/resources/hugepages-2Mi" not in autoscaler_tags(gpu_group())
+    assert f"{NODE_TEMPLATE}/resources/hugepages-2Mi" not in autoscaler_tags(gpu_group(), "single")
 
 
 def test_plan_shows_gpu_tuning_per_group():

@@ -109,14 +109,19 @@ def group(**overrides) -> GpuNodeGroupSettings:
 
 
 @pytest.mark.parametrize(
-    ("settings", "resources"),
+    ("settings", "strategy", "resources"),
     [
-        ({}, {"nvidia.com/gpu": 8}),
-        ({"gpu_sharing": {"mode": "time-slicing", "replicas": 4}}, {"nvidia.com/gpu": 32}),
-        ({"gpu_sharing": {"mode": "mps", "replicas": 2}}, {"nvidia.com/gpu": 16}),
-        ({"gpu_sharing": {"mode": "mig"}}, {"nvidia.com/gpu": 56}),
+        ({}, "single", {"nvidia.com/gpu": 8}),
         (
-            {"gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
+            {"gpu_sharing": {"mode": "time-slicing", "replicas": 4}},
+            "single",
+            {"nvidia.com/gpu": 32},
+        ),
+        ({"gpu_sharing": {"mode": "mps", "replicas": 2}}, "mixed", {"nvidia.com/gpu": 16}),
+        ({"gpu_sharing": {"mode": "mig"}}, "single", {"nvidia.com/gpu": 56}),
+        (
+            {"gpu_sharing": {"mode": "mig"}},
+            "mixed",
             {
                 "nvidia.com/mig-1g.10gb": 16,
                 "nvidia.com/mig-2g.20gb": 8,
@@ -125,41 +130,44 @@ def group(**overrides) -> GpuNodeGroupSettings:
         ),
         (
             {"instance_types": ["p5en.48xlarge"], "gpu_sharing": {"mode": "mig"}},
+            "single",
             {"nvidia.com/gpu": 56},
         ),
         (
             {"instance_types": ["g5.2xlarge", "g5.12xlarge"], "capacity": "spot"},
+            "mixed",
             {"nvidia.com/gpu": 1},
         ),
     ],
 )
-def test_advertised_resources(settings, resources):
-    assert advertised_resources(group(**settings)) == resources
+def test_advertised_resources(settings, strategy, resources):
+    assert advertised_resources(group(**settings), strategy) == resources
 
 
 # NVIDIA MIG user guide, "Supported MIG Profiles": H200 141GB's smallest slice is 1g.18gb.
 @pytest.mark.parametrize(
-    ("sharing", "label", "plugin_config"),
+    ("strategy", "label", "plugin_config"),
     [
-        ({"mode": "mig"}, "all-1g.18gb", "mig-single"),
-        ({"mode": "mig", "mig_strategy": "mixed"}, "all-balanced-1g.18gb", "mig-mixed"),
+        ("single", "all-1g.18gb", "mig-single"),
+        ("mixed", "all-balanced-1g.18gb", "mig-mixed"),
     ],
 )
-def test_mig_layout_label_names_the_profile_of_the_gpu(sharing, label, plugin_config):
-    labels = node_labels(group(instance_types=["p5en.48xlarge"], gpu_sharing=sharing))
+def test_mig_layout_label_names_the_profile_of_the_gpu(strategy, label, plugin_config):
+    mig = group(instance_types=["p5en.48xlarge"], gpu_sharing={"mode": "mig"})
+    labels = node_labels(mig, strategy)
     assert labels["nvidia.com/mig.config"] == label
     assert labels["nvidia.com/device-plugin.config"] == plugin_config
 
 
 def test_autoscaler_tags_describe_labels_taints_and_resources():
     g = group(efa=True, labels={"team": "llm"})
-    tags = autoscaler_tags(g)
+    tags = autoscaler_tags(g, "single")
     labels = {
         k.removeprefix(f"{NODE_TEMPLATE}/label/"): v
         for k, v in tags.items()
         if k.startswith(f"{NODE_TEMPLATE}/label/")
     }
-    assert labels == node_labels(g)
+    assert labels == node_labels(g, "single")
     assert labels["team"] == "llm"
     taints = {
         k.removeprefix(f"{NODE_TEMPLATE}/taint/"): v
@@ -169,18 +177,23 @@ def test_autoscaler_tags_describe_labels_taints_and_resources():
     assert taints == {"nvidia.com/gpu": "present:NoSchedule"}
     assert tags[f"{NODE_TEMPLATE}/resources/nvidia.com/gpu"] == "8"
     assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "32"
-    assert f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa" not in autoscaler_tags(group())
+    assert f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa" not in autoscaler_tags(
+        group(), "single"
+    )
 
 
 def test_labels_name_group_fabric_capacity_and_type():
     labels = node_labels(
-        group(efa=True, capacity="reservation", capacity_reservation_id="cr-0123456789abcdef0")
+        group(efa=True, capacity="reservation", capacity_reservation_id="cr-0123456789abcdef0"),
+        "single",
     )
     assert labels["nvidia.com/gpu.present"] == "true"
     assert labels["gpu-platform/node-group"] == "g"
     assert labels["gpu-platform/fabric"] == "efa"
     assert labels["gpu-platform/capacity-type"] == "reservation"
     assert labels["gpu-platform/instance-type"] == "p5.48xlarge"
-    mixed = node_labels(group(instance_types=["g5.2xlarge", "g6e.xlarge"], capacity="spot"))
+    mixed = node_labels(
+        group(instance_types=["g5.2xlarge", "g6e.xlarge"], capacity="spot"), "single"
+    )
     assert "gpu-platform/instance-type" not in mixed
     assert "gpu-platform/gpu-model" not in mixed

@@ -59,13 +59,15 @@ SELFTEST_TESTS = Path(__file__).parents[2] / "promtool" / "selftest_alerts_test.
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
 
 
-def aws_config(groups=SHARING_GROUPS, **alerts) -> PlatformConfig:
-    """An AWS stack with the given GPU groups and alert settings, defaults elsewhere."""
+def aws_config(groups=SHARING_GROUPS, mig_strategy="single", **alerts) -> PlatformConfig:
+    """An AWS stack with the given GPU groups, MIG strategy and alert settings, defaults
+    elsewhere."""
     return PlatformConfig.model_validate(
         {
             "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
             "cluster": {"admin_principal_arns": [ADMIN]},
             "gpu_node_groups": groups,
+            "gpu_operator": {"mig_strategy": mig_strategy},
             "alerts": alerts,
         }
     )
@@ -144,8 +146,8 @@ def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
 def test_gpu_missing_counts_physical_gpus_under_mig_mixed(tmp_path):
     """MIG mixed advertises no nvidia.com/gpu but nvidia.com/mig-<profile> slices, four per GPU
     in the balanced layout: a healthy node stays silent, one that lost a GPU fires."""
-    mixed = {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}}
-    rules = prometheus_rule_spec(aws_config([GROUP, mixed]))
+    mixed = {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig"}}
+    rules = prometheus_rule_spec(aws_config([GROUP, mixed], mig_strategy="mixed"))
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     shutil.copy(MIG_MIXED_TESTS, tmp_path / "alerts_test.yaml")
     run_promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)

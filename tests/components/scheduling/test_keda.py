@@ -18,7 +18,7 @@ from components.scheduling.keda import (
     queue_depth_query,
     queue_scaled_object,
 )
-from model.config.autoscaling import GpuAutoscalerSettings, QueueAutoscalerSettings
+from model.config.keda import GpuAutoscalerSettings, QueueAutoscalerSettings
 from model.versions import CHARTS
 from tests.conftest import STACKS, planned
 from tests.helpers import crds

@@ -8,7 +8,7 @@ the admin's nodes may or may not have them, so the operator installs them when t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 # platform derives them from `gpu_sharing`; a hand-set one could name a config nobody defines.
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# The GPU Operator's ClusterPolicy `mig.strategy` (NVIDIA GPU Operator docs, "GPU Operator with
+# MIG"): one value for the whole cluster, read by every MIG node's device plugin and GFD.
+MigStrategy = Literal["single", "mixed"]
+MIG_STRATEGIES: tuple[MigStrategy, ...] = ("single", "mixed")
 
 
 class GpuOperatorSettings(Settings):
@@ -44,9 +48,28 @@ class GpuOperatorSettings(Settings):
         "toolkit. Off: the nodes' container runtime already has it (the AL2023 NVIDIA AMI "
         "does).",
     )
+    mig_strategy: MigStrategy = Field(
+        "single",
+        description="How every MIG pool (gpu_sharing.mode mig) is cut and advertised; the "
+        "operator's mig.strategy is one for the whole cluster. `single` cuts every GPU into "
+        "seven 1g slices, each advertised as nvidia.com/gpu; `mixed` uses the GPU Operator's "
+        "all-balanced layout (two 1g, one 2g, one 3g per GPU), advertised as "
+        "nvidia.com/mig-<profile>.",
+    )
 
 
-def check_gpu_software(cfg: PlatformConfig) -> None:
+def moved_mig_strategy(value: object) -> FieldProblem:
+    """The error for `gpu_sharing.mig_strategy`, the per-pool key this setting replaced."""
+    write = value if value in MIG_STRATEGIES else " or ".join(MIG_STRATEGIES)
+    return FieldProblem(
+        "mig_strategy",
+        "moved to gpu_operator.mig_strategy, because the GPU Operator's mig.strategy is one "
+        "setting for the whole cluster; remove it from this pool and write it once as "
+        f"gpu_operator: {{mig_strategy: {write}}} (got {value!r})",
+    )
+
+
+def check_gpu_operator(cfg: PlatformConfig) -> None:
     """Rules that span the GPU Operator settings and the GPU pools."""
     settings = cfg.gpu_operator
     if cfg.provider == "aws":
@@ -65,29 +88,5 @@ def check_gpu_software(cfg: PlatformConfig) -> None:
                         f"gpu_node_groups[{i}].labels",
                         f"sets {label}, which the platform derives from gpu_sharing so that it "
                         "always names a configuration the GPU Operator defines; remove it and "
-                        "set gpu_sharing (mode, replicas, mig_strategy) instead",
+                        "set gpu_sharing (mode, replicas) and gpu_operator.mig_strategy instead",
                     )
-    _one_mig_strategy(cfg)
-
-
-def _one_mig_strategy(cfg: PlatformConfig) -> None:
-    """The operator's `mig.strategy` is cluster-wide: every MIG pool must want the same one."""
-    if cfg.provider == "aws":
-        pools = [
-            (f"gpu_node_groups[{i}]", g.gpu_sharing) for i, g in enumerate(cfg.gpu_node_groups)
-        ]
-    else:
-        pools = [
-            (f"existing.gpu_pools[{i}]", p.gpu_sharing)
-            for i, p in enumerate(cfg.existing.gpu_pools)
-        ]
-    mig = [(path, sharing.mig_strategy) for path, sharing in pools if sharing.mode == "mig"]
-    for path, strategy in mig[1:]:
-        first_path, first = mig[0]
-        if strategy != first:
-            raise FieldProblem(
-                f"{path}.gpu_sharing.mig_strategy",
-                f"{strategy}, but {first_path} uses {first}: the GPU Operator's mig.strategy "
-                f"is one for the whole cluster; give every MIG pool mig_strategy {first}, or "
-                f"every one {strategy}",
-            )

@@ -2,7 +2,7 @@
 
 Each autoscaler becomes a KEDA `ScaledObject` (components/scheduling/keda.py), which creates the
 `autoscaling/v2` HPA. Rules that need the rest of the config (namespaces, Kueue's queues) are
-in `check_autoscaling`, which PlatformConfig calls.
+in `check_workload_autoscaling`, which PlatformConfig calls.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class WorkloadAutoscalingSettings(Settings):
         return self
 
 
-def check_autoscaling(cfg: PlatformConfig) -> None:
+def check_workload_autoscaling(cfg: PlatformConfig) -> None:
     """One autoscaler per workload; queue autoscalers read Kueue's metrics: Kueue must run
     (that the queue exists is check_references' rule)."""
     auto = cfg.workload_autoscaling

@@ -14,8 +14,8 @@ from infra.stack_warnings import host_driver_rdma
 from model.config import GpuOperatorSettings, OnPremGpuPoolSettings
 from model.config.pools import pool_of_onprem
 from model.stacks import ROOT
-from tests.conftest import AWS_STACKS, planned, stack_config
-from tests.helpers.bad_stacks import assert_refused, aws, case, existing
+from tests.conftest import AWS_STACKS, STACKS, planned, stack_config
+from tests.helpers.bad_stacks import SOURCE, assert_refused, aws, case, existing, plan_bad
 
 POOL = {
     "name": "lab",
@@ -27,8 +27,8 @@ POOL = {
 }
 
 
-def onprem(**fields):
-    return pool_of_onprem(OnPremGpuPoolSettings(**{**POOL, **fields}))
+def onprem(mig_strategy="single", **fields):
+    return pool_of_onprem(OnPremGpuPoolSettings(**{**POOL, **fields}), mig_strategy)
 
 
 def onprem_stack(fabric: str, mofed_preinstalled: bool, install_driver: bool = False):
@@ -121,7 +121,7 @@ def test_shipped_dev_pool_report_counts_time_sliced_replicas():
 
 
 def test_onprem_pool_report_tells_the_admin_which_labels_its_nodes_need():
-    report = pool_report(onprem(gpu_sharing={"mode": "mig", "mig_strategy": "mixed"}))
+    report = pool_report(onprem("mixed", gpu_sharing={"mode": "mig"}))
     # A100-SXM4-80GB mixed: two 1g.10gb, one 2g.20gb and one 3g.40gb per GPU, 8 GPUs.
     assert report["per_node"] == {
         "nvidia.com/mig-1g.10gb": 16,
@@ -161,37 +161,10 @@ BAD = [
         "mps-one-replica",
     ),
     case(
-        aws(
-            gpu_node_groups=[
-                {**GROUP, "gpu_sharing": {"mode": "mig"}},
-                {**GROUP, "name": "b", "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
-            ]
-        ),
-        "gpu-platform:gpu_node_groups[1].gpu_sharing.mig_strategy",
-        "mixed, but gpu_node_groups[0] uses single",
-        "mig.strategy is one for the whole cluster",
-        "mig-strategies-disagree-aws",
-    ),
-    case(
-        lab(
-            {**POOL, "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
-            {
-                **POOL,
-                "name": "b",
-                "node_selector": {"lab/gpu": "b"},
-                "gpu_sharing": {"mode": "mig"},
-            },
-        ),
-        "gpu-platform:existing.gpu_pools[1].gpu_sharing.mig_strategy",
-        "single, but existing.gpu_pools[0] uses mixed",
-        "give every MIG pool mig_strategy mixed",
-        "mig-strategies-disagree-onprem",
-    ),
-    case(
         aws(gpu_node_groups=[{**GROUP, "labels": {"nvidia.com/device-plugin.config": "mps-9"}}]),
         "gpu-platform:gpu_node_groups[0].labels",
         "sets nvidia.com/device-plugin.config",
-        "set gpu_sharing (mode, replicas, mig_strategy) instead",
+        "set gpu_sharing (mode, replicas) and gpu_operator.mig_strategy instead",
         "hand-set-operator-label",
     ),
     case(
@@ -200,6 +173,13 @@ BAD = [
         "true",
         "AL2023 NVIDIA AMI",
         "driver-install-on-aws",
+    ),
+    case(
+        aws(gpu_operator={"mig_strategy": "balanced"}),
+        "gpu-platform:gpu_operator.mig_strategy",
+        "'balanced'",
+        "valid values are 'single' or 'mixed'",
+        "unknown-mig-strategy",
     ),
     case(
         lab(POOL) | {"gpu-platform:gpu_operator": {"namespce": "gpu"}},
@@ -212,10 +192,97 @@ BAD = [
 
 
 @pytest.mark.parametrize(("stack", "path", "value", "valid"), BAD)
-def test_bad_gpu_software_is_refused_at_its_key(
+def test_bad_gpu_operator_settings_are_refused_at_its_key(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+# ------------------------------------------------------------------------- MIG strategy
+
+
+def test_default_mig_strategy_is_the_charts_single():
+    """gpu-operator v26.7.0 deployments/gpu-operator/values.yaml (shared/charts/gpu-operator/
+    v26.7.0/values.yaml): `mig: strategy: single`. No shipped stack sets it, so every one
+    renders the chart's default."""
+    assert GpuOperatorSettings().mig_strategy == "single"
+    for stack in STACKS:
+        (release,) = [
+            r
+            for r in planned(stack).of_type("kubernetes:helm.sh/v3:Release")
+            if r.inputs["chart"] == "gpu-operator"
+        ]
+        assert release.inputs["values"]["mig"] == {"strategy": "single"}, stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_pool_is_cut_as_the_clusters_one_mig_strategy_says(stack):
+    """NVIDIA GPU Operator docs, "GPU Operator with MIG": `mig.strategy` is set once in the
+    ClusterPolicy. With gpu_operator.mig_strategy mixed, every MIG pool of the stack is labelled
+    for the balanced layout and advertises nvidia.com/mig-<profile>, none nvidia.com/gpu."""
+    cfg = stack_config(stack)
+    mixed = cfg.model_copy(update={"gpu_operator": GpuOperatorSettings(mig_strategy="mixed")})
+    for pool in mixed.gpu_pools:
+        assert pool.mig_strategy == "mixed", pool.name
+        if pool.sharing.mode != "mig":
+            continue
+        report = pool_report(pool)
+        assert report["node_labels"]["nvidia.com/device-plugin.config"] == "mig-mixed"
+        assert report["node_labels"]["nvidia.com/mig.config"].startswith("all-balanced-")
+        assert "nvidia.com/gpu" not in report["per_node"]
+
+
+# A stack file written for the per-pool key: told where the setting went, on every provider,
+# at each pool that sets it, with the value to write (or the valid ones when it had none).
+MOVED_TO = (
+    "moved to gpu_operator.mig_strategy, because the GPU Operator's mig.strategy is one setting "
+    "for the whole cluster; remove it from this pool and write it once as gpu_operator: "
+)
+MOVED = [
+    pytest.param(
+        aws(
+            gpu_node_groups=[
+                {**GROUP, "gpu_sharing": {"mode": "mig"}},
+                {**GROUP, "name": "b", "gpu_sharing": {"mode": "mig", "mig_strategy": "mixed"}},
+            ]
+        ),
+        [
+            "gpu-platform:gpu_node_groups[1].gpu_sharing.mig_strategy: "
+            f"{MOVED_TO}{{mig_strategy: mixed}} (got 'mixed')"
+        ],
+        id="aws",
+    ),
+    pytest.param(
+        lab(
+            {**POOL, "gpu_sharing": {"mode": "mig", "mig_strategy": "single"}},
+            {
+                **POOL,
+                "name": "b",
+                "node_selector": {"lab/gpu": "b"},
+                "gpu_sharing": {"mode": "mig", "mig_strategy": "half"},
+            },
+        ),
+        [
+            "gpu-platform:existing.gpu_pools[0].gpu_sharing.mig_strategy: "
+            f"{MOVED_TO}{{mig_strategy: single}} (got 'single')",
+            "gpu-platform:existing.gpu_pools[1].gpu_sharing.mig_strategy: "
+            f"{MOVED_TO}{{mig_strategy: single or mixed}} (got 'half')",
+        ],
+        id="onprem",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stack", "expected"), MOVED)
+def test_per_pool_mig_strategy_is_refused_with_where_it_moved(
+    tmp_path, monkeypatch, capsys, stack, expected
+):
+    code, output = plan_bad(tmp_path, monkeypatch, capsys, stack)
+    assert code == 2, output
+    assert output.startswith(f"{SOURCE}: invalid gpu-platform configuration"), output
+    assert [line for line in output.splitlines() if "mig_strategy" in line] == [
+        f"  - {line}" for line in expected
+    ], output
 
 
 # ---------------------------------------------------------- VM nodes (docs/gpu-nodes.md)
