@@ -1,0 +1,61 @@
+"""Every alert setting reaches the PrometheusRule (STYLE.md §14): every stack and golden file
+uses the defaults, so a duration or threshold written into components/observability/alerts.py
+as a literal would pass them; test_alerts.py varies four of the thirteen. Here one stack sets
+every one to a value no default has, and each rule follows it."""
+
+from __future__ import annotations
+
+from components.observability.alerts import prometheus_rule_spec
+from model.config import PlatformConfig
+from model.config.alerts import AlertSettings
+from tests.helpers.bad_stacks import ADMIN
+
+VARIED = {
+    "runbook_base_url": "https://wiki.example.com/gpu-runbooks",
+    "idle_utilisation_percent": 20,
+    "idle_for": "45m",
+    "framebuffer_full_percent": 97,
+    "framebuffer_full_for": "7m",
+    "temperature_celsius": 88,
+    "temperature_for": "3m",
+    "migration_framebuffer_percent": 92,
+    "migration_for": "12m",
+    "xid_window": "20m",
+    "gpu_missing_for": "15m",
+    "queue_depth": 12,
+    "queue_depth_for": "6m",
+    "node_condition_for": "8m",
+}
+
+
+def rules() -> dict[str, dict]:
+    cfg = PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": [{"name": "a100", "instance_types": ["p4d.24xlarge"]}],
+            "alerts": VARIED,
+        }
+    )
+    return {r["alert"]: r for g in prometheus_rule_spec(cfg)["groups"] for r in g["rules"]}
+
+
+def test_every_alert_setting_is_the_stack_s_not_the_default():
+    assert set(VARIED) == set(AlertSettings.model_fields), "a new alert setting: vary it here"
+    r = rules()
+    assert r["GpuIdle"]["expr"].endswith("< 20") and r["GpuIdle"]["for"] == "45m"
+    assert r["GpuFramebufferFull"]["expr"].endswith("> 97")
+    assert r["GpuFramebufferFull"]["for"] == "7m"
+    assert r["GpuTemperatureHigh"]["expr"] == "DCGM_FI_DEV_GPU_TEMP > 88"
+    assert r["GpuTemperatureHigh"]["for"] == "3m"
+    assert r["GpuMigrationCandidate"]["expr"].endswith("> 92")
+    assert r["GpuMigrationCandidate"]["for"] == "12m"
+    assert r["GpuXidError"]["expr"] == "max_over_time(DCGM_FI_DEV_XID_ERRORS[20m]) > 0"
+    assert r["GpuMissing"]["for"] == "15m"
+    assert r["KueueQueueBacklog"]["expr"].endswith("> 12")
+    assert r["KueueQueueBacklog"]["for"] == "6m"
+    assert r["EksNodeConditionFailed"]["for"] == "8m"
+    for name, rule in r.items():
+        assert rule["annotations"]["runbook_url"] == (
+            f"https://wiki.example.com/gpu-runbooks#{name.lower()}"
+        )
