@@ -25,6 +25,9 @@ class PlatformComponent(pulumi.ComponentResource):
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"gpu-platform:{self.PLANE}:{type(self).__name__}", name, None, opts)
+        # The stack outputs it exports, computed from what it was given: infra/composition.py
+        # only merges them.
+        self.outputs: dict[str, pulumi.Input] = {}
 
     def child(self, **options: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, **options)

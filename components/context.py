@@ -1,8 +1,13 @@
-"""What every plane of a stack shares by default: the cluster's name and the tags on every AWS
-resource (where add-ons run: components/system_node_group.add_on_nodes). Split from
-infra/composition.py, which wires the planes."""
+"""What every component of a stack shares: the stack's name (which prefixes every resource's
+name), the registry mirror it pulls images from, whether its stateful resources are protected,
+and the tags on every AWS resource. Built once from the config (`StackContext.of`) and handed to
+each component, instead of a copy of each field in every component's Args; what only one
+component needs stays that component's own field. Where add-ons run:
+components/data/system_node_group.add_on_nodes."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from model.config import NAMESPACE, PlatformConfig
 
@@ -13,3 +18,28 @@ def cluster_name(env: str) -> str:
 
 def default_tags(env: str, cfg: PlatformConfig) -> dict[str, str]:
     return {"gpu-platform:stack": env, "managed-by": "pulumi", **cfg.aws.tags}
+
+
+@dataclass(frozen=True)
+class StackContext:
+    # The stack's name: the prefix of every resource's name.
+    env: str
+    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
+    registry_mirror: str | None = None
+    # Production stacks (`protect_stateful`): Pulumi refuses to delete their stateful resources
+    # (what holds data or would be slow to get back), and the self-test's image repository is
+    # not deleted with its images.
+    protect: bool = False
+    # On every AWS resource: the provider's default tags, and the launch templates' tag
+    # specifications (provider default tags stop at the launch template); none on-prem.
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, env: str, cfg: PlatformConfig) -> StackContext:
+        # An existing cluster's stack declares no AWS resource to tag.
+        tags = default_tags(env, cfg) if cfg.aws is not None else {}
+        return cls(env, cfg.images.registry_mirror, cfg.protect_stateful, tags)
+
+    @property
+    def cluster_name(self) -> str:
+        return cluster_name(self.env)

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.iam import (
     account_id,
     eks_trust_policy,
@@ -25,7 +26,7 @@ from components.iam import (
 from components.kms import eks_secrets_key_policy, rotated_kms_key
 from components.log_groups import declare_log_group
 from model.config import ClusterSettings, ExistingClusterSettings
-from model.versions import MANAGED_ADDONS, ManagedAddon, in_extended_support
+from model.versions import MANAGED_ADDONS, ManagedAddon, addon_build_report, in_extended_support
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
@@ -134,12 +135,10 @@ class ClusterHandle:
 
 @dataclass(frozen=True)
 class EksControlPlaneArgs:
-    env: str
-    cluster_name: str
+    context: StackContext
     region: str
     cluster: ClusterSettings
     subnet_ids: Sequence[pulumi.Input[str]]
-    protect: bool
 
 
 class EksControlPlane(PlatformComponent):
@@ -152,15 +151,15 @@ class EksControlPlane(PlatformComponent):
         self, name: str, args: EksControlPlaneArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__(name, opts)
-        env, settings = args.env, args.cluster
+        env, settings = args.context.env, args.cluster
 
         role = role_with_policies(f"{env}-eks-cluster", eks_trust_policy(), CLUSTER_POLICIES, self)
         key = rotated_kms_key(
             f"{env}-eks-secrets",
-            f"EKS secrets envelope encryption for {args.cluster_name}",
-            f"{args.cluster_name}-secrets",
+            f"EKS secrets envelope encryption for {args.context.cluster_name}",
+            f"{args.context.cluster_name}-secrets",
             self,
-            args.protect,
+            args.context.protect,
             pulumi.Output.all(account_id(self), role.arn).apply(
                 lambda v: eks_secrets_key_policy(v[0], v[1])
             ),
@@ -168,18 +167,18 @@ class EksControlPlane(PlatformComponent):
         # EKS creates this group on first log write with no retention; owning it sets one.
         log_group = declare_log_group(
             f"{env}-eks-logs",
-            f"/aws/eks/{args.cluster_name}/cluster",
+            f"/aws/eks/{args.context.cluster_name}/cluster",
             settings.log_retention_days,
             settings.log_kms_key_arn,
             settings.create_log_kms_key,
             args.region,
             self,
-            args.protect,
+            args.context.protect,
         )
         cluster = aws.eks.Cluster(
             f"{env}-eks",
             aws.eks.ClusterArgs(
-                name=args.cluster_name,
+                name=args.context.cluster_name,
                 version=settings.kubernetes_version,
                 role_arn=role.arn,
                 vpc_config=aws.eks.ClusterVpcConfigArgs(
@@ -207,7 +206,7 @@ class EksControlPlane(PlatformComponent):
                     support_type=support_type(settings, date.today())
                 ),
             ),
-            self.child(depends_on=[log_group], protect=args.protect),
+            self.child(depends_on=[log_group], protect=args.context.protect),
         )
 
         access: list[pulumi.Resource] = []
@@ -274,9 +273,16 @@ class EksControlPlane(PlatformComponent):
             security_group_id=cluster.vpc_config.cluster_security_group_id,
             ready=list(self.addons),
         )
-        self.register_outputs(
-            {"cluster_name": cluster.name, "endpoint": cluster.endpoint, "oidc": oidc.arn}
-        )
+        # Stack outputs: how to reach the cluster, and each managed add-on's build on its version.
+        self.outputs = {
+            "region": args.region,
+            "cluster_name": cluster.name,
+            "cluster_endpoint": cluster.endpoint,
+            "kubeconfig": self.kubeconfig,
+            "oidc_provider_arn": oidc.arn,
+            "addon_builds": addon_build_report(settings.kubernetes_version),
+        }
+        self.register_outputs(self.outputs)
 
 
 def declare_addons(
@@ -331,7 +337,7 @@ def declare_addons(
 
 @dataclass(frozen=True)
 class ClusterAddonsArgs:
-    env: str
+    context: StackContext
     cluster: ClusterHandle
     after: Sequence[pulumi.Resource] = ()
 
@@ -347,7 +353,7 @@ class ClusterAddons(PlatformComponent):
         super().__init__(name, opts)
         self.addons = declare_addons(
             self,
-            args.env,
+            args.context.env,
             args.cluster.name,
             args.cluster.kubernetes_version,
             needs_nodes=True,
@@ -361,7 +367,7 @@ class ClusterAddons(PlatformComponent):
 
 @dataclass(frozen=True)
 class ExistingClusterArgs:
-    env: str
+    context: StackContext
     existing: ExistingClusterSettings
     kubernetes_version: str
 
@@ -382,7 +388,7 @@ class ExistingCluster(PlatformComponent):
             else existing.kubeconfig_path
         )
         provider = k8s.Provider(
-            f"{args.env}-k8s",
+            f"{args.context.env}-k8s",
             k8s.ProviderArgs(
                 kubeconfig=source, context=existing.context, enable_server_side_apply=True
             ),
@@ -391,4 +397,5 @@ class ExistingCluster(PlatformComponent):
         self.handle = ClusterHandle(
             name=existing.name, kubernetes_version=args.kubernetes_version, kubernetes=provider
         )
-        self.register_outputs({"cluster_name": existing.name})
+        self.outputs = {"cluster_name": existing.name}
+        self.register_outputs(self.outputs)

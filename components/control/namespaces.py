@@ -85,7 +85,9 @@ class Namespaces(PlatformComponent):
             if purpose not in args.existing:
                 self.by_purpose[purpose] = self._namespace(ns, purpose, teams.pop(ns, None))
         self.teams = {team: self._namespace(team, "team", t) for team, t in sorted(teams.items())}
-        self.register_outputs({p: n.metadata.name for p, n in self.by_purpose.items()})
+        # Stack outputs: each purpose's namespace (the ones the cluster already has left out).
+        self.outputs = {"namespaces": {p: n.metadata.name for p, n in self.by_purpose.items()}}
+        self.register_outputs(self.outputs)
 
     def in_purpose(self, purpose: str) -> list[k8s.core.v1.Namespace]:
         """The purpose's namespace where the platform declares it; none where the cluster has

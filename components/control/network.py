@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.log_groups import declare_log_group
 from model.config import AwsSettings, NetworkSettings, subnet_layout
 from model.config.network import nat_zones
@@ -80,12 +81,9 @@ def flow_log_write_policy(log_group_arn: str) -> str:
 
 @dataclass(frozen=True)
 class NetworkArgs:
-    env: str
-    cluster_name: str
+    context: StackContext
     aws: AwsSettings
     network: NetworkSettings
-    # Protects a created flow-log key, as for the platform's other keys.
-    protect: bool = False
 
 
 class Network(PlatformComponent):
@@ -95,7 +93,7 @@ class Network(PlatformComponent):
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        env, net = args.env, args.network
+        env, net = args.context.env, args.network
         layout = subnet_layout(net, args.aws.zones)
 
         vpc = aws.ec2.Vpc(
@@ -148,7 +146,7 @@ class Network(PlatformComponent):
                         cidr_block=str(cidr),
                         availability_zone=zs.zone,
                         map_public_ip_on_launch=False,
-                        tags=subnet_tags(name, args.cluster_name, public),
+                        tags=subnet_tags(name, args.context.cluster_name, public),
                     ),
                     self.child(),
                 )
@@ -203,7 +201,7 @@ class Network(PlatformComponent):
         if net.vpc_endpoints:
             self._endpoints(env, args.aws.region, net, vpc, private_subnets, private_rts)
         if net.flow_logs:
-            self._flow_logs(env, args.aws.region, net, vpc, args.protect)
+            self._flow_logs(env, args.aws.region, net, vpc, args.context.protect)
 
         # EFA OS-bypass traffic must be allowed to and from the group itself, every protocol.
         self.efa_security_group = aws.ec2.SecurityGroup(
@@ -236,14 +234,13 @@ class Network(PlatformComponent):
         self.public_subnet_ids = [public_subnets[z].id for z in self.zones]
         self.private_subnet_ids = [private_subnets[z].id for z in self.zones]
         self.private_subnet_ids_by_zone = {z: private_subnets[z].id for z in self.zones}
-        self.register_outputs(
-            {
-                "vpc_id": self.vpc_id,
-                "public_subnet_ids": self.public_subnet_ids,
-                "private_subnet_ids": self.private_subnet_ids,
-                "efa_security_group_id": self.efa_security_group.id,
-            }
-        )
+        self.outputs = {
+            "vpc_id": self.vpc_id,
+            "public_subnet_ids": self.public_subnet_ids,
+            "private_subnet_ids": self.private_subnet_ids,
+            "efa_security_group_id": self.efa_security_group.id,
+        }
+        self.register_outputs(self.outputs)
 
     def _endpoints(self, env, region, net, vpc, private_subnets, private_rts) -> None:
         aws.ec2.VpcEndpoint(

@@ -12,6 +12,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.data.gpu_node_group import asg_name_pattern
 from components.data.system_node_group import SYSTEM_LABELS
@@ -136,15 +137,12 @@ def helm_values(
 
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
-    env: str
-    cluster_name: str
+    context: StackContext
     region: str
     cluster: ClusterHandle
     groups: Sequence[GpuNodeGroupSettings]
     settings: AutoscalerSettings
     after: Sequence[pulumi.Resource] = ()
-    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
-    registry_mirror: str | None = None
 
 
 class ClusterAutoscaler(PlatformComponent):
@@ -155,16 +153,16 @@ class ClusterAutoscaler(PlatformComponent):
     ):
         super().__init__(name, opts)
         role = role_with_policies(
-            f"{args.env}-cluster-autoscaler",
+            f"{args.context.env}-cluster-autoscaler",
             pod_identity_trust_policy(),
             [],
             self,
             inline_policy=account_id(self).apply(
-                lambda account: iam_policy(args.cluster_name, args.region, account)
+                lambda account: iam_policy(args.context.cluster_name, args.region, account)
             ),
         )
         association = aws.eks.PodIdentityAssociation(
-            f"{args.env}-cluster-autoscaler",
+            f"{args.context.env}-cluster-autoscaler",
             aws.eks.PodIdentityAssociationArgs(
                 cluster_name=args.cluster.name,
                 namespace=NAMESPACE,
@@ -174,17 +172,17 @@ class ClusterAutoscaler(PlatformComponent):
             self.child(),
         )
         self.provisioning_request_crd = crd = k8s.yaml.v2.ConfigFile(
-            f"{args.env}-provisioning-request-crd",
+            f"{args.context.env}-provisioning-request-crd",
             file=PROVISIONING_REQUEST_CRD.format(version=CHARTS["cluster-autoscaler"].version),
             opts=self.child(providers=[args.cluster.kubernetes]),
         )
         self.release = pinned_release(
-            f"{args.env}-cluster-autoscaler",
+            f"{args.context.env}-cluster-autoscaler",
             "cluster-autoscaler",
             NAMESPACE,
             helm_values(
-                args.env,
-                args.cluster_name,
+                args.context.env,
+                args.context.cluster_name,
                 args.region,
                 args.cluster.kubernetes_version,
                 args.groups,
@@ -193,6 +191,6 @@ class ClusterAutoscaler(PlatformComponent):
             self.child(
                 provider=args.cluster.kubernetes, depends_on=[association, crd, *args.after]
             ),
-            mirror=args.registry_mirror,
+            mirror=args.context.registry_mirror,
         )
         self.register_outputs({"release": self.release.name})

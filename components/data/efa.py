@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.data.gpu_node_group import GPU_TAINTS
 from components.helm import pinned_release
@@ -59,14 +60,12 @@ def helm_values(groups: Sequence[GpuNodeGroupSettings], region: str) -> dict:
 
 @dataclass(frozen=True)
 class EfaDevicePluginArgs:
-    env: str
+    context: StackContext
     cluster: ClusterHandle
     groups: Sequence[GpuNodeGroupSettings]
     # aws.region: the EKS registry the plugin's image is pulled from.
     region: str
     after: Sequence[pulumi.Resource] = ()
-    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
-    registry_mirror: str | None = None
 
 
 class EfaDevicePlugin(PlatformComponent):
@@ -77,11 +76,11 @@ class EfaDevicePlugin(PlatformComponent):
     ):
         super().__init__(name, opts)
         self.release = pinned_release(
-            f"{args.env}-efa-device-plugin",
+            f"{args.context.env}-efa-device-plugin",
             "aws-efa-k8s-device-plugin",
             NAMESPACE,
             helm_values(args.groups, args.region),
             self.child(provider=args.cluster.kubernetes, depends_on=list(args.after)),
-            mirror=args.registry_mirror,
+            mirror=args.context.registry_mirror,
         )
         self.register_outputs({"release": self.release.name})

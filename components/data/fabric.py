@@ -18,6 +18,7 @@ from typing import Any
 import pulumi
 
 from components.base import PlatformComponent, plane_labels
+from components.context import StackContext
 from components.helm import pinned_release, privileged_namespace
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
@@ -220,7 +221,7 @@ def ip_pools(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class NetworkOperatorArgs:
-    env: str
+    context: StackContext
     cfg: PlatformConfig
     # Every namespace training pods run in, the training namespace first: the RDMA network is
     # theirs, and Multus looks a network up in the pod's own namespace.
@@ -238,7 +239,7 @@ class NetworkOperator(PlatformComponent):
         self, name: str, args: NetworkOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__(name, opts)
-        env, cfg = args.env, args.cfg
+        env, cfg = args.context.env, args.cfg
         ns = (cfg.fabric or FabricSettings()).namespace
         # The driver, device plugin and CNI DaemonSets run privileged on the hosts.
         namespace = privileged_namespace(f"{env}-ns-{ns}", ns, PART_OF, self)
@@ -248,7 +249,7 @@ class NetworkOperator(PlatformComponent):
             ns,
             network_operator_values(),
             self.child(depends_on=[namespace]),
-            mirror=cfg.images.registry_mirror,
+            mirror=args.context.registry_mirror,
         )
         policy = KubernetesObject(
             f"{env}-nic-cluster-policy",

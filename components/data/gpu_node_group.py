@@ -11,6 +11,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.data.gpu_operator import EFA_RESOURCE, operator_labels
 from components.data.gpu_operator import advertised_resources as pool_resources
@@ -152,13 +153,12 @@ def asg_name_pattern(env: str, group: GpuNodeGroupSettings) -> str:
 
 @dataclass(frozen=True)
 class GpuNodeGroupArgs:
-    env: str
+    context: StackContext
     group: GpuNodeGroupSettings
     cluster: ClusterHandle
     node_role_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
     efa_security_group_id: pulumi.Input[str]
-    tags: dict[str, str]
     # gpu_operator.mig_strategy: the cluster's one, which a MIG group's labels and tags name.
     mig_strategy: MigStrategy
     after: Sequence[pulumi.Resource] = ()
@@ -173,7 +173,7 @@ class GpuNodeGroup(PlatformComponent):
         self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__(name, opts)
-        group, ng_name = args.group, node_group_name(args.env, args.group)
+        group, ng_name = args.group, node_group_name(args.context.env, args.group)
         instance = group.instances[0]
         node_sgs = [args.cluster.security_group_id]
 
@@ -202,7 +202,7 @@ class GpuNodeGroup(PlatformComponent):
                 user_data=group_user_data(group),
                 labels=node_labels(group, args.mig_strategy),
                 taints=GPU_TAINTS,
-                tags={**args.tags, "gpu-platform/node-group": group.name},
+                tags={**args.context.tags, "gpu-platform/node-group": group.name},
                 node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
                 network_interfaces=(
                     efa_interfaces(instance, [*node_sgs, args.efa_security_group_id])
@@ -228,4 +228,6 @@ class GpuNodeGroup(PlatformComponent):
                 ),
                 self.child(),
             )
-        self.register_outputs({"node_group": self.node_group.node_group_name})
+        # Stack output, merged over the groups: its boot-time GPU settings.
+        self.outputs = {"gpu_tuning": {group.name: gpu_tuning_report(group)}}
+        self.register_outputs({"node_group": self.node_group.node_group_name, **self.outputs})

@@ -19,6 +19,7 @@ import pulumi
 import yaml
 
 from components.base import PlatformComponent, plane_labels
+from components.context import StackContext
 from components.data.system_node_group import SYSTEM_LABELS
 from components.helm import pinned_release, privileged_namespace
 from model.catalog import MIG_SLICES
@@ -231,14 +232,12 @@ def dcgm_exporter_url(namespace: str) -> str:
 
 @dataclass(frozen=True)
 class GpuOperatorArgs:
-    env: str
+    context: StackContext
     settings: GpuOperatorSettings
     pools: Sequence[GpuPool]
     on_aws: bool
     after: Sequence[pulumi.Resource] = ()
     host_mofed: bool = False
-    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
-    registry_mirror: str | None = None
 
 
 class GpuOperator(PlatformComponent):
@@ -252,13 +251,13 @@ class GpuOperator(PlatformComponent):
         super().__init__(name, opts)
         ns = args.settings.namespace
         # The driver, toolkit, MIG manager and DCGM pods need host access.
-        namespace = privileged_namespace(f"{args.env}-ns-{ns}", ns, PART_OF, self)
+        namespace = privileged_namespace(f"{args.context.env}-ns-{ns}", ns, PART_OF, self)
         self.release = pinned_release(
-            f"{args.env}-gpu-operator",
+            f"{args.context.env}-gpu-operator",
             "gpu-operator",
             ns,
             helm_values(args.pools, args.settings, args.on_aws, args.host_mofed),
             self.child(depends_on=[namespace, *args.after]),
-            mirror=args.registry_mirror,
+            mirror=args.context.registry_mirror,
         )
         self.register_outputs({"release": self.release.name})

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent, plane_labels
+from components.context import StackContext
 from model.catalog import EFA_RDMA_READ
 from model.config import GpuPool, PlatformConfig
 
@@ -91,15 +92,15 @@ def nccl_env(pool: GpuPool, cfg: PlatformConfig) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class NcclSettingsArgs:
+    context: StackContext
     cfg: PlatformConfig
     # Every namespace jobs run in, the training namespace first.
     namespaces: Sequence[str]
-    env: str
 
 
 class NcclSettings(PlatformComponent):
-    """One `nccl-<pool>` ConfigMap per GPU pool in each namespace jobs run in; `names` are the
-    training namespace's."""
+    """One `nccl-<pool>` ConfigMap per GPU pool in each namespace jobs run in; the stack output
+    names the training namespace's."""
 
     PLANE = "data"
 
@@ -107,12 +108,14 @@ class NcclSettings(PlatformComponent):
         self, name: str, args: NcclSettingsArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__(name, opts)
-        self.names: dict[str, Any] = {}
+        names: dict[str, Any] = {}
         first = args.namespaces[0]
         for pool in args.cfg.gpu_pools:
             for ns in args.namespaces:
                 # The training namespace's keep the names they always had: no replacement.
-                logical = f"{args.env}-nccl-{pool.name}" + ("" if ns == first else f"-in-{ns}")
+                logical = f"{args.context.env}-nccl-{pool.name}" + (
+                    "" if ns == first else f"-in-{ns}"
+                )
                 cm = k8s.core.v1.ConfigMap(
                     logical,
                     metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -122,7 +125,8 @@ class NcclSettings(PlatformComponent):
                     opts=self.child(),
                 )
                 if ns == first:
-                    self.names[pool.name] = pulumi.Output.concat(
+                    names[pool.name] = pulumi.Output.concat(
                         cm.metadata.namespace, "/", cm.metadata.name
                     )
-        self.register_outputs({"configmaps": self.names})
+        self.outputs = {"nccl_configmaps": names}
+        self.register_outputs(self.outputs)

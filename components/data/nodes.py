@@ -14,6 +14,7 @@ import pulumi_aws as aws
 import yaml
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.iam import role_with_policies, service_trust_policy
 from model.catalog import InstanceType
 from model.config import GpuTuningSettings, KubeletSettings, Scaling
@@ -306,7 +307,7 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
 
 @dataclass(frozen=True)
 class NodeRoleArgs:
-    env: str
+    context: StackContext
     ssm_access: bool
 
 
@@ -321,6 +322,6 @@ class NodeRole(PlatformComponent):
         super().__init__(name, opts)
         policies = [*NODE_POLICIES, *([SSM_POLICY] if args.ssm_access else [])]
         self.role = role_with_policies(
-            f"{args.env}-node", service_trust_policy("ec2.amazonaws.com"), policies, self
+            f"{args.context.env}-node", service_trust_policy("ec2.amazonaws.com"), policies, self
         )
         self.register_outputs({"arn": self.role.arn})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.data.nodes import (
     ManagedNodeGroupSpec,
@@ -35,12 +36,11 @@ SYSTEM_KUBELET = KubeletSettings(topology_manager_policy="none", cpu_manager_pol
 
 @dataclass(frozen=True)
 class SystemNodeGroupArgs:
-    env: str
+    context: StackContext
     nodes: SystemNodeSettings
     cluster: ClusterHandle
     node_role_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
-    tags: dict[str, str]
     after: Sequence[pulumi.Resource] = ()
 
 
@@ -55,7 +55,7 @@ class SystemNodeGroup(PlatformComponent):
         self.node_group = declare_node_group(
             self,
             ManagedNodeGroupSpec(
-                name=f"{args.env}-system",
+                name=f"{args.context.env}-system",
                 cluster_name=args.cluster.name,
                 kubernetes_version=args.cluster.eks_version,
                 node_role_arn=args.node_role_arn,
@@ -68,7 +68,7 @@ class SystemNodeGroup(PlatformComponent):
                 root_volume_gib=args.nodes.root_volume_gib,
                 user_data=user_data([node_config(instance, SYSTEM_KUBELET, instance.max_pods)]),
                 labels=SYSTEM_LABELS,
-                tags=args.tags,
+                tags=args.context.tags,
                 node_repair=node_repair_config(args.nodes.node_repair, reboot_only=False),
                 after=args.after,
             ),

@@ -18,6 +18,7 @@ from typing import Any
 import pulumi
 
 from components.base import PLATFORM_LABELS, PlatformComponent
+from components.context import StackContext
 from components.data.gpu_operator import (
     DEFAULT_CONFIG,
     advertised_resources,
@@ -384,7 +385,7 @@ def prometheus_rule(cfg: PlatformConfig, namespace: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class GpuAlertsArgs:
-    env: str
+    context: StackContext
     cfg: PlatformConfig
     namespace: str
     # What must exist first: the monitoring namespace and the release that installs the
@@ -398,8 +399,9 @@ class GpuAlerts(PlatformComponent):
     def __init__(self, name: str, args: GpuAlertsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
         rule = KubernetesObject(
-            f"{args.env}-{RULE_NAME}",
+            f"{args.context.env}-{RULE_NAME}",
             prometheus_rule(args.cfg, args.namespace),
             self.child(depends_on=list(args.after)),
         )
-        self.register_outputs({"rule": rule.id})
+        self.outputs = {"alerts": alert_report(args.cfg)}
+        self.register_outputs({"rule": rule.id, **self.outputs})

@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components.base import PLATFORM_LABELS, PlatformComponent
+from components.context import StackContext
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability.alerts import NODE_LABELS_READ
@@ -192,7 +193,7 @@ def training_pod_monitor(namespace: str, training_namespaces: Sequence[str]) -> 
 
 @dataclass(frozen=True)
 class MonitoringArgs:
-    env: str
+    context: StackContext
     settings: ObservabilitySettings
     namespace: str
     on_aws: bool
@@ -206,8 +207,6 @@ class MonitoringArgs:
     # Kueue runs (scheduling.enabled): the Queues dashboard has metrics to show.
     kueue: bool = True
     after: Sequence[pulumi.Resource] = ()
-    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
-    registry_mirror: str | None = None
     # False: the cluster runs its own kube-prometheus-stack (existing.addons); the platform
     # declares its dashboards and PodMonitor for it, and no release, StorageClass or Grafana
     # admin Secret.
@@ -221,14 +220,16 @@ class Monitoring(PlatformComponent):
 
     def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        env, ns, settings = args.env, args.namespace, args.settings
+        env, ns, settings = args.context.env, args.namespace, args.settings
         before_release: list[pulumi.Resource] = list(args.after)
-        self.admin_password: pulumi.Output[str] | None = None
+        # Stack outputs: what the plan says of monitoring, and the Grafana admin password (a
+        # secret) where the platform installs Grafana.
+        self.outputs = {"monitoring": monitoring_report(settings, ns, args.on_aws, args.kueue)}
         if not args.install:
             self._on_top(args)
             # What depends on monitoring waits for the objects declared on top of it.
             self.release: pulumi.Resource = self
-            self.register_outputs({})
+            self.register_outputs(self.outputs)
             return
         if args.on_aws:
             before_release.append(
@@ -246,7 +247,7 @@ class Monitoring(PlatformComponent):
         )
         # The password lives in the Secret and in this secret output only; the chart reads it
         # through grafana.admin.existingSecret, so it never appears in the release's values.
-        self.admin_password = pulumi.Output.secret(password.result)
+        self.outputs["grafana_admin_password"] = pulumi.Output.secret(password.result)
         before_release.append(
             k8s.core.v1.Secret(
                 f"{env}-{ADMIN_SECRET}",
@@ -268,10 +269,10 @@ class Monitoring(PlatformComponent):
                 args.node_labels,
             ),
             self.child(depends_on=before_release),
-            mirror=args.registry_mirror,
+            mirror=args.context.registry_mirror,
         )
         self._training_monitor(args, [self.release])
-        self.register_outputs({"release": self.release.name})
+        self.register_outputs({"release": self.release.name, **self.outputs})
 
     def _on_top(self, args: MonitoringArgs) -> None:
         """What the platform owns on a kube-prometheus-stack the cluster runs."""
@@ -281,7 +282,7 @@ class Monitoring(PlatformComponent):
     def _dashboards(self, args: MonitoringArgs) -> None:
         for stem, text in dashboards(args.selftest_history, args.kueue).items():
             k8s.core.v1.ConfigMap(
-                f"{args.env}-dashboard-{stem}",
+                f"{args.context.env}-dashboard-{stem}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=f"dashboard-{stem}", namespace=args.namespace, labels=DASHBOARD_LABEL
                 ),
@@ -293,7 +294,7 @@ class Monitoring(PlatformComponent):
         # The release (ours or the cluster's) installs the PodMonitor CRD.
         if args.training_namespaces:
             KubernetesObject(
-                f"{args.env}-{TRAINING_MONITOR}",
+                f"{args.context.env}-{TRAINING_MONITOR}",
                 training_pod_monitor(args.namespace, args.training_namespaces),
                 self.child(depends_on=after),
             )

@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
@@ -170,7 +171,7 @@ def keda_values(node_selector: dict[str, str]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class WorkloadAutoscalingArgs:
-    env: str
+    context: StackContext
     cfg: PlatformConfig
     cluster: ClusterHandle
     node_selector: dict[str, str]
@@ -196,22 +197,24 @@ class WorkloadAutoscaling(PlatformComponent):
         if args.install:
             before = [
                 pinned_release(
-                    f"{args.env}-keda",
+                    f"{args.context.env}-keda",
                     "keda",
                     args.cfg.namespaces.system,
                     keda_values(args.node_selector),
                     self.child(depends_on=before),
-                    mirror=args.cfg.images.registry_mirror,
+                    mirror=args.context.registry_mirror,
                 )
             ]
-        self.reports: dict[str, dict[str, Any]] = {}
+        reports: dict[str, dict[str, Any]] = {}
         for obj in scaled_objects(args.cfg):
             meta = obj["metadata"]
             key = f"{meta['namespace']}/{meta['name']}"
             KubernetesObject(
-                f"{args.env}-scaledobject-{meta['namespace']}-{meta['name']}",
+                f"{args.context.env}-scaledobject-{meta['namespace']}-{meta['name']}",
                 obj,
                 self.child(depends_on=before),
             )
-            self.reports[key] = autoscaler_report(obj)
-        self.register_outputs({})
+            reports[key] = autoscaler_report(obj)
+        # Stack output: each autoscaler with its target and bounds.
+        self.outputs = {"workload_autoscalers": reports}
+        self.register_outputs(self.outputs)

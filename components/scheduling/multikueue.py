@@ -28,6 +28,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.data.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
 from components.kubernetes_object import KubernetesObject
 from components.scheduling.kueue import KUEUE, quota
@@ -245,7 +246,7 @@ def burst_managed_by(cfg: PlatformConfig, namespace: str) -> str | None:
 
 @dataclass(frozen=True)
 class MultiKueueWorkerArgs:
-    env: str
+    context: StackContext
     cfg: PlatformConfig
     namespace: str
     cluster_name: pulumi.Input[str]
@@ -265,13 +266,15 @@ class MultiKueueWorker(PlatformComponent):
             if obj["kind"] == "Secret":
                 continue
             declared.append(
-                KubernetesObject(f"{args.env}-multikueue-{obj['kind'].lower()}", obj, self.child())
+                KubernetesObject(
+                    f"{args.context.env}-multikueue-{obj['kind'].lower()}", obj, self.child()
+                )
             )
         token_obj = next(o for o in worker_objects(args.namespace) if o["kind"] == "Secret")
         # The provider waits for the token controller to fill `data` in a service-account-token
         # Secret before it reports the Secret created (pulumi-kubernetes PR #2048).
         token = k8s.core.v1.Secret(
-            f"{args.env}-multikueue-token",
+            f"{args.context.env}-multikueue-token",
             type=token_obj["type"],
             metadata=token_obj["metadata"],
             opts=self.child(depends_on=[*declared, *args.after]),
@@ -289,7 +292,7 @@ class MultiKueueWorker(PlatformComponent):
 
 @dataclass(frozen=True)
 class MultiKueueManagerArgs:
-    env: str
+    context: StackContext
     cfg: PlatformConfig
     namespace: pulumi.Input[str]
     after: Sequence[pulumi.Resource] = ()
@@ -309,7 +312,9 @@ class MultiKueueManager(PlatformComponent):
         source = stack_file(pulumi.get_stack())
         workers = args.cfg.multikueue.workers
         refs = [
-            pulumi.StackReference(f"{args.env}-multikueue-{w.name}", w.stack, opts=self.child())
+            pulumi.StackReference(
+                f"{args.context.env}-multikueue-{w.name}", w.stack, opts=self.child()
+            )
             for w in workers
         ]
 
@@ -327,7 +332,7 @@ class MultiKueueManager(PlatformComponent):
                 lambda v: v[0]
             )
             secret = k8s.core.v1.Secret(
-                f"{args.env}-multikueue-{worker.name}-kubeconfig",
+                f"{args.context.env}-multikueue-{worker.name}-kubeconfig",
                 metadata={"name": secret_name(worker.name), "namespace": args.namespace},
                 type="Opaque",
                 string_data={KUBECONFIG_KEY: pulumi.Output.secret(kubeconfig)},
@@ -335,7 +340,7 @@ class MultiKueueManager(PlatformComponent):
             )
             self.clusters.append(
                 KubernetesObject(
-                    f"{args.env}-multikueuecluster-{worker.name}",
+                    f"{args.context.env}-multikueuecluster-{worker.name}",
                     multikueue_cluster(worker.name),
                     self.child(depends_on=[secret, *args.after]),
                 )

@@ -17,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.data.gpu_operator import advertised_resources as pool_resources
 from components.helm import pinned_release
@@ -54,6 +55,7 @@ from components.scheduling.topology import (
     pool_topology,
     topology,
     topology_objects,
+    topology_report,
     topology_warnings,
 )
 from model.config import PlatformConfig
@@ -139,7 +141,7 @@ def submitters(cfg: PlatformConfig) -> list[TeamSettings]:
 
 @dataclass(frozen=True)
 class SchedulingArgs:
-    env: str
+    context: StackContext
     cfg: PlatformConfig
     cluster: ClusterHandle
     kueue_namespace: pulumi.Input[str]
@@ -162,7 +164,7 @@ class Scheduling(PlatformComponent):
             pulumi.warn(message)
         for priority in PRIORITIES:
             k8s.scheduling.v1.PriorityClass(
-                f"{args.env}-priority-{priority.name}",
+                f"{args.context.env}-priority-{priority.name}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=priority.name),
                 value=priority.value,
                 preemption_policy=priority.preemption_policy,
@@ -176,7 +178,7 @@ class Scheduling(PlatformComponent):
         if args.install:
             before = [
                 pinned_release(
-                    f"{args.env}-kueue",
+                    f"{args.context.env}-kueue",
                     "kueue",
                     args.kueue_namespace,
                     kueue_values(
@@ -188,31 +190,34 @@ class Scheduling(PlatformComponent):
                         ],
                     ),
                     self.child(depends_on=before),
-                    mirror=args.cfg.images.registry_mirror,
+                    mirror=args.context.registry_mirror,
                 )
             ]
         for obj in kueue_objects(args.cfg, args.autoscaled):
             meta = obj["metadata"]
             where = f"{meta['namespace']}-" if "namespace" in meta else ""
             KubernetesObject(
-                f"{args.env}-{obj['kind'].lower()}-{where}{meta['name']}",
+                f"{args.context.env}-{obj['kind'].lower()}-{where}{meta['name']}",
                 obj,
                 self.child(depends_on=before),
             )
-        # Stack outputs: what a MultiKueue manager reads from this stack as a worker.
-        self.outputs: dict[str, pulumi.Input] = {}
+        # Stack outputs: which labels each multi-node pool's nodes need for Kueue's
+        # topology-aware placement, and what a MultiKueue manager reads from this stack as a
+        # worker.
+        if topology_report(args.cfg):
+            self.outputs["topology"] = topology_report(args.cfg)
         mk = args.cfg.multikueue
         if mk.workers:
             MultiKueueManager(
-                f"{args.env}-multikueue-manager",
-                MultiKueueManagerArgs(args.env, args.cfg, args.kueue_namespace, before),
+                f"{args.context.env}-multikueue-manager",
+                MultiKueueManagerArgs(args.context, args.cfg, args.kueue_namespace, before),
                 self.child(),
             )
         if mk.serve_as_worker:
             worker = MultiKueueWorker(
-                f"{args.env}-multikueue-worker",
+                f"{args.context.env}-multikueue-worker",
                 MultiKueueWorkerArgs(
-                    args.env,
+                    args.context,
                     args.cfg,
                     args.cfg.namespaces.system,
                     args.cluster.name,
@@ -221,8 +226,7 @@ class Scheduling(PlatformComponent):
                 ),
                 self.child(),
             )
-            self.outputs = {
-                MULTIKUEUE_KUBECONFIG: worker.kubeconfig,
-                MULTIKUEUE_QUEUES: worker.queues,
-            }
+            self.outputs.update(
+                {MULTIKUEUE_KUBECONFIG: worker.kubeconfig, MULTIKUEUE_QUEUES: worker.queues}
+            )
         self.register_outputs(self.outputs)

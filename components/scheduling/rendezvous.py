@@ -31,6 +31,7 @@ from typing import Any
 import pulumi
 
 from components.base import PlatformComponent, plane_labels
+from components.context import StackContext
 from components.kubernetes_object import KubernetesObject
 
 SERVICE = "rendezvous"
@@ -61,7 +62,7 @@ def rendezvous_service(namespace: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RendezvousArgs:
-    env: str
+    context: StackContext
     # Every namespace jobs run in: the training namespace and each team's.
     namespaces: Sequence[str]
     # Declared first: those namespaces.
@@ -77,7 +78,7 @@ class Rendezvous(PlatformComponent):
         super().__init__(name, opts)
         for ns in args.namespaces:
             KubernetesObject(
-                f"{args.env}-rendezvous-{ns}",
+                f"{args.context.env}-rendezvous-{ns}",
                 rendezvous_service(ns),
                 self.child(depends_on=list(args.after)),
             )

@@ -34,6 +34,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import PlatformComponent, plane_labels
+from components.context import StackContext
 from components.data.gpu_operator import dcgm_exporter_url
 from components.data.system_node_group import add_on_nodes
 from components.helm import pinned_release
@@ -211,7 +212,7 @@ def repository_name(env: str) -> str:
 
 @dataclass(frozen=True)
 class SelfTestArgs:
-    env: str
+    context: StackContext
     cfg: PlatformConfig
     # Everything the self-test tests: GPU Operator, storage, fabric, NCCL settings, Kueue, and
     # the rendezvous Service its pods resolve each other through.
@@ -228,8 +229,10 @@ class SelfTest(PlatformComponent):
 
     def __init__(self, name: str, args: SelfTestArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        cfg, env = args.cfg, args.env
-        outputs: dict[str, Any] = {}
+        cfg, env = args.cfg, args.context.env
+        # Stack outputs: the plan's summary of the self-test, and on AWS where to push its image.
+        self.outputs = {"selftest": selftest_report(cfg)}
+        job_name: dict[str, str] = {}
         if args.aws_provider is not None:
             repository = aws.ecr.Repository(
                 f"{env}-selftest-repository",
@@ -242,12 +245,11 @@ class SelfTest(PlatformComponent):
                     encryption_configurations=[
                         aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS")
                     ],
-                    force_delete=not cfg.protect_stateful,
+                    force_delete=not args.context.protect,
                 ),
                 self.child(provider=args.aws_provider),
             )
-            outputs["repository_url"] = repository.repository_url
-            self.repository_url = repository.repository_url
+            self.outputs["selftest_repository_url"] = repository.repository_url
         # The account the runs use, before any run (its RBAC: components/selftest/access.py).
         access = [
             KubernetesObject(
@@ -257,7 +259,9 @@ class SelfTest(PlatformComponent):
             )
             for obj in access_objects(cfg)
         ]
-        history = self._history(cfg, env, list(args.after), access) if scheduled(cfg) else []
+        history = (
+            self._history(cfg, args.context, list(args.after), access) if scheduled(cfg) else []
+        )
         mode = cfg.selftest.resolved_mode(cfg.production)
         if mode != "off" and is_example_image(cfg.selftest.image):
             pulumi.warn(
@@ -280,18 +284,19 @@ class SelfTest(PlatformComponent):
                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                 ),
             )
-            outputs["job"] = job["metadata"]["name"]
-        self.register_outputs(outputs)
+            job_name["job"] = job["metadata"]["name"]
+        self.register_outputs({**self.outputs, **job_name})
 
     def _history(
         self,
         cfg: PlatformConfig,
-        env: str,
+        context: StackContext,
         after: list[pulumi.Resource],
         access: list[pulumi.Resource],
     ) -> list[pulumi.Resource]:
         """The Pushgateway, and a CronJob per pool after it, the runs' account and everything
         the self-test tests; returns what a run needs before it starts."""
+        env = context.env
         # After monitoring, whose release installs the ServiceMonitor CRD the chart uses.
         needed: list[pulumi.Resource] = [
             pinned_release(
@@ -300,7 +305,7 @@ class SelfTest(PlatformComponent):
                 cfg.namespaces.monitoring,
                 pushgateway_values(cfg, add_on_nodes(cfg)),
                 self.child(depends_on=after),
-                mirror=cfg.images.registry_mirror,
+                mirror=context.registry_mirror,
             )
         ]
         # Where runs on idle nodes only wait, and at which priority (components/selftest_schedule).

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
+from components.context import StackContext
 from components.helm import pinned_release, privileged_namespace
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
@@ -213,19 +214,14 @@ class SecondaryNetworks:
 
 @dataclass(frozen=True)
 class RookCephArgs:
-    env: str
+    context: StackContext
     ceph: CephSettings
     # Every namespace jobs run in, the training namespace first: each gets its `shared-data`.
     claim_namespaces: Sequence[str]
     # Declared first: the claims' namespaces.
     after: Sequence[pulumi.Resource] = ()
-    # Production: `pulumi destroy` or a replacement must never delete the data's cluster,
-    # file system or claim.
-    protect: bool = False
     # With Multus networks: the Network Operator's CRD, Multus and nv-ipam pools they need.
     networks: SecondaryNetworks | None = None
-    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
-    registry_mirror: str | None = None
 
 
 class RookCeph(PlatformComponent):
@@ -236,7 +232,7 @@ class RookCeph(PlatformComponent):
 
     def __init__(self, name: str, args: RookCephArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        env, ceph, ns = args.env, args.ceph, args.ceph.namespace
+        env, ceph, ns = args.context.env, args.ceph, args.ceph.namespace
 
         # OSDs and CSI node plugins run privileged.
         namespace = privileged_namespace(f"{env}-ns-{ns}", ns, PART_OF, self)
@@ -246,7 +242,7 @@ class RookCeph(PlatformComponent):
             ns,
             rook_operator_values(),
             self.child(depends_on=[namespace]),
-            mirror=args.registry_mirror,
+            mirror=args.context.registry_mirror,
         )
         drivers = pinned_release(
             f"{env}-ceph-csi-drivers",
@@ -254,7 +250,7 @@ class RookCeph(PlatformComponent):
             ns,
             ceph_csi_drivers_values(ns),
             self.child(depends_on=[operator]),
-            mirror=args.registry_mirror,
+            mirror=args.context.registry_mirror,
         )
 
         multus = multus_networks(ceph)
@@ -285,9 +281,9 @@ class RookCeph(PlatformComponent):
                 "apiVersion": CEPH_API,
                 "kind": "CephCluster",
                 "metadata": {"name": ns, "namespace": ns, "labels": PART_OF},
-                "spec": ceph_cluster_spec(ceph, mirrored(CEPH_IMAGE, args.registry_mirror)),
+                "spec": ceph_cluster_spec(ceph, mirrored(CEPH_IMAGE, args.context.registry_mirror)),
             },
-            self.child(protect=args.protect, depends_on=[operator, *attachments, *pools]),
+            self.child(protect=args.context.protect, depends_on=[operator, *attachments, *pools]),
         )
         filesystem = KubernetesObject(
             f"{env}-cephfs",
@@ -302,7 +298,7 @@ class RookCeph(PlatformComponent):
                 },
                 "spec": ceph_filesystem_spec(ceph),
             },
-            self.child(protect=args.protect, depends_on=[cluster]),
+            self.child(protect=args.context.protect, depends_on=[cluster]),
         )
         storage_class = k8s.storage.v1.StorageClass(
             f"{env}-cephfs",
@@ -323,10 +319,11 @@ class RookCeph(PlatformComponent):
                 f"{env}-shared-data" + ("" if i == 0 else f"-in-{ns}"),
                 shared_data_claim(ns, ceph.claim_size_gib, STORAGE_CLASS),
                 after=[storage_class, filesystem, *args.after],
-                protect=args.protect,
+                protect=args.context.protect,
             )
             for i, ns in enumerate(args.claim_namespaces)
         ]
         claim = claims[0]
         self.shared = SharedData(claim, ceph.expected_throughput_mbps)
-        self.register_outputs({"filesystem": ceph.filesystem_name, "claim": claim.metadata.name})
+        self.outputs = self.shared.outputs()
+        self.register_outputs({"filesystem": ceph.filesystem_name, **self.outputs})

@@ -12,6 +12,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent
+from components.context import StackContext
+from components.control.cluster import ClusterHandle
 from components.helm import pinned_release
 from components.iam import account_id, pod_identity_trust_policy, role_with_policies
 from components.kms import fsx_key_policy, rotated_kms_key
@@ -208,21 +210,19 @@ def lustre_volume(
 
 @dataclass(frozen=True)
 class FsxLustreArgs:
-    env: str
+    context: StackContext
     fsx: FsxSettings
+    # `storage.fsx.zone`, or the GPU nodes' zone (model/config.default_fsx_zone).
     zone: str
     region: str
-    cluster_name: pulumi.Input[str]
+    # Its name (the CSI driver's Pod Identity association) and the nodes' security group.
+    cluster: ClusterHandle
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
-    node_security_group_id: pulumi.Input[str]
     # Every namespace jobs run in, the training namespace first: each gets its `shared-data`.
     claim_namespaces: Sequence[str]
-    protect: bool
     # Declared first: the Pod Identity agent (for the driver) and the claims' namespaces.
     after: Sequence[pulumi.Resource] = ()
-    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
-    registry_mirror: str | None = None
 
 
 class FsxLustre(PlatformComponent):
@@ -233,7 +233,7 @@ class FsxLustre(PlatformComponent):
 
     def __init__(self, name: str, args: FsxLustreArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        env, fsx = args.env, args.fsx
+        env, fsx = args.context.env, args.fsx
 
         sg = aws.ec2.SecurityGroup(
             f"{env}-fsx-sg",
@@ -244,7 +244,7 @@ class FsxLustre(PlatformComponent):
             ),
             self.child(),
         )
-        groups = {"fsx": sg.id, "nodes": args.node_security_group_id}
+        groups = {"fsx": sg.id, "nodes": args.cluster.security_group_id}
         at_creation = []
         for rule in lustre_security_group_rules():
             kind = (
@@ -274,7 +274,7 @@ class FsxLustre(PlatformComponent):
                 f"FSx for Lustre data at rest ({env})",
                 f"gpu-platform-{env}-fsx",
                 self,
-                args.protect,
+                args.context.protect,
                 account_id(self).apply(lambda account: fsx_key_policy(account, args.region)),
             )
             kms_key_arn = key.arn
@@ -285,13 +285,13 @@ class FsxLustre(PlatformComponent):
             # Its own group's rules first: a file system whose servers cannot reach each other
             # fails to create. Not the node rules: they need the EKS cluster's security group,
             # and waiting for them would build the file system after the cluster, not beside it.
-            self.child(protect=args.protect, depends_on=at_creation),
+            self.child(protect=args.context.protect, depends_on=at_creation),
         )
 
         self.bucket: aws.s3.Bucket | None = None
         self.association: aws.fsx.DataRepositoryAssociation | None = None
         if fsx.data_repository is not None:
-            self._data_repository(env, fsx.data_repository, args.protect)
+            self._data_repository(env, fsx.data_repository, args.context.protect)
 
         csi = self._csi_driver(args)
         claims = []
@@ -326,14 +326,17 @@ class FsxLustre(PlatformComponent):
             )
         claim = claims[0]
         self.shared = SharedData(claim, fsx.expected_throughput_mbps)
+        self.outputs = {
+            "storage_fsx_id": self.file_system.id,
+            "storage_fsx_zone": args.zone,
+            "storage_fsx_dns_name": self.file_system.dns_name,
+            **self.shared.outputs(),
+        }
         self.register_outputs(
             {
-                "file_system_id": self.file_system.id,
-                "dns_name": self.file_system.dns_name,
                 "mount_name": self.file_system.mount_name,
                 "security_group_id": sg.id,
-                "zone": args.zone,
-                "claim": claim.metadata.name,
+                **self.outputs,
             }
         )
 
@@ -413,10 +416,10 @@ class FsxLustre(PlatformComponent):
     def _csi_driver(self, args: FsxLustreArgs) -> k8s.helm.v3.Release:
         """The driver's chart; a Pod Identity role only for dynamic provisioning, since the
         static volume needs no AWS call (components/storage/fsx_csi.py)."""
-        env, dynamic = args.env, args.fsx.csi_provisioning == "dynamic"
+        env, dynamic = args.context.env, args.fsx.csi_provisioning == "dynamic"
         after = list(args.after)
         if dynamic:
-            policy = pulumi.Output.all(args.cluster_name, self.file_system.arn).apply(
+            policy = pulumi.Output.all(args.cluster.name, self.file_system.arn).apply(
                 lambda v: dynamic_provisioning_policy(v[0], v[1])
             )
             role = role_with_policies(
@@ -426,7 +429,7 @@ class FsxLustre(PlatformComponent):
                 aws.eks.PodIdentityAssociation(
                     f"{env}-fsx-csi",
                     aws.eks.PodIdentityAssociationArgs(
-                        cluster_name=args.cluster_name,
+                        cluster_name=args.cluster.name,
                         namespace=CSI_NAMESPACE,
                         service_account=CSI_CONTROLLER_SA,
                         role_arn=role.arn,
@@ -438,7 +441,7 @@ class FsxLustre(PlatformComponent):
             f"{env}-fsx-csi",
             "aws-fsx-csi-driver",
             CSI_NAMESPACE,
-            fsx_csi_values(args.region, args.cluster_name, dynamic),
+            fsx_csi_values(args.region, args.cluster.name, dynamic),
             self.child(depends_on=after),
-            mirror=args.registry_mirror,
+            mirror=args.context.registry_mirror,
         )

@@ -161,6 +161,17 @@ class SharedData:
     # Expected aggregate throughput in MB/s; None where the platform cannot know it.
     expected_throughput_mbps: int | None
 
+    def outputs(self) -> dict[str, pulumi.Input]:
+        """Stack outputs: the training namespace's claim, and the throughput it should reach."""
+        found: dict[str, pulumi.Input] = {
+            "storage_shared_data_claim": pulumi.Output.concat(
+                self.claim.metadata.namespace, "/", self.claim.metadata.name
+            )
+        }
+        if self.expected_throughput_mbps is not None:
+            found["storage_expected_throughput_mbps"] = self.expected_throughput_mbps
+        return found
+
 
 def declare_claim(
     owner: PlatformComponent,

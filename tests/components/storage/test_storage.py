@@ -276,12 +276,16 @@ def test_lustre_security_group_rules_are_exact(stack):
 
 def test_lustre_rules_wire_the_given_node_security_group(tmp_path):
     program = (
+        "import pulumi_kubernetes as k8s\n"
+        "from components.context import StackContext\n"
+        "from components.control.cluster import ClusterHandle\n"
         "from components.storage.fsx import FsxLustre, FsxLustreArgs\n"
         "from model.config import FsxSettings\n"
-        "FsxLustre('t', FsxLustreArgs(env='t', fsx=FsxSettings(data_repository=None), "
-        "zone='us-east-1a', region='us-east-1', cluster_name='c', vpc_id='vpc-1', "
-        "subnet_id='subnet-1', node_security_group_id='sg-nodes', claim_namespaces=['training'], "
-        "protect=False))\n"
+        "cluster = ClusterHandle('c', '1.35', k8s.Provider('k8s', kubeconfig='{}'), "
+        "security_group_id='sg-nodes')\n"
+        "FsxLustre('t', FsxLustreArgs(context=StackContext('t'), "
+        "fsx=FsxSettings(data_repository=None), zone='us-east-1a', region='us-east-1', "
+        "cluster=cluster, vpc_id='vpc-1', subnet_id='subnet-1', claim_namespaces=['training']))\n"
     )
     recording = run_program("t", copy_program(tmp_path, program, {"t": {}}))
     rules = [r for r in recording.resources.values() if r.type in (INGRESS, EGRESS)]
