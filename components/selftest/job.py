@@ -38,7 +38,6 @@ from components.data.gpu_operator import dcgm_exporter_url
 from components.data.system_node_group import add_on_nodes
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
-from components.observability.monitoring import prometheus_url
 from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
 from components.selftest.access import access_env, access_objects, account
@@ -55,6 +54,7 @@ from components.selftest.schedule import (
     pushgateway_values,
 )
 from components.storage.volumes import SHARED_DATA_MOUNT_PATH
+from components.vocabulary import prometheus_url
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.selftest import floors, selftest_pool

@@ -34,7 +34,6 @@ from components.observability.monitoring import storage_class
 from components.registry_mirror import mirrored
 from components.scheduling.cron_jobs import Schedule, cron_job
 from components.scheduling.kueue import (
-    KUEUE,
     cluster_queue,
     counts_cpu_and_memory,
     node_offer,
@@ -45,6 +44,7 @@ from components.scheduling.queues import workload_priority_class
 from components.scheduling.training_job import TrainingJobSpec, spec_for_pool
 from components.selftest.access import account
 from components.storage.volumes import SHARED_DATA_MOUNT_PATH
+from components.vocabulary import KUEUE_API
 from model.config import PlatformConfig
 from model.config.scheduling import Priority, autoscaled
 from model.config.selftest_schedule import scheduled_pools
@@ -213,7 +213,7 @@ def idle_queue_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     queue = cluster_queue(IDLE_QUEUE, cfg.scheduling.cohort, flavors, [], [namespace])
     queue["metadata"]["labels"] = dict(PART_OF)
     local = {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": {"name": IDLE_QUEUE, "namespace": namespace, "labels": dict(PART_OF)},
         "spec": {"clusterQueue": IDLE_QUEUE},
