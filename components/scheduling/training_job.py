@@ -70,6 +70,15 @@ from components.vocabulary import (
     RDMA_NETWORK,
     rdma_resource,
 )
+from contract.env import (
+    CPU_LIMIT_MILLICORES,
+    CPU_REQUEST_MILLICORES,
+    MEMORY_LIMIT_MIB,
+    MEMORY_REQUEST_MIB,
+    NODE_NAME,
+    POD_NAME,
+    POD_NAMESPACE,
+)
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 
@@ -228,18 +237,18 @@ def security_context() -> dict[str, Any]:
 
 
 DOWNWARD_API_ENV = {
-    "NODE_NAME": "spec.nodeName",
-    "POD_NAME": "metadata.name",
-    "POD_NAMESPACE": "metadata.namespace",
+    NODE_NAME: "spec.nodeName",
+    POD_NAME: "metadata.name",
+    POD_NAMESPACE: "metadata.namespace",
 }
 # The container's own requests and limits (downward API `resourceFieldRef`, in the divisor's
 # unit): what the self-test judges the QoS class by (bootstrap/selftest/inventory.py), and what
 # a trainer sizes its data loader workers and threads by.
 RESOURCE_ENV = {
-    "CPU_REQUEST_MILLICORES": ("requests.cpu", "1m"),
-    "CPU_LIMIT_MILLICORES": ("limits.cpu", "1m"),
-    "MEMORY_REQUEST_MIB": ("requests.memory", "1Mi"),
-    "MEMORY_LIMIT_MIB": ("limits.memory", "1Mi"),
+    CPU_REQUEST_MILLICORES: ("requests.cpu", "1m"),
+    CPU_LIMIT_MILLICORES: ("limits.cpu", "1m"),
+    MEMORY_REQUEST_MIB: ("requests.memory", "1Mi"),
+    MEMORY_LIMIT_MIB: ("limits.memory", "1Mi"),
 }
 # Every variable `container` sets itself: a job's own `env` must not name them again.
 RESERVED_ENV = ("JOB_COMPLETION_INDEX", *DOWNWARD_API_ENV, *RESOURCE_ENV, "HOME")
