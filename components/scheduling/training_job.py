@@ -108,7 +108,7 @@ class TrainingJobSpec:
     queue: str | None = "default"
     priority_class: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    # The pool's RDMA resource name (components/fabric.rdma_resource) on RDMA pools.
+    # The pool's RDMA resource name (components/vocabulary.rdma_resource) on RDMA pools.
     rdma_resource: str | None = None
     memory_gib_per_gpu: int = 16
     backoff_limit: int = 0

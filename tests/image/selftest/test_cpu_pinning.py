@@ -1,6 +1,7 @@
 """The self-test's `inventory.cpu_pinning`: the pod's QoS class, judged from the requests and
-limits the Job passes through the downward API (components/jobs.RESOURCE_ENV), and the CPUs it
-may run on (cgroup cpuset, sched_getaffinity). PASS when Guaranteed on exactly its integer CPUs
+limits the Job passes through the downward API (components/scheduling/training_job.py
+RESOURCE_ENV, named in contract/env.py), and the CPUs it may run on (cgroup cpuset,
+sched_getaffinity). PASS when Guaranteed on exactly its integer CPUs
 of its own, WARN when Burstable / BestEffort or not pinned, SKIP outside a Job's pod."""
 
 from __future__ import annotations
