@@ -132,7 +132,7 @@ bench: $(TEST_VENV)/.installed
 # Local folders stand in for the shared-data and nvme-cache volumes.
 SELFTEST_OUT ?= out/selftest
 SELFTEST_ARGS ?=
-TORCHRUN := PYTHONPATH=bootstrap $(IMAGE_VENV)/bin/torchrun --standalone --nproc_per_node=2
+TORCHRUN := PYTHONPATH=bootstrap:. $(IMAGE_VENV)/bin/torchrun --standalone --nproc_per_node=2
 SELFTEST := $(TORCHRUN) -m selftest --out $(SELFTEST_OUT) \
 	--shared-data $(SELFTEST_OUT)/shared-data --nvme-cache $(SELFTEST_OUT)/nvme-cache
 

@@ -28,7 +28,6 @@ from components.data.fabric import (
     NetworkOperatorArgs,
     SecondaryNetworks,
     needs_network_operator,
-    rdma_resource,
 )
 from components.data.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.data.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
@@ -44,6 +43,7 @@ from components.selftest.job import SelfTest, SelfTestArgs
 from components.storage.ceph import RookCeph, RookCephArgs
 from components.storage.fsx import FsxLustre, FsxLustreArgs
 from components.storage.volumes import nvme_cache_report
+from components.vocabulary import rdma_resource
 from infra.existing_addons import existing_addon_report
 from model.config import PlatformConfig, default_fsx_zone
 from model.config.selftest_schedule import scheduled

@@ -18,10 +18,11 @@ from components.data.gpu_operator import (
     device_plugin_config_key,
 )
 from components.observability.alerts import node_labels_read
-from components.observability.monitoring import DASHBOARD_LABEL, RELEASE, prometheus_url
-from components.scheduling.kueue import KUEUE, uncounted_resources
+from components.observability.monitoring import DASHBOARD_LABEL
+from components.scheduling.kueue import uncounted_resources
 from components.scheduling.kueue_frameworks import INTEGRATIONS
 from components.scheduling.topology import topology_report
+from components.vocabulary import KUEUE_API, MONITORING_RELEASE, prometheus_url
 from model.config import PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.versions import CHARTS
@@ -54,7 +55,7 @@ class Crd:
 
 
 def _kueue(kind: str, plural: str) -> Crd:
-    return Crd("kueue.x-k8s.io", KUEUE.split("/")[1], kind, plural)
+    return Crd("kueue.x-k8s.io", KUEUE_API.split("/")[1], kind, plural)
 
 
 def _monitoring(kind: str, plural: str) -> Crd:
@@ -139,9 +140,9 @@ def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, s
             "'(serviceMonitor|podMonitor|rule)(Namespace)?Selector'",
         ),
         (
-            f"Prometheus answers at {prometheus_url(ns)} (a release named {RELEASE} in {ns}; "
-            "the DCGM and queue autoscalers and the self-test read it there)",
-            f"kubectl -n {ns} get service {RELEASE}-prometheus",
+            f"Prometheus answers at {prometheus_url(ns)} (a release named {MONITORING_RELEASE} in "
+            f"{ns}; the DCGM and queue autoscalers and the self-test read it there)",
+            f"kubectl -n {ns} get service {MONITORING_RELEASE}-prometheus",
         ),
         (
             "kube-state-metrics exports the node labels the alerts read: "

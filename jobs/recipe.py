@@ -25,11 +25,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from components.scheduling.training_job import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
-from components.storage.volumes import SHARED_DATA_MOUNT_PATH
 
 # The one module both sides share: torch-free arithmetic, so the image checks the same rule
 # once torchrun has started the ranks (tests/repo/test_import_boundary.py).
 from contract.batch import BatchError, accumulation_steps
+from contract.env import RECIPE_SETTINGS
+from contract.mounts import SHARED_DATA_MOUNT_PATH
 from jobs.common import (
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,
@@ -50,7 +51,6 @@ from model.config.recipes import RECIPES, recipe_settings, weights_needed
 from model.config.scheduling import LOCAL_QUEUE
 from model.stacks import ROOT
 
-SETTINGS_ENV = "RECIPE_SETTINGS"
 RECIPE_LABEL = "gpu-platform/recipe"
 # Config section of each recipe (`recipes.<section>.*`).
 SECTION = {"prepare": "prepare", "sd-finetune": "sd_finetune", "esrgan": "esrgan"}
@@ -156,7 +156,7 @@ def plan_job(
         # team's job goes through the LocalQueue the platform declares in its namespace.
         queue=(LOCAL_QUEUE if team else cfg.recipes.queue) if scheduled else None,
         priority_class=cfg.recipes.priority_class if scheduled else None,
-        env={SETTINGS_ENV: json.dumps(settings, sort_keys=True)},
+        env={RECIPE_SETTINGS: json.dumps(settings, sort_keys=True)},
         labels={RECIPE_LABEL: recipe},
         metrics_port=TRAINING_METRICS_PORT,
         # Time for an evicted or preempted pod to finish its step and save its checkpoint.

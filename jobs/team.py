@@ -34,7 +34,8 @@ from components.scheduling.training_job import (
     TrainingJobSpec,
     spec_for_pool,
 )
-from components.storage.volumes import SHARED_DATA_MOUNT_PATH
+from contract.env import TRAINKIT_CHECKPOINT_DIR
+from contract.mounts import SHARED_DATA_MOUNT_PATH
 from jobs.common import (
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,
@@ -56,7 +57,6 @@ from model.config.selftest import PinnedImage
 from model.stacks import ROOT
 
 # The checkpoint folder's variable; trainkit reads the same name (bootstrap/trainkit).
-CHECKPOINT_ENV = "TRAINKIT_CHECKPOINT_DIR"
 # TensorFlow guide, "Use a GPU", "Limiting GPU memory growth": "set the environmental variable
 # TF_FORCE_GPU_ALLOW_GROWTH to true" so that TensorFlow does not map all of every GPU's memory
 # at start.
@@ -122,10 +122,10 @@ def request_problems(job: TeamJob) -> list[str]:
                 f"--env {name}: not an environment variable name Kubernetes accepts; use "
                 "letters, digits, '_', '-' or '.', not starting with a digit"
             )
-        elif name in (*RESERVED_ENV, CHECKPOINT_ENV):
+        elif name in (*RESERVED_ENV, TRAINKIT_CHECKPOINT_DIR):
             found.append(
                 f"--env {name}: the platform sets it for every job"
-                + (" (move it with --output)" if name == CHECKPOINT_ENV else "")
+                + (" (move it with --output)" if name == TRAINKIT_CHECKPOINT_DIR else "")
             )
     if job.min_gpu_memory_gib is not None and job.min_gpu_memory_gib < 1:
         found.append(f"--min-gpu-memory-gib {job.min_gpu_memory_gib}: give 1 or more")
@@ -184,7 +184,7 @@ def plan_job(
         [image, job.command, env, chosen.name, job.nodes, gpus, job.output],
     )
     check_name(name, job.nodes)
-    env[CHECKPOINT_ENV] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"
+    env[TRAINKIT_CHECKPOINT_DIR] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"
     scheduled = cfg.scheduling.enabled
     return spec_for_pool(
         runs_on,

@@ -19,8 +19,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from contract.env import RECIPE_SETTINGS
+from contract.mounts import SHARED_DATA_MOUNT_PATH
+
 RECIPES = ("prepare", "sd-finetune", "esrgan")
-SHARED_DATA = Path("/mnt/shared-data")
+SHARED_DATA = Path(SHARED_DATA_MOUNT_PATH)
 
 
 def _arguments(command: str, argv: list[str]) -> argparse.Namespace:
@@ -38,7 +41,7 @@ def _arguments(command: str, argv: list[str]) -> argparse.Namespace:
 
 
 def _settings(command: str, source: Path | None) -> dict:
-    text = source.read_text() if source else os.environ.get("RECIPE_SETTINGS")
+    text = source.read_text() if source else os.environ.get(RECIPE_SETTINGS)
     if not text:
         raise SystemExit(f"error: {command}: no settings: set RECIPE_SETTINGS or --settings")
     settings = json.loads(text)

@@ -8,7 +8,7 @@ is written last, atomically, once the folder's shards are closed: a folder with 
 done, one without is redone from its first pair. Each record carries the fingerprint of the
 settings that decide the output; records written under other settings are not reused.
 
-Shards are standard-library tars (selftest.data.add_member, as the self-test writes its own),
+Shards are standard-library tars (trainkit.shards.add_member, as the self-test writes its own),
 written as `.partial` and renamed once complete."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import tarfile
 from pathlib import Path
 
 import torch.distributed as dist
-from selftest.data import add_member
+from trainkit.shards import add_member
 
 PROGRESS = "progress"
 MANIFEST = "manifest.json"

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 from PIL import Image
-from selftest.data import crop_flip, decode_image
 from trainkit.keyed import keyed_generator, keyed_permutation
 from trainkit.loader import keyed_loader, on_device
+from trainkit.shards import crop_flip, decode_image
 
 from recipes.latents import LATENTS, from_npy
 

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from contract.env import RECIPE_SETTINGS
 from recipes.tiny import stage_tiny_clip, stage_tiny_sd, stage_tiny_vgg, synthetic_img2dataset
 from recipes.weights import checksums
 
@@ -83,7 +84,7 @@ def launch(
     ]  # fmt: skip
     env = {
         **os.environ,
-        "RECIPE_SETTINGS": json.dumps(settings[recipe]),
+        RECIPE_SETTINGS: json.dumps(settings[recipe]),
         "PYTHONPATH": os.pathsep.join(["bootstrap", "."]),
     }
     if stderr is None:

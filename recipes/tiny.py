@@ -150,7 +150,7 @@ def synthetic_shards(folder: Path, shards: int, per_shard: int, size: int, seed:
     import io
     import tarfile
 
-    from selftest.data import add_member, synthetic_image
+    from trainkit.shards import add_member, synthetic_image
 
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)

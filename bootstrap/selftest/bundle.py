@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from contract.env import NODE_NAME
 from selftest.result import CheckResult
 from selftest.tools import kernel_log, run_tool
 
@@ -41,7 +42,7 @@ ENV_NAMES = {
     "MASTER_PORT",
     "RANK",
     "WORLD_SIZE",
-    "NODE_NAME",
+    NODE_NAME,
     "HOSTNAME",
     "OMP_NUM_THREADS",
 }

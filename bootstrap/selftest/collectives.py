@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from contract.floors import SOURCE, busbw_floor
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult, Floor
 
@@ -27,16 +28,6 @@ ITERS = 20
 CPU_SIZES = [2**10, 2**14, 2**18, 2**22, 2**26]
 GPU_SIZES = [2**20, 2**24, 2**27, 2**29, 2**31]
 
-# all-reduce busbw floors, GB/s (FACTS.md "Self-test numbers"): one 8-GPU node; two nodes at 2 GiB.
-INTRA_NODE_FLOORS = {
-    "p4d.24xlarge": 228.0,
-    "p4de.24xlarge": 228.0,
-    "p5.48xlarge": 460.0,
-    "p5e.48xlarge": 431.0,
-    "p5en.48xlarge": 431.0,
-}
-INTER_NODE_FLOORS = {"p4de.24xlarge": 78.0, "p5.48xlarge": 444.0}
-FLOOR_SOURCE = "FACTS.md Self-test numbers (nccl-tests all_reduce_perf on the instance type)"
 # The gloo floor on CPU has no datasheet: it is a config value, sized to catch a broken loopback.
 DEFAULT_CPU_FLOOR_GBPS = 0.05
 
@@ -124,9 +115,8 @@ def floor_for(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
         return ctx.floors[key], ctx.floor_sources.get(key, "selftest config")
     if ctx.device == "cpu":
         return DEFAULT_CPU_FLOOR_GBPS, "selftest config (gloo on CPU: no datasheet figure)"
-    table = INTRA_NODE_FLOORS if scope == "intra" else INTER_NODE_FLOORS
-    floor = table.get(ctx.instance_type or "")
-    return floor, FLOOR_SOURCE if floor is not None else "no floor known for this instance type"
+    floor = busbw_floor(scope, ctx.instance_type)
+    return floor, SOURCE if floor is not None else "no floor known for this instance type"
 
 
 def _time_all_reduce(buf: torch.Tensor, group, device: str, iters: int) -> float:

@@ -7,6 +7,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract.env import (
+    NODE_NAME,
+    SELFTEST_NVME_CACHE,
+    SELFTEST_OUT,
+    SELFTEST_RUN_ID,
+    SELFTEST_SHARED_DATA,
+)
+from contract.mounts import NVME_CACHE_MOUNT_PATH, SHARED_DATA_MOUNT_PATH
+
 
 @dataclass
 class SelfTestContext:
@@ -40,7 +49,7 @@ class SelfTestContext:
     # "short" (the periodic run: DCGM diag level 1, 5 s fio runs) or "full" (level 2, 20 s).
     check_set: str = "full"
     # The Kubernetes node this rank runs on (downward API NODE_NAME), else the host's name.
-    node: str = field(default_factory=lambda: os.environ.get("NODE_NAME") or os.uname().nodename)
+    node: str = field(default_factory=lambda: os.environ.get(NODE_NAME) or os.uname().nodename)
     # Seconds to wait for every rank to join before the run reports the missing ones.
     join_timeout_s: float = 60.0
     # Storage check sizes: one sequential file of `storage_bytes`, then `small_files` 4 KiB files.
@@ -58,14 +67,14 @@ class SelfTestContext:
         """torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK), then the given settings."""
         env = os.environ
         values = {
-            "run_id": env.get("SELFTEST_RUN_ID", "local"),
+            "run_id": env.get(SELFTEST_RUN_ID, "local"),
             "rank": int(env.get("RANK", "0")),
             "world_size": int(env.get("WORLD_SIZE", "1")),
             "local_rank": int(env.get("LOCAL_RANK", "0")),
             "device": "cpu",
-            "out_dir": Path(env.get("SELFTEST_OUT", "out/selftest")),
-            "shared_data": Path(env.get("SELFTEST_SHARED_DATA", "/mnt/shared-data")),
-            "nvme_cache": Path(env.get("SELFTEST_NVME_CACHE", "/mnt/nvme-cache")),
+            "out_dir": Path(env.get(SELFTEST_OUT, "out/selftest")),
+            "shared_data": Path(env.get(SELFTEST_SHARED_DATA, SHARED_DATA_MOUNT_PATH)),
+            "nvme_cache": Path(env.get(SELFTEST_NVME_CACHE, NVME_CACHE_MOUNT_PATH)),
         }
         values.update(overrides)
         return cls(**values)

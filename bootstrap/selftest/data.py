@@ -1,9 +1,7 @@
 """The data pipeline: WebDataset shards of synthetic 512×512 images on shared storage, streamed
 back through decode (Pillow) and augmentation (random crop, horizontal flip, in torch).
 
-A WebDataset shard is a plain tar whose members are `<key>.<ext>`, a sample's members adjacent;
-this module writes and reads that format with the standard library's `tarfile`, so the image
-needs no `webdataset` package."""
+The shard format and the image pieces come from trainkit.shards, shared with the recipes."""
 
 from __future__ import annotations
 
@@ -14,10 +12,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
-from PIL import Image
+from trainkit.shards import add_member, crop_flip, decode_image, synthetic_image
 
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult, Floor
@@ -33,27 +30,6 @@ def shard_dir(ctx: SelfTestContext) -> Path:
     return ctx.shared_data / "selftest" / ctx.run_id / "shards"
 
 
-def synthetic_image(index: int, seed: int, size: int = IMAGE_SIZE) -> Image.Image:
-    """A smooth random RGB image: a random 8×8 field upsampled, so a denoiser has structure to
-    learn and PNG compresses it as it would a photograph rather than as noise."""
-    rng = np.random.default_rng([seed, index])
-    field = rng.integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
-    return Image.fromarray(field, "RGB").resize((size, size), Image.Resampling.BICUBIC)
-
-
-def add_member(tar: tarfile.TarFile, name: str, payload: bytes) -> None:
-    """One WebDataset member, `<key>.<ext>`, from bytes in memory."""
-    info = tarfile.TarInfo(name)
-    info.size = len(payload)
-    tar.addfile(info, io.BytesIO(payload))
-
-
-def decode_image(raw: bytes) -> torch.Tensor:
-    """An encoded image (PNG, JPEG, ...) as a uint8 CHW RGB tensor."""
-    image = Image.open(io.BytesIO(raw)).convert("RGB")
-    return torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous()
-
-
 def write_shards(directory: Path, seed: int, shards: int = SHARDS) -> list[Path]:
     """`shards` tars of SAMPLES_PER_SHARD samples each; a tar appears only once complete."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -66,7 +42,7 @@ def write_shards(directory: Path, seed: int, shards: int = SHARDS) -> list[Path]
                 index = shard * SAMPLES_PER_SHARD + offset
                 key = f"{index:08d}"
                 png = io.BytesIO()
-                synthetic_image(index, seed).save(png, format="PNG")
+                synthetic_image(index, seed, IMAGE_SIZE).save(png, format="PNG")
                 meta = json.dumps({"key": key, "index": index, "seed": seed}).encode()
                 for name, payload in ((f"{key}.png", png.getvalue()), (f"{key}.json", meta)):
                     add_member(tar, name, payload)
@@ -86,17 +62,6 @@ def iter_samples(paths: list[Path]) -> Iterator[tuple[dict, torch.Tensor]]:
                 if {"png", "json"} <= sample.keys():
                     yield json.loads(sample["json"]), decode_image(sample["png"])
                     sample = {}
-
-
-def crop_flip(image: torch.Tensor, crop: int, generator: torch.Generator) -> torch.Tensor:
-    """A random `crop`×`crop` window, flipped left-right half the time, still uint8."""
-    _, height, width = image.shape
-    top = int(torch.randint(0, height - crop + 1, (1,), generator=generator))
-    left = int(torch.randint(0, width - crop + 1, (1,), generator=generator))
-    window = image[:, top : top + crop, left : left + crop]
-    if bool(torch.rand((), generator=generator) < 0.5):
-        window = window.flip(-1)
-    return window.contiguous()
 
 
 def augment(image: torch.Tensor, crop: int, generator: torch.Generator) -> torch.Tensor:

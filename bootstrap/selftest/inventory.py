@@ -16,6 +16,12 @@ from pathlib import Path
 
 import torch
 
+from contract.env import (
+    CPU_LIMIT_MILLICORES,
+    CPU_REQUEST_MILLICORES,
+    MEMORY_LIMIT_MIB,
+    MEMORY_REQUEST_MIB,
+)
 from selftest import placement
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
@@ -126,9 +132,6 @@ def memlock_check(fabric: str, limits: tuple[int, int] | None = None) -> CheckRe
     )  # fmt: skip
 
 
-# The container's requests and limits as the Job passes them (components/jobs.RESOURCE_ENV).
-CPU_REQUEST, CPU_LIMIT = "CPU_REQUEST_MILLICORES", "CPU_LIMIT_MILLICORES"
-MEMORY_REQUEST, MEMORY_LIMIT = "MEMORY_REQUEST_MIB", "MEMORY_LIMIT_MIB"
 # cgroup v2 first, v1's cpuset hierarchy second: the CPUs the container may run on.
 CPUSET_FILES = (
     Path("/sys/fs/cgroup/cpuset.cpus.effective"),
@@ -145,10 +148,11 @@ def qos_class(env: dict[str, str]) -> str:
     Kubernetes assigns it (pkg/apis/core/v1/helper/qos/qos.go `GetPodQOS`). The downward API
     reports an unset limit as the node's allocatable and an unset request as 0; a request left
     out beside a limit defaults to the limit, so equal values mean Guaranteed either way."""
-    cpu, memory = int(env[CPU_REQUEST]), int(env[MEMORY_REQUEST])
+    cpu, memory = int(env[CPU_REQUEST_MILLICORES]), int(env[MEMORY_REQUEST_MIB])
     if cpu == memory == 0:
         return "BestEffort"
-    if cpu and memory and (cpu, memory) == (int(env[CPU_LIMIT]), int(env[MEMORY_LIMIT])):
+    limits = (CPU_LIMIT_MILLICORES, MEMORY_LIMIT_MIB)
+    if cpu and memory and (cpu, memory) == tuple(int(env[k]) for k in limits):
         return "Guaranteed"
     return "Burstable"
 
@@ -170,11 +174,11 @@ def cpu_pinning_check(
     the cause is the node's kubelet (an existing cluster's static CPU manager) or a pool that
     gives no `cpus_per_gpu`, not a faulty node. Outside a pod there is nothing to judge: SKIP."""
     name = "inventory.cpu_pinning"
-    if CPU_REQUEST not in env:
+    if CPU_REQUEST_MILLICORES not in env:
         return CheckResult(name, "SKIP", reason="not in a Job's pod: no requests passed")
     qos = qos_class(env)
     cpus = cpuset if cpuset is not None else affinity
-    limit = int(env[CPU_LIMIT])
+    limit = int(env[CPU_LIMIT_MILLICORES])
     details = {"qos_class": qos, "cpuset": sorted(cpus), "affinity": sorted(affinity),
                "cpu_limit_millicores": limit, "node_cpus": node_cpus}  # fmt: skip
     value = f"{qos}, {len(cpus)} CPUs"

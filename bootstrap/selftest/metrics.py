@@ -12,6 +12,7 @@ import time
 import urllib.parse
 import urllib.request
 
+from contract.env import NODE_NAME, POD_NAME, POD_NAMESPACE
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
@@ -122,7 +123,7 @@ def autoscaler_check(ctx: SelfTestContext, namespace: str, pod: str) -> CheckRes
 def run(ctx: SelfTestContext, env: dict[str, str] | None = None) -> list[CheckResult]:
     """The node and pod come from the downward API (NODE_NAME, POD_NAMESPACE, POD_NAME)."""
     env = os.environ if env is None else env
-    hostname = env.get("NODE_NAME") or socket.gethostname()
-    pod = env.get("POD_NAME") or socket.gethostname()
-    namespace = env.get("POD_NAMESPACE", "default")
+    hostname = env.get(NODE_NAME) or socket.gethostname()
+    pod = env.get(POD_NAME) or socket.gethostname()
+    namespace = env.get(POD_NAMESPACE, "default")
     return [dcgm_check(ctx, hostname), autoscaler_check(ctx, namespace, pod)]

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from contract.env import SELFTEST_TOPOLOGY_LABELS
 from selftest.context import SelfTestContext
 from selftest.kube import ApiServer, KubeError
 from selftest.result import SEVERITY, CheckResult
 
-ENV = "SELFTEST_TOPOLOGY_LABELS"
 NAME = "inventory.topology_domain"
 HOSTNAME = "kubernetes.io/hostname"
 INTER_NODE = "collectives.allreduce_busbw_inter_node"
@@ -26,7 +26,9 @@ SOURCE = "node labels (GET /api/v1/nodes/<node>), the pool's Kueue Topology leve
 
 
 def levels(env: Mapping[str, str]) -> list[str]:
-    return [label.strip() for label in env.get(ENV, "").split(",") if label.strip()]
+    return [
+        label.strip() for label in env.get(SELFTEST_TOPOLOGY_LABELS, "").split(",") if label.strip()
+    ]
 
 
 def _describe(domain: Mapping[str, str | None]) -> str:
@@ -37,7 +39,11 @@ def domain_check(ctx: SelfTestContext, env: Mapping[str, str]) -> CheckResult:
     """This rank's node and the value of each topology label on it."""
     wanted = levels(env)
     if not wanted:
-        return CheckResult(NAME, "SKIP", reason=f"the pool has no topology levels ({ENV} unset)")
+        return CheckResult(
+            NAME,
+            "SKIP",
+            reason=f"the pool has no topology levels ({SELFTEST_TOPOLOGY_LABELS} unset)",
+        )
     try:
         server = ApiServer.in_cluster(dict(env))
     except KubeError as error:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from contract.env import SELFTEST_CORDON_LABEL, SELFTEST_CORDON_ON_FAIL
 from selftest.kube import ApiServer, KubeError
 from selftest.result import CheckResult
 
@@ -79,12 +80,12 @@ def cordon_patch(label: str, failed: list[str]) -> dict:
 
 
 def enabled(env: dict[str, str]) -> bool:
-    return env.get("SELFTEST_CORDON_ON_FAIL", "").lower() == "true"
+    return env.get(SELFTEST_CORDON_ON_FAIL, "").lower() == "true"
 
 
 def quarantine(env: dict[str, str], node: str, failed: list[str]) -> Outcome:
     """Cordon and label `node` for its failed hardware checks (the caller checks `enabled`)."""
-    label = env.get("SELFTEST_CORDON_LABEL") or DEFAULT_LABEL
+    label = env.get(SELFTEST_CORDON_LABEL) or DEFAULT_LABEL
     try:
         ApiServer.in_cluster(env).patch_node(node, cordon_patch(label, failed))
     except KubeError as error:

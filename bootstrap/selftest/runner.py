@@ -21,6 +21,24 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from contract.env import (
+    SELFTEST_CHECKS,
+    SELFTEST_DCGM_URL,
+    SELFTEST_EXPECTED_FABRIC_DEVICES,
+    SELFTEST_EXPECTED_GPUS,
+    SELFTEST_FABRIC,
+    SELFTEST_FLOOR_SOURCES,
+    SELFTEST_FLOORS,
+    SELFTEST_IMAGE,
+    SELFTEST_INSTANCE_TYPE,
+    SELFTEST_NVME_CACHE,
+    SELFTEST_OUT,
+    SELFTEST_PROMETHEUS_URL,
+    SELFTEST_PUSHGATEWAY_URL,
+    SELFTEST_RUN_ID,
+    SELFTEST_SHARED_DATA,
+)
+from contract.mounts import NVME_CACHE_MOUNT_PATH, SHARED_DATA_MOUNT_PATH
 from selftest import (
     bundle,
     collectives,
@@ -55,22 +73,22 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
     """Flags, each defaulting to its SELFTEST_* variable (the Job sets those)."""
     e = env.get
     p = argparse.ArgumentParser(prog="python -m selftest", description=__doc__)
-    p.add_argument("--run-id", default=e("SELFTEST_RUN_ID", "local"))
-    p.add_argument("--image", default=e("SELFTEST_IMAGE", "local"))
-    p.add_argument("--out", type=Path, default=Path(e("SELFTEST_OUT", "out/selftest")))
+    p.add_argument("--run-id", default=e(SELFTEST_RUN_ID, "local"))
+    p.add_argument("--image", default=e(SELFTEST_IMAGE, "local"))
+    p.add_argument("--out", type=Path, default=Path(e(SELFTEST_OUT, "out/selftest")))
     p.add_argument(
-        "--shared-data", type=Path, default=Path(e("SELFTEST_SHARED_DATA", "/mnt/shared-data"))
+        "--shared-data", type=Path, default=Path(e(SELFTEST_SHARED_DATA, SHARED_DATA_MOUNT_PATH))
     )
     p.add_argument("--nvme-cache", type=Path,
-                   default=Path(e("SELFTEST_NVME_CACHE", "/mnt/nvme-cache")))  # fmt: skip
+                   default=Path(e(SELFTEST_NVME_CACHE, NVME_CACHE_MOUNT_PATH)))  # fmt: skip
     p.add_argument("--device", choices=["cuda", "cpu"], default=e("SELFTEST_DEVICE"))
-    p.add_argument("--expected-gpus", type=int, default=int(e("SELFTEST_EXPECTED_GPUS", "0")))
+    p.add_argument("--expected-gpus", type=int, default=int(e(SELFTEST_EXPECTED_GPUS, "0")))
     p.add_argument("--catalog-gpus", type=int, default=_int(e("SELFTEST_CATALOG_GPUS")))
     p.add_argument("--expected-fabric-devices", type=int,
-                   default=int(e("SELFTEST_EXPECTED_FABRIC_DEVICES", "0")))  # fmt: skip
-    p.add_argument("--fabric", default=e("SELFTEST_FABRIC", "tcp"),
+                   default=int(e(SELFTEST_EXPECTED_FABRIC_DEVICES, "0")))  # fmt: skip
+    p.add_argument("--fabric", default=e(SELFTEST_FABRIC, "tcp"),
                    help="tcp, efa, infiniband or roce")  # fmt: skip
-    p.add_argument("--instance-type", default=e("SELFTEST_INSTANCE_TYPE"))
+    p.add_argument("--instance-type", default=e(SELFTEST_INSTANCE_TYPE))
     p.add_argument(
         "--floor",
         action="append",
@@ -78,8 +96,8 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
         metavar="NAME=VALUE",
         help="a threshold, e.g. intra_node_busbw_gbps=0.05 (repeatable)",
     )
-    p.add_argument("--dcgm-url", default=e("SELFTEST_DCGM_URL"))
-    p.add_argument("--prometheus-url", default=e("SELFTEST_PROMETHEUS_URL"))
+    p.add_argument("--dcgm-url", default=e(SELFTEST_DCGM_URL))
+    p.add_argument("--prometheus-url", default=e(SELFTEST_PROMETHEUS_URL))
     p.add_argument("--join-timeout", type=float, default=float(e("SELFTEST_JOIN_TIMEOUT", "60")))
     p.add_argument(
         "--sizes",
@@ -94,13 +112,13 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
     )
     p.add_argument(
         "--checks",
-        default=e("SELFTEST_CHECKS", "full"),
+        default=e(SELFTEST_CHECKS, "full"),
         help="short (the periodic run), full (the default), or groups to run, "
         f"comma-separated: {', '.join(GROUPS)}",
     )
     p.add_argument(
         "--pushgateway-url",
-        default=e("SELFTEST_PUSHGATEWAY_URL"),
+        default=e(SELFTEST_PUSHGATEWAY_URL),
         help="push the results as metrics to this Prometheus Pushgateway",
     )
     p.add_argument(
@@ -145,8 +163,8 @@ def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestCont
     local_world = int(env.get("LOCAL_WORLD_SIZE", str(world)))
     # The Job passes the stack's floors as JSON (SELFTEST_FLOORS, with their sources); a
     # --floor flag overrides one by hand.
-    floors = json.loads(env.get("SELFTEST_FLOORS") or "{}")
-    sources = json.loads(env.get("SELFTEST_FLOOR_SOURCES") or "{}")
+    floors = json.loads(env.get(SELFTEST_FLOORS) or "{}")
+    sources = json.loads(env.get(SELFTEST_FLOOR_SOURCES) or "{}")
     by_hand = parse_floors(args.floor)
     floors.update(by_hand)
     sources.update(dict.fromkeys(by_hand, "command line --floor"))

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+import contract
 import selftest
 from selftest.context import SelfTestContext
 from selftest.data import collective_device, ensure_shards, rank_shards
@@ -72,10 +73,12 @@ def _settings(ctx: SelfTestContext, paths: list[Path], phase: str, port: int) ->
 
 
 def worker_env(parent: Mapping[str, str]) -> dict[str, str]:
-    """The worker's environment: the rank's, with the package on the path."""
+    """The worker's environment: the rank's, with the packages on the path (contract/ beside
+    bootstrap/ in a checkout, under /opt/platform in the image)."""
+    packages = {str(Path(m.__file__).parent.parent) for m in (selftest, contract)}
     env = dict(
         parent,
-        PYTHONPATH=str(Path(selftest.__file__).parent.parent),
+        PYTHONPATH=os.pathsep.join(sorted(packages)),
         # cuBLAS is deterministic only with a fixed workspace (PyTorch's reproducibility notes).
         CUBLAS_WORKSPACE_CONFIG=":4096:8",
     )

@@ -12,7 +12,6 @@ self-test, the recipes and teams' own scripts.
 - the process: joining torchrun's group, the device, mixed precision, a clean exit."""
 
 from trainkit.checkpoint import (
-    CHECKPOINT_DIR_ENV,
     MANIFEST,
     Checkpointer,
     CheckpointError,
@@ -38,7 +37,7 @@ from trainkit.process import (
 from trainkit.session import Session
 
 __all__ = [
-    "CHECKPOINT_DIR_ENV", "INTERRUPTED", "MANIFEST", "CheckpointError", "Checkpointer", "Ema",
+    "INTERRUPTED", "MANIFEST", "CheckpointError", "Checkpointer", "Ema",
     "MetricsServer", "Session", "autocast_dtype", "checkpoint_root", "complete_checkpoints",
     "deterministic_kernels", "device_for", "ema_decay", "join", "keyed_generator",
     "keyed_permutation", "leave", "load", "mixed_precision", "peak_memory", "restore",

@@ -23,10 +23,11 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.filesystem import FileSystem, FileSystemWriter
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from contract.env import TRAINKIT_CHECKPOINT_DIR
+
 MANIFEST = "manifest.json"
 # Where a job keeps its checkpoints: `python -m jobs submit` sets it to <output>/<job name> on
 # shared storage, so only the same job resumes them.
-CHECKPOINT_DIR_ENV = "TRAINKIT_CHECKPOINT_DIR"
 
 
 class CheckpointError(Exception):
@@ -36,11 +37,11 @@ class CheckpointError(Exception):
 def checkpoint_root(directory: Path | str | None = None) -> Path:
     """`directory`, else $TRAINKIT_CHECKPOINT_DIR; neither is an error that says so, because a
     default inside the container would be lost with the pod."""
-    chosen = directory or os.environ.get(CHECKPOINT_DIR_ENV)
+    chosen = directory or os.environ.get(TRAINKIT_CHECKPOINT_DIR)
     if not chosen:
         raise CheckpointError(
-            f"no checkpoint directory: set {CHECKPOINT_DIR_ENV} (python -m jobs submit sets it "
-            "to a folder on shared storage) or pass directory="
+            f"no checkpoint directory: set {TRAINKIT_CHECKPOINT_DIR} (python -m jobs submit sets "
+            "it to a folder on shared storage) or pass directory="
         )
     return Path(chosen)
 

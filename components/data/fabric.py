@@ -23,6 +23,7 @@ from components.helm import pinned_release, privileged_namespace
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.storage.ceph import SecondaryNetworks, multus_networks, network_attachment_name
+from components.vocabulary import GPU_DAEMONSET_TOLERATION, MULTUS_API, RDMA_NETWORK
 from model.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS, FabricSettings
 from model.versions import NETWORK_OPERATOR_IMAGES
@@ -30,15 +31,9 @@ from model.versions import NETWORK_OPERATOR_IMAGES
 PART_OF = plane_labels("data")
 MELLANOX_API = "mellanox.com/v1alpha1"
 NV_IPAM_API = "nv-ipam.nvidia.com/v1alpha1"
-MULTUS_API = "k8s.cni.cncf.io/v1"
 # The operator reconciles only a NicClusterPolicy of this name (network-operator 26.4.1,
 # example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr.yaml).
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
-RDMA_NETWORK = "rdma"
-# GPU nodes are commonly tainted so that only GPU pods land there; the GPU Operator's DaemonSets
-# tolerate this taint by default (shared/PINS.md), and the RDMA device plugin and CNI
-# DaemonSets must run on the same nodes.
-GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -67,13 +62,6 @@ def network_operator_values() -> dict[str, Any]:
 def _image(component: str, mirror: str | None) -> dict[str, str]:
     spec = NETWORK_OPERATOR_IMAGES[component].spec()
     return {**spec, "repository": mirrored(spec["repository"], mirror)}
-
-
-def rdma_resource(fabric: FabricSettings) -> str:
-    """The extended resource a pod requests for RDMA: the shared device plugin's prefix is
-    `rdma`; the SR-IOV plugin's is set below to `nvidia.com`, as the operator's examples do."""
-    prefix = "rdma" if fabric.rdma_mode == "shared" else "nvidia.com"
-    return f"{prefix}/{fabric.resource_name}"
 
 
 def device_plugin_config(fabric: FabricSettings) -> str:
@@ -120,7 +108,9 @@ def nic_cluster_policy_spec(cfg: PlatformConfig) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "secondaryNetwork": secondary,
         "nvIpam": {**_image("nvIpam", mirror), "enableWebhook": False},
-        "tolerations": [GPU_TAINT_TOLERATION],
+        # The RDMA device plugin and CNI DaemonSets run on the GPU nodes, as the GPU
+        # Operator's do.
+        "tolerations": [GPU_DAEMONSET_TOLERATION],
     }
     fabric = cfg.fabric
     if fabric is None:

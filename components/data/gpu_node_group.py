@@ -13,8 +13,8 @@ import pulumi_aws as aws
 from components.base import PlatformComponent
 from components.context import StackContext
 from components.control.cluster import ClusterHandle
-from components.data.gpu_operator import EFA_RESOURCE, operator_labels
 from components.data.gpu_operator import advertised_resources as pool_resources
+from components.data.gpu_operator import operator_labels
 from components.data.nodes import (
     ManagedNodeGroupSpec,
     boot_script,
@@ -23,12 +23,12 @@ from components.data.nodes import (
     node_repair_config,
     user_data,
 )
+from components.vocabulary import EFA_RESOURCE, GPU_TAINT
 from model.catalog import InstanceType
 from model.config import GpuNodeGroupSettings
 from model.config.gpu_operator import MigStrategy
 from model.config.pools import pool_of_group
 
-GPU_TAINTS = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
 HUGEPAGES_RESOURCE = "hugepages-2Mi"
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 CAPACITY_TYPES = {
@@ -114,8 +114,8 @@ def autoscaler_tags(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> d
     """ASG tags that describe a node of this group to cluster-autoscaler while the group has
     none, so it can scale from zero: its labels, taints and extended resources."""
     tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in node_labels(group, mig_strategy).items()}
-    for taint in GPU_TAINTS:
-        tags[f"{NODE_TEMPLATE}/taint/{taint['key']}"] = f"{taint['value']}:{taint['effect']}"
+    taint = f"{NODE_TEMPLATE}/taint/{GPU_TAINT['key']}"
+    tags[taint] = f"{GPU_TAINT['value']}:{GPU_TAINT['effect']}"
     for resource, count in advertised_resources(group, mig_strategy).items():
         tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
     if group.efa:
@@ -201,7 +201,7 @@ class GpuNodeGroup(PlatformComponent):
                 root_volume_gib=group.root_volume_gib,
                 user_data=group_user_data(group),
                 labels=node_labels(group, args.mig_strategy),
-                taints=GPU_TAINTS,
+                taints=(GPU_TAINT,),
                 tags={**args.context.tags, "gpu-platform/node-group": group.name},
                 node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
                 network_interfaces=(

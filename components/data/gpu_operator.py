@@ -22,13 +22,12 @@ from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.data.system_node_group import SYSTEM_LABELS
 from components.helm import pinned_release, privileged_namespace
+from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE
 from model.catalog import MIG_SLICES
 from model.config import GpuOperatorSettings, GpuPool
 from model.config.fabric import RDMA_FABRICS
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
 
-GPU_RESOURCE = "nvidia.com/gpu"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # ConfigMaps the chart creates from the values below.
 DEVICE_PLUGIN_CONFIGMAP = "gpu-platform-device-plugin"
 MIG_PARTED_CONFIGMAP = "gpu-platform-mig-parted"

@@ -25,12 +25,12 @@ from components.data.gpu_operator import (
     device_plugin_config_key,
 )
 from components.kubernetes_object import KubernetesObject
+from components.vocabulary import MONITORING_API
 from model.config import PlatformConfig
 from model.config.alerts import AlertSettings
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
-API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-platform-alerts"
 # The EKS node monitoring agent's conditions (EKS User Guide, "Detect node health issues":
 # node conditions reported by the agent).
@@ -369,7 +369,7 @@ def alert_report(cfg: PlatformConfig) -> dict[str, str]:
 
 def prometheus_rule(cfg: PlatformConfig, namespace: str) -> dict[str, Any]:
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": MONITORING_API,
         "kind": "PrometheusRule",
         "metadata": {
             "name": RULE_NAME,

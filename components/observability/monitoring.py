@@ -27,10 +27,15 @@ from components.context import StackContext
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability.alerts import NODE_LABELS_READ
-from components.scheduling.training_job import METRICS_LABEL, METRICS_PORT_NAME
+from components.vocabulary import (
+    METRICS_LABEL,
+    METRICS_PORT_NAME,
+    MONITORING_API,
+    MONITORING_RELEASE,
+    prometheus_url,
+)
 from model.config.observability import ObservabilitySettings
 
-RELEASE = "kube-prometheus-stack"
 DASHBOARDS = Path(__file__).parent / "dashboards"
 # The sidecar loads every ConfigMap with this label, in every namespace (chart default
 # `grafana.sidecar.dashboards.searchNamespace: ALL`).
@@ -46,14 +51,9 @@ TRAINING_MONITOR = "training-jobs"
 TRAINING_SCRAPE_INTERVAL = "15s"
 
 
-def prometheus_url(namespace: str) -> str:
-    """Prometheus's in-cluster address: the chart names its Service `<release>-prometheus`."""
-    return f"http://{RELEASE}-prometheus.{namespace}.svc:9090"
-
-
 def grafana_service(namespace: str) -> str:
     """Grafana's Service (`<release>-grafana`, port 80): `kubectl port-forward` to reach it."""
-    return f"{namespace}/{RELEASE}-grafana"
+    return f"{namespace}/{MONITORING_RELEASE}-grafana"
 
 
 def gp3_storage_class() -> dict[str, Any]:
@@ -178,7 +178,7 @@ def training_pod_monitor(namespace: str, training_namespaces: Sequence[str]) -> 
     elsewhere are never scraped by accident. Prometheus adds `namespace` and `pod` to each series
     (honorLabels stays false)."""
     return {
-        "apiVersion": "monitoring.coreos.com/v1",
+        "apiVersion": MONITORING_API,
         "kind": "PodMonitor",
         "metadata": {"name": TRAINING_MONITOR, "namespace": namespace, "labels": PLATFORM_LABELS},
         "spec": {
@@ -259,8 +259,8 @@ class Monitoring(PlatformComponent):
         )
         self._dashboards(args)
         self.release = pinned_release(
-            f"{env}-{RELEASE}",
-            RELEASE,
+            f"{env}-{MONITORING_RELEASE}",
+            MONITORING_RELEASE,
             ns,
             monitoring_values(
                 settings,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.scheduling.training_job import TrainingJobSpec, job, job_labels
+from components.vocabulary import BATCH_API
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ def cron_job(spec: TrainingJobSpec, schedule: Schedule) -> dict[str, Any]:
         raise ValueError(f"{spec.name}: a scheduled job runs standalone on one node")
     body = job(spec)
     return {
-        "apiVersion": "batch/v1",
+        "apiVersion": BATCH_API,
         "kind": "CronJob",
         "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": dict(spec.labels)},
         "spec": {

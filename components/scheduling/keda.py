@@ -21,7 +21,7 @@ from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
-from components.observability.monitoring import prometheus_url
+from components.vocabulary import prometheus_url
 from model.config import PlatformConfig
 from model.config.keda import (
     GpuAutoscalerSettings,

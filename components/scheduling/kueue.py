@@ -13,16 +13,13 @@ from typing import Any
 
 import yaml
 
-from components.data.fabric import rdma_resource
-from components.data.gpu_node_group import GPU_TAINTS
-from components.data.gpu_operator import EFA_RESOURCE
 from components.data.gpu_operator import advertised_resources as pool_resources
 from components.scheduling.kueue_frameworks import INTEGRATIONS
+from components.vocabulary import EFA_RESOURCE, GPU_TAINT, GPU_TOLERATION, KUEUE_API, rdma_resource
 from model.catalog import CATALOG
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import LOCAL_QUEUE, FlavorSettings, TeamSettings
 
-KUEUE = "kueue.x-k8s.io/v1beta2"
 PROVISIONING_CHECK = "gpu-provisioning"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 # All-or-nothing: the autoscaler provisions every node of the request or none, so a multi-node
@@ -85,13 +82,13 @@ def resource_flavor(pool: GpuPool, tainted: bool, topology: str | None = None) -
     does not test the taint at admission (v0.19.2 ResourceFlavor schema, `nodeTaints`)."""
     spec: dict[str, Any] = {"nodeLabels": dict(pool.node_selector)}
     if tainted:
-        spec["nodeTaints"] = [dict(t) for t in GPU_TAINTS]
-        spec["tolerations"] = [{**t, "operator": "Equal"} for t in GPU_TAINTS]
+        spec["nodeTaints"] = [dict(GPU_TAINT)]
+        spec["tolerations"] = [dict(GPU_TOLERATION)]
     if topology is not None:
         # Kueue places the workloads it admits here by the Topology's levels (TAS).
         spec["topologyName"] = topology
     return {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": {"name": pool.name},
         "spec": spec,
@@ -191,7 +188,8 @@ def cluster_queue(
         }
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": list(checks)}
-    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+    meta = {"name": name}
+    return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": meta, "spec": spec}
 
 
 def provisioning_check(provisioned_flavors: Sequence[str]) -> list[dict[str, Any]]:
@@ -202,7 +200,7 @@ def provisioning_check(provisioned_flavors: Sequence[str]) -> list[dict[str, Any
 
 def local_queue(team: TeamSettings) -> dict[str, Any]:
     return {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": {"name": LOCAL_QUEUE, "namespace": team.name},
         "spec": {"clusterQueue": team.cluster_queue},
@@ -213,7 +211,7 @@ def provisioning_objects(managed: Sequence[str]) -> list[dict[str, Any]]:
     """The AdmissionCheck and the ProvisioningRequestConfig it names."""
     return [
         {
-            "apiVersion": KUEUE,
+            "apiVersion": KUEUE_API,
             "kind": "ProvisioningRequestConfig",
             "metadata": {"name": PROVISIONING_CHECK},
             "spec": {
@@ -222,7 +220,7 @@ def provisioning_objects(managed: Sequence[str]) -> list[dict[str, Any]]:
             },
         },
         {
-            "apiVersion": KUEUE,
+            "apiVersion": KUEUE_API,
             "kind": "AdmissionCheck",
             "metadata": {"name": PROVISIONING_CHECK},
             "spec": {

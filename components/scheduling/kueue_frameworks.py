@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.vocabulary import BATCH_API
+
 
 @dataclass(frozen=True)
 class Framework:
@@ -54,6 +56,6 @@ class Framework:
 # Every job the platform renders is a batch Job (components/scheduling/training_job.py): the
 # self-test, its schedule's, the recipes', teams' own. Names as in Kueue's pkg/controller/jobs/job
 # (`FrameworkName = "batch/job"`).
-FRAMEWORKS = (Framework("batch/job", "batch/v1", "Job", "jobs"),)
+FRAMEWORKS = (Framework("batch/job", BATCH_API, "Job", "jobs"),)
 
 INTEGRATIONS = tuple(f.integration for f in FRAMEWORKS)

@@ -29,9 +29,8 @@ import yaml
 
 from components.base import PlatformComponent
 from components.context import StackContext
-from components.data.gpu_operator import EFA_RESOURCE, GPU_RESOURCE
 from components.kubernetes_object import KubernetesObject
-from components.scheduling.kueue import KUEUE, quota
+from components.scheduling.kueue import quota
 from components.scheduling.kueue_frameworks import FRAMEWORKS
 from components.scheduling.multikueue_contract import (
     KUBECONFIG_OUTPUT,
@@ -42,6 +41,7 @@ from components.scheduling.multikueue_contract import (
     exported_queues,
     worker_problems,
 )
+from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE, KUEUE_API
 from model.catalog import CATALOG
 from model.config import ConfigError, PlatformConfig, stack_file
 from model.config.multikueue import BURST_BUDGET_ANNOTATION, BurstSettings
@@ -119,7 +119,7 @@ def burst_flavor(queue: ClusterQueueSettings) -> dict[str, Any]:
     if mirrored is not None:
         spec["topologyName"] = mirrored[0]
     return {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": {"name": burst_flavor_name(queue.name)},
         "spec": spec,
@@ -131,13 +131,13 @@ def manager_objects(queue: ClusterQueueSettings) -> list[dict[str, Any]]:
     return [
         burst_flavor(queue),
         {
-            "apiVersion": KUEUE,
+            "apiVersion": KUEUE_API,
             "kind": "MultiKueueConfig",
             "metadata": {"name": queue.name},
             "spec": {"clusters": list(queue.burst.workers)},
         },
         {
-            "apiVersion": KUEUE,
+            "apiVersion": KUEUE_API,
             "kind": "AdmissionCheck",
             "metadata": {"name": check_name(queue.name)},
             "spec": {
@@ -158,7 +158,7 @@ def budget_annotations(burst: BurstSettings) -> dict[str, str]:
 
 def multikueue_cluster(worker: str) -> dict[str, Any]:
     return {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "MultiKueueCluster",
         "metadata": {"name": worker},
         "spec": {

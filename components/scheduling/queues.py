@@ -23,7 +23,6 @@ from components.data.gpu_operator import advertised_resources as pool_resources
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.scheduling.kueue import (
-    KUEUE,
     cluster_queue,
     counts_cpu_and_memory,
     kueue_values,
@@ -58,6 +57,7 @@ from components.scheduling.topology import (
     topology_report,
     topology_warnings,
 )
+from components.vocabulary import KUEUE_API
 from model.config import PlatformConfig
 from model.config.scheduling import PRIORITIES, Priority, TeamSettings, provisioned
 from model.config.selftest import queued
@@ -66,7 +66,7 @@ from model.config.selftest import queued
 def workload_priority_class(priority: Priority) -> dict[str, Any]:
     """Kueue orders and preempts workloads by this, the twin of the pods' PriorityClass."""
     return {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "WorkloadPriorityClass",
         "metadata": {"name": priority.name},
         "value": priority.value,

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.vocabulary import KUEUE_API
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import topology_levels as pool_topology
 from model.config.scheduling import wanted_topology
 
-KUEUE = "kueue.x-k8s.io/v1beta2"
 PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 
@@ -87,7 +87,7 @@ def topology_warnings(cfg: PlatformConfig) -> list[str]:
 
 def topology(name: str, levels: tuple[str, ...]) -> dict[str, Any]:
     return {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "Topology",
         "metadata": {"name": name},
         "spec": {"levels": [{"nodeLabel": label} for label in levels]},

@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from components.data.fabric import RDMA_NETWORK, rdma_resource
-from components.data.gpu_operator import EFA_RESOURCE, GPU_RESOURCE, advertised_resources
+from components.data.gpu_operator import advertised_resources
 from components.data.nccl import configmap_name
 from components.scheduling.multikueue import burst_managed_by
 from components.scheduling.rendezvous import LABEL as RENDEZVOUS_LABEL
@@ -58,27 +57,35 @@ from components.storage.volumes import (
     training_volume_mounts,
     training_volumes,
 )
+from components.vocabulary import (
+    BATCH_API,
+    COMPLETION_INDEX_LABEL,
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    GPU_TOLERATION,
+    METRICS_LABEL,
+    METRICS_PORT_NAME,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    RDMA_NETWORK,
+    rdma_resource,
+)
+from contract.env import (
+    CPU_LIMIT_MILLICORES,
+    CPU_REQUEST_MILLICORES,
+    MEMORY_LIMIT_MIB,
+    MEMORY_REQUEST_MIB,
+    NODE_NAME,
+    POD_NAME,
+    POD_NAMESPACE,
+)
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-# The label that carries an Indexed Job pod's index (Kubernetes 1.28+).
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-# The container port's name and the pod label the platform's PodMonitor scrapes by.
-METRICS_PORT_NAME = "metrics"
-METRICS_LABEL = {"gpu-platform/metrics": "training"}
 # Where the image side serves a trainer's Prometheus metrics, on each pod's local rank 0: the
 # recipes (recipes/metrics.py) and trainkit, which teams' own scripts use.
 TRAINING_METRICS_PORT = 8000
-# The GPU nodes' taint (components/data/gpu_node_group.py; admins taint on-prem GPU nodes alike).
-GPU_TOLERATION = {
-    "key": "nvidia.com/gpu",
-    "operator": "Equal",
-    "value": "present",
-    "effect": "NoSchedule",
-}
 # The image's non-root user (bootstrap/Dockerfile); any non-root uid works for other images.
 RUN_AS = 1000
 
@@ -101,7 +108,7 @@ class TrainingJobSpec:
     queue: str | None = "default"
     priority_class: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    # The pool's RDMA resource name (components/fabric.rdma_resource) on RDMA pools.
+    # The pool's RDMA resource name (components/vocabulary.rdma_resource) on RDMA pools.
     rdma_resource: str | None = None
     memory_gib_per_gpu: int = 16
     backoff_limit: int = 0
@@ -230,18 +237,18 @@ def security_context() -> dict[str, Any]:
 
 
 DOWNWARD_API_ENV = {
-    "NODE_NAME": "spec.nodeName",
-    "POD_NAME": "metadata.name",
-    "POD_NAMESPACE": "metadata.namespace",
+    NODE_NAME: "spec.nodeName",
+    POD_NAME: "metadata.name",
+    POD_NAMESPACE: "metadata.namespace",
 }
 # The container's own requests and limits (downward API `resourceFieldRef`, in the divisor's
 # unit): what the self-test judges the QoS class by (bootstrap/selftest/inventory.py), and what
 # a trainer sizes its data loader workers and threads by.
 RESOURCE_ENV = {
-    "CPU_REQUEST_MILLICORES": ("requests.cpu", "1m"),
-    "CPU_LIMIT_MILLICORES": ("limits.cpu", "1m"),
-    "MEMORY_REQUEST_MIB": ("requests.memory", "1Mi"),
-    "MEMORY_LIMIT_MIB": ("limits.memory", "1Mi"),
+    CPU_REQUEST_MILLICORES: ("requests.cpu", "1m"),
+    CPU_LIMIT_MILLICORES: ("limits.cpu", "1m"),
+    MEMORY_REQUEST_MIB: ("requests.memory", "1Mi"),
+    MEMORY_LIMIT_MIB: ("limits.memory", "1Mi"),
 }
 # Every variable `container` sets itself: a job's own `env` must not name them again.
 RESERVED_ENV = ("JOB_COMPLETION_INDEX", *DOWNWARD_API_ENV, *RESOURCE_ENV, "HOME")
@@ -380,7 +387,7 @@ def job(spec: TrainingJobSpec) -> dict[str, Any]:
     }
     if spec.annotations:
         meta["annotations"] = dict(spec.annotations)
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": body}
+    return {"apiVersion": BATCH_API, "kind": "Job", "metadata": meta, "spec": body}
 
 
 def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
+from contract.env import SELFTEST_CORDON_LABEL, SELFTEST_CORDON_ON_FAIL, SELFTEST_TOPOLOGY_LABELS
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import wanted_topology
 from model.config.selftest import selftest_pool
@@ -37,7 +38,6 @@ CORDON_ROLE = "gpu-platform-selftest-cordon"
 CORDON_LABEL = "gpu-platform/selftest-failed"
 READ_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
 CORDON_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
-TOPOLOGY_ENV = "SELFTEST_TOPOLOGY_LABELS"
 
 
 def run_pools(cfg: PlatformConfig) -> list[GpuPool]:
@@ -63,10 +63,10 @@ def access_env(cfg: PlatformConfig, pool: GpuPool) -> dict[str, str]:
     env = {}
     named = wanted_topology(cfg, pool)
     if named is not None:
-        env[TOPOLOGY_ENV] = ",".join(named[1])
+        env[SELFTEST_TOPOLOGY_LABELS] = ",".join(named[1])
     if cfg.selftest.cordon_on_fail:
-        env["SELFTEST_CORDON_ON_FAIL"] = "true"
-        env["SELFTEST_CORDON_LABEL"] = CORDON_LABEL
+        env[SELFTEST_CORDON_ON_FAIL] = "true"
+        env[SELFTEST_CORDON_LABEL] = CORDON_LABEL
     return env
 
 

@@ -39,7 +39,6 @@ from components.data.gpu_operator import dcgm_exporter_url
 from components.data.system_node_group import add_on_nodes
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
-from components.observability.monitoring import prometheus_url
 from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
 from components.selftest.access import access_env, access_objects, account
@@ -55,7 +54,23 @@ from components.selftest.schedule import (
     pushgateway_url,
     pushgateway_values,
 )
-from components.storage.volumes import SHARED_DATA_MOUNT_PATH
+from components.vocabulary import prometheus_url
+from contract.env import (
+    SELFTEST_DCGM_URL,
+    SELFTEST_EXPECTED_FABRIC_DEVICES,
+    SELFTEST_EXPECTED_GPUS,
+    SELFTEST_FABRIC,
+    SELFTEST_FLOOR_SOURCES,
+    SELFTEST_FLOORS,
+    SELFTEST_IMAGE,
+    SELFTEST_INSTANCE_TYPE,
+    SELFTEST_NVME_CACHE,
+    SELFTEST_OUT,
+    SELFTEST_PROMETHEUS_URL,
+    SELFTEST_RUN_ID,
+    SELFTEST_SHARED_DATA,
+)
+from contract.mounts import NVME_CACHE_MOUNT_PATH, SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.selftest import floors, selftest_pool
@@ -98,26 +113,26 @@ def selftest_env(
         gpus = None
     table = floors(cfg, pool, nodes)
     env = {
-        "SELFTEST_RUN_ID": run,
+        SELFTEST_RUN_ID: run,
         # The image the pod runs, from the mirror where there is one: what the report names.
-        "SELFTEST_IMAGE": mirrored(settings.image, cfg.images.registry_mirror) or "",
-        "SELFTEST_OUT": f"{SHARED_DATA_MOUNT_PATH}/selftest/{run}",
-        "SELFTEST_SHARED_DATA": SHARED_DATA_MOUNT_PATH,
-        "SELFTEST_NVME_CACHE": "/mnt/nvme-cache",
+        SELFTEST_IMAGE: mirrored(settings.image, cfg.images.registry_mirror) or "",
+        SELFTEST_OUT: f"{SHARED_DATA_MOUNT_PATH}/selftest/{run}",
+        SELFTEST_SHARED_DATA: SHARED_DATA_MOUNT_PATH,
+        SELFTEST_NVME_CACHE: NVME_CACHE_MOUNT_PATH,
         "SELFTEST_NODES": str(nodes),
-        "SELFTEST_EXPECTED_GPUS": str(gpus or pool.gpus_per_node),
-        "SELFTEST_FABRIC": pool.fabric,
-        "SELFTEST_EXPECTED_FABRIC_DEVICES": str(fabric_devices(cfg, pool)),
-        "SELFTEST_FLOORS": json.dumps({k: v for k, (v, _) in table.items()}, sort_keys=True),
-        "SELFTEST_FLOOR_SOURCES": json.dumps({k: s for k, (_, s) in table.items()}, sort_keys=True),
+        SELFTEST_EXPECTED_GPUS: str(gpus or pool.gpus_per_node),
+        SELFTEST_FABRIC: pool.fabric,
+        SELFTEST_EXPECTED_FABRIC_DEVICES: str(fabric_devices(cfg, pool)),
+        SELFTEST_FLOORS: json.dumps({k: v for k, (v, _) in table.items()}, sort_keys=True),
+        SELFTEST_FLOOR_SOURCES: json.dumps({k: s for k, (_, s) in table.items()}, sort_keys=True),
         "NCCL_DEBUG": "INFO",
-        "SELFTEST_DCGM_URL": dcgm_exporter_url(cfg.gpu_operator.namespace),
+        SELFTEST_DCGM_URL: dcgm_exporter_url(cfg.gpu_operator.namespace),
     }
     if cfg.workload_autoscaling.gpu:
         # The GPU autoscalers' metric must be served for the self-test's own pods too.
-        env["SELFTEST_PROMETHEUS_URL"] = prometheus_url(cfg.namespaces.monitoring)
+        env[SELFTEST_PROMETHEUS_URL] = prometheus_url(cfg.namespaces.monitoring)
     if pool.instance_types:
-        env["SELFTEST_INSTANCE_TYPE"] = pool.instance_types[0]
+        env[SELFTEST_INSTANCE_TYPE] = pool.instance_types[0]
     if scheduled(cfg):
         env.update(history_env(cfg))
     env.update(access_env(cfg, pool))
@@ -167,7 +182,7 @@ def selftest_report(cfg: PlatformConfig) -> dict[str, Any]:
         "pool": spec.pool.name,
         "nodes": spec.nodes,
         "gpus_per_node": spec.gpus,
-        "report": spec.env["SELFTEST_OUT"],
+        "report": spec.env[SELFTEST_OUT],
         "up_waits_minutes": cfg.selftest.up_wait_minutes,
         "floors": {k: {"value": v, "source": s} for k, (v, s) in floors(cfg).items()},
     }

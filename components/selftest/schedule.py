@@ -34,7 +34,6 @@ from components.observability.monitoring import storage_class
 from components.registry_mirror import mirrored
 from components.scheduling.cron_jobs import Schedule, cron_job
 from components.scheduling.kueue import (
-    KUEUE,
     cluster_queue,
     counts_cpu_and_memory,
     node_offer,
@@ -44,7 +43,9 @@ from components.scheduling.kueue import (
 from components.scheduling.queues import workload_priority_class
 from components.scheduling.training_job import TrainingJobSpec, spec_for_pool
 from components.selftest.access import account
-from components.storage.volumes import SHARED_DATA_MOUNT_PATH
+from components.vocabulary import KUEUE_API
+from contract.env import SELFTEST_CHECKS, SELFTEST_OUT, SELFTEST_PUSHGATEWAY_URL, SELFTEST_RUN_ID
+from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import PlatformConfig
 from model.config.scheduling import Priority, autoscaled
 from model.config.selftest_schedule import scheduled_pools
@@ -121,15 +122,15 @@ def schedule_env(cfg: PlatformConfig, pool: str) -> dict[str, str]:
     """What a scheduled run adds: the check set, and a report folder per run (the pod's name,
     expanded by Kubernetes from the downward-API variable the job builder sets first)."""
     return {
-        "SELFTEST_CHECKS": cfg.selftest.schedule.checks,
-        "SELFTEST_RUN_ID": "$(POD_NAME)",
-        "SELFTEST_OUT": f"{SHARED_DATA_MOUNT_PATH}/selftest/schedule/{pool}/$(POD_NAME)",
+        SELFTEST_CHECKS: cfg.selftest.schedule.checks,
+        SELFTEST_RUN_ID: "$(POD_NAME)",
+        SELFTEST_OUT: f"{SHARED_DATA_MOUNT_PATH}/selftest/schedule/{pool}/$(POD_NAME)",
     }
 
 
 def history_env(cfg: PlatformConfig) -> dict[str, str]:
     """What every run gets where the history is kept: where to push."""
-    return {"SELFTEST_PUSHGATEWAY_URL": pushgateway_url(cfg.namespaces.monitoring)}
+    return {SELFTEST_PUSHGATEWAY_URL: pushgateway_url(cfg.namespaces.monitoring)}
 
 
 def cron_job_name(pool: str) -> str:
@@ -213,7 +214,7 @@ def idle_queue_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     queue = cluster_queue(IDLE_QUEUE, cfg.scheduling.cohort, flavors, [], [namespace])
     queue["metadata"]["labels"] = dict(PART_OF)
     local = {
-        "apiVersion": KUEUE,
+        "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": {"name": IDLE_QUEUE, "namespace": namespace, "labels": dict(PART_OF)},
         "spec": {"clusterQueue": IDLE_QUEUE},

@@ -18,11 +18,11 @@ from components.helm import pinned_release, privileged_namespace
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.storage.volumes import PART_OF, SharedData, declare_claim, shared_data_claim
+from components.vocabulary import MULTUS_API
 from model.config import CephNetworkAttachmentSettings, CephSettings
 from model.versions import CEPH_IMAGE
 
 CEPH_API = "ceph.rook.io/v1"
-MULTUS_API = "k8s.cni.cncf.io/v1"
 STORAGE_CLASS = "cephfs"
 # Rook names a CephFS data pool `<filesystem>-<pool>`; the StorageClass names that pool.
 DATA_POOL = "replicated"

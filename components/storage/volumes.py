@@ -37,14 +37,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import PlatformComponent, plane_labels
+from contract.mounts import NVME_CACHE_MOUNT_PATH, SHARED_DATA_MOUNT_PATH
 from model.catalog import InstanceType
 from model.config import NvmeCacheSettings, PlatformConfig
 
 SHARED_DATA = "shared-data"
 NVME_CACHE = "nvme-cache"
-# Where training containers see the two volumes.
-SHARED_DATA_MOUNT_PATH = "/mnt/shared-data"
-NVME_CACHE_MOUNT_PATH = "/mnt/nvme-cache"
 PART_OF = plane_labels("storage")
 
 # --------------------------------------------------------------------------- pure builders

@@ -6,7 +6,8 @@ fails the update; `warn` runs it without waiting (the plan warns that nobody wai
 declares nothing. Left unset it is `off` until the stack names an image (the Job has nothing to
 run without one), then `block` on a production stack and `warn` elsewhere.
 
-Floors default to the figures in shared/FACTS.md ("Self-test numbers"), one table below.
+Floors default to the figures in shared/FACTS.md ("Self-test numbers"), one table in
+contract/floors.py that the image reads too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
+from contract.floors import INTER_NODE_BUSBW_GBPS, INTRA_NODE_BUSBW_GBPS, SOURCE
 from model.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from model.config.bounds import MAX_CLUSTER_NODES
 from model.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
@@ -35,11 +37,6 @@ DIGEST_WORDS = (
 )
 PinnedImage = Annotated[str, shaped(r"[a-z0-9][^\s@]*/[^\s@]+@sha256:[0-9a-f]{64}", DIGEST_WORDS)]
 
-# All-reduce bus-bandwidth floors in GB/s (GB = 1e9), shared/FACTS.md "Self-test numbers":
-# within one 8-GPU node per GPU model, across two nodes per instance type at 2 GiB messages.
-FACTS = 'shared/FACTS.md, "Self-test numbers"'
-INTRA_NODE_BUSBW_GBPS: dict[str, float] = {"A100": 228.0, "H100": 460.0, "H200": 431.0}
-INTER_NODE_BUSBW_GBPS: dict[str, float] = {"p4de.24xlarge": 78.0, "p5.48xlarge": 444.0}
 # The NVMe cache's small-file latency floor: the source documents ask for under 200 µs.
 NVME_P99_LATENCY_US = 200.0
 
@@ -191,7 +188,7 @@ def floors(
     if intra is not None:
         out["intra_node_busbw_gbps"] = (intra, "selftest.intra_node_busbw_gbps")
     elif pool.gpu_model in INTRA_NODE_BUSBW_GBPS:
-        out["intra_node_busbw_gbps"] = (INTRA_NODE_BUSBW_GBPS[pool.gpu_model], FACTS)
+        out["intra_node_busbw_gbps"] = (INTRA_NODE_BUSBW_GBPS[pool.gpu_model], SOURCE)
     inter = settings.inter_node_busbw_gbps
     if inter is not None:
         out["inter_node_busbw_gbps"] = (inter, "selftest.inter_node_busbw_gbps")
@@ -200,7 +197,7 @@ def floors(
             INTER_NODE_BUSBW_GBPS[t] for t in pool.instance_types if t in INTER_NODE_BUSBW_GBPS
         ]
         if known:
-            out["inter_node_busbw_gbps"] = (min(known), FACTS)
+            out["inter_node_busbw_gbps"] = (min(known), SOURCE)
     expected = cfg.storage.fsx.expected_throughput_mbps if cfg.storage.fsx else None
     if expected is None and cfg.storage.ceph is not None:
         expected = cfg.storage.ceph.expected_throughput_mbps

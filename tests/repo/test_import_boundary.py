@@ -14,8 +14,10 @@ import sys
 from model.stacks import ROOT
 
 # Top-level packages of each side. Submitting a recipe's job is the program's (jobs/recipe.py);
-# contract/ is what both sides read (the recipes' batch rule: the submit refuses a global batch
-# the job's GPUs cannot reach, and the recipe checks it again once torchrun has started).
+# contract/ is what both sides read: the recipes' batch rule (the submit refuses a global batch
+# the job's GPUs cannot reach, and the recipe checks it again once torchrun has started), the
+# environment variables the program sets and the image reads, the mount paths, the self-test's
+# bandwidth floors.
 IMAGE_PACKAGES = {"torch", "selftest", "trainkit", "gpu_check", "diffusers", "transformers"}
 PROGRAM_PACKAGES = {
     "model", "components", "infra", "plan", "tools", "jobs", "policy",
@@ -135,3 +137,41 @@ def test_the_program_imports_nothing_of_the_image_but_the_shared_batch_rule():
     assert not found
     # The guard reads the image side's packages from bootstrap/; finding none means it broke.
     assert "selftest" in bootstrap_packages()
+
+
+def foreign_to_the_contract(name: str) -> bool:
+    top = name.split(".")[0]
+    return top not in (SHARED_PACKAGE, "__future__") and top not in sys.stdlib_module_names
+
+
+def test_the_contract_imports_only_the_standard_library():
+    """The image has no pydantic guarantee (requirements-selftest.txt) and no program: contract/
+    imports its own modules and the standard library (sys.stdlib_module_names), nothing else."""
+    found = {
+        (path, name)
+        for path, names in source_imports(SHARED_PACKAGE).items()
+        for name in names
+        if foreign_to_the_contract(name)
+    }
+    assert not found
+    assert [foreign_to_the_contract(n) for n in ("pydantic", "model.config", "torch")] == [True] * 3
+    assert not any(map(foreign_to_the_contract, ("json", "contract.env", "__future__")))
+
+
+def test_both_sides_read_the_contract():
+    """The program (components/, model/, jobs/) and the image (bootstrap/, recipes/) both import
+    contract/: each of its modules has a reader on each side, or it is shared by nobody."""
+
+    def readers(folders: tuple[str, ...]) -> set[str]:
+        return {
+            name
+            for folder in folders
+            for names in source_imports(folder).values()
+            for name in names
+            if name.split(".")[0] == SHARED_PACKAGE and name.count(".") == 1
+        }
+
+    modules = {f"{SHARED_PACKAGE}.{p.stem}" for p in (ROOT / SHARED_PACKAGE).glob("[!_]*.py")}
+    assert {"contract.batch", "contract.env", "contract.floors", "contract.mounts"} <= modules
+    assert modules <= readers(("components", "model", "jobs"))
+    assert modules <= readers(("bootstrap", "recipes"))

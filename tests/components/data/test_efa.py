@@ -68,7 +68,7 @@ def tolerates(toleration: dict, taint: dict) -> bool:
 @pytest.mark.parametrize("stack", ["staging", "prod"])
 def test_plugin_tolerates_the_gpu_taint(stack):
     tolerations = efa_releases(stack)[0].inputs["values"]["tolerations"]
-    # The taint every GPU node group carries (gpu_node_group.GPU_TAINTS, written out here).
+    # The taint every GPU node group carries (components/vocabulary.GPU_TAINT, written out here).
     taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
     assert any(tolerates(t, taint) for t in tolerations)
 

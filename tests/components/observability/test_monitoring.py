@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from components.observability.monitoring import prometheus_url
+from components.vocabulary import prometheus_url
 from model.stacks import SECRET
 from tests.conftest import STACKS, planned
 from tests.helpers.bad_stacks import assert_refused, aws, case, existing

@@ -57,3 +57,22 @@ def test_fio_is_installed_for_the_nvme_checks_and_its_version_recorded():
     assert "apt-get install -y --no-install-recommends fio;" in DOCKERFILE
     assert "fio --version | tee /opt/bootstrap/fio.version" in DOCKERFILE
     assert 'grep -qx "fio-${FIO_VERSION}" /opt/bootstrap/fio.version' in DOCKERFILE
+
+
+def copied_onto_the_path(dockerfile: str, folder: str) -> bool:
+    """`COPY ... <folder> <dest>/<folder>` with <dest> one of the image's PYTHONPATH entries."""
+    dests = re.findall(rf"^COPY --chown=root:root {folder} (\S+)/{folder}$", dockerfile, re.M)
+    paths = {p for line in re.findall(r"PYTHONPATH=(\S+)", dockerfile) for p in line.split(":")}
+    return bool(dests) and set(dests) <= paths
+
+
+def test_both_images_carry_the_contract_where_python_finds_it():
+    """The self-test reads contract/ (env names, mount paths, floors), the recipes too (their
+    batch rule); the recipes' image copies its own, its base may be an earlier build."""
+    recipes = (ROOT / "recipes" / "Dockerfile").read_text()
+    assert copied_onto_the_path(DOCKERFILE, "contract")
+    # The recipes' PYTHONPATH is set in their Dockerfile, over the base's.
+    assert copied_onto_the_path(recipes, "contract")
+    assert copied_onto_the_path(recipes, "recipes")
+    assert not copied_onto_the_path("COPY --chown=root:root contract /elsewhere/contract\n"
+                                    "ENV PYTHONPATH=/opt/bootstrap", "contract")  # fmt: skip

@@ -17,6 +17,7 @@ from selftest import collectives, compute, inventory, metrics, report, runner, t
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
+from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.loopback import LoopbackServer, QuietHandler, free_port
 from tests.helpers.pushgateway import Gateway
 
@@ -417,7 +418,7 @@ def test_the_headline_counts_what_was_judged_and_what_was_skipped():
 
 
 def _run(cmd: list[str], **env) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), **env}
+    environ = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, **env}
     return subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240)
 
 
@@ -545,7 +546,7 @@ def test_two_single_rank_nodes_measure_across_nodes(tmp_path):
     """Two processes with LOCAL_WORLD_SIZE=1 stand for two one-GPU nodes: the cross-node sweep
     runs over both, and there is nothing to measure inside a node."""
     port = str(free_port())
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), "WORLD_SIZE": "2",
+    env = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, "WORLD_SIZE": "2",
            "LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": port}  # fmt: skip
     cmd = [sys.executable, "-m", "selftest", "--out", str(tmp_path), "--join-timeout", "60",

@@ -1,6 +1,7 @@
 """The self-test's `inventory.cpu_pinning`: the pod's QoS class, judged from the requests and
-limits the Job passes through the downward API (components/jobs.RESOURCE_ENV), and the CPUs it
-may run on (cgroup cpuset, sched_getaffinity). PASS when Guaranteed on exactly its integer CPUs
+limits the Job passes through the downward API (components/scheduling/training_job.py
+RESOURCE_ENV, named in contract/env.py), and the CPUs it may run on (cgroup cpuset,
+sched_getaffinity). PASS when Guaranteed on exactly its integer CPUs
 of its own, WARN when Burstable / BestEffort or not pinned, SKIP outside a Job's pod."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 from selftest import inventory
+
+from tests.helpers.image_path import IMAGE_PYTHONPATH
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -85,7 +88,7 @@ def test_the_cgroup_v2_cpuset_is_read_before_v1(tmp_path):
 def test_the_inventory_group_reports_it_for_real(tmp_path):
     """The whole inventory group in a child told it is a Guaranteed pod with one CPU and pinned
     (sched_setaffinity) to one: the check reads this process's affinity."""
-    env_ = {**os.environ, "PYTHONPATH": f"{ROOT / 'bootstrap'}", "SELFTEST_FABRIC": "tcp",
+    env_ = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, "SELFTEST_FABRIC": "tcp",
             "SELFTEST_EXPECTED_FABRIC_DEVICES": "0", **env(1000, 1000, 1024, 1024)}  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "selftest", "--out", str(tmp_path), "--checks", "inventory",

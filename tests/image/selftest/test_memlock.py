@@ -15,6 +15,8 @@ import pytest
 from selftest import inventory, push, quarantine
 from selftest.context import SelfTestContext
 
+from tests.helpers.image_path import IMAGE_PYTHONPATH
+
 ROOT = Path(__file__).resolve().parents[3]
 # getrlimit(2): RLIM_INFINITY is "unlimited"; Python's resource module returns it as -1 on Linux.
 UNLIMITED = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
@@ -80,7 +82,7 @@ def test_a_real_process_under_a_lowered_limit_fails_on_efa(tmp_path):
     def lower() -> None:
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (65536, 65536))
 
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'bootstrap'}", "SELFTEST_FABRIC": "efa",
+    env = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, "SELFTEST_FABRIC": "efa",
            "SELFTEST_EXPECTED_FABRIC_DEVICES": "0"}  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "selftest", "--out", str(tmp_path), "--checks", "inventory",

@@ -14,6 +14,7 @@ from selftest import placement
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
+from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.kube_api import TOKEN, ApiServer, node
 from tests.helpers.loopback import free_port
 from tests.image.selftest.test_core import ROOT
@@ -144,7 +145,7 @@ def test_a_real_two_node_run_names_where_its_nodes_sat(tmp_path):
     }
     out = tmp_path / "out"
     with ApiServer(tmp_path, answers) as api:
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "bootstrap"), "WORLD_SIZE": "2",
+        env = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, "WORLD_SIZE": "2",
                "LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
                "MASTER_PORT": str(free_port()), **api.env(), **LEVELS}  # fmt: skip
         # What the run computes, not how fast this machine runs it: a 64 KiB all-reduce on

@@ -20,6 +20,7 @@ from trainkit.checkpoint import CheckpointError, checkpoint_root
 
 from recipes.shards import KeyedBatches, ShardStream, micro_batch, rank_shards
 from recipes.tiny import synthetic_shards
+from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,7 +37,7 @@ def documented_script() -> str:
 def start(script: Path, checkpoints: Path) -> subprocess.Popen:
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT / "bootstrap"),
+        "PYTHONPATH": IMAGE_PYTHONPATH,
         "TRAINKIT_CHECKPOINT_DIR": str(checkpoints),
         "TRAINKIT_METRICS_PORT": "0",
         "MASTER_PORT": str(free_port()),

@@ -1,0 +1,63 @@
+"""The platform's shared vocabulary: the names that two or more component modules write, each
+spelled here once (tests/components/test_vocabulary.py holds the cited values, and that no
+other component module spells one again). A shared component: it imports no plane, so a plane
+reads a name without importing the plane that owns the objects."""
+
+from __future__ import annotations
+
+from model.config.fabric import FabricSettings
+
+# ------------------------------------------------------------------------ resource names
+# The NVIDIA device plugin's extended resource, also the taint key GPU nodes carry (shared/PINS.md,
+# GPU Operator v26.7.0: `daemonsets.tolerations` tolerates `nvidia.com/gpu`).
+GPU_RESOURCE = "nvidia.com/gpu"
+# The AWS EFA device plugin's resource (shared/FACTS.md: pods using EFA request it).
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+
+def rdma_resource(fabric: FabricSettings) -> str:
+    """The extended resource a pod requests for RDMA: the shared device plugin's prefix is
+    `rdma`; the SR-IOV plugin's is set (components/data/fabric.py) to `nvidia.com`, as the
+    Network Operator's examples do."""
+    prefix = "rdma" if fabric.rdma_mode == "shared" else "nvidia.com"
+    return f"{prefix}/{fabric.resource_name}"
+
+
+# ----------------------------------------------------------------------------------- taints
+# The GPU nodes' taint, so that only GPU pods land there (components/data/gpu_node_group.py
+# taints every group; admins taint on-prem GPU nodes alike).
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
+# A GPU pod tolerates exactly that taint.
+GPU_TOLERATION = {**GPU_TAINT, "operator": "Equal"}
+# A DaemonSet that must run on every GPU node tolerates the key whatever its value, as the GPU
+# Operator's own DaemonSets do (shared/PINS.md).
+GPU_DAEMONSET_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+
+# --------------------------------------------------------------------------- API versions
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+MULTUS_API = "k8s.cni.cncf.io/v1"
+MONITORING_API = "monitoring.coreos.com/v1"
+BATCH_API = "batch/v1"
+
+# ----------------------------------------------------------------------------------- labels
+# Kueue's pkg/controller/constants at v0.19.2: QueueLabel, WorkloadPriorityClassLabel.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# The label that carries an Indexed Job pod's index (Kubernetes 1.28+).
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+# The container port's name and the pod label the platform's PodMonitor scrapes training pods
+# by (components/scheduling/training_job.py sets them, components/observability/monitoring.py
+# selects them).
+METRICS_PORT_NAME = "metrics"
+METRICS_LABEL = {"gpu-platform/metrics": "training"}
+# The Multus network RDMA pods attach (components/data/fabric.py declares it).
+RDMA_NETWORK = "rdma"
+
+# --------------------------------------------------------------------------------- services
+# kube-prometheus-stack's release: the chart names its Prometheus Service `<release>-prometheus`.
+MONITORING_RELEASE = "kube-prometheus-stack"
+
+
+def prometheus_url(namespace: str) -> str:
+    """Prometheus's in-cluster address, read by KEDA's triggers and the self-test."""
+    return f"http://{MONITORING_RELEASE}-prometheus.{namespace}.svc:9090"

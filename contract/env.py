@@ -1,0 +1,41 @@
+"""The environment variables the program sets on a pod and the image side reads, each name
+spelled here once: components/scheduling/training_job.py, components/selftest/ and jobs/ set
+them; bootstrap/selftest, bootstrap/trainkit and recipes/ read them."""
+
+from __future__ import annotations
+
+# Set on every training pod by the job builder: who and where the pod is (downward API
+# `fieldRef`), and its own requests and limits (`resourceFieldRef`, in the divisor's unit).
+NODE_NAME = "NODE_NAME"
+POD_NAME = "POD_NAME"
+POD_NAMESPACE = "POD_NAMESPACE"
+CPU_REQUEST_MILLICORES = "CPU_REQUEST_MILLICORES"
+CPU_LIMIT_MILLICORES = "CPU_LIMIT_MILLICORES"
+MEMORY_REQUEST_MIB = "MEMORY_REQUEST_MIB"
+MEMORY_LIMIT_MIB = "MEMORY_LIMIT_MIB"
+
+# The self-test's settings (components/selftest/job.py, schedule.py, access.py set them; each
+# is a default of a `python -m selftest` flag, bootstrap/selftest/runner.py).
+SELFTEST_RUN_ID = "SELFTEST_RUN_ID"
+SELFTEST_IMAGE = "SELFTEST_IMAGE"
+SELFTEST_OUT = "SELFTEST_OUT"
+SELFTEST_SHARED_DATA = "SELFTEST_SHARED_DATA"
+SELFTEST_NVME_CACHE = "SELFTEST_NVME_CACHE"
+SELFTEST_EXPECTED_GPUS = "SELFTEST_EXPECTED_GPUS"
+SELFTEST_FABRIC = "SELFTEST_FABRIC"
+SELFTEST_EXPECTED_FABRIC_DEVICES = "SELFTEST_EXPECTED_FABRIC_DEVICES"
+SELFTEST_INSTANCE_TYPE = "SELFTEST_INSTANCE_TYPE"
+SELFTEST_FLOORS = "SELFTEST_FLOORS"
+SELFTEST_FLOOR_SOURCES = "SELFTEST_FLOOR_SOURCES"
+SELFTEST_DCGM_URL = "SELFTEST_DCGM_URL"
+SELFTEST_PROMETHEUS_URL = "SELFTEST_PROMETHEUS_URL"
+SELFTEST_PUSHGATEWAY_URL = "SELFTEST_PUSHGATEWAY_URL"
+SELFTEST_CHECKS = "SELFTEST_CHECKS"
+SELFTEST_TOPOLOGY_LABELS = "SELFTEST_TOPOLOGY_LABELS"
+SELFTEST_CORDON_ON_FAIL = "SELFTEST_CORDON_ON_FAIL"
+SELFTEST_CORDON_LABEL = "SELFTEST_CORDON_LABEL"
+
+# A recipe's settings as JSON (jobs/recipe.py sets it; recipes/__main__.py reads it).
+RECIPE_SETTINGS = "RECIPE_SETTINGS"
+# Where trainkit keeps a job's checkpoints (jobs/team.py sets it; trainkit.checkpoint reads it).
+TRAINKIT_CHECKPOINT_DIR = "TRAINKIT_CHECKPOINT_DIR"
