@@ -11,7 +11,9 @@ from components.scheduling.training_job import render
 from components.selftest.job import selftest_spec
 from plan.engine import run_program
 from plan.model import build_plan
-from tests.components.selftest.test_schedule import (
+from tests.conftest import find, make_project, planned, stack_config, validate_kubernetes
+from tests.helpers.bad_stacks import aws, existing
+from tests.helpers.selftest_stacks import (
     A100_POOL,
     CRON_JOB,
     FSX,
@@ -22,8 +24,6 @@ from tests.components.selftest.test_schedule import (
     pod_of,
     stack_cron_jobs,
 )
-from tests.conftest import find, make_project, planned, stack_config, validate_kubernetes
-from tests.helpers.bad_stacks import aws, existing
 
 BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 # Kubernetes docs, "Using RBAC Authorization": nodes are cluster-scoped, in the core group ("").

@@ -1,0 +1,13 @@
+"""Kueue's objects a shipped stack's plan declares, by kind and name."""
+
+from __future__ import annotations
+
+from tests.conftest import planned
+
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
+
+
+def objects(stack: str, kind: str) -> dict[str, dict]:
+    return {
+        r.inputs["metadata"]["name"]: r.inputs for r in planned(stack).of_type(f"{KUEUE}:{kind}")
+    }
