@@ -27,10 +27,6 @@ COMPONENT_EXCEPTIONS = {
         "its trust policies are checked over every role of every stack by "
         "tests/components/test_least_privilege.py"
     ),
-    "components/scheduling/topology.py": (
-        "Topology Aware Scheduling is checked by Kueue's admission model in "
-        "tests/controllers/test_tas_rules.py and with MultiKueue in test_multikueue.py"
-    ),
     "components/scheduling/multikueue_contract.py": (
         "the manager-worker contract is tested end to end with the manager's and worker's "
         "stacks in tests/components/scheduling/test_multikueue.py"
