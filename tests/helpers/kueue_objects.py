@@ -7,7 +7,6 @@ from tests.conftest import planned
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 
 
-def objects(stack: str, kind: str) -> dict[str, dict]:
-    return {
-        r.inputs["metadata"]["name"]: r.inputs for r in planned(stack).of_type(f"{KUEUE}:{kind}")
-    }
+def objects(stack: str, kind: str, api: str = KUEUE) -> dict[str, dict]:
+    """Name -> inputs of every object of `kind` (of `api`, Kueue's by default) in the plan."""
+    return {r.inputs["metadata"]["name"]: r.inputs for r in planned(stack).of_type(f"{api}:{kind}")}

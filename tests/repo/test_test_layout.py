@@ -3,8 +3,9 @@ path under tests/ (`components/<plane>/<module>.py` -> `tests/components/<plane>
 that imports it, model/ and plan/ modules too where one exists, and no test module imports
 another: what two of them share lives in tests/helpers/ or in a fixture of tests/conftest.py.
 
-Every module without its mirror is listed below with the reason, so a new module without tests,
-or a mirror that appears for a listed one, fails here until the list says so."""
+Every component module has its mirror. A model/ or plan/ module without one is listed below with
+where it is tested, so a new module without tests, or a mirror that appears for a listed one,
+fails here until the list says so."""
 
 from __future__ import annotations
 
@@ -16,22 +17,6 @@ import pytest
 from model.stacks import ROOT
 
 TESTS = ROOT / "tests"
-
-# Component modules tested in another file, by what it tests across modules.
-COMPONENT_EXCEPTIONS = {
-    "components/helm.py": (
-        "its key policies and pinned releases are checked over every stack by "
-        "tests/components/test_least_privilege.py and tests/components/test_helm_values.py"
-    ),
-    "components/iam.py": (
-        "its trust policies are checked over every role of every stack by "
-        "tests/components/test_least_privilege.py"
-    ),
-    "components/scheduling/multikueue_contract.py": (
-        "the manager-worker contract is tested end to end with the manager's and worker's "
-        "stacks in tests/components/scheduling/test_multikueue.py"
-    ),
-}
 
 # The config model is one package: its sections are tested through parse_config and the stack
 # files, by concern (bounds, references, mandatory twins, ...), in tests/model/.
@@ -91,9 +76,6 @@ def dotted(module: str) -> str:
 
 @pytest.mark.parametrize("module", modules("components"))
 def test_every_component_module_has_its_own_test_module_that_imports_it(module):
-    if module in COMPONENT_EXCEPTIONS:
-        assert not mirror(module).exists(), f"{mirror(module)} exists: drop {module}'s exception"
-        return
     test = mirror(module)
     assert test.is_file(), f"{module} has no {test.relative_to(ROOT)}"
     assert dotted(module) in imported(test), f"{test.relative_to(ROOT)} never imports {module}"
@@ -111,16 +93,14 @@ def test_model_and_plan_modules_have_their_test_module_or_say_where_they_are_tes
 
 
 def test_every_exception_names_a_module_that_still_exists():
-    listed = {*COMPONENT_EXCEPTIONS, *MODEL_PLAN_EXCEPTIONS}
-    assert listed - {*modules("components"), *modules("model"), *modules("plan")} == set()
+    assert set(MODEL_PLAN_EXCEPTIONS) - {*modules("model"), *modules("plan")} == set()
 
 
-def test_mirrors_are_checked_for_the_modules_that_have_them():
-    """The exceptions are the few: most modules have a mirror."""
-    components = modules("components")
-    assert len(COMPONENT_EXCEPTIONS) < len(components) / 4
-    assert mirror("components/data/gpu_node_group.py").is_file()
-    assert mirror("plan/diff.py").is_file()
+def test_the_checks_see_the_modules_of_every_folder():
+    assert "components/data/gpu_node_group.py" in modules("components")
+    assert "components/registry_mirror.py" in modules("components")
+    assert "model/config/nodes.py" in modules("model")
+    assert mirror("plan/diff.py") == TESTS / "plan" / "test_diff.py"
 
 
 def test_no_test_module_imports_another():
