@@ -26,7 +26,7 @@ from tests.conftest import (
     stack_file_config,
 )
 from tests.helpers import helm_values
-from tests.model.test_config import AWS
+from tests.helpers.raw_config import AWS
 
 MIRROR = "registry.internal.example:5000/mirror"
 

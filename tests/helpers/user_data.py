@@ -7,10 +7,14 @@ import email
 
 import yaml
 
+from model.stacks import ROOT
+
 # EKS user guide, AL2023 nodeadm: NodeConfig parts are `application/node.eks.aws`; cloud-init
 # runs `text/x-shellscript` parts.
 NODEADM = "application/node.eks.aws"
 SHELL = "text/x-shellscript"
+# The rendered user data a review reads byte for byte (`UPDATE_GOLDEN=1` rewrites it).
+GOLDEN = ROOT / "tests" / "golden" / "user-data"
 
 
 def user_data_parts(text: str) -> list[tuple[str, str]]:

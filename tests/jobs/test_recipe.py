@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 import yaml
@@ -18,11 +17,12 @@ from jobs.recipe import main, plan_job
 from model.config import PlatformConfig
 from model.config.loading import read_yaml
 from model.config.recipe_training import EsrganSettings
-from tests.conftest import STACKS, make_project, planned, stack_config, validate_kubernetes
+from tests.conftest import STACKS, planned, stack_config, validate_kubernetes
 from tests.helpers import crds
+from tests.helpers.kubectl import fake_kubectl
+from tests.helpers.plan_objects import kinds
+from tests.helpers.recipe_projects import DIGEST, IMAGE, refused, stack_with, submit
 
-IMAGE = "registry.example.com/ml/recipes@sha256:" + "b" * 64
-DIGEST = "c" * 64
 RECIPES = ("prepare", "sd-finetune", "esrgan")
 
 
@@ -46,10 +46,6 @@ def holding_pools(cfg: PlatformConfig, recipe: str) -> list[str]:
 def trainer(objects) -> dict:
     (container,) = objects[-1]["spec"]["template"]["spec"]["containers"]
     return container
-
-
-def kinds(plan, kind: str) -> list[dict]:
-    return [o for o in plan.kubernetes_objects() if o["kind"] == kind]
 
 
 # ---------------------------------------------------------------------- rendered jobs
@@ -242,32 +238,10 @@ def test_the_podmonitor_schema_refuses_a_misspelt_endpoint_field():
 # ------------------------------------------------------------------ the command line
 
 
-def stack_with(tmp_path: Path, base: str = "staging", recipes=None, groups=None) -> Path:
-    """A project whose stack `st` is a shipped one with the recipes image and weights set."""
-    doc = read_yaml(Path(__file__).parents[2] / "stacks" / f"Pulumi.{base}.yaml", base)
-    config = dict(doc["config"])
-    staged_weights = {
-        name: {"path": path, "sha256": {"model.bin": DIGEST}}
-        for name, path in (
-            ("stable-diffusion", "stable-diffusion-v1-5"),
-            ("clip", "clip-vit-base-patch32"),
-            ("vgg19", "vgg19"),
-        )
-    }
-    config["gpu-platform:recipes"] = {"image": IMAGE, "weights": staged_weights, **(recipes or {})}
-    if groups is not None:
-        config["gpu-platform:gpu_node_groups"] = groups
-    return make_project(tmp_path / "project", {"st": config})
-
-
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "project").mkdir()
     return stack_with(tmp_path)
-
-
-def submit(root: Path, *argv: str) -> int:
-    return main([*argv, "--stack", "st", "--out", str(root / "out")], root=root)
 
 
 def test_main_writes_the_service_and_job_to_job_yaml(project, capsys):
@@ -280,12 +254,6 @@ def test_main_writes_the_service_and_job_to_job_yaml(project, capsys):
     # esrgan's global batch 16 = micro-batch 8 x 2 GPUs (2 nodes x 1) x accumulation 1.
     assert f"Wrote {path}: Job training/sr, 2 node(s) x 1 GPU(s) of pool a100-efa" in out
     assert "gradient accumulation 1" in out
-
-
-def refused(root: Path, capsys, *argv: str) -> str:
-    assert submit(root, *argv) == 2
-    assert not (root / "out").exists(), "a refused job must not be written"
-    return capsys.readouterr().err
 
 
 def test_a_global_batch_the_gpus_cannot_reach_is_refused_with_what_would_work(project, capsys):
@@ -404,15 +372,6 @@ def test_a_bad_stack_exits_2_with_the_plans_message(project, capsys):
 
 
 # --------------------------------------------------------------------------- --apply
-
-
-def fake_kubectl(folder: Path) -> Path:
-    """A kubectl that records its arguments, one per line."""
-    folder.mkdir()
-    script = folder / "kubectl"
-    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {folder / "argv"}\n')
-    script.chmod(0o755)
-    return folder / "argv"
 
 
 def test_apply_runs_kubectl_apply_with_the_kubeconfig_on_the_job_yaml(

@@ -25,7 +25,8 @@ from tests.conftest import (
     stack_file_config,
     validate_kubernetes,
 )
-from tests.jobs.test_recipe import fake_kubectl, kinds
+from tests.helpers.kubectl import fake_kubectl
+from tests.helpers.plan_objects import kinds
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team-a/llama-ft@sha256:" + "d" * 64
 COMMAND = ["python", "train.py", "--lr", "1e-5"]

@@ -1,7 +1,7 @@
 """Bad stack files, each run through `python -m plan`'s main(): exit 2, one message naming
 the stack file, the key path, the bad value and what is valid, and never a traceback. This file:
 the stack file itself, Pulumi's namespaces, value types, and AWS-only keys on an existing cluster;
-AWS's limits are in test_bad_aws_stacks.py."""
+AWS's limits are in test_bad_aws_stacks.py (their table in tests/helpers/aws_limits.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from model.stacks import ROOT
 from tests.conftest import STACKS
+from tests.helpers.aws_limits import AWS_LIMITS
 from tests.helpers.bad_stacks import (
     AWS,
     EXISTING,
@@ -23,7 +24,6 @@ from tests.helpers.bad_stacks import (
     existing,
     plan_bad,
 )
-from tests.model.test_bad_aws_stacks import AWS_LIMITS
 
 YAML_FILES = [
     # YAML syntax: the parser's own words, with the line and column.

@@ -12,12 +12,8 @@ from model.versions import SUPPORTED_KUBERNETES_VERSIONS
 from plan.cli import main
 from plan.engine import Recording, record, run_program
 from tests.conftest import make_project
+from tests.helpers.raw_config import ADMIN, AWS
 
-ADMIN = ["arn:aws:iam::111122223333:role/platform-admins"]
-AWS = {
-    "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
-    "cluster": {"admin_principal_arns": ADMIN},
-}
 SOURCE = "stacks/Pulumi.bad.yaml"
 
 

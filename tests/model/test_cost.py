@@ -25,7 +25,7 @@ from plan.engine import run_program
 from plan.model import build_plan
 from tests.conftest import AWS_STACKS, make_project, planned, stack_config
 from tests.helpers.bad_stacks import ADMIN
-from tests.plan.test_plan import walk
+from tests.helpers.leaves import walk
 
 TODAY = date(2026, 11, 30)
 SOURCE = "stacks/Pulumi.test.yaml"

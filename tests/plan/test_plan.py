@@ -11,17 +11,7 @@ from model.stacks import SECRET, read_project, read_stack_config
 from plan.cli import format_plan, main, write_outputs
 from plan.engine import DuplicateResourceError, run_program
 from tests.conftest import STACKS, copy_program, find, make_project, planned
-
-
-def walk(value):
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from walk(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from walk(v)
-    else:
-        yield value
+from tests.helpers.leaves import walk
 
 
 def test_shipped_examples_are_all_present():

@@ -10,14 +10,15 @@ import pytest
 
 from components.data.cluster_autoscaler import expander_priorities
 from model.config import AutoscalerSettings
-from tests.components.data.test_nodes import NODE_TEMPLATE
 from tests.conftest import AWS_STACKS, find, planned, stack_config
+from tests.helpers.autoscaler_tags import NODE_TEMPLATE
+from tests.helpers.instance_facts import FACTS
 from tests.helpers.user_data import parse_user_data
-from tests.model.test_catalog import FACTS
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 ASG_TAG = "aws:autoscaling/tag:Tag"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def gpu_groups(plan):
@@ -284,3 +285,16 @@ def test_imds_hop_limit_one_keeps_node_credentials_away_from_pods(stack):
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         }
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_the_autoscaler_serves_provisioning_requests_with_the_crd_installed_first(stack):
+    plan = planned(stack)
+    (release,) = [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "cluster-autoscaler"]
+    assert release.inputs["values"]["extraArgs"]["enable-provisioning-requests"] is True
+    (crd,) = plan.of_type("kubernetes:yaml/v2:ConfigFile")
+    assert crd.inputs["file"] == (
+        "https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-chart-9.59.0/"
+        "cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml"
+    )
+    assert crd.urn in release.dependencies

@@ -20,7 +20,7 @@ from plan.cli import plan_stack
 from plan.model import Plan
 from tests.conftest import find, make_project
 from tests.helpers.bad_stacks import ADMIN, NS
-from tests.jobs.test_recipe import refused, stack_with
+from tests.helpers.recipe_projects import refused, stack_with
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

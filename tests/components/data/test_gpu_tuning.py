@@ -14,11 +14,11 @@ from components.data.gpu_node_group import autoscaler_tags, group_user_data
 from components.data.nodes import nvidia_smi_commands
 from model.catalog import CATALOG
 from model.config import GpuNodeGroupSettings, GpuTuningSettings
-from tests.components.data.test_nodes import NODE_TEMPLATE
 from tests.conftest import planned
+from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.bad_stacks import assert_refused, case, group
+from tests.helpers.instance_facts import FACTS
 from tests.helpers.user_data import shell_parts
-from tests.model.test_catalog import FACTS
 
 
 def gpu_group(**fields) -> GpuNodeGroupSettings:

@@ -1,62 +1,18 @@
-"""Node builders for every catalog type: EFA interface layout, nodeadm user data, autoscaler tags.
-Rendered user data is kept as golden files (tests/golden/user-data/) so a review shows the exact
-bytes; `UPDATE_GOLDEN=1 pytest tests/components/data/test_nodes.py` rewrites them and fails, showing
-the diff for review."""
+"""What every managed node group is built from (components/data/nodes.py): nodeadm user data for
+every catalog type, and the system node's rendered bytes, kept as a golden file
+(tests/golden/user-data/m7i.xlarge.mime; `UPDATE_GOLDEN=1` rewrites it and fails, showing the
+diff for review)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from components.data.gpu_node_group import (
-    advertised_resources,
-    autoscaler_tags,
-    efa_interfaces,
-    group_user_data,
-    node_labels,
-)
 from components.data.nodes import node_config, user_data
 from model.catalog import CATALOG
-from model.config import GpuNodeGroupSettings, KubeletSettings
+from model.config import KubeletSettings
 from tests.conftest import check_golden
-from tests.helpers.user_data import parse_user_data
-from tests.model.test_catalog import FACTS
-
-# cluster-autoscaler cloudprovider/aws/README.md, "Scaling a node group to 0".
-NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
-
-GOLDEN = Path(__file__).parents[2] / "golden" / "user-data"
-
-
-@pytest.mark.parametrize("name", sorted(CATALOG))
-def test_efa_interfaces_follow_the_efa_maximum(name):
-    interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
-    assert len(interfaces) == FACTS[name].efa_interfaces
-    if not interfaces:
-        return
-    assert [i["network_card_index"] for i in interfaces] == list(range(FACTS[name].efa_interfaces))
-    assert {i["device_index"] for i in interfaces} == {0}
-    assert interfaces[0]["interface_type"] == "efa"
-    assert {i["interface_type"] for i in interfaces[1:]} <= {"efa-only"}
-    for interface in interfaces:
-        assert interface["associate_public_ip_address"] == "false"
-        assert interface["security_groups"] == ["sg-cluster", "sg-efa"]
-
-
-@pytest.mark.parametrize(
-    ("name", "count"),
-    [
-        ("p5.48xlarge", 32),
-        ("p5en.48xlarge", 16),
-        ("p4d.24xlarge", 4),
-        ("g6e.48xlarge", 4),
-        ("g5.48xlarge", 1),
-        ("p6-b200.48xlarge", 8),
-    ],
-)
-def test_efa_interface_counts_from_the_issue(name, count):
-    assert len(efa_interfaces(CATALOG[name], [])) == count
+from tests.helpers.instance_facts import FACTS
+from tests.helpers.user_data import GOLDEN, parse_user_data
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -77,123 +33,3 @@ def test_rendered_system_node_user_data_matches_golden_file():
     row = CATALOG["m7i.xlarge"]
     rendered = user_data([node_config(row, KubeletSettings(), min(row.max_pods, 110))])
     check_golden(GOLDEN / "m7i.xlarge.mime", rendered)
-
-
-@pytest.mark.parametrize(
-    ("name", "settings"),
-    [
-        # EFA with hugepages and every GPU setting: the longest boot script.
-        (
-            "p5.48xlarge",
-            {
-                "efa": True,
-                "gpu_sharing": {"mode": "mps", "replicas": 2},
-                "gpu_tuning": {
-                    "compute_mode": "exclusive-process",
-                    "power_limit_watts": 600,
-                    "application_clocks": {"memory_mhz": 2619, "graphics_mhz": 1980},
-                },
-            },
-        ),
-        # The defaults: persistence mode only, no hugepages.
-        ("g5.2xlarge", {}),
-    ],
-)
-def test_rendered_gpu_user_data_matches_golden_file(name, settings):
-    rendered = group_user_data(group(instance_types=[name], **settings))
-    check_golden(GOLDEN / f"{name}.mime", rendered)
-
-
-def group(**overrides) -> GpuNodeGroupSettings:
-    return GpuNodeGroupSettings(**{"name": "g", "instance_types": ["p5.48xlarge"], **overrides})
-
-
-@pytest.mark.parametrize(
-    ("settings", "strategy", "resources"),
-    [
-        ({}, "single", {"nvidia.com/gpu": 8}),
-        (
-            {"gpu_sharing": {"mode": "time-slicing", "replicas": 4}},
-            "single",
-            {"nvidia.com/gpu": 32},
-        ),
-        ({"gpu_sharing": {"mode": "mps", "replicas": 2}}, "mixed", {"nvidia.com/gpu": 16}),
-        ({"gpu_sharing": {"mode": "mig"}}, "single", {"nvidia.com/gpu": 56}),
-        (
-            {"gpu_sharing": {"mode": "mig"}},
-            "mixed",
-            {
-                "nvidia.com/mig-1g.10gb": 16,
-                "nvidia.com/mig-2g.20gb": 8,
-                "nvidia.com/mig-3g.40gb": 8,
-            },
-        ),
-        (
-            {"instance_types": ["p5en.48xlarge"], "gpu_sharing": {"mode": "mig"}},
-            "single",
-            {"nvidia.com/gpu": 56},
-        ),
-        (
-            {"instance_types": ["g5.2xlarge", "g5.12xlarge"], "capacity": "spot"},
-            "mixed",
-            {"nvidia.com/gpu": 1},
-        ),
-    ],
-)
-def test_advertised_resources(settings, strategy, resources):
-    assert advertised_resources(group(**settings), strategy) == resources
-
-
-# NVIDIA MIG user guide, "Supported MIG Profiles": H200 141GB's smallest slice is 1g.18gb.
-@pytest.mark.parametrize(
-    ("strategy", "label", "plugin_config"),
-    [
-        ("single", "all-1g.18gb", "mig-single"),
-        ("mixed", "all-balanced-1g.18gb", "mig-mixed"),
-    ],
-)
-def test_mig_layout_label_names_the_profile_of_the_gpu(strategy, label, plugin_config):
-    mig = group(instance_types=["p5en.48xlarge"], gpu_sharing={"mode": "mig"})
-    labels = node_labels(mig, strategy)
-    assert labels["nvidia.com/mig.config"] == label
-    assert labels["nvidia.com/device-plugin.config"] == plugin_config
-
-
-def test_autoscaler_tags_describe_labels_taints_and_resources():
-    g = group(efa=True, labels={"team": "llm"})
-    tags = autoscaler_tags(g, "single")
-    labels = {
-        k.removeprefix(f"{NODE_TEMPLATE}/label/"): v
-        for k, v in tags.items()
-        if k.startswith(f"{NODE_TEMPLATE}/label/")
-    }
-    assert labels == node_labels(g, "single")
-    assert labels["team"] == "llm"
-    taints = {
-        k.removeprefix(f"{NODE_TEMPLATE}/taint/"): v
-        for k, v in tags.items()
-        if k.startswith(f"{NODE_TEMPLATE}/taint/")
-    }
-    assert taints == {"nvidia.com/gpu": "present:NoSchedule"}
-    assert tags[f"{NODE_TEMPLATE}/resources/nvidia.com/gpu"] == "8"
-    assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "32"
-    assert f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa" not in autoscaler_tags(
-        group(), "single"
-    )
-
-
-def test_labels_name_group_fabric_capacity_and_type():
-    labels = node_labels(
-        group(efa=True, capacity="reservation", capacity_reservation_id="cr-0123456789abcdef0"),
-        "single",
-    )
-    assert labels["nvidia.com/gpu.present"] == "true"
-    assert labels["gpu-platform/node-group"] == "g"
-    assert labels["gpu-platform/fabric"] == "efa"
-    assert labels["gpu-platform/capacity-type"] == "reservation"
-    assert labels["gpu-platform/instance-type"] == "p5.48xlarge"
-    mixed = node_labels(
-        group(instance_types=["g5.2xlarge", "g6e.xlarge"], capacity="spot"), "single"
-    )
-    assert "gpu-platform/instance-type" not in mixed
-    assert "gpu-platform/gpu-model" not in mixed

@@ -1,5 +1,5 @@
-"""MultiKueue across stacks (onprem as manager, burst as worker) and Kueue topology-aware
-scheduling: what each side declares, that both plan, and what the manager refuses."""
+"""MultiKueue across stacks (onprem as manager, burst as worker): what each side declares, that
+both plan, and the settings the config refuses."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from components.scheduling.training_job import render, spec_for_pool
 from model.config import ConfigError, parse_config
 from plan.cli import plan_stack
 from tests.conftest import (
-    STACKS,
     make_project,
     planned,
     stack_config,
@@ -17,15 +16,8 @@ from tests.conftest import (
     validate_kubernetes,
 )
 from tests.helpers import crds
-
-KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
-
-
-def objects(stack: str, kind: str, api: str = KUEUE) -> dict[str, dict]:
-    return {r.inputs["metadata"]["name"]: r.inputs for r in planned(stack).of_type(f"{api}:{kind}")}
-
-
-# ------------------------------------------------------------------------------ manager
+from tests.helpers.aws_topology import THREE_LAYERS
+from tests.helpers.kueue_objects import objects
 
 
 def test_the_manager_declares_cluster_config_and_check_that_validate_against_the_crds():
@@ -84,9 +76,6 @@ def test_the_bursting_queue_waits_for_multikueue_on_every_flavor_and_holds_no_lo
     # The DGX nodes stay with the local queue.
     shared = objects("onprem", "ClusterQueue")["shared"]
     assert [f["name"] for f in shared["spec"]["resourceGroups"][0]["flavors"]] == ["a100"]
-
-
-# ------------------------------------------------------------------------------- worker
 
 
 def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_batch_jobs():
@@ -171,121 +160,6 @@ def test_the_worker_kubeconfig_holds_the_plain_token_and_the_secret_ca():
     assert "server: https://api.example" in text
 
 
-# ------------------------------------------------------------------------- mismatches
-
-
-def plan_with_worker(tmp_path, worker_scheduling: dict):
-    burst = stack_file_config("burst")
-    burst["gpu-platform:scheduling"] = worker_scheduling
-    root = make_project(tmp_path, {"onprem": stack_file_config("onprem"), "burst": burst})
-    return plan_stack("onprem", root)
-
-
-def test_a_worker_without_the_bursting_queue_makes_the_manager_refuse_it_by_name(tmp_path):
-    with pytest.raises(ConfigError) as error:
-        plan_with_worker(
-            tmp_path,
-            {
-                "cluster_queues": [{"name": "spot"}],
-                "teams": [{"name": "research", "cluster_queue": "spot"}],
-            },
-        )
-    (problem,) = error.value.problems
-    assert problem.startswith("gpu-platform:scheduling.cluster_queues[1].burst.workers")
-    assert "declares no ClusterQueue 'burst' (it declares: spot)" in problem
-
-
-def test_a_worker_without_the_teams_local_queue_makes_the_manager_refuse_it(tmp_path):
-    with pytest.raises(ConfigError) as error:
-        plan_with_worker(tmp_path, {"cluster_queues": [{"name": "burst"}]})
-    assert any("LocalQueue research/default" in p for p in error.value.problems)
-
-
-def plan_with_burst(tmp_path, change_worker=None, change_burst=None):
-    """onprem planned against a burst stack and a bursting queue changed by the callables."""
-    burst, onprem = stack_file_config("burst"), stack_file_config("onprem")
-    if change_worker:
-        change_worker(burst)
-    if change_burst:
-        change_burst(onprem["gpu-platform:scheduling"]["cluster_queues"][1]["burst"])
-    root = make_project(tmp_path, {"onprem": onprem, "burst": burst})
-    return plan_stack("onprem", root)
-
-
-def test_a_burst_larger_than_the_workers_pools_is_refused_at_its_gpus(tmp_path):
-    # The burst stack's two p5.48xlarge pools hold 2 nodes x 8 GPUs each: 32 GPUs at most.
-    with pytest.raises(ConfigError) as error:
-        plan_with_burst(tmp_path, change_burst=lambda b: b.update(gpus=40))
-    (problem,) = error.value.problems
-    assert problem.startswith("gpu-platform:scheduling.cluster_queues[1].burst.gpus: 40, but")
-    assert "hold at most 32 GPUs (burst 32)" in problem
-
-
-def test_a_burst_of_a_type_the_worker_has_no_pool_of_is_refused_at_its_instance_type(tmp_path):
-    with pytest.raises(ConfigError) as error:
-        plan_with_burst(tmp_path, change_burst=lambda b: b.update(instance_type="p4d.24xlarge"))
-    (problem,) = error.value.problems
-    assert problem.startswith(
-        "gpu-platform:scheduling.cluster_queues[1].burst.instance_type: p4d.24xlarge, but "
-        "worker burst has no pool of it (its pools: h100-spot (p5.48xlarge), h100-block "
-        "(p5.48xlarge))"
-    )
-
-
-def test_a_worker_whose_nodes_lack_the_mirrored_topology_is_refused(tmp_path):
-    """Without EFA the worker's p5 pools name no Topology, so the manager's mirror of one
-    would match jobs against levels the worker does not place by."""
-
-    def no_efa(burst):
-        for group in burst["gpu-platform:gpu_node_groups"]:
-            group["efa"] = False
-
-    with pytest.raises(ConfigError) as error:
-        plan_with_burst(tmp_path, change_worker=no_efa)
-    assert len(error.value.problems) == 2
-    assert all(
-        p.startswith("gpu-platform:scheduling.cluster_queues[1].burst.instance_type: the manager")
-        and "carries none" in p
-        for p in error.value.problems
-    ), error.value.problems
-
-
-def test_a_worker_stack_that_does_not_serve_as_one_is_refused_by_name(tmp_path):
-    with pytest.raises(ConfigError) as error:
-        plan_with_burst(tmp_path, change_worker=lambda b: b.pop("gpu-platform:multikueue"))
-    (problem,) = error.value.problems
-    assert problem.startswith(
-        "multikueue.workers[0].stack: 'organization/gpu-platform/burst': stack burst does not "
-        "serve as a MultiKueue worker"
-    )
-    assert "set multikueue.serve_as_worker: true in stacks/Pulumi.burst.yaml" in problem
-
-
-def test_a_worker_not_yet_deployed_is_reported_as_such_with_what_to_do():
-    """`pulumi preview` of the manager before the worker's `pulumi up`: the StackReference
-    yields no outputs (None)."""
-    from components.scheduling.multikueue_contract import worker_problems
-
-    (problem,) = worker_problems(stack_config("onprem"), {"burst": None})
-    assert problem == (
-        "gpu-platform:multikueue.workers[0].stack: 'organization/gpu-platform/burst' exports no "
-        "multikueue_queues: it is not deployed as a MultiKueue worker yet; set "
-        "multikueue.serve_as_worker: true in that stack, run `pulumi up` on it, then on this one"
-    )
-    assert "declares no ClusterQueue" not in problem
-
-
-def test_a_worker_deployed_before_it_exported_its_pools_is_asked_to_redeploy():
-    from components.scheduling.multikueue_contract import worker_problems
-
-    exported = {"cluster_queues": ["burst"], "local_queues": ["research/default"]}
-    assert worker_problems(stack_config("onprem"), {"burst": exported}) == [
-        "gpu-platform:scheduling.cluster_queues[1].burst.workers: worker burst's "
-        "multikueue_queues lists no pools: an older version of this program deployed it; run "
-        "`pulumi up` on it again"
-    ]
-
-
 def test_a_bursting_queue_without_a_budget_is_refused_at_config_time():
     """What the mandatory policy burst-queue-has-budget refuses after the plan (exit 3), the
     config refuses first, at the key (exit 2)."""
@@ -350,95 +224,6 @@ def test_topology_levels_belong_to_existing_clusters_only():
     dev = {k.split(":", 1)[1]: v for k, v in stack_file_config("dev").items()}
     with pytest.raises(ConfigError, match=r"scheduling\.topology_levels: only for existing"):
         parse_config({**dev, "scheduling": {"topology_levels": ["r"]}}, "stacks/Pulumi.dev.yaml")
-
-
-# ------------------------------------------------------------------- topology (TAS)
-
-# EKS user guide, "Place distributed AI/ML workloads with network topology labels": the labels
-# topology.k8s.aws/network-node-layer-1 (top) to -3; EC2 User Guide, "Prerequisites for Amazon
-# EC2 topology": p4d.24xlarge and p5.48xlarge report 3 network nodes. Kueue requires
-# kubernetes.io/hostname, where used, at the lowest level.
-THREE_LAYERS = [
-    "topology.k8s.aws/network-node-layer-1",
-    "topology.k8s.aws/network-node-layer-2",
-    "topology.k8s.aws/network-node-layer-3",
-    "kubernetes.io/hostname",
-]
-
-
-@pytest.mark.parametrize(
-    ("stack", "pool", "levels"),
-    [
-        ("burst", "h100-spot", THREE_LAYERS),
-        ("staging", "a100-efa", THREE_LAYERS),
-        # onprem names its levels only once they are on the nodes:
-        # tests/controllers/test_tas_rules.py.
-    ],
-)
-def test_multi_node_pools_name_a_topology_with_the_levels_their_nodes_carry(stack, pool, levels):
-    flavor = objects(stack, "ResourceFlavor")[pool]
-    topology = objects(stack, "Topology")[flavor["spec"]["topologyName"]]
-    assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == levels
-    assert not crds.errors(topology)
-    assert not crds.errors(flavor)
-
-
-@pytest.mark.parametrize("stack", STACKS)
-def test_every_multi_node_pool_whose_nodes_carry_topology_labels_has_a_topology(stack):
-    from components.scheduling.topology import pool_topology
-
-    cfg = stack_config(stack)
-    flavors = objects(stack, "ResourceFlavor")
-    topologies = objects(stack, "Topology")
-    for pool in cfg.gpu_pools:
-        named = pool_topology(cfg, pool)
-        if pool.fabric == "tcp":
-            assert named is None
-            continue
-        if named is None:
-            continue
-        assert flavors[pool.name]["spec"]["topologyName"] in topologies, pool.name
-
-
-def test_a_pool_of_types_without_topology_labels_gets_no_topology():
-    # dev's spot group: g5 / g6e, no EFA: jobs there stay on one node.
-    assert not objects("dev", "Topology")
-    assert all("topologyName" not in f["spec"] for f in objects("dev", "ResourceFlavor").values())
-
-
-def test_a_multi_node_job_prefers_one_domain_of_the_closest_network_level():
-    # Kueue "Run Workloads with Topology-Aware Scheduling" (v0.19.2): the pod template's
-    # annotation kueue.x-k8s.io/podset-preferred-topology names the level.
-    cfg = stack_config("burst")
-    spec = spec_for_pool(
-        cfg, "h100-spot", name="llm", image="registry.example/llm:1", command=["t.py"], nodes=4
-    )
-    (job,) = render(spec)
-    annotations = job["spec"]["template"]["metadata"]["annotations"]
-    assert annotations == {
-        "kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"
-    }
-    validate_kubernetes(job, cfg.cluster.kubernetes_version)
-
-
-def test_a_job_may_require_its_domain_instead():
-    from components.scheduling.topology import placement
-
-    cfg = stack_config("burst")
-    pool = next(p for p in cfg.gpu_pools if p.name == "h100-spot")
-    wanted = placement(cfg, pool, required=True, level="topology.k8s.aws/network-node-layer-2")
-    spec = spec_for_pool(
-        cfg, "h100-spot", name="llm", image="i:1", command=["t.py"], nodes=4, placement=wanted
-    )
-    annotations = render(spec)[-1]["spec"]["template"]["metadata"]["annotations"]
-    assert annotations == {
-        "kueue.x-k8s.io/podset-required-topology": "topology.k8s.aws/network-node-layer-2"
-    }
-    with pytest.raises(ValueError, match="not one of pool h100-spot's"):
-        placement(cfg, pool, level="rack")
-
-
-# ------------------------------------------------------------------------ managedBy
 
 
 def test_a_job_of_a_bursting_team_is_managed_by_multikueue_and_others_are_not():

@@ -8,10 +8,13 @@ from __future__ import annotations
 import pytest
 
 from components.scheduling.training_job import render
+from components.selftest.access import access_objects, account
 from components.selftest.job import selftest_spec
 from plan.engine import run_program
 from plan.model import build_plan
-from tests.components.selftest.test_schedule import (
+from tests.conftest import STACKS, find, make_project, planned, stack_config, validate_kubernetes
+from tests.helpers.bad_stacks import aws, existing
+from tests.helpers.selftest_stacks import (
     A100_POOL,
     CRON_JOB,
     FSX,
@@ -22,8 +25,6 @@ from tests.components.selftest.test_schedule import (
     pod_of,
     stack_cron_jobs,
 )
-from tests.conftest import find, make_project, planned, stack_config, validate_kubernetes
-from tests.helpers.bad_stacks import aws, existing
 
 BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 # Kubernetes docs, "Using RBAC Authorization": nodes are cluster-scoped, in the core group ("").
@@ -157,3 +158,20 @@ def test_the_rendered_job_and_cron_job_validate_with_the_account_and_labels():
     (job,) = render(selftest_spec(cfg))
     for obj in (job, *stack_cron_jobs(cfg)):
         validate_kubernetes(obj, cfg.cluster.kubernetes_version)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_builder_grants_only_node_get_and_patch_and_only_with_an_account(stack):
+    """A ClusterRole holds `get` or `patch` on nodes, never more; `apiGroups: [""]` is the core
+    group, where Node lives (Kubernetes docs, "Using RBAC Authorization")."""
+    cfg = stack_config(stack)
+    objects = access_objects(cfg)
+    assert (objects == []) == (account(cfg) is None)
+    allowed = (
+        [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
+        [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}],
+    )
+    for obj in objects:
+        assert obj["metadata"].get("namespace", cfg.namespaces.selftest) == cfg.namespaces.selftest
+        if obj["kind"] == "ClusterRole":
+            assert obj["rules"] in allowed, obj

@@ -12,8 +12,8 @@ import pytest
 from components.scheduling.kueue import uncounted_resources
 from components.scheduling.queues import kueue_objects
 from components.scheduling.training_job import render
-from components.selftest.job import pool_env, selftest_spec
-from components.selftest.schedule import cron_jobs, pushgateway_values
+from components.selftest.job import selftest_spec
+from components.selftest.schedule import pushgateway_values
 from model.config import parse_config
 from model.config.selftest import SelfTestSettings
 from model.config.selftest_schedule import cron_problem, scheduled, scheduled_pools
@@ -23,27 +23,21 @@ from tests.conftest import STACKS, find, make_project, planned, stack_config, va
 from tests.helpers import helm_values
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
 from tests.helpers.metric_sources import configuration, emitted, problems, queries
-
-DIGEST = "@sha256:" + "0" * 64
-IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest" + DIGEST
-P5 = {"name": "h100", "instance_types": ["p5.48xlarge"], "efa": True, "scaling": {"max_size": 2}}
-MIG = {"name": "a100-mig", "instance_types": ["p4d.24xlarge"], "gpu_sharing": {"mode": "mig"}}
-FSX = {"fsx": {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 1200}}
-LAB = {"name": "lab", "kubeconfig_path": "~/.kube/lab.yaml"}
-A100_POOL = {
-    "name": "a100",
-    "gpu_model": "A100",
-    "gpu_memory_gib": 80,
-    "gpus_per_node": 8,
-    "nodes": 2,
-    "node_selector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
-}
-RELEASE = "kubernetes:helm.sh/v3:Release"
-CRON_JOB = "kubernetes:batch/v1:CronJob"
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-# The Pushgateway's Service: the chart names it after a release holding the chart's name, on
-# port 9091 (prometheus-pushgateway 3.8.0, templates/_helpers.tpl and values.yaml).
-PUSHGATEWAY_URL = "http://prometheus-pushgateway.monitoring.svc:9091"
+from tests.helpers.selftest_stacks import (
+    A100_POOL,
+    CONFIG_MAP,
+    CRON_JOB,
+    FSX,
+    IMAGE,
+    LAB,
+    MIG,
+    P5,
+    PUSHGATEWAY_URL,
+    RELEASE,
+    env_of,
+    pod_of,
+    stack_cron_jobs,
+)
 
 
 def with_image(stack: str, **selftest):
@@ -51,19 +45,6 @@ def with_image(stack: str, **selftest):
     raw = cfg.model_dump(exclude_unset=True)
     raw["selftest"] = {"image": IMAGE, **selftest}
     return parse_config(raw, f"stacks/Pulumi.{stack}.yaml")
-
-
-def pod_of(cron: dict) -> dict:
-    return cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-
-
-def env_of(pod: dict) -> dict[str, str]:
-    (container,) = pod["containers"]
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
-
-
-def stack_cron_jobs(cfg) -> list[dict]:
-    return cron_jobs(cfg, lambda pool: pool_env(cfg, pool))
 
 
 @pytest.fixture(scope="module")

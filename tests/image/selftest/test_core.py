@@ -20,9 +20,8 @@ from selftest.result import CheckResult
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.loopback import LoopbackServer, QuietHandler, free_port
 from tests.helpers.pushgateway import Gateway
+from tests.helpers.selftest_process import ROOT, TORCHRUN, run
 
-ROOT = Path(__file__).resolve().parents[3]
-TORCHRUN = Path(sys.executable).parent / "torchrun"
 REPORT_KEYS = ["status", "run_id", "image", "nodes", "checks", "duration_s"]
 CHECK_KEYS = ["name", "status", "value", "unit", "threshold", "source", "reason", "duration_s"]
 
@@ -417,11 +416,6 @@ def test_the_headline_counts_what_was_judged_and_what_was_skipped():
     )
 
 
-def _run(cmd: list[str], **env) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, **env}
-    return subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240)
-
-
 @pytest.fixture(scope="session")
 def cpu_selftest(tmp_path_factory):
     """The real self-test: torchrun, two gloo ranks on this CPU, every check group."""
@@ -432,11 +426,11 @@ def cpu_selftest(tmp_path_factory):
         (out / volume).mkdir()
     # Its metrics go to a Pushgateway stand-in on 127.0.0.1, named as the Job names it.
     with Gateway() as gateway:
-        done = _run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
-                     "--out", str(out), "--shared-data", str(out / "shared-data"),
-                     "--nvme-cache", str(out / "nvme-cache"),
-                     "--sizes", "1024,65536,4194304"],
-                    SELFTEST_PUSHGATEWAY_URL=gateway.url, NODE_NAME="node-a")  # fmt: skip
+        done = run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
+                    "--out", str(out), "--shared-data", str(out / "shared-data"),
+                    "--nvme-cache", str(out / "nvme-cache"),
+                    "--sizes", "1024,65536,4194304"],
+                   SELFTEST_PUSHGATEWAY_URL=gateway.url, NODE_NAME="node-a")  # fmt: skip
     return done, out, gateway.received
 
 
@@ -485,11 +479,11 @@ def test_injected_faults_each_fail_with_reason_and_the_report_stays_whole(tmp_pa
     """A 2-rank world with one process (a rank that never joins), 8 GPUs expected on a CPU, and
     a DCGM exporter on a closed port: three FAILs, every other group still reported."""
     url = f"http://127.0.0.1:{free_port()}/metrics"
-    done = _run([sys.executable, "-m", "selftest", "--out", str(tmp_path), "--join-timeout", "2",
-                 "--expected-gpus", "8", "--dcgm-url", url, "--shared-data", str(tmp_path),
-                 "--nvme-cache", str(tmp_path)],
-                RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", LOCAL_RANK="0",
-                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))  # fmt: skip
+    done = run([sys.executable, "-m", "selftest", "--out", str(tmp_path), "--join-timeout", "2",
+                "--expected-gpus", "8", "--dcgm-url", url, "--shared-data", str(tmp_path),
+                "--nvme-cache", str(tmp_path)],
+               RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", LOCAL_RANK="0",
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     doc = json.loads((tmp_path / "report.json").read_text())
     fails = {c["name"]: c["reason"] for c in doc["checks"] if c["status"] == "FAIL"}
@@ -531,9 +525,9 @@ def test_the_run_pushes_every_check_status_and_figure_of_its_node(cpu_selftest):
 def test_the_short_check_set_runs_the_nodes_health_without_storage_or_training(tmp_path):
     """SELFTEST_CHECKS=short, the periodic run: the hardware, latency and NVMe checks are in
     the report (SKIPping here with their reasons), shared storage and training are not."""
-    done = _run([sys.executable, "-m", "selftest", "--out", str(tmp_path),
-                 "--shared-data", str(tmp_path), "--nvme-cache", str(tmp_path)],
-                SELFTEST_CHECKS="short", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")  # fmt: skip
+    done = run([sys.executable, "-m", "selftest", "--out", str(tmp_path),
+                "--shared-data", str(tmp_path), "--nvme-cache", str(tmp_path)],
+               SELFTEST_CHECKS="short", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     checks = {c["name"]: c for c in json.loads((tmp_path / "report.json").read_text())["checks"]}
     assert not [n for n in checks if n.startswith(("storage", "training"))]

@@ -18,8 +18,8 @@ from selftest import collectives, compute, inventory, metrics, nvme, push, stora
 from selftest.context import SelfTestContext
 
 from tests.helpers.pushgateway import Gateway
+from tests.helpers.selftest_process import TORCHRUN, run
 from tests.helpers.tools import promtool
-from tests.image.selftest.test_core import TORCHRUN, _run
 
 # The onprem stack runs the self-test on a schedule: its rules hold both self-test alerts.
 RULES = Path(__file__).parents[2] / "golden" / "alerts" / "onprem.yaml"
@@ -127,12 +127,12 @@ def test_the_programs_alerts_fire_on_what_a_real_run_pushes(tmp_path):
     floors = {"intra_node_busbw_gbps": 1e6, "shared-data.read_mb_s": 0.001,
               "pipeline.samples_per_s": 0.001, "nvme-cache.small_file_p99_us": 1e9}  # fmt: skip
     with Gateway() as gateway:
-        done = _run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
-                     "--out", str(tmp_path / "out"), "--checks", "collectives,storage",
-                     "--shared-data", str(tmp_path / "shared-data"),
-                     "--nvme-cache", str(tmp_path / "nvme-cache"), "--sizes", "1024,65536"],
-                    SELFTEST_PUSHGATEWAY_URL=gateway.url, NODE_NAME="node-a",
-                    SELFTEST_FLOORS=json.dumps(floors))  # fmt: skip
+        done = run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
+                    "--out", str(tmp_path / "out"), "--checks", "collectives,storage",
+                    "--shared-data", str(tmp_path / "shared-data"),
+                    "--nvme-cache", str(tmp_path / "nvme-cache"), "--sizes", "1024,65536"],
+                   SELFTEST_PUSHGATEWAY_URL=gateway.url, NODE_NAME="node-a",
+                   SELFTEST_FLOORS=json.dumps(floors))  # fmt: skip
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     bodies = [body for _, _, _, body in gateway.received]
     pushed = {dict(s)["check"] for body in bodies for s in series(body, FLOOR)}

@@ -17,7 +17,7 @@ from selftest.result import CheckResult
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.kube_api import TOKEN, ApiServer, node
 from tests.helpers.loopback import free_port
-from tests.image.selftest.test_core import ROOT
+from tests.helpers.selftest_process import ROOT
 
 # The labels EKS puts on nodes of types with an EC2 topology (EKS user guide, "Place
 # distributed AI/ML workloads with network topology labels"), broadest first, then the host.

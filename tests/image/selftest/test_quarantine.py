@@ -14,7 +14,7 @@ from selftest.result import CheckResult
 
 from tests.helpers.kube_api import TOKEN, ApiServer
 from tests.helpers.loopback import free_port
-from tests.image.selftest.test_core import _run
+from tests.helpers.selftest_process import run
 
 NODE_PATH = "/api/v1/nodes/node-a"
 # Kubernetes "Labels and Selectors": a value is at most 63 characters, alphanumerics with '-',
@@ -130,9 +130,9 @@ def test_outside_a_pod_the_api_is_out_of_reach_and_says_why(tmp_path):
 
 def run_selftest(tmp_path, api: ApiServer, *args: str, **env: str):
     out = tmp_path / "out"
-    done = _run([sys.executable, "-m", "selftest", "--out", str(out), *args],
-                RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", NODE_NAME="node-a",
-                **api.env(), **env)  # fmt: skip
+    done = run([sys.executable, "-m", "selftest", "--out", str(out), *args],
+               RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", NODE_NAME="node-a",
+               **api.env(), **env)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     return {c["name"]: c for c in json.loads((out / "report.json").read_text())["checks"]}
 

@@ -1,86 +1,36 @@
-"""The storage plane: its builders, and the FSx or Rook-Ceph storage each stack declares."""
+"""FSx for Lustre (components/storage/fsx.py): its security group rules and data repository
+path, and the file system, static volumes and S3 link each AWS stack declares."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from components.storage.ceph import (
-    ceph_csi_drivers_values,
-    ceph_network_spec,
-    cephfs_driver_name,
-    network_attachment_config,
-)
 from components.storage.fsx import data_repository_path, lustre_security_group_rules
-from components.storage.volumes import (
-    NVME_CACHE,
-    SHARED_DATA,
-    nvme_cache,
-    shared_data_claim,
-    training_volume_mounts,
-    training_volumes,
-)
-from model.catalog import CATALOG
-from model.config import CephSettings, NvmeCacheSettings, parse_config
-from model.config.loading import read_yaml
-from model.config.selftest import runs
-from model.config.selftest_schedule import scheduled
-from model.stacks import ROOT
-from model.versions import CHARTS
+from components.storage.volumes import SHARED_DATA
 from plan.engine import run_program
 from tests.conftest import (
     AWS_STACKS,
-    STACKS,
     copy_program,
     find,
     make_project,
     planned,
     validate_kubernetes,
 )
-from tests.conftest import stack_config as platform_config
+from tests.helpers.shared_data import claim_of, claims_of, stack_config
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+
+
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+
+
 LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+
+
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+
+
 PV = "kubernetes:core/v1:PersistentVolume"
-PVC = "kubernetes:core/v1:PersistentVolumeClaim"
-RELEASE = "kubernetes:helm.sh/v3:Release"
-SETTINGS = NvmeCacheSettings()
-
-
-def stack_config(stack: str) -> dict:
-    doc = read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)
-    return {k.split(":", 1)[1]: v for k, v in doc["config"].items()}
-
-
-def claims_of(plan) -> dict[str, dict]:
-    """namespace -> its `shared-data` claim."""
-    found = [r.inputs for r in plan.of_type(PVC) if r.inputs["metadata"]["name"] == SHARED_DATA]
-    return {c["metadata"]["namespace"]: c for c in found}
-
-
-def training_namespace(stack: str) -> str:
-    return stack_config(stack).get("namespaces", {}).get("training", "training")
-
-
-def claim_of(plan):
-    """The training namespace's claim."""
-    return claims_of(plan)[training_namespace(plan.stack)]
-
-
-def test_every_namespace_jobs_run_in_has_its_shared_data_claim():
-    for stack in STACKS:
-        teams = stack_config(stack).get("scheduling", {}).get("teams", [])
-        cfg = platform_config(stack)
-        # The self-test's own namespace where a self-test runs (namespaces.selftest's default).
-        selftest = {"gpu-platform-selftest"} if runs(cfg) or scheduled(cfg) else set()
-        expected = {training_namespace(stack), *(t["name"] for t in teams), *selftest}
-        assert set(claims_of(planned(stack))) == expected, stack
-
-
-# ------------------------------------------------------------------------------ builders
 
 
 def test_lustre_rules_are_exactly_988_and_1018_to_1023_with_nodes_and_itself():
@@ -106,122 +56,6 @@ def test_lustre_rules_are_exactly_988_and_1018_to_1023_with_nodes_and_itself():
 )
 def test_data_repository_path(prefix, path):
     assert data_repository_path("b1", prefix) == path
-
-
-@pytest.mark.parametrize(
-    ("types", "size_limit", "nvme_gb"),
-    [
-        # EC2 instance store volumes table: p5.48xlarge 8 x 3,800 GB, g6e.24xlarge 2 x 1,900 GB.
-        (["p5.48xlarge"], None, 8 * 3800),
-        (["g6e.48xlarge", "g6e.24xlarge"], None, 2 * 1900),
-        (["m7i.xlarge"], "100Gi", None),
-        (["g5.2xlarge", "m7i.xlarge"], "100Gi", None),
-    ],
-)
-def test_nvme_cache_is_an_emptydir_on_the_raid_array_or_size_limited_on_the_root_volume(
-    types, size_limit, nvme_gb
-):
-    """Never a hostPath (Pod Security baseline forbids it, issue 25): an emptyDir, which lies on
-    the RAID0 array because nodeadm bind-mounts /var/lib/kubelet onto it (PINS.md)."""
-    cache = nvme_cache([CATALOG[t] for t in types], SETTINGS)
-    assert cache.size_gb == nvme_gb
-    expected = {"sizeLimit": size_limit} if size_limit else {}
-    assert cache.volume == {"name": NVME_CACHE, "emptyDir": expected}
-    assert cache.report()["source"] == "emptyDir"
-    assert ("RAID0" in cache.report()["backing"]) == (size_limit is None)
-
-
-@pytest.mark.parametrize("types", [["p4d.24xlarge"], ["m7i.xlarge"]])
-def test_a_pod_template_using_the_contract_is_valid(types):
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "train"},
-        "spec": {
-            "volumes": training_volumes(nvme_cache([CATALOG[t] for t in types], SETTINGS)),
-            "containers": [
-                {"name": "train", "image": "x", "volumeMounts": training_volume_mounts()}
-            ],
-        },
-    }
-    validate_kubernetes(pod, "1.34")
-    claims = [
-        v["persistentVolumeClaim"]["claimName"]
-        for v in pod["spec"]["volumes"]
-        if "persistentVolumeClaim" in v
-    ]
-    assert claims == [SHARED_DATA]
-
-
-def test_claim_builder_binds_a_static_volume_by_name():
-    claim = shared_data_claim("ns1", 2400, storage_class="", volume_name="pv1")
-    assert claim.spec.volume_name == "pv1"
-    assert claim.spec.storage_class_name == ""
-    assert claim.metadata.name == SHARED_DATA
-
-
-def test_ceph_multus_networks_become_selectors_and_address_ranges():
-    ceph = CephSettings(
-        nodes=[{"name": "a", "devices": ["nvme1n1"]}],
-        replication=1,
-        namespace="storage",
-        network={
-            "provider": "multus",
-            "cluster": {"interface": "ens2", "cidr": "10.9.0.0/24"},
-        },
-    )
-    assert ceph_network_spec(ceph) == {
-        "provider": "multus",
-        "selectors": {"cluster": "storage/ceph-cluster"},
-        "addressRanges": {"cluster": ["10.9.0.0/24"]},
-    }
-    config = json.loads(network_attachment_config("cluster", ceph.network.cluster))
-    # nv-ipam's CNI config names a pool, nothing more (network-operator 26.4.1,
-    # example/crs/mellanox.com_v1alpha1_macvlannetwork_cr-nvidia-ipam.yaml).
-    assert (config["master"], config["ipam"]) == (
-        "ens2",
-        {"type": "nv-ipam", "poolName": "ceph-cluster"},
-    )
-
-
-def test_onprem_public_network_keeps_hosts_out_of_the_pod_range_and_reaches_them():
-    # Rook's Multus guide: macvlan in bridge mode, a pod range that holds no host address, and
-    # pods that reach the hosts' shims. nv-ipam (the operator's IPAM since whereabouts left in
-    # v25.10.0) returns routes only through a gateway, so the pool's subnet spans both halves
-    # of the stack's /24, with the hosts' half excluded: the hosts are on-link.
-    objects = {
-        (r.inputs["kind"], r.inputs["metadata"]["name"]): r.inputs
-        for r in planned("onprem").resources
-        if r.inputs.get("kind") in ("NetworkAttachmentDefinition", "IPPool")
-    }
-    nad = objects[("NetworkAttachmentDefinition", "ceph-public")]
-    assert json.loads(nad["spec"]["config"]) == {
-        "cniVersion": "0.3.1",
-        "name": "ceph-public",
-        "type": "macvlan",
-        "master": "ens1f0np0",
-        "mode": "bridge",
-        "ipam": {"type": "nv-ipam", "poolName": "ceph-public"},
-    }
-    assert objects[("IPPool", "ceph-public")]["spec"] == {
-        "subnet": "192.168.100.0/24",
-        "perNodeBlockSize": 8,
-        "exclusions": [{"startIP": "192.168.100.128", "endIP": "192.168.100.255"}],
-    }
-    # No host range on the cluster network: the pool is the pods' range itself.
-    assert objects[("IPPool", "ceph-cluster")]["spec"] == {
-        "subnet": "192.168.101.0/24",
-        "perNodeBlockSize": 8,
-    }
-
-
-def test_csi_drivers_follow_the_rook_namespace():
-    values = ceph_csi_drivers_values("storage")
-    assert values["operatorConfig"]["namespace"] == "storage"
-    assert values["drivers"]["cephfs"] == {"enabled": True, "name": "storage.cephfs.csi.ceph.com"}
-
-
-# ------------------------------------------------------------------------------ AWS stacks
 
 
 @pytest.mark.parametrize(
@@ -344,16 +178,6 @@ def test_each_team_claim_has_its_own_static_volume_on_the_same_file_system():
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
-def test_fsx_csi_driver_is_the_pinned_chart(stack):
-    plan = planned(stack)
-    release = find(plan, RELEASE, f"{stack}-fsx-csi").inputs
-    chart = CHARTS["aws-fsx-csi-driver"]
-    assert (release["chart"], release["version"]) == (chart.name, chart.version)
-    assert release["repositoryOpts"]["repo"] == chart.repository
-    assert release["values"]["controller"]["region"] == stack_config(stack)["aws"]["region"]
-
-
-@pytest.mark.parametrize("stack", AWS_STACKS)
 def test_expected_throughput_is_capacity_times_tier(stack):
     fsx = stack_config(stack)["storage"]["fsx"]
     tier = fsx.get("per_unit_storage_throughput") or (
@@ -451,84 +275,3 @@ def test_named_bucket_gives_an_exact_path_and_is_protected_in_production(tmp_pat
         if r.protect and token.startswith(("aws:fsx", "aws:s3"))
     }
     assert protected == {"p-fsx", "p-fsx-data"}
-
-
-# ------------------------------------------------------------------------------ Rook-Ceph
-
-
-def ceph_objects(plan) -> dict[str, dict]:
-    return {f"{o['kind']}/{o['metadata']['name']}": o for o in plan.kubernetes_objects()}
-
-
-def test_shipped_onprem_ceph_cluster_follows_the_config():
-    plan = planned("onprem")
-    cfg = parse_config(stack_config("onprem"), "onprem")
-    ceph = cfg.storage.ceph
-    objects = ceph_objects(plan)
-    cluster = objects[f"CephCluster/{ceph.namespace}"]["spec"]
-    assert cluster["mon"]["count"] == 3
-    assert cluster["storage"]["deviceFilter"] == ceph.device_filter
-    assert [n["name"] for n in cluster["storage"]["nodes"]] == [n.name for n in ceph.nodes]
-    assert cluster["storage"]["useAllNodes"] is False
-    # Each selected Multus network is declared, in the namespace the selector names.
-    for role, selector in cluster["network"]["selectors"].items():
-        namespace, name = selector.split("/")
-        nad = objects[f"NetworkAttachmentDefinition/{name}"]
-        assert nad["metadata"]["namespace"] == namespace == ceph.namespace
-        assert json.loads(nad["spec"]["config"])["master"] == getattr(ceph.network, role).interface
-    assert set(cluster["network"]["selectors"]) == {"public", "cluster"}
-    fs = objects[f"CephFilesystem/{ceph.filesystem_name}"]["spec"]
-    assert fs["metadataPool"]["replicated"]["size"] == ceph.replication
-    assert all(p["replicated"]["size"] == ceph.replication for p in fs["dataPools"])
-
-
-def test_shipped_onprem_storage_class_points_at_the_filesystem_and_the_driver():
-    plan = planned("onprem")
-    objects = ceph_objects(plan)
-    fs = next(o for o in objects.values() if o["kind"] == "CephFilesystem")
-    claim = claim_of(plan)
-    sc = objects[f"StorageClass/{claim['spec']['storageClassName']}"]
-    namespace = fs["metadata"]["namespace"]
-    assert sc["provisioner"] == cephfs_driver_name(namespace)
-    assert sc["parameters"]["clusterID"] == namespace
-    assert sc["parameters"]["fsName"] == fs["metadata"]["name"]
-    assert (
-        sc["parameters"]["pool"] == f"{fs['metadata']['name']}-{fs['spec']['dataPools'][0]['name']}"
-    )
-    drivers = find(plan, RELEASE, "onprem-ceph-csi-drivers").inputs
-    assert drivers["values"]["drivers"]["cephfs"]["name"] == sc["provisioner"]
-    operator = find(plan, RELEASE, "onprem-rook-ceph")
-    for key, release in (("rook-ceph", operator.inputs), ("ceph-csi-drivers", drivers)):
-        chart = CHARTS[key]
-        assert (release["chart"], release["version"], release["repositoryOpts"]["repo"]) == (
-            chart.name,
-            chart.version,
-            chart.repository,
-        )
-        assert release["namespace"] == namespace
-    # The drivers chart needs the operator's CRDs and CSI operator: it comes after.
-    assert operator.urn in find(plan, RELEASE, "onprem-ceph-csi-drivers").dependencies
-    # Every namespace jobs run in gets a claim of its own from the same class: training, team
-    # research (stacks/Pulumi.onprem.yaml) and the self-test's, each a subvolume of the same
-    # filesystem.
-    claims = claims_of(plan)
-    assert sorted(claims) == ["gpu-platform-selftest", "research", "training"]
-    assert {c["spec"]["storageClassName"] for c in claims.values()} == {sc["metadata"]["name"]}
-    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
-
-
-# ------------------------------------------------------------------------------ all stacks
-
-
-@pytest.mark.parametrize("stack", STACKS)
-def test_every_provider_gives_workloads_the_same_claim_and_cache_names(stack):
-    plan = planned(stack)
-    claim = claim_of(plan)
-    assert (
-        plan.outputs["storage_shared_data_claim"]
-        == f"{claim['metadata']['namespace']}/{SHARED_DATA}"
-    )
-    assert plan.outputs["storage_shared_data_claim"].endswith(f"/{SHARED_DATA}")
-    assert plan.outputs["storage_nvme_cache"]
-    for report in plan.outputs["storage_nvme_cache"].values():
-        assert report["source"] == "emptyDir"

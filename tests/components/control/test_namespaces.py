@@ -1,0 +1,71 @@
+"""The namespaces jobs run in (components/control/namespaces.py): Pod Security `restricted`
+unless a team says why `baseline`, and the team settings the config refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import STACKS, planned
+
+
+def namespace_labels(stack: str, name: str) -> dict[str, str]:
+    (ns,) = [
+        r.inputs
+        for r in planned(stack).of_type("kubernetes:core/v1:Namespace")
+        if r.inputs["metadata"]["name"] == name
+    ]
+    return ns["metadata"]["labels"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_training_namespace_enforces_restricted_and_warns_and_audits_restricted(stack):
+    # Issue 25 item 12: a privileged team namespace lets anyone who may create a pod there be
+    # root on a GPU node; the job builder's pods keep to restricted (Pod Security Standards),
+    # so the namespace enforces it (tests/controllers/test_pod_security_rules.py runs the model).
+    labels = namespace_labels(stack, "training")
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    assert labels["pod-security.kubernetes.io/audit"] == "restricted"
+
+
+def test_a_team_enforces_baseline_only_with_its_reason_kept_on_the_namespace():
+    from components.control.namespaces import team_pod_security
+    from model.config.scheduling import TeamSettings
+
+    reason = "a vendor's evaluation image runs as root"
+    labels, annotations = team_pod_security(
+        TeamSettings(name="eval", pod_security="baseline", pod_security_reason=reason)
+    )
+    assert labels == {
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+    assert annotations == {"gpu-platform/pod-security-reason": reason}
+    assert team_pod_security(TeamSettings(name="vision")) == (
+        {
+            "pod-security.kubernetes.io/enforce": "restricted",
+            "pod-security.kubernetes.io/audit": "restricted",
+            "pod-security.kubernetes.io/warn": "restricted",
+        },
+        {},
+    )
+
+
+@pytest.mark.parametrize(
+    ("team", "problem"),
+    [
+        ({"pod_security": "baseline"}, "pod_security baseline needs a reason"),
+        ({"pod_security_reason": "why"}, "only with pod_security baseline"),
+        ({"pod_security": "privileged"}, "restricted"),
+        # The old setting is gone with the hostPath it stood for.
+        ({"nvme_cache": False}, "nvme_cache"),
+    ],
+)
+def test_team_pod_security_settings_are_refused_with_what_is_valid(team, problem):
+    from pydantic import ValidationError
+
+    from model.config.scheduling import TeamSettings
+
+    with pytest.raises((ValidationError, ValueError), match=problem):
+        TeamSettings(name="eval", **team)

@@ -1,0 +1,123 @@
+"""The manager-worker contract of MultiKueue (components/scheduling/multikueue_contract.py): what
+the manager refuses of a worker stack that lacks the bursting queue, a team's LocalQueue, the
+pools or topology a burst asks for, or that is not deployed (as a worker) yet."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.config import ConfigError
+from plan.cli import plan_stack
+from tests.conftest import make_project, stack_config, stack_file_config
+
+
+def plan_with_worker(tmp_path, worker_scheduling: dict):
+    burst = stack_file_config("burst")
+    burst["gpu-platform:scheduling"] = worker_scheduling
+    root = make_project(tmp_path, {"onprem": stack_file_config("onprem"), "burst": burst})
+    return plan_stack("onprem", root)
+
+
+def test_a_worker_without_the_bursting_queue_makes_the_manager_refuse_it_by_name(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_worker(
+            tmp_path,
+            {
+                "cluster_queues": [{"name": "spot"}],
+                "teams": [{"name": "research", "cluster_queue": "spot"}],
+            },
+        )
+    (problem,) = error.value.problems
+    assert problem.startswith("gpu-platform:scheduling.cluster_queues[1].burst.workers")
+    assert "declares no ClusterQueue 'burst' (it declares: spot)" in problem
+
+
+def test_a_worker_without_the_teams_local_queue_makes_the_manager_refuse_it(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_worker(tmp_path, {"cluster_queues": [{"name": "burst"}]})
+    assert any("LocalQueue research/default" in p for p in error.value.problems)
+
+
+def plan_with_burst(tmp_path, change_worker=None, change_burst=None):
+    """onprem planned against a burst stack and a bursting queue changed by the callables."""
+    burst, onprem = stack_file_config("burst"), stack_file_config("onprem")
+    if change_worker:
+        change_worker(burst)
+    if change_burst:
+        change_burst(onprem["gpu-platform:scheduling"]["cluster_queues"][1]["burst"])
+    root = make_project(tmp_path, {"onprem": onprem, "burst": burst})
+    return plan_stack("onprem", root)
+
+
+def test_a_burst_larger_than_the_workers_pools_is_refused_at_its_gpus(tmp_path):
+    # The burst stack's two p5.48xlarge pools hold 2 nodes x 8 GPUs each: 32 GPUs at most.
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_burst=lambda b: b.update(gpus=40))
+    (problem,) = error.value.problems
+    assert problem.startswith("gpu-platform:scheduling.cluster_queues[1].burst.gpus: 40, but")
+    assert "hold at most 32 GPUs (burst 32)" in problem
+
+
+def test_a_burst_of_a_type_the_worker_has_no_pool_of_is_refused_at_its_instance_type(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_burst=lambda b: b.update(instance_type="p4d.24xlarge"))
+    (problem,) = error.value.problems
+    assert problem.startswith(
+        "gpu-platform:scheduling.cluster_queues[1].burst.instance_type: p4d.24xlarge, but "
+        "worker burst has no pool of it (its pools: h100-spot (p5.48xlarge), h100-block "
+        "(p5.48xlarge))"
+    )
+
+
+def test_a_worker_whose_nodes_lack_the_mirrored_topology_is_refused(tmp_path):
+    """Without EFA the worker's p5 pools name no Topology, so the manager's mirror of one
+    would match jobs against levels the worker does not place by."""
+
+    def no_efa(burst):
+        for group in burst["gpu-platform:gpu_node_groups"]:
+            group["efa"] = False
+
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_worker=no_efa)
+    assert len(error.value.problems) == 2
+    assert all(
+        p.startswith("gpu-platform:scheduling.cluster_queues[1].burst.instance_type: the manager")
+        and "carries none" in p
+        for p in error.value.problems
+    ), error.value.problems
+
+
+def test_a_worker_stack_that_does_not_serve_as_one_is_refused_by_name(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        plan_with_burst(tmp_path, change_worker=lambda b: b.pop("gpu-platform:multikueue"))
+    (problem,) = error.value.problems
+    assert problem.startswith(
+        "multikueue.workers[0].stack: 'organization/gpu-platform/burst': stack burst does not "
+        "serve as a MultiKueue worker"
+    )
+    assert "set multikueue.serve_as_worker: true in stacks/Pulumi.burst.yaml" in problem
+
+
+def test_a_worker_not_yet_deployed_is_reported_as_such_with_what_to_do():
+    """`pulumi preview` of the manager before the worker's `pulumi up`: the StackReference
+    yields no outputs (None)."""
+    from components.scheduling.multikueue_contract import worker_problems
+
+    (problem,) = worker_problems(stack_config("onprem"), {"burst": None})
+    assert problem == (
+        "gpu-platform:multikueue.workers[0].stack: 'organization/gpu-platform/burst' exports no "
+        "multikueue_queues: it is not deployed as a MultiKueue worker yet; set "
+        "multikueue.serve_as_worker: true in that stack, run `pulumi up` on it, then on this one"
+    )
+    assert "declares no ClusterQueue" not in problem
+
+
+def test_a_worker_deployed_before_it_exported_its_pools_is_asked_to_redeploy():
+    from components.scheduling.multikueue_contract import worker_problems
+
+    exported = {"cluster_queues": ["burst"], "local_queues": ["research/default"]}
+    assert worker_problems(stack_config("onprem"), {"burst": exported}) == [
+        "gpu-platform:scheduling.cluster_queues[1].burst.workers: worker burst's "
+        "multikueue_queues lists no pools: an older version of this program deployed it; run "
+        "`pulumi up` on it again"
+    ]

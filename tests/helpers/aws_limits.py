@@ -1,0 +1,323 @@
+"""Stack files that break a limit of AWS, EKS or Kubernetes, each with the key path, the value and
+the limit in words the plan must name. Each group of cases names its source, so a check loosened
+in the config model fails in tests/model/test_bad_aws_stacks.py; tests/model/test_bad_stacks.py
+counts them with its own."""
+
+from __future__ import annotations
+
+from tests.helpers.bad_stacks import AWS, NS, aws, case, existing, group, tags
+
+AWS_LIMITS = [
+    # Amazon VPC user guide, "VPC CIDR blocks": a VPC is /16 to /28.
+    case(
+        aws(network={"vpc_cidr": "10.0.0.0/8"}),
+        "gpu-platform:network.vpc_cidr",
+        "10.0.0.0/8",
+        "AWS accepts a VPC from /16 to /28",
+        "vpc-too-big",
+    ),
+    case(
+        aws(network={"vpc_cidr": "10.0.0.0/29"}),
+        "gpu-platform:network.vpc_cidr",
+        "10.0.0.0/29",
+        "AWS accepts a VPC from /16 to /28",
+        "vpc-too-small",
+    ),
+    case(
+        aws(network={"vpc_cidr": "10.0.0.0/26"}),
+        "gpu-platform:network.vpc_cidr",
+        "10.0.0.0/26",
+        "use a /24 or larger VPC",
+        "vpc-too-small-to-carve",
+    ),
+    case(
+        aws(network={"vpc_cidr": "10.0.0.0/24"}),
+        "gpu-platform:network.vpc_cidr",
+        "10.0.0.0/26",
+        "usable addresses",
+        "vpc-too-small-for-nodes",
+    ),
+    case(
+        aws(network={"vpc_cidr": "10.0.0.1/16"}),
+        "gpu-platform:network.vpc_cidr",
+        "10.0.0.1/16",
+        "no bits set after the prefix",
+        "vpc-host-bits",
+    ),
+    # "Subnet CIDR blocks": a subnet is /16 to /28 too.
+    case(
+        aws(network={"private_subnet_cidrs": ["10.0.0.0/29", "10.0.1.0/24"]}),
+        "gpu-platform:network.private_subnet_cidrs[0]",
+        "10.0.0.0/29",
+        "AWS accepts subnets from /16 to /28",
+        "subnet-too-small",
+    ),
+    case(
+        aws(network={"private_subnet_cidrs": ["10.9.0.0/24", "10.0.1.0/24"]}),
+        "gpu-platform:network.private_subnet_cidrs[0]",
+        "10.9.0.0/24",
+        "outside vpc_cidr 10.0.0.0/16",
+        "subnet-outside-vpc",
+    ),
+    # EKS API reference, KubernetesNetworkConfigRequest: private ranges, /12 to /24, not the VPC.
+    case(
+        aws(cluster={"service_ipv4_cidr": "100.64.0.0/16"}),
+        "gpu-platform:cluster.service_ipv4_cidr",
+        "100.64.0.0/16",
+        "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16",
+        "service-not-private",
+    ),
+    case(
+        aws(cluster={"service_ipv4_cidr": "10.0.0.0/8"}),
+        "gpu-platform:cluster.service_ipv4_cidr",
+        "10.0.0.0/8",
+        "from /12 to /24",
+        "service-too-big",
+    ),
+    case(
+        aws(cluster={"service_ipv4_cidr": "172.20.0.0/25"}),
+        "gpu-platform:cluster.service_ipv4_cidr",
+        "172.20.0.0/25",
+        "from /12 to /24",
+        "service-too-small",
+    ),
+    case(
+        aws(cluster={"service_ipv4_cidr": "10.0.128.0/20"}),
+        "gpu-platform:cluster.service_ipv4_cidr",
+        "10.0.128.0/20",
+        "overlaps network.vpc_cidr 10.0.0.0/16",
+        "service-in-vpc",
+    ),
+    # EKS service quotas: 40 public endpoint CIDR ranges per cluster, not adjustable.
+    case(
+        aws(cluster={"public_access_cidrs": [f"198.51.100.{i}/32" for i in range(41)]}),
+        "gpu-platform:cluster.public_access_cidrs",
+        "198.51.100.40/32",
+        "at most 40 items",
+        "too-many-public-cidrs",
+    ),
+    # Regions and their zones (AWS "Regions and Zones").
+    case(
+        {f"{NS}:aws": {"region": "us-est-1", "zones": ["us-est-1a", "us-est-1b"]}},
+        "gpu-platform:aws.region",
+        "'us-est-1'",
+        "known regions: us-east-1",
+        "region-typo",
+    ),
+    case(
+        {f"{NS}:aws": {"region": "mars-north-1", "zones": ["mars-north-1a"]}},
+        "gpu-platform:aws.region",
+        "'mars-north-1'",
+        "known regions: us-east-1",
+        "region-unknown",
+    ),
+    case(
+        {f"{NS}:aws": {"region": "us-east-2", "zones": ["us-east-2a", "us-east-2d"]}},
+        "gpu-platform:aws.zones[1]",
+        "'us-east-2d'",
+        "its zones are us-east-2a, us-east-2b, us-east-2c",
+        "zone-letter",
+    ),
+    case(
+        {f"{NS}:aws": {"region": "us-east-1", "zones": ["us-east-1a", "eu-west-1b"]}},
+        "gpu-platform:aws.zones[1]",
+        "'eu-west-1b'",
+        "its zones are us-east-1a",
+        "zone-region",
+    ),
+    case(
+        {f"{NS}:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1a"]}},
+        "gpu-platform:aws.zones",
+        "us-east-1a",
+        "zones repeat",
+        "zone-twice",
+    ),
+    case(
+        {f"{NS}:aws": {"region": "us-east-1", "zones": ["us-east-1a"]}},
+        "gpu-platform:aws.zones",
+        "['us-east-1a']",
+        "at least 2 items",
+        "one-zone",
+    ),
+    case(
+        {f"{NS}:aws": {**AWS[f"{NS}:aws"], "zone_offerings": {"p5.48xlarge": ["us-west-2a"]}}},
+        "gpu-platform:aws.zone_offerings.p5.48xlarge[0]",
+        "'us-west-2a'",
+        "its zones are us-east-1a",
+        "offering-zone-region",
+    ),
+    # Tagging AWS resources, "Tag naming limits and requirements".
+    case(
+        tags({"tags": {"aws:owner": "me"}}),
+        "gpu-platform:aws.tags",
+        "'aws:owner'",
+        "AWS reserves for its own tags",
+        "tag-aws-prefix",
+    ),
+    case(
+        tags({"tags": {"k" * 129: "v"}}),
+        "gpu-platform:aws.tags",
+        "129 characters",
+        "AWS allows 1 to 128",
+        "tag-key-long",
+    ),
+    case(
+        tags({"tags": {"team": "v" * 257}}),
+        "gpu-platform:aws.tags",
+        "257 characters",
+        "AWS allows at most 256",
+        "tag-value-long",
+    ),
+    case(
+        tags({"tags": {"cost#center": "ml"}}),
+        "gpu-platform:aws.tags",
+        "'cost#center'",
+        "only letters, digits, spaces and _ . : / = + - @",
+        "tag-key-chars",
+    ),
+    # Kubernetes "Labels and Selectors"; kubelet --node-labels for kubernetes.io prefixes.
+    case(
+        group(labels={"-team": "ml"}),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "'-team'",
+        "beginning and ending with a letter or digit",
+        "label-name",
+    ),
+    case(
+        group(labels={"node-role.kubernetes.io/gpu": ""}),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "'node-role.kubernetes.io/gpu'",
+        "kubelet.kubernetes.io or node.kubernetes.io",
+        "label-reserved-prefix",
+    ),
+    case(
+        group(labels={"team": "x" * 64}),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "'team'",
+        "at most 63 characters",
+        "label-value-long",
+    ),
+    case(
+        group(labels={"team": "ml ops"}),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "'ml ops'",
+        "empty or at most 63 characters",
+        "label-value-space",
+    ),
+    case(
+        group(labels={"Example.com/team": "ml"}),
+        "gpu-platform:gpu_node_groups[0].labels",
+        "'Example.com/team'",
+        "not a DNS subdomain",
+        "label-prefix-case",
+    ),
+    # Kubernetes quantities, and what the kubelet can reserve.
+    case(
+        group(kubelet={"system_reserved": {"cpu": "half"}}),
+        "gpu-platform:gpu_node_groups[0].kubelet.system_reserved",
+        "'half'",
+        "e.g. 500m, 1Gi or 2",
+        "quantity-word",
+    ),
+    case(
+        group(kubelet={"kube_reserved": {"cpu": "1", "memory": "-1Gi"}}),
+        "gpu-platform:gpu_node_groups[0].kubelet.kube_reserved",
+        "'-1Gi'",
+        "a non-negative number",
+        "quantity-negative",
+    ),
+    case(
+        group(kubelet={"kube_reserved": {"nvidia.com/gpu": "1", "cpu": "1"}}),
+        "gpu-platform:gpu_node_groups[0].kubelet.kube_reserved",
+        "'nvidia.com/gpu'",
+        "the kubelet reserves cpu, memory, ephemeral-storage, pid",
+        "reserve-unknown",
+    ),
+    # EKS service quotas: 450 nodes per managed node group by default.
+    case(
+        group(scaling={"min_size": 0, "max_size": 451}),
+        "gpu-platform:gpu_node_groups[0].scaling.max_size",
+        "451",
+        "less than or equal to 450",
+        "group-over-quota",
+    ),
+    case(
+        group(scaling={"min_size": -1, "max_size": 2}),
+        "gpu-platform:gpu_node_groups[0].scaling.min_size",
+        "-1",
+        "greater than or equal to 0",
+        "negative-min",
+    ),
+    # Ids and ARNs in the shapes AWS gives them.
+    case(
+        group(capacity="reservation", capacity_reservation_id="cr-123"),
+        "gpu-platform:gpu_node_groups[0].capacity_reservation_id",
+        "'cr-123'",
+        "cr- and 17 (or 8) lowercase hexadecimal digits",
+        "reservation-id",
+    ),
+    case(
+        group(capacity="reservation", capacity_reservation_group_arn="arn:aws:rg:x"),
+        "gpu-platform:gpu_node_groups[0].capacity_reservation_group_arn",
+        "'arn:aws:rg:x'",
+        "a resource group ARN",
+        "reservation-group-arn",
+    ),
+    case(
+        aws(cluster={"admin_principal_arns": ["arn:aws:iam::123456789012:group/admins"]}),
+        "gpu-platform:cluster.admin_principal_arns[0]",
+        "group/admins",
+        "role or user",
+        "principal-arn-group",
+    ),
+    case(
+        aws(cluster={"admin_principal_arns": ["arn:aws:iam::1234:role/admins"]}),
+        "gpu-platform:cluster.admin_principal_arns[0]",
+        "1234",
+        "12-digit account id",
+        "role-arn-account",
+    ),
+    case(
+        aws(storage={"fsx": {"deployment_type": "PERSISTENT_2", "kms_key_arn": "alias/x"}}),
+        "gpu-platform:storage.fsx.kms_key_arn",
+        "'alias/x'",
+        "a KMS key ARN",
+        "kms-arn",
+    ),
+    # Names in words, not regular expressions.
+    case(
+        group(name="H100"),
+        "gpu-platform:gpu_node_groups[0].name",
+        "'H100'",
+        "at most 32 characters: lowercase letters, digits and hyphens",
+        "group-name-case",
+    ),
+    case(
+        group(name="g" * 33),
+        "gpu-platform:gpu_node_groups[0].name",
+        "'ggg",
+        "at most 32 characters",
+        "group-name-long",
+    ),
+    case(
+        existing(**{"existing": {"name": "Lab_1", "kubeconfig_path": "k"}}),
+        "gpu-platform:existing.name",
+        "'Lab_1'",
+        "a DNS label: at most 63 characters",
+        "existing-name",
+    ),
+    case(
+        aws(
+            storage={
+                "fsx": {
+                    "daily_automatic_backup_start_time": "25:00",
+                    "deployment_type": "PERSISTENT_2",
+                }
+            }
+        ),
+        "gpu-platform:storage.fsx.daily_automatic_backup_start_time",
+        "'25:00'",
+        "a time of day HH:MM",
+        "backup-time",
+    ),
+]
