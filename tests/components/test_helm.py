@@ -1,45 +1,18 @@
-"""Resources several components declare the same way (components/helm.py): key policies that
-keep the account an administrator, log group ARNs, and pinned chart releases. Each key's users
-are checked over every stack by test_least_privilege.py, every release's values against its
+"""Pinned chart releases (components/helm.py): every release's values are checked against its
 chart by test_helm_values.py."""
 
 from __future__ import annotations
 
-import json
-
+import pulumi
 import pytest
 
-from components.helm import key_policy, log_group_arn
+from components.helm import pinned_release
 from model.versions import CHARTS
+from plan.engine import run_program
+from plan.model import build_plan
 from tests.conftest import STACKS, planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-
-
-def test_every_key_policy_lets_the_account_administer_the_key_first():
-    # AWS KMS developer guide, "Default key policy": the statement that "Allows access to the
-    # AWS account and enables IAM policies", principal arn:aws:iam::<account>:root, kms:*.
-    user = {"Sid": "U", "Effect": "Allow", "Principal": {"AWS": "x"}, "Action": "kms:Decrypt"}
-    doc = json.loads(key_policy("111122223333", user))
-    assert doc["Version"] == "2012-10-17"
-    assert doc["Statement"] == [
-        {
-            "Sid": "AccountAdministers",
-            "Effect": "Allow",
-            "Principal": {"AWS": "arn:aws:iam::111122223333:root"},
-            "Action": "kms:*",
-            "Resource": "*",
-        },
-        user,
-    ]
-
-
-def test_a_log_group_arn_is_spelt_as_cloudwatch_logs_spells_it():
-    # Service Authorization Reference, CloudWatch Logs resource types:
-    # arn:${Partition}:logs:${Region}:${Account}:log-group:${LogGroupName}.
-    assert log_group_arn("111122223333", "us-east-1", "/aws/eks/c/cluster") == (
-        "arn:aws:logs:us-east-1:111122223333:log-group:/aws/eks/c/cluster"
-    )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -59,3 +32,16 @@ def test_every_release_is_a_pinned_chart_under_its_own_name(stack):
         else:
             assert inputs["chart"] == chart.name
             assert inputs["repositoryOpts"]["repo"] == chart.repository
+
+
+def test_an_oci_chart_is_named_by_its_full_reference_at_its_pin():
+    # Helm docs, "Use OCI-based registries": `helm install <name> oci://<registry>/<chart>`,
+    # with no `helm repo add`. kueue 0.19.2 is PINS.md's pin, at registry.k8s.io/kueue/charts.
+    def main() -> None:
+        pinned_release("kueue", "kueue", "kueue-system", {}, pulumi.ResourceOptions(), mirror=None)
+
+    (release,) = build_plan(run_program("dev", program=main)).of_type(RELEASE)
+    assert release.inputs["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert release.inputs["version"] == "0.19.2"
+    assert release.inputs["name"] == "kueue"
+    assert "repositoryOpts" not in release.inputs

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from components.observability.monitoring import gp3_storage_class
 from components.vocabulary import prometheus_url
 from model.stacks import SECRET
 from tests.conftest import STACKS, planned
@@ -199,3 +200,15 @@ def test_bad_observability_config_is_refused(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+def test_prometheus_volumes_on_aws_keep_their_data_in_the_pods_zone():
+    # EBS CSI driver docs, "Parameters": provisioner ebs.csi.aws.com, type gp3, encrypted
+    # "true"; Kubernetes docs, "Storage Classes": WaitForFirstConsumer binds in the pod's zone.
+    assert gp3_storage_class() == {
+        "provisioner": "ebs.csi.aws.com",
+        "parameters": {"type": "gp3", "encrypted": "true"},
+        "volume_binding_mode": "WaitForFirstConsumer",
+        "allow_volume_expansion": True,
+        "reclaim_policy": "Retain",
+    }
