@@ -74,6 +74,32 @@ AWS_STACKS = [s for s in STACKS if stack_config(s).provider == "aws"]
 CEPH_STACKS = [s for s in STACKS if stack_config(s).storage.ceph is not None]
 
 
+# STYLE.md §8's tiers (markers in pyproject.toml), by the folder under tests/ a test sits in.
+TIERS = {
+    "model": "unit",
+    "docs": "unit",
+    "repo": "unit",
+    "tools": "unit",
+    "components": "program",
+    "controllers": "program",
+    "jobs": "program",
+    "plan": "program",
+    "program": "program",
+    "policy": "policy",
+    "image": "selftest",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets its folder's tier; a folder missing from TIERS gets none, and
+    tests/repo/test_tiers.py names it."""
+    tests = ROOT / "tests"
+    for item in items:
+        tier = TIERS.get(item.path.relative_to(tests).parts[0])
+        if tier is not None:
+            item.add_marker(tier)
+
+
 @pytest.fixture(params=STACKS)
 def stack_plan(request) -> Plan:
     return planned(request.param)
