@@ -1,4 +1,5 @@
-"""Shared fixtures: each stack is planned once per session under the mock engine."""
+"""Shared fixtures: each stack is planned once under the mock engine, for every worker of a
+session and for later sessions with the same sources (tests/helpers/plan_cache.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from model.stacks import ROOT, read_project, read_stack_config
 from plan.cli import plan_stack
 from plan.model import Plan
 from plan.render import Rendering, render_plan
+from tests.helpers.plan_cache import DiskCache, plan_key, tree_key
 
 # Every stack file found, shipped or the user's own; tests that hold for every stack take their
 # expectations from the stack's config, and those about the shipped examples say so in their name.
@@ -27,9 +29,19 @@ STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.y
 SHIPPED_STACKS = ("burst", "dev", "onprem", "prod", "staging")
 
 
+# Where planned and rendered stacks are kept between processes (git ignores .pytest_cache/;
+# `make clean` removes it).
+PLAN_CACHE = ROOT / ".pytest_cache" / "plans"
+
+
+@functools.cache
+def _plans() -> DiskCache:
+    return DiskCache(PLAN_CACHE, plan_key(ROOT))
+
+
 @functools.cache
 def planned(stack: str) -> Plan:
-    return plan_stack(stack)
+    return _plans().get(f"plan-{stack}", lambda: plan_stack(stack))
 
 
 # Every chart the platform pins, packaged at the pinned version (../shared/helm/README.md).
@@ -38,9 +50,11 @@ SHARED_HELM = ROOT.parent / "shared" / "helm"
 
 @functools.cache
 def rendered(stack: str) -> Rendering:
-    """Every Helm release of a stack rendered from ../shared/helm, once per test process."""
+    """Every Helm release of a stack rendered from ../shared/helm, once per key like the plan:
+    the key adds the chart archives' bytes."""
     assert SHARED_HELM.is_dir(), f"{SHARED_HELM} is missing: check out ../shared beside the repo"
-    return render_plan(planned(stack), (SHARED_HELM,))
+    name = f"rendered-{stack}-{tree_key(SHARED_HELM)}"
+    return _plans().get(name, lambda: render_plan(planned(stack), (SHARED_HELM,)))
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
@@ -58,6 +72,32 @@ def stack_config(stack: str) -> PlatformConfig:
 
 AWS_STACKS = [s for s in STACKS if stack_config(s).provider == "aws"]
 CEPH_STACKS = [s for s in STACKS if stack_config(s).storage.ceph is not None]
+
+
+# STYLE.md §8's tiers (markers in pyproject.toml), by the folder under tests/ a test sits in.
+TIERS = {
+    "model": "unit",
+    "docs": "unit",
+    "repo": "unit",
+    "tools": "unit",
+    "components": "program",
+    "controllers": "program",
+    "jobs": "program",
+    "plan": "program",
+    "program": "program",
+    "policy": "policy",
+    "image": "selftest",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets its folder's tier; a folder missing from TIERS gets none, and
+    tests/repo/test_tiers.py names it."""
+    tests = ROOT / "tests"
+    for item in items:
+        tier = TIERS.get(item.path.relative_to(tests).parts[0])
+        if tier is not None:
+            item.add_marker(tier)
 
 
 @pytest.fixture(params=STACKS)

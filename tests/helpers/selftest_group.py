@@ -15,6 +15,7 @@ import torch.multiprocessing as mp
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
+from tests.helpers.hang import HANG_S
 from tests.helpers.loopback import free_port
 
 
@@ -22,7 +23,7 @@ def _rank(rank: int, world_size: int, port: int, target: str, settings: dict, ou
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
-        timeout=timedelta(seconds=120),
+        timeout=timedelta(seconds=HANG_S),
     )  # fmt: skip
     ctx = SelfTestContext(
         rank=rank, world_size=world_size, local_rank=rank, device="cpu", **settings

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,4 +17,6 @@ TORCHRUN = Path(sys.executable).parent / "torchrun"
 
 def run(cmd: list[str], **env) -> subprocess.CompletedProcess:
     environ = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, **env}
-    return subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=HANG_S
+    )

@@ -25,6 +25,7 @@ from tests.conftest import (
     stack_file_config,
     validate_kubernetes,
 )
+from tests.helpers.hang import HANG_S
 from tests.helpers.kubectl import fake_kubectl
 from tests.helpers.plan_objects import kinds
 
@@ -240,7 +241,7 @@ def test_python_dash_m_jobs_submit_runs_from_the_repository_root(tmp_path):
             "--nodes", "2", "--image", IMAGE, "--name", "cli", "--out", str(tmp_path),
             "--", "python", "train.py", "--lr", "1e-5",
         ],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG_S,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     (job,) = yaml.safe_load_all((tmp_path / "cli" / "job.yaml").read_text())

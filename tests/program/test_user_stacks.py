@@ -28,6 +28,7 @@ import yaml
 
 from model.stacks import ROOT
 from tests.conftest import stack_file_config, stack_text
+from tests.helpers.hang import HANG_S
 
 RESEARCH = {
     "config": {
@@ -125,7 +126,7 @@ def run(project) -> tuple[list[str], list[str]]:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rp", "-x", "-p", "no:cacheprovider", "-p",
          "no:randomly", "-k", f"research or {names}", *(f"tests/{m.name}" for m in modules)],
-        cwd=project, capture_output=True, text=True, timeout=400,
+        cwd=project, capture_output=True, text=True, timeout=HANG_S,
     )  # fmt: skip
     failures = result.stdout[result.stdout.find("= FAILURES =") :][:6000]
     assert result.returncode == 0, failures or result.stdout[-4000:] + result.stderr[-2000:]

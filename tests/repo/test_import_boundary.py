@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 from model.stacks import ROOT
+from tests.helpers.hang import HANG_S
 
 # Top-level packages of each side. Submitting a recipe's job is the program's (jobs/recipe.py);
 # contract/ is what both sides read: the recipes' batch rule (the submit refuses a global batch
@@ -84,7 +85,7 @@ def loaded_by(modules: list[str]) -> set[str]:
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
     )
     run = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S,
         env={"PYTHONPATH": f"{ROOT}:{ROOT / 'bootstrap'}", "PATH": ""},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]

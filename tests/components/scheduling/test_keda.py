@@ -197,9 +197,8 @@ def test_keda_is_pinned_to_the_release_its_schemas_come_from():
     assert "| kedacore/keda | v2.20.2 |" in (crds.CRDS / "README.md").read_text()
 
 
-@pytest.mark.parametrize("stack", [s for s in STACKS if planned(s).of_type(RELEASE)])
-def test_kueue_exports_the_queue_depth_the_scalers_read(stack):
-    for release in planned(stack).of_type(RELEASE):
+def test_kueue_exports_the_queue_depth_the_scalers_read(stack_plan):
+    for release in stack_plan.of_type(RELEASE):
         if release.inputs["chart"].endswith("/kueue"):
             # kueue chart 0.19.2: enablePrometheus (default false) creates the ServiceMonitor
             # (templates/prometheus/monitor.yaml).

@@ -22,6 +22,7 @@ import torch
 from gpu_check import steps, summary, wheels
 
 from recipes import overlap
+from tests.helpers.hang import HANG_S
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE = "gpu_check_fake"
@@ -70,7 +71,7 @@ def build_wheel(folder: Path, dist: str, version: str, module: str, requires=())
     return path
 
 
-def gpu_check(out: Path, *args: str, timeout: float = 300, first: Path | None = None):
+def gpu_check(out: Path, *args: str, timeout: float = HANG_S, first: Path | None = None):
     """`python -m gpu_check` as `make gpu-check` runs it; `first`: a folder ahead of the
     interpreter's own packages."""
     path = [str(ROOT / "bootstrap"), str(ROOT), *([str(first)] if first else [])]

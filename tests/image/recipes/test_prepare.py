@@ -26,6 +26,7 @@ from recipes import clip_score, prepare
 from recipes.prepare import PrepareError
 from recipes.tiny import stage_tiny_clip
 from recipes.weights import checksums
+from tests.helpers.hang import HANG_S
 from tests.helpers.loopback import free_port
 
 RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
@@ -590,7 +591,7 @@ def _rank(rank: int, world: int, port: int, shared: Path, interrupt: dict) -> No
         init_method=f"tcp://127.0.0.1:{port}",
         rank=rank,
         world_size=world,
-        timeout=timedelta(seconds=120),
+        timeout=timedelta(seconds=HANG_S),
     )
     torch.set_num_threads(1)
     report = prepare.run(

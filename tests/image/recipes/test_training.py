@@ -30,6 +30,7 @@ from recipes.tiny import (
     synthetic_shards,
 )
 from recipes.weights import WeightsError, checksums, require
+from tests.helpers.hang import HANG_S
 from tests.helpers.loopback import free_port
 from tests.helpers.tools import promtool
 
@@ -142,7 +143,7 @@ def launch(settings: dict, shared: Path, out: Path, *extra: str, ranks: int = 2,
     recipe = settings["recipe"]
     command = [sys.executable, *(runner if ranks > 1 else []), "-m", "recipes", recipe]
     command += ["--shared-data", str(shared), "--out", str(out), "--metrics-port", "0", *extra]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=HANG_S)
 
 
 def report(out: Path) -> dict:

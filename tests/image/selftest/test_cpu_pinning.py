@@ -14,6 +14,7 @@ from pathlib import Path
 
 from selftest import inventory
 
+from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -94,7 +95,7 @@ def test_the_inventory_group_reports_it_for_real(tmp_path):
         [sys.executable, "-m", "selftest", "--out", str(tmp_path), "--checks", "inventory",
          "--shared-data", str(tmp_path), "--nvme-cache", str(tmp_path)],
         env=env_, preexec_fn=lambda: os.sched_setaffinity(0, {0}), capture_output=True,
-        text=True, timeout=300, cwd=tmp_path,
+        text=True, timeout=HANG_S, cwd=tmp_path,
     )  # fmt: skip
     checks = {c["name"]: c for c in json.loads((tmp_path / "report.json").read_text())["checks"]}
     pinning = checks["inventory.cpu_pinning"]

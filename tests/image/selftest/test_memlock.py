@@ -15,6 +15,7 @@ import pytest
 from selftest import inventory, push, quarantine
 from selftest.context import SelfTestContext
 
+from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -87,7 +88,7 @@ def test_a_real_process_under_a_lowered_limit_fails_on_efa(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "selftest", "--out", str(tmp_path), "--checks", "inventory",
          "--shared-data", str(tmp_path), "--nvme-cache", str(tmp_path)],
-        env=env, preexec_fn=lower, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env=env, preexec_fn=lower, capture_output=True, text=True, timeout=HANG_S, cwd=tmp_path,
     )  # fmt: skip
     checks = {c["name"]: c for c in json.loads((tmp_path / "report.json").read_text())["checks"]}
     memlock = checks["inventory.memlock"]

@@ -14,6 +14,7 @@ from selftest import placement
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
 
+from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.kube_api import TOKEN, ApiServer, node
 from tests.helpers.loopback import free_port
@@ -150,7 +151,7 @@ def test_a_real_two_node_run_names_where_its_nodes_sat(tmp_path):
                "MASTER_PORT": str(free_port()), **api.env(), **LEVELS}  # fmt: skip
         # What the run computes, not how fast this machine runs it: a 64 KiB all-reduce on
         # gloo falls under the CPU's 0.05 GB/s floor on a busy machine, and a FAIL exits 1.
-        cmd = [sys.executable, "-m", "selftest", "--out", str(out), "--join-timeout", "60",
+        cmd = [sys.executable, "-m", "selftest", "--out", str(out), "--join-timeout", str(HANG_S),
                "--checks", "inventory,collectives", "--sizes", "1024,65536",
                "--floor", "inter_node_busbw_gbps=0",
                "--floor", "intra_node_busbw_gbps=0"]  # fmt: skip
@@ -159,7 +160,7 @@ def test_a_real_two_node_run_names_where_its_nodes_sat(tmp_path):
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for r, name in enumerate(("node-a", "node-b"))
         ]  # fmt: skip
-        outputs = [p.communicate(timeout=180)[0] for p in procs]
+        outputs = [p.communicate(timeout=HANG_S)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert sorted(path for _, path, _, _ in api.received) == [
         "/api/v1/nodes/node-a",

@@ -20,6 +20,7 @@ from trainkit.checkpoint import CheckpointError, checkpoint_root
 
 from recipes.shards import KeyedBatches, ShardStream, micro_batch, rank_shards
 from recipes.tiny import synthetic_shards
+from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.loopback import free_port
 
@@ -66,7 +67,7 @@ def runs(tmp_path_factory) -> dict:
     script = base / "train.py"
     script.write_text(documented_script())
     reference = start(script, base / "reference")
-    out, err = reference.communicate(timeout=300)
+    out, err = reference.communicate(timeout=HANG_S)
     assert reference.returncode == 0, err[-3000:]
     interrupted = start(script, base / "run")
     seen = []
@@ -75,11 +76,11 @@ def runs(tmp_path_factory) -> dict:
         if losses(seen) and max(losses(seen)) >= 2:
             interrupted.send_signal(signal.SIGTERM)  # as the kubelet signals the container
             break
-    rest, interrupted_err = interrupted.communicate(timeout=120)
+    rest, interrupted_err = interrupted.communicate(timeout=HANG_S)
     seen += rest.splitlines()
     checkpoints = sorted((base / "run").glob("step-*"))
     resumed = start(script, base / "run")
-    resumed_out, resumed_err = resumed.communicate(timeout=300)
+    resumed_out, resumed_err = resumed.communicate(timeout=HANG_S)
     return {
         "reference": losses(out.splitlines()), "interrupted": losses(seen),
         "interrupted_rc": interrupted.returncode, "interrupted_err": interrupted_err,
