@@ -97,13 +97,21 @@ def every_stack_modules(project) -> list:
     # recipes) read no stack file and would only cost the copy its collection time.
     return [
         path
-        for path in sorted((project / "tests").glob("test_*.py"))
-        if path.name != "test_user_stacks.py" and EVERY_STACK.search(path.read_text())
+        for path in sorted((project / "tests").rglob("test_*.py"))
+        if path.name != "test_user_stacks.py"
+        and not path.is_relative_to(project / "tests" / "image")
+        and EVERY_STACK.search(path.read_text())
     ]
 
 
-def looping_tests(module) -> list[str]:
-    """The module's tests that loop over every stack in their body, as `module::name`."""
+def module_path(module, project) -> str:
+    """`tests/<folders>/test_x.py`, as pytest names a module of the copy."""
+    return module.relative_to(project).as_posix()
+
+
+def looping_tests(module, project) -> list[str]:
+    """The module's tests that loop over every stack in their body, as `path::name` (the path
+    from the copy's root, as pytest names them)."""
     found = []
     for node in ast.parse(module.read_text()).body:
         if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
@@ -111,7 +119,7 @@ def looping_tests(module) -> list[str]:
         if {a.arg for a in node.args.args} & BY_STACK:
             continue
         if {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & LOOPED:
-            found.append(f"tests/{module.name}::{node.name}")
+            found.append(f"{module_path(module, project)}::{node.name}")
     return found
 
 
@@ -121,11 +129,11 @@ def run(project) -> tuple[list[str], list[str]]:
     tests parametrised by stack whose id names `research`, and the tests that loop over every
     stack (selected by name). Returns those looping tests and every test that passed."""
     modules = every_stack_modules(project)
-    looping = [test for module in modules for test in looping_tests(module)]
+    looping = [test for module in modules for test in looping_tests(module, project)]
     names = " or ".join(test.split("::")[1] for test in looping)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rp", "-x", "-p", "no:cacheprovider", "-p",
-         "no:randomly", "-k", f"research or {names}", *(f"tests/{m.name}" for m in modules)],
+         "no:randomly", "-k", f"research or {names}", *(module_path(m, project) for m in modules)],
         cwd=project, capture_output=True, text=True, timeout=HANG_S,
     )  # fmt: skip
     failures = result.stdout[result.stdout.find("= FAILURES =") :][:6000]
