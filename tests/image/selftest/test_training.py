@@ -18,12 +18,17 @@ from selftest import training
 from selftest.context import SelfTestContext
 from selftest.model import Denoiser
 
+from tests.helpers.once_per_session import once_per_session
 from tests.helpers.selftest_group import run_group
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    base = tmp_path_factory.mktemp("training")
+@pytest.fixture(scope="session")
+def run(tmp_path_factory, worker_id):
+    """The training group on two gloo ranks, once per session for every worker's tests."""
+    return once_per_session(tmp_path_factory, worker_id, "training", run_training)
+
+
+def run_training(base: Path):
     (base / "shared").mkdir()
     ranks = run_group(
         "selftest.training:run", base / "ranks", run_id="r", out_dir=base / "out",
