@@ -21,9 +21,9 @@ import yaml
 
 from components.scheduling.multikueue import MANAGED_BY
 from components.scheduling.training_job import TrainingJobSpec, render
-from model.config import GpuPool, PlatformConfig, config_from_pulumi, stack_file
+from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import TeamSettings
-from model.stacks import read_project, read_stack_config
+from model.stacks import stack_config
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # What --render-only puts where the image would go: a registry name that cannot resolve
@@ -211,16 +211,10 @@ def kubectl_apply(kubectl: str, job_yaml: Path, config: Path, context: str | Non
 # ------------------------------------------------------------------------------------- CLI
 
 
-def load_stack(stack: str, root: Path) -> PlatformConfig:
-    """The stack's validated config, read as `python -m plan` reads it."""
-    values, _ = read_stack_config(read_project(root), stack)
-    return config_from_pulumi(values, stack_file(stack))
-
-
 def load_workers(cfg: PlatformConfig, root: Path) -> dict[str, PlatformConfig]:
     """The stack's MultiKueue workers' configs by name, from this project's stack files (the
     last part of multikueue.workers[].stack), as the offline plan reads them."""
-    return {w.name: load_stack(w.stack.rsplit("/", 1)[-1], root) for w in cfg.multikueue.workers}
+    return {w.name: stack_config(w.stack.rsplit("/", 1)[-1], root) for w in cfg.multikueue.workers}
 
 
 def add_delivery_flags(p: argparse.ArgumentParser) -> None:

@@ -41,7 +41,6 @@ from jobs.common import (
     deliver,
     destination,
     job_name,
-    load_stack,
     load_workers,
     size_problems,
 )
@@ -49,7 +48,7 @@ from model.config import ConfigError, PlatformConfig
 from model.config.recipe_training import BatchSettings
 from model.config.recipes import RECIPES, recipe_settings, weights_needed
 from model.config.scheduling import LOCAL_QUEUE
-from model.stacks import ROOT
+from model.stacks import ROOT, stack_config
 
 RECIPE_LABEL = "gpu-platform/recipe"
 # Config section of each recipe (`recipes.<section>.*`).
@@ -190,7 +189,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     args = parser().parse_args(argv)
     try:
-        cfg = load_stack(args.stack, root)
+        cfg = stack_config(args.stack, root)
         workers = load_workers(cfg, root)
     except ConfigError as error:
         print(error, file=sys.stderr)

@@ -46,7 +46,6 @@ from jobs.common import (
     deliver,
     destination,
     job_name,
-    load_stack,
     load_workers,
     size_problems,
 )
@@ -54,7 +53,7 @@ from model.config import ConfigError, PlatformConfig
 from model.config.recipes import SharedPath
 from model.config.scheduling import LOCAL_QUEUE, PRIORITIES
 from model.config.selftest import PinnedImage
-from model.stacks import ROOT
+from model.stacks import ROOT, stack_config
 
 # The checkpoint folder's variable; trainkit reads the same name (bootstrap/trainkit).
 # TensorFlow guide, "Use a GPU", "Limiting GPU memory growth": "set the environmental variable
@@ -272,7 +271,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         team=args.team,
     )
     try:
-        cfg = load_stack(args.stack, root)
+        cfg = stack_config(args.stack, root)
         workers = load_workers(cfg, root)
     except ConfigError as error:
         print(error, file=sys.stderr)

@@ -14,9 +14,9 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from model.config import PlatformConfig, config_from_pulumi, stack_file
 from model.config.loading import read_yaml
-from model.stacks import ROOT, read_project, read_stack_config
+from model.stacks import ROOT
+from model.stacks import stack_config as model_stack_config
 from plan.cli import plan_stack
 from plan.model import Plan
 from plan.render import Rendering, render_plan
@@ -63,11 +63,8 @@ def stack_file_config(stack: str) -> dict[str, Any]:
     return read_yaml(ROOT / "stacks" / f"Pulumi.{stack}.yaml", stack)["config"]
 
 
-@functools.cache
-def stack_config(stack: str) -> PlatformConfig:
-    """The validated config of a stack, read from its files as the plan reads them."""
-    values, _ = read_stack_config(read_project(ROOT), stack)
-    return config_from_pulumi(values, stack_file(stack))
+# The validated config of a stack (of this project, or of another root), read once per process.
+stack_config = functools.cache(model_stack_config)
 
 
 AWS_STACKS = [s for s in STACKS if stack_config(s).provider == "aws"]

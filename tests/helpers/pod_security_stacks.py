@@ -16,9 +16,8 @@ from components.selftest.job import pool_env, selftest_spec
 from components.selftest.schedule import cron_jobs
 from jobs.common import SubmitError
 from jobs.recipe import plan_job as plan_recipe
-from model.config import PlatformConfig, config_from_pulumi, stack_file
+from model.config import PlatformConfig
 from model.config.recipes import RECIPES
-from model.stacks import read_project, read_stack_config
 from plan.cli import plan_stack
 from plan.model import Plan
 from plan.render import Rendering, render_plan
@@ -109,8 +108,7 @@ def plan_of(stack: str) -> Plan:
 def config_of(stack: str) -> PlatformConfig:
     if stack not in SYNTHETIC:
         return stack_config(stack)
-    values, _ = read_stack_config(read_project(_root()), stack)
-    return config_from_pulumi(values, stack_file(stack))
+    return stack_config(stack, _root())
 
 
 @functools.cache

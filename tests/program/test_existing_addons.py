@@ -14,10 +14,9 @@ import pytest
 from components.scheduling.kueue import manager_config, uncounted_resources
 from components.scheduling.training_job import render
 from jobs.team import TeamJob, plan_job
-from model.config import ConfigError, PlatformConfig, config_from_pulumi, stack_file
+from model.config import ConfigError, PlatformConfig
 from model.config.kubernetes_minor import existing_cluster_charts
 from model.config.onprem import EXISTING_ADDONS
-from model.stacks import read_project, read_stack_config
 from plan.cli import plan_stack
 from plan.model import Plan
 from tests.conftest import STACKS, make_project, planned, stack_config, stack_file_config
@@ -106,8 +105,7 @@ def brownfield(tmp_root, addons: tuple[str, ...]) -> Plan:
 
 @functools.cache
 def brownfield_config(tmp_root, addons: tuple[str, ...]) -> PlatformConfig:
-    values, _ = read_stack_config(read_project(brownfield_root(tmp_root, addons)), "onprem")
-    return config_from_pulumi(values, stack_file("onprem"))
+    return stack_config("onprem", brownfield_root(tmp_root, addons))
 
 
 @pytest.fixture(scope="module")
