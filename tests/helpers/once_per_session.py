@@ -25,9 +25,9 @@ def once_per_session(
     if worker_id == "master":
         # One process: nothing to share, and the base folder's parent outlives the session.
         return compute(tmp_path_factory.mktemp(name))
-    shared = tmp_path_factory.getbasetemp().parent / "once-per-session"
-    folder = shared / name
-    return DiskCache(shared, "session").get(name, lambda: compute(_fresh(folder)))
+    cache = DiskCache(tmp_path_factory.getbasetemp().parent / "once-per-session", "session")
+    # Inside the cache's own folder: DiskCache clears the folders beside it as stale.
+    return cache.get(name, lambda: compute(_fresh(cache.here / name)))
 
 
 def _fresh(folder: Path) -> Path:
