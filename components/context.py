@@ -12,14 +12,6 @@ from dataclasses import dataclass, field
 from model.config import NAMESPACE, PlatformConfig
 
 
-def cluster_name(env: str) -> str:
-    return f"{NAMESPACE}-{env}"
-
-
-def default_tags(env: str, cfg: PlatformConfig) -> dict[str, str]:
-    return {"gpu-platform:stack": env, "managed-by": "pulumi", **cfg.aws.tags}
-
-
 @dataclass(frozen=True)
 class StackContext:
     # The stack's name: the prefix of every resource's name.
@@ -37,9 +29,13 @@ class StackContext:
     @classmethod
     def of(cls, env: str, cfg: PlatformConfig) -> StackContext:
         # An existing cluster's stack declares no AWS resource to tag.
-        tags = default_tags(env, cfg) if cfg.aws is not None else {}
+        tags = (
+            {"gpu-platform:stack": env, "managed-by": "pulumi", **cfg.aws.tags}
+            if cfg.aws is not None
+            else {}
+        )
         return cls(env, cfg.images.registry_mirror, cfg.protect_stateful, tags)
 
     @property
     def cluster_name(self) -> str:
-        return cluster_name(self.env)
+        return f"{NAMESPACE}-{self.env}"

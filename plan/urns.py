@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from plan.engine import STACK_TYPE
 from plan.model import Plan, PlannedResource
-
-STACK_TYPE = "pulumi:pulumi:Stack"
 
 
 def _urn(stack: str, project: str, qualified_type: str, name: str) -> str:

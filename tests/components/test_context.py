@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from components.context import cluster_name, default_tags
+from components.context import StackContext
 from model.config import parse_config
 from tests.conftest import AWS_STACKS, planned
 from tests.helpers.raw_config import AWS
 
 
 def test_the_cluster_is_named_after_the_project_and_the_stack():
-    assert cluster_name("prod") == "gpu-platform-prod"
+    assert StackContext("prod").cluster_name == "gpu-platform-prod"
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
@@ -24,7 +24,7 @@ def test_every_aws_stack_names_its_eks_cluster_so(stack):
 
 def test_the_stack_and_pulumi_tag_every_resource_and_the_users_tags_come_on_top():
     cfg = parse_config({**AWS, "aws": {**AWS["aws"], "tags": {"team": "ml"}}}, "t")
-    assert default_tags("dev", cfg) == {
+    assert StackContext.of("dev", cfg).tags == {
         "gpu-platform:stack": "dev",
         "managed-by": "pulumi",
         "team": "ml",
