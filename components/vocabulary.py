@@ -38,6 +38,8 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MULTUS_API = "k8s.cni.cncf.io/v1"
 MONITORING_API = "monitoring.coreos.com/v1"
 BATCH_API = "batch/v1"
+# JobSet v0.12.0 serves only this version (shared/PINS.md, "JobSet (0.12.0)").
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 # ----------------------------------------------------------------------------------- labels
 # Kueue's pkg/controller/constants at v0.19.2: QueueLabel, WorkloadPriorityClassLabel.

@@ -36,6 +36,7 @@ from components.data.nodes import NodeRole, NodeRoleArgs
 from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
 from components.observability.alerts import GpuAlerts, GpuAlertsArgs, node_labels_read
 from components.observability.monitoring import Monitoring, MonitoringArgs
+from components.scheduling.jobset import JobSetController, JobSetControllerArgs
 from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.scheduling.queues import Scheduling, SchedulingArgs
 from components.scheduling.rendezvous import Rendezvous, RendezvousArgs
@@ -108,6 +109,8 @@ class Platform(PlatformComponent):
         self._gpu_software(
             ctx, cfg, cluster, self.child(providers=[cluster.kubernetes], depends_on=[monitoring])
         )
+        if cfg.installs("jobset"):
+            self._jobset(ctx, cfg, cluster, namespaces, monitoring)
         if cfg.scheduling.enabled:
             self._scheduling(ctx, cfg, cluster, namespaces, monitoring)
         if cfg.workload_autoscaling.enabled:
@@ -349,6 +352,33 @@ class Platform(PlatformComponent):
         self._export(control)
         self._export(network)
         return cluster
+
+    def _jobset(
+        self,
+        ctx: StackContext,
+        cfg: PlatformConfig,
+        cluster: ClusterHandle,
+        namespaces: Namespaces,
+        monitoring: pulumi.Resource,
+    ) -> None:
+        """The JobSet controller, on every stack but one whose cluster runs its own
+        (existing.addons.jobset): every job the platform renders is a JobSet, the self-test's
+        among them. Its chart declares a ServiceMonitor, whose CRD the
+        monitoring release installs; the self-test runs after it. Kueue need not wait for it:
+        Kueue v0.19.2 sets its jobset integration up once the CRD is served
+        (pkg/controller/jobframework/setup.go, `waitForAPI`), so both install side by side."""
+        jobset = JobSetController(
+            f"{ctx.env}-jobset-controller",
+            JobSetControllerArgs(
+                context=ctx,
+                namespace=cfg.namespaces.system,
+                node_selector=add_on_nodes(cfg),
+                monitoring_namespace=cfg.namespaces.monitoring,
+                after=[*cluster.schedulable, *namespaces.in_purpose("system"), monitoring],
+            ),
+            self.child(providers=[cluster.kubernetes]),
+        )
+        self.tested.append(jobset)
 
     def _scheduling(
         self,

@@ -33,6 +33,7 @@ CHART_OF = {
     "kube_prometheus_stack": "kube-prometheus-stack",
     "keda": "keda",
     "kueue": "kueue",
+    "jobset": "jobset",
 }
 
 
@@ -228,11 +229,39 @@ def _keda_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
     return crds, settings
 
 
+def _jobset_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
+    """What the jobs the platform renders rely on in a JobSet the cluster runs: the v1alpha2
+    fields of v0.12.0 (shared/PINS.md, "JobSet (0.12.0)"), its webhooks (they default the
+    network and failure-policy rule names and set the restart-attempt annotation), and its
+    metrics scraped as the platform's release has them (components/scheduling/jobset.py)."""
+    crds = [Crd("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")]
+    settings = [
+        (
+            "the JobSet controller is v0.12.0, the version Kueue 0.19.2 requires, or later "
+            "(failurePolicy.rules[].onJobFailureMessagePatterns, restartStrategy "
+            "BlockingRecreate, spec.managedBy)",
+            "kubectl get deployment -A -o jsonpath='{..image}' | tr ' ' '\\n' | grep jobset",
+        ),
+        (
+            "JobSet's mutating and validating webhooks serve jobsets and pods",
+            "kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations "
+            "| grep -i jobset",
+        ),
+        (
+            "Prometheus scrapes the JobSet controller's metrics (chart value prometheus.enable: "
+            "true, a ServiceMonitor beside the controller)",
+            "kubectl get servicemonitors.monitoring.coreos.com -A | grep -i jobset",
+        ),
+    ]
+    return crds, settings
+
+
 NEEDS = {
     "gpu_operator": _gpu_operator_needs,
     "kube_prometheus_stack": _prometheus_needs,
     "keda": _keda_needs,
     "kueue": _kueue_needs,
+    "jobset": _jobset_needs,
 }
 
 

@@ -188,6 +188,11 @@ CHARTS: dict[str, Chart] = {
     # Kueue publishes its chart only to an OCI registry (shared/PINS.md); its custom resources
     # are validated against v0.19.2's schemas (shared/crds/kueue.x-k8s.io).
     "kueue": Chart("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
+    # The controller every job the platform renders runs under (one JobSet per job): OCI only,
+    # and the version Kueue 0.19.2's go.mod requires (shared/PINS.md, "JobSet (0.12.0)"). Its one
+    # CRD sits in the chart's crds/ folder, which Helm installs once and never upgrades
+    # (docs/scheduling.md, "JobSet").
+    "jobset": Chart("jobset", "oci://registry.k8s.io/jobset/charts", "0.12.0"),
     # Workload autoscaling. The chart installs its own copies of KEDA's CRDs (shared/crds/README.md:
     # they add bounds to the HPA stabilisation windows, 0 to 3600 s).
     "keda": Chart("keda", "https://kedacore.github.io/charts", "2.20.2"),
@@ -372,6 +377,8 @@ CHART_IMAGE_VALUES: dict[str, dict[str, str]] = {
         "kueueViz.backend.image.repository": "registry.k8s.io/kueue/kueueviz-backend",
         "kueueViz.frontend.image.repository": "registry.k8s.io/kueue/kueueviz-frontend",
     },
+    # As its release step packages it (hack/helm-chart-package.sh; shared/helm/README.md).
+    "jobset": {"image.repository": "registry.k8s.io/jobset/jobset"},
     # The operator's ClusterPolicy takes each component's repository from these values.
     "gpu-operator": {
         "operator.repository": "nvcr.io/nvidia",

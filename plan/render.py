@@ -138,6 +138,18 @@ def served_apis(crds: list[dict[str, Any]]) -> set[str]:
     return apis
 
 
+def existing_addon_apis(plan: Plan) -> set[str]:
+    """What the cluster serves for the add-ons it runs itself (existing.addons): the CRDs the
+    plan's `existing_addons` output tells the admin to confirm, each `group/version Kind`
+    (infra/existing_addons.Crd)."""
+    apis = set()
+    for needs in (plan.outputs.get("existing_addons") or {}).values():
+        for crd in needs["needs_crds"]:
+            group_version, kind = crd.split(" ")
+            apis |= {group_version, f"{group_version}/{kind}"}
+    return apis
+
+
 def builtin_apis(minor: str) -> set[str]:
     """Built-in APIs that templates gate on and that the SDK's default list lacks, from the
     minor that serves them by default."""
@@ -203,31 +215,46 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
             archives[release.urn] = path
     present = [r for r in releases if r.urn in archives]
     declared = [o for o in plan.kubernetes_objects() if o["kind"] == CRD]
-    apis = builtin_apis(minor) | served_apis(declared)
+    apis = builtin_apis(minor) | served_apis(declared) | existing_addon_apis(plan)
     renders: dict[str, tuple[tuple[Source, ...], tuple[Source, ...]]] = {}
+    failed: list[Exception] = []
 
     def render(release: PlannedResource, known: tuple[str, ...]):
+        from helm_python.errors import HelmRenderError  # as render_chart imports the SDK
+
         inputs = release.inputs
         values = json.dumps(inputs.get("values", {}), sort_keys=True)
-        return render_chart(
-            archives[release.urn], values, inputs["name"], inputs["namespace"], minor, known
-        )
+        try:
+            return render_chart(
+                archives[release.urn], values, inputs["name"], inputs["namespace"], minor, known
+            )
+        except HelmRenderError as error:  # a template's `fail`, e.g. on an API not known yet
+            return error
 
     # The native library renders without the GIL, so releases render side by side, the
     # largest charts first so that no core is left with one big chart at the end.
     present.sort(key=lambda r: -archives[r.urn].stat().st_size)
     with ThreadPoolExecutor(max_workers=max(1, min(len(present), os.cpu_count() or 1))) as pool:
-        # Twice at most: CRDs a chart renders from templates (not crds/) are only known after
-        # a first render, and a template of another chart may gate on them.
+        # Twice at most: CRDs a chart brings (crds/ or templates) are only known after a first
+        # render, and a template of another chart may gate on them, or `fail` without them
+        # (jobset's ServiceMonitor without kube-prometheus-stack's CRD): such a failure counts
+        # only once the APIs known stop growing.
         for _ in range(2):
             known = tuple(sorted(apis))
-            results = pool.map(lambda r, k=known: render(r, k), present)
-            renders = {r.urn: result for r, result in zip(present, results, strict=True)}
+            results = list(pool.map(lambda r, k=known: render(r, k), present))
+            failed = [result for result in results if isinstance(result, Exception)]
+            renders = {
+                r.urn: result
+                for r, result in zip(present, results, strict=True)
+                if not isinstance(result, Exception)
+            }
             for templates, crd_files in renders.values():
                 outlines = outline_sources((*crd_files, *templates))
                 apis |= served_apis([o for o in outlines if o["kind"] == CRD])
             if tuple(sorted(apis)) == known:
                 break
+    if failed:
+        raise failed[0]
     rendered = tuple(
         RenderedRelease(
             release.name,

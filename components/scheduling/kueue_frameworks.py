@@ -9,8 +9,8 @@ the worker's connection (pkg/controller/admissionchecks/multikueue/multikueueclu
 frameworks would so need twelve kinds on the worker: the platform enables only what it submits.
 The chart's webhook configurations still name every kind; Kueue answers a disabled framework's
 with a no-op webhook (pkg/controller/jobframework/setup.go, `WithNoopWebhook`), so pods and
-deployments are admitted as before. A new kind (JobSet) is one more row, and its CRD must then
-be on the worker.
+deployments are admitted as before. A new kind is one more row, and its CRD must then be on
+every worker: JobSet's is, from the platform's JobSet release (components/scheduling/jobset.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.vocabulary import BATCH_API
+from components.vocabulary import BATCH_API, JOBSET_API
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,14 @@ class Framework:
         ]
 
 
-# Every job the platform renders is a batch Job (components/scheduling/training_job.py): the
-# self-test, its schedule's, the recipes', teams' own. Names as in Kueue's pkg/controller/jobs/job
-# (`FrameworkName = "batch/job"`).
-FRAMEWORKS = (Framework("batch/job", BATCH_API, "Job", "jobs"),)
+# Every job the platform renders is a JobSet (components/scheduling/training_job.py): the
+# self-test, the recipes', teams' own; the self-test schedule's CronJob still makes batch Jobs
+# (components/scheduling/cron_jobs.py). Names as in Kueue v0.19.2's pkg/controller/jobs/job
+# (`FrameworkName = "batch/job"`) and pkg/controller/jobs/jobset (`FrameworkName =
+# "jobset.x-k8s.io/jobset"`, the kind its multikueue adapter lists, `jobset_multikueue_adapter.go`).
+FRAMEWORKS = (
+    Framework("batch/job", BATCH_API, "Job", "jobs"),
+    Framework("jobset.x-k8s.io/jobset", JOBSET_API, "JobSet", "jobsets"),
+)
 
 INTEGRATIONS = tuple(f.integration for f in FRAMEWORKS)

@@ -1,8 +1,9 @@
 """What a MultiKueue worker stack exports and what its manager checks against it, before any
 Secret reaches a cluster: the queue names MultiKueue dispatches to (the same ClusterQueue, and a
-LocalQueue per team), and per GPU pool what a bursting queue counts on (the instance type, the
-GPUs, the Topology levels the manager's flavor mirrors). A worker not deployed yet exports
-nothing, and says so.
+LocalQueue per team), the Kueue frameworks whose kinds it serves (each one's CRD installed:
+JobSet's from the platform's release), and per GPU pool what a bursting queue counts on (the
+instance type, the GPUs, the Topology levels the manager's flavor mirrors). A worker not deployed
+yet exports nothing, and says so.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.scheduling.kueue import queue_gpus
+from components.scheduling.kueue_frameworks import INTEGRATIONS
 from components.scheduling.topology import pool_topology
 from model.catalog import CATALOG, NETWORK_TOPOLOGY_LAYERS
 from model.config import PlatformConfig
@@ -72,6 +74,30 @@ def queue_mismatches(cfg: PlatformConfig, worker: str, exported: Any) -> list[st
     return found
 
 
+def framework_mismatches(worker_index: int, worker: str, exported: dict[str, Any]) -> list[str]:
+    """The manager's frameworks the worker does not serve. Kueue v0.19.2 watches each enabled
+    framework's kind on every worker and fails the whole connection when one watch fails
+    (pkg/controller/admissionchecks/multikueue/multikueuecluster.go,
+    `updateConfigAndRefreshWatchers`), so a worker without the JobSet CRD would take no job at
+    all, not even batch Jobs."""
+    path = f"gpu-platform:multikueue.workers[{worker_index}].stack"
+    if "frameworks" not in exported:
+        return [
+            f"{path}: worker {worker}'s {QUEUES_OUTPUT} lists no frameworks: an older version "
+            "of this program deployed it, without JobSet, whose kind the manager's Kueue watches "
+            "there; run `pulumi up` on it again"
+        ]
+    lacking = [f for f in INTEGRATIONS if f not in exported["frameworks"]]
+    if not lacking:
+        return []
+    return [
+        f"{path}: worker {worker} serves no {', '.join(lacking)} (it serves: "
+        f"{', '.join(exported['frameworks']) or 'none'}), but this stack's Kueue runs "
+        f"{', '.join(INTEGRATIONS)} and watches each kind on every worker; run `pulumi up` on "
+        "the worker with this program's version"
+    ]
+
+
 def offer_mismatches(cfg: PlatformConfig, exported: dict[str, Any]) -> list[str]:
     """What the manager's bursting queues count on that their workers' pools (`exported`, by
     worker name) do not offer: nodes of `burst.instance_type`, `burst.gpus` GPUs of them, and
@@ -132,15 +158,18 @@ def worker_problems(cfg: PlatformConfig, exported: dict[str, Any]) -> list[str]:
                 "on this one"
             )
             continue
+        found += framework_mismatches(j, worker.name, exported[worker.name])
         found += queue_mismatches(cfg, worker.name, exported[worker.name])
     present = {w: e for w, e in exported.items() if e is not None}
     return found + offer_mismatches(cfg, present)
 
 
 def exported_queues(cfg: PlatformConfig) -> dict[str, Any]:
-    """The queue names a manager's jobs may name here, and per GPU pool its instance types,
-    the most GPUs the queues can hold there (the cohort's nominal quotas, at most the pool's
-    size) and the Topology levels its nodes carry: what a manager checks its bursts against."""
+    """The queue names a manager's jobs may name here, the frameworks whose kinds this stack
+    serves (its Kueue runs them, and every stack installs JobSet), and per GPU pool its instance
+    types, the most GPUs the queues can hold there (the cohort's nominal quotas, at most the
+    pool's size) and the Topology levels its nodes carry: what a manager checks its bursts
+    against."""
     teams = cfg.scheduling.all_teams(cfg.namespaces.training)
     nominal = queue_gpus(cfg)
     pools = []
@@ -158,5 +187,6 @@ def exported_queues(cfg: PlatformConfig) -> dict[str, Any]:
     return {
         "cluster_queues": sorted(q.name for q in cfg.scheduling.cluster_queues),
         "local_queues": sorted(f"{t.name}/{LOCAL_QUEUE}" for t in teams),
+        "frameworks": list(INTEGRATIONS),
         "pools": pools,
     }

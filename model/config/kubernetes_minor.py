@@ -33,6 +33,7 @@ def existing_cluster_charts(cfg: PlatformConfig) -> list[str]:
         "kube-prometheus-stack": cfg.installs("kube_prometheus_stack"),
         "kueue": cfg.scheduling.enabled and cfg.installs("kueue"),
         "keda": cfg.workload_autoscaling.enabled and cfg.installs("keda"),
+        "jobset": cfg.installs("jobset"),
         # RDMA pools need its device plugin; Ceph Multus networks its nv-ipam
         # (components/fabric.needs_network_operator).
         "network-operator": any(p.fabric in RDMA_FABRICS for p in cfg.gpu_pools) or multus,

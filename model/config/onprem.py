@@ -33,7 +33,7 @@ ONPREM_GPU_MEMORY_GIB: dict[str, tuple[int, ...]] = {
 
 
 # The add-ons an existing cluster may already run, by the config key that switches each.
-EXISTING_ADDONS = ("gpu_operator", "kube_prometheus_stack", "keda", "kueue")
+EXISTING_ADDONS = ("gpu_operator", "kube_prometheus_stack", "keda", "kueue", "jobset")
 AddonSource = Literal["install", "existing"]
 
 
@@ -54,6 +54,9 @@ class ExistingAddonsSettings(Settings):
         "install", description="KEDA, used where workload_autoscaling is enabled."
     )
     kueue: AddonSource = Field("install", description="Kueue, used where scheduling is enabled.")
+    jobset: AddonSource = Field(
+        "install", description="JobSet, which runs every job the platform renders."
+    )
 
     def existing(self) -> list[str]:
         """The add-ons switched to `existing`, in EXISTING_ADDONS order."""

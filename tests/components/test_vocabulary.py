@@ -50,11 +50,13 @@ def test_the_gpu_taint_and_its_tolerations():
 
 def test_api_versions():
     # Kueue v0.19.2 CRDs (shared/crds): kueue.x-k8s.io/v1beta2; Multus' NetworkAttachmentDefinition
-    # k8s.cni.cncf.io/v1; prometheus-operator's monitoring.coreos.com/v1; Kubernetes Job batch/v1.
+    # k8s.cni.cncf.io/v1; prometheus-operator's monitoring.coreos.com/v1; Kubernetes Job batch/v1;
+    # JobSet v0.12.0's only served version (shared/crds/jobset.x-k8s.io/JobSet.v1alpha2.json).
     assert vocabulary.KUEUE_API == "kueue.x-k8s.io/v1beta2"
     assert vocabulary.MULTUS_API == "k8s.cni.cncf.io/v1"
     assert vocabulary.MONITORING_API == "monitoring.coreos.com/v1"
     assert vocabulary.BATCH_API == "batch/v1"
+    assert vocabulary.JOBSET_API == "jobset.x-k8s.io/v1alpha2"
 
 
 def test_labels():

@@ -417,6 +417,32 @@ def test_the_managers_frameworks_the_workers_rbac_and_its_crds_agree(manager, wo
     assert set(frameworks) <= set(manager_config(worker)["integrations"]["frameworks"])
 
 
+# What every cluster's Kueue must run, by Kueue v0.19.2's names: JobSets, which every job the
+# builder renders is (pkg/controller/jobs/jobset `FrameworkName`), and batch Jobs, which the
+# self-test schedule's CronJob makes (pkg/controller/jobs/job).
+RUN_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+JOBSET_KIND = "jobset.x-k8s.io/v1alpha2/JobSet"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_kueue_runs_the_jobset_framework_on_a_cluster_that_serves_jobsets(stack):
+    """Kueue never unsuspends a JobSet whose framework it does not run, and runs it only where
+    the CRD is served (pkg/controller/jobframework/setup.go defers it until then)."""
+    if not scheduled(stack):
+        pytest.skip("no Kueue on this stack")
+    frameworks = manager_config(stack)["integrations"]["frameworks"]
+    assert [f for f in RUN_FRAMEWORKS if f not in frameworks] == []
+    assert serves(stack)(JOBSET_KIND), f"{stack} installs no JobSet CRD"
+
+
+@pytest.mark.parametrize(("manager", "worker"), PAIRS)
+def test_every_worker_serves_and_grants_what_the_managers_jobsets_need(manager, worker):
+    """The connection rule over JobSet on every manager-worker pair: the worker's role grants
+    the script's jobsets rules and the worker serves the kind, or the whole connection fails
+    (multikueuecluster.go `updateConfigAndRefreshWatchers`)."""
+    assert connection_problems(RUN_FRAMEWORKS, worker_role(worker), serves(worker)) == []
+
+
 def test_a_bursting_teams_job_rendered_on_the_managers_own_pool_is_refused():
     """What a bursting team must not submit: the manager's pool's rack level is not one of the
     worker's, so the burst flavor (mirroring the worker's topology) refuses it. The job asks for
@@ -445,7 +471,7 @@ def test_each_framework_of_the_platform_is_the_kind_kueues_adapter_watches():
             framework.kind,
             framework.resource,
         )
-    assert [f.integration for f in FRAMEWORKS] == ["batch/job"]
+    assert [f.integration for f in FRAMEWORKS] == ["batch/job", "jobset.x-k8s.io/jobset"]
 
 
 @pytest.mark.parametrize(("manager", "worker"), PAIRS)

@@ -5,9 +5,11 @@ listed in images.txt."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
+from helm_python.errors import HelmRenderError
 
 from plan.cli import main, write_rendering
 from plan.images import image_lines
@@ -159,3 +161,20 @@ def test_images_come_from_pod_templates_and_the_operators_resources():
     # model/versions.py's NicClusterPolicy images: network-operator 26.4.1's hack/release.yaml.
     assert "nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v26.4.1" in onprem
     assert "quay.io/ceph/ceph:v20.2.4  CephCluster" in onprem  # Rook v1.20.6 cluster.yaml
+
+
+def test_a_template_that_fails_on_an_api_another_release_brings_renders_on_the_next_pass():
+    """JobSet 0.12.0's ServiceMonitor template fails the render without the ServiceMonitor API
+    (templates/prometheus/monitor.yaml), which kube-prometheus-stack's crds/ bring: the first
+    pass, before that CRD is known, fails it, the second renders it; alone, it fails the plan
+    with Helm's message."""
+    plan = planned("dev")
+    wanted = {"dev-jobset", "dev-kube-prometheus-stack"}
+    releases = [r for r in plan.of_type(RELEASE) if r.name in wanted]
+    assert {r.name for r in releases} == wanted
+    both = render_plan(dataclasses.replace(plan, resources=releases))
+    (jobset,) = [r for r in both.releases if r.chart == "jobset"]
+    assert "ServiceMonitor" in {o["kind"] for o in jobset.objects}
+    alone = dataclasses.replace(plan, resources=[r for r in releases if r.name == "dev-jobset"])
+    with pytest.raises(HelmRenderError, match=r"`monitoring\.coreos\.com/v1/ServiceMonitor`"):
+        render_plan(alone)

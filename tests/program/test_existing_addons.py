@@ -1,5 +1,5 @@
 """Brownfield on-prem (issue 26): an existing cluster that already runs the GPU Operator,
-kube-prometheus-stack, KEDA or Kueue uses that one (existing.addons.<add-on>: existing). The
+kube-prometheus-stack, KEDA, Kueue or JobSet uses that one (existing.addons.<add-on>: existing). The
 platform then declares no Helm release for it, still declares what it owns on top, and the plan
 names the CRDs and settings it relies on, with the kubectl command to confirm each."""
 
@@ -19,7 +19,15 @@ from model.config.kubernetes_minor import existing_cluster_charts
 from model.config.onprem import EXISTING_ADDONS
 from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import STACKS, make_project, planned, stack_config, stack_file_config
+from plan.render import render_plan
+from tests.conftest import (
+    SHARED_HELM,
+    STACKS,
+    make_project,
+    planned,
+    stack_config,
+    stack_file_config,
+)
 from tests.controllers.kueue_admission import Kueue, admission_problems
 from tests.controllers.references import Cluster, Placed, each_job, problems
 from tests.helpers.crds import CRDS
@@ -32,6 +40,7 @@ CHART = {
     "kube_prometheus_stack": "kube-prometheus-stack",
     "keda": "keda",
     "kueue": "kueue",
+    "jobset": "jobset",
 }
 # What the platform still declares on top of each add-on, by resource type.
 ON_TOP = {
@@ -48,6 +57,8 @@ ON_TOP = {
         "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass",
         "kubernetes:scheduling.k8s.io/v1:PriorityClass",
     ),
+    # The JobSets are the jobs' own (`jobs submit`, the self-test's), not the platform's.
+    "jobset": (),
 }
 # Literals from the pinned upstreams that the report must name for the onprem stack: the
 # Kueue Configuration keys components/kueue.manager_config sets (Kueue v0.19.2
@@ -64,8 +75,11 @@ SETTINGS = {
         "--metric-labels-allowlist=nodes=[",
     ),
     "keda": ("v1beta1.external.metrics.k8s.io",),
+    # JobSet v0.12.0: the image tag, the version Kueue 0.19.2's go.mod requires
+    # (shared/PINS.md), and its chart's `prometheus.enable`.
+    "jobset": ("v0.12.0", "prometheus.enable: true"),
     "kueue": (
-        "integrations.frameworks lists batch/job",
+        "integrations.frameworks lists batch/job, jobset.x-k8s.io/jobset",
         "metrics.enableClusterQueueResources: true",
         "feature gate TopologyAwareScheduling",
         "feature gate MultiKueue",
@@ -79,6 +93,7 @@ CRD_NAMES = {
         "monitoring.coreos.com/v1 PrometheusRule",
     ),
     "keda": ("keda.sh/v1alpha1 ScaledObject",),
+    "jobset": ("jobset.x-k8s.io/v1alpha2 JobSet",),
     "kueue": (
         "kueue.x-k8s.io/v1beta2 ClusterQueue",
         "kueue.x-k8s.io/v1beta2 LocalQueue",
@@ -257,3 +272,14 @@ def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_j
     without["integrations"]["frameworks"] = ["jobset.x-k8s.io/jobset"]
     other = Kueue.of(plan.kubernetes_objects(), without)
     assert all(admission_problems(other, j) for j in jobs)
+
+
+def test_the_offline_render_knows_the_crds_the_clusters_own_add_ons_serve(tmp_root):
+    """With the cluster's kube-prometheus-stack the plan declares no ServiceMonitor CRD, but the
+    cluster serves it (the report makes the admin confirm it): the render knows it
+    (plan/render.existing_addon_apis), so JobSet's ServiceMonitor, whose template fails the
+    render without that API (templates/prometheus/monitor.yaml at v0.12.0), renders."""
+    rendering = render_plan(brownfield(tmp_root, ("kube_prometheus_stack",)), (SHARED_HELM,))
+    assert "monitoring.coreos.com/v1/ServiceMonitor" in rendering.api_versions
+    (jobset,) = [r for r in rendering.releases if r.chart == "jobset"]
+    assert "ServiceMonitor" in {o["kind"] for o in jobset.objects}

@@ -258,12 +258,12 @@ def test_kueue_keeps_its_charts_default_configuration_where_the_platform_does_no
     assert {k: v for k, v in ours.items() if k not in changed} == kept
     # The chart's own comment names the one metrics setting it leaves off.
     assert ours["metrics"] == {**default["metrics"], "enableClusterQueueResources": True}
-    # Only the batch Jobs the platform submits, of the chart's twelve frameworks: a MultiKueue
-    # manager watches every enabled framework's kind on its workers (Kueue v0.19.2
+    # Only the JobSets and batch Jobs the platform submits, of the chart's twelve frameworks: a
+    # MultiKueue manager watches every enabled framework's kind on its workers (Kueue v0.19.2
     # multikueuecluster.go), and no other kind is ever submitted here.
-    assert "batch/job" in default["integrations"]["frameworks"]
+    assert {"batch/job", "jobset.x-k8s.io/jobset"} <= set(default["integrations"]["frameworks"])
     assert len(default["integrations"]["frameworks"]) == 12
-    assert ours["integrations"] == {"frameworks": ["batch/job"]}
+    assert ours["integrations"] == {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}
 
 
 def test_kueue_manages_only_team_namespaces_and_leaves_hugepages_to_the_scheduler():

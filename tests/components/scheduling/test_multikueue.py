@@ -78,10 +78,10 @@ def test_the_bursting_queue_waits_for_multikueue_on_every_flavor_and_holds_no_lo
     assert [f["name"] for f in shared["spec"]["resourceGroups"][0]["flavors"]] == ["a100"]
 
 
-def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_batch_jobs():
-    # create-multikueue-kubeconfig.sh at Kueue v0.19.2, the rules for batch Jobs, Workloads and
-    # queues (the script's JobSet, pod, StatefulSet, LeaderWorkerSet and Kubeflow rules are for
-    # kinds this platform never submits).
+def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_jobs_and_jobsets():
+    # create-multikueue-kubeconfig.sh at Kueue v0.19.2, the rules for batch Jobs, JobSets,
+    # Workloads and queues (shared/PINS.md, "JobSet (0.12.0)"; the script's pod, StatefulSet,
+    # LeaderWorkerSet and Kubeflow rules are for kinds this platform never submits).
     (role,) = objects("burst", "ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1").values()
     assert role["rules"] == [
         {
@@ -90,6 +90,12 @@ def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_batch_j
             "verbs": ["create", "delete", "get", "list", "watch"],
         },
         {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+        {
+            "apiGroups": ["jobset.x-k8s.io"],
+            "resources": ["jobsets"],
+            "verbs": ["create", "delete", "get", "list", "watch"],
+        },
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
         {
             "apiGroups": ["kueue.x-k8s.io"],
             "resources": ["workloads"],
@@ -131,6 +137,7 @@ def test_the_worker_exports_its_kubeconfig_as_a_secret_and_the_queues_it_declare
     assert outputs["multikueue_queues"] == {
         "cluster_queues": ["burst"],
         "local_queues": ["research/default", "training/default"],
+        "frameworks": ["batch/job", "jobset.x-k8s.io/jobset"],
         "pools": [
             {
                 "pool": "h100-spot",

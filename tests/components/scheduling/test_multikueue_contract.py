@@ -1,6 +1,7 @@
 """The manager-worker contract of MultiKueue (components/scheduling/multikueue_contract.py): what
-the manager refuses of a worker stack that lacks the bursting queue, a team's LocalQueue, the
-pools or topology a burst asks for, or that is not deployed (as a worker) yet."""
+the manager refuses of a worker stack that lacks the bursting queue, a team's LocalQueue, a
+framework's kind (JobSet), the pools or topology a burst asks for, or that is not deployed (as a
+worker) yet."""
 
 from __future__ import annotations
 
@@ -115,9 +116,56 @@ def test_a_worker_not_yet_deployed_is_reported_as_such_with_what_to_do():
 def test_a_worker_deployed_before_it_exported_its_pools_is_asked_to_redeploy():
     from components.scheduling.multikueue_contract import worker_problems
 
-    exported = {"cluster_queues": ["burst"], "local_queues": ["research/default"]}
+    exported = {
+        "cluster_queues": ["burst"],
+        "local_queues": ["research/default"],
+        "frameworks": ["batch/job", "jobset.x-k8s.io/jobset"],
+    }
     assert worker_problems(stack_config("onprem"), {"burst": exported}) == [
         "gpu-platform:scheduling.cluster_queues[1].burst.workers: worker burst's "
         "multikueue_queues lists no pools: an older version of this program deployed it; run "
         "`pulumi up` on it again"
     ]
+
+
+# Kueue v0.19.2's integration names: pkg/controller/jobs/job (`FrameworkName = "batch/job"`) and
+# pkg/controller/jobs/jobset (`FrameworkName = "jobset.x-k8s.io/jobset"`).
+FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset"]
+
+
+def exported_by_burst() -> dict:
+    from components.scheduling.multikueue_contract import exported_queues
+
+    return exported_queues(stack_config("burst"))
+
+
+def test_the_worker_exports_that_it_serves_batch_jobs_and_jobsets():
+    """The burst stack installs JobSet (its CRD from the chart) and runs both frameworks."""
+    assert exported_by_burst()["frameworks"] == FRAMEWORKS
+
+
+def test_a_worker_deployed_before_jobset_is_asked_to_redeploy():
+    """A worker stack `pulumi up` ran with an earlier version exports no frameworks: it has no
+    JobSet CRD, and Kueue's connection to it would fail on the JobSet watch
+    (multikueuecluster.go `updateConfigAndRefreshWatchers`)."""
+    from components.scheduling.multikueue_contract import worker_problems
+
+    exported = exported_by_burst()
+    del exported["frameworks"]
+    assert worker_problems(stack_config("onprem"), {"burst": exported}) == [
+        "gpu-platform:multikueue.workers[0].stack: worker burst's multikueue_queues lists no "
+        "frameworks: an older version of this program deployed it, without JobSet, whose kind "
+        "the manager's Kueue watches there; run `pulumi up` on it again"
+    ]
+
+
+def test_a_worker_that_serves_no_jobsets_is_refused_naming_the_framework():
+    from components.scheduling.multikueue_contract import worker_problems
+
+    exported = {**exported_by_burst(), "frameworks": ["batch/job"]}
+    (problem,) = worker_problems(stack_config("onprem"), {"burst": exported})
+    assert problem.startswith(
+        "gpu-platform:multikueue.workers[0].stack: worker burst serves no jobset.x-k8s.io/jobset "
+        "(it serves: batch/job)"
+    )
+    assert worker_problems(stack_config("onprem"), {"burst": exported_by_burst()}) == []
