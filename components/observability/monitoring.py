@@ -29,6 +29,7 @@ from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability.alerts import NODE_LABELS_READ
 from components.vocabulary import (
+    JOBSET_NAME_LABEL,
     METRICS_LABEL,
     METRICS_PORT_NAME,
     MONITORING_API,
@@ -50,18 +51,15 @@ TRAINING_MONITOR = "training-jobs"
 # Training metrics move per step; a 15 s scrape keeps a step-time curve readable whatever the
 # stack's global scrape interval.
 TRAINING_SCRAPE_INTERVAL = "15s"
-# The label the JobSet controller puts on every pod of a JobSet, its name (jobset v0.12.0,
-# pkg/controllers/jobset_controller.go, labelAndAnnotateObject; PINS.md, "JobSet"), as
-# Prometheus's pod discovery offers it:
-# `__meta_kubernetes_pod_label_<name>`, every character outside [a-zA-Z0-9_] turned into `_`
-# (Prometheus docs, kubernetes_sd_config, role pod).
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # What the training series call the job: the goodput's grouping label too
 # (contract/training_metrics.IDENTITY_LABELS), so a job's step times and goodput join on it.
 JOB_NAME = "job_name"
 
 
 def pod_label_meta(key: str) -> str:
+    """A pod label as Prometheus's pod discovery offers it: `__meta_kubernetes_pod_label_<name>`,
+    every character outside [a-zA-Z0-9_] turned into `_` (Prometheus docs, kubernetes_sd_config,
+    role pod)."""
     return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 

@@ -427,6 +427,13 @@ BAD_ALERTS = [
          "Prometheus duration", "duration-words"),
     case(aws(alerts={"queue_depth_for": "300"}), f"{A}.queue_depth_for", "300", "e.g. 30m",
          "duration-no-unit"),
+    case(aws(alerts={"goodput_percent": 0}), f"{A}.goodput_percent", "0",
+         "greater than or equal to 1", "goodput-zero"),
+    case(aws(alerts={"goodput_window": "an hour"}), f"{A}.goodput_window", "an hour",
+         "Prometheus duration", "goodput-window-words"),
+    # A node as fast as the median is no straggler: the threshold must be above it.
+    case(aws(alerts={"straggler_percent": 100}), f"{A}.straggler_percent", "100",
+         "greater than or equal to 101", "straggler-at-median"),
     case(existing(alerts={"node_condition_for": "5m"}), f"{A}.node_condition_for", "5m",
          "only valid with provider aws", "agent-condition-on-existing"),
 ]  # fmt: skip

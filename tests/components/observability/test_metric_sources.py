@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from contract.env import TRAINKIT_PUSHGATEWAY_URL
+from contract.training_metrics import IDENTITY_LABELS
 from model.config import ConfigError, config_from_pulumi
 from model.stacks import _encode
 from plan.cli import plan_stack
@@ -231,6 +232,8 @@ def test_a_training_series_names_its_job_only_through_the_pod_monitor_relabeling
     from its pods' JobSet label; without the relabeling no series has it."""
     config = copy.deepcopy(configuration(planned("dev")))
     assert config["pod_monitor_labels"]["training-jobs"] == {"job_name"}
+    # The goodput's grouping label: a job's step times and its goodput join on it.
+    assert "job_name" in IDENTITY_LABELS
     assert problems(RANKS, emitted(config)[0]) == []
     config["pod_monitor_labels"]["training-jobs"] = set()
     assert problems(RANKS, emitted(config)[0]) == [
