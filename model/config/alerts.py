@@ -107,7 +107,7 @@ class AlertSettings(Settings):
         # floor(W/P)·P of its W seconds (productive time counts when its checkpoint lands,
         # contract/training_metrics.py): never less than half. 50 % is the highest threshold a
         # healthy job never crosses; the large runs that publish theirs keep over 90 % over
-        # weeks (Llama 3 405B: "higher than 90% effective training time" over 54 days with 419
+        # weeks (Llama 3 405B: over 90 % effective training time over 54 days with 419
         # unexpected interruptions on 16,384 H100s; "The Llama 3 Herd of Models",
         # arXiv:2407.21783, section 3.3.4). Under half is not one restart: it is a job that
         # keeps restarting or keeps losing its work.

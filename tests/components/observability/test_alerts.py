@@ -282,7 +282,7 @@ def test_source_documents_defaults():
 
 def test_training_defaults_follow_their_sources():
     """Goodput: 50 %, the least a job checkpointing once per window is credited with, far
-    under the "higher than 90% effective training time" of Llama 3 405B (arXiv:2407.21783,
+    under the over 90 % effective training time of Llama 3 405B (arXiv:2407.21783,
     section 3.3.4), over the hour the issue names. Stragglers: nvidia-resiliency-ext's
     `gpu_relative_perf_threshold=0.7` against the fastest rank (docs/source/straggler_det/
     usage_guide.rst), so no more than 1/0.7 of the median; for two of its 300 s reports."""
