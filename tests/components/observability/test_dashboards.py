@@ -13,8 +13,10 @@ import subprocess
 import pytest
 import yaml
 
+from components.observability.alerts import goodput_pushed
 from components.observability.monitoring import DASHBOARDS, dashboards
 from contract.training_metrics import GOODPUT_PUSH_JOB, GOODPUT_SERIES, RANK_STEP_SECONDS
+from tests.conftest import STACKS, planned, stack_config
 from tests.helpers.metric_sources import dashboard_queries
 from tests.helpers.tools import promtool
 
@@ -118,6 +120,24 @@ def test_the_training_view_gets_goodput_rows_of_what_trainkit_pushes():
     # The straggler view needs no Pushgateway: every stack shows every rank's step time.
     assert RANK_STEP_SECONDS in dashboards()["training-job"]
     assert "gpu_platform_job:rank_step_seconds:slowest_over_median" in dashboards()["training-job"]
+
+
+def test_some_shipped_stack_holds_goodput():
+    """The class below runs over both sides: onprem's Pushgateway holds goodput, dev has none."""
+    assert goodput_pushed(stack_config("onprem"))
+    assert not goodput_pushed(stack_config("dev"))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_goodput_rows_are_declared_exactly_where_goodput_is_pushed(stack):
+    (cm,) = [
+        r
+        for r in planned(stack).of_type("kubernetes:core/v1:ConfigMap")
+        if r.inputs["metadata"]["name"] == "dashboard-training-job"
+    ]
+    board = json.loads(cm.inputs["data"]["training-job.json"])
+    rows = {p["title"] for p in board["panels"] if p["type"] == "row"}
+    assert ("Goodput" in rows) == goodput_pushed(stack_config(stack))
 
 
 def test_no_panel_reads_the_self_test_step_time_that_nothing_exports():
