@@ -47,6 +47,9 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # The label that carries an Indexed Job pod's index (Kubernetes 1.28+).
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+# The label the JobSet controller puts on every pod of a JobSet, the JobSet's name (jobset
+# v0.12.0, pkg/controllers/jobset_controller.go, labelAndAnnotateObject; PINS.md, "JobSet").
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # The container port's name and the pod label the platform's PodMonitor scrapes training pods
 # by (components/scheduling/training_job.py sets them, components/observability/monitoring.py
 # selects them).

@@ -34,7 +34,12 @@ from components.data.gpu_operator import GpuOperator, GpuOperatorArgs, pool_repo
 from components.data.nccl import NcclSettings, NcclSettingsArgs
 from components.data.nodes import NodeRole, NodeRoleArgs
 from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
-from components.observability.alerts import GpuAlerts, GpuAlertsArgs, node_labels_read
+from components.observability.alerts import (
+    GpuAlerts,
+    GpuAlertsArgs,
+    goodput_pushed,
+    node_labels_read,
+)
 from components.observability.monitoring import Monitoring, MonitoringArgs
 from components.scheduling.jobset import JobSetController, JobSetControllerArgs
 from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
@@ -216,6 +221,7 @@ class Platform(PlatformComponent):
                     t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)
                 ],
                 selftest_history=scheduled(cfg),
+                goodput=goodput_pushed(cfg),
                 node_labels=node_labels_read(cfg),
                 kueue=cfg.scheduling.enabled,
                 after=[*cluster.schedulable, *namespaces.in_purpose("monitoring")],

@@ -13,6 +13,7 @@ ConfigMaps.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability.alerts import NODE_LABELS_READ
 from components.vocabulary import (
+    JOBSET_NAME_LABEL,
     METRICS_LABEL,
     METRICS_PORT_NAME,
     MONITORING_API,
@@ -49,6 +51,16 @@ TRAINING_MONITOR = "training-jobs"
 # Training metrics move per step; a 15 s scrape keeps a step-time curve readable whatever the
 # stack's global scrape interval.
 TRAINING_SCRAPE_INTERVAL = "15s"
+# What the training series call the job: the goodput's grouping label too
+# (contract/training_metrics.IDENTITY_LABELS), so a job's step times and goodput join on it.
+JOB_NAME = "job_name"
+
+
+def pod_label_meta(key: str) -> str:
+    """A pod label as Prometheus's pod discovery offers it: `__meta_kubernetes_pod_label_<name>`,
+    every character outside [a-zA-Z0-9_] turned into `_` (Prometheus docs, kubernetes_sd_config,
+    role pod)."""
+    return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
 def grafana_service(namespace: str) -> str:
@@ -143,6 +155,8 @@ def _sidecar_label() -> dict[str, str]:
 # metrics exist: an empty panel is a "No data" nobody can explain.
 ROWS = DASHBOARDS / "rows"
 SELFTEST_HISTORY = "selftest-history"
+# What trainkit pushes (contract/training_metrics.py), where the stack has a Pushgateway.
+GOODPUT = "goodput"
 
 
 # The dashboard that reads only Kueue's metrics: declared only where Kueue runs
@@ -150,20 +164,23 @@ SELFTEST_HISTORY = "selftest-history"
 QUEUES = "queues"
 
 
-def dashboards(selftest_history: bool = False, kueue: bool = True) -> dict[str, str]:
+def dashboards(
+    selftest_history: bool = False, kueue: bool = True, goodput: bool = False
+) -> dict[str, str]:
     """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
-    the self-test history row where the periodic self-test pushes its figures, and the Queues
-    dashboard where Kueue runs."""
+    the self-test history row where the periodic self-test pushes its figures, the goodput rows
+    where trainkit pushes jobs' goodput, and the Queues dashboard where Kueue runs."""
     found = {
         path.stem: path.read_text()
         for path in sorted(DASHBOARDS.glob("*.json"))
         if kueue or path.stem != QUEUES
     }
-    if selftest_history:
-        row = json.loads((ROWS / f"{SELFTEST_HISTORY}.json").read_text())
-        board = json.loads(found[row["dashboard"]])
-        board["panels"] += row["panels"]
-        found[row["dashboard"]] = json.dumps(board, indent=2, ensure_ascii=False) + "\n"
+    for stem, wanted in ((SELFTEST_HISTORY, selftest_history), (GOODPUT, goodput)):
+        if wanted:
+            rows = json.loads((ROWS / f"{stem}.json").read_text())
+            board = json.loads(found[rows["dashboard"]])
+            board["panels"] += rows["panels"]
+            found[rows["dashboard"]] = json.dumps(board, indent=2, ensure_ascii=False) + "\n"
     return found
 
 
@@ -176,7 +193,8 @@ def training_pod_monitor(namespace: str, training_namespaces: Sequence[str]) -> 
     (components/scheduling/training_job.py: the port named `metrics`, the pod label
     `gpu-platform/metrics: training`), in the training namespaces only, so that a team's own pods
     elsewhere are never scraped by accident. Prometheus adds `namespace` and `pod` to each series
-    (honorLabels stays false)."""
+    (honorLabels stays false), and `job_name`, the JobSet a pod belongs to: the straggler rules
+    compare the ranks of one job."""
     return {
         "apiVersion": MONITORING_API,
         "kind": "PodMonitor",
@@ -185,7 +203,16 @@ def training_pod_monitor(namespace: str, training_namespaces: Sequence[str]) -> 
             "namespaceSelector": {"matchNames": list(training_namespaces)},
             "selector": {"matchLabels": dict(METRICS_LABEL)},
             "podMetricsEndpoints": [
-                {"port": METRICS_PORT_NAME, "interval": TRAINING_SCRAPE_INTERVAL}
+                {
+                    "port": METRICS_PORT_NAME,
+                    "interval": TRAINING_SCRAPE_INTERVAL,
+                    "relabelings": [
+                        {
+                            "sourceLabels": [pod_label_meta(JOBSET_NAME_LABEL)],
+                            "targetLabel": JOB_NAME,
+                        }
+                    ],
+                }
             ],
         },
     }
@@ -202,6 +229,9 @@ class MonitoringArgs:
     training_namespaces: Sequence[str] = ()
     # The periodic self-test pushes its history: the fleet dashboard shows it.
     selftest_history: bool = False
+    # Training jobs push their goodput (alerts.goodput_pushed): the Training job dashboard
+    # shows it.
+    goodput: bool = False
     # The node labels the alerts read (components/alerts.node_labels_read).
     node_labels: Sequence[str] = NODE_LABELS_READ
     # Kueue runs (scheduling.enabled): the Queues dashboard has metrics to show.
@@ -280,7 +310,7 @@ class Monitoring(PlatformComponent):
         self._training_monitor(args, list(args.after))
 
     def _dashboards(self, args: MonitoringArgs) -> None:
-        for stem, text in dashboards(args.selftest_history, args.kueue).items():
+        for stem, text in dashboards(args.selftest_history, args.kueue, args.goodput).items():
             k8s.core.v1.ConfigMap(
                 f"{args.context.env}-dashboard-{stem}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(

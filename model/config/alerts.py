@@ -4,7 +4,9 @@
 Defaults are the source documents' numbers: GPU utilisation under 30 % for 30 minutes (idle),
 framebuffer over 95 % (out-of-memory risk), temperature over 85 °C, framebuffer over 90 % on a
 training pod (migration candidate), and a queue deeper than 10 workloads for longer than the
-scale-up cooldown (300 s).
+scale-up cooldown (300 s). The training job alerts' defaults are argued where they are declared:
+a job's goodput under 50 % of its GPU time over an hour, a node whose slowest rank takes 140 % of
+its job's median step time for 10 minutes.
 """
 
 from __future__ import annotations
@@ -98,6 +100,45 @@ class AlertSettings(Settings):
         "5m",
         description="provider aws only: how long an EKS node monitoring agent condition stays "
         "False before EksNodeConditionFailed fires.",
+    )
+
+    goodput_percent: Int = _percent(
+        # A job that checkpoints at least once per window is credited, in any window, with
+        # floor(W/P)·P of its W seconds (productive time counts when its checkpoint lands,
+        # contract/training_metrics.py): never less than half. 50 % is the highest threshold a
+        # healthy job never crosses; the large runs that publish theirs keep over 90 % over
+        # weeks (Llama 3 405B: over 90 % effective training time over 54 days with 419
+        # unexpected interruptions on 16,384 H100s; "The Llama 3 Herd of Models",
+        # arXiv:2407.21783, section 3.3.4). Under half is not one restart: it is a job that
+        # keeps restarting or keeps losing its work.
+        50,
+        "JobGoodputLow fires when a job keeps less than this share of its allocated GPU-seconds "
+        "as productive (steps that survived into a checkpoint) over goodput_window",
+    )
+    goodput_window: Duration = Field(
+        "1h",
+        description="The window JobGoodputLow judges a job's goodput over; a job is judged only "
+        "when it was allocated GPUs in the window and had pushed its figures before it. Keep it "
+        "at least the longest checkpoint interval of the jobs: a window with no checkpoint "
+        "credits no productive time.",
+    )
+    straggler_percent: Int = Field(
+        # nvidia-resiliency-ext flags a rank whose relative performance score (the fastest
+        # rank's time over its own) falls under 0.7 (docs/source/straggler_det/usage_guide.rst,
+        # `gpu_relative_perf_threshold=0.7`): 1/0.7 ≈ 143 % of the fastest. The median is never
+        # faster than the fastest, so 140 % of the median flags only ranks it would flag.
+        140,
+        ge=101,
+        le=1000,
+        description="TrainingStraggler fires when a node's slowest rank takes more than this "
+        "share of its job's median step time, in percent (101-1000).",
+    )
+    straggler_for: Duration = Field(
+        # Two of nvidia-resiliency-ext's straggler reports (report_time_interval=300 s in its
+        # usage guide): a slow step (a checkpoint save, a data-loader stall) passes, a node
+        # that throttles or lost a link stays.
+        "10m",
+        description="How long a node stays that slow before TrainingStraggler names it.",
     )
 
 

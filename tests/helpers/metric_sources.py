@@ -30,7 +30,12 @@ Sources, at the pinned versions (../shared/PINS.md):
   the key turned into `_` (kube-state-metrics internal/store/utils.go, sanitizeLabelName).
 - The training recipes and teams' scripts (bootstrap/trainkit/metrics.py), each series labelled
   `recipe`, scraped by the platform's PodMonitor `training-jobs`, which adds the pod's
-  `namespace` and `pod`.
+  `namespace` and `pod`, and the label each of its relabelings targets (`job_name`, the pod's
+  JobSet). Beside them each node's local rank 0 serves every rank's step time,
+  `RANK_STEP_SECONDS{rank, node}` (contract/training_metrics.py).
+- trainkit's goodput (contract/training_metrics.py: GOODPUT_SERIES, grouped by IDENTITY_LABELS,
+  lost GPU-seconds and restarts by `cause`), pushed to the Pushgateway under job
+  `training-goodput` by every job the builder gives TRAINKIT_PUSHGATEWAY_URL.
 - The Pushgateway (prometheus-pushgateway chart 3.8.0) holds what the self-test pushes (the
   contract with bootstrap/selftest): gpu_platform_selftest_check_status{check, node, status},
   _last_run_timestamp_seconds{node}, _figure and _figure_floor{check, node, gpu, unit}, under
@@ -40,6 +45,8 @@ Sources, at the pinned versions (../shared/PINS.md):
   adds namespace, service, pod, endpoint, container; it keeps the pushed `job` only with
   `serviceMonitor.honorLabels: true` (Prometheus docs, `honor_labels`: otherwise it is renamed
   `exported_job`).
+- The stack's own recording rules (the PrometheusRule's `record`s), labelled by their outermost
+  aggregation's `by (...)`.
 Prometheus picks other releases' ServiceMonitors and PodMonitors only with
 `prometheusSpec.{serviceMonitor,podMonitor}SelectorNilUsesHelmValues: false`.
 """
@@ -52,6 +59,15 @@ from typing import Any
 
 import yaml
 
+from contract.env import SELFTEST_PUSHGATEWAY_URL, TRAINKIT_PUSHGATEWAY_URL
+from contract.training_metrics import (
+    GOODPUT_PUSH_JOB,
+    GOODPUT_SERIES,
+    IDENTITY_LABELS,
+    LOST_GPU_SECONDS,
+    RANK_STEP_SECONDS,
+    RESTARTS,
+)
 from plan.model import Plan
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -59,9 +75,13 @@ PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-JOB_KINDS = ("kubernetes:batch/v1:Job", "kubernetes:batch/v1:CronJob")
+JOB_KINDS = (
+    "kubernetes:batch/v1:Job",
+    "kubernetes:batch/v1:CronJob",
+    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+)
 PUSHGATEWAY = "prometheus-pushgateway"
-PUSH_URL_ENV = "SELFTEST_PUSHGATEWAY_URL"
+PUSH_URL_ENV = SELFTEST_PUSHGATEWAY_URL
 TRAINING_MONITOR = "training-jobs"
 
 DCGM_METRICS = [
@@ -101,6 +121,11 @@ RECIPE_METRICS = [
     "gpu_platform_training_gpu_memory_bytes",
 ]
 RECIPE_LABELS = {"recipe", "namespace", "pod"}
+TRAINKIT_METRICS = {RANK_STEP_SECONDS: {"rank", "node", "namespace", "pod"}}
+GOODPUT_METRICS = {
+    metric: set(IDENTITY_LABELS) | ({"cause"} if metric in (LOST_GPU_SECONDS, RESTARTS) else set())
+    for metric in GOODPUT_SERIES
+}
 SELFTEST_METRICS = {
     "gpu_platform_selftest_check_status": {"check", "node", "status"},
     "gpu_platform_selftest_last_run_timestamp_seconds": {"node"},
@@ -124,22 +149,59 @@ def configuration(plan: Plan) -> dict[str, Any]:
         "releases": {r.inputs["name"]: r.inputs["values"] for r in releases},
         "namespaces": {r.inputs["name"]: r.inputs["namespace"] for r in releases},
         "pod_monitors": {r.inputs["metadata"]["name"] for r in plan.of_type(POD_MONITOR)},
-        "push_urls": {
-            e["value"]
-            for kind in JOB_KINDS
-            for r in plan.of_type(kind)
-            for c in _pod_spec(r.inputs)["containers"]
-            for e in c.get("env", [])
-            if e["name"] == PUSH_URL_ENV
+        "pod_monitor_labels": {
+            r.inputs["metadata"]["name"]: {
+                relabel["targetLabel"]
+                for endpoint in r.inputs["spec"]["podMetricsEndpoints"]
+                for relabel in endpoint.get("relabelings", [])
+                if relabel.get("action", "replace") == "replace"
+            }
+            for r in plan.of_type(POD_MONITOR)
+        },
+        "push_urls": push_urls([r.inputs for kind in JOB_KINDS for r in plan.of_type(kind)]),
+        "records": {
+            rule["record"]: _by_labels(rule["expr"])
+            for r in plan.of_type(PROMETHEUS_RULE)
+            for group in r.inputs["spec"]["groups"]
+            for rule in group["rules"]
+            if "record" in rule
         },
     }
 
 
-def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+def push_urls(jobs: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Environment variable -> the values the jobs' containers give it, for the two push
+    addresses: the self-test's and trainkit's."""
+    found: dict[str, set[str]] = {SELFTEST_PUSHGATEWAY_URL: set(), TRAINKIT_PUSHGATEWAY_URL: set()}
+    for obj in jobs:
+        for pod in _pod_specs(obj):
+            for e in (e for c in pod["containers"] for e in c.get("env", [])):
+                if e["name"] in found and "value" in e:
+                    found[e["name"]].add(e["value"])
+    return found
+
+
+def with_jobs(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The configuration with the push addresses of jobs that are not in the plan: what
+    `python -m jobs` renders (tests/helpers/rendered_jobs.submitted_jobs)."""
+    rendered = push_urls(jobs)
+    urls = {env: config["push_urls"].get(env, set()) | rendered[env] for env in rendered}
+    return {**config, "push_urls": urls}
+
+
+def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj["spec"]
+    if obj["kind"] == "JobSet":
+        return [rj["template"]["spec"]["template"]["spec"] for rj in spec["replicatedJobs"]]
     if obj["kind"] == "CronJob":
         spec = spec["jobTemplate"]["spec"]
-    return spec["template"]["spec"]
+    return [spec["template"]["spec"]]
+
+
+def _by_labels(expr: str) -> set[str]:
+    """The labels a recorded series keeps: its outermost aggregation's `by (...)`."""
+    found = re.search(r"\bby\s*\(([^)]*)\)", expr)
+    return {label.strip() for label in found.group(1).split(",")} if found else set()
 
 
 def _selects(kps: dict[str, Any] | None, kind: str) -> bool:
@@ -249,18 +311,38 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
         else "Prometheus ignores other releases' ServiceMonitors"
         if not _selects(kps, "serviceMonitor")
         else f"no self-test Job or CronJob sets {PUSH_URL_ENV}={url}"
-        if url not in config["push_urls"]
+        if url not in config["push_urls"][PUSH_URL_ENV]
+        else None,
+    )
+    source(
+        {
+            metric: labels | SCRAPE_LABELS | {"job" if honored else "exported_job"}
+            for metric, labels in GOODPUT_METRICS.items()
+        },
+        "no prometheus-pushgateway release"
+        if gateway is None
+        else "prometheus-pushgateway serviceMonitor.enabled is not true"
+        if monitor.get("enabled") is not True
+        else "Prometheus ignores other releases' ServiceMonitors"
+        if not _selects(kps, "serviceMonitor")
+        else f"no training job sets {TRAINKIT_PUSHGATEWAY_URL}={url} (push job {GOODPUT_PUSH_JOB})"
+        if url not in config["push_urls"][TRAINKIT_PUSHGATEWAY_URL]
         else None,
     )
 
+    relabelled = config.get("pod_monitor_labels", {}).get(TRAINING_MONITOR, set())
     source(
-        dict.fromkeys(RECIPE_METRICS, RECIPE_LABELS),
+        {
+            **dict.fromkeys(RECIPE_METRICS, RECIPE_LABELS | relabelled),
+            **{metric: labels | relabelled for metric, labels in TRAINKIT_METRICS.items()},
+        },
         f"no PodMonitor {TRAINING_MONITOR}"
         if TRAINING_MONITOR not in config["pod_monitors"]
         else "Prometheus ignores other releases' PodMonitors"
         if not _selects(kps, "podMonitor")
         else None,
     )
+    found.update(config.get("records", {}))
     return found, missing
 
 
@@ -288,7 +370,10 @@ def queries(plan: Plan) -> list[tuple[str, str]]:
                 ]
     for rule in plan.of_type(PROMETHEUS_RULE):
         for group in rule.inputs["spec"]["groups"]:
-            found += [(f"alert {r['alert']}", r["expr"]) for r in group["rules"]]
+            found += [
+                (f"alert {r['alert']}" if "alert" in r else f"record {r['record']}", r["expr"])
+                for r in group["rules"]
+            ]
     for obj in plan.of_type(SCALED_OBJECT):
         for trigger in obj.inputs["spec"]["triggers"]:
             if trigger["type"] == "prometheus":

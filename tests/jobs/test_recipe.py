@@ -220,7 +220,20 @@ def test_one_podmonitor_scrapes_the_training_namespaces_every_15_s(stack):
     assert monitor["metadata"]["namespace"] == cfg.namespaces.monitoring
     spec = monitor["spec"]
     assert spec["selector"] == {"matchLabels": {"gpu-platform/metrics": "training"}}
-    assert spec["podMetricsEndpoints"] == [{"port": "metrics", "interval": "15s"}]
+    # The pod's JobSet becomes `job_name` (Prometheus pod discovery's
+    # __meta_kubernetes_pod_label_<label>): the straggler rules group a job's ranks by it.
+    assert spec["podMetricsEndpoints"] == [
+        {
+            "port": "metrics",
+            "interval": "15s",
+            "relabelings": [
+                {
+                    "sourceLabels": ["__meta_kubernetes_pod_label_jobset_sigs_k8s_io_jobset_name"],
+                    "targetLabel": "job_name",
+                }
+            ],
+        }
+    ]
     teams = [t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)]
     assert spec["namespaceSelector"] == {"matchNames": teams}
     assert cfg.namespaces.training in teams

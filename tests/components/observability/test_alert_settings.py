@@ -1,6 +1,6 @@
 """Every alert setting reaches the PrometheusRule (STYLE.md §14): every stack and golden file
 uses the defaults, so a duration or threshold written into components/observability/alerts.py
-as a literal would pass them; test_alerts.py varies four of the thirteen. Here one stack sets
+as a literal would pass them; test_alerts.py varies five of the seventeen. Here one stack sets
 every one to a value no default has, and each rule follows it."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from components.observability.alerts import prometheus_rule_spec
 from model.config import PlatformConfig
 from model.config.alerts import AlertSettings
 from tests.helpers.bad_stacks import ADMIN
+
+IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
 
 VARIED = {
     "runbook_base_url": "https://wiki.example.com/gpu-runbooks",
@@ -25,19 +27,35 @@ VARIED = {
     "queue_depth": 12,
     "queue_depth_for": "6m",
     "node_condition_for": "8m",
+    "goodput_percent": 35,
+    "goodput_window": "3h",
+    "straggler_percent": 175,
+    "straggler_for": "25m",
 }
 
 
-def rules() -> dict[str, dict]:
-    cfg = PlatformConfig.model_validate(
+def config() -> PlatformConfig:
+    return PlatformConfig.model_validate(
         {
             "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
             "cluster": {"admin_principal_arns": [ADMIN]},
             "gpu_node_groups": [{"name": "a100", "instance_types": ["p4d.24xlarge"]}],
+            # A self-test image: its schedule brings the Pushgateway that holds the goodput.
+            "selftest": {"image": IMAGE},
             "alerts": VARIED,
         }
     )
-    return {r["alert"]: r for g in prometheus_rule_spec(cfg)["groups"] for r in g["rules"]}
+
+
+def records() -> list[dict]:
+    return [
+        r for g in prometheus_rule_spec(config())["groups"] for r in g["rules"] if "record" in r
+    ]
+
+
+def rules() -> dict[str, dict]:
+    spec = prometheus_rule_spec(config())
+    return {r["alert"]: r for g in spec["groups"] for r in g["rules"] if "alert" in r}
 
 
 def test_every_alert_setting_is_the_stack_s_not_the_default():
@@ -55,6 +73,12 @@ def test_every_alert_setting_is_the_stack_s_not_the_default():
     assert r["KueueQueueBacklog"]["expr"].endswith("> 12")
     assert r["KueueQueueBacklog"]["for"] == "6m"
     assert r["EksNodeConditionFailed"]["for"] == "8m"
+    assert r["JobGoodputLow"]["expr"].endswith("< 0.35")
+    (ratio,) = [x for x in records() if x["record"] == "gpu_platform_job:goodput:ratio"]
+    assert "[3h]" in ratio["expr"] and "[1h]" not in ratio["expr"]
+    assert ratio["expr"].endswith("offset 3h")
+    assert " > 1.75 and on" in r["TrainingStraggler"]["expr"]
+    assert r["TrainingStraggler"]["for"] == "25m"
     for name, rule in r.items():
         assert rule["annotations"]["runbook_url"] == (
             f"https://wiki.example.com/gpu-runbooks#{name.lower()}"

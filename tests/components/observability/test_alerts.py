@@ -34,9 +34,18 @@ AWS_ALERTS = {
     "GpuMissing",
     "KueueQueueBacklog",
     "EksNodeConditionFailed",
+    "TrainingStraggler",
 }
 # Where the periodic self-test pushes its results (selftest.schedule).
 SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
+# Where trainkit pushes goodput (the stack's Pushgateway, there with the self-test's schedule).
+GOODPUT_ALERTS = {"JobGoodputLow"}
+# Read from the training jobs' own series (tests/promtool/training_alerts_test.yaml).
+TRAINING_ALERTS = {"TrainingStraggler"} | GOODPUT_ALERTS
+TRAINING_RECORDS = {
+    "gpu_platform_job:goodput:ratio",
+    "gpu_platform_job:rank_step_seconds:slowest_over_median",
+}
 
 
 def run_promtool(*args: str, cwd: Path) -> None:
@@ -56,6 +65,7 @@ SHARING_GROUPS = [
 ]
 MIG_MIXED_TESTS = Path(__file__).parents[2] / "promtool" / "gpu_missing_mig_mixed_test.yaml"
 SELFTEST_TESTS = Path(__file__).parents[2] / "promtool" / "selftest_alerts_test.yaml"
+TRAINING_TESTS = Path(__file__).parents[2] / "promtool" / "training_alerts_test.yaml"
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
 
 
@@ -75,7 +85,7 @@ def aws_config(groups=SHARING_GROUPS, mig_strategy="single", **alerts) -> Platfo
 
 def rules_by_name(cfg: PlatformConfig) -> dict[str, dict]:
     spec = prometheus_rule_spec(cfg)
-    return {r["alert"]: r for g in spec["groups"] for r in g["rules"]}
+    return {r["alert"]: r for g in spec["groups"] for r in g["rules"] if "alert" in r}
 
 
 # ---------------------------------------------------------------------------- promtool
@@ -138,7 +148,7 @@ def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
         for check in test["alert_rule_test"]:
             (fires if check.get("exp_alerts") else silent).add(check["alertname"])
     assert fires == silent == SELFTEST_ALERTS
-    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS
+    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS | GOODPUT_ALERTS
     # Without an image nothing runs on a schedule, nothing is pushed: no self-test alert.
     assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
 
@@ -194,8 +204,8 @@ def test_every_alert_has_a_firing_and_a_silent_promtool_case():
     for test in cases:
         for check in test["alert_rule_test"]:
             (fires if check.get("exp_alerts") else silent).add(check["alertname"])
-    assert fires == AWS_ALERTS
-    assert silent == AWS_ALERTS
+    assert fires == AWS_ALERTS - TRAINING_ALERTS
+    assert silent == AWS_ALERTS - TRAINING_ALERTS
     assert set(rules_by_name(aws_config())) == AWS_ALERTS
 
 
@@ -215,7 +225,7 @@ def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
     """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM, and
     from the self-test it runs on a schedule."""
     assert set(rules_by_name(stack_config("onprem"))) == (
-        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS
+        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS | GOODPUT_ALERTS
     )
 
 
@@ -245,9 +255,14 @@ def test_migration_candidate_reads_only_training_and_team_namespaces():
 def test_thresholds_and_durations_come_from_config():
     rules = rules_by_name(
         aws_config(
-            idle_utilisation_percent=50, idle_for="1h", temperature_celsius=80, queue_depth=25
+            idle_utilisation_percent=50,
+            idle_for="1h",
+            temperature_celsius=80,
+            queue_depth=25,
+            straggler_percent=125,
         )
     )
+    assert rules["TrainingStraggler"]["expr"].split(" > ")[1].startswith("1.25 and on")
     assert rules["GpuIdle"]["expr"] == 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""} < 50'
     assert rules["GpuIdle"]["for"] == "1h"
     assert rules["GpuTemperatureHigh"]["expr"] == "DCGM_FI_DEV_GPU_TEMP > 80"
@@ -265,14 +280,118 @@ def test_source_documents_defaults():
     assert (a.queue_depth, a.queue_depth_for) == (10, "300s")
 
 
+def test_training_defaults_follow_their_sources():
+    """Goodput: 50 %, the least a job checkpointing once per window is credited with, far
+    under the over 90 % effective training time of Llama 3 405B (arXiv:2407.21783,
+    section 3.3.4), over the hour the issue names. Stragglers: nvidia-resiliency-ext's
+    `gpu_relative_perf_threshold=0.7` against the fastest rank (docs/source/straggler_det/
+    usage_guide.rst), so no more than 1/0.7 of the median; for two of its 300 s reports."""
+    a = AlertSettings()
+    assert (a.goodput_percent, a.goodput_window) == (50, "1h")
+    assert a.straggler_percent / 100 <= 1 / 0.7
+    assert a.straggler_percent == 140
+    assert a.straggler_for == "10m"
+
+
 def test_every_alert_names_severity_summary_description_and_a_runbook():
     runbooks = (ROOT / "docs" / "monitoring.md").read_text()
-    for name, rule in rules_by_name(aws_config()).items():
+    for name, rule in rules_by_name(scheduled_config()).items():
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}, name
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], name
         assert rule["annotations"]["runbook_url"] == f"docs/monitoring.md#{name.lower()}"
         assert f"\n### {name}\n" in runbooks, f"docs/monitoring.md has no runbook for {name}"
     assert "\n## Alerts and runbooks\n" in runbooks
+
+
+def severity_table() -> dict[str, str]:
+    """Alert -> severity, as the table of docs/monitoring.md's "Alerts and runbooks" gives it."""
+    text = (ROOT / "docs" / "monitoring.md").read_text().split("\n## Alerts and runbooks\n")[1]
+    rows = re.findall(r"^\| (\w+) \|.*\| (info|warning|critical) \|$", text, re.MULTILINE)
+    return dict(rows)
+
+
+@pytest.mark.parametrize("cfg", [scheduled_config, lambda: stack_config("onprem")])
+def test_every_alert_is_in_the_severity_table_at_its_severity(cfg):
+    """The table operators route by says what each rule pages at: a rule whose severity moves,
+    or a rule the table lacks, fails here."""
+    rules = {name: r["labels"]["severity"] for name, r in rules_by_name(cfg()).items()}
+    table = severity_table()
+    assert {name: table.get(name) for name in rules} == rules
+
+
+# ------------------------------------------------------------------------ training jobs
+
+
+def run_training_promtool(tmp_path, rules: dict) -> subprocess.CompletedProcess:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    shutil.copy(TRAINING_TESTS, tmp_path / "alerts_test.yaml")
+    return subprocess.run(
+        [promtool(), "test", "rules", "alerts_test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_training_rules_fire_on_lost_goodput_and_a_slow_node_and_stay_silent(tmp_path):
+    result = run_training_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_training_alert_has_a_firing_and_a_silent_promtool_case():
+    cases = yaml.safe_load(TRAINING_TESTS.read_text())["tests"]
+    fires, silent, records = set(), set(), set()
+    for test in cases:
+        for check in test.get("alert_rule_test", []):
+            (fires if check.get("exp_alerts") else silent).add(check["alertname"])
+        records |= {check["expr"] for check in test.get("promql_expr_test", [])}
+    assert fires == silent == TRAINING_ALERTS
+    assert records == TRAINING_RECORDS
+    spec = prometheus_rule_spec(scheduled_config())
+    assert {r["record"] for g in spec["groups"] for r in g["rules"] if "record" in r} == (
+        TRAINING_RECORDS
+    )
+
+
+def mutated(cfg: PlatformConfig, record: str, drop: str) -> dict:
+    """The stack's rules with `drop` cut out of one recording rule's expression."""
+    spec = prometheus_rule_spec(cfg)
+    (rule,) = [r for g in spec["groups"] for r in g["rules"] if r.get("record") == record]
+    assert drop in rule["expr"]
+    rule["expr"] = rule["expr"].replace(drop, "")
+    return spec
+
+
+def test_a_job_is_judged_only_on_a_window_it_had_pushed_through(tmp_path):
+    """Without the guard on the job's figures a window ago, a job in its first hour, with no
+    checkpoint yet, reads 0 % and alerts."""
+    drop = (
+        " and on(namespace, job_name, team, queue, pool) "
+        'gpu_platform_job_allocated_gpu_seconds{job="training-goodput"} offset 1h'
+    )
+    result = run_training_promtool(
+        tmp_path, mutated(scheduled_config(), "gpu_platform_job:goodput:ratio", drop)
+    )
+    assert result.returncode != 0
+    assert 'job_name="starting"' in result.stdout + result.stderr
+
+
+def test_a_one_rank_job_has_no_straggler_ratio(tmp_path):
+    drop = f" {alerts.SEVERAL_RANKS}"
+    spec = mutated(
+        scheduled_config(), "gpu_platform_job:rank_step_seconds:slowest_over_median", drop
+    )
+    result = run_training_promtool(tmp_path, spec)
+    assert result.returncode != 0
+    assert 'job_name="alone"' in result.stdout + result.stderr
+
+
+def test_no_goodput_rule_where_nothing_is_pushed():
+    """No Pushgateway (no scheduled self-test): nothing holds the goodput, no rule reads it."""
+    text = yaml.safe_dump(prometheus_rule_spec(aws_config()))
+    assert "gpu_platform_job_" not in text
+    assert "TrainingStraggler" in text
 
 
 def test_the_rule_lives_in_the_monitoring_namespace():
@@ -308,6 +427,13 @@ BAD_ALERTS = [
          "Prometheus duration", "duration-words"),
     case(aws(alerts={"queue_depth_for": "300"}), f"{A}.queue_depth_for", "300", "e.g. 30m",
          "duration-no-unit"),
+    case(aws(alerts={"goodput_percent": 0}), f"{A}.goodput_percent", "0",
+         "greater than or equal to 1", "goodput-zero"),
+    case(aws(alerts={"goodput_window": "an hour"}), f"{A}.goodput_window", "an hour",
+         "Prometheus duration", "goodput-window-words"),
+    # A node as fast as the median is no straggler: the threshold must be above it.
+    case(aws(alerts={"straggler_percent": 100}), f"{A}.straggler_percent", "100",
+         "greater than or equal to 101", "straggler-at-median"),
     case(existing(alerts={"node_condition_for": "5m"}), f"{A}.node_condition_for", "5m",
          "only valid with provider aws", "agent-condition-on-existing"),
 ]  # fmt: skip

@@ -9,11 +9,21 @@ import copy
 import pytest
 import yaml
 
+from contract.env import TRAINKIT_PUSHGATEWAY_URL
+from contract.training_metrics import IDENTITY_LABELS
 from model.config import ConfigError, config_from_pulumi
 from model.stacks import _encode
 from plan.cli import plan_stack
 from tests.conftest import STACKS, make_project, planned, stack_file_config
-from tests.helpers.metric_sources import configuration, emitted, problems, queries
+from tests.helpers.metric_sources import (
+    configuration,
+    emitted,
+    problems,
+    push_urls,
+    queries,
+    with_jobs,
+)
+from tests.helpers.rendered_jobs import submitted_jobs
 
 # The Queues dashboard's "GPUs in use" query.
 NS = "gpu-platform"
@@ -22,10 +32,23 @@ QUEUE_USAGE = (
 )
 
 
+PUSHGATEWAY_URL = "http://prometheus-pushgateway.monitoring.svc:9091"
+# The Goodput row's per-job ratio.
+GOODPUT = (
+    'sum by (namespace, job_name) (gpu_platform_job_productive_gpu_seconds{job="training-goodput"})'
+    " / (sum by (namespace, job_name) "
+    '(gpu_platform_job_allocated_gpu_seconds{job="training-goodput"}) > 0)'
+)
+RANKS = "max by (namespace, job_name, rank, node) (gpu_platform_training_rank_step_seconds)"
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_query_reads_what_a_configured_component_emits(stack):
+    """Beside what the stack declares, what `python -m jobs` renders on it: only a team's job
+    tells where trainkit pushes its goodput."""
     plan = planned(stack)
-    known, missing = emitted(configuration(plan))
+    config = with_jobs(configuration(plan), [job for _, job in submitted_jobs(stack)])
+    known, missing = emitted(config)
     found = {where: problems(expr, known, missing) for where, expr in queries(plan)}
     assert {where: p for where, p in found.items() if p} == {}
 
@@ -163,3 +186,66 @@ def test_with_kueue_off_no_query_reads_a_metric_the_stack_does_not_export(tmp_pa
     # What stays is still checked: the GPU fleet's panels and the GPU alerts.
     assert any(w.startswith("dashboard gpu-fleet.json") for w in wheres)
     assert "alert GpuMissing" in wheres
+
+
+def test_goodput_exists_only_where_a_training_job_pushes_it_to_the_pushgateway():
+    """onprem has the Pushgateway (its self-test runs on a schedule); trainkit's series are
+    there only where the job builder hands jobs its address."""
+    config = copy.deepcopy(configuration(planned("onprem")))
+    config["push_urls"][TRAINKIT_PUSHGATEWAY_URL] = set()
+    assert problems(GOODPUT, *emitted(config))[0] == (
+        "gpu_platform_job_allocated_gpu_seconds not emitted: no training job sets "
+        f"TRAINKIT_PUSHGATEWAY_URL={PUSHGATEWAY_URL} (push job training-goodput)"
+    )
+    config["push_urls"][TRAINKIT_PUSHGATEWAY_URL] = {PUSHGATEWAY_URL}
+    known, _ = emitted(config)
+    assert problems(GOODPUT, known) == []
+    # Lost GPU-seconds and restarts carry the cause; the ratio's inputs do not.
+    assert problems("sum by (cause) (gpu_platform_job_restarts)", known) == []
+    assert problems("sum by (cause) (gpu_platform_job_allocated_gpu_seconds)", known) == [
+        "label cause not on ['gpu_platform_job_allocated_gpu_seconds']"
+    ]
+    # No Pushgateway at all (dev): none of it, whatever the jobs say.
+    config = with_jobs(configuration(planned("dev")), [])
+    config["push_urls"][TRAINKIT_PUSHGATEWAY_URL] = {PUSHGATEWAY_URL}
+    assert problems(GOODPUT, *emitted(config))[0] == (
+        "gpu_platform_job_allocated_gpu_seconds not emitted: no prometheus-pushgateway release"
+    )
+
+
+def test_push_addresses_are_read_from_jobsets_too():
+    """A JobSet's pods are its replicatedJobs' templates (jobset.x-k8s.io/v1alpha2)."""
+    container = {"name": "trainer", "env": [{"name": TRAINKIT_PUSHGATEWAY_URL, "value": "u"}]}
+    jobset = {
+        "kind": "JobSet",
+        "spec": {
+            "replicatedJobs": [
+                {"template": {"spec": {"template": {"spec": {"containers": [container]}}}}}
+            ]
+        },
+    }
+    assert push_urls([jobset])[TRAINKIT_PUSHGATEWAY_URL] == {"u"}
+
+
+def test_a_training_series_names_its_job_only_through_the_pod_monitor_relabeling():
+    """The straggler rules compare one job's ranks by `job_name`, which the PodMonitor copies
+    from its pods' JobSet label; without the relabeling no series has it."""
+    config = copy.deepcopy(configuration(planned("dev")))
+    assert config["pod_monitor_labels"]["training-jobs"] == {"job_name"}
+    # The goodput's grouping label: a job's step times and its goodput join on it.
+    assert "job_name" in IDENTITY_LABELS
+    assert problems(RANKS, emitted(config)[0]) == []
+    config["pod_monitor_labels"]["training-jobs"] = set()
+    assert problems(RANKS, emitted(config)[0]) == [
+        "label job_name not on ['gpu_platform_training_rank_step_seconds']"
+    ]
+
+
+def test_a_recorded_series_carries_only_the_labels_its_rule_keeps():
+    known, _ = emitted(configuration(planned("dev")))
+    ratio = "gpu_platform_job:rank_step_seconds:slowest_over_median"
+    assert known[ratio] == {"namespace", "job_name"}
+    assert problems(f'{ratio}{{node="n"}}', known) == [f"label node not on ['{ratio}']"]
+    assert problems("gpu_platform_job:goodput:ratio", known) == [
+        "unknown metric gpu_platform_job:goodput:ratio"
+    ]
