@@ -90,6 +90,19 @@ def process_started_at() -> float:
         return time.time()
 
 
+def attempt_record(
+    index: int, restart_attempt: int, world_size: int, started_at: float, resumed_from: int
+) -> dict:
+    """A new attempt's record, before its first step."""
+    return {
+        "index": index, "restart_attempt": restart_attempt, "world_size": world_size,
+        "started_at": started_at, "resumed_from": resumed_from,
+        "first_step_at": None, "last_step_at": None, "last_step": resumed_from,
+        "step_seconds": 0.0, "saves": {str(resumed_from): 0.0},
+        "completed_step": resumed_from, "end": None, "ended_at": None,
+    }  # fmt: skip
+
+
 def _end_of(attempt: dict) -> float:
     return attempt["ended_at"] or attempt["last_step_at"] or attempt["started_at"]
 
@@ -155,13 +168,9 @@ class Ledger:
             hung = any((root / "hangs" / f"attempt-{previous['index']}").glob("rank-*.json"))
             previous["end"] = RESTART_CAUSES[HUNG] if hung else None
         self.index = len(self.attempts)
-        self.attempt = {
-            "index": self.index, "restart_attempt": restart_attempt, "world_size": world_size,
-            "started_at": process_started_at(), "resumed_from": resumed_from,
-            "first_step_at": None, "last_step_at": None, "last_step": resumed_from,
-            "step_seconds": 0.0, "saves": {str(resumed_from): 0.0},
-            "completed_step": resumed_from, "end": None, "ended_at": None,
-        }  # fmt: skip
+        self.attempt = attempt_record(
+            self.index, restart_attempt, world_size, process_started_at(), resumed_from
+        )
         self.attempts.append(self.attempt)
         self._push_thread: threading.Thread | None = None
         self.write()
