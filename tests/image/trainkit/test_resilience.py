@@ -26,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from trainkit.goodput import LEDGER
+from trainkit.watchdog import hang_folder
 
 from contract.exits import BAD_ARGUMENTS, HUNG, UNFIXABLE
 from tests.helpers.hang import HANG_S
@@ -159,7 +161,7 @@ def losses(base: Path, name: str) -> dict:
 
 
 def ledger(base: Path, name: str) -> dict:
-    return json.loads((base / name / "checkpoints" / "goodput.json").read_text())
+    return json.loads((base / name / "checkpoints" / LEDGER).read_text())
 
 
 def logs(outcome: Outcome, attempt: int, pod: int = 0) -> str:
@@ -223,7 +225,7 @@ def test_a_bad_argument_fails_the_jobset_at_once(runs):
 
 
 def hang_records(runs) -> dict[int, dict]:
-    folder = runs["base"] / "hang" / "checkpoints" / "hangs" / "attempt-0"
+    folder = hang_folder(runs["base"] / "hang" / "checkpoints", 0)
     return {
         int(path.stem.removeprefix("rank-")): json.loads(path.read_text())
         for path in folder.glob("rank-*.json")
@@ -246,7 +248,7 @@ def test_a_hung_collective_fires_the_watchdog_within_its_bound(runs):
 
 
 def test_the_watchdog_writes_every_threads_stack_and_the_flight_record(runs):
-    folder = runs["base"] / "hang" / "checkpoints" / "hangs" / "attempt-0"
+    folder = hang_folder(runs["base"] / "hang" / "checkpoints", 0)
     for rank, record in hang_records(runs).items():
         stacks = (folder / f"rank-{rank}.stacks.txt").read_text()
         # faulthandler's dump: every thread, the main one inside the hung call.
