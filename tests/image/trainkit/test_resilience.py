@@ -24,6 +24,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from trainkit.goodput import LEDGER
@@ -32,7 +33,7 @@ from trainkit.watchdog import hang_folder
 from contract.exits import BAD_ARGUMENTS, HUNG, UNFIXABLE
 from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
-from tests.helpers.jobset_harness import JobSetHarness, Outcome
+from tests.helpers.jobset_harness import JobSetHarness, Outcome, Pod, job_failure, jobset_action
 from tests.helpers.loopback import free_port
 from tests.helpers.pushgateway import Gateway
 
@@ -338,3 +339,57 @@ def test_rank_0_pushes_the_ledgers_figures_with_the_jobs_identity(runs):
         pytest.approx(figures["lost_gpu_seconds"]["rank_failed"])
     )
     assert float(samples["gpu_platform_job_last_checkpoint_step"]) == STEPS
+
+
+# --- the controllers' rules, one failing and one passing case each ------------------------------
+
+
+def pod(exit_code: int, disrupted: bool = False) -> Pod:
+    ended = SimpleNamespace(returncode=exit_code)
+    return Pod(0, 0, ended, Path("log"), 0.0, 1.0, disrupted)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "disrupted", "reason", "message_end", "action"),
+    [
+        (2, False, "PodFailurePolicy", "exit code 2 matching FailJob rule at index 0",
+         "FailJobSet"),
+        (78, False, "PodFailurePolicy", "exit code 78 matching FailJob rule at index 0",
+         "FailJobSet"),
+        (143, True, "PodFailurePolicy", "has condition DisruptionTarget matching FailJob rule at "
+         "index 1", "RestartJobSetAndIgnoreMaxRestarts"),
+        (1, False, "BackoffLimitExceeded", "backoff limit", "RestartJobSet"),
+        (124, False, "BackoffLimitExceeded", "backoff limit", "RestartJobSet"),
+        (137, False, "BackoffLimitExceeded", "backoff limit", "RestartJobSet"),
+    ],
+)  # fmt: skip
+def test_the_policy_sends_each_exit_where_decisions28_says(
+    exit_code, disrupted, reason, message_end, action
+):
+    failure = job_failure([pod(exit_code, disrupted)], POD_FAILURE_POLICY)
+    assert failure[0] == reason and failure[1].endswith(message_end)
+    assert jobset_action(FAILURE_POLICY, *failure) == action
+
+
+def test_the_pod_failure_rules_match_only_what_they_name():
+    """kubernetes pkg/controller/job/pod_failure_policy.go: a rule for another container, a
+    NotIn that holds the code, an Ignore: each changes the verdict."""
+    other = {"rules": [{"action": "FailJob", "onExitCodes": {
+        "containerName": "sidecar", "operator": "In", "values": [2]}}]}  # fmt: skip
+    assert job_failure([pod(2)], other)[0] == "BackoffLimitExceeded"
+    not_in = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [1]}}]}
+    assert job_failure([pod(1)], not_in)[0] == "BackoffLimitExceeded"
+    assert job_failure([pod(3)], not_in)[0] == "PodFailurePolicy"
+    ignore = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    assert job_failure([pod(143, disrupted=True)], ignore) is None
+    assert job_failure([pod(143)], ignore)[0] == "BackoffLimitExceeded"
+
+
+def test_the_jobset_rules_need_both_reason_and_message_and_default_to_restart():
+    """jobset pkg/controllers/failure_policy.go: first matching rule wins; none: RestartJobSet."""
+    unfixable = (
+        "Container trainer for pod d/p failed with exit code 2 matching FailJob rule at index 0"
+    )
+    assert jobset_action(FAILURE_POLICY, "PodFailurePolicy", unfixable) == "FailJobSet"
+    assert jobset_action(FAILURE_POLICY, "BackoffLimitExceeded", unfixable) == "RestartJobSet"
+    assert jobset_action({"rules": []}, "PodFailurePolicy", unfixable) == "RestartJobSet"
