@@ -3,8 +3,9 @@ stand-in GPU step, measurable on a CPU), then training steps of sd-finetune and 
 real sizes on one device (the GPU when there is one), through the recipes' own task and step
 code, with randomly initialised weights of the real shapes (nothing to stage or download).
 Prints the step time (the first step, which pays for warm-up, left out), the peak memory and
-the goodput beside the throughput (trainkit.goodput's arithmetic over the run), and writes out/recipes/bench.json (`--out`). On a GPU the overlap benchmark then runs
-sd-finetune's real step, on the model just measured, in place of the stand-in sleep
+the goodput beside the throughput (trainkit.goodput's arithmetic over the run), and writes
+out/recipes/bench.json (`--out`). On a GPU the overlap benchmark then runs sd-finetune's real
+step, on the model just measured, in place of the stand-in sleep
 (`--overlap-step-ms` keeps the stand-in); on a CPU, or without sd-finetune at 512² x 4, the
 stand-in.
 
