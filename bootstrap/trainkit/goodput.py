@@ -6,8 +6,8 @@ resubmission) appends a record: its world size, when its processes started, the 
 from, its cumulative step time at each checkpoint it saved and at its last step, when its first
 and last steps finished, and how it ended. How an attempt ended is recorded where the attempt
 could still say so: `completed`, `preempted` (a SIGTERM stop at a step boundary), `hung` (a
-rank's watchdog dump in `hangs/attempt-<N>/`); an attempt that never said is `rank_failed`
-(contract/exits.RANK_FAILED: a crash, a killed rank, a lost node).
+rank's watchdog dump in `hangs/attempt-<N>/`, which also says when it ended); an attempt that
+never said is `rank_failed` (contract/exits.RANK_FAILED: a crash, a killed rank, a lost node).
 
 From the records (`figures`), in GPU-seconds (world size × seconds):
 - allocated: each attempt's wall time, from its processes' start to its end (its last recorded
@@ -165,8 +165,11 @@ class Ledger:
         self.attempts: list[dict] = doc["attempts"]
         if self.attempts and self.attempts[-1]["end"] is None:
             previous = self.attempts[-1]
-            hung = any((root / "hangs" / f"attempt-{previous['index']}").glob("rank-*.json"))
-            previous["end"] = RESTART_CAUSES[HUNG] if hung else None
+            dumps = sorted((root / "hangs" / f"attempt-{previous['index']}").glob("rank-*.json"))
+            if dumps:  # a watchdog fired: the attempt ended when the first one did
+                previous["end"] = RESTART_CAUSES[HUNG]
+                fired = [json.loads(dump.read_text()).get("fired_at") for dump in dumps]
+                previous["ended_at"] = min((t for t in fired if t), default=None)
         self.index = len(self.attempts)
         self.attempt = attempt_record(
             self.index, restart_attempt, world_size, process_started_at(), resumed_from
@@ -175,8 +178,8 @@ class Ledger:
         self._push_thread: threading.Thread | None = None
         self.write()
 
-    def stepped(self, step: int, step_seconds: float) -> None:
-        now = time.time()
+    def stepped(self, step: int, step_seconds: float, now: float) -> None:
+        """Step `step` ended at `now` (Unix time), this attempt's step time `step_seconds`."""
         self.attempt["first_step_at"] = self.attempt["first_step_at"] or now
         self.attempt.update(last_step_at=now, last_step=step, step_seconds=step_seconds)
 

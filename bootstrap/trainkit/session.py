@@ -131,6 +131,7 @@ class Session:
                 flush=True,
             )
         self._step_seconds = 0.0  # this attempt's step time so far, boundary to boundary
+        self._stepped_at = time.time()
         self.interrupted = False
         self.samples_per_s: float | None = None
         self._pending_loss: list[tuple[int, torch.Tensor]] = []
@@ -154,9 +155,9 @@ class Session:
                 self.step += 1
                 self.watchdog.beat(self.step)
                 self._step_seconds += time.perf_counter() - boundary
-                boundary = time.perf_counter()
+                boundary, self._stepped_at = time.perf_counter(), time.time()
                 if self.ledger is not None:
-                    self.ledger.stepped(self.step, self._step_seconds)
+                    self.ledger.stepped(self.step, self._step_seconds, self._stepped_at)
                 stop, written = self._agree(received)
                 if written:
                     self._finished(self.checkpoints.finish())
@@ -231,7 +232,8 @@ class Session:
         times = [torch.zeros(1, dtype=torch.float64) for _ in range(self.world)]
         dist.all_gather(times, torch.tensor([seconds], dtype=torch.float64), group=self._control)
         if self.rank == 0:
-            print(json.dumps({"job": self.name, **figures, "at": time.time()}), flush=True)
+            # `at`: when the step ended (Unix time), the instant the ledger records.
+            print(json.dumps({"job": self.name, **figures, "at": self._stepped_at}), flush=True)
             self.ledger.write()
         if self.metrics is not None:
             self.metrics.update(**figures)

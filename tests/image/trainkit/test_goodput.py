@@ -54,12 +54,15 @@ def test_an_attempt_that_saved_nothing_loses_all_its_steps():
 def test_the_next_attempt_reads_a_watchdog_dump_as_a_hang(tmp_path):
     (tmp_path / LEDGER).write_text(json.dumps({"attempts": [KILLED]}))
     (tmp_path / "hangs" / "attempt-0").mkdir(parents=True)
-    (tmp_path / "hangs" / "attempt-0" / "rank-1.json").write_text("{}")
+    (tmp_path / "hangs" / "attempt-0" / "rank-1.json").write_text('{"fired_at": 161.5}')
+    (tmp_path / "hangs" / "attempt-0" / "rank-0.json").write_text('{"fired_at": 160.0}')
     ledger = Ledger(tmp_path, restart_attempt=1, world_size=2, resumed_from=4,
                     identity={}, environ={})  # fmt: skip
     assert ledger.index == 1
     written = json.loads((tmp_path / LEDGER).read_text())
     assert written["attempts"][0]["end"] == "hung"
+    # The hang's stall was held: the attempt ended when the first watchdog fired.
+    assert written["attempts"][0]["ended_at"] == 160.0
     assert written["figures"]["restarts"]["hung"] == 1
 
 
