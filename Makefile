@@ -164,7 +164,8 @@ recipes-smoke: $(IMAGE_VENV)/.installed $(VENV)/.installed
 	PYTHONPATH=bootstrap:. PROGRAM_PYTHON=$(PY) $(IMAGE_PY) -m recipes.smoke
 
 # One step of training after warm-up of sd-finetune (SD 1.5 shapes, 512², 4 per GPU) and esrgan
-# (RRDB 23 blocks, 128² crops, 8 per GPU) on the GPU, random weights: step time, peak memory;
+# (RRDB 23 blocks, 128² crops, 8 per GPU) on the GPU, random weights: step time, peak memory,
+# goodput (trainkit's ledger arithmetic: step time over wall time from the model's set-up);
 # and the overlap benchmark (the real data path against the GPU step, X ms: on a GPU
 # sd-finetune's real step, else a stand-in sleep of 45 ms; serial step time, step time with the
 # loader's workers, each against max(X, Y)). On a CPU give smaller sizes, e.g.

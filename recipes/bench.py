@@ -2,9 +2,10 @@
 stand-in GPU step, measurable on a CPU), then training steps of sd-finetune and esrgan at their
 real sizes on one device (the GPU when there is one), through the recipes' own task and step
 code, with randomly initialised weights of the real shapes (nothing to stage or download).
-Prints the step time (the first step, which pays for warm-up, left out) and the peak memory,
-and writes out/recipes/bench.json (`--out`). On a GPU the overlap benchmark then runs
-sd-finetune's real step, on the model just measured, in place of the stand-in sleep
+Prints the step time (the first step, which pays for warm-up, left out), the peak memory and
+the goodput beside the throughput (trainkit.goodput's arithmetic over the run), and writes
+out/recipes/bench.json (`--out`). On a GPU the overlap benchmark then runs sd-finetune's real
+step, on the model just measured, in place of the stand-in sleep
 (`--overlap-step-ms` keeps the stand-in); on a CPU, or without sd-finetune at 512² x 4, the
 stand-in.
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import torch
 from trainkit import keyed_generator, mixed_precision, peak_memory
+from trainkit.goodput import COMPLETED, attempt_record, figures
 
 from recipes import overlap
 from recipes.esrgan.losses import VGG19_FILE, VGG19Features
@@ -89,8 +91,20 @@ def train_step(task, device: torch.device) -> tuple[torch.nn.Module, Callable[[B
     return model, step
 
 
+def bench_goodput(started_at: float, times: list[float], ended_at: float) -> float:
+    """The run's goodput as trainkit's ledger computes it (trainkit.goodput.figures) for one
+    attempt of one GPU that kept every step: step time over wall time from the model's move to
+    the device, so the warm-up and the set-up between steps count against it (no checkpoints or
+    restarts here: a job's own ledger adds those)."""
+    attempt = attempt_record(0, 0, 1, started_at, 0)
+    attempt.update(step_seconds=sum(times), saves={"0": 0.0, str(len(times)): sum(times)},
+                   completed_step=len(times), end=COMPLETED, ended_at=ended_at)  # fmt: skip
+    return figures([attempt])["goodput"]
+
+
 def measure(task, device: torch.device, size: int, batch: int, steps: int):
     """The figures of `steps` steps, and the step itself (the overlap benchmark reuses it)."""
+    started_at = time.time()
     model, train = train_step(task, device)
     dtype = mixed_precision(device)[0]
     if device.type == "cuda":
@@ -114,6 +128,7 @@ def measure(task, device: torch.device, size: int, batch: int, steps: int):
         "samples_per_s": batch * len(timed) / sum(timed), "peak_memory_gib": peak / 2**30,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "dtype": str(dtype).removeprefix("torch."),
+        "goodput": bench_goodput(started_at, times, time.time()),
     }, train  # fmt: skip
 
 
@@ -175,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{recipe:12} {f['image_size']}² x {f['batch_per_gpu']}: step {f['step_s']:.3f} s "
                 f"(first {f['first_step_s']:.2f} s), {f['samples_per_s']:.1f} samples/s, "
                 f"peak {f['peak_memory_gib']:.1f} GiB, {f['trainable_parameters']:,} trained "
-                f"parameters, {f['dtype']}"
+                f"parameters, {f['dtype']}, goodput {f['goodput']:.1%}"
             )
     save(args.out, figures)
     return 0

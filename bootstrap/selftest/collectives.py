@@ -239,6 +239,12 @@ def run(
     return results
 
 
+def preflight(ctx: SelfTestContext, nccl_log: Path | None = None) -> list[CheckResult]:
+    """The preflight's part: one small all-reduce across the whole group, then the transport
+    it used (NCCL's log), without the bandwidth sweeps."""
+    return [correctness(ctx), fallback_check(ctx, nccl_log), gpudirect_check(ctx, nccl_log)]
+
+
 def latency_floor(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:
     """The 8-byte all-reduce latency ceiling (µs) within a node, or across nodes on the pool's
     fabric; a stack's `{scope}_node_allreduce_latency_us` wins. TCP has no floor."""

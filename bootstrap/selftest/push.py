@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable
+
+from trainkit.pushgateway import labels as _labels
+from trainkit.pushgateway import put
 
 from selftest.result import FRACTION_UNIT, SEVERITY, CheckResult, merge
 
 JOB = "gpu-platform-selftest"
 PREFIX = "gpu_platform_selftest_"
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-TIMEOUT_S = 10.0
 HELP = {
     "check_status": "1 for the status of the check in the node's last run, 0 for the others.",
     "figure": "A figure the node's last run measured, in `unit`; `gpu` empty for the node's.",
@@ -39,15 +39,6 @@ HELP = {
 }
 # A rank's results: (its node, its GPU index on the node, what it measured).
 RankResults = tuple[str, int, list[CheckResult]]
-
-
-def _escape(value: object) -> str:
-    """A label value as the text format writes it: backslash, double quote and newline escaped."""
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _labels(**labels: object) -> str:
-    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
 
 
 def _number(value: object) -> float | None:
@@ -112,14 +103,6 @@ def exposition(node: str, ranks: list[tuple[int, list[CheckResult]]], ended_at: 
 
 def group_url(base: str, node: str) -> str:
     return f"{base.rstrip('/')}/metrics/job/{JOB}/node/{urllib.parse.quote(node, safe='')}"
-
-
-def put(url: str, body: str) -> None:
-    request = urllib.request.Request(
-        url, data=body.encode(), method="PUT", headers={"Content-Type": CONTENT_TYPE}
-    )
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S):
-        pass
 
 
 def push(base_url: str | None, per_rank: Iterable[RankResults], ended_at: float) -> CheckResult:

@@ -62,9 +62,15 @@ GROUPS = ["inventory", "hardware", "compute", "collectives", "latency", "storage
 # `--checks short`: the periodic run, a few minutes on an idle node: the node's health, its
 # GPUs' and fabric's figures and its NVMe cache, without the shared-data storage and training
 # runs (minutes of their own, and load on the shared file system from every node at once).
+# `--checks preflight`: before a new or restarted multi-node job trains, on its own nodes (the
+# JobSet's preflight, docs/training.md): the GPUs are visible, one small all-reduce across the
+# whole group is right, and NCCL's transport is the fabric's (collectives.preflight: the same
+# checks, without the bandwidth sweeps). Seconds, and the failed node named.
+PREFLIGHT = "preflight"
 CHECK_SETS = {
     "full": GROUPS,
     "short": ["inventory", "hardware", "compute", "collectives", "latency", "nvme", "metrics"],
+    PREFLIGHT: ["inventory", "collectives"],
 }
 NEEDS_PEERS = {"collectives", "latency", "storage", "training"}
 
@@ -113,7 +119,8 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
     p.add_argument(
         "--checks",
         default=e(SELFTEST_CHECKS, "full"),
-        help="short (the periodic run), full (the default), or groups to run, "
+        help="short (the periodic run), preflight (before a job), full (the default), or "
+        "groups to run, "
         f"comma-separated: {', '.join(GROUPS)}",
     )
     p.add_argument(
@@ -153,7 +160,7 @@ def selected_groups(checks: str) -> list[str]:
     if unknown or not names:
         raise SystemExit(
             f"--checks / SELFTEST_CHECKS {checks!r}: unknown {unknown or 'empty'}; "
-            f"valid: short, full, or a comma-separated list of {', '.join(GROUPS)}"
+            f"valid: short, full, {PREFLIGHT}, or a comma-separated list of {', '.join(GROUPS)}"
         )
     return [group for group in GROUPS if group in names]
 
@@ -178,7 +185,7 @@ def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestCont
         floor_sources={name: sources.get(name, "selftest config") for name in floors},
         dcgm_exporter_url=args.dcgm_url, prometheus_url=args.prometheus_url,
         join_timeout_s=args.join_timeout, dcgm_hostengine=args.dcgm_hostengine,
-        check_set="short" if args.checks == "short" else "full",
+        check_set="short" if args.checks in ("short", PREFLIGHT) else "full",
     )  # fmt: skip
 
 
@@ -232,6 +239,9 @@ def _free_port() -> int:
 def group_runner(name: str, ctx: SelfTestContext, args: argparse.Namespace):
     """The callable for one check group, or None when its module is not in this image."""
     local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
+    if name == "collectives" and args.checks == PREFLIGHT:
+        log = nccl_log_path(ctx, os.getpid()) if ctx.device == "cuda" else None
+        return lambda: collectives.preflight(ctx, log)
     if name == "collectives":
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
         log = nccl_log_path(ctx, os.getpid()) if ctx.device == "cuda" else None
@@ -272,6 +282,20 @@ def bench_lines(results: list[CheckResult]) -> list[str]:
         if result.unit.endswith("/s") or result.unit in {"µs", "us", "ms"}:
             lines.append(f"{result.name}  {result.value} {result.unit}  ({result.status})")
     return lines
+
+
+def preflight_verdict(per_rank) -> str:
+    """One line naming each node that FAILed a check, and which (each rank's own results)."""
+    failed: dict[str, list[str]] = {}
+    for node, _, results in per_rank:
+        for result in results:
+            if result.status == "FAIL" and result.name not in failed.get(node, []):
+                failed.setdefault(node, []).append(result.name)
+    if not failed:
+        return "preflight PASS on every node"
+    return "preflight FAIL: " + "; ".join(
+        f"node {node}: {', '.join(names)}" for node, names in failed.items()
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"support bundle: {ctx.out_dir / 'support-bundle'}")
         if args.bench:
             print("\n".join(["", "benchmark:", *bench_lines(results)]))
+        if args.checks == PREFLIGHT:
+            print(preflight_verdict(per_rank))
     elif not grouped:  # a rank cut off from rank 0 still says why in the Job's log
         print(report.table(results), file=sys.stderr)
     if grouped:

@@ -9,7 +9,9 @@ self-test, the recipes and teams' own scripts.
 - keyed draws: every random draw a function of (seed, rank, position) (trainkit.keyed);
 - the data loader: worker processes, pinned memory and prefetch over keyed positions
   (trainkit.loader);
-- the process: joining torchrun's group, the device, mixed precision, a clean exit."""
+- the process: joining torchrun's group, the device, mixed precision, a clean exit;
+- across restarts: the hang watchdog (trainkit.watchdog), the job's goodput ledger beside its
+  checkpoints (trainkit.goodput), pushed with the standard library (trainkit.pushgateway)."""
 
 from trainkit.checkpoint import (
     MANIFEST,

@@ -3,12 +3,16 @@ by each pod's local rank 0 on the container port `metrics` (8000, which the job 
 the platform's PodMonitor scrapes it and the training-job dashboard reads it. Prometheus adds
 `namespace` and `pod`; every series here carries `recipe`, the dashboard's grouping label (a
 team's job gives its own name). No client library: five gauges, written by the standard
-library's HTTP server."""
+library's HTTP server. Beside them, every rank's last step time
+(contract/training_metrics.RANK_STEP_SECONDS, labelled `rank` and `node`), gathered at each log
+point, so the straggler view sees each node's ranks from one scrape of the node's rank 0."""
 
 from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from contract.training_metrics import RANK_STEP_SECONDS
 
 METRICS_PORT = 8000
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -21,7 +25,12 @@ GAUGES = {
 }
 
 
-def exposition(recipe: str, values: dict[str, float]) -> str:
+RANK_STEP_HELP = "Wall time of each rank's last step, by rank and node."
+
+
+def exposition(
+    recipe: str, values: dict[str, float], ranks: dict[tuple[int, str], float] | None = None
+) -> str:
     """The gauges set so far; one not yet set is left out rather than reported as 0."""
     lines = []
     for name, help_text in GAUGES.items():
@@ -31,6 +40,13 @@ def exposition(recipe: str, values: dict[str, float]) -> str:
             f"# HELP {name} {help_text}",
             f"# TYPE {name} gauge",
             f'{name}{{recipe="{recipe}"}} {float(values[name])!r}',
+        ]
+    if ranks:
+        name = RANK_STEP_SECONDS
+        lines += [f"# HELP {name} {RANK_STEP_HELP}", f"# TYPE {name} gauge"]
+        lines += [
+            f'{name}{{recipe="{recipe}",rank="{rank}",node="{node}"}} {float(v)!r}'
+            for (rank, node), v in sorted(ranks.items())
         ]
     return "\n".join(lines) + "\n"
 
@@ -42,6 +58,7 @@ class MetricsServer:
     def __init__(self, recipe: str, port: int = METRICS_PORT) -> None:
         self.recipe = recipe
         self.values: dict[str, float] = {}
+        self.ranks: dict[tuple[int, str], float] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -68,6 +85,11 @@ class MetricsServer:
         with self._lock:
             self.values.update({f"gpu_platform_training_{k}": v for k, v in values.items()})
 
+    def update_ranks(self, step_seconds: dict[tuple[int, str], float]) -> None:
+        """Every rank's last step time, by (rank, node)."""
+        with self._lock:
+            self.ranks = dict(step_seconds)
+
     def render(self) -> str:
         with self._lock:
-            return exposition(self.recipe, dict(self.values))
+            return exposition(self.recipe, dict(self.values), dict(self.ranks))

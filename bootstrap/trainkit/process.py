@@ -15,6 +15,9 @@ from typing import NoReturn
 import torch
 import torch.distributed as dist
 
+from contract.env import TRAINKIT_CHECKPOINT_DIR
+from contract.launch import set_flight_recorder_defaults
+
 # The shell's code for a process ended by SIGTERM: a pod that saved and stopped on eviction
 # exits with it, so the Job never counts its index as succeeded (its podFailurePolicy ignores
 # the disrupted pod and it is recreated).
@@ -23,7 +26,15 @@ INTERRUPTED = 128 + 15
 
 def join(timeout: timedelta = timedelta(minutes=30)) -> tuple[int, int]:
     """The process group torchrun describes (NCCL on GPUs, gloo on CPUs), or a group of one when
-    started alone; returns (rank, local rank)."""
+    started alone; returns (rank, local rank). The flight recorder's settings are set first
+    (contract/launch.py: the launcher sets them too), and NCCL's own dump on its timeout goes to
+    the job's checkpoint folder (`hangs/`), beside the watchdog's."""
+    set_flight_recorder_defaults()
+    if os.environ.get(TRAINKIT_CHECKPOINT_DIR):
+        hangs = os.path.join(os.environ[TRAINKIT_CHECKPOINT_DIR], "hangs")
+        os.makedirs(hangs, exist_ok=True)
+        # ProcessGroupNCCL.hpp: the dump's file name prefix, the rank appended.
+        os.environ.setdefault("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", f"{hangs}/nccl-trace-rank-")
     for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
         os.environ.setdefault(name, value)
     os.environ.setdefault("MASTER_PORT", "29500")

@@ -12,7 +12,13 @@ training-job dashboard reads.
 Per optimizer step the session adds one all-reduce of two flags on a CPU (gloo) group: whether
 any rank got SIGTERM, so all stop at the same boundary, and whether every rank's background save
 is written, so the manifest follows as soon as it can. Neither waits for the GPU. The loss stays
-on the device and is reduced and read only every `log_every` steps."""
+on the device and is reduced and read only every `log_every` steps.
+
+Across restarts (docs/training.md, "What restarts, what fails at once"): the session logs the
+JobSet's restart attempt (contract/env.RESTART_ATTEMPT) when it starts, keeps the job's goodput
+ledger on rank 0 (trainkit.goodput, `goodput.json` beside the checkpoints), and runs the hang
+watchdog on every rank (trainkit.watchdog). At each log point every rank's step time is gathered
+on the CPU group and the node's local rank 0 serves it (RANK_STEP_SECONDS)."""
 
 from __future__ import annotations
 
@@ -26,13 +32,22 @@ from typing import NoReturn
 import torch
 import torch.distributed as dist
 
+from contract.env import NODE_NAME, RESTART_ATTEMPT
+from contract.exits import PREEMPTED, RESTART_CAUSES
+from trainkit import watchdog
 from trainkit.checkpoint import Checkpointer, checkpoint_root, restore
+from trainkit.goodput import COMPLETED, LEDGER, Ledger, identity
 from trainkit.metrics import METRICS_PORT, MetricsServer
 from trainkit.process import INTERRUPTED, leave, peak_memory, sigterm_flag
 
 # The metrics port: 8000 by default (the job builder's `metrics` port), 0 takes a free one,
 # `off` serves none.
 METRICS_PORT_ENV = "TRAINKIT_METRICS_PORT"
+
+
+def _ledger_attempts(root: Path) -> list:
+    ledger = root / LEDGER
+    return json.loads(ledger.read_text())["attempts"] if ledger.is_file() else []
 
 
 def _metrics(name: str) -> MetricsServer | None:
@@ -64,6 +79,7 @@ class Session:
         log_every: int = 1,
         metrics: MetricsServer | None = None,
         modules: dict[str, torch.nn.Module] | None = None,
+        hang_floor_s: float = watchdog.DEFAULT_FLOOR_S,
     ) -> None:
         self.model, self.optimizer, self.scaler = model, optimizer, scaler
         self.modules = modules or {}
@@ -72,6 +88,20 @@ class Session:
         self.device = next(model.parameters()).device
         self.checkpoints = Checkpointer(checkpoint_root(directory), keep)
         self._control = dist.new_group(backend="gloo")
+        self.restart_attempt = int(os.environ.get(RESTART_ATTEMPT) or 0)
+        factor, ceiling_s = watchdog.settings()
+        # The attempt's index in the ledger names its hang folder; rank 0 reads the ledger, so
+        # it tells the others (the watchdog guards the restore's collectives too).
+        attempt = [len(_ledger_attempts(self.checkpoints.root)) if self.rank == 0 else None]
+        dist.broadcast_object_list(attempt, src=0, group=self._control)
+        self.watchdog = watchdog.Watchdog(
+            watchdog.hang_folder(self.checkpoints.root, attempt[0]), self.rank,
+            factor=factor, ceiling_s=ceiling_s, floor_s=hang_floor_s,
+        )  # fmt: skip
+        nodes: list[str | None] = [None] * self.world
+        dist.all_gather_object(nodes, os.environ.get(NODE_NAME) or os.uname().nodename,
+                               group=self._control)  # fmt: skip
+        self._nodes: list[str] = nodes
         # The losses so far travel with the checkpoint (as JSON text, one DCP object), so a
         # resumed run's `losses` are the whole run's, both sides of the interruption.
         template = {"step": 0, "losses": "{}", **(state or {})}
@@ -87,6 +117,21 @@ class Session:
             int(step): loss for step, loss in json.loads(restored.pop("losses")).items()
         }
         self.state: dict = restored
+        self.ledger = None
+        if self.rank == 0:
+            self.checkpoints.root.mkdir(parents=True, exist_ok=True)
+            self.ledger = Ledger(
+                self.checkpoints.root, restart_attempt=self.restart_attempt,
+                world_size=self.world, resumed_from=self.step, identity=identity(name),
+            )  # fmt: skip
+            # A log line, not JSON: rank 0's JSON lines are the steps' figures.
+            print(
+                f"trainkit: job {name}: {RESTART_ATTEMPT}={self.restart_attempt}, "
+                f"attempt {self.ledger.index} of the job, resuming from step {self.step}",
+                flush=True,
+            )
+        self._step_seconds = 0.0  # this attempt's step time so far, boundary to boundary
+        self._stepped_at = time.time()
         self.interrupted = False
         self.samples_per_s: float | None = None
         self._pending_loss: list[tuple[int, torch.Tensor]] = []
@@ -103,13 +148,19 @@ class Session:
         on SIGTERM, save every `save_every` steps, at the end and on stopping."""
         with sigterm_flag() as received:
             first = self.step
+            boundary = time.perf_counter()
             while self.step < total:
                 started = time.perf_counter()
                 yield self.step
                 self.step += 1
+                self.watchdog.beat(self.step)
+                self._step_seconds += time.perf_counter() - boundary
+                boundary, self._stepped_at = time.perf_counter(), time.time()
+                if self.ledger is not None:
+                    self.ledger.stepped(self.step, self._step_seconds, self._stepped_at)
                 stop, written = self._agree(received)
                 if written:
-                    self.checkpoints.finish()
+                    self._finished(self.checkpoints.finish())
                 if self.step - 1 > first:
                     seconds, samples = self._timed
                     self._timed = (seconds + time.perf_counter() - started, samples + self._samples)
@@ -121,7 +172,15 @@ class Session:
                 if stop:
                     self.interrupted = True
                     break
-        self.checkpoints.finish()
+        self._finished(self.checkpoints.finish())
+        self.watchdog.stop()
+        if self.ledger is not None:
+            self.ledger.end(RESTART_CAUSES[PREEMPTED] if self.interrupted else COMPLETED)
+
+    def _finished(self, folder: Path | None) -> None:
+        """A checkpoint's manifest is written: its steps survive a restart."""
+        if folder is not None and self.ledger is not None:
+            self.ledger.checkpointed(int(folder.name.removeprefix("step-")))
 
     def _agree(self, received: list[int]) -> tuple[bool, bool]:
         """(any rank got SIGTERM, every rank's save in flight is written), on the CPU group."""
@@ -139,6 +198,8 @@ class Session:
         trainer = {"step": self.step, "losses": json.dumps(self.losses), **self.state}
         if self._scaled():
             trainer["scaler"] = self.scaler.state_dict()
+        if self.ledger is not None:
+            self.ledger.saving(self.step, self._step_seconds)
         return self.checkpoints.save(self.step, self.model, self.optimizer, trainer, self.modules)
 
     def _read_losses(self) -> int | None:
@@ -167,10 +228,18 @@ class Session:
             "samples_per_second": self.samples_per_s or 0.0,
             "gpu_memory_bytes": peak_memory(self.device),
         }  # fmt: skip
+        # Every rank's step time, for the straggler view: one all-gather on the CPU group.
+        times = [torch.zeros(1, dtype=torch.float64) for _ in range(self.world)]
+        dist.all_gather(times, torch.tensor([seconds], dtype=torch.float64), group=self._control)
         if self.rank == 0:
-            print(json.dumps({"job": self.name, **figures}), flush=True)
+            # `at`: when the step ended (Unix time), the instant the ledger records.
+            print(json.dumps({"job": self.name, **figures, "at": self._stepped_at}), flush=True)
+            self.ledger.write()
         if self.metrics is not None:
             self.metrics.update(**figures)
+            self.metrics.update_ranks(
+                {(rank, self._nodes[rank]): float(t) for rank, t in enumerate(times)}
+            )
 
     def exit(self) -> NoReturn:
         """Leave as the Job expects: 143 (terminated) after a SIGTERM stop, 0 when finished."""
