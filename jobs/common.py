@@ -266,7 +266,7 @@ def deliver(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump_all(render(spec), sort_keys=False))
     size = f"{spec.nodes} node(s) x {spec.gpus} GPU(s) of pool {spec.pool.name}"
-    print(f"Wrote {path}: Job {spec.namespace}/{spec.name}, {size}{detail}")
+    print(f"Wrote {path}: JobSet {spec.namespace}/{spec.name}, {size}{detail}")
     sharing = spec.pool.sharing
     if sharing.mode in ("time-slicing", "mps"):
         # Not refused (a dev pool is often shared), but the GPU memory the job needs is not
