@@ -127,3 +127,22 @@ def validate(obj: dict[str, Any], kubernetes_version: str) -> None:
     for rj in obj["spec"]["replicatedJobs"]:
         job = {**as_job(obj), "spec": rj["template"]["spec"]}
         validate_kubernetes(job, kubernetes_version)
+
+
+def job_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The spec of every Job the object makes: a Job's own, or each replicatedJob's."""
+    if obj["kind"] == KIND:
+        return [rj["template"]["spec"] for rj in obj["spec"]["replicatedJobs"]]
+    return [obj["spec"]]
+
+
+def pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return [spec["template"]["spec"] for spec in job_specs(obj)]
+
+
+def validate_object(obj: dict[str, Any], kubernetes_version: str) -> None:
+    """A JobSet as above; any other object against Kubernetes' schema."""
+    if obj["kind"] == KIND:
+        validate(obj, kubernetes_version)
+    else:
+        validate_kubernetes(obj, kubernetes_version)
