@@ -323,6 +323,7 @@ def test_the_job_tells_the_selftest_where_this_nodes_exporter_and_its_floors_are
 
 # --------------------------------------------------------------------------- how long up waits
 
+
 def minutes(timeout: str) -> int:
     assert timeout.endswith("m"), timeout
     return int(timeout[:-1])
