@@ -202,6 +202,13 @@ def master_address(spec: TrainingJobSpec) -> str:
     return f"{spec.name}-{REPLICATED_JOB}-0-0.{spec.name}"
 
 
+def longest_name(nodes: int) -> int:
+    """The longest JobSet name whose pods' hostnames `<name>-trainer-0-<index>` stay DNS labels
+    of 63 characters, which JobSet's webhook requires ("JobSet name is too long, pod names
+    generated for this JobSet will exceed 63 characters", pkg/webhooks/jobset_webhook.go)."""
+    return 63 - len(f"-{REPLICATED_JOB}-0-{nodes - 1}")
+
+
 def launcher_command() -> list[str]:
     """The platform's launcher, which takes torchrun's flags, runs its agent with every worker
     wrapped, and exits with the group's root cause (contract/launch.py, contract/exits.py)."""

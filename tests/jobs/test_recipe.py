@@ -453,6 +453,18 @@ def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(choices, me
         plan_job(staged(stack_config("prod")), "esrgan", **choices)
 
 
+def test_a_name_whose_pod_hostnames_exceed_63_characters_is_refused():
+    """JobSet's webhook refuses a JobSet whose pod names `<name>-trainer-0-<index>` exceed a
+    63-character DNS label (jobset pkg/webhooks/jobset_webhook.go, podNameTooLongErrorMsg):
+    `-trainer-0-1` is 12 characters, so 2 nodes leave 51."""
+    cfg = staged(stack_config("prod"))
+    spec, _ = plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1, name="a" * 51)
+    (obj,) = render(spec)
+    assert len(f"{obj['metadata']['name']}-trainer-0-1") == 63
+    with pytest.raises(SubmitError, match="at most 51 characters with 2 nodes"):
+        plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1, name="a" * 52)
+
+
 def test_a_recipe_for_a_team_runs_in_its_namespace_through_its_queue():
     # onprem's team research bursts to the worker burst (stacks/Pulumi.onprem.yaml): the job is
     # rendered for burst's pool and handed to MultiKueue.
