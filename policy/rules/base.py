@@ -144,8 +144,7 @@ def pod_specs(props: dict[str, Any]) -> list[dict[str, Any]]:
     jobset.x-k8s.io/v1alpha2); the one of any other workload; none for anything else."""
     if props.get("kind") == "JobSet":
         return [
-            (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec")
-            or {}
+            (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
             for rj in (props.get("spec") or {}).get("replicatedJobs") or []
         ]
     spec = pod_spec(props)
