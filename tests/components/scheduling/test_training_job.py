@@ -14,6 +14,7 @@ from model.stacks import ROOT
 from tests.conftest import STACKS, stack_config
 from tests.helpers import jobsets
 from tests.helpers.job_specs import IMAGE, POOLS
+from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
 
 
 def rendered(stack: str, pool: str, **choices):
@@ -400,3 +401,22 @@ def test_a_service_account_runs_the_pods_only_when_given():
     spec = spec_for_pool(cfg, "h100-block", name="n", image=IMAGE, command=["t.py"],
                          service_account="selftest-cordon")  # fmt: skip
     assert pod(render(spec))["serviceAccountName"] == "selftest-cordon"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_job_the_platform_and_jobs_submit_render_is_admitted_by_the_api_server(stack):
+    """The self-test and its schedule, every recipe and a team's own job on every pool for
+    every team, and a bursting team's on its worker's pools: each JobSet against the CRD's
+    schema and CEL rules with its Job against Kubernetes', each scheduled run's Job against
+    Kubernetes'."""
+    version = stack_config(stack).cluster.kubernetes_version
+    found = [("platform", obj) for obj in platform_jobs(stack)] + submitted_jobs(stack)
+    for worker in workers_of(stack):
+        found += burst_jobs(stack, worker)
+    kinds = {obj["kind"] for _, obj in found}
+    assert "JobSet" in kinds and kinds <= {"JobSet", "Job"}, kinds
+    for what, obj in found:
+        try:
+            jobsets.validate_object(obj, version)
+        except AssertionError as error:
+            raise AssertionError(f"{stack}: {what}: {error}") from error
