@@ -57,10 +57,26 @@ METRICS_PORT_NAME = "metrics"
 METRICS_LABEL = {"gpu-platform/metrics": "training"}
 # The Multus network RDMA pods attach (components/data/fabric.py declares it).
 RDMA_NETWORK = "rdma"
+# The label the self-test puts on a node it quarantines, with the check that failed
+# (components/selftest/access.py); every training pod requires a node without it
+# (components/scheduling/training_job.py).
+QUARANTINE_LABEL = "gpu-platform/selftest-failed"
 
 # --------------------------------------------------------------------------------- services
 # kube-prometheus-stack's release: the chart names its Prometheus Service `<release>-prometheus`.
 MONITORING_RELEASE = "kube-prometheus-stack"
+
+
+# The Pushgateway release the self-test's history and trainkit's goodput are pushed to
+# (components/selftest/schedule.py installs it).
+PUSHGATEWAY = "prometheus-pushgateway"
+PUSHGATEWAY_PORT = 9091
+
+
+def pushgateway_url(namespace: str) -> str:
+    """The Pushgateway's in-cluster address: the chart names its Service after the release when
+    the release name holds the chart's (`prometheus-pushgateway.fullname`), port 9091."""
+    return f"http://{PUSHGATEWAY}.{namespace}.svc:{PUSHGATEWAY_PORT}"
 
 
 def prometheus_url(namespace: str) -> str:

@@ -43,8 +43,8 @@ from components.observability.alerts import (
 from components.observability.monitoring import Monitoring, MonitoringArgs
 from components.scheduling.jobset import JobSetController, JobSetControllerArgs
 from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
+from components.scheduling.launcher import Launcher, LauncherArgs
 from components.scheduling.queues import Scheduling, SchedulingArgs
-from components.scheduling.rendezvous import Rendezvous, RendezvousArgs
 from components.selftest.job import SelfTest, SelfTestArgs
 from components.storage.ceph import RookCeph, RookCephArgs
 from components.storage.fsx import FsxLustre, FsxLustreArgs
@@ -94,14 +94,14 @@ class Platform(PlatformComponent):
         )
         self._export(namespaces)
         # What a job's pods name is declared in every namespace jobs run in, the training namespace
-        # first: MultiKueue copies only the Job to a worker (components/scheduling/rendezvous.py).
+        # first: MultiKueue copies only the JobSet to a worker (components/scheduling/launcher.py).
         self.job_namespaces = job_namespaces(cfg)
         self.declared_namespaces = [*namespaces.by_purpose.values(), *namespaces.teams.values()]
         self.namespaces = namespaces
         self.tested.append(
-            Rendezvous(
-                f"{env}-rendezvous",
-                RendezvousArgs(ctx, self.job_namespaces, after=self.declared_namespaces),
+            Launcher(
+                f"{env}-launcher",
+                LauncherArgs(ctx, self.job_namespaces, after=self.declared_namespaces),
                 on_cluster,
             )
         )

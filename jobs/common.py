@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import TrainingJobSpec, render
+from components.scheduling.training_job import TrainingJobSpec, longest_name, render
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import TeamSettings
 from model.stacks import stack_config
@@ -166,13 +166,14 @@ def job_name(prefix: str, what: object) -> str:
 
 
 def check_name(name: str, nodes: int) -> None:
-    """A DNS label that still is one as `<name>-<index>`, each pod's hostname."""
-    longest = 63 - len(f"-{nodes - 1}")
+    """A DNS label that still is one as `<name>-trainer-0-<index>`, each pod's hostname."""
+    longest = longest_name(nodes)
     if not DNS_LABEL.fullmatch(name) or len(name) > longest:
         raise SubmitError(
             [
                 f"--name {name!r}: give a DNS label, lowercase letters, digits and '-', at "
-                f"most {longest} characters with {nodes} nodes (pods are <name>-<index>)"
+                f"most {longest} characters with {nodes} nodes (pods are "
+                "<name>-trainer-0-<index>)"
             ]
         )
 
@@ -266,7 +267,7 @@ def deliver(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump_all(render(spec), sort_keys=False))
     size = f"{spec.nodes} node(s) x {spec.gpus} GPU(s) of pool {spec.pool.name}"
-    print(f"Wrote {path}: Job {spec.namespace}/{spec.name}, {size}{detail}")
+    print(f"Wrote {path}: JobSet {spec.namespace}/{spec.name}, {size}{detail}")
     sharing = spec.pool.sharing
     if sharing.mode in ("time-slicing", "mps"):
         # Not refused (a dev pool is often shared), but the GPU memory the job needs is not

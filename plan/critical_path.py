@@ -63,9 +63,9 @@ CREATE_TIMES: dict[str, CreateTime] = {
         "estimated: Pulumi waits for the release's workloads to be ready (pulumi-kubernetes "
         "Release `skipAwait` false, default `timeout` 300 s); image pulls dominate",
     ),
-    "kubernetes:batch/v1:Job": CreateTime(
+    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": CreateTime(
         10,
-        "estimated: the self-test Job waits for Kueue admission, GPU nodes scaled from zero "
+        "estimated: the self-test JobSet waits for Kueue admission, GPU nodes scaled from zero "
         "and its checks (components/selftest/job.py; bounded by selftest.up_wait_minutes)",
     ),
 }

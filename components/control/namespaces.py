@@ -52,7 +52,7 @@ def team_pod_security(team: TeamSettings) -> tuple[dict[str, str], dict[str, str
 def job_namespaces(cfg: PlatformConfig) -> list[str]:
     """Every namespace jobs run in, the training namespace first, then each team's, then the
     self-test's where it runs (after deploys or on a schedule): each holds what a job's pods
-    name (the rendezvous Service, the NCCL ConfigMaps, `shared-data`, the RDMA network), since
+    name (the launcher ConfigMap, the NCCL ConfigMaps, `shared-data`, the RDMA network), since
     a pod finds them only in its own namespace, on the cluster where it runs."""
     training = cfg.namespaces.training
     teams = cfg.scheduling.all_teams(training)

@@ -1,23 +1,37 @@
-"""A distributed training job on one GPU pool, as a plain Kubernetes object: an Indexed Job whose
-pods find each other through the platform's rendezvous Service, and run the command under
-torchrun.
+"""A distributed training job on one GPU pool, as a plain Kubernetes object: a JobSet
+(kubernetes-sigs/jobset v0.12.0, `jobset.x-k8s.io/v1alpha2`) of one Indexed Job whose pods find
+each other through the headless Service JobSet makes, and run the command under the platform's
+launcher (contract/launch.py), which runs torchrun's agent.
 
-- One pod per node: `completionMode: Indexed`, completions = parallelism = nodes. Each pod's
-  hostname is `<job>-<index>` and, with `subdomain: rendezvous`, it resolves as
-  `<job>-<index>.rendezvous` through the headless Service the platform declares in every
-  training namespace (components/scheduling/rendezvous.py), so a Job MultiKueue copies alone to a
-  worker still finds its peers; torchrun's rendezvous master is index 0 on port 29500 and each pod's
+- One pod per node: replicatedJob `trainer`, one replica, its Job Indexed with completions =
+  parallelism = nodes. JobSet names each pod `<jobset>-trainer-0-<index>` and, with its default
+  network (subdomain = the JobSet's name, DNS hostnames, not-ready addresses published: peers
+  look index 0 up while the pods are still starting), index 0 resolves as
+  `<jobset>-trainer-0-0.<jobset>` through the Service it creates itself (JobSet
+  `api/jobset/v1alpha2/jobset_types.go`, `Network`; `pkg/controllers/jobset_controller.go`,
+  `createHeadlessSvcIfNecessary`). MultiKueue copies only the JobSet to a worker, whose JobSet
+  controller makes the Service there. torchrun's master is index 0 on port 29500 and each pod's
   node rank is its completion index.
-- Admitted through Kueue: the LocalQueue label, the WorkloadPriorityClass label, and the Job
-  created suspended, so that Kueue starts it once the whole job fits (Kueue's
+- Restarts as a group (docs/training.md, "What the builder renders"): the Job fails at once
+  (`backoffLimit: 0`) and its `podFailurePolicy` says why, rule 0 an exit code no restart can
+  fix (contract/exits.UNFIXABLE), rule 1 a disrupted pod; the JobSet's `failurePolicy` reads
+  the rule index from the Job's failure message: unfixable fails the JobSet, disrupted restarts
+  it without counting, anything else (a rank failed, hung, was preempted) restarts every pod
+  from the last checkpoint, up to `scheduling.jobs.max_restarts` times.
+- Admitted through Kueue as one workload: the LocalQueue and WorkloadPriorityClass labels on
+  the JobSet, created suspended, so that Kueue starts it once the whole job fits (Kueue's
   pkg/controller/constants: QueueLabel `kueue.x-k8s.io/queue-name`, WorkloadPriorityClassLabel
-  `kueue.x-k8s.io/priority-class`; unchanged through v0.19.2).
+  `kueue.x-k8s.io/priority-class`); topology-aware placement on the replicatedJob's pod
+  template (Kueue `pkg/controller/jobs/jobset/jobset_webhook.go`); `spec.managedBy` MultiKueue's
+  on a bursting queue's job.
 - Requests what the pool's nodes offer (components/gpu_operator.pool_report): GPUs, the
   fabric's devices (EFA or the RDMA resource), 2 MiB hugepages, memory, and whole CPU cores per
   GPU (the pool's `cpus_per_gpu`), every one with requests = limits: the Guaranteed QoS class,
   which the static CPU manager the GPU nodes run pins to CPUs of their own;
   a memory-backed /dev/shm for NCCL and data loaders; the storage plane's volumes; the pool's
   NCCL ConfigMap as environment; on RDMA pools the `rdma` Multus network.
+- Never on a quarantined node: every pod requires a node without the self-test's quarantine
+  label, so a restarted group does not land on the node that failed it.
 - Scraped when it serves metrics: a container port named `metrics` and the pod label
   `gpu-platform/metrics: training`, which the platform's one PodMonitor selects in every training
   namespace (components/observability.training_pod_monitor).
@@ -26,13 +40,14 @@ torchrun.
   escalation, every capability dropped, RuntimeDefault seccomp, no hostPath (the NVMe cache is
   an emptyDir; components/storage/volumes.py).
 
-- On a schedule: `cron_job(spec, ...)` wraps the same Job in a CronJob. The CronJob controller
-  names each Job it creates, so no pod can know a peer's name in advance: a scheduled job is one
-  node, and torchrun's rendezvous stays on it (`--standalone`), with no subdomain.
+- On a schedule: `cron_job(spec, ...)` wraps the batch Job alone in a CronJob (the CronJob
+  controller makes only Jobs). It names each Job it creates, so no pod can know a peer's name
+  in advance: a scheduled job is one node, and torchrun's rendezvous stays on it
+  (`--standalone`).
 
-Everything here is pure: `render(spec)` returns the Job as a dict, validated in tests
-against the Kubernetes schema. `python -m jobs` submits through it, a recipe's job and a team's own
-(docs/training.md).
+Everything here is pure: `render(spec)` returns the JobSet as a dict, validated in tests
+against the JobSet CRD's schema and its pod template against Kubernetes'. `python -m jobs`
+submits through it, a recipe's job and a team's own (docs/training.md).
 """
 
 from __future__ import annotations
@@ -45,11 +60,19 @@ from typing import Any
 
 from components.data.gpu_operator import advertised_resources
 from components.data.nccl import configmap_name
+from components.scheduling.launcher import (
+    CONFIGMAP as LAUNCHER_CONFIGMAP,
+)
+from components.scheduling.launcher import (
+    ITEMS as LAUNCHER_ITEMS,
+)
+from components.scheduling.launcher import (
+    MOUNT_PATH as LAUNCHER_MOUNT_PATH,
+)
+from components.scheduling.launcher import (
+    SCRIPT as LAUNCHER_SCRIPT,
+)
 from components.scheduling.multikueue import burst_managed_by
-from components.scheduling.rendezvous import LABEL as RENDEZVOUS_LABEL
-from components.scheduling.rendezvous import PORT as RENDEZVOUS_PORT
-from components.scheduling.rendezvous import SERVICE as RENDEZVOUS_SERVICE
-from components.scheduling.rendezvous import master_address as index_zero
 from components.scheduling.topology import placement
 from components.storage.volumes import (
     NvmeCache,
@@ -66,21 +89,34 @@ from components.vocabulary import (
     METRICS_LABEL,
     METRICS_PORT_NAME,
     PRIORITY_LABEL,
+    QUARANTINE_LABEL,
     QUEUE_LABEL,
     RDMA_NETWORK,
+    pushgateway_url,
     rdma_resource,
 )
 from contract.env import (
     CPU_LIMIT_MILLICORES,
     CPU_REQUEST_MILLICORES,
+    JOB_NAME,
+    JOB_POOL,
+    JOB_QUEUE,
+    JOB_TEAM,
     MEMORY_LIMIT_MIB,
     MEMORY_REQUEST_MIB,
     NODE_NAME,
     POD_NAME,
     POD_NAMESPACE,
+    RESTART_ATTEMPT,
+    TRAINKIT_HANG_CEILING_S,
+    TRAINKIT_HANG_FACTOR,
+    TRAINKIT_PUSHGATEWAY_URL,
 )
+from contract.exits import UNFIXABLE
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
+from model.config.scheduling import JobSettings
+from model.config.selftest_schedule import scheduled
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Where the image side serves a trainer's Prometheus metrics, on each pod's local rank 0: the
@@ -88,6 +124,23 @@ MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 TRAINING_METRICS_PORT = 8000
 # The image's non-root user (bootstrap/Dockerfile); any non-root uid works for other images.
 RUN_AS = 1000
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+# The one replicatedJob; JobSet names its pods `<jobset>-<replicatedJob>-<job index>-<index>`.
+REPLICATED_JOB = "trainer"
+CONTAINER = "trainer"
+# torchrun's default master port (torch.distributed.run, `--master-port`).
+RENDEZVOUS_PORT = 29500
+# The annotation the JobSet controller sets on every pod template to its `status.restarts`
+# (JobSet pkg/constants/constants.go `RestartsKey`; jobset_controller.go labelAndAnnotateObject).
+RESTART_ATTEMPT_KEY = "jobset.sigs.k8s.io/restart-attempt"
+# The Job controller's failure message when a pod matches a FailJob rule (kubernetes/kubernetes
+# pkg/controller/job/pod_failure_policy.go, matchPodFailurePolicy, unchanged 1.31 through 1.36):
+#   "Container %s for pod %s/%s failed with exit code %v matching %v rule at index %d"
+#   "Pod %s/%s has condition %v matching %v rule at index %d"
+# The Job's Failed condition carries it with reason `PodFailurePolicy`; a JobSet rule matches
+# the rule's index at the message's end (RE2), so index 1 never matches index 10.
+FAIL_JOB_RULE_MESSAGE = "matching FailJob rule at index {index}$"
+UNFIXABLE_RULE, DISRUPTED_RULE = 0, 1
 
 
 @dataclass(frozen=True)
@@ -131,6 +184,10 @@ class TrainingJobSpec:
     # spec.managedBy: `kueue.x-k8s.io/multikueue` for a job whose queue bursts, so that only
     # MultiKueue runs it (components/multikueue.MANAGED_BY).
     managed_by: str | None = None
+    # Restarts and hang detection (scheduling.jobs).
+    jobs: JobSettings = field(default_factory=JobSettings)
+    # Where trainkit pushes the job's goodput; None where the stack runs no Pushgateway.
+    pushgateway_url: str | None = None
 
     @property
     def gpus(self) -> int:
@@ -138,8 +195,24 @@ class TrainingJobSpec:
 
 
 def master_address(spec: TrainingJobSpec) -> str:
-    """Index 0's stable name through the namespace's rendezvous Service."""
-    return index_zero(spec.name)
+    """Index 0's name through the JobSet's headless Service: `<jobset>-trainer-0-0.<jobset>`
+    (JobSet jobset_types.go, `Network`: pods resolve as
+    `<jobSet.name>-<replicatedJob.name>-<job-index>-<pod-index>.<subdomain>`, the subdomain
+    defaulting to the JobSet's name)."""
+    return f"{spec.name}-{REPLICATED_JOB}-0-0.{spec.name}"
+
+
+def longest_name(nodes: int) -> int:
+    """The longest JobSet name whose pods' hostnames `<name>-trainer-0-<index>` stay DNS labels
+    of 63 characters, which JobSet's webhook requires ("JobSet name is too long, pod names
+    generated for this JobSet will exceed 63 characters", pkg/webhooks/jobset_webhook.go)."""
+    return 63 - len(f"-{REPLICATED_JOB}-0-{nodes - 1}")
+
+
+def launcher_command() -> list[str]:
+    """The platform's launcher, which takes torchrun's flags, runs its agent with every worker
+    wrapped, and exits with the group's root cause (contract/launch.py, contract/exits.py)."""
+    return ["python", f"{LAUNCHER_MOUNT_PATH}/{LAUNCHER_SCRIPT}"]
 
 
 def torchrun_args(spec: TrainingJobSpec) -> list[str]:
@@ -147,10 +220,10 @@ def torchrun_args(spec: TrainingJobSpec) -> list[str]:
     which Kubernetes substitutes from the container's environment ($(VAR) expansion). A
     standalone job rendezvouses on its own node (torchrun docs, `--standalone`)."""
     if spec.standalone:
-        return ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={spec.gpus}",
-                *spec.command]  # fmt: skip
+        return [*launcher_command(), "--standalone", "--nnodes=1",
+                f"--nproc-per-node={spec.gpus}", *spec.command]  # fmt: skip
     return [
-        "torchrun",
+        *launcher_command(),
         f"--nnodes={spec.nodes}",
         f"--nproc-per-node={spec.gpus}",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
@@ -250,8 +323,32 @@ RESOURCE_ENV = {
     MEMORY_REQUEST_MIB: ("requests.memory", "1Mi"),
     MEMORY_LIMIT_MIB: ("limits.memory", "1Mi"),
 }
+# Who the job is, for the goodput figures trainkit pushes, and its watchdog's bounds.
+JOB_ENV = (JOB_NAME, JOB_TEAM, JOB_QUEUE, JOB_POOL, TRAINKIT_PUSHGATEWAY_URL)
+WATCHDOG_ENV = (TRAINKIT_HANG_FACTOR, TRAINKIT_HANG_CEILING_S)
 # Every variable `container` sets itself: a job's own `env` must not name them again.
-RESERVED_ENV = ("JOB_COMPLETION_INDEX", *DOWNWARD_API_ENV, *RESOURCE_ENV, "HOME")
+RESERVED_ENV = (
+    "JOB_COMPLETION_INDEX",
+    RESTART_ATTEMPT,
+    *DOWNWARD_API_ENV,
+    *RESOURCE_ENV,
+    "HOME",
+    *JOB_ENV,
+    *WATCHDOG_ENV,
+)
+
+
+def job_env(spec: TrainingJobSpec) -> dict[str, str]:
+    """The job's identity (its team is its namespace: each team's own, jobs/team.py) and the
+    watchdog's bounds (scheduling.jobs); the queue and the Pushgateway only where there are."""
+    env = {JOB_NAME: spec.name, JOB_TEAM: spec.namespace, JOB_POOL: spec.pool.name}
+    if spec.queue:
+        env[JOB_QUEUE] = spec.queue
+    if spec.pushgateway_url:
+        env[TRAINKIT_PUSHGATEWAY_URL] = spec.pushgateway_url
+    env[TRAINKIT_HANG_FACTOR] = str(spec.jobs.hang_factor)
+    env[TRAINKIT_HANG_CEILING_S] = str(spec.jobs.hang_ceiling_seconds)
+    return env
 
 
 def container(spec: TrainingJobSpec) -> dict[str, Any]:
@@ -274,12 +371,21 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
             }
             for name, (field, divisor) in RESOURCE_ENV.items()
         ),
+        # How many times the group was restarted; a CronJob's Job has no such annotation, and
+        # an absent one reads as "" (Kubernetes docs, "Downward API").
+        {
+            "name": RESTART_ATTEMPT,
+            "valueFrom": {
+                "fieldRef": {"fieldPath": f"metadata.annotations['{RESTART_ATTEMPT_KEY}']"}
+            },
+        },
         # A read-only root: caches (torch, triton, matplotlib) go under the writable /tmp.
         {"name": "HOME", "value": "/tmp"},
+        *({"name": k, "value": v} for k, v in job_env(spec).items()),
         *({"name": k, "value": v} for k, v in sorted(spec.env.items())),
     ]
     return {
-        "name": "trainer",
+        "name": CONTAINER,
         "image": spec.image,
         "command": torchrun_args(spec),
         "env": env,
@@ -291,9 +397,33 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
             *training_volume_mounts(),
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "tmp", "mountPath": "/tmp"},
+            {"name": LAUNCHER_CONFIGMAP, "mountPath": LAUNCHER_MOUNT_PATH, "readOnly": True},
             *spec.extra_mounts,
         ],
     }
+
+
+def launcher_volume() -> dict[str, Any]:
+    """The launcher's ConfigMap (components/scheduling/launcher.py) as its files: a ConfigMap
+    key cannot hold a `/`, so each item names the path it is read at."""
+    return {
+        "name": LAUNCHER_CONFIGMAP,
+        "configMap": {
+            "name": LAUNCHER_CONFIGMAP,
+            "items": [{"key": key, "path": path} for key, path in LAUNCHER_ITEMS.items()],
+        },
+    }
+
+
+def quarantine_affinity() -> dict[str, Any]:
+    """Only nodes the self-test has not quarantined (components/selftest/access.py labels a
+    failing node): a restarted group never lands again on the node that failed it."""
+    term = {"matchExpressions": [{"key": QUARANTINE_LABEL, "operator": "DoesNotExist"}]}
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term]
+        }}
+    }  # fmt: skip
 
 
 def ports(spec: TrainingJobSpec) -> list[dict[str, Any]]:
@@ -305,8 +435,6 @@ def ports(spec: TrainingJobSpec) -> list[dict[str, Any]]:
 
 def pod_labels(spec: TrainingJobSpec) -> dict[str, str]:
     labels = dict(spec.labels)
-    if not spec.standalone:
-        labels.update(RENDEZVOUS_LABEL)
     if spec.metrics_port is not None:
         labels.update(METRICS_LABEL)
     return labels
@@ -323,6 +451,7 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeSelector": dict(spec.pool.node_selector),
+        "affinity": quarantine_affinity(),
         "tolerations": [dict(GPU_TOLERATION)],
         "securityContext": {"fsGroup": RUN_AS, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container(spec)],
@@ -330,11 +459,10 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
             *training_volumes(spec.cache),
             shm_volume(spec),
             {"name": "tmp", "emptyDir": {}},
+            launcher_volume(),
             *spec.extra_volumes,
         ],
     }
-    if not spec.standalone:
-        pod["subdomain"] = RENDEZVOUS_SERVICE
     if spec.service_account:
         pod["serviceAccountName"] = spec.service_account
     if spec.priority_class:
@@ -356,28 +484,80 @@ def job_labels(spec: TrainingJobSpec) -> dict[str, str]:
     return labels
 
 
-def job(spec: TrainingJobSpec) -> dict[str, Any]:
+def pod_failure_policy() -> dict[str, Any]:
+    """Why the Job failed, in its failure message's rule index (FAIL_JOB_RULE_MESSAGE): rule 0,
+    the trainer exited with a code no restart fixes; rule 1, the pod was disrupted (preempted,
+    evicted, its node drained or lost: Kubernetes docs, "Pod failure policy", DisruptionTarget).
+    Any other failure fails the Job too (`backoffLimit: 0`, reason BackoffLimitExceeded): the
+    JobSet restarts every pod, since the other ranks cannot go on without it."""
+    return {
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {
+                    "containerName": CONTAINER,
+                    "operator": "In",
+                    "values": sorted(UNFIXABLE),
+                },
+            },
+            {
+                "action": "FailJob",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+        ]
+    }
+
+
+def failure_policy(spec: TrainingJobSpec) -> dict[str, Any]:
+    """JobSet's rules, first match wins (JobSet pkg/controllers/failure_policy.go,
+    findFirstFailedPolicyRuleAndJob): unfixable fails the JobSet; disrupted restarts it without
+    counting (not the job's fault); no rule matching restarts it, counting toward maxRestarts
+    (`defaultFailurePolicyRuleAction` RestartJobSet). BlockingRecreate: every old pod is gone
+    before the new ones start, so no rank of the old group meets the new one."""
+
+    def rule(name: str, action: str, index: int) -> dict[str, Any]:
+        return {
+            "name": name,
+            "action": action,
+            "onJobFailureReasons": ["PodFailurePolicy"],
+            "onJobFailureMessagePatterns": [FAIL_JOB_RULE_MESSAGE.format(index=index)],
+            "targetReplicatedJobs": [REPLICATED_JOB],
+        }
+
+    return {
+        "maxRestarts": spec.jobs.max_restarts,
+        "restartStrategy": "BlockingRecreate",
+        "rules": [
+            rule("unfixable", "FailJobSet", UNFIXABLE_RULE),
+            rule("disrupted", "RestartJobSetAndIgnoreMaxRestarts", DISRUPTED_RULE),
+        ],
+    }
+
+
+def job_spec(spec: TrainingJobSpec) -> dict[str, Any]:
+    """The Indexed Job's spec, one pod per node, failing at its first failed pod."""
     body: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": spec.nodes,
         "parallelism": spec.nodes,
         "backoffLimit": spec.backoff_limit,
-        # Kueue unsuspends it once admitted; without a queue it starts at once.
-        "suspend": spec.queue is not None,
-        # A preempted or evicted pod is no failure of the job: it is recreated, without
-        # spending the backoff limit (Kubernetes docs, "Pod failure policy").
-        "podFailurePolicy": {
-            "rules": [
-                {
-                    "action": "Ignore",
-                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
-                }
-            ]
-        },
+        "podFailurePolicy": pod_failure_policy(),
         "template": pod_template(spec),
     }
     if spec.active_deadline_seconds:
         body["activeDeadlineSeconds"] = spec.active_deadline_seconds
+    return body
+
+
+def job(spec: TrainingJobSpec) -> dict[str, Any]:
+    """The batch Job alone, as a CronJob's template (components/scheduling/cron_jobs.py). No
+    JobSet restarts it: a disrupted pod is recreated without spending the backoff limit
+    (Kubernetes docs, "Pod failure policy"), and an unfixable exit fails it at once."""
+    body = job_spec(spec)
+    unfixable, disrupted = pod_failure_policy()["rules"]
+    body["podFailurePolicy"] = {"rules": [unfixable, {**disrupted, "action": "Ignore"}]}
+    # Kueue unsuspends it once admitted; without a queue it starts at once.
+    body["suspend"] = spec.queue is not None
     if spec.managed_by:
         body["managedBy"] = spec.managed_by
     meta: dict[str, Any] = {
@@ -390,11 +570,41 @@ def job(spec: TrainingJobSpec) -> dict[str, Any]:
     return {"apiVersion": BATCH_API, "kind": "Job", "metadata": meta, "spec": body}
 
 
+def jobset(spec: TrainingJobSpec) -> dict[str, Any]:
+    if spec.standalone:
+        raise ValueError(f"{spec.name}: a standalone job is a CronJob's (cron_jobs.cron_job)")
+    body: dict[str, Any] = {
+        "replicatedJobs": [
+            {
+                "name": REPLICATED_JOB,
+                "replicas": 1,
+                "template": {"spec": job_spec(spec)},
+            }
+        ],
+        # JobSet's defaults, spelled out: pods resolve by hostname under the JobSet's name, and
+        # before they are ready (every rank looks index 0 up while the pods start).
+        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+        "failurePolicy": failure_policy(spec),
+        # Kueue unsuspends it once admitted; without a queue it starts at once.
+        "suspend": spec.queue is not None,
+    }
+    if spec.managed_by:
+        body["managedBy"] = spec.managed_by
+    meta: dict[str, Any] = {
+        "name": spec.name,
+        "namespace": spec.namespace,
+        "labels": job_labels(spec),
+    }
+    if spec.annotations:
+        meta["annotations"] = dict(spec.annotations)
+    return {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": meta, "spec": body}
+
+
 def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
-    """What a submitter applies: the Job alone. Everything its pods name exists in its namespace
-    on every cluster it may run on, the rendezvous Service among them (tests/controllers/
-    references.py)."""
-    return [job(spec)]
+    """What a submitter applies: the JobSet alone. Everything its pods name exists in its
+    namespace on every cluster it may run on, the launcher's ConfigMap among them, and JobSet
+    makes the headless Service (tests/controllers/references.py)."""
+    return [jobset(spec)]
 
 
 def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> TrainingJobSpec:
@@ -405,6 +615,11 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     choices.setdefault("namespace", cfg.namespaces.training)
     choices.setdefault("placement", placement(cfg, pool))
     choices.setdefault("managed_by", burst_managed_by(cfg, choices["namespace"]))
+    choices.setdefault("jobs", cfg.scheduling.jobs)
+    # The Pushgateway the self-test's history runs on (components/selftest/job.py).
+    choices.setdefault(
+        "pushgateway_url", pushgateway_url(cfg.namespaces.monitoring) if scheduled(cfg) else None
+    )
     return TrainingJobSpec(
         pool=pool, cache=pool_cache(cfg, pool_name), rdma_resource=rdma, **choices
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
+from components.vocabulary import QUARANTINE_LABEL
 from contract.env import SELFTEST_CORDON_LABEL, SELFTEST_CORDON_ON_FAIL, SELFTEST_TOPOLOGY_LABELS
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import wanted_topology
@@ -35,7 +36,7 @@ ACCOUNT = "selftest"
 READER_ROLE = "gpu-platform-selftest-node-reader"
 CORDON_ROLE = "gpu-platform-selftest-cordon"
 # The node label a failing node gets, valued with the failed check (docs/monitoring.md).
-CORDON_LABEL = "gpu-platform/selftest-failed"
+CORDON_LABEL = QUARANTINE_LABEL
 READ_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
 CORDON_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
 

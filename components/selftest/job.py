@@ -2,12 +2,15 @@
 job (components/scheduling/training_job.py) on N nodes of one GPU pool, after everything it tests.
 
 How `pulumi up` waits (selftest.mode):
-- `block`: pulumi-kubernetes awaits a Job until its `Complete` condition and fails the update at
-  once on `Failed` (pulumi-kubernetes v4 Job await; its timeout is the resource's custom create
-  timeout). That clock starts at creation, while the Job's own (activeDeadlineSeconds,
-  selftest.timeout_minutes) starts when Kueue admits it, after queueing and node provisioning:
-  up waits selftest.provisioning_minutes longer. A FAIL in the report exits non-zero, the Job
-  fails, and so does `pulumi up`.
+- `block`: pulumi-kubernetes awaits the JobSet until its `Completed` condition
+  (`pulumi.com/waitFor: condition=Completed`, pulumi-kubernetes provider/pkg/metadata/
+  overrides.go ReadyCondition; JobSet's success condition, api/jobset/v1alpha2/jobset_types.go
+  `JobSetCompleted`); its timeout is the resource's custom create timeout. That clock starts at
+  creation, while the Job's own (activeDeadlineSeconds, selftest.timeout_minutes) starts when
+  Kueue admits it, after queueing and node provisioning: up waits
+  selftest.provisioning_minutes longer. A FAIL in the report exits non-zero, the JobSet fails,
+  and `pulumi up` fails once it has waited out its timeout (a condition to wait for has no
+  failure to stop at).
 - `warn`: `pulumi.com/skipAwait: "true"`; the update goes on and the plan warns that nobody
   waits for the result.
 
@@ -44,17 +47,15 @@ from components.scheduling.training_job import TrainingJobSpec, render, spec_for
 from components.selftest.access import access_env, access_objects, account
 from components.selftest.schedule import (
     IDLE_QUEUE,
-    PUSHGATEWAY,
     cron_job_name,
     cron_jobs,
     history_env,
     idle_nodes_only,
     idle_priority_objects,
     idle_queue_objects,
-    pushgateway_url,
     pushgateway_values,
 )
-from components.vocabulary import prometheus_url
+from components.vocabulary import PUSHGATEWAY, prometheus_url, pushgateway_url
 from contract.env import (
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
@@ -78,6 +79,8 @@ from model.config.selftest_schedule import scheduled, scheduled_pools
 
 PART_OF = plane_labels("selftest")
 SKIP_AWAIT = "pulumi.com/skipAwait"
+WAIT_FOR = "pulumi.com/waitFor"
+COMPLETED = "condition=Completed"
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -148,7 +151,8 @@ def pool_env(cfg: PlatformConfig, pool_name: str) -> dict[str, str]:
 def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
     settings, pool = cfg.selftest, selftest_pool(cfg)
     run = run_id(cfg)
-    annotations = {SKIP_AWAIT: "true"} if settings.resolved_mode(cfg.production) == "warn" else {}
+    warn = settings.resolved_mode(cfg.production) == "warn"
+    annotations = {SKIP_AWAIT: "true"} if warn else {WAIT_FOR: COMPLETED}
     return spec_for_pool(
         cfg,
         pool.name,
@@ -165,6 +169,9 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         annotations=annotations,
         service_account=account(cfg),
         namespace=cfg.namespaces.selftest,
+        # A FAIL exits non-zero: a verdict, not a fault that a restart fixes. Only a disrupted
+        # pod restarts the run (it does not count, training_job.failure_policy).
+        jobs=cfg.scheduling.jobs.model_copy(update={"max_restarts": 0}),
     )
 
 
@@ -230,15 +237,15 @@ class SelfTestArgs:
     context: StackContext
     cfg: PlatformConfig
     # Everything the self-test tests: GPU Operator, storage, fabric, NCCL settings, Kueue, and
-    # the rendezvous Service its pods resolve each other through.
+    # the launcher's ConfigMap its pods run.
     after: Sequence[pulumi.Resource] = ()
     # On AWS: the provider of the ECR repository; None on an existing cluster.
     aws_provider: pulumi.ProviderResource | None = None
 
 
 class SelfTest(PlatformComponent):
-    """The image's repository on AWS, and the Job (its peers meet through the namespace's
-    rendezvous Service, components/scheduling/rendezvous.py)."""
+    """The image's repository on AWS, and the JobSet (its peers meet through the headless
+    Service JobSet makes, components/scheduling/training_job.py)."""
 
     PLANE = "selftest"
 

@@ -43,7 +43,7 @@ from components.scheduling.kueue import (
 from components.scheduling.queues import workload_priority_class
 from components.scheduling.training_job import TrainingJobSpec, spec_for_pool
 from components.selftest.access import account
-from components.vocabulary import KUEUE_API
+from components.vocabulary import KUEUE_API, pushgateway_url
 from contract.env import SELFTEST_CHECKS, SELFTEST_OUT, SELFTEST_PUSHGATEWAY_URL, SELFTEST_RUN_ID
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import PlatformConfig
@@ -52,8 +52,6 @@ from model.config.selftest_schedule import scheduled_pools
 from model.versions import PUSHGATEWAY_IMAGE_TAG
 
 PART_OF = plane_labels("selftest")
-PUSHGATEWAY = "prometheus-pushgateway"
-PUSHGATEWAY_PORT = 9091
 # The Pushgateway's own data: 2 GiB, the chart's default size, holds far more than one group
 # of a few hundred series per node.
 PUSHGATEWAY_VOLUME_GIB = 2
@@ -76,12 +74,6 @@ def idle_nodes_only(cfg: PlatformConfig) -> bool:
     """Scheduled runs must not make the autoscaler start a node: it is ours, and the stack
     did not ask for provisioning (selftest.schedule.provision_nodes)."""
     return autoscaled(cfg) and not cfg.selftest.schedule.provision_nodes
-
-
-def pushgateway_url(namespace: str) -> str:
-    """The Pushgateway's in-cluster address: the chart names its Service after the release when
-    the release name holds the chart's (`prometheus-pushgateway.fullname`), port 9091."""
-    return f"http://{PUSHGATEWAY}.{namespace}.svc:{PUSHGATEWAY_PORT}"
 
 
 def pushgateway_values(cfg: PlatformConfig, node_selector: dict[str, str]) -> dict[str, Any]:

@@ -184,6 +184,36 @@ class FlavorSettings(Settings):
     )
 
 
+class JobSettings(Settings):
+    """How every multi-node job the platform renders recovers: its JobSet's restart limit
+    (components/scheduling/training_job.py) and trainkit's hang watchdog."""
+
+    max_restarts: Int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="Restarts of a job's whole group (JobSet `failurePolicy.maxRestarts`) "
+        "after a rank fails or hangs, each from the last checkpoint; a disrupted pod (drain, "
+        "preemption, spot reclaim) restarts it without counting, and a failure a restart "
+        "cannot fix (bad arguments, an import error) fails it at once.",
+    )
+    hang_factor: Int = Field(
+        10,
+        ge=2,
+        le=1000,
+        description="trainkit's watchdog: a rank whose step has not advanced within this "
+        "multiple of its recent step time dumps its stacks and the NCCL flight record and "
+        "exits with the hang code, so that the group restarts.",
+    )
+    hang_ceiling_seconds: Int = Field(
+        1800,
+        ge=60,
+        le=86400,
+        description="trainkit's watchdog: the longest a step may take whatever its recent "
+        "step time (the first steps, compilation, a checkpoint), in seconds.",
+    )
+
+
 class SchedulingSettings(Settings):
     """PriorityClasses, Kueue and team namespaces."""
 
@@ -204,6 +234,10 @@ class SchedulingSettings(Settings):
     )
     flavors: list[FlavorSettings] = Field(
         default_factory=list, description="Per-pool flavor settings; pools left out take defaults."
+    )
+    jobs: JobSettings = Field(
+        default_factory=JobSettings,
+        description="Restarts and hang detection of the jobs the platform renders.",
     )
     topology_levels: list[str] = Field(
         default_factory=list,

@@ -139,6 +139,18 @@ def pod_spec(props: dict[str, Any]) -> dict[str, Any] | None:
     return (spec.get("template") or {}).get("spec") or {}
 
 
+def pod_specs(props: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every pod spec of a workload: a JobSet's, one per replicatedJob (its Job's template,
+    jobset.x-k8s.io/v1alpha2); the one of any other workload; none for anything else."""
+    if props.get("kind") == "JobSet":
+        return [
+            (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            for rj in (props.get("spec") or {}).get("replicatedJobs") or []
+        ]
+    spec = pod_spec(props)
+    return [] if spec is None else [spec]
+
+
 def containers(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield from spec.get("initContainers") or []
     yield from spec.get("containers") or []
@@ -154,5 +166,6 @@ KUBERNETES_WORKLOADS = tuple(
         ("apps/v1", "StatefulSet"),
         ("apps/v1", "DaemonSet"),
         ("apps/v1", "ReplicaSet"),
+        ("jobset.x-k8s.io/v1alpha2", "JobSet"),
     )
 )

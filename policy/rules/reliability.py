@@ -10,7 +10,7 @@ from policy.rules.base import (
     Subject,
     as_list,
     containers,
-    pod_spec,
+    pod_specs,
     reference,
     rule,
 )
@@ -120,12 +120,12 @@ def flow_logs_on(r: Subject, ctx: Context) -> Iterator[str]:
     "components/selftest/job.py)",
 )
 def containers_requests_limits(r: Subject, ctx: Context) -> Iterator[str]:
-    spec = pod_spec(r.props)
-    for container in containers(spec or {}):
-        resources = container.get("resources") or {}
-        for part in ("requests", "limits"):
-            if not resources.get(part):
-                yield f"container {container.get('name')} has no {part}"
+    for spec in pod_specs(r.props):
+        for container in containers(spec):
+            resources = container.get("resources") or {}
+            for part in ("requests", "limits"):
+                if not resources.get(part):
+                    yield f"container {container.get('name')} has no {part}"
 
 
 def _requests_gpus(spec: dict) -> bool:
@@ -150,14 +150,12 @@ def _tolerates_gpu_taint(spec: dict) -> bool:
     "set tolerations and nvidia.com/gpu limits in the workload's builder",
 )
 def gpu_pods_tolerate_and_request(r: Subject, ctx: Context) -> Iterator[str]:
-    spec = pod_spec(r.props)
-    if spec is None:
-        return
-    requests, tolerates = _requests_gpus(spec), _tolerates_gpu_taint(spec)
-    if requests and not tolerates:
-        yield "requests GPUs without tolerating the nvidia.com/gpu taint"
-    if tolerates and not requests:
-        yield "tolerates the nvidia.com/gpu taint without requesting GPUs"
+    for spec in pod_specs(r.props):
+        requests, tolerates = _requests_gpus(spec), _tolerates_gpu_taint(spec)
+        if requests and not tolerates:
+            yield "requests GPUs without tolerating the nvidia.com/gpu taint"
+        if tolerates and not requests:
+            yield "tolerates the nvidia.com/gpu taint without requesting GPUs"
 
 
 @rule(

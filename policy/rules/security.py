@@ -12,7 +12,7 @@ from policy.rules.base import (
     Subject,
     as_list,
     containers,
-    pod_spec,
+    pod_specs,
     reference,
     rule,
     truthy,
@@ -348,12 +348,12 @@ def _privileged_namespaces(ctx: Context) -> set[str]:
     rendered=True,
 )
 def privileged_only_where_needed(r: Subject, ctx: Context) -> Iterator[str]:
-    spec = pod_spec(r.props)
     namespace = (r.props.get("metadata") or {}).get("namespace", "default")
-    if spec is None or namespace in _privileged_namespaces(ctx):
+    if namespace in _privileged_namespaces(ctx):
         return
-    for what in _host_access(spec):
-        yield f"{what} in namespace {namespace}"
+    for spec in pod_specs(r.props):
+        for what in _host_access(spec):
+            yield f"{what} in namespace {namespace}"
 
 
 RULES = [

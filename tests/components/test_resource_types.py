@@ -157,12 +157,17 @@ def with_image(tmp_path_factory) -> dict[str, Plan]:
 def test_an_aws_stack_with_a_selftest_image_declares_only_known_types(with_image, stack):
     assert stack_config(stack).provider == "aws"
     plan = with_image[stack]
-    # The path this covers: the Services pods resolve each other through, one per namespace jobs run
-    # in (components/scheduling/rendezvous.py): the training namespace, each team's, and the
-    # self-test's, which the image switches on (components/namespaces.job_namespaces).
+    # The path this covers: the launcher's ConfigMap, one per namespace jobs run in
+    # (components/scheduling/launcher.py): the training namespace, each team's, and the
+    # self-test's, which the image switches on (components/namespaces.job_namespaces); and the
+    # self-test's JobSet.
     cfg = stack_config(stack)
     teams = [t.name for t in cfg.scheduling.teams if t.name != "training"]
-    assert sorted(r.name for r in plan.resources if r.type.endswith(":Service")) == sorted(
-        f"{stack}-rendezvous-{ns}" for ns in ["training", *teams, cfg.namespaces.selftest]
+    launchers = [r.name for r in plan.resources if r.name.startswith(f"{stack}-training-launcher-")]
+    assert sorted(launchers) == sorted(
+        f"{stack}-training-launcher-{ns}" for ns in ["training", *teams, cfg.namespaces.selftest]
     )
+    assert [r.type for r in plan.resources if r.name == f"{stack}-selftest-job"] == [
+        "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+    ]
     assert unknown_types(plan.resources) == []

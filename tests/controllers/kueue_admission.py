@@ -1,7 +1,15 @@
-"""A small model of how Kueue v0.19.2 admits a batch Job, and of what a MultiKueue manager needs
+"""A small model of how Kueue v0.19.2 admits a batch Job or a JobSet, and of what a MultiKueue
+manager needs
 from a worker, written from Kueue's source at v0.19.2 (kubernetes-sigs/kueue `8eab68778fc1`).
 The tests run it over every stack and every job the builder renders (STYLE.md §17): an object
 can pass its CRD schema and still never be admitted.
+
+Pod sets (`pod_sets`): a batch Job is one, counting `parallelism` (pkg/controller/jobs/job/
+job_controller.go `PodSets`); a JobSet one per replicatedJob, named after it, counting
+`replicas` × min(parallelism, completions) of its Job, from the replicatedJob's pod template,
+whose annotations carry the TAS request (pkg/controller/jobs/jobset/jobset_controller.go
+`PodSets`, `podsCount`, `podsCountPerReplica`). The whole workload is admitted or none of it:
+each pod set must find a flavor, and their requests add up against the queue's quota.
 
 Rules, each a function that returns what it refuses (empty: admitted):
 
@@ -42,6 +50,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 from fractions import Fraction
 from typing import Any
 
@@ -141,14 +150,14 @@ class Kueue:
 
 @dataclass(frozen=True)
 class PodSet:
-    """A batch Job's one pod set (pkg/controller/jobs/job/job_controller.go `PodSets`: count is
-    parallelism)."""
+    """One pod set of a workload: a batch Job's one, a JobSet's per replicatedJob."""
 
     count: int
     requests: dict[str, Fraction]
     annotations: dict[str, str]
     node_selector: dict[str, str]
     tolerations: list[dict[str, Any]] = field(default_factory=list)
+    name: str = "main"
 
     def tas_request(self) -> str | None:
         """The level asked for; "" for an unconstrained request; None without one."""
@@ -172,7 +181,25 @@ def quantity(text: Any) -> Fraction:
     return Fraction(match.group(1)) * UNITS[match.group(2)]
 
 
-def pod_set(job: dict[str, Any]) -> PodSet:
+JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+
+
+def pod_sets(job: dict[str, Any]) -> list[PodSet]:
+    """The workload's pod sets: a Job's one, or one per replicatedJob of a JobSet."""
+    if (job["apiVersion"], job["kind"]) != JOBSET:
+        return [pod_set(job)]
+    found = []
+    for rj in job["spec"]["replicatedJobs"]:
+        spec = rj["template"]["spec"]
+        per_replica = min(
+            spec.get("parallelism", 1), spec.get("completions", spec.get("parallelism", 1))
+        )
+        one = pod_set({"spec": spec}, name=rj["name"])
+        found.append(dataclass_replace(one, count=rj.get("replicas", 1) * per_replica))
+    return found
+
+
+def pod_set(job: dict[str, Any], name: str = "main") -> PodSet:
     """Kueue counts a pod's requests (limits where a request is missing) summed over its
     containers, and at least each init container's (pkg/resources `NewRequestsFromPodSpec`)."""
     template = job["spec"]["template"]
@@ -196,6 +223,7 @@ def pod_set(job: dict[str, Any]) -> PodSet:
         annotations=dict(template.get("metadata", {}).get("annotations", {})),
         node_selector=dict(spec.get("nodeSelector", {})),
         tolerations=list(spec.get("tolerations", [])),
+        name=name,
     )
 
 
@@ -224,8 +252,12 @@ def selects(selector: dict[str, Any] | None, namespace: str) -> bool:
     return True
 
 
+# The integration of each kind, as Kueue's `integrations.frameworks` names it.
+FRAMEWORKS = {("batch/v1", "Job"): "batch/job", JOBSET: "jobset.x-k8s.io/jobset"}
+
+
 def framework_of(job: dict[str, Any]) -> str:
-    return "batch/job" if (job["apiVersion"], job["kind"]) == ("batch/v1", "Job") else job["kind"]
+    return FRAMEWORKS.get((job["apiVersion"], job["kind"]), job["kind"])
 
 
 def cluster_queue_of(kueue: Kueue, job: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
@@ -388,19 +420,36 @@ def flavor_problems(
     cq, found = cluster_queue_of(kueue, job)
     if cq is None:
         return found
-    ps = pod_set(job)
+    sets = pod_sets(job)
     groups = cq["spec"].get("resourceGroups", [])
     covered = {r for g in groups for r in g["coveredResources"]}
-    missing = sorted(set(counted(kueue, ps.requests)) - covered)
-    if missing:
-        return [f"resource {r} unavailable in ClusterQueue" for r in missing]
-    for group in groups:
-        if not set(counted(kueue, ps.requests)) & set(group["coveredResources"]):
-            continue
-        why = [flavor_misfit(kueue, cq, group, f, ps, node_levels) for f in group["flavors"]]
-        if all(why):
-            return [f"ClusterQueue {cq['metadata']['name']}: {'; '.join(why)}"]
+    found = []
+    for ps in sets:
+        missing = sorted(set(counted(kueue, ps.requests)) - covered)
+        found += [f"resource {r} unavailable in ClusterQueue" for r in missing]
+    if found:
+        return found
+    # The pod sets together: one flavor per resource group takes them all (pod sets of one
+    # workload land on one flavor here; enough for the platform's one-pod-set jobs).
+    whole = sets[0] if len(sets) == 1 else total_pod_set(sets)
+    for ps in [*sets, whole] if len(sets) > 1 else sets:
+        for group in groups:
+            if not set(counted(kueue, ps.requests)) & set(group["coveredResources"]):
+                continue
+            why = [flavor_misfit(kueue, cq, group, f, ps, node_levels) for f in group["flavors"]]
+            if all(why):
+                return [f"ClusterQueue {cq['metadata']['name']}: {'; '.join(why)}"]
     return []
+
+
+def total_pod_set(sets: list[PodSet]) -> PodSet:
+    """The pod sets as one for the quota: their requests times their counts, one pod."""
+    requests: dict[str, Fraction] = {}
+    for ps in sets:
+        for name, amount in ps.requests.items():
+            requests[name] = requests.get(name, Fraction(0)) + amount * ps.count
+    first = sets[0]
+    return dataclass_replace(first, count=1, requests=requests, name="(all)")
 
 
 def admission_problems(

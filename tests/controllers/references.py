@@ -33,14 +33,28 @@ A reference that names nothing is valid to the schema and fatal to the pod, each
   Services and Pods", "A/AAAA records", "Pod's hostname and subdomain fields"). torchrun's
   `--master-addr` must be index 0's such name, or the rendezvous waits for a name that never
   resolves.
+- A JobSet (kubernetes-sigs/jobset v0.12.0) makes that Service itself: named after
+  `spec.network.subdomain` (default: the JobSet's name), headless, selecting
+  `jobset.sigs.k8s.io/jobset-name: <jobset>`, publishing not-ready addresses unless
+  `network.publishNotReadyAddresses` is false, and only while `enableDNSHostnames` is not false
+  (pkg/controllers/jobset_controller.go, createHeadlessSvcIfNecessary, GetSubdomain; the webhook
+  defaults both to true). It sets each pod's `subdomain` and names its Jobs
+  `<jobset>-<replicatedJob>-<job index>`, their pods' hostnames
+  `<jobset>-<replicatedJob>-<job index>-<pod index>` (api/jobset/v1alpha2/jobset_types.go,
+  `Network`; child Jobs default to completionMode Indexed). No Service need exist for it.
+- A ConfigMap volume's `items` name keys: a key the ConfigMap does not hold fails the mount
+  and the pod never starts (Kubernetes "Configure a Pod to Use a ConfigMap": "If a key is
+  specified that does not exist in the ConfigMap, the volume setup fails"; kubelet
+  pkg/volume/configmap, "configmap references non-existent config key").
 
-Where the pods run: on the cluster the Job is applied to, except for a Job managed by
+Where the pods run: on the cluster the Job is applied to, except for a Job or JobSet managed by
 MultiKueue (`spec.managedBy: kueue.x-k8s.io/multikueue`): its LocalQueue's ClusterQueue has an
 AdmissionCheck of controller `kueue.x-k8s.io/multikueue`, whose MultiKueueConfig lists the
 worker clusters, and MultiKueue copies the Job, and only the Job, to a worker, in the same
 namespace with the same labels (Kueue v0.19.2 pkg/controller/jobs/job/job_multikueue_adapter.go,
 SyncJob: `ObjectMeta: CloneObjectMetaForCreation(&localJob.ObjectMeta), Spec: *localJob.Spec.
-DeepCopy()`). Whatever the submitter applied beside the Job (a Service of its own) stays on the
+DeepCopy()`; a JobSet alike, pkg/controller/jobs/jobset/jobset_multikueue_adapter.go,
+SyncJob). Whatever the submitter applied beside the Job (a Service of its own) stays on the
 manager; on the worker the pods find only what the worker stack declares. The Job's queue labels
 are read on both: the manager admits the Workload, the worker's Kueue admits its copy.
 """
@@ -64,6 +78,7 @@ BUILTIN_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 # (Kubernetes "Jobs"; kubernetes pkg/controller/job/job_controller.go and indexed_job_utils.go).
 JOB_POD_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+JOBSET_KINDS = ("Job", "CronJob", "JobSet")
 
 Key = tuple[str, str | None, str]  # kind, namespace (None: cluster-scoped), name
 
@@ -134,6 +149,18 @@ def networks(annotation: str, namespace: str) -> list[tuple[str, str]]:
         ns, _, name = item.rpartition("/")
         found.append((ns or namespace, name))
     return found
+
+
+def workloads(obj: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(each Job's metadata, its spec): a Job's own, a CronJob's Job, or each replicatedJob's
+    first Job of a JobSet (`<jobset>-<replicatedJob>-0`), with the JobSet's labels."""
+    if obj["kind"] != "JobSet":
+        return [workload(obj)]
+    meta = obj["metadata"]
+    return [
+        ({**meta, "name": f"{meta['name']}-{rj['name']}-0"}, rj["template"]["spec"])
+        for rj in obj["spec"]["replicatedJobs"]
+    ]
 
 
 def workload(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -245,6 +272,27 @@ def claim_problems(refs: Sequence[Ref], cluster: Cluster) -> list[str]:
     return found
 
 
+def configmap_item_problems(refs: Sequence[Ref], template: Mapping[str, Any], cluster: Cluster):
+    """Every key a ConfigMap volume's items name is in the ConfigMap where the pod runs."""
+    found = []
+    for volume in template["spec"].get("volumes", []):
+        source = volume.get("configMap")
+        if not source or source.get("optional") or not source.get("items"):
+            continue
+        ref = next(r for r in refs if r.kind == "ConfigMap" and r.name == source["name"])
+        held = cluster.get(*ref.key)
+        if held is None:
+            continue  # missing() reports it
+        keys = {*(held.get("data") or {}), *(held.get("binaryData") or {})}
+        for item in source["items"]:
+            if item["key"] not in keys:
+                found.append(
+                    f"{cluster.stack}: ConfigMap {ref.namespace}/{ref.name} has no key "
+                    f"{item['key']!r} ({ref.via}): the volume cannot be set up"
+                )
+    return found
+
+
 def pod_labels(job_meta: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, str]:
     labels = dict((template.get("metadata") or {}).get("labels") or {})
     labels.update({key: job_meta["name"] for key in JOB_POD_LABELS})
@@ -262,12 +310,7 @@ def rendezvous_problems(
     rendezvouses there."""
     pod = job_spec["template"]["spec"]
     subdomain, ns, name = pod.get("subdomain"), job_meta["namespace"], job_meta["name"]
-    master = [
-        a.split("=", 1)[1]
-        for c in pod.get("containers", [])
-        for a in c.get("command", []) + c.get("args", [])
-        if a.startswith("--master-addr=")
-    ]
+    master = masters(pod)
     if not subdomain:
         return [f"{cluster.stack}: job {ns}/{name}: --master-addr={m} without a subdomain: "
                 "the name cannot resolve" for m in master]  # fmt: skip
@@ -290,6 +333,42 @@ def rendezvous_problems(
         found.append(f"{where}: its selector {spec.get('selector')} does not select the pods")
     if spec.get("publishNotReadyAddresses") is not True:
         found.append(f"{where}: publishes only ready pods; peers look index 0 up while starting")
+    return found
+
+
+def masters(pod: Mapping[str, Any]) -> list[str]:
+    return [
+        a.split("=", 1)[1]
+        for c in pod.get("containers", [])
+        for a in c.get("command", []) + c.get("args", [])
+        if a.startswith("--master-addr=")
+    ]
+
+
+def jobset_rendezvous_problems(obj: Mapping[str, Any], stack: str) -> list[str]:
+    """Index 0 of the first replicatedJob resolves under the JobSet's own Service, before the
+    pods are ready, and torchrun rendezvouses there."""
+    meta, spec = obj["metadata"], obj["spec"]
+    network = spec.get("network") or {}
+    name, ns = meta["name"], meta["namespace"]
+    subdomain = network.get("subdomain") or name
+    where = f"{stack}: JobSet {ns}/{name}"
+    found = []
+    first = spec["replicatedJobs"][0]["name"]
+    index_zero = f"{name}-{first}-0-0.{subdomain}"
+    for rj in spec["replicatedJobs"]:
+        job_spec = rj["template"]["spec"]
+        for m in masters(job_spec["template"]["spec"]):
+            if m != index_zero and not m.startswith(f"{index_zero}."):
+                found.append(f"{where}: --master-addr={m}, not {index_zero}")
+            if network.get("enableDNSHostnames") is False:
+                found.append(f"{where}: enableDNSHostnames false: no Service, no pod names")
+            if network.get("publishNotReadyAddresses") is False:
+                found.append(f"{where}: publishes only ready pods; peers look index 0 up "
+                             "while starting")  # fmt: skip
+        if job_spec.get("completionMode", "Indexed") != "Indexed":
+            found.append(f"{where}: pods get `<job>-<index>` hostnames only in completionMode "
+                         "Indexed")  # fmt: skip
     return found
 
 
@@ -338,11 +417,14 @@ def problems(
     """Every reference of the job that names nothing where it is read. `worker_stacks` maps a
     manager's MultiKueueCluster names to the worker stacks (multikueue.workers[].stack)."""
     home = clusters[placed.stack].with_objects(placed.beside)
-    job_meta, job_spec = workload(placed.obj)
-    template = job_spec["template"]
+    jobs = workloads(placed.obj)
+    job_meta = jobs[0][0] if placed.obj["kind"] != "JobSet" else placed.obj["metadata"]
+    managed_by = (jobs[0][1] if placed.obj["kind"] != "JobSet" else placed.obj["spec"]).get(
+        "managedBy"
+    )
     found = missing(queue_references(job_meta), home)
     runs_on = [home]
-    if job_spec.get("managedBy") == MULTIKUEUE:
+    if managed_by == MULTIKUEUE:
         workers = workers_of(job_meta, home)
         if not workers:
             found.append(f"{placed.stack}: managed by MultiKueue, but its queue has no workers")
@@ -355,13 +437,19 @@ def problems(
             # Only the Job travels (SyncJob): the worker's own objects, nothing beside it.
             runs_on.append(clusters[stack])
             found += missing(queue_references(job_meta), clusters[stack])
-    refs = pod_references(template, job_meta["namespace"])
-    for cluster in runs_on:
-        found += missing(refs, cluster)
-        found += claim_problems(refs, cluster)
-        found += rendezvous_problems(job_meta, job_spec, cluster)
+    for meta, job_spec in jobs:
+        template = job_spec["template"]
+        refs = pod_references(template, meta["namespace"])
+        for cluster in runs_on:
+            found += missing(refs, cluster)
+            found += claim_problems(refs, cluster)
+            found += configmap_item_problems(refs, template, cluster)
+            if placed.obj["kind"] != "JobSet":
+                found += rendezvous_problems(meta, job_spec, cluster)
+    if placed.obj["kind"] == "JobSet":
+        found += jobset_rendezvous_problems(placed.obj, placed.stack)
     return found
 
 
 def each_job(objects: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-    return (o for o in objects if o.get("kind") in ("Job", "CronJob"))
+    return (o for o in objects if o.get("kind") in JOBSET_KINDS)

@@ -160,16 +160,28 @@ class PodSet:
 
 def pod_set(job: dict[str, Any]) -> PodSet:
     """A Job (or a CronJob's Job template) as Kueue's batch/job integration sees it: one pod
-    set of `parallelism` pods (pkg/controller/jobs/job/job_controller.go, PodSets)."""
+    set of `parallelism` pods (pkg/controller/jobs/job/job_controller.go, PodSets). A JobSet
+    of one replicatedJob as the jobset integration sees it: one pod set of replicas ×
+    min(parallelism, completions) pods, its TAS request on the replicatedJob's pod template
+    (pkg/controller/jobs/jobset/jobset_controller.go, PodSets, podsCount); this model places
+    one pod set, so a JobSet of several is refused here rather than half read."""
     meta, spec = job["metadata"], job["spec"]
+    count = spec.get("parallelism", 1)
     if job["kind"] == "CronJob":
         meta, spec = {**meta, **spec["jobTemplate"]["metadata"]}, spec["jobTemplate"]["spec"]
+        count = spec.get("parallelism", 1)
+    elif job["kind"] == "JobSet":
+        (replicated,) = spec["replicatedJobs"]
+        spec = replicated["template"]["spec"]
+        parallelism = spec.get("parallelism", 1)
+        per_replica = min(parallelism, spec.get("completions", parallelism))
+        count = replicated.get("replicas", 1) * per_replica
     template = spec["template"]
     container = template["spec"]["containers"][0]
     return PodSet(
         namespace=meta["namespace"],
         queue=meta.get("labels", {}).get(QUEUE_LABEL, "default"),
-        count=spec.get("parallelism", 1),
+        count=count,
         gpus=int(container["resources"]["requests"].get("nvidia.com/gpu", 0)),
         node_selector=template["spec"].get("nodeSelector", {}),
         annotations=template["metadata"].get("annotations", {}),

@@ -24,6 +24,7 @@ from tests.controllers.kueue_admission import (
     admission_problems,
     connection_problems,
     flavor_problems,
+    pod_sets,
     queue_problems,
     topology_mirror_problems,
 )
@@ -203,6 +204,60 @@ def test_a_job_larger_than_the_queue_can_ever_hold_is_refused():
     assert flavor_problems(kueue, job(gpus=8, pods=2)) == []
     assert flavor_problems(kueue, job(gpus=8, pods=3)) == [
         "ClusterQueue q: flavor f: 3 pods need 24 nvidia.com/gpu, the queue reaches at most 16"
+    ]
+
+
+def jobset(replicas=1, pods=2, completions=None, annotations=None, gpus=8, name="trainer"):
+    """A JobSet of one replicatedJob around `job`'s Job spec."""
+    spec = job(annotations=annotations, gpus=gpus, pods=pods)["spec"]
+    if completions is not None:
+        spec["completions"] = completions
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "team-a",
+                     "labels": {"kueue.x-k8s.io/queue-name": "default"}},
+        "spec": {"replicatedJobs": [{"name": name, "replicas": replicas,
+                                     "template": {"spec": spec}}]},
+    }  # fmt: skip
+
+
+def test_a_jobset_is_one_pod_set_per_replicated_job_counting_replicas_times_its_pods():
+    """Kueue v0.19.2 pkg/controller/jobs/jobset/jobset_controller.go: PodSets names each after
+    its replicatedJob, Count = replicas × min(parallelism, completions) (podsCount,
+    podsCountPerReplica), the template the replicatedJob's pod template."""
+    ((one,),) = [pod_sets(jobset(replicas=1, pods=4))]
+    assert (one.name, one.count) == ("trainer", 4)
+    assert pod_sets(jobset(replicas=3, pods=4))[0].count == 12
+    assert pod_sets(jobset(replicas=2, pods=4, completions=2))[0].count == 4
+    # A batch Job stays one pod set of parallelism pods.
+    assert [(p.name, p.count) for p in pod_sets(job(pods=3))] == [("main", 3)]
+
+
+def test_a_jobset_runs_only_where_kueue_integrates_jobsets_and_fits_as_a_whole():
+    kueue = cluster(flavor("f"), cluster_queue("q", ["f"], gpus=16), local_queue())
+    assert queue_problems(kueue, jobset()) == [
+        "framework jobset.x-k8s.io/jobset is not among Kueue's integrations (batch/job): the "
+        "Job stays suspended"
+    ]
+    kueue = cluster(flavor("f"), cluster_queue("q", ["f"], gpus=16), local_queue(),
+                    frameworks=("batch/job", "jobset.x-k8s.io/jobset"))  # fmt: skip
+    assert admission_problems(kueue, jobset(pods=2)) == []
+    assert flavor_problems(kueue, jobset(replicas=2, pods=2)) == [
+        "ClusterQueue q: flavor f: 4 pods need 32 nvidia.com/gpu, the queue reaches at most 16"
+    ]
+
+
+def test_a_jobsets_tas_request_is_read_from_its_replicated_jobs_pod_template():
+    """Kueue jobset_controller.go PodSets: PodSetTopologyRequest of the replicatedJob's
+    template metadata (Kueue jobset_webhook.go validateTopologyRequest reads it there too)."""
+    wants_rack = jobset(annotations={"kueue.x-k8s.io/podset-preferred-topology": "rack"})
+    (ps,) = pod_sets(wants_rack)
+    assert ps.tas_request() == "rack"
+    frameworks = ("batch/job", "jobset.x-k8s.io/jobset")
+    plain = cluster(flavor("f"), cluster_queue("q", ["f"]), local_queue(), frameworks=frameworks)
+    assert flavor_problems(plain, wants_rack) == [
+        "ClusterQueue q: Flavor 'f' does not support TopologyAwareScheduling"
     ]
 
 

@@ -1,7 +1,8 @@
 """Everything a pod references exists in its namespace on the cluster where it runs: the model of
 tests/controllers/references.py (ConfigMaps, Secrets, claims and their volumes, ServiceAccounts,
-NetworkAttachmentDefinitions, priority classes, LocalQueues, WorkloadPriorityClasses, the
-rendezvous Service), run over every stack, every team namespace and every job the builder
+NetworkAttachmentDefinitions, priority classes, LocalQueues, WorkloadPriorityClasses, a
+subdomain's Service or a JobSet's own, the keys a ConfigMap volume mounts: the launcher's), run
+over every stack, every team namespace and every job the builder
 renders: the self-test and its schedule, the recipes and `jobs submit`, for each team and pool.
 A bursting team's job runs on the MultiKueue worker (burst is onprem's), so its references are
 checked against the worker stack's objects, with nothing the submitter applied beside it.
@@ -30,6 +31,7 @@ from tests.controllers.references import (
     pod_references,
     problems,
     workers_of,
+    workloads,
 )
 
 IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
@@ -140,7 +142,8 @@ def test_a_bursting_teams_job_runs_on_the_worker_with_nothing_but_the_job():
     assert obj["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
     assert workers_of(obj["metadata"], cluster("onprem")) == ["burst"]
     # Rendered for the worker's pools: h100-spot, p5.48xlarge (stacks/Pulumi.burst.yaml).
-    node_selector = obj["spec"]["template"]["spec"]["nodeSelector"]
+    (trainer,) = obj["spec"]["replicatedJobs"]
+    node_selector = trainer["template"]["spec"]["template"]["spec"]["nodeSelector"]
     assert node_selector == {"gpu-platform/node-group": "h100-spot"}
     assert check(Placed(obj, "onprem")) == []
 
@@ -347,8 +350,70 @@ def test_the_rules_read_the_shipped_objects_they_are_about():
         except SubmitError:
             continue
         (obj_,) = render(spec)
-        for ref in pod_references(obj_["spec"]["template"], team):
-            seen[ref.kind] = ref
+        for _, job_spec in workloads(obj_):
+            for ref in pod_references(job_spec["template"], team):
+                seen[ref.kind] = ref
     assert {"ConfigMap", "PersistentVolumeClaim", "ServiceAccount", "PriorityClass",
-            "NetworkAttachmentDefinition", "Service", "Namespace"} <= set(seen)  # fmt: skip
+            "NetworkAttachmentDefinition", "Namespace"} <= set(seen)  # fmt: skip
     assert json.dumps(sorted(seen))
+
+
+def jobset(master="js-trainer-0-0.js", network=None, volumes=()) -> dict:
+    container = {"name": "c", "command": ["python", "l.py", f"--master-addr={master}", "t.py"]}
+    pod = {"containers": [container], "volumes": list(volumes)}
+    spec = {"replicatedJobs": [{"name": "trainer", "template": {"spec": {
+        "template": {"spec": pod}}}}]}  # fmt: skip
+    if network is not None:
+        spec["network"] = network
+    return {"kind": "JobSet", "metadata": {"name": "js", "namespace": NS}, "spec": spec}
+
+
+def test_a_jobset_makes_its_own_service_and_its_master_is_index_zero_of_its_first_job():
+    """JobSet v0.12.0: the headless Service is the JobSet's own, named after the subdomain (its
+    name by default), and pods resolve as <jobset>-<replicatedJob>-<job>-<pod>.<subdomain>."""
+    assert run(jobset()) == []
+    assert run(jobset("js-0.rendezvous")) == [
+        "s: JobSet team-a/js: --master-addr=js-0.rendezvous, not js-trainer-0-0.js"
+    ]
+    assert run(jobset("js-trainer-0-0.js.team-a.svc.cluster.local")) == []
+    assert run(jobset("js-trainer-0-0.net", {"subdomain": "net"})) == []
+    assert run(jobset(network={"enableDNSHostnames": False})) == [
+        "s: JobSet team-a/js: enableDNSHostnames false: no Service, no pod names"
+    ]
+    assert run(jobset(network={"publishNotReadyAddresses": False})) == [
+        "s: JobSet team-a/js: publishes only ready pods; peers look index 0 up while starting"
+    ]
+
+
+LAUNCHER = {"name": "launcher", "configMap": {"name": "training-launcher", "items": [
+    {"key": "launch.py", "path": "launch.py"},
+    {"key": "contract.exits.py", "path": "contract/exits.py"}]}}  # fmt: skip
+
+
+def test_a_configmap_volume_mounts_only_keys_its_configmap_holds():
+    j = jobset(volumes=[LAUNCHER])
+    assert run(j) == ["s: ConfigMap team-a/training-launcher (volume launcher) does not exist"]
+    partial = obj("ConfigMap", "training-launcher", data={"launch.py": "..."})
+    assert run(j, partial) == [
+        "s: ConfigMap team-a/training-launcher has no key 'contract.exits.py' (volume launcher): "
+        "the volume cannot be set up"
+    ]
+    whole = obj("ConfigMap", "training-launcher",
+                data={"launch.py": "...", "contract.exits.py": "..."})  # fmt: skip
+    assert run(j, whole) == []
+
+
+def test_a_jobset_multikueue_dispatches_finds_the_launcher_on_the_worker():
+    j = jobset(volumes=[LAUNCHER])
+    j["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "default"}
+    j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    namespace = {"kind": "Namespace", "metadata": {"name": NS}}
+    launcher = obj("ConfigMap", "training-launcher",
+                   data={"launch.py": "...", "contract.exits.py": "..."})  # fmt: skip
+    manager = Cluster("m", [namespace, *multikueue_manager(launcher)])
+    bare = Cluster("wk", [namespace, obj("LocalQueue", "default")])
+    ready = Cluster("wk", [namespace, obj("LocalQueue", "default"), launcher])
+    assert problems(Placed(j, "m"), {"m": manager, "wk": bare}, {"w": "wk"}) == [
+        "wk: ConfigMap team-a/training-launcher (volume launcher) does not exist"
+    ]
+    assert problems(Placed(j, "m"), {"m": manager, "wk": ready}, {"w": "wk"}) == []

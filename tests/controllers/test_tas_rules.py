@@ -191,6 +191,27 @@ RACKED = Node("n1", {"pool": "a100", "rack": "r1", HOST: "n1"}, 8)
 BARE = Node("n2", {"pool": "a100", HOST: "n2"}, 8)
 
 
+def test_a_jobset_is_one_pod_set_read_from_its_replicated_jobs_pod_template():
+    """Kueue v0.19.2 pkg/controller/jobs/jobset/jobset_controller.go PodSets: replicas ×
+    min(parallelism, completions) pods, the TAS request on the replicatedJob's template; the
+    JobSet's own metadata carries the queue."""
+    template = {"metadata": {"annotations": {PREFERRED: "rack"}}, "spec": {
+        "nodeSelector": {"pool": "a100"},
+        "containers": [{"resources": {"requests": {"nvidia.com/gpu": 8}}}]}}  # fmt: skip
+    obj = {
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "t", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+        "spec": {"replicatedJobs": [{"name": "trainer", "replicas": 2, "template": {
+            "spec": {"parallelism": 4, "completions": 4, "template": template}}}]},
+    }  # fmt: skip
+    ps = pod_set(obj)
+    assert (ps.namespace, ps.queue, ps.count, ps.gpus) == ("t", "q", 8, 8)
+    assert ps.annotations == {PREFERRED: "rack"}
+    obj["spec"]["replicatedJobs"].append(obj["spec"]["replicatedJobs"][0])
+    with pytest.raises(ValueError):
+        pod_set(obj)
+
+
 def test_a_node_lacking_a_level_is_not_in_the_tas_flavor():
     """pkg/util/tas/node.go NodeMatchesFlavor."""
     assert node_matches_flavor(RACKED, FLAVOR, ["rack", HOST])

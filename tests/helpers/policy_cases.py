@@ -41,6 +41,7 @@ TYPES = {
     "RolePolicy": "aws:iam/rolePolicy:RolePolicy",
     "StorageClass": "kubernetes:storage.k8s.io/v1:StorageClass",
     "Job": "kubernetes:batch/v1:Job",
+    "JobSet": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
     "Release": "kubernetes:helm.sh/v3:Release",
     "ClusterQueue": "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
 }
@@ -120,8 +121,9 @@ __all__ = ["DELETE", "TYPES", "Case", "context", "edit", "find", "policy_json", 
 
 
 def add_host_path(props: dict[str, Any]) -> None:
-    """A hostPath volume in a Job's pod, which no namespace of a job needs any more (the NVMe
-    cache is an emptyDir): what the privileged-only-where-needed rule must catch."""
-    props["spec"]["template"]["spec"]["volumes"].append(
+    """A hostPath volume in a JobSet's pod, which no namespace of a job needs any more (the
+    NVMe cache is an emptyDir): what the privileged-only-where-needed rule must catch."""
+    (replicated,) = props["spec"]["replicatedJobs"]
+    replicated["template"]["spec"]["template"]["spec"]["volumes"].append(
         {"name": "host", "hostPath": {"path": "/mnt/k8s-disks/0"}}
     )

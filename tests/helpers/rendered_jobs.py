@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.training_job import job, render, spec_for_pool
 from components.selftest.job import selftest_spec
 from components.selftest.schedule import schedule_spec
 from jobs.common import SubmitError
@@ -20,13 +20,13 @@ from tests.conftest import planned, stack_config
 
 
 def platform_jobs(stack: str) -> list[dict[str, Any]]:
-    """The self-test's Job and its schedule's (the CronJob's template), as planned, and as the
-    builders render them on every pool whether or not the stack turns them on."""
+    """The self-test's JobSet and its schedule's Job (the CronJob's template), as planned, and
+    as the builders render them on every pool whether or not the stack turns them on."""
     cfg = stack_config(stack)
     found = [render(selftest_spec(cfg))[0]] if cfg.gpu_pools else []
-    found += [render(schedule_spec(cfg, p.name, {}))[0] for p in cfg.gpu_pools]
+    found += [job(schedule_spec(cfg, p.name, {})) for p in cfg.gpu_pools]
     for obj in planned(stack).kubernetes_objects():
-        if obj["kind"] == "Job":
+        if obj["kind"] in ("Job", "JobSet"):
             found.append(obj)
         elif obj["kind"] == "CronJob":
             template = obj["spec"]["jobTemplate"]

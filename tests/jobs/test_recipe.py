@@ -17,8 +17,8 @@ from jobs.recipe import main, plan_job
 from model.config import PlatformConfig
 from model.config.loading import read_yaml
 from model.config.recipe_training import EsrganSettings
-from tests.conftest import STACKS, planned, stack_config, validate_kubernetes
-from tests.helpers import crds
+from tests.conftest import STACKS, planned, stack_config
+from tests.helpers import crds, jobsets
 from tests.helpers.kubectl import fake_kubectl
 from tests.helpers.plan_objects import kinds
 from tests.helpers.recipe_projects import DIGEST, IMAGE, refused, stack_with, submit
@@ -44,7 +44,7 @@ def holding_pools(cfg: PlatformConfig, recipe: str) -> list[str]:
 
 
 def trainer(objects) -> dict:
-    (container,) = objects[-1]["spec"]["template"]["spec"]["containers"]
+    container = jobsets.trainer(objects[-1])
     return container
 
 
@@ -63,9 +63,9 @@ def test_every_recipe_renders_a_valid_job_on_the_first_pool_that_holds_it(stack,
     spec, _ = plan_job(cfg, recipe, nodes=1)
     assert spec.pool.name == fitting[0]
     objects = render(spec)
-    assert [o["kind"] for o in objects] == ["Job"]
+    assert [o["kind"] for o in objects] == ["JobSet"]
     for obj in objects:
-        validate_kubernetes(obj, cfg.cluster.kubernetes_version)
+        jobsets.validate(obj, cfg.cluster.kubernetes_version)
 
 
 def test_shipped_stacks_hold_every_recipe_but_sd_finetune_on_devs_24_gib_a10g():
@@ -101,7 +101,7 @@ def test_kueue_admits_the_job_through_a_local_queue_and_priority_the_stack_decla
     }
     assert (job["metadata"]["namespace"], queue) in local_queues
     assert priority in {w["metadata"]["name"] for w in kinds(plan, "WorkloadPriorityClass")}
-    pod = job["spec"]["template"]["spec"]
+    pod = jobsets.pod_spec(job)
     assert pod["priorityClassName"] in {p["metadata"]["name"] for p in kinds(plan, "PriorityClass")}
     assert job["spec"]["suspend"] is True
 
@@ -112,11 +112,12 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
     )
     container = trainer(render(spec))
     assert container["command"] == [
-        "torchrun",
+        "python",
+        "/opt/gpu-platform/launcher/launch.py",
         "--nnodes=2",
         "--nproc-per-node=4",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
-        "--master-addr=sd-run-0.rendezvous",
+        "--master-addr=sd-run-trainer-0-0.sd-run",
         "--master-port=29500",
         "-m",
         "recipes",
@@ -149,7 +150,7 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
     assert container["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
     # recipes.grace_period_seconds' default: time to save a checkpoint on eviction, where
     # Kubernetes' own 30 s is too short for a UNet's optimizer state.
-    assert render(spec)[-1]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 300
+    assert jobsets.pod_spec(render(spec)[-1])["terminationGracePeriodSeconds"] == 300
 
 
 def test_prepare_takes_one_gpu_per_node_unless_asked_and_has_no_accumulation():
@@ -199,7 +200,7 @@ def test_esrgan_takes_two_gpus_at_eight_per_gpu_by_default_as_fits_its_size():
 def test_recipe_pods_serve_metrics_on_the_port_and_label_the_podmonitor_selects():
     spec, _ = plan_job(staged(stack_config("prod")), "esrgan", nodes=1)
     (job,) = render(spec)
-    pod = job["spec"]["template"]
+    pod = jobsets.pod_template(job)
     assert pod["metadata"]["labels"]["gpu-platform/metrics"] == "training"
     assert {"name": "metrics", "containerPort": 8000} in trainer(render(spec))["ports"]
 
@@ -208,7 +209,7 @@ def test_a_job_without_a_metrics_port_is_not_scraped():
     cfg = stack_config("prod")
     spec = spec_for_pool(cfg, "h100-block", name="x", image=IMAGE, command=["t.py"])
     (job,) = render(spec)
-    assert "gpu-platform/metrics" not in job["spec"]["template"]["metadata"]["labels"]
+    assert "gpu-platform/metrics" not in jobsets.pod_template(job)["metadata"]["labels"]
     assert [p["name"] for p in trainer(render(spec))["ports"]] == ["rendezvous"]
 
 
@@ -257,15 +258,15 @@ def project(tmp_path):
     return stack_with(tmp_path)
 
 
-def test_main_writes_the_service_and_job_to_job_yaml(project, capsys):
+def test_main_writes_the_jobset_to_job_yaml(project, capsys):
     assert submit(project, "esrgan", "--nodes", "2", "--gpus-per-node", "1", "--name", "sr") == 0
     path = project / "out" / "esrgan" / "job.yaml"
     (job,) = yaml.safe_load_all(path.read_text())
-    assert job["kind"] == "Job"
-    assert job["metadata"]["name"] == "sr" and job["spec"]["completions"] == 2
+    assert job["kind"] == "JobSet"
+    assert job["metadata"]["name"] == "sr" and jobsets.job_spec(job)["completions"] == 2
     out = capsys.readouterr().out
     # esrgan's global batch 16 = micro-batch 8 x 2 GPUs (2 nodes x 1) x accumulation 1.
-    assert f"Wrote {path}: Job training/sr, 2 node(s) x 1 GPU(s) of pool a100-efa" in out
+    assert f"Wrote {path}: JobSet training/sr, 2 node(s) x 1 GPU(s) of pool a100-efa" in out
     assert "gradient accumulation 1" in out
 
 
@@ -370,7 +371,7 @@ def test_render_only_renders_before_the_image_is_pushed_or_any_weights_are_stage
     err = capsys.readouterr().err
     assert "warning: rendered only: recipes.weights.stable-diffusion.sha256 is empty" in err
     (job,) = yaml.safe_load_all((root / "out" / "sd-finetune" / "job.yaml").read_text())
-    image = job["spec"]["template"]["spec"]["containers"][0]["image"]
+    image = jobsets.trainer(job)["image"]
     # RFC 2606 reserves .invalid: a placeholder that can never be pulled.
     assert image.split("/")[0].endswith(".invalid")
 
@@ -463,6 +464,18 @@ def test_a_time_sliced_pool_takes_the_job_with_a_warning(tmp_path, capsys):
 def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(choices, message):
     with pytest.raises(SubmitError, match=message):
         plan_job(staged(stack_config("prod")), "esrgan", **choices)
+
+
+def test_a_name_whose_pod_hostnames_exceed_63_characters_is_refused():
+    """JobSet's webhook refuses a JobSet whose pod names `<name>-trainer-0-<index>` exceed a
+    63-character DNS label (jobset pkg/webhooks/jobset_webhook.go, podNameTooLongErrorMsg):
+    `-trainer-0-1` is 12 characters, so 2 nodes leave 51."""
+    cfg = staged(stack_config("prod"))
+    spec, _ = plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1, name="a" * 51)
+    (obj,) = render(spec)
+    assert len(f"{obj['metadata']['name']}-trainer-0-1") == 63
+    with pytest.raises(SubmitError, match="at most 51 characters with 2 nodes"):
+        plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1, name="a" * 52)
 
 
 def test_a_recipe_for_a_team_runs_in_its_namespace_through_its_queue():

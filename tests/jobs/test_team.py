@@ -1,5 +1,5 @@
 """`python -m jobs submit`: a team's own image and command becomes a valid distributed job on every
-pool of every stack that can hold it, under torchrun with the job's rendezvous, through the
+pool of every stack that can hold it, a JobSet under the launcher's torchrun, through the
 queue the stack declares, with its checkpoint folder in TRAINKIT_CHECKPOINT_DIR; what cannot
 run is refused with the recipes' messages before anything is written."""
 
@@ -23,8 +23,8 @@ from tests.conftest import (
     planned,
     stack_config,
     stack_file_config,
-    validate_kubernetes,
 )
+from tests.helpers import jobsets
 from tests.helpers.hang import HANG_S
 from tests.helpers.kubectl import fake_kubectl
 from tests.helpers.plan_objects import kinds
@@ -39,8 +39,7 @@ def team_job(**choices) -> TeamJob:
 
 
 def trainer(objects) -> dict:
-    (container,) = objects[-1]["spec"]["template"]["spec"]["containers"]
-    return container
+    return jobsets.trainer(objects[-1])
 
 
 def env_of(objects) -> dict[str, str | None]:
@@ -61,10 +60,10 @@ def test_a_teams_job_is_valid_on_every_pool_of_every_stack_that_can_hold_it(stac
             plan_job(cfg, job)
         return
     objects = render(plan_job(cfg, job))
-    assert [o["kind"] for o in objects] == ["Job"]
-    assert objects[-1]["spec"]["completions"] == nodes
+    assert [o["kind"] for o in objects] == ["JobSet"]
+    assert jobsets.job_spec(objects[-1])["completions"] == nodes
     for obj in objects:
-        validate_kubernetes(obj, cfg.cluster.kubernetes_version)
+        jobsets.validate(obj, cfg.cluster.kubernetes_version)
 
 
 def test_the_shipped_stacks_have_pools_for_a_teams_job():
@@ -72,14 +71,15 @@ def test_the_shipped_stacks_have_pools_for_a_teams_job():
     assert {s for s, _ in POOLS} == set(STACKS)
 
 
-def test_the_command_runs_as_written_under_torchrun_with_the_jobs_rendezvous():
+def test_the_command_runs_as_written_under_the_launchers_torchrun_with_the_jobs_rendezvous():
     spec = plan_job(stack_config("prod"), team_job(nodes=2, pool="h100-ondemand", name="llama"))
     assert trainer(render(spec))["command"] == [
-        "torchrun",
+        "python",
+        "/opt/gpu-platform/launcher/launch.py",
         "--nnodes=2",
         "--nproc-per-node=8",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
-        "--master-addr=llama-0.rendezvous",
+        "--master-addr=llama-trainer-0-0.llama",
         "--master-port=29500",
         # torch.distributed.run: "--no-python: Skip prepending the training script with
         # 'python' - just execute it directly", so the team's own `python` runs its script.
@@ -103,7 +103,7 @@ def test_a_script_or_module_runs_under_torchruns_python_anything_else_as_written
     command, torchrun_tail
 ):
     spec = plan_job(stack_config("prod"), team_job(command=command, name="x"))
-    assert trainer(render(spec))["command"][6:] == torchrun_tail
+    assert trainer(render(spec))["command"][7:] == torchrun_tail
 
 
 def test_the_checkpoint_folder_is_output_slash_job_name_on_shared_data():
@@ -142,7 +142,7 @@ def test_the_job_takes_what_a_whole_p5_node_offers_and_is_scraped_and_given_time
     assert container["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
     assert env_of(objects)["SEED"] == "7"
     assert container["image"] == IMAGE
-    pod = objects[-1]["spec"]["template"]
+    pod = jobsets.pod_template(objects[-1])
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
     # The port the recipes and trainkit serve metrics on, which the PodMonitor scrapes by name.
     assert {"name": "metrics", "containerPort": 8000} in container["ports"]
@@ -168,7 +168,7 @@ def test_kueue_admits_a_teams_job_through_a_local_queue_and_priority_the_stack_d
     }
     assert (job["metadata"]["namespace"], "default") in local_queues
     assert "preemptible" in {w["metadata"]["name"] for w in kinds(plan, "WorkloadPriorityClass")}
-    pod = job["spec"]["template"]["spec"]
+    pod = jobsets.pod_spec(job)
     assert pod["priorityClassName"] in {p["metadata"]["name"] for p in kinds(plan, "PriorityClass")}
     assert job["spec"]["suspend"] is True
 
@@ -185,8 +185,9 @@ def test_the_same_job_keeps_its_name_and_resumes_another_job_gets_another():
 
 def test_every_variable_the_builder_sets_is_reserved():
     """A team's --env must not set a variable twice: RESERVED_ENV lists every one the builder
-    writes itself (HOME, the completion index, the downward API)."""
-    spec = spec_for_pool(stack_config("prod"), "h100-block", name="x", image=IMAGE, command=["t"])
+    writes itself (HOME, the completion index, the downward API, the restart attempt, the
+    job's identity and the watchdog's bounds), on a stack that runs a Pushgateway (onprem)."""
+    spec = spec_for_pool(stack_config("onprem"), "a100", name="x", image=IMAGE, command=["t"])
     assert {e["name"] for e in trainer(render(spec))["env"]} == set(RESERVED_ENV)
     for name in (*RESERVED_ENV, "TRAINKIT_CHECKPOINT_DIR"):
         with pytest.raises(SubmitError, match=f"--env {name}: the platform sets it"):
@@ -221,16 +222,16 @@ def refused(root: Path, capsys, *argv: str, command=COMMAND) -> str:
     return err
 
 
-def test_main_writes_the_service_and_job_under_the_jobs_name(project, capsys):
+def test_main_writes_the_jobset_under_the_jobs_name(project, capsys):
     argv = ("--nodes", "2", "--gpus-per-node", "4", "--image", IMAGE, "--name", "ft")
     assert submit(project, *argv) == 0
     path = project / "out" / "ft" / "job.yaml"
     (job,) = yaml.safe_load_all(path.read_text())
-    assert job["kind"] == "Job"
-    assert job["spec"]["completions"] == 2
+    assert job["kind"] == "JobSet"
+    assert jobsets.job_spec(job)["completions"] == 2
     # staging's one pool: p4d.24xlarge nodes.
     out = capsys.readouterr().out
-    assert f"Wrote {path}: Job training/ft, 2 node(s) x 4 GPU(s) of pool a100-efa" in out
+    assert f"Wrote {path}: JobSet training/ft, 2 node(s) x 4 GPU(s) of pool a100-efa" in out
 
 
 def test_python_dash_m_jobs_submit_runs_from_the_repository_root(tmp_path):
@@ -245,7 +246,7 @@ def test_python_dash_m_jobs_submit_runs_from_the_repository_root(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     (job,) = yaml.safe_load_all((tmp_path / "cli" / "job.yaml").read_text())
-    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container = jobsets.trainer(job)
     assert container["command"][-4:] == ["python", "train.py", "--lr", "1e-5"]
 
 
@@ -326,7 +327,7 @@ def test_no_image_is_refused_unless_only_rendering(project, capsys):
     assert "--image is missing" in err and "--render-only" in err
     assert submit(project, "--nodes", "1", "--render-only", "--name", "dry") == 0
     (job,) = yaml.safe_load_all((project / "out" / "dry" / "job.yaml").read_text())
-    image = job["spec"]["template"]["spec"]["containers"][0]["image"]
+    image = jobsets.trainer(job)["image"]
     # RFC 2606 reserves .invalid: a placeholder that can never be pulled.
     assert image.split("/")[0].endswith(".invalid")
 
@@ -405,7 +406,7 @@ def test_a_teams_job_lands_in_its_namespace_through_its_queue_at_its_priority(st
         labels = job["metadata"]["labels"]
         assert labels["kueue.x-k8s.io/queue-name"] == "default"
         assert labels["kueue.x-k8s.io/priority-class"] == settings.priority_class
-        assert job["spec"]["template"]["spec"]["priorityClassName"] == settings.priority_class
+        assert jobsets.pod_spec(job)["priorityClassName"] == settings.priority_class
 
 
 def test_a_teams_default_priority_is_research_and_the_flag_overrides_it():
@@ -453,7 +454,7 @@ def test_main_submits_a_bursting_teams_job_reading_the_workers_stack_file(tmp_pa
     (job,) = yaml.safe_load_all((out / "ft" / "job.yaml").read_text())
     assert job["metadata"]["namespace"] == "research"
     printed = capsys.readouterr().out
-    assert "Job research/ft, 2 node(s) x 8 GPU(s) of pool h100-spot" in printed
+    assert "JobSet research/ft, 2 node(s) x 8 GPU(s) of pool h100-spot" in printed
     assert "dispatched by MultiKueue to worker burst" in printed
     assert main([*argv, "--team", "nlp", "--out", str(out), "--", *COMMAND], root=root) == 2
     assert "--team 'nlp' is not a team of this stack" in capsys.readouterr().err

@@ -142,7 +142,7 @@ def test_stack_file_exemptions_let_the_plan_pass_and_are_listed_with_their_reaso
 
 def test_an_exemption_is_listed_even_when_nothing_else_is_reported():
     ctx = context("onprem")
-    job = find(ctx, "Job", "onprem-selftest-job")
+    job = find(ctx, "JobSet", "onprem-selftest-job")
     moved = edit(add_host_path)(job)
     exempt = PolicySettings(
         exemptions=[

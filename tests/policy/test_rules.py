@@ -38,8 +38,12 @@ def _add_write_on_everything(document):
     document["Statement"][0]["Action"].append("autoscaling:SetDesiredCapacity")
 
 
+# The self-test's JobSet: its one replicatedJob's pod template.
+POD = "spec.replicatedJobs.0.template.spec.template.spec"
+
+
 def _job_container(field, value):
-    return set_path(f"spec.template.spec.containers.0.{field}", value)
+    return set_path(f"{POD}.containers.0.{field}", value)
 
 
 CASES = [
@@ -165,13 +169,13 @@ CASES = [
     Case(
         "privileged-only-where-needed",
         "onprem",
-        ("Job", "onprem-selftest-job"),
+        ("JobSet", "onprem-selftest-job"),
         edit(add_host_path),
     ),
     Case(
         "images-pinned",
         "onprem",
-        ("Job", "onprem-selftest-job"),
+        ("JobSet", "onprem-selftest-job"),
         _job_container("image", "registry.example.internal/gpu-platform/selftest:latest"),
     ),
     Case(
@@ -213,14 +217,14 @@ CASES = [
     Case(
         "containers-requests-limits",
         "onprem",
-        ("Job", "onprem-selftest-job"),
+        ("JobSet", "onprem-selftest-job"),
         _job_container("resources.limits", {}),
     ),
     Case(
         "gpu-pods-tolerate-and-request",
         "onprem",
-        ("Job", "onprem-selftest-job"),
-        set_path("spec.template.spec.tolerations", []),
+        ("JobSet", "onprem-selftest-job"),
+        set_path(f"{POD}.tolerations", []),
     ),
     Case(
         "versioned-buckets-expire-old-versions",

@@ -253,7 +253,7 @@ def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_j
     """The admission model (tests/controllers/kueue_admission.py) over the queues the platform
     declares on an existing Kueue, run with the Configuration the report asks the admin to
     confirm (components/kueue.manager_config: frameworks, namespaces, uncounted resources):
-    the self-test's Job and a team's job are admitted."""
+    the self-test's JobSet and a team's are admitted."""
     addons = ("kueue",)
     plan, cfg = brownfield(tmp_root, addons), brownfield_config(tmp_root, addons)
     teams = [t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)]
@@ -261,15 +261,15 @@ def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_j
     spec = plan_job(
         cfg, TeamJob(IMAGE, ["train.py"], nodes=2, pool="a100", team=cfg.namespaces.training)
     )
-    jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "Job"] + render(spec)
+    jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "JobSet"] + render(spec)
     assert len(jobs) >= 2
     assert {j["metadata"]["name"]: admission_problems(kueue, j) for j in jobs} == {
         j["metadata"]["name"]: [] for j in jobs
     }
-    # The setting the report names matters: a Kueue without the batch/job integration leaves
+    # The setting the report names matters: a Kueue without the JobSet integration leaves
     # every one of them suspended.
     without = manager_config(uncounted_resources(cfg), teams)
-    without["integrations"]["frameworks"] = ["jobset.x-k8s.io/jobset"]
+    without["integrations"]["frameworks"] = ["batch/job"]
     other = Kueue.of(plan.kubernetes_objects(), without)
     assert all(admission_problems(other, j) for j in jobs)
 

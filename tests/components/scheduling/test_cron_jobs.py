@@ -1,5 +1,6 @@
 """A training job on a schedule (components/scheduling/cron_jobs.py): a valid CronJob on every pool
-of every stack, one node under torchrun --standalone, never overlapping, read in UTC."""
+of every stack, one node under the launcher's torchrun --standalone, never overlapping, read in
+UTC."""
 
 from __future__ import annotations
 
@@ -31,10 +32,34 @@ def test_a_scheduled_job_rendezvouses_on_its_own_node_without_a_service():
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["command"] == [
-        "torchrun", "--standalone", "--nnodes=1", "--nproc-per-node=8", "t.py"
+        "python", "/opt/gpu-platform/launcher/launch.py",
+        "--standalone", "--nnodes=1", "--nproc-per-node=8", "t.py"
     ]  # fmt: skip
     assert "subdomain" not in pod
     assert "ports" not in container
+
+
+def test_a_scheduled_job_is_a_batch_job_that_retries_a_disrupted_pod():
+    """The CronJob controller makes only Jobs (Kubernetes docs, "CronJob"), so no JobSet
+    restarts it: a disrupted pod is recreated without spending the backoff limit (`Ignore`,
+    Kubernetes docs "Pod failure policy"), and an exit code no retry fixes fails it at once."""
+    cfg = stack_config("prod")
+    spec = spec_for_pool(cfg, "h100-block", name="nightly", image=IMAGE, command=["t.py"],
+                         standalone=True)  # fmt: skip
+    job = cron_job(spec, EVERY_4_HOURS)["spec"]["jobTemplate"]["spec"]
+    assert job["backoffLimit"] == 0
+    assert job["podFailurePolicy"] == {
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [2, 78]},
+            },
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+        ]
+    }
 
 
 def test_the_cron_job_never_overlaps_runs_and_reads_its_schedule_in_utc():

@@ -17,6 +17,7 @@ from model.config import GpuPool, PlatformConfig
 from tests.conftest import AWS_STACKS, STACKS, planned, rendered, stack_config
 from tests.controllers.kueue_admission import quantity
 from tests.controllers.qos import containers, exclusive_cpus, qos_class
+from tests.helpers import jobsets
 from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
 
 # The kubelet's default hard eviction threshold, kept out of allocatable memory (Kubernetes docs,
@@ -131,7 +132,7 @@ def test_every_rendered_job_is_guaranteed_on_whole_pinned_cores_that_fit_its_poo
     assert jobs, f"{stack}: no job rendered"
     problems = []
     for what, where, job in jobs:
-        spec = job["spec"]["template"]["spec"]
+        (spec,) = jobsets.pod_specs(job)
         pool = pool_of(stack_config(where), spec)
         if qos_class(spec) != "Guaranteed":
             problems.append(f"{what}: {qos_class(spec)}")
@@ -151,8 +152,7 @@ def test_every_rendered_job_is_guaranteed_on_whole_pinned_cores_that_fit_its_poo
 
 def trainer(cfg: PlatformConfig, pool: str, **choices: Any) -> dict[str, Any]:
     job = render(spec_for_pool(cfg, pool, name="t", image="i", command=["x"], **choices))[0]
-    (found,) = job["spec"]["template"]["spec"]["containers"]
-    return found["resources"]
+    return jobsets.trainer(job)["resources"]
 
 
 def test_a_p5_pod_takes_23_cores_a_gpu():
@@ -209,7 +209,7 @@ def test_every_job_passes_what_the_selftest_check_reads():
     program, so the names are the contract's literals), from the downward API."""
     cfg = stack_config("prod")
     (job,) = render(spec_for_pool(cfg, cfg.gpu_pools[0].name, name="t", image="i", command=["x"]))
-    (trainer,) = job["spec"]["template"]["spec"]["containers"]
+    trainer = jobsets.trainer(job)
     fields = {
         e["name"]: e["valueFrom"]["resourceFieldRef"]
         for e in trainer["env"]

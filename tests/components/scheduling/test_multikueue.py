@@ -15,7 +15,7 @@ from tests.conftest import (
     stack_file_config,
     validate_kubernetes,
 )
-from tests.helpers import crds
+from tests.helpers import crds, jobsets
 from tests.helpers.aws_topology import THREE_LAYERS
 from tests.helpers.kueue_objects import objects
 
@@ -234,13 +234,14 @@ def test_topology_levels_belong_to_existing_clusters_only():
 
 
 def test_a_job_of_a_bursting_team_is_managed_by_multikueue_and_others_are_not():
-    # Kueue v0.19.2 job_multikueue_adapter.go: a batch Job dispatched by MultiKueue carries
-    # spec.managedBy "kueue.x-k8s.io/multikueue" on the manager.
+    # Kueue v0.19.2 jobset_multikueue_adapter.go: a JobSet dispatched by MultiKueue carries
+    # spec.managedBy "kueue.x-k8s.io/multikueue" on the manager (its Job none: JobSet's own).
     cfg = stack_config("onprem")
     research = render(
         spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"], namespace="research")
     )[-1]
     assert research["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
-    validate_kubernetes(research, cfg.cluster.kubernetes_version)
+    assert "managedBy" not in jobsets.job_spec(research)
+    jobsets.validate(research, cfg.cluster.kubernetes_version)
     training = render(spec_for_pool(cfg, "a100", name="x", image="i:1", command=["t.py"]))[-1]
     assert "managedBy" not in training["spec"]

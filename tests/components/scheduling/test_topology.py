@@ -15,8 +15,8 @@ from components.scheduling.topology import (
     topology_objects,
 )
 from components.scheduling.training_job import render, spec_for_pool
-from tests.conftest import STACKS, stack_config, validate_kubernetes
-from tests.helpers import crds
+from tests.conftest import STACKS, stack_config
+from tests.helpers import crds, jobsets
 from tests.helpers.aws_topology import THREE_LAYERS
 from tests.helpers.kueue_objects import objects
 
@@ -118,17 +118,19 @@ def test_a_pool_of_types_without_topology_labels_gets_no_topology():
 
 def test_a_multi_node_job_prefers_one_domain_of_the_closest_network_level():
     # Kueue "Run Workloads with Topology-Aware Scheduling" (v0.19.2): the pod template's
-    # annotation kueue.x-k8s.io/podset-preferred-topology names the level.
+    # annotation kueue.x-k8s.io/podset-preferred-topology names the level; on a JobSet, the
+    # replicatedJob's pod template (Kueue jobset_webhook.go, validateTopologyRequest).
     cfg = stack_config("burst")
     spec = spec_for_pool(
         cfg, "h100-spot", name="llm", image="registry.example/llm:1", command=["t.py"], nodes=4
     )
     (job,) = render(spec)
-    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    annotations = jobsets.pod_template(job)["metadata"]["annotations"]
     assert annotations == {
         "kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"
     }
-    validate_kubernetes(job, cfg.cluster.kubernetes_version)
+    assert "annotations" not in job["metadata"]
+    jobsets.validate(job, cfg.cluster.kubernetes_version)
 
 
 def test_a_job_may_require_its_domain_instead():
@@ -140,7 +142,7 @@ def test_a_job_may_require_its_domain_instead():
     spec = spec_for_pool(
         cfg, "h100-spot", name="llm", image="i:1", command=["t.py"], nodes=4, placement=wanted
     )
-    annotations = render(spec)[-1]["spec"]["template"]["metadata"]["annotations"]
+    annotations = jobsets.pod_template(render(spec)[-1])["metadata"]["annotations"]
     assert annotations == {
         "kueue.x-k8s.io/podset-required-topology": "topology.k8s.aws/network-node-layer-2"
     }

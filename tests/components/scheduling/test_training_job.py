@@ -1,5 +1,6 @@
-"""The distributed-job builder: valid Kubernetes objects on every stack's pools, and the literal
-settings a multi-node training job lives or dies by."""
+"""The distributed-job builder: a valid JobSet on every stack's pools (the CRD's schema and CEL
+rules, its Job against Kubernetes' schema), and the literal settings a multi-node training job
+lives or dies by."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import yaml
 
 from components.scheduling.training_job import render, spec_for_pool
 from model.stacks import ROOT
-from tests.conftest import STACKS, planned, stack_config, validate_kubernetes
+from tests.conftest import STACKS, stack_config
+from tests.helpers import jobsets
 from tests.helpers.job_specs import IMAGE, POOLS
+from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
 
 
 def rendered(stack: str, pool: str, **choices):
@@ -23,58 +26,75 @@ def rendered(stack: str, pool: str, **choices):
 
 
 def trainer(objects) -> dict:
-    (job,) = objects
-    (container,) = job["spec"]["template"]["spec"]["containers"]
-    return container
+    (obj,) = objects
+    return jobsets.trainer(obj)
+
+
+def pod(objects) -> dict:
+    (obj,) = objects
+    return jobsets.pod_spec(obj)
 
 
 @pytest.mark.parametrize(("stack", "pool"), POOLS)
-def test_the_job_is_valid_on_every_pool_of_every_stack(stack, pool):
+def test_the_jobset_is_valid_on_every_pool_of_every_stack(stack, pool):
     objects = rendered(stack, pool, nodes=2)
-    kinds = [o["kind"] for o in objects]
-    # The Job alone: its peers meet through the namespace's platform Service.
-    assert kinds == ["Job"]
+    # The JobSet alone: JobSet makes the headless Service its pods meet through.
+    assert [o["kind"] for o in objects] == ["JobSet"]
     for obj in objects:
-        validate_kubernetes(obj, stack_config(stack).cluster.kubernetes_version)
+        jobsets.validate(obj, stack_config(stack).cluster.kubernetes_version)
 
 
-def test_the_validator_refuses_a_job_with_a_misspelt_field():
-    (job,) = rendered("prod", "h100-block")
-    job["spec"]["completionMod"] = "Indexed"
+def test_the_validator_refuses_a_misspelt_field_in_the_jobset_and_in_its_job():
+    (obj,) = rendered("prod", "h100-block")
+    obj["spec"]["failurePolicy"]["maxRestart"] = 3
+    with pytest.raises(AssertionError, match="maxRestart"):
+        jobsets.validate(obj, "1.34")
+    (obj,) = rendered("prod", "h100-block")
+    jobsets.job_spec(obj)["completionMod"] = "Indexed"
     with pytest.raises(AssertionError, match="completionMod"):
-        validate_kubernetes(job, "1.34")
+        jobsets.validate(obj, "1.34")
 
 
-def test_one_indexed_pod_per_node_resolving_through_the_namespaces_rendezvous_service():
-    (job,) = rendered("prod", "h100-block", nodes=4)
-    spec = job["spec"]
+def test_the_validator_evaluates_the_crds_cel_rules():
+    """JobSet v0.12.0 jobset_types.go: StartupPolicy InOrder and dependsOn are exclusive (a CEL
+    rule on spec, not a schema constraint)."""
+    (obj,) = rendered("prod", "h100-block")
+    obj["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    jobsets.replicated_job(obj)["dependsOn"] = [{"name": "other", "status": "Ready"}]
+    assert jobsets.cel_errors(obj) == [
+        "/spec: StartupPolicy and DependsOn APIs are mutually exclusive"
+    ]
+    with pytest.raises(AssertionError, match="mutually exclusive"):
+        jobsets.validate(obj, "1.34")
+
+
+def test_one_indexed_pod_per_node_in_one_replicated_job_resolving_by_jobsets_own_service():
+    """JobSet v0.12.0 jobset_types.go `Network`: enableDNSHostnames and
+    publishNotReadyAddresses (peers look index 0 up before any pod is ready), the subdomain
+    defaulting to the JobSet's name; JobSet makes the headless Service of that name."""
+    (obj,) = rendered("prod", "h100-block", nodes=4)
+    assert obj["apiVersion"] == "jobset.x-k8s.io/v1alpha2" and obj["kind"] == "JobSet"
+    (replicated,) = obj["spec"]["replicatedJobs"]
+    assert replicated["name"] == "trainer" and replicated["replicas"] == 1
+    spec = replicated["template"]["spec"]
     assert spec["completionMode"] == "Indexed"
     assert spec["completions"] == 4 and spec["parallelism"] == 4
-    assert spec["template"]["spec"]["subdomain"] == "rendezvous"
-    assert spec["template"]["metadata"]["labels"]["gpu-platform/rendezvous"] == "member"
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
-    service = next(
-        o
-        for o in planned("prod").kubernetes_objects()
-        if o["kind"] == "Service"
-        and o["metadata"] == {**o["metadata"], "name": "rendezvous"}
-        and o["metadata"]["namespace"] == "training"
-    )
-    assert service["spec"]["clusterIP"] == "None"
-    # Peers look index 0 up before any pod is ready.
-    assert service["spec"]["publishNotReadyAddresses"] is True
-    assert service["spec"]["selector"] == {"gpu-platform/rendezvous": "member"}
-    assert service["spec"]["ports"] == [{"name": "rendezvous", "port": 29500}]
+    assert obj["spec"]["network"] == {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
+    # No subdomain of the builder's own: JobSet sets it on every pod template.
+    assert "subdomain" not in spec["template"]["spec"]
 
 
-def test_torchrun_rendezvous_on_index_zero_with_the_completion_index_as_node_rank():
+def test_the_launcher_runs_torchrun_on_index_zero_with_the_completion_index_as_node_rank():
     command = trainer(rendered("prod", "h100-block", nodes=2))["command"]
+    # <jobset>-<replicatedJob>-<job index>-<pod index>.<subdomain> (JobSet `Network`).
     assert command == [
-        "torchrun",
+        "python",
+        "/opt/gpu-platform/launcher/launch.py",
         "--nnodes=2",
         "--nproc-per-node=8",
         "--node-rank=$(JOB_COMPLETION_INDEX)",
-        "--master-addr=train-run-0.rendezvous",
+        "--master-addr=train-run-trainer-0-0.train-run",
         "--master-port=29500",
         "train.py",
         "--steps=10",
@@ -87,31 +107,171 @@ def test_torchrun_rendezvous_on_index_zero_with_the_completion_index_as_node_ran
     }
 
 
-def test_kueue_admits_it_the_job_starts_suspended_with_queue_and_priority_labels():
-    (job,) = rendered("prod", "h100-block", queue="default", priority_class="research")
-    # Kueue pkg/controller/constants: QueueLabel and WorkloadPriorityClassLabel.
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "research"
-    assert job["spec"]["suspend"] is True
-    assert job["spec"]["template"]["spec"]["priorityClassName"] == "research"
+def test_kueue_admits_it_the_jobset_starts_suspended_with_queue_and_priority_labels():
+    (obj,) = rendered("prod", "h100-block", queue="default", priority_class="research")
+    # Kueue pkg/controller/constants: QueueLabel and WorkloadPriorityClassLabel, on the JobSet
+    # (Kueue site/content/en/docs/tasks/run/jobsets.md).
+    assert obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert obj["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "research"
+    assert obj["spec"]["suspend"] is True
+    assert jobsets.pod_spec(obj)["priorityClassName"] == "research"
+    # JobSet runs its Jobs; Kueue suspends and resumes the JobSet.
+    assert "suspend" not in jobsets.job_spec(obj) and "managedBy" not in jobsets.job_spec(obj)
 
 
-def test_without_a_queue_the_job_is_not_suspended_and_carries_no_kueue_label():
-    (job,) = rendered("prod", "h100-block", queue=None)
-    assert job["spec"]["suspend"] is False
-    assert not any(k.startswith("kueue.x-k8s.io/") for k in job["metadata"]["labels"])
+def test_without_a_queue_the_jobset_is_not_suspended_and_carries_no_kueue_label():
+    (obj,) = rendered("prod", "h100-block", queue=None)
+    assert obj["spec"]["suspend"] is False
+    assert not any(k.startswith("kueue.x-k8s.io/") for k in obj["metadata"]["labels"])
 
 
-def test_an_evicted_or_preempted_pod_does_not_spend_the_backoff_limit():
-    (job,) = rendered("prod", "h100-block")
-    assert job["spec"]["backoffLimit"] == 0
-    assert job["spec"]["podFailurePolicy"] == {
+def test_the_job_fails_at_its_first_failed_pod_saying_by_rule_index_why():
+    """kubernetes pkg/controller/job/pod_failure_policy.go: the first matching rule wins, and a
+    FailJob rule fails the Job with reason PodFailurePolicy and a message ending "matching
+    FailJob rule at index <i>". Rule 0: the exit codes no restart fixes (contract/exits.py:
+    2 bad arguments, 78 sysexits EX_CONFIG), on the trainer container; rule 1: a disrupted
+    pod (Kubernetes docs, "Pod failure policy": DisruptionTarget)."""
+    (obj,) = rendered("prod", "h100-block")
+    spec = jobsets.job_spec(obj)
+    assert spec["backoffLimit"] == 0
+    assert spec["podFailurePolicy"] == {
         "rules": [
             {
-                "action": "Ignore",
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [2, 78]},
+            },
+            {
+                "action": "FailJob",
                 "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
-            }
+            },
         ]
+    }
+
+
+# kubernetes/kubernetes pkg/controller/job/pod_failure_policy.go (matchPodFailurePolicy, stored
+# copy 2b02db1be88b), the two Sprintf formats, filled in as the Job controller fills them
+# (`%v` of the action FailJob); the Kubernetes docs' "Pod failure policy" task shows the first:
+# "Container main for pod default/job-pod-failure-policy-failjob-8ckj8 failed with exit code 42
+# matching FailJob rule at index 0".
+UNFIXABLE_MESSAGE = (
+    "Container trainer for pod training/train-run-trainer-0-1-x7k2p failed with exit code 78 "
+    "matching FailJob rule at index 0"
+)
+DISRUPTED_MESSAGE = (
+    "Pod training/train-run-trainer-0-3-q9z4m has condition DisruptionTarget matching FailJob "
+    "rule at index 1"
+)
+
+
+def jobset_action(policy: dict, reason: str, message: str) -> str:
+    """JobSet v0.12.0 pkg/controllers/failure_policy.go: rules in order, the first whose
+    reasons hold the Job's failure reason (none listed: any) and one of whose patterns (RE2;
+    none listed: any) matches its message wins; no rule: RestartJobSet."""
+    for rule in policy["rules"]:
+        if rule.get("onJobFailureReasons") and reason not in rule["onJobFailureReasons"]:
+            continue
+        patterns = rule.get("onJobFailureMessagePatterns") or []
+        if patterns and not any(re.search(p, message) for p in patterns):
+            continue
+        return rule["action"]
+    return "RestartJobSet"
+
+
+def test_the_jobset_fails_at_once_on_unfixable_restarts_free_on_disruption_else_counts():
+    """The JobSet's failurePolicy (JobSet jobset_types.go FailurePolicy; PINS "JobSet"):
+    maxRestarts from scheduling.jobs (default 3), BlockingRecreate, two rules on reason
+    PodFailurePolicy targeting `trainer`."""
+    (obj,) = rendered("prod", "h100-block")
+    policy = obj["spec"]["failurePolicy"]
+    assert policy["maxRestarts"] == 3
+    assert policy["restartStrategy"] == "BlockingRecreate"
+    assert [(r["name"], r["action"]) for r in policy["rules"]] == [
+        ("unfixable", "FailJobSet"),
+        ("disrupted", "RestartJobSetAndIgnoreMaxRestarts"),
+    ]
+    for rule in policy["rules"]:
+        assert rule["onJobFailureReasons"] == ["PodFailurePolicy"]
+        assert rule["targetReplicatedJobs"] == ["trainer"]
+    assert jobset_action(policy, "PodFailurePolicy", UNFIXABLE_MESSAGE) == "FailJobSet"
+    restart_free = "RestartJobSetAndIgnoreMaxRestarts"
+    assert jobset_action(policy, "PodFailurePolicy", DISRUPTED_MESSAGE) == restart_free
+    # A rank that failed, hung or was preempted: backoffLimit 0 spent (Kubernetes
+    # pkg/controller/job/job_controller.go, reason BackoffLimitExceeded).
+    assert jobset_action(policy, "BackoffLimitExceeded", "Job has reached the specified "
+                         "backoff limit") == "RestartJobSet"  # fmt: skip
+    # The index is the message's end: a rule 10 would not read as rule 1.
+    assert jobset_action(policy, "PodFailurePolicy", DISRUPTED_MESSAGE + "0") == "RestartJobSet"
+
+
+def test_the_restart_limit_and_the_watchdogs_bounds_come_from_the_config():
+    cfg = stack_config("prod")
+    jobs = cfg.scheduling.jobs.model_copy(
+        update={"max_restarts": 7, "hang_factor": 4, "hang_ceiling_seconds": 600}
+    )
+    spec = spec_for_pool(cfg, "h100-block", name="n", image=IMAGE, command=["t.py"], jobs=jobs)
+    (obj,) = render(spec)
+    assert obj["spec"]["failurePolicy"]["maxRestarts"] == 7
+    env = {e["name"]: e.get("value") for e in jobsets.trainer(obj)["env"]}
+    assert env["TRAINKIT_HANG_FACTOR"] == "4" and env["TRAINKIT_HANG_CEILING_S"] == "600"
+
+
+def test_every_pod_knows_its_restart_attempt_and_whose_job_it_is():
+    """JobSet pkg/constants/constants.go RestartsKey: the annotation
+    jobset.sigs.k8s.io/restart-attempt on every pod template, read through the downward API."""
+    env = {e["name"]: e for e in trainer(rendered("prod", "h100-block", queue="default"))["env"]}
+    assert env["JOBSET_RESTART_ATTEMPT"]["valueFrom"] == {
+        "fieldRef": {"fieldPath": "metadata.annotations['jobset.sigs.k8s.io/restart-attempt']"}
+    }
+    identity = ("TRAINING_JOB_NAME", "TRAINING_JOB_TEAM", "TRAINING_JOB_QUEUE", "TRAINING_JOB_POOL")
+    assert {k: env[k]["value"] for k in identity} == {
+        "TRAINING_JOB_NAME": "train-run",
+        "TRAINING_JOB_TEAM": "training",
+        "TRAINING_JOB_QUEUE": "default",
+        "TRAINING_JOB_POOL": "h100-block",
+    }
+    # The defaults of scheduling.jobs.
+    assert env["TRAINKIT_HANG_FACTOR"]["value"] == "10"
+    assert env["TRAINKIT_HANG_CEILING_S"]["value"] == "1800"
+
+
+def test_goodput_goes_to_the_stacks_pushgateway_where_it_runs_one():
+    # onprem schedules the self-test, whose history runs the Pushgateway in `monitoring`.
+    env = {e["name"]: e.get("value") for e in trainer(rendered("onprem", "a100"))["env"]}
+    assert env["TRAINKIT_PUSHGATEWAY_URL"] == "http://prometheus-pushgateway.monitoring.svc:9091"
+    env = {e["name"] for e in trainer(rendered("prod", "h100-block"))["env"]}
+    assert "TRAINKIT_PUSHGATEWAY_URL" not in env
+
+
+@pytest.mark.parametrize(("stack", "pool"), POOLS)
+def test_no_pod_lands_on_a_node_the_self_test_quarantined(stack, pool):
+    """components/selftest/access.py labels a failing node gpu-platform/selftest-failed=<check>;
+    a required node affinity with DoesNotExist keeps every pod of every restart off it
+    (Kubernetes "Assigning Pods to Nodes", node affinity operators)."""
+    affinity = pod(rendered(stack, pool))["affinity"]
+    assert affinity == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "gpu-platform/selftest-failed", "operator": "DoesNotExist"}]}]}}}  # fmt: skip
+
+
+def test_the_launcher_is_mounted_read_only_from_its_configmap():
+    objects = rendered("prod", "h100-block")
+    volumes = {v["name"]: v for v in pod(objects)["volumes"]}
+    assert volumes["training-launcher"] == {
+        "name": "training-launcher",
+        "configMap": {
+            "name": "training-launcher",
+            "items": [
+                {"key": "launch.py", "path": "launch.py"},
+                {"key": "contract.__init__.py", "path": "contract/__init__.py"},
+                {"key": "contract.exits.py", "path": "contract/exits.py"},
+            ],
+        },
+    }
+    mounts = {m["name"]: m for m in trainer(objects)["volumeMounts"]}
+    assert mounts["training-launcher"] == {
+        "name": "training-launcher",
+        "mountPath": "/opt/gpu-platform/launcher",
+        "readOnly": True,
     }
 
 
@@ -149,7 +309,7 @@ def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_ne
         "rdma/rdma_shared_device": 1,
         "memory": "128Gi",
     }
-    template = objects[-1]["spec"]["template"]
+    template = jobsets.pod_template(objects[-1])
     # No topology annotation: the shipped stack's topology_levels are EXAMPLEs not yet on the
     # nodes (scheduling.topology_labels_applied), so Kueue places by quota alone.
     assert template["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma"}
@@ -162,9 +322,9 @@ def test_shipped_dev_pool_without_efa_requests_no_fabric_nor_hugepages():
 
 
 def test_pods_land_on_the_pool_and_tolerate_the_gpu_taint():
-    pod = rendered("prod", "h100-ondemand")[-1]["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"gpu-platform/node-group": "h100-ondemand"}
-    assert pod["tolerations"] == [
+    spec = pod(rendered("prod", "h100-ondemand"))
+    assert spec["nodeSelector"] == {"gpu-platform/node-group": "h100-ondemand"}
+    assert spec["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
     ]
 
@@ -201,8 +361,7 @@ def test_the_shipped_stacks_cover_every_fabric():
 
 def test_shm_in_memory_storage_volumes_nccl_settings_and_a_writable_tmp():
     objects = rendered("prod", "h100-block")
-    pod = objects[-1]["spec"]["template"]["spec"]
-    volumes = {v["name"]: v for v in pod["volumes"]}
+    volumes = {v["name"]: v for v in pod(objects)["volumes"]}
     assert volumes["dshm"] == {
         "name": "dshm",
         "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"},
@@ -219,6 +378,7 @@ def test_shm_in_memory_storage_volumes_nccl_settings_and_a_writable_tmp():
         "/mnt/nvme-cache": "nvme-cache",
         "/dev/shm": "dshm",
         "/tmp": "tmp",
+        "/opt/gpu-platform/launcher": "training-launcher",
     }
     assert trainer(objects)["envFrom"] == [{"configMapRef": {"name": "nccl-h100-block"}}]
 
@@ -229,17 +389,34 @@ def test_the_docs_snippet_renders_a_valid_job(capsys):
     section = page.split("## Submitting a training job", 1)[1].split("\n## ", 1)[0]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     exec(compile(snippet, "docs/training.md", "exec"), {})
-    (job,) = yaml.safe_load_all(capsys.readouterr().out)
-    validate_kubernetes(job, stack_config("prod").cluster.kubernetes_version)
-    assert job["spec"]["completions"] == 2
-    assert job["metadata"]["namespace"] == "training"
+    (obj,) = yaml.safe_load_all(capsys.readouterr().out)
+    jobsets.validate(obj, stack_config("prod").cluster.kubernetes_version)
+    assert jobsets.job_spec(obj)["completions"] == 2
+    assert obj["metadata"]["namespace"] == "training"
 
 
 def test_a_service_account_runs_the_pods_only_when_given():
     cfg = stack_config("prod")
-    (plain,) = rendered("prod", "h100-block")
-    assert "serviceAccountName" not in plain["spec"]["template"]["spec"]
+    assert "serviceAccountName" not in pod(rendered("prod", "h100-block"))
     spec = spec_for_pool(cfg, "h100-block", name="n", image=IMAGE, command=["t.py"],
                          service_account="selftest-cordon")  # fmt: skip
-    (job,) = render(spec)
-    assert job["spec"]["template"]["spec"]["serviceAccountName"] == "selftest-cordon"
+    assert pod(render(spec))["serviceAccountName"] == "selftest-cordon"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_job_the_platform_and_jobs_submit_render_is_admitted_by_the_api_server(stack):
+    """The self-test and its schedule, every recipe and a team's own job on every pool for
+    every team, and a bursting team's on its worker's pools: each JobSet against the CRD's
+    schema and CEL rules with its Job against Kubernetes', each scheduled run's Job against
+    Kubernetes'."""
+    version = stack_config(stack).cluster.kubernetes_version
+    found = [("platform", obj) for obj in platform_jobs(stack)] + submitted_jobs(stack)
+    for worker in workers_of(stack):
+        found += burst_jobs(stack, worker)
+    kinds = {obj["kind"] for _, obj in found}
+    assert "JobSet" in kinds and kinds <= {"JobSet", "Job"}, kinds
+    for what, obj in found:
+        try:
+            jobsets.validate_object(obj, version)
+        except AssertionError as error:
+            raise AssertionError(f"{stack}: {what}: {error}") from error

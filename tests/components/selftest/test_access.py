@@ -13,6 +13,7 @@ from components.selftest.job import selftest_spec
 from plan.engine import run_program
 from plan.model import build_plan
 from tests.conftest import STACKS, find, make_project, planned, stack_config, validate_kubernetes
+from tests.helpers import jobsets
 from tests.helpers.bad_stacks import aws, existing
 from tests.helpers.selftest_stacks import (
     A100_POOL,
@@ -43,17 +44,17 @@ def by_kind(plan, kind: str) -> dict[str, dict]:
 
 
 def run_pods(plan) -> list[dict]:
-    """The pod spec of the post-deploy Job and of every CronJob."""
-    jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "Job"]
+    """The pod spec of the post-deploy JobSet and of every CronJob."""
+    jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "JobSet"]
     crons = [o for o in plan.kubernetes_objects() if o["kind"] == "CronJob"]
-    return [j["spec"]["template"]["spec"] for j in jobs] + [pod_of(c) for c in crons]
+    return [jobsets.pod_spec(j) for j in jobs] + [pod_of(c) for c in crons]
 
 
 def test_onprem_runs_report_the_admins_rack_and_spine_labels_and_may_only_read_nodes():
     plan = planned("onprem")
     version = plan.outputs["kubernetes_version"]
     pods = run_pods(plan)
-    assert len(pods) == 2  # the post-deploy Job and the a100 pool's CronJob
+    assert len(pods) == 2  # the post-deploy JobSet and the a100 pool's CronJob
     for pod in pods:
         env = env_of(pod)
         assert env["NODE_NAME"] == NODE_NAME
@@ -81,7 +82,7 @@ def test_onprem_runs_report_the_admins_rack_and_spine_labels_and_may_only_read_n
     # The runs start once their account may read their node.
     reader = find(plan, BINDING, "onprem-clusterrolebinding-gpu-platform-selftest-node-reader")
     (cron,) = plan.of_type(CRON_JOB)
-    job = find(plan, "kubernetes:batch/v1:Job", "onprem-selftest-job")
+    job = find(plan, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "onprem-selftest-job")
     assert reader.urn in cron.dependencies and reader.urn in job.dependencies
 
 
@@ -146,18 +147,18 @@ def test_the_post_deploy_job_cordons_with_or_without_the_schedule(tmp_path, sche
         selftest={"image": IMAGE, "cordon_on_fail": True, "schedule": {"enabled": schedule}},
     )
     plan = plan_of(tmp_path, stack)
-    (job,) = [o for o in plan.kubernetes_objects() if o["kind"] == "Job"]
-    pod = job["spec"]["template"]["spec"]
+    (job,) = [o for o in plan.kubernetes_objects() if o["kind"] == "JobSet"]
+    pod = jobsets.pod_spec(job)
     assert pod["serviceAccountName"] in by_kind(plan, "ServiceAccount")
     assert env_of(pod)["SELFTEST_CORDON_ON_FAIL"] == "true"
-    validate_kubernetes(job, plan.outputs["kubernetes_version"])
+    jobsets.validate(job, plan.outputs["kubernetes_version"])
 
 
 def test_the_rendered_job_and_cron_job_validate_with_the_account_and_labels():
     cfg = stack_config("onprem")
     (job,) = render(selftest_spec(cfg))
     for obj in (job, *stack_cron_jobs(cfg)):
-        validate_kubernetes(obj, cfg.cluster.kubernetes_version)
+        jobsets.validate_object(obj, cfg.cluster.kubernetes_version)
 
 
 @pytest.mark.parametrize("stack", STACKS)

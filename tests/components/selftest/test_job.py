@@ -1,4 +1,4 @@
-"""The post-deploy self-test: its config (modes, floors, refused input), the Job it declares on
+"""The post-deploy self-test: its config (modes, floors, refused input), the JobSet it declares on
 every stack, how pulumi up waits for it, and what it waits for."""
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from tests.conftest import (
     make_project,
     planned,
     stack_config,
-    validate_kubernetes,
 )
+from tests.helpers import jobsets
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
 
+JOB = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 DIGEST = "@sha256:" + "0" * 64
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest" + DIGEST
 P5 = {"name": "h100", "instance_types": ["p5.48xlarge"], "efa": True, "scaling": {"max_size": 2}}
@@ -151,13 +152,13 @@ def test_a_refused_selftest_raises_config_error_before_anything():
 def test_the_selftest_job_is_valid_on_every_stack(stack):
     cfg = with_selftest(stack)
     for obj in render(selftest_spec(cfg)):
-        validate_kubernetes(obj, cfg.cluster.kubernetes_version)
+        jobsets.validate(obj, cfg.cluster.kubernetes_version)
 
 
 def test_the_selftest_runs_the_bootstrap_package_under_torchrun_and_files_its_report():
     spec = selftest_spec(with_selftest("prod", nodes=2))
     (job,) = render(spec)
-    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container = jobsets.trainer(job)
     assert container["command"][-2:] == ["-m", "selftest"]
     assert container["image"] == IMAGE
     env = {e["name"]: e.get("value") for e in container["env"]}
@@ -168,7 +169,7 @@ def test_the_selftest_runs_the_bootstrap_package_under_torchrun_and_files_its_re
     assert env["SELFTEST_EXPECTED_GPUS"] == "8"
     assert env["SELFTEST_EXPECTED_FABRIC_DEVICES"] == "32"
     assert env["SELFTEST_INSTANCE_TYPE"] == "p5.48xlarge"
-    assert job["spec"]["activeDeadlineSeconds"] == 30 * 60
+    assert jobsets.job_spec(job)["activeDeadlineSeconds"] == 30 * 60
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
     assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "research"
 
@@ -181,11 +182,27 @@ def test_a_new_run_whenever_the_stack_changes_and_the_same_run_when_it_does_not(
     assert len(one) == 10
 
 
-def test_block_awaits_the_job_and_warn_skips_the_await():
+def test_block_awaits_the_jobsets_completed_condition_and_warn_skips_the_await():
+    """pulumi-kubernetes v4 (provider/pkg/metadata/overrides.go): `pulumi.com/waitFor:
+    condition=<type>` awaits any object until that condition is True; JobSet v0.12.0 sets
+    `Completed` when the JobSet succeeds (api/jobset/v1alpha2/jobset_types.go,
+    JobSetCompleted)."""
     (blocking,) = render(selftest_spec(with_selftest("prod", mode="block")))
-    assert "pulumi.com/skipAwait" not in blocking["metadata"].get("annotations", {})
+    assert blocking["metadata"]["annotations"] == {"pulumi.com/waitFor": "condition=Completed"}
     (warning,) = render(selftest_spec(with_selftest("prod", mode="warn")))
     assert warning["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+
+
+def test_a_failed_check_is_a_verdict_not_a_fault_to_restart():
+    """The self-test exits non-zero on a FAIL: its JobSet restarts no group for it (maxRestarts
+    0, whatever scheduling.jobs says); a disrupted pod still restarts it without counting."""
+    (obj,) = render(selftest_spec(with_selftest("prod")))
+    policy = obj["spec"]["failurePolicy"]
+    assert policy["maxRestarts"] == 0
+    assert [r["action"] for r in policy["rules"]] == [
+        "FailJobSet",
+        "RestartJobSetAndIgnoreMaxRestarts",
+    ]
 
 
 # --------------------------------------------------------------------------- under mocks
@@ -193,7 +210,7 @@ def test_block_awaits_the_job_and_warn_skips_the_await():
 
 def test_shipped_onprem_declares_the_job_after_everything_it_tests():
     plan = planned("onprem")
-    (job,) = [r for r in plan.resources if r.type == "kubernetes:batch/v1:Job"]
+    (job,) = [r for r in plan.resources if r.type == JOB]
     assert job.name == "onprem-selftest-job"
     # Depending on a component waits for its children: the Job's dependencies are the
     # children of every component it tests.
@@ -221,7 +238,7 @@ def test_an_aws_stack_gets_a_private_scanned_immutable_encrypted_repository(tmp_
     assert repo.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
     assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
     assert repo.inputs["encryptionConfigurations"] == [{"encryptionType": "KMS"}]
-    (job,) = [r for r in plan.resources if r.type == "kubernetes:batch/v1:Job"]
+    (job,) = [r for r in plan.resources if r.type == JOB]
     assert any("gpu-platform:data:EfaDevicePlugin$" in d for d in job.dependencies)
     assert any("gpu-platform:storage:FsxLustre$" in d for d in job.dependencies)
     # The GPU nodes and the autoscaler that brings them up from zero.
@@ -232,7 +249,7 @@ def test_an_aws_stack_gets_a_private_scanned_immutable_encrypted_repository(tmp_
 
 def test_off_declares_no_job():
     plan = planned("prod")
-    assert not [r for r in plan.resources if r.type == "kubernetes:batch/v1:Job"]
+    assert not [r for r in plan.resources if r.type == JOB]
     assert plan.outputs["selftest"] == {"mode": "off"}
 
 
@@ -249,7 +266,7 @@ def test_without_kueue_the_job_is_neither_queued_nor_suspended():
     (job,) = render(selftest_spec(parse_config(raw, "stacks/Pulumi.onprem.yaml")))
     assert job["spec"]["suspend"] is False
     assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
-    assert "priorityClassName" not in job["spec"]["template"]["spec"]
+    assert "priorityClassName" not in jobsets.pod_spec(job)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -258,7 +275,7 @@ def test_kueue_can_admit_what_the_selftest_asks_for(stack):
     excludes (Kueue docs, "Resources": excludeResourcePrefixes); the Job would wait forever."""
     cfg = with_selftest(stack)
     (job,) = render(selftest_spec(cfg))
-    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container = jobsets.trainer(job)
     objects = kueue_objects(cfg, autoscaled=cfg.provider == "aws")
     # The self-test runs in the training namespace, on that team's ClusterQueue.
     training = cfg.namespaces.training
@@ -273,7 +290,7 @@ def test_kueue_can_admit_what_the_selftest_asks_for(stack):
 def test_expected_fabric_devices_per_pool_kind():
     def expected(cfg):
         (job,) = render(selftest_spec(cfg))
-        (container,) = job["spec"]["template"]["spec"]["containers"]
+        container = jobsets.trainer(job)
         env = {e["name"]: e.get("value") for e in container["env"]}
         return env["SELFTEST_EXPECTED_FABRIC_DEVICES"], env["SELFTEST_FABRIC"]
 
@@ -306,8 +323,6 @@ def test_the_job_tells_the_selftest_where_this_nodes_exporter_and_its_floors_are
 
 # --------------------------------------------------------------------------- how long up waits
 
-JOB = "kubernetes:batch/v1:Job"
-
 
 def minutes(timeout: str) -> int:
     assert timeout.endswith("m"), timeout
@@ -321,7 +336,7 @@ def assert_up_outwaits_the_job(plan, cfg) -> int:
     suspension"), and then the whole run."""
     awaited = 0
     for job in plan.of_type(JOB):
-        deadline = job.inputs["spec"]["activeDeadlineSeconds"]
+        deadline = jobsets.job_spec(job.inputs)["activeDeadlineSeconds"]
         allowance = cfg.selftest.provisioning_minutes
         for op in ("create", "update"):
             assert minutes(job.custom_timeouts[op]) * 60 == deadline + allowance * 60, op
@@ -339,7 +354,7 @@ def test_shipped_onprem_waits_an_hour_for_a_half_hour_run():
     # selftest.timeout_minutes 30 and provisioning_minutes 30 (defaults): the Job may run 1,800
     # s once started, pulumi up waits 60 minutes from its creation.
     (job,) = planned("onprem").of_type(JOB)
-    assert job.inputs["spec"]["activeDeadlineSeconds"] == 1800
+    assert jobsets.job_spec(job.inputs)["activeDeadlineSeconds"] == 1800
     assert job.custom_timeouts == {"create": "60m", "update": "60m"}
     assert planned("onprem").outputs["selftest"]["up_waits_minutes"] == 60
 
@@ -356,7 +371,7 @@ def test_an_aws_stack_that_blocks_waits_for_its_allowance(tmp_path):
     )
     plan = build_plan(run_program("st", make_project(tmp_path, {"st": stack})))
     (job,) = plan.of_type(JOB)
-    assert job.inputs["spec"]["activeDeadlineSeconds"] == 1200
+    assert jobsets.job_spec(job.inputs)["activeDeadlineSeconds"] == 1200
     assert job.custom_timeouts == {"create": "65m", "update": "65m"}
     assert assert_up_outwaits_the_job(plan, stack_config_of(stack)) == 1
 

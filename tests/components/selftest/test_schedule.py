@@ -20,7 +20,7 @@ from model.config.selftest_schedule import cron_problem, scheduled, scheduled_po
 from plan.engine import run_program
 from plan.model import build_plan
 from tests.conftest import STACKS, find, make_project, planned, stack_config, validate_kubernetes
-from tests.helpers import helm_values
+from tests.helpers import helm_values, jobsets
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
 from tests.helpers.metric_sources import configuration, emitted, problems, queries
 from tests.helpers.selftest_stacks import (
@@ -182,7 +182,11 @@ def test_a_run_takes_one_whole_idle_node_at_the_lowest_priority_with_the_short_s
     # The on-prem a100 pool: 8 x A100 a node; all of them, so the node must be idle.
     assert container["resources"]["requests"]["nvidia.com/gpu"] == 8
     assert cron["spec"]["jobTemplate"]["spec"]["completions"] == 1
-    assert container["command"][:2] == ["torchrun", "--standalone"]
+    assert container["command"][:3] == [
+        "python",
+        "/opt/gpu-platform/launcher/launch.py",
+        "--standalone",
+    ]
     assert container["command"][-2:] == ["-m", "selftest"]
     assert env["SELFTEST_CHECKS"] == "short"
     assert env["SELFTEST_NODES"] == "1"
@@ -266,7 +270,7 @@ def test_shipped_onprem_declares_the_history_after_what_it_needs():
     assert gateway.urn in cron.dependencies
     assert any("GpuOperator$kubernetes:helm.sh/v3:Release" in d for d in cron.dependencies)
     # The post-deploy run pushes too, so it waits for the Pushgateway.
-    (job,) = plan.of_type("kubernetes:batch/v1:Job")
+    (job,) = plan.of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
     assert gateway.urn in job.dependencies
     assert plan.outputs["selftest"]["schedule"] == {
         "cron": "0 */4 * * * (UTC)",
@@ -368,9 +372,9 @@ def test_quarantine_runs_as_an_account_that_may_only_patch_nodes(tmp_path):
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": account["name"], "namespace": "gpu-platform-selftest"}
     ]
-    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob", "Job"):
-        validate_kubernetes(objects[kind], version)
-    for pod in (pod_of(objects["CronJob"]), objects["Job"]["spec"]["template"]["spec"]):
+    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob", "JobSet"):
+        jobsets.validate_object(objects[kind], version)
+    for pod in (pod_of(objects["CronJob"]), jobsets.pod_spec(objects["JobSet"])):
         assert pod["serviceAccountName"] == account["name"]
         env = env_of(pod)
         assert env["SELFTEST_CORDON_ON_FAIL"] == "true"
@@ -386,7 +390,7 @@ def test_the_post_deploy_job_keeps_its_own_pool_and_nodes():
     """A scheduled run is one node of its pool; the post-deploy run keeps selftest.nodes."""
     cfg = stack_config("onprem")
     (job,) = render(selftest_spec(cfg))
-    env = env_of(job["spec"]["template"]["spec"])
+    env = env_of(jobsets.pod_spec(job))
     assert env["SELFTEST_NODES"] == "2"
     assert env["SELFTEST_PUSHGATEWAY_URL"] == PUSHGATEWAY_URL
     assert json.loads(env["SELFTEST_FLOORS"])["intra_node_busbw_gbps"] == 228.0
