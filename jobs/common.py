@@ -1,5 +1,6 @@
 """What every `python -m jobs` submission shares: reading the stack, choosing a pool that can hold
-the job (or saying why none can), naming the Job, and writing and applying the rendered objects.
+the job (or saying why none can), naming the job, writing the rendered objects and submitting
+them, which never silently re-applies a job that exists.
 A recipe's job and a team's own job are refused with the same messages, since both come from
 here."""
 
@@ -11,16 +12,18 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from components.scheduling.multikueue import MANAGED_BY
 from components.scheduling.training_job import TrainingJobSpec, render
+from jobs.kubectl import Kubectl, KubectlError, resource_type
+from jobs.state import changes_summary, job_state, spec_changes
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import TeamSettings
 from model.stacks import stack_config
@@ -29,6 +32,15 @@ DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # What --render-only puts where the image would go: a registry name that cannot resolve
 # (RFC 2606 reserves .invalid), so a job rendered this way can never pull anything.
 RENDER_ONLY_IMAGE = "image-unset.invalid/gpu-platform-job:render-only"
+# --apply found a job of the same name and left it as it was (jobs/__main__.py).
+EXISTS = 3
+# Why --resume leaves a job that has not finished as it is.
+UNFINISHED = {
+    "running": "replacing it would throw away its work since its last checkpoint",
+    "restarting": "JobSet is restarting it from its checkpoint already",
+    "queued": "it has not started; Kueue starts it once admitted",
+    "suspended": "it has not started; it runs once resumed (spec.suspend: false)",
+}
 
 
 class SubmitError(Exception):
@@ -201,11 +213,67 @@ def kubeconfig(flag: str | None, cfg: PlatformConfig, environ: Mapping[str, str]
     return found
 
 
-def kubectl_apply(kubectl: str, job_yaml: Path, config: Path, context: str | None) -> int:
-    argv = [kubectl, "apply", "--kubeconfig", str(config)]
-    if context:
-        argv += ["--context", context]
-    return subprocess.run([*argv, "-f", str(job_yaml)], check=False).returncode
+def workload(objects: list[dict[str, Any]], spec: TrainingJobSpec) -> dict[str, Any]:
+    """The job among what the builder rendered: the object named after it."""
+    return next(o for o in objects if o["metadata"]["name"] == spec.name)
+
+
+def submit_to(cluster: Kubectl, job: dict[str, Any], path: Path, resume: bool) -> int:
+    """Apply `path` unless a job of that name exists: then say what it is and change nothing,
+    or, with `resume` and the job finished, delete it and apply it again; its pods find their
+    checkpoint folder as before and resume (trainkit). Re-applying a finished job as it is
+    would change nothing, and a JobSet's spec is mostly immutable (jobset v0.12.0,
+    api/jobset/v1alpha2/jobset_types.go: `self == oldSelf` on network, successPolicy,
+    failurePolicy), so a changed one cannot be applied over it either."""
+    kind, meta = job["kind"], job["metadata"]
+    types, title = (
+        resource_type(job["apiVersion"], kind),
+        f"{kind} {meta['namespace']}/{meta['name']}",
+    )
+    try:
+        found = cluster.get(types, meta["name"], meta["namespace"])
+    except KubectlError as error:
+        print(f"error: could not look for {title} before applying it: {error}", file=sys.stderr)
+        return 1
+    if not found:
+        if resume:
+            print(
+                f"--resume: no {title} exists; applying it (its pods resume from any "
+                "checkpoint in their folder)"
+            )
+        return 0 if cluster.apply(path) == 0 else 1
+    (live,) = found
+    state, changes = job_state(live), spec_changes(job, live)
+    print(f"{state.title} exists: {state.describe()}")
+    if changes:
+        print(
+            f"  this submission's spec differs from it ({changes_summary(changes)}); a "
+            f"{kind}'s spec is mostly immutable, so it cannot be applied over it: give another "
+            "--name to run it beside, or --resume once it has finished to replace it (the "
+            "replacement resumes from the same checkpoint folder)"
+        )
+    if not resume:
+        hint = (
+            "pass --resume to delete it and apply it again, resuming from its checkpoint"
+            if state.finished
+            else "it will go on as it is; `python -m jobs status` follows it"
+        )
+        print(f"error: {title} was left as it is: {hint}", file=sys.stderr)
+        return EXISTS
+    if not state.finished:
+        print(
+            f"error: --resume refused: {title} is {state.phase}, not finished: "
+            f"{UNFINISHED[state.phase]}. Wait for it to finish, or delete it yourself "
+            f"(kubectl delete {types} {meta['name']} -n {meta['namespace']})",
+            file=sys.stderr,
+        )
+        return EXISTS
+    where = f" from {state.checkpoint_dir}" if state.checkpoint_dir else ""
+    print(f"--resume: deleting {title} ({state.phase}) and applying it again; it resumes{where}")
+    if cluster.delete(types, meta["name"], meta["namespace"]) != 0:
+        print(f"error: could not delete {title}; nothing applied", file=sys.stderr)
+        return 1
+    return 0 if cluster.apply(path) == 0 else 1
 
 
 # ------------------------------------------------------------------------------------- CLI
@@ -227,9 +295,15 @@ def add_delivery_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--nodes", type=int, required=True, help="pods, one per node")
     p.add_argument("--pool", help="a GPU pool of the stack; default: the first that fits")
-    p.add_argument("--name", help="the Job's name; default: <prefix>-<hash of the job>")
+    p.add_argument("--name", help="the job's name; default: <prefix>-<hash of the job>")
     p.add_argument("--apply", action="store_true", help="kubectl apply the job")
     p.add_argument("--kubeconfig", help="default: existing.kubeconfig_path, else KUBECONFIG")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --apply: replace a failed or finished job of the same name, which resumes "
+        "from its checkpoint (a running one is never replaced)",
+    )
 
 
 def deliver(
@@ -242,10 +316,12 @@ def deliver(
     detail: str = "",
 ) -> int:
     """Refuse (exit 2, every problem at once, nothing written), or write `out(job name)` and,
-    with --apply, apply it. `problems` are what planning the job found already."""
+    with --apply, submit it (`submit_to`). `problems` are what planning the job found already."""
     problems = list(problems)
     if args.apply and args.render_only:
         problems.append("--render-only with --apply: a placeholder image cannot run")
+    if args.resume and not args.apply:
+        problems.append("--resume without --apply: it replaces a job on the cluster; add --apply")
     config, kubectl = None, shutil.which("kubectl")
     if args.apply:
         try:
@@ -264,9 +340,11 @@ def deliver(
         return 2
     path = out(spec.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump_all(render(spec), sort_keys=False))
+    objects = render(spec)
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    job = workload(objects, spec)
     size = f"{spec.nodes} node(s) x {spec.gpus} GPU(s) of pool {spec.pool.name}"
-    print(f"Wrote {path}: Job {spec.namespace}/{spec.name}, {size}{detail}")
+    print(f"Wrote {path}: {job['kind']} {spec.namespace}/{spec.name}, {size}{detail}")
     sharing = spec.pool.sharing
     if sharing.mode in ("time-slicing", "mps"):
         # Not refused (a dev pool is often shared), but the GPU memory the job needs is not
@@ -278,5 +356,8 @@ def deliver(
         )
     if config is None or kubectl is None:
         return 0
-    context = cfg.existing.context if cfg.existing else None
-    return 0 if kubectl_apply(kubectl, path, config, context) == 0 else 1
+    return submit_to(cluster_of(kubectl, config, cfg), job, path, args.resume)
+
+
+def cluster_of(kubectl: str, config: Path, cfg: PlatformConfig) -> Kubectl:
+    return Kubectl(kubectl, config, cfg.existing.context if cfg.existing else None)
