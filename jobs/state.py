@@ -51,10 +51,13 @@ class JobState:
         return f"{self.kind} {self.namespace}/{self.name}"
 
     def restart_summary(self) -> str:
+        if not self.restarts:
+            return "no restarts"
         limit = f" of maxRestarts {self.max_restarts}" if self.max_restarts is not None else ""
+        ignored = self.restarts - self.restarts_toward_max
         return (
-            f"{self.restarts} restart(s), {self.restarts_toward_max}{limit} counted toward "
-            "the limit (the others: disruptions, not the job's fault)"
+            f"{self.restarts} restart(s), {self.restarts_toward_max}{limit} counted toward the "
+            f"limit, {ignored} not (disruptions: not the job's fault)"
         )
 
     def describe(self) -> str:
