@@ -253,7 +253,7 @@ def test_main_writes_the_service_and_job_to_job_yaml(project, capsys):
     assert job["metadata"]["name"] == "sr" and job["spec"]["completions"] == 2
     out = capsys.readouterr().out
     # esrgan's global batch 16 = micro-batch 8 x 2 GPUs (2 nodes x 1) x accumulation 1.
-    assert f"Wrote {path}: Job training/sr, 2 node(s) x 1 GPU(s) of pool a100-efa" in out
+    assert f"Wrote {path}: {job['kind']} training/sr, 2 node(s) x 1 GPU(s) of pool a100-efa" in out
     assert "gradient accumulation 1" in out
 
 

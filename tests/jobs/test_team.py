@@ -456,7 +456,7 @@ def test_main_submits_a_bursting_teams_job_reading_the_workers_stack_file(tmp_pa
     (job,) = yaml.safe_load_all((out / "ft" / "job.yaml").read_text())
     assert job["metadata"]["namespace"] == "research"
     printed = capsys.readouterr().out
-    assert "Job research/ft, 2 node(s) x 8 GPU(s) of pool h100-spot" in printed
+    assert f"{job['kind']} research/ft, 2 node(s) x 8 GPU(s) of pool h100-spot" in printed
     assert "dispatched by MultiKueue to worker burst" in printed
     assert main([*argv, "--team", "nlp", "--out", str(out), "--", *COMMAND], root=root) == 2
     assert "--team 'nlp' is not a team of this stack" in capsys.readouterr().err
