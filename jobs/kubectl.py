@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from model.config import PlatformConfig
+
 
 class KubectlError(Exception):
     """kubectl exited non-zero; the message is its first line on stderr."""
@@ -29,6 +31,10 @@ class Kubectl:
     binary: str
     config: Path
     context: str | None = None
+
+    @classmethod
+    def of_stack(cls, binary: str, config: Path, cfg: PlatformConfig) -> Kubectl:
+        return cls(binary, config, cfg.existing.context if cfg.existing else None)
 
     def argv(self, *args: str) -> list[str]:
         flags = ["--kubeconfig", str(self.config)]

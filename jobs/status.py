@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     if binary is None:
         print("error: jobs status runs kubectl, which is not on PATH", file=sys.stderr)
         return 2
-    cluster = Kubectl(binary, config, cfg.existing.context if cfg.existing else None)
+    cluster = Kubectl.of_stack(binary, config, cfg)
     try:
         found = cluster.get(JOB_TYPES, args.name, namespace)
     except KubectlError as error:

@@ -411,7 +411,8 @@ def test_apply_falls_back_to_kubeconfig_in_the_environment(project, tmp_path, mo
 def test_a_recipe_job_that_exists_is_left_as_it_is_as_a_teams_is(
     project, tmp_path, monkeypatch, capsys
 ):
-    """jobs/common.submit_to serves both commands; tests/jobs/test_resubmit.py covers each state."""
+    """jobs/submission.submit_to serves both commands; tests/jobs/test_resubmit.py covers each
+    state."""
     kubectl = stand_in_kubectl(tmp_path / "bin", monkeypatch)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kc"))
     (tmp_path / "kc").write_text("apiVersion: v1\nkind: Config\n")
