@@ -117,12 +117,14 @@ def query_goodput(cluster: Kubectl, cfg: PlatformConfig, namespace: str, name: s
         metric = sample["metric"]
         by_cause = found.values[metric["__name__"]]
         cause = metric.get("cause", "")
-        by_cause[cause] = by_cause.get(cause, 0.0) + float(sample["value"][1])
+        # One series per job and cause; the same one scraped from two targets (an `instance`
+        # apart) is one figure, not two.
+        by_cause[cause] = max(by_cause.get(cause, 0.0), float(sample["value"][1]))
     return found
 
 
 def causes(figures: dict[str, float], unit: str = "") -> str:
-    return ", ".join(f"{cause} {value:g}{unit}" for cause, value in figures.items())
+    return ", ".join(f"{cause} {value:.0f}{unit}" for cause, value in figures.items())
 
 
 def report(state: JobState, goodput: Goodput | None, missing: str) -> list[str]:
@@ -132,7 +134,7 @@ def report(state: JobState, goodput: Goodput | None, missing: str) -> list[str]:
         restarts += f"; causes (trainkit): {causes(goodput.by_cause(RESTARTS))}"
         spent = goodput.total(RESTART_SECONDS)
         if spent is not None:
-            restarts += f"; {spent:g} s between attempts"
+            restarts += f"; {spent:.0f} s between attempts"
     lines.append(restarts)
     allocated = goodput.total(ALLOCATED_GPU_SECONDS) if goodput else None
     productive = goodput.total(PRODUCTIVE_GPU_SECONDS) if goodput else None
@@ -145,7 +147,7 @@ def report(state: JobState, goodput: Goodput | None, missing: str) -> list[str]:
         )
     else:
         line = (
-            f"goodput: {100 * productive / allocated:.1f}% ({productive:g} of {allocated:g} "
+            f"goodput: {100 * productive / allocated:.1f}% ({productive:.0f} of {allocated:.0f} "
             "GPU-seconds productive)"
         )
         lost = goodput.by_cause(LOST_GPU_SECONDS)
@@ -154,7 +156,7 @@ def report(state: JobState, goodput: Goodput | None, missing: str) -> list[str]:
         lines.append(line)
     step = goodput.total(LAST_CHECKPOINT_STEP) if goodput else None
     folder = state.checkpoint_dir or "no TRAINKIT_CHECKPOINT_DIR in its pods"
-    at = f"step {step:g} in " if step is not None else ""
+    at = f"step {step:.0f} in " if step is not None else ""
     lines.append(f"resumes from: {at}{folder}")
     return lines
 

@@ -193,3 +193,23 @@ def test_python_dash_m_jobs_status_runs_from_the_repository_root(kubectl, tmp_pa
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[0] == "JobSet training/llama: running"
     assert "goodput: 75.0%" in run.stdout
+
+
+def test_a_long_run_prints_whole_figures_and_counts_a_series_scraped_twice_once(kubectl, capsys):
+    """Two Pushgateway targets (instances) expose the same pushed series: one figure."""
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
+    twice = [
+        goodput_sample("gpu_platform_job_allocated_gpu_seconds", "6912000", instance=instance)
+        for instance in ("10.0.3.17:9091", "10.0.4.22:9091")
+    ]
+    figures = vector(
+        *twice,
+        goodput_sample("gpu_platform_job_productive_gpu_seconds", "5529600"),
+        goodput_sample("gpu_platform_job_last_checkpoint_step", "1250000"),
+    )
+    kubectl.answer("get", "--raw", PROXY, stdout=figures)
+    assert status("llama") == 0
+    lines = capsys.readouterr().out.splitlines()
+    # 5529600 / 6912000 = 0.8 (8 GPUs for 10 days allocated).
+    assert lines[2] == "goodput: 80.0% (5529600 of 6912000 GPU-seconds productive)"
+    assert lines[3] == "resumes from: step 1250000 in /mnt/shared-data/runs/jobs/llama"
