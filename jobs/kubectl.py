@@ -60,7 +60,9 @@ class Kubectl:
         if not text.strip():
             return []
         found = json.loads(text)
-        # Several types answer as a List of what exists; one type, as the object itself.
+        # Several types answer as a List of what exists; one type and name, as the object
+        # itself (kubectl pkg/cmd/get/get.go printGeneric: "coerce all items into a list"
+        # unless a single item is implied).
         return list(found["items"]) if found.get("kind") == "List" else [found]
 
     def delete(self, types: str, name: str, namespace: str) -> int:
