@@ -4,8 +4,12 @@
                          a team's image and command as a distributed job (jobs/team.py)
   recipe <recipe> --stack S [--team T] --nodes N
                          a training recipe's job: prepare, sd-finetune, esrgan (jobs/recipe.py)
+  status NAME --stack S [--team T]
+                         a submitted job's state, restarts, goodput and checkpoint (jobs/status.py)
 
-Each renders the job to a file, or applies it with --apply; `<command> --help` lists the flags.
+submit and recipe render the job to a file, or submit it with --apply. A job of the same name
+that exists is described and left as it is (exit 3) unless --resume replaces a failed or
+finished one, which resumes from its checkpoint. `<command> --help` lists the flags.
 Run from the repository root with the program's venv (.venv)."""
 
 from __future__ import annotations
@@ -27,7 +31,11 @@ def main(argv: list[str] | None = None) -> int:
         from jobs.recipe import main as recipe
 
         return recipe(rest)
-    print(f"error: unknown command {command!r}; one of submit, recipe", file=sys.stderr)
+    if command == "status":
+        from jobs.status import main as status
+
+        return status(rest)
+    print(f"error: unknown command {command!r}; one of submit, recipe, status", file=sys.stderr)
     return 2
 
 

@@ -1,5 +1,6 @@
 """What every `python -m jobs` submission shares: reading the stack, choosing a pool that can hold
-the job (or saying why none can), naming the Job, and writing and applying the rendered objects.
+the job (or saying why none can), naming the job, writing the rendered objects and submitting
+them (jobs/submission.py).
 A recipe's job and a team's own job are refused with the same messages, since both come from
 here."""
 
@@ -11,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +21,8 @@ import yaml
 
 from components.scheduling.multikueue import MANAGED_BY
 from components.scheduling.training_job import TrainingJobSpec, longest_name, render
+from jobs.kubectl import Kubectl
+from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import TeamSettings
 from model.stacks import stack_config
@@ -202,13 +204,6 @@ def kubeconfig(flag: str | None, cfg: PlatformConfig, environ: Mapping[str, str]
     return found
 
 
-def kubectl_apply(kubectl: str, job_yaml: Path, config: Path, context: str | None) -> int:
-    argv = [kubectl, "apply", "--kubeconfig", str(config)]
-    if context:
-        argv += ["--context", context]
-    return subprocess.run([*argv, "-f", str(job_yaml)], check=False).returncode
-
-
 # ------------------------------------------------------------------------------------- CLI
 
 
@@ -228,9 +223,15 @@ def add_delivery_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--nodes", type=int, required=True, help="pods, one per node")
     p.add_argument("--pool", help="a GPU pool of the stack; default: the first that fits")
-    p.add_argument("--name", help="the Job's name; default: <prefix>-<hash of the job>")
+    p.add_argument("--name", help="the job's name; default: <prefix>-<hash of the job>")
     p.add_argument("--apply", action="store_true", help="kubectl apply the job")
     p.add_argument("--kubeconfig", help="default: existing.kubeconfig_path, else KUBECONFIG")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --apply: replace a failed or finished job of the same name, which resumes "
+        "from its checkpoint (a running one is never replaced)",
+    )
 
 
 def deliver(
@@ -243,10 +244,12 @@ def deliver(
     detail: str = "",
 ) -> int:
     """Refuse (exit 2, every problem at once, nothing written), or write `out(job name)` and,
-    with --apply, apply it. `problems` are what planning the job found already."""
+    with --apply, submit it (`submit_to`). `problems` are what planning the job found already."""
     problems = list(problems)
     if args.apply and args.render_only:
         problems.append("--render-only with --apply: a placeholder image cannot run")
+    if args.resume and not args.apply:
+        problems.append("--resume without --apply: it replaces a job on the cluster; add --apply")
     config, kubectl = None, shutil.which("kubectl")
     if args.apply:
         try:
@@ -265,9 +268,11 @@ def deliver(
         return 2
     path = out(spec.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump_all(render(spec), sort_keys=False))
+    objects = render(spec)
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    job = workload(objects, spec)
     size = f"{spec.nodes} node(s) x {spec.gpus} GPU(s) of pool {spec.pool.name}"
-    print(f"Wrote {path}: JobSet {spec.namespace}/{spec.name}, {size}{detail}")
+    print(f"Wrote {path}: {job['kind']} {spec.namespace}/{spec.name}, {size}{detail}")
     sharing = spec.pool.sharing
     if sharing.mode in ("time-slicing", "mps"):
         # Not refused (a dev pool is often shared), but the GPU memory the job needs is not
@@ -279,5 +284,4 @@ def deliver(
         )
     if config is None or kubectl is None:
         return 0
-    context = cfg.existing.context if cfg.existing else None
-    return 0 if kubectl_apply(kubectl, path, config, context) == 0 else 1
+    return submit_to(Kubectl.of_stack(kubectl, config, cfg), job, path, args.resume)

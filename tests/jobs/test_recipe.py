@@ -6,20 +6,21 @@ PodMonitor scrapes what the recipes export."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import yaml
 
 from components.scheduling.training_job import render, spec_for_pool
 from jobs.common import SubmitError
+from jobs.kubectl import resource_type
 from jobs.recipe import main, plan_job
 from model.config import PlatformConfig
 from model.config.loading import read_yaml
 from model.config.recipe_training import EsrganSettings
 from tests.conftest import STACKS, planned, stack_config
 from tests.helpers import crds, jobsets
-from tests.helpers.kubectl import fake_kubectl
+from tests.helpers.jobset_objects import live
+from tests.helpers.kubectl import stand_in_kubectl
 from tests.helpers.plan_objects import kinds
 from tests.helpers.recipe_projects import DIGEST, IMAGE, refused, stack_with, submit
 
@@ -44,8 +45,7 @@ def holding_pools(cfg: PlatformConfig, recipe: str) -> list[str]:
 
 
 def trainer(objects) -> dict:
-    container = jobsets.trainer(objects[-1])
-    return container
+    return jobsets.trainer(objects[-1])
 
 
 # ---------------------------------------------------------------------- rendered jobs
@@ -388,34 +388,58 @@ def test_a_bad_stack_exits_2_with_the_plans_message(project, capsys):
 # --------------------------------------------------------------------------- --apply
 
 
-def test_apply_runs_kubectl_apply_with_the_kubeconfig_on_the_job_yaml(
+def test_apply_looks_the_job_up_then_applies_the_job_yaml_with_the_kubeconfig(
     project, tmp_path, monkeypatch
 ):
-    argv = fake_kubectl(tmp_path / "bin")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    kubectl = stand_in_kubectl(tmp_path / "bin", monkeypatch)
+    job_yaml = project / "out" / "esrgan" / "job.yaml"
     kubeconfig = tmp_path / "kc"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    assert (
-        submit(project, "esrgan", "--nodes", "1", "--apply", "--kubeconfig", str(kubeconfig)) == 0
-    )
-    job_yaml = project / "out" / "esrgan" / "job.yaml"
-    assert argv.read_text().splitlines() == [
-        "apply",
-        "--kubeconfig",
-        str(kubeconfig),
-        "-f",
-        str(job_yaml),
-    ]
+    # Rendered first to learn the job's name and kind, then looked up: none exists.
+    assert submit(project, "esrgan", "--nodes", "1") == 0
+    (job,) = yaml.safe_load_all(job_yaml.read_text())
+    name, types = job["metadata"]["name"], resource_type(job["apiVersion"], job["kind"])
+    kubectl.answer("get", types, name, "-n", "training", "-o", "json", "--ignore-not-found")
+    kubectl.answer("apply", "-f", str(job_yaml))
+    flags = ("--apply", "--kubeconfig", str(kubeconfig))
+    assert submit(project, "esrgan", "--nodes", "1", *flags) == 0
+    assert kubectl.calls == [
+        ["--kubeconfig", str(kubeconfig), "get", types, name, "-n", "training", "-o", "json",
+         "--ignore-not-found"],
+        ["--kubeconfig", str(kubeconfig), "apply", "-f", str(job_yaml)],
+    ]  # fmt: skip
 
 
 def test_apply_falls_back_to_kubeconfig_in_the_environment(project, tmp_path, monkeypatch):
-    argv = fake_kubectl(tmp_path / "bin")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    kubectl = stand_in_kubectl(tmp_path / "bin", monkeypatch)
     kubeconfig = tmp_path / "kc"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    assert submit(project, "prepare", "--nodes", "1", "--apply") == 0
-    assert argv.read_text().splitlines()[:3] == ["apply", "--kubeconfig", str(kubeconfig)]
+    # No answers: the lookup fails as an unreachable cluster would, and nothing is applied.
+    assert submit(project, "prepare", "--nodes", "1", "--apply") == 1
+    assert kubectl.calls[0][:2] == ["--kubeconfig", str(kubeconfig)]
+    assert kubectl.verbs() == ["get"]
+
+
+def test_a_recipe_job_that_exists_is_left_as_it_is_as_a_teams_is(
+    project, tmp_path, monkeypatch, capsys
+):
+    """jobs/submission.submit_to serves both commands; tests/jobs/test_resubmit.py covers each
+    state."""
+    kubectl = stand_in_kubectl(tmp_path / "bin", monkeypatch)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kc"))
+    (tmp_path / "kc").write_text("apiVersion: v1\nkind: Config\n")
+    assert submit(project, "esrgan", "--nodes", "1") == 0
+    job_yaml = project / "out" / "esrgan" / "job.yaml"
+    (job,) = yaml.safe_load_all(job_yaml.read_text())
+    name, types = job["metadata"]["name"], resource_type(job["apiVersion"], job["kind"])
+    get = ("get", types, name, "-n", "training", "-o", "json", "--ignore-not-found")
+    kubectl.answer(*get, stdout=live(job, "running"))
+    assert submit(project, "esrgan", "--nodes", "1", "--apply", "--resume") == 3
+    assert kubectl.verbs() == ["get"]
+    captured = capsys.readouterr()
+    assert f"{job['kind']} training/{name} exists: running" in captured.out
+    assert "--resume refused" in captured.err
 
 
 def test_apply_without_kubectl_or_a_kubeconfig_is_refused_before_writing(

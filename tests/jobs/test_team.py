@@ -5,7 +5,6 @@ run is refused with the recipes' messages before anything is written."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import yaml
 
 from components.scheduling.training_job import RESERVED_ENV, render, spec_for_pool
 from jobs.common import SubmitError
+from jobs.kubectl import resource_type
 from jobs.team import TeamJob, main, plan_job
 from model.stacks import ROOT
 from tests.conftest import (
@@ -26,7 +26,7 @@ from tests.conftest import (
 )
 from tests.helpers import jobsets
 from tests.helpers.hang import HANG_S
-from tests.helpers.kubectl import fake_kubectl
+from tests.helpers.kubectl import stand_in_kubectl
 from tests.helpers.plan_objects import kinds
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team-a/llama-ft@sha256:" + "d" * 64
@@ -74,6 +74,8 @@ def test_the_shipped_stacks_have_pools_for_a_teams_job():
 def test_the_command_runs_as_written_under_the_launchers_torchrun_with_the_jobs_rendezvous():
     spec = plan_job(stack_config("prod"), team_job(nodes=2, pool="h100-ondemand", name="llama"))
     assert trainer(render(spec))["command"] == [
+        # The platform's launcher runs torchrun's agent (DECISIONS28.md); rank 0's pod is
+        # <jobset>-<replicatedJob>-<job index>-<completion index> under the JobSet's subdomain.
         "python",
         "/opt/gpu-platform/launcher/launch.py",
         "--nnodes=2",
@@ -332,22 +334,24 @@ def test_no_image_is_refused_unless_only_rendering(project, capsys):
     assert image.split("/")[0].endswith(".invalid")
 
 
-def test_apply_runs_kubectl_apply_with_the_kubeconfig_on_the_job_yaml(
+def test_apply_looks_the_job_up_then_applies_the_job_yaml_with_the_kubeconfig(
     project, tmp_path, monkeypatch
 ):
-    argv = fake_kubectl(tmp_path / "bin")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    kubectl = stand_in_kubectl(tmp_path / "bin", monkeypatch)
     kubeconfig = tmp_path / "kc"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    flags = ("--nodes", "1", "--image", IMAGE, "--name", "ft", "--apply")
-    assert submit(project, *flags, "--kubeconfig", str(kubeconfig)) == 0
+    flags = ("--nodes", "1", "--image", IMAGE, "--name", "ft")
+    assert submit(project, *flags) == 0
     job_yaml = project / "out" / "ft" / "job.yaml"
-    assert argv.read_text().splitlines() == [
-        "apply",
-        "--kubeconfig",
-        str(kubeconfig),
-        "-f",
-        str(job_yaml),
+    (job,) = yaml.safe_load_all(job_yaml.read_text())
+    types = resource_type(job["apiVersion"], job["kind"])
+    get = ["get", types, "ft", "-n", "training", "-o", "json", "--ignore-not-found"]
+    kubectl.answer(*get)
+    kubectl.answer("apply", "-f", str(job_yaml))
+    assert submit(project, *flags, "--apply", "--kubeconfig", str(kubeconfig)) == 0
+    assert kubectl.calls == [
+        ["--kubeconfig", str(kubeconfig), *get],
+        ["--kubeconfig", str(kubeconfig), "apply", "-f", str(job_yaml)],
     ]
 
 

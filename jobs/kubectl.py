@@ -1,0 +1,81 @@
+"""kubectl, as `python -m jobs` runs it against a stack's cluster: look a job up, delete it,
+apply it, and read a Service through the API server's proxy. Every call names the kubeconfig
+(and the stack's context, an existing cluster's `existing.context`) first, so none can reach
+whatever cluster the shell happens to point at."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from model.config import PlatformConfig
+
+
+class KubectlError(Exception):
+    """kubectl exited non-zero; the message is its first line on stderr."""
+
+
+def resource_type(api_version: str, kind: str) -> str:
+    """`<kind>.<version>.<group>` (`jobset.v1alpha2.jobset.x-k8s.io`, `job.v1.batch`): kubectl's
+    fully-qualified resource form (kubectl get --help: "TYPE[.VERSION][.GROUP]"), which cannot
+    resolve to another group's kind of the same name."""
+    group, _, version = api_version.rpartition("/")
+    return ".".join(part for part in (kind.lower(), version, group) if part)
+
+
+@dataclass(frozen=True)
+class Kubectl:
+    binary: str
+    config: Path
+    context: str | None = None
+
+    @classmethod
+    def of_stack(cls, binary: str, config: Path, cfg: PlatformConfig) -> Kubectl:
+        return cls(binary, config, cfg.existing.context if cfg.existing else None)
+
+    def argv(self, *args: str) -> list[str]:
+        flags = ["--kubeconfig", str(self.config)]
+        if self.context:
+            flags += ["--context", self.context]
+        return [self.binary, *flags, *args]
+
+    def output(self, *args: str) -> str:
+        run = subprocess.run(self.argv(*args), capture_output=True, text=True, check=False)
+        if run.returncode != 0:
+            first = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[0]
+            raise KubectlError(first)
+        return run.stdout
+
+    def streamed(self, *args: str) -> int:
+        """kubectl's own messages go to the terminal (what it applied, deleted)."""
+        return subprocess.run(self.argv(*args), check=False).returncode
+
+    def get(self, types: str, name: str, namespace: str) -> list[dict[str, Any]]:
+        """The objects of `types` (comma-separated) named `name`; none when there are none
+        (`--ignore-not-found`: "the command will return exit code 0" and print nothing)."""
+        text = self.output("get", types, name, "-n", namespace, "-o", "json", "--ignore-not-found")
+        if not text.strip():
+            return []
+        found = json.loads(text)
+        # Several types answer as a List of what exists; one type and name, as the object
+        # itself (kubectl pkg/cmd/get/get.go printGeneric: "coerce all items into a list"
+        # unless a single item is implied).
+        return list(found["items"]) if found.get("kind") == "List" else [found]
+
+    def delete(self, types: str, name: str, namespace: str) -> int:
+        """Delete and wait until it and its dependents are gone (`--cascade=foreground`: the
+        garbage collector removes the owner last, Kubernetes docs "Foreground cascading
+        deletion"), so the job applied again does not meet its predecessor's Jobs or pods,
+        which carry the same names."""
+        return self.streamed(
+            "delete", types, name, "-n", namespace, "--cascade=foreground", "--wait=true"
+        )
+
+    def apply(self, path: Path) -> int:
+        return self.streamed("apply", "-f", str(path))
+
+    def raw(self, path: str) -> str:
+        return self.output("get", "--raw", path)

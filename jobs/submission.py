@@ -1,0 +1,86 @@
+"""Submitting a rendered job to its cluster: applied when its name is free; when a job of that
+name exists, what it is is said and it is left as it is (exit EXISTS), unless `--resume` replaces
+a failed or finished one, which resumes from its checkpoint. Re-applying a finished Job or
+JobSet as it is would change nothing and resume nothing, and a JobSet's spec is mostly
+immutable (jobset v0.12.0, api/jobset/v1alpha2/jobset_types.go: `self == oldSelf` on network,
+successPolicy, failurePolicy), so a changed one cannot be applied over it either."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from components.scheduling.training_job import TrainingJobSpec
+from jobs.kubectl import Kubectl, KubectlError, resource_type
+from jobs.state import changes_summary, job_state, spec_changes
+
+# --apply found a job of the same name and left it as it was (jobs/__main__.py).
+EXISTS = 3
+# Why --resume leaves a job that has not finished as it is.
+UNFINISHED = {
+    "running": "replacing it would throw away its work since its last checkpoint",
+    "restarting": "JobSet is restarting it from its checkpoint already",
+    "queued": "it has not started; Kueue starts it once admitted",
+    "suspended": "it has not started; it runs once resumed (spec.suspend: false)",
+}
+
+
+def workload(objects: list[dict[str, Any]], spec: TrainingJobSpec) -> dict[str, Any]:
+    """The job among what the builder rendered: the object named after it."""
+    return next(o for o in objects if o["metadata"]["name"] == spec.name)
+
+
+def submit_to(cluster: Kubectl, job: dict[str, Any], path: Path, resume: bool) -> int:
+    """Apply `path` unless a job of that name exists: then say what it is and change nothing,
+    or, with `resume` and the job finished, delete it and apply it again; its pods find their
+    checkpoint folder as before and resume (trainkit)."""
+    kind, meta = job["kind"], job["metadata"]
+    types, title = (
+        resource_type(job["apiVersion"], kind),
+        f"{kind} {meta['namespace']}/{meta['name']}",
+    )
+    try:
+        found = cluster.get(types, meta["name"], meta["namespace"])
+    except KubectlError as error:
+        print(f"error: could not look for {title} before applying it: {error}", file=sys.stderr)
+        return 1
+    if not found:
+        if resume:
+            print(
+                f"--resume: no {title} exists; applying it (its pods resume from any "
+                "checkpoint in their folder)"
+            )
+        return 0 if cluster.apply(path) == 0 else 1
+    (live,) = found
+    state, changes = job_state(live), spec_changes(job, live)
+    print(f"{state.title} exists: {state.describe()}")
+    if changes:
+        print(
+            f"  this submission's spec differs from it ({changes_summary(changes)}); a "
+            f"{kind}'s spec is mostly immutable, so it cannot be applied over it: give another "
+            "--name to run it beside, or --resume once it has finished to replace it (the "
+            "replacement resumes from the same checkpoint folder)"
+        )
+    if not resume:
+        hint = (
+            "pass --resume to delete it and apply it again, resuming from its checkpoint"
+            if state.finished
+            else "it will go on as it is; `python -m jobs status` follows it"
+        )
+        print(f"error: {title} was left as it is: {hint}", file=sys.stderr)
+        return EXISTS
+    if not state.finished:
+        print(
+            f"error: --resume refused: {title} is {state.phase}, not finished: "
+            f"{UNFINISHED[state.phase]}. Wait for it to finish, or delete it yourself "
+            f"(kubectl delete {types} {meta['name']} -n {meta['namespace']})",
+            file=sys.stderr,
+        )
+        return EXISTS
+    where = f" from {state.checkpoint_dir}" if state.checkpoint_dir else ""
+    print(f"--resume: deleting {title} ({state.phase}) and applying it again; it resumes{where}")
+    if cluster.delete(types, meta["name"], meta["namespace"]) != 0:
+        print(f"error: could not delete {title}; nothing applied", file=sys.stderr)
+        return 1
+    return 0 if cluster.apply(path) == 0 else 1

@@ -1,0 +1,215 @@
+"""`python -m jobs status NAME` (issue 28 §3): the job's state and restarts from its JobSet, the
+restarts' causes, goodput and last checkpoint from trainkit's series in the stack's Prometheus
+(contract/training_metrics.py), read through the API server's service proxy; without
+Prometheus, the state and why goodput is missing; an unknown job exits 1 naming the namespace.
+The cluster is the stand-in kubectl (tests/helpers/kubectl.py); its answers are JobSet v0.12.0
+documents and Prometheus HTTP API answers (tests/helpers/jobset_objects.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from urllib.parse import quote
+
+import pytest
+
+from jobs.status import main
+from model.stacks import ROOT
+from tests.conftest import STACKS, stack_config
+from tests.helpers.hang import HANG_S
+from tests.helpers.jobset_objects import goodput_sample, jobset, vector
+from tests.helpers.kubectl import StandInKubectl, stand_in_kubectl
+
+# jobs/status.JOB_TYPES: a JobSet, or a batch Job as the platform rendered jobs before.
+TYPES = "jobset.v1alpha2.jobset.x-k8s.io,job.v1.batch"
+# The series' names (contract/training_metrics.py) and the push's labels, spelled out.
+QUERY = (
+    '{__name__=~"gpu_platform_job_allocated_gpu_seconds|gpu_platform_job_productive_gpu_seconds'
+    "|gpu_platform_job_lost_gpu_seconds|gpu_platform_job_restarts"
+    '|gpu_platform_job_restart_seconds|gpu_platform_job_last_checkpoint_step",'
+    'job="training-goodput",namespace="training",job_name="llama"}'
+)
+# kube-prometheus-stack 88.5.3: Service `<fullname>-prometheus` (templates/prometheus/
+# service.yaml; fullname is the release name when it contains the chart's), port 9090
+# (values.yaml prometheus.service.port), in the stack's monitoring namespace.
+PROXY = (
+    "/api/v1/namespaces/monitoring/services/kube-prometheus-stack-prometheus:9090/proxy"
+    f"/api/v1/query?query={quote(QUERY, safe='')}"
+)
+GET = ("get", TYPES, "llama", "-n", "training", "-o", "json", "--ignore-not-found")
+# A job that restarted twice: preempted once (trainkit exits 143), hung once (124).
+FIGURES = vector(
+    goodput_sample("gpu_platform_job_allocated_gpu_seconds", "1600"),
+    goodput_sample("gpu_platform_job_productive_gpu_seconds", "1200"),
+    goodput_sample("gpu_platform_job_lost_gpu_seconds", "160", cause="preempted"),
+    goodput_sample("gpu_platform_job_lost_gpu_seconds", "240", cause="hung"),
+    goodput_sample("gpu_platform_job_restarts", "1", cause="preempted"),
+    goodput_sample("gpu_platform_job_restarts", "1", cause="hung"),
+    goodput_sample("gpu_platform_job_restart_seconds", "45"),
+    goodput_sample("gpu_platform_job_last_checkpoint_step", "1200"),
+)
+
+
+@pytest.fixture
+def kubectl(tmp_path, monkeypatch) -> StandInKubectl:
+    (tmp_path / "kc").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kc"))
+    return stand_in_kubectl(tmp_path / "bin", monkeypatch)
+
+
+def status(*argv: str, stack: str = "staging", kubeconfig: str | None = None) -> int:
+    flags = ["--kubeconfig", kubeconfig] if kubeconfig else []
+    return main([*argv, "--stack", stack, *flags], root=ROOT)
+
+
+def test_a_restarted_job_shows_its_restarts_causes_goodput_and_checkpoint(kubectl, capsys):
+    kubectl.answer(
+        *GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("restarting")]}
+    )
+    kubectl.answer("get", "--raw", PROXY, stdout=FIGURES)
+    assert status("llama") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "JobSet training/llama: restarting",
+        "restarts: 2 restart(s), 1 of maxRestarts 3 counted toward the limit, 1 not "
+        "(disruptions: not the job's fault); causes (trainkit): hung 1, preempted 1; 45 s "
+        "between attempts",
+        # 1200 / 1600 GPU-seconds.
+        "goodput: 75.0% (1200 of 1600 GPU-seconds productive); lost: hung 240 GPU-s, "
+        "preempted 160 GPU-s",
+        "resumes from: step 1200 in /mnt/shared-data/runs/jobs/llama",
+    ]
+    assert kubectl.verbs() == ["get", "get"]
+
+
+@pytest.mark.parametrize(
+    ("phase", "first"),
+    [
+        ("running", "JobSet training/llama: running"),
+        ("queued", "JobSet training/llama: queued (SuspendedJobs: jobset is suspended)"),
+        (
+            "failed",
+            "JobSet training/llama: failed (ReachedMaxRestarts: jobset failed due to reaching max "
+            "number of restarts (first failed job: ft-trainer-0))",
+        ),
+        (
+            "succeeded",
+            "JobSet training/llama: succeeded (AllJobsCompleted: jobset completed successfully)",
+        ),
+    ],
+)
+def test_each_state_is_printed_from_the_jobsets_conditions(kubectl, capsys, phase, first):
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset(phase)]})
+    kubectl.answer("get", "--raw", PROXY, stdout=vector())
+    assert status("llama") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == first
+    # Prometheus answered with nothing: said so, not a 0 % goodput.
+    assert lines[2] == (
+        "goodput: none pushed yet (no gpu_platform_job_allocated_gpu_seconds of "
+        'job="training-goodput" for this job in Prometheus)'
+    )
+    assert lines[3] == "resumes from: /mnt/shared-data/runs/jobs/llama"
+
+
+def test_without_prometheus_the_state_and_restarts_print_and_why_goodput_is_missing(
+    kubectl, capsys
+):
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("failed")]})
+    kubectl.answer(
+        "get", "--raw", PROXY, rc=1,
+        stderr='Error from server (ServiceUnavailable): no endpoints available for service '
+        '"kube-prometheus-stack-prometheus:9090"\n',
+    )  # fmt: skip
+    assert status("llama") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("JobSet training/llama: failed (ReachedMaxRestarts")
+    assert lines[1] == (
+        "restarts: 3 restart(s), 3 of maxRestarts 3 counted toward the limit, 0 not "
+        "(disruptions: not the job's fault)"
+    )
+    assert lines[2] == (
+        "goodput: unknown: Prometheus (monitoring/kube-prometheus-stack-prometheus:9090) could "
+        "not be reached through the API server: Error from server (ServiceUnavailable): no "
+        'endpoints available for service "kube-prometheus-stack-prometheus:9090"'
+    )
+    assert lines[3] == "resumes from: /mnt/shared-data/runs/jobs/llama"
+
+
+def test_a_query_prometheus_refuses_is_reported_with_its_error(kubectl, capsys):
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
+    # Prometheus HTTP API, "Format overview": an error answer.
+    refusal = {
+        "status": "error",
+        "errorType": "timeout",
+        "error": "query timed out in expression evaluation",
+    }
+    kubectl.answer("get", "--raw", PROXY, stdout=refusal)
+    assert status("llama") == 0
+    assert (
+        "goodput: unknown: Prometheus (monitoring/kube-prometheus-stack-prometheus:9090) refused "
+        "the query: timeout: query timed out in expression evaluation"
+    ) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_unknown_job_exits_1_naming_the_namespace_looked_in_on_every_stack(
+    kubectl, capsys, tmp_path, stack
+):
+    training = stack_config(stack).namespaces.training
+    kubectl.answer("get", TYPES, "nope", "-n", training, "-o", "json", "--ignore-not-found")
+    assert status("nope", stack=stack, kubeconfig=str(tmp_path / "kc")) == 1
+    assert kubectl.verbs() == ["get"], "no Prometheus query for a job that is not there"
+    err = capsys.readouterr().err
+    assert f"error: no JobSet or Job named nope in namespace {training} (stack {stack})" in err
+
+
+def test_a_teams_job_is_looked_up_in_the_teams_namespace(kubectl, capsys, tmp_path):
+    """onprem's team research (stacks/Pulumi.onprem.yaml), whose queue bursts to burst."""
+    kubectl.answer("get", TYPES, "nope", "-n", "research", "-o", "json", "--ignore-not-found")
+    argv = ("nope", "--team", "research")
+    assert status(*argv, stack="onprem", kubeconfig=str(tmp_path / "kc")) == 1
+    assert "in namespace research (stack onprem, team research)" in capsys.readouterr().err
+    assert status("x", "--team", "vision", stack="onprem", kubeconfig=str(tmp_path / "kc")) == 2
+    assert "--team 'vision' is not a team of this stack" in capsys.readouterr().err
+
+
+def test_a_cluster_that_cannot_be_asked_exits_1_with_kubectls_reason(kubectl, capsys):
+    timeout = "Unable to connect to the server: dial tcp 10.0.0.1:443: i/o timeout\n"
+    kubectl.answer(*GET, rc=1, stderr=timeout)
+    assert status("llama") == 1
+    assert "could not ask the cluster for llama: Unable to connect to the server" in (
+        capsys.readouterr().err
+    )
+
+
+def test_python_dash_m_jobs_status_runs_from_the_repository_root(kubectl, tmp_path):
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
+    kubectl.answer("get", "--raw", PROXY, stdout=FIGURES)
+    run = subprocess.run(
+        [sys.executable, "-m", "jobs", "status", "llama", "--stack", "staging"],
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG_S, env=os.environ,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "JobSet training/llama: running"
+    assert "goodput: 75.0%" in run.stdout
+
+
+def test_a_long_run_prints_whole_figures_and_counts_a_series_scraped_twice_once(kubectl, capsys):
+    """Two Pushgateway targets (instances) expose the same pushed series: one figure."""
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
+    twice = [
+        goodput_sample("gpu_platform_job_allocated_gpu_seconds", "6912000", instance=instance)
+        for instance in ("10.0.3.17:9091", "10.0.4.22:9091")
+    ]
+    figures = vector(
+        *twice,
+        goodput_sample("gpu_platform_job_productive_gpu_seconds", "5529600"),
+        goodput_sample("gpu_platform_job_last_checkpoint_step", "1250000"),
+    )
+    kubectl.answer("get", "--raw", PROXY, stdout=figures)
+    assert status("llama") == 0
+    lines = capsys.readouterr().out.splitlines()
+    # 5529600 / 6912000 = 0.8 (8 GPUs for 10 days allocated).
+    assert lines[2] == "goodput: 80.0% (5529600 of 6912000 GPU-seconds productive)"
+    assert lines[3] == "resumes from: step 1250000 in /mnt/shared-data/runs/jobs/llama"
