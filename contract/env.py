@@ -43,12 +43,12 @@ TRAINKIT_CHECKPOINT_DIR = "TRAINKIT_CHECKPOINT_DIR"
 # Set on every pod of a JobSet by the job builder, from the annotation the JobSet controller puts
 # on each pod template (`jobset.sigs.k8s.io/restart-attempt`, its `status.restarts`) through the
 # downward API: how many times the group was restarted; trainkit logs it and counts restarts.
-RESTART_ATTEMPT = "JOBSET_RESTART_ATTEMPT"
+JOBSET_RESTART_ATTEMPT = "JOBSET_RESTART_ATTEMPT"
 # Who the job is, for the goodput figures trainkit pushes (the job builder sets them).
-JOB_NAME = "TRAINING_JOB_NAME"
-JOB_TEAM = "TRAINING_JOB_TEAM"
-JOB_QUEUE = "TRAINING_JOB_QUEUE"
-JOB_POOL = "TRAINING_JOB_POOL"
+TRAINING_JOB_NAME = "TRAINING_JOB_NAME"
+TRAINING_JOB_TEAM = "TRAINING_JOB_TEAM"
+TRAINING_JOB_QUEUE = "TRAINING_JOB_QUEUE"
+TRAINING_JOB_POOL = "TRAINING_JOB_POOL"
 # Where trainkit pushes a job's goodput (the stack's Pushgateway; unset: not pushed).
 TRAINKIT_PUSHGATEWAY_URL = "TRAINKIT_PUSHGATEWAY_URL"
 # trainkit's watchdog: a rank whose step has not advanced within this multiple of its recent

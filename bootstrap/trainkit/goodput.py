@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 
 from contract.env import (
-    JOB_NAME,
-    JOB_POOL,
-    JOB_QUEUE,
-    JOB_TEAM,
     POD_NAMESPACE,
+    TRAINING_JOB_NAME,
+    TRAINING_JOB_POOL,
+    TRAINING_JOB_QUEUE,
+    TRAINING_JOB_TEAM,
     TRAINKIT_PUSHGATEWAY_URL,
 )
 from contract.exits import HUNG, RANK_FAILED, RESTART_CAUSES
@@ -68,9 +68,9 @@ def identity(default_name: str, environ=os.environ) -> dict[str, str]:
     """The job's identity labels (the job builder sets them); unset ones are empty."""
     values = {
         "namespace": environ.get(POD_NAMESPACE, ""),
-        "job_name": environ.get(JOB_NAME) or default_name,
-        "team": environ.get(JOB_TEAM, ""), "queue": environ.get(JOB_QUEUE, ""),
-        "pool": environ.get(JOB_POOL, ""),
+        "job_name": environ.get(TRAINING_JOB_NAME) or default_name,
+        "team": environ.get(TRAINING_JOB_TEAM, ""), "queue": environ.get(TRAINING_JOB_QUEUE, ""),
+        "pool": environ.get(TRAINING_JOB_POOL, ""),
     }  # fmt: skip
     return {name: values[name] for name in IDENTITY_LABELS}
 

@@ -15,10 +15,10 @@ is written, so the manifest follows as soon as it can. Neither waits for the GPU
 on the device and is reduced and read only every `log_every` steps.
 
 Across restarts (docs/training.md, "What restarts, what fails at once"): the session logs the
-JobSet's restart attempt (contract/env.RESTART_ATTEMPT) when it starts, keeps the job's goodput
-ledger on rank 0 (trainkit.goodput, `goodput.json` beside the checkpoints), and runs the hang
-watchdog on every rank (trainkit.watchdog). At each log point every rank's step time is gathered
-on the CPU group and the node's local rank 0 serves it (RANK_STEP_SECONDS)."""
+JobSet's restart attempt (contract/env.JOBSET_RESTART_ATTEMPT) when it starts, keeps the job's
+goodput ledger on rank 0 (trainkit.goodput, `goodput.json` beside the checkpoints), and runs the
+hang watchdog on every rank (trainkit.watchdog). At each log point every rank's step time is
+gathered on the CPU group and the node's local rank 0 serves it (RANK_STEP_SECONDS)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from typing import NoReturn
 import torch
 import torch.distributed as dist
 
-from contract.env import NODE_NAME, RESTART_ATTEMPT
+from contract.env import JOBSET_RESTART_ATTEMPT, NODE_NAME
 from contract.exits import PREEMPTED, RESTART_CAUSES
 from trainkit import watchdog
 from trainkit.checkpoint import Checkpointer, checkpoint_root, restore
@@ -88,7 +88,7 @@ class Session:
         self.device = next(model.parameters()).device
         self.checkpoints = Checkpointer(checkpoint_root(directory), keep)
         self._control = dist.new_group(backend="gloo")
-        self.restart_attempt = int(os.environ.get(RESTART_ATTEMPT) or 0)
+        self.restart_attempt = int(os.environ.get(JOBSET_RESTART_ATTEMPT) or 0)
         factor, ceiling_s = watchdog.settings()
         # The attempt's index in the ledger names its hang folder; rank 0 reads the ledger, so
         # it tells the others (the watchdog guards the restore's collectives too).
@@ -126,7 +126,7 @@ class Session:
             )  # fmt: skip
             # A log line, not JSON: rank 0's JSON lines are the steps' figures.
             print(
-                f"trainkit: job {name}: {RESTART_ATTEMPT}={self.restart_attempt}, "
+                f"trainkit: job {name}: {JOBSET_RESTART_ATTEMPT}={self.restart_attempt}, "
                 f"attempt {self.ledger.index} of the job, resuming from step {self.step}",
                 flush=True,
             )

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
 
+import contract
+import contract.exits
+import contract.launch
 from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.kubernetes_object import KubernetesObject
-from model.stacks import ROOT
 
 CONFIGMAP = "training-launcher"
 MOUNT_PATH = "/opt/gpu-platform/launcher"
@@ -35,9 +38,9 @@ ITEMS = {
     "contract.exits.py": "contract/exits.py",
 }
 SOURCES = {
-    "launch.py": ROOT / "contract" / "launch.py",
-    "contract.__init__.py": ROOT / "contract" / "__init__.py",
-    "contract.exits.py": ROOT / "contract" / "exits.py",
+    "launch.py": Path(contract.launch.__file__),
+    "contract.__init__.py": Path(contract.__file__),
+    "contract.exits.py": Path(contract.exits.__file__),
 }
 PART_OF = plane_labels("scheduling")
 
@@ -48,7 +51,7 @@ def launcher_configmap(namespace: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": CONFIGMAP, "namespace": namespace, "labels": dict(PART_OF)},
-        "data": {key: path.read_text() for key, path in SOURCES.items() if path.is_file()},
+        "data": {key: path.read_text() for key, path in SOURCES.items()},
     }
 
 

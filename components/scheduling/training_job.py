@@ -60,18 +60,7 @@ from typing import Any
 
 from components.data.gpu_operator import advertised_resources
 from components.data.nccl import configmap_name
-from components.scheduling.launcher import (
-    CONFIGMAP as LAUNCHER_CONFIGMAP,
-)
-from components.scheduling.launcher import (
-    ITEMS as LAUNCHER_ITEMS,
-)
-from components.scheduling.launcher import (
-    MOUNT_PATH as LAUNCHER_MOUNT_PATH,
-)
-from components.scheduling.launcher import (
-    SCRIPT as LAUNCHER_SCRIPT,
-)
+from components.scheduling import launcher
 from components.scheduling.multikueue import burst_managed_by
 from components.scheduling.topology import placement
 from components.storage.volumes import (
@@ -98,16 +87,16 @@ from components.vocabulary import (
 from contract.env import (
     CPU_LIMIT_MILLICORES,
     CPU_REQUEST_MILLICORES,
-    JOB_NAME,
-    JOB_POOL,
-    JOB_QUEUE,
-    JOB_TEAM,
+    JOBSET_RESTART_ATTEMPT,
     MEMORY_LIMIT_MIB,
     MEMORY_REQUEST_MIB,
     NODE_NAME,
     POD_NAME,
     POD_NAMESPACE,
-    RESTART_ATTEMPT,
+    TRAINING_JOB_NAME,
+    TRAINING_JOB_POOL,
+    TRAINING_JOB_QUEUE,
+    TRAINING_JOB_TEAM,
     TRAINKIT_HANG_CEILING_S,
     TRAINKIT_HANG_FACTOR,
     TRAINKIT_PUSHGATEWAY_URL,
@@ -212,7 +201,7 @@ def longest_name(nodes: int) -> int:
 def launcher_command() -> list[str]:
     """The platform's launcher, which takes torchrun's flags, runs its agent with every worker
     wrapped, and exits with the group's root cause (contract/launch.py, contract/exits.py)."""
-    return ["python", f"{LAUNCHER_MOUNT_PATH}/{LAUNCHER_SCRIPT}"]
+    return ["python", f"{launcher.MOUNT_PATH}/{launcher.SCRIPT}"]
 
 
 def torchrun_args(spec: TrainingJobSpec) -> list[str]:
@@ -324,12 +313,18 @@ RESOURCE_ENV = {
     MEMORY_LIMIT_MIB: ("limits.memory", "1Mi"),
 }
 # Who the job is, for the goodput figures trainkit pushes, and its watchdog's bounds.
-JOB_ENV = (JOB_NAME, JOB_TEAM, JOB_QUEUE, JOB_POOL, TRAINKIT_PUSHGATEWAY_URL)
+JOB_ENV = (
+    TRAINING_JOB_NAME,
+    TRAINING_JOB_TEAM,
+    TRAINING_JOB_QUEUE,
+    TRAINING_JOB_POOL,
+    TRAINKIT_PUSHGATEWAY_URL,
+)
 WATCHDOG_ENV = (TRAINKIT_HANG_FACTOR, TRAINKIT_HANG_CEILING_S)
 # Every variable `container` sets itself: a job's own `env` must not name them again.
 RESERVED_ENV = (
     "JOB_COMPLETION_INDEX",
-    RESTART_ATTEMPT,
+    JOBSET_RESTART_ATTEMPT,
     *DOWNWARD_API_ENV,
     *RESOURCE_ENV,
     "HOME",
@@ -341,9 +336,13 @@ RESERVED_ENV = (
 def job_env(spec: TrainingJobSpec) -> dict[str, str]:
     """The job's identity (its team is its namespace: each team's own, jobs/team.py) and the
     watchdog's bounds (scheduling.jobs); the queue and the Pushgateway only where there are."""
-    env = {JOB_NAME: spec.name, JOB_TEAM: spec.namespace, JOB_POOL: spec.pool.name}
+    env = {
+        TRAINING_JOB_NAME: spec.name,
+        TRAINING_JOB_TEAM: spec.namespace,
+        TRAINING_JOB_POOL: spec.pool.name,
+    }
     if spec.queue:
-        env[JOB_QUEUE] = spec.queue
+        env[TRAINING_JOB_QUEUE] = spec.queue
     if spec.pushgateway_url:
         env[TRAINKIT_PUSHGATEWAY_URL] = spec.pushgateway_url
     env[TRAINKIT_HANG_FACTOR] = str(spec.jobs.hang_factor)
@@ -374,7 +373,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         # How many times the group was restarted; a CronJob's Job has no such annotation, and
         # an absent one reads as "" (Kubernetes docs, "Downward API").
         {
-            "name": RESTART_ATTEMPT,
+            "name": JOBSET_RESTART_ATTEMPT,
             "valueFrom": {
                 "fieldRef": {"fieldPath": f"metadata.annotations['{RESTART_ATTEMPT_KEY}']"}
             },
@@ -397,7 +396,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
             *training_volume_mounts(),
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "tmp", "mountPath": "/tmp"},
-            {"name": LAUNCHER_CONFIGMAP, "mountPath": LAUNCHER_MOUNT_PATH, "readOnly": True},
+            {"name": launcher.CONFIGMAP, "mountPath": launcher.MOUNT_PATH, "readOnly": True},
             *spec.extra_mounts,
         ],
     }
@@ -407,10 +406,10 @@ def launcher_volume() -> dict[str, Any]:
     """The launcher's ConfigMap (components/scheduling/launcher.py) as its files: a ConfigMap
     key cannot hold a `/`, so each item names the path it is read at."""
     return {
-        "name": LAUNCHER_CONFIGMAP,
+        "name": launcher.CONFIGMAP,
         "configMap": {
-            "name": LAUNCHER_CONFIGMAP,
-            "items": [{"key": key, "path": path} for key, path in LAUNCHER_ITEMS.items()],
+            "name": launcher.CONFIGMAP,
+            "items": [{"key": key, "path": path} for key, path in launcher.ITEMS.items()],
         },
     }
 

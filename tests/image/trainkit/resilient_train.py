@@ -21,7 +21,7 @@ import torch.distributed as dist
 import trainkit
 from torch.nn.parallel import DistributedDataParallel
 
-from contract.env import RESTART_ATTEMPT
+from contract.env import JOBSET_RESTART_ATTEMPT
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
         model, optimizer, name="resilient", save_every=args.save_every,
         hang_floor_s=args.hang_floor,
     )  # fmt: skip
-    first_attempt = os.environ.get(RESTART_ATTEMPT, "0") == "0"
+    first_attempt = os.environ.get(JOBSET_RESTART_ATTEMPT, "0") == "0"
     for step in session.steps(args.steps):
         if first_attempt and rank == args.fault_rank and step == args.fault_step:
             (args.out / f"fault-{args.fault}-rank-{rank}").write_text(str(time.time()))
