@@ -1,4 +1,4 @@
-"""The container's command for every training pod (DECISIONS28, components/scheduling/
+"""The container's command for every training pod (components/scheduling/
 training_job.py renders it): `python launch.py <torchrun's flags> <script.py | -m module> <args>`.
 
 It runs torchrun's own agent (torch 2.13 torch/distributed/run.py: `parse_args`, then `run`,

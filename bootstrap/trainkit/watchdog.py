@@ -28,7 +28,7 @@ from pathlib import Path
 from contract.env import TRAINKIT_HANG_CEILING_S, TRAINKIT_HANG_FACTOR
 from contract.exits import HUNG
 
-# The job builder's defaults (DECISIONS28: scheduling.jobs.hang_factor, hang_ceiling_seconds).
+# The config model's defaults (scheduling.jobs.hang_factor, hang_ceiling_seconds).
 DEFAULT_FACTOR = 10.0
 DEFAULT_CEILING_S = 1800.0
 DEFAULT_FLOOR_S = 60.0

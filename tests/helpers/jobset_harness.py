@@ -38,6 +38,7 @@ from pathlib import Path
 from tests.helpers.hang import HANG_S
 
 CONTAINER = "trainer"
+REPLICATED_JOB = "trainer"
 POLL_S = 0.1
 
 
@@ -126,8 +127,12 @@ def job_failure(
     return None
 
 
-def jobset_action(failure_policy: dict, reason: str, message: str) -> str:
+def jobset_action(
+    failure_policy: dict, reason: str, message: str, replicated_job: str = REPLICATED_JOB
+) -> str:
     for rule in failure_policy.get("rules", []):
+        if rule.get("targetReplicatedJobs") and replicated_job not in rule["targetReplicatedJobs"]:
+            continue
         if rule.get("onJobFailureReasons") and reason not in rule["onJobFailureReasons"]:
             continue
         patterns = rule.get("onJobFailureMessagePatterns")

@@ -111,9 +111,10 @@ def live(rendered: dict[str, Any], phase: str, applied: dict[str, Any] | None = 
     return obj
 
 
-# A JobSet as DECISIONS28.md describes the platform's (one replicatedJob `trainer`, an Indexed
-# Job of completions = parallelism = nodes, the Kueue queue label, the failure policy), with the
-# fields JobSet's webhook defaults (network.enableDNSHostnames, successPolicy) and a status.
+# A JobSet as the builder renders the platform's (components/scheduling/training_job.py: one
+# replicatedJob `trainer`, an Indexed Job of completions = parallelism = nodes, the Kueue queue
+# label, the failure policy), with the fields JobSet's webhook defaults
+# (network.enableDNSHostnames, successPolicy) and a status.
 def jobset(phase: str, name: str = "llama", namespace: str = "training") -> dict[str, Any]:
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",

@@ -74,7 +74,7 @@ def test_the_shipped_stacks_have_pools_for_a_teams_job():
 def test_the_command_runs_as_written_under_the_launchers_torchrun_with_the_jobs_rendezvous():
     spec = plan_job(stack_config("prod"), team_job(nodes=2, pool="h100-ondemand", name="llama"))
     assert trainer(render(spec))["command"] == [
-        # The platform's launcher runs torchrun's agent (DECISIONS28.md); rank 0's pod is
+        # The platform's launcher runs torchrun's agent; rank 0's pod is
         # <jobset>-<replicatedJob>-<job index>-<completion index> under the JobSet's subdomain.
         "python",
         "/opt/gpu-platform/launcher/launch.py",

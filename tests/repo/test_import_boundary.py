@@ -146,7 +146,7 @@ def foreign_to_the_contract(name: str) -> bool:
 
 
 # The launcher (contract/launch.py) runs torchrun's agent: it imports torch inside its
-# functions, never at import time, so it loads in any image that has torch (DECISIONS28).
+# functions, never at import time, so it loads in any image that has torch (any team's image).
 IMPORTS_TORCH_INSIDE = {"contract/launch.py"}
 
 

@@ -1,8 +1,8 @@
 """The platform's launcher (contract/launch.py), as the pod runs it: laid out as the
 `training-launcher` ConfigMap mounts it (launch.py, contract/__init__.py, contract/exits.py in
-one folder, DECISIONS28) and started with no PYTHONPATH, so nothing of trainkit or the rest of
-the tree is importable; torchrun's own agent starts each worker. Each case's exit code is the
-one contract/exits.py documents for the container."""
+one folder: components/scheduling/launcher.py) and started with no PYTHONPATH, so nothing of
+trainkit or the rest of the tree is importable; torchrun's own agent starts each worker. Each
+case's exit code is the one contract/exits.py documents for the container."""
 
 from __future__ import annotations
 

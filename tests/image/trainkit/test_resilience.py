@@ -1,6 +1,7 @@
 """A 2-"node" job (two torchrun agents through the platform's launcher, one gloo rank each, a
 static rendezvous on 127.0.0.1) under a stand-in for the JobSet and Job controllers
-(tests/helpers/jobset_harness.py), with the failure policy DECISIONS28 gives:
+(tests/helpers/jobset_harness.py), with the failure policy the program renders
+(tests/helpers/rendered_policy.py):
 
 - kill: one node's pod is SIGKILLed mid-run; the group restarts, resumes from the checkpoint,
   and the whole run's losses equal an uninterrupted run's, bit for bit;
@@ -36,6 +37,7 @@ from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.jobset_harness import JobSetHarness, Outcome, Pod, job_failure, jobset_action
 from tests.helpers.loopback import free_port
 from tests.helpers.pushgateway import Gateway
+from tests.helpers.rendered_policy import rendered_policies
 
 ROOT = Path(__file__).resolve().parents[3]
 LAUNCHER = ROOT / "contract/launch.py"
@@ -55,26 +57,6 @@ WATCHDOG_SLACK_S = 1.0 + 20.0
 # The pods' termination grace period (Kubernetes' default is 30 s): a rank stuck in a collective
 # with a dead peer ignores SIGTERM until the SIGKILL after it, so it sets the restart's pace.
 GRACE_S = 5.0
-
-# The policy DECISIONS28 gives (the lead wires the rendered JobSet's in its place):
-# components/scheduling/training_job.py renders these two.
-POD_FAILURE_POLICY = {
-    "rules": [
-        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In",
-                                              "values": sorted(UNFIXABLE)}},
-        {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-    ]
-}  # fmt: skip
-FAILURE_POLICY = {
-    "maxRestarts": 3,
-    "restartStrategy": "BlockingRecreate",
-    "rules": [
-        {"action": "FailJobSet", "onJobFailureReasons": ["PodFailurePolicy"],
-         "onJobFailureMessagePatterns": ["rule at index 0$"]},
-        {"action": "RestartJobSetAndIgnoreMaxRestarts", "onJobFailureReasons": ["PodFailurePolicy"],
-         "onJobFailureMessagePatterns": ["rule at index 1$"]},
-    ],
-}  # fmt: skip
 
 
 def harness(base: Path, name: str, script_args: list[str], **env: str) -> JobSetHarness:
@@ -101,8 +83,10 @@ def harness(base: Path, name: str, script_args: list[str], **env: str) -> JobSet
             return subprocess.Popen(command, env=environ, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)  # fmt: skip
 
+    # The rules every job the program renders ships with (tests/helpers/rendered_policy.py).
+    failure_policy, pod_failure_policy = rendered_policies()
     return JobSetHarness(
-        start, NODES, FAILURE_POLICY, POD_FAILURE_POLICY, folder / "pods", grace_s=GRACE_S
+        start, NODES, failure_policy, pod_failure_policy, folder / "pods", grace_s=GRACE_S
     )
 
 
@@ -364,12 +348,13 @@ def pod(exit_code: int, disrupted: bool = False) -> Pod:
         (137, False, "BackoffLimitExceeded", "backoff limit", "RestartJobSet"),
     ],
 )  # fmt: skip
-def test_the_policy_sends_each_exit_where_decisions28_says(
+def test_the_rendered_policy_sends_each_exit_where_docs_training_says(
     exit_code, disrupted, reason, message_end, action
 ):
-    failure = job_failure([pod(exit_code, disrupted)], POD_FAILURE_POLICY)
+    failure_policy, pod_failure_policy = rendered_policies()
+    failure = job_failure([pod(exit_code, disrupted)], pod_failure_policy)
     assert failure[0] == reason and failure[1].endswith(message_end)
-    assert jobset_action(FAILURE_POLICY, *failure) == action
+    assert jobset_action(failure_policy, *failure) == action
 
 
 def test_the_pod_failure_rules_match_only_what_they_name():
@@ -391,6 +376,11 @@ def test_the_jobset_rules_need_both_reason_and_message_and_default_to_restart():
     unfixable = (
         "Container trainer for pod d/p failed with exit code 2 matching FailJob rule at index 0"
     )
-    assert jobset_action(FAILURE_POLICY, "PodFailurePolicy", unfixable) == "FailJobSet"
-    assert jobset_action(FAILURE_POLICY, "BackoffLimitExceeded", unfixable) == "RestartJobSet"
+    failure_policy, _ = rendered_policies()
+    assert jobset_action(failure_policy, "PodFailurePolicy", unfixable) == "FailJobSet"
+    assert jobset_action(failure_policy, "BackoffLimitExceeded", unfixable) == "RestartJobSet"
+    # targetReplicatedJobs: a rule for another replicated job does not apply to this one's.
+    assert jobset_action(failure_policy, "PodFailurePolicy", unfixable, "sidecar") == (
+        "RestartJobSet"
+    )
     assert jobset_action({"rules": []}, "PodFailurePolicy", unfixable) == "RestartJobSet"
