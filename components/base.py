@@ -24,10 +24,14 @@ class PlatformComponent(pulumi.ComponentResource):
     PLANE: str = ""
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(f"gpu-platform:{self.PLANE}:{type(self).__name__}", name, None, opts)
+        super().__init__(self.type_token(), name, None, opts)
         # The stack outputs it exports, computed from what it was given: infra/composition.py
         # only merges them.
         self.outputs: dict[str, pulumi.Input] = {}
+
+    @classmethod
+    def type_token(cls) -> str:
+        return f"gpu-platform:{cls.PLANE}:{cls.__name__}"
 
     def child(self, **options: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, **options)

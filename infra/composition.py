@@ -34,13 +34,9 @@ from components.data.gpu_operator import GpuOperator, GpuOperatorArgs, pool_repo
 from components.data.nccl import NcclSettings, NcclSettingsArgs
 from components.data.nodes import NodeRole, NodeRoleArgs
 from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
-from components.observability.alerts import (
-    GpuAlerts,
-    GpuAlertsArgs,
-    goodput_pushed,
-    node_labels_read,
-)
+from components.observability.alerts import GpuAlerts, GpuAlertsArgs, node_labels_read
 from components.observability.monitoring import Monitoring, MonitoringArgs
+from components.observability.pushgateway import Pushgateway, PushgatewayArgs
 from components.scheduling.jobset import JobSetController, JobSetControllerArgs
 from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.scheduling.launcher import Launcher, LauncherArgs
@@ -109,6 +105,7 @@ class Platform(PlatformComponent):
         self._storage(ctx, cfg, cluster)
         monitoring = self._monitoring(ctx, cfg, cluster, namespaces)
         self.tested.append(monitoring)
+        self.tested.append(self._pushgateway(ctx, cfg, cluster, monitoring))
         # The operator creates the DCGM exporter's ServiceMonitor, whose CRD the monitoring
         # release installs.
         self._gpu_software(
@@ -221,7 +218,6 @@ class Platform(PlatformComponent):
                     t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)
                 ],
                 selftest_history=scheduled(cfg),
-                goodput=goodput_pushed(cfg),
                 node_labels=node_labels_read(cfg),
                 kueue=cfg.scheduling.enabled,
                 after=[*cluster.schedulable, *namespaces.in_purpose("monitoring")],
@@ -230,6 +226,27 @@ class Platform(PlatformComponent):
             self.child(providers=[cluster.kubernetes]),
         )
         return self._export(monitoring).release
+
+    def _pushgateway(
+        self, ctx: StackContext, cfg: PlatformConfig, cluster: ClusterHandle, monitoring
+    ) -> pulumi.Resource:
+        """What training jobs push their goodput to and the scheduled self-test its history, on
+        every stack, after the monitoring release (the ServiceMonitor CRD). Its release was the
+        SelfTest's child where the self-test ran on a schedule: it keeps that state."""
+        pushgateway = Pushgateway(
+            f"{ctx.env}-pushgateway",
+            PushgatewayArgs(
+                context=ctx,
+                cfg=cfg,
+                node_selector=add_on_nodes(cfg),
+                after=[monitoring],
+                former_parent=pulumi.create_urn(
+                    f"{ctx.env}-selftest", SelfTest.type_token(), parent=self
+                ),
+            ),
+            self.child(providers=[cluster.kubernetes]),
+        )
+        return pushgateway.release
 
     def _alerts(
         self, ctx: StackContext, cfg: PlatformConfig, monitoring: pulumi.Resource, on_cluster

@@ -48,6 +48,14 @@ def engine_urns(plan: Plan) -> dict[str, str]:
     return found
 
 
+def _mock_form(urn: str) -> str:
+    """The mock's URN for a URN the program built from a mock URN (`pulumi.create_urn`, which
+    joins the parent URN's qualified type and the type with `$`): the mock writes only the
+    parent's own type before the resource's, so the last two types name it."""
+    stack_project, qualified, name = urn.rsplit("::", 2)
+    return f"{stack_project}::{'$'.join(qualified.split('$')[-2:])}::{name}"
+
+
 def former_urns(plan: Plan) -> dict[str, set[str]]:
     """Each resource's engine URN -> every engine URN whose state it takes: its own, what its
     aliases name, and its URN under each former URN of its parent."""
@@ -76,7 +84,7 @@ def former_urns(plan: Plan) -> dict[str, set[str]]:
             elif alias.get("noParent"):
                 names.add(under("", resource, alias))
             elif alias.get("parentUrn"):
-                named = by_urn.get(alias["parentUrn"])
+                named = by_urn.get(alias["parentUrn"]) or by_urn.get(_mock_form(alias["parentUrn"]))
                 names.add(
                     under(engine[named.urn] if named else alias["parentUrn"], resource, alias)
                 )

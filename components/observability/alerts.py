@@ -379,13 +379,6 @@ SEVERAL_RANKS = f"and on(namespace, job_name) count by (namespace, job_name) ({R
 JOB_NAMED = "{{ $labels.namespace }}/{{ $labels.job_name }}"
 
 
-def goodput_pushed(cfg: PlatformConfig) -> bool:
-    """trainkit pushes a job's goodput to the stack's Pushgateway (the job builder hands every
-    job its address, as the self-test gets it), which the stack declares where the self-test
-    runs on a schedule (components/selftest/job.py)."""
-    return scheduled(cfg)
-
-
 def _in_window(metric: str, window: str) -> str:
     # The figures are whole-job totals that only grow; increase() also counts a total that
     # starts again from zero (a resubmitted job) from its new start.
@@ -394,9 +387,8 @@ def _in_window(metric: str, window: str) -> str:
 
 def goodput_rules(cfg: PlatformConfig) -> list[Rule]:
     """Each job's goodput over the window (productive over allocated GPU-seconds), recorded,
-    and the alert on it; none where nothing is pushed."""
-    if not goodput_pushed(cfg):
-        return []
+    and the alert on it, on every stack: each has the Pushgateway trainkit pushes to
+    (components/observability/pushgateway.py)."""
     a = cfg.alerts
     w = a.goodput_window
     ratio = (

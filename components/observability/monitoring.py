@@ -155,8 +155,6 @@ def _sidecar_label() -> dict[str, str]:
 # metrics exist: an empty panel is a "No data" nobody can explain.
 ROWS = DASHBOARDS / "rows"
 SELFTEST_HISTORY = "selftest-history"
-# What trainkit pushes (contract/training_metrics.py), where the stack has a Pushgateway.
-GOODPUT = "goodput"
 
 
 # The dashboard that reads only Kueue's metrics: declared only where Kueue runs
@@ -164,23 +162,21 @@ GOODPUT = "goodput"
 QUEUES = "queues"
 
 
-def dashboards(
-    selftest_history: bool = False, kueue: bool = True, goodput: bool = False
-) -> dict[str, str]:
+def dashboards(selftest_history: bool = False, kueue: bool = True) -> dict[str, str]:
     """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
-    the self-test history row where the periodic self-test pushes its figures, the goodput rows
-    where trainkit pushes jobs' goodput, and the Queues dashboard where Kueue runs."""
+    the self-test history row where the periodic self-test pushes its figures, and the Queues
+    dashboard where Kueue runs. The Training job dashboard's goodput rows read what every stack's
+    Pushgateway holds (components/observability/pushgateway.py)."""
     found = {
         path.stem: path.read_text()
         for path in sorted(DASHBOARDS.glob("*.json"))
         if kueue or path.stem != QUEUES
     }
-    for stem, wanted in ((SELFTEST_HISTORY, selftest_history), (GOODPUT, goodput)):
-        if wanted:
-            rows = json.loads((ROWS / f"{stem}.json").read_text())
-            board = json.loads(found[rows["dashboard"]])
-            board["panels"] += rows["panels"]
-            found[rows["dashboard"]] = json.dumps(board, indent=2, ensure_ascii=False) + "\n"
+    if selftest_history:
+        rows = json.loads((ROWS / f"{SELFTEST_HISTORY}.json").read_text())
+        board = json.loads(found[rows["dashboard"]])
+        board["panels"] += rows["panels"]
+        found[rows["dashboard"]] = json.dumps(board, indent=2, ensure_ascii=False) + "\n"
     return found
 
 
@@ -229,9 +225,6 @@ class MonitoringArgs:
     training_namespaces: Sequence[str] = ()
     # The periodic self-test pushes its history: the fleet dashboard shows it.
     selftest_history: bool = False
-    # Training jobs push their goodput (alerts.goodput_pushed): the Training job dashboard
-    # shows it.
-    goodput: bool = False
     # The node labels the alerts read (components/alerts.node_labels_read).
     node_labels: Sequence[str] = NODE_LABELS_READ
     # Kueue runs (scheduling.enabled): the Queues dashboard has metrics to show.
@@ -310,7 +303,7 @@ class Monitoring(PlatformComponent):
         self._training_monitor(args, list(args.after))
 
     def _dashboards(self, args: MonitoringArgs) -> None:
-        for stem, text in dashboards(args.selftest_history, args.kueue, args.goodput).items():
+        for stem, text in dashboards(args.selftest_history, args.kueue).items():
             k8s.core.v1.ConfigMap(
                 f"{args.context.env}-dashboard-{stem}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(

@@ -105,7 +105,6 @@ from contract.exits import UNFIXABLE
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.scheduling import JobSettings
-from model.config.selftest_schedule import scheduled
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Where the image side serves a trainer's Prometheus metrics, on each pod's local rank 0: the
@@ -175,7 +174,7 @@ class TrainingJobSpec:
     managed_by: str | None = None
     # Restarts and hang detection (scheduling.jobs).
     jobs: JobSettings = field(default_factory=JobSettings)
-    # Where trainkit pushes the job's goodput; None where the stack runs no Pushgateway.
+    # Where trainkit pushes the job's goodput; None: not pushed.
     pushgateway_url: str | None = None
 
     @property
@@ -615,10 +614,8 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     choices.setdefault("placement", placement(cfg, pool))
     choices.setdefault("managed_by", burst_managed_by(cfg, choices["namespace"]))
     choices.setdefault("jobs", cfg.scheduling.jobs)
-    # The Pushgateway the self-test's history runs on (components/selftest/job.py).
-    choices.setdefault(
-        "pushgateway_url", pushgateway_url(cfg.namespaces.monitoring) if scheduled(cfg) else None
-    )
+    # Every stack runs one (components/observability/pushgateway.py), which keeps the goodput.
+    choices.setdefault("pushgateway_url", pushgateway_url(cfg.namespaces.monitoring))
     return TrainingJobSpec(
         pool=pool, cache=pool_cache(cfg, pool_name), rdma_resource=rdma, **choices
     )

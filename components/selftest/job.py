@@ -39,8 +39,6 @@ import pulumi_aws as aws
 from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.data.gpu_operator import dcgm_exporter_url
-from components.data.system_node_group import add_on_nodes
-from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
@@ -53,9 +51,8 @@ from components.selftest.schedule import (
     idle_nodes_only,
     idle_priority_objects,
     idle_queue_objects,
-    pushgateway_values,
 )
-from components.vocabulary import PUSHGATEWAY, prometheus_url, pushgateway_url
+from components.vocabulary import prometheus_url, pushgateway_url
 from contract.env import (
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
@@ -316,20 +313,10 @@ class SelfTest(PlatformComponent):
         after: list[pulumi.Resource],
         access: list[pulumi.Resource],
     ) -> list[pulumi.Resource]:
-        """The Pushgateway, and a CronJob per pool after it, the runs' account and everything
-        the self-test tests; returns what a run needs before it starts."""
+        """A CronJob per pool, after the runs' account and everything the self-test tests (the
+        stack's Pushgateway among it); returns what a run needs before it starts."""
         env = context.env
-        # After monitoring, whose release installs the ServiceMonitor CRD the chart uses.
-        needed: list[pulumi.Resource] = [
-            pinned_release(
-                f"{env}-{PUSHGATEWAY}",
-                PUSHGATEWAY,
-                cfg.namespaces.monitoring,
-                pushgateway_values(cfg, add_on_nodes(cfg)),
-                self.child(depends_on=after),
-                mirror=context.registry_mirror,
-            )
-        ]
+        needed: list[pulumi.Resource] = []
         # Where runs on idle nodes only wait, and at which priority (components/selftest_schedule).
         for obj in [*idle_priority_objects(cfg), *idle_queue_objects(cfg)]:
             meta = obj["metadata"]

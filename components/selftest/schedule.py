@@ -1,6 +1,5 @@
-"""The self-test on a schedule, and its history: pure builders for the CronJob of each pool, the
-Pushgateway that holds what each run pushes, and the quarantine's ServiceAccount. SelfTest
-(components/selftest/job.py) declares them.
+"""The self-test on a schedule, and its history: pure builders for the CronJob of each pool and
+the quarantine's ServiceAccount. SelfTest (components/selftest/job.py) declares them.
 
 - A CronJob per pool (selftest.schedule.pools) through the job builder: one whole node per run,
   the short check set, never preempting anyone, so it never delays training.
@@ -16,11 +15,8 @@ Pushgateway that holds what each run pushes, and the quarantine's ServiceAccount
   Kueue admits it only onto an idle node that exists; elsewhere it is admitted and waits for an idle
   node until its deadline. A pool that gets no push for twice the schedule's longest gap alerts
   (components/observability/alerts.py, SelfTestStale).
-- The image pushes each run's figures and check statuses to the Pushgateway (prometheus-community
-  chart, pinned in model/versions.py) under job `gpu-platform-selftest`, grouped by `node`.
-  Prometheus scrapes it through the chart's ServiceMonitor with `honorLabels: true`, so the pushed
-  `job` and `instance` win over the scrape's own (Pushgateway README, "Configure the Pushgateway
-  as a target to scrape"). The Pushgateway keeps them on a volume across restarts.
+- The image pushes each run's figures and check statuses to the stack's Pushgateway
+  (components/observability/pushgateway.py) under job `gpu-platform-selftest`, grouped by `node`.
 - The pods run as the self-test's ServiceAccount (components/selftest/access.py) where a run
   reads its node's topology labels or may quarantine its node.
 """
@@ -30,7 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
-from components.observability.monitoring import storage_class
 from components.registry_mirror import mirrored
 from components.scheduling.cron_jobs import Schedule, cron_job
 from components.scheduling.kueue import (
@@ -49,13 +44,8 @@ from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import PlatformConfig
 from model.config.scheduling import Priority, autoscaled
 from model.config.selftest_schedule import scheduled_pools
-from model.versions import PUSHGATEWAY_IMAGE_TAG
 
 PART_OF = plane_labels("selftest")
-# The Pushgateway's own data: 2 GiB, the chart's default size, holds far more than one group
-# of a few hundred series per node.
-PUSHGATEWAY_VOLUME_GIB = 2
-PUSHGATEWAY_DATA = "/data/pushgateway.data"
 SCHEDULE_PRIORITY = "preemptible"
 # Below cluster-autoscaler's default --expendable-pods-priority-cutoff of -10 (FAQ, "How does
 # Cluster Autoscaler work with Pod Priority and Preemption?"): no node is added for it.
@@ -74,40 +64,6 @@ def idle_nodes_only(cfg: PlatformConfig) -> bool:
     """Scheduled runs must not make the autoscaler start a node: it is ours, and the stack
     did not ask for provisioning (selftest.schedule.provision_nodes)."""
     return autoscaled(cfg) and not cfg.selftest.schedule.provision_nodes
-
-
-def pushgateway_values(cfg: PlatformConfig, node_selector: dict[str, str]) -> dict[str, Any]:
-    """The chart's values: scraped with the pushed labels kept, persistent, locked down."""
-    ns = cfg.namespaces.monitoring
-    volume_class = storage_class(cfg.observability, cfg.provider == "aws")
-    return {
-        "image": {"tag": PUSHGATEWAY_IMAGE_TAG},
-        "serviceMonitor": {
-            "enabled": True,
-            # The chart's default is a fixed `monitoring`; the stack's namespace may differ.
-            "namespace": ns,
-            "honorLabels": True,
-        },
-        # The chart mounts the volume at /data; only --persistence.file makes the server write
-        # there (Pushgateway README, "Persistence"), every 5 minutes by default.
-        "persistentVolume": {
-            "enabled": True,
-            "size": f"{PUSHGATEWAY_VOLUME_GIB}Gi",
-            **({"storageClass": volume_class} if volume_class else {}),
-        },
-        "extraArgs": [f"--persistence.file={PUSHGATEWAY_DATA}"],
-        "containerSecurityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "resources": {
-            "requests": {"cpu": "50m", "memory": "64Mi"},
-            "limits": {"memory": "256Mi"},
-        },
-        **({"nodeSelector": node_selector} if node_selector else {}),
-    }
 
 
 def schedule_env(cfg: PlatformConfig, pool: str) -> dict[str, str]:

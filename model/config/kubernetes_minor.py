@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from model.config.base import FieldProblem
 from model.config.fabric import RDMA_FABRICS
-from model.config.selftest_schedule import scheduled
 from model.versions import CHART_KUBE_VERSIONS, CHARTS, SUPPORTED_KUBERNETES_VERSIONS, chart_floor
 from model.versions import minor_tuple as _minor
 
@@ -37,7 +36,8 @@ def existing_cluster_charts(cfg: PlatformConfig) -> list[str]:
         # RDMA pools need its device plugin; Ceph Multus networks its nv-ipam
         # (components/fabric.needs_network_operator).
         "network-operator": any(p.fabric in RDMA_FABRICS for p in cfg.gpu_pools) or multus,
-        "prometheus-pushgateway": scheduled(cfg),
+        # Every stack's goodput and self-test history (components/observability/pushgateway.py).
+        "prometheus-pushgateway": True,
         "rook-ceph": ceph is not None,
         "ceph-csi-drivers": ceph is not None,
     }

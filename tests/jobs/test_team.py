@@ -188,7 +188,7 @@ def test_the_same_job_keeps_its_name_and_resumes_another_job_gets_another():
 def test_every_variable_the_builder_sets_is_reserved():
     """A team's --env must not set a variable twice: RESERVED_ENV lists every one the builder
     writes itself (HOME, the completion index, the downward API, the restart attempt, the
-    job's identity and the watchdog's bounds), on a stack that runs a Pushgateway (onprem)."""
+    job's identity and the watchdog's bounds) (every stack runs a Pushgateway)."""
     spec = spec_for_pool(stack_config("onprem"), "a100", name="x", image=IMAGE, command=["t"])
     assert {e["name"] for e in trainer(render(spec))["env"]} == set(RESERVED_ENV)
     for name in (*RESERVED_ENV, "TRAINKIT_CHECKPOINT_DIR"):

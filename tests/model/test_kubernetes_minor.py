@@ -67,6 +67,20 @@ def test_the_charts_the_floor_reads_are_the_releases_the_stack_declares(stack):
     assert set(existing_cluster_charts(stack_config(stack))) == declared
 
 
+def test_the_pushgateway_constrains_the_minor_without_a_self_test_schedule(tmp_path):
+    """Every stack declares the Pushgateway (components/observability/pushgateway.py), not only
+    one whose self-test runs on a schedule: the table lists it and the plan declares it."""
+    config = stack_file_config("onprem")
+    config["gpu-platform:selftest"]["schedule"] = {"enabled": False}
+    root = make_project(tmp_path, {"onprem": config, "burst": stack_file_config("burst")})
+    declared = {
+        r.inputs["chart"].rsplit("/", 1)[-1] for r in plan_stack("onprem", root).of_type(RELEASE)
+    }
+    charts = existing_cluster_charts(stack_config("onprem", root))
+    assert "prometheus-pushgateway" in charts
+    assert set(charts) == declared
+
+
 def onprem(tmp_path, minor: str, addons: dict | None = None):
     config = stack_file_config("onprem")
     config["gpu-platform:cluster"]["kubernetes_version"] = minor

@@ -53,3 +53,28 @@ def test_a_type_renamed_without_an_alias_loses_its_state_and_its_childrens():
     before = set(engine_urns(plan(OLD, [])).values())
     kept = set().union(*former_urns(plan(NEW, [])).values())
     assert before - kept == {urn(OUTER, OLD, name="middle"), urn(OUTER, OLD, LEAF, name="leaf")}
+
+
+def moved_plan(alias_former_parent: bool) -> Plan:
+    """A leaf moved from `before` to `after`, both under outer; `before` is declared after it, so
+    its alias can only name the former parent by a URN built with `pulumi.create_urn`."""
+
+    def main() -> None:
+        outer = Part(OUTER, "outer")
+        after = Part(NEW, "after", pulumi.ResourceOptions(parent=outer))
+        former = pulumi.create_urn("before", OLD, parent=outer)
+        aliases = [pulumi.Alias(parent=former)] if alias_former_parent else []
+        Part(LEAF, "leaf", pulumi.ResourceOptions(parent=after, aliases=aliases))
+        Part(OLD, "before", pulumi.ResourceOptions(parent=outer))
+
+    return build_plan(run_program("dev", program=main))
+
+
+def test_an_alias_naming_its_former_parent_by_a_built_urn_keeps_the_state_there():
+    """pulumi.create_urn joins the parent URN's qualified type and the type (pulumi SDK,
+    pulumi/resource.py `create_urn`); under the mock the parent URN is the mock's, which holds
+    the stack's type, and the former parent is still found."""
+    old = urn(OUTER, OLD, LEAF, name="leaf")
+    new = urn(OUTER, NEW, LEAF, name="leaf")
+    assert old in former_urns(moved_plan(True))[new]
+    assert old not in former_urns(moved_plan(False))[new]

@@ -10,8 +10,6 @@ from model.config import PlatformConfig
 from model.config.alerts import AlertSettings
 from tests.helpers.bad_stacks import ADMIN
 
-IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
-
 VARIED = {
     "runbook_base_url": "https://wiki.example.com/gpu-runbooks",
     "idle_utilisation_percent": 20,
@@ -40,8 +38,6 @@ def config() -> PlatformConfig:
             "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
             "cluster": {"admin_principal_arns": [ADMIN]},
             "gpu_node_groups": [{"name": "a100", "instance_types": ["p4d.24xlarge"]}],
-            # A self-test image: its schedule brings the Pushgateway that holds the goodput.
-            "selftest": {"image": IMAGE},
             "alerts": VARIED,
         }
     )

@@ -35,13 +35,13 @@ AWS_ALERTS = {
     "KueueQueueBacklog",
     "EksNodeConditionFailed",
     "TrainingStraggler",
+    # Every stack's Pushgateway holds the goodput trainkit pushes.
+    "JobGoodputLow",
 }
 # Where the periodic self-test pushes its results (selftest.schedule).
 SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
-# Where trainkit pushes goodput (the stack's Pushgateway, there with the self-test's schedule).
-GOODPUT_ALERTS = {"JobGoodputLow"}
 # Read from the training jobs' own series (tests/promtool/training_alerts_test.yaml).
-TRAINING_ALERTS = {"TrainingStraggler"} | GOODPUT_ALERTS
+TRAINING_ALERTS = {"TrainingStraggler", "JobGoodputLow"}
 TRAINING_RECORDS = {
     "gpu_platform_job:goodput:ratio",
     "gpu_platform_job:rank_step_seconds:slowest_over_median",
@@ -148,7 +148,7 @@ def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
         for check in test["alert_rule_test"]:
             (fires if check.get("exp_alerts") else silent).add(check["alertname"])
     assert fires == silent == SELFTEST_ALERTS
-    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS | GOODPUT_ALERTS
+    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS
     # Without an image nothing runs on a schedule, nothing is pushed: no self-test alert.
     assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
 
@@ -225,7 +225,7 @@ def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
     """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM, and
     from the self-test it runs on a schedule."""
     assert set(rules_by_name(stack_config("onprem"))) == (
-        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS | GOODPUT_ALERTS
+        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS
     )
 
 
@@ -387,11 +387,11 @@ def test_a_one_rank_job_has_no_straggler_ratio(tmp_path):
     assert 'job_name="alone"' in result.stdout + result.stderr
 
 
-def test_no_goodput_rule_where_nothing_is_pushed():
-    """No Pushgateway (no scheduled self-test): nothing holds the goodput, no rule reads it."""
+def test_goodput_is_judged_without_a_scheduled_self_test():
+    """The Pushgateway that holds the goodput is every stack's, not the self-test schedule's."""
     text = yaml.safe_dump(prometheus_rule_spec(aws_config()))
-    assert "gpu_platform_job_" not in text
-    assert "TrainingStraggler" in text
+    assert "gpu_platform_job:goodput:ratio" in text
+    assert "JobGoodputLow" in text
 
 
 def test_the_rule_lives_in_the_monitoring_namespace():

@@ -1,5 +1,5 @@
 """The dashboards in components/observability/dashboards, with the rows some stacks add
-(components/observability/dashboards/ rows): valid JSON Grafana can load, unique panel ids, every
+(components/observability/dashboards/rows): valid JSON Grafana can load, unique panel ids, every
 query parsed by Prometheus's own promtool. That every metric and label a query reads is exported, by
 a component configured to export it, is tests/components/observability/test_metric_sources.py's
 business."""
@@ -13,17 +13,15 @@ import subprocess
 import pytest
 import yaml
 
-from components.observability.alerts import goodput_pushed
 from components.observability.monitoring import DASHBOARDS, dashboards
 from contract.training_metrics import GOODPUT_PUSH_JOB, GOODPUT_SERIES, RANK_STEP_SECONDS
-from tests.conftest import STACKS, planned, stack_config
 from tests.helpers.metric_sources import dashboard_queries
 from tests.helpers.tools import promtool
 
 
 def load(stem: str) -> dict:
     """The dashboard as a stack with every optional row loads it."""
-    return json.loads(dashboards(selftest_history=True, goodput=True)[stem])
+    return json.loads(dashboards(selftest_history=True)[stem])
 
 
 STEMS = sorted(p.stem for p in DASHBOARDS.glob("*.json"))
@@ -97,10 +95,11 @@ def test_the_fleet_view_gets_a_self_test_history_row_of_what_the_runs_push():
     assert "gpu_platform_selftest" not in dashboards()["gpu-fleet"]
 
 
-def test_the_training_view_gets_goodput_rows_of_what_trainkit_pushes():
+def test_the_training_view_has_goodput_rows_of_what_trainkit_pushes():
     """A Goodput row (per job) and a per-team row, reading every series trainkit pushes under its
-    push job, by the names contract/training_metrics.py spells; below the dashboard's last
-    panel; and only where asked (a stack with a Pushgateway)."""
+    push job, by the names contract/training_metrics.py spells; below the dashboard's other
+    panels. Every stack has the Pushgateway that holds them
+    (tests/components/observability/test_pushgateway.py)."""
     board = load("training-job")
     rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
     assert rows == ["Goodput", "Goodput by team, queue and pool"]
@@ -112,32 +111,15 @@ def test_the_training_view_gets_goodput_rows_of_what_trainkit_pushes():
     by_team = " ".join(e for e in goodput if "by (team, queue, pool" in e)
     assert "gpu_platform_job_productive_gpu_seconds" in by_team
     assert "gpu_platform_job_lost_gpu_seconds" in by_team
-    plain = json.loads(dashboards()["training-job"])
-    bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in plain["panels"])
-    first = min(p["gridPos"]["y"] for p in board["panels"] if p["type"] == "row")
-    assert first == bottom
-    assert "gpu_platform_job_productive" not in dashboards()["training-job"]
-    # The straggler view needs no Pushgateway: every stack shows every rank's step time.
-    assert RANK_STEP_SECONDS in dashboards()["training-job"]
-    assert "gpu_platform_job:rank_step_seconds:slowest_over_median" in dashboards()["training-job"]
-
-
-def test_some_shipped_stack_holds_goodput():
-    """The class below runs over both sides: onprem's Pushgateway holds goodput, dev has none."""
-    assert goodput_pushed(stack_config("onprem"))
-    assert not goodput_pushed(stack_config("dev"))
-
-
-@pytest.mark.parametrize("stack", STACKS)
-def test_the_goodput_rows_are_declared_exactly_where_goodput_is_pushed(stack):
-    (cm,) = [
-        r
-        for r in planned(stack).of_type("kubernetes:core/v1:ConfigMap")
-        if r.inputs["metadata"]["name"] == "dashboard-training-job"
-    ]
-    board = json.loads(cm.inputs["data"]["training-job.json"])
-    rows = {p["title"] for p in board["panels"] if p["type"] == "row"}
-    assert ("Goodput" in rows) == goodput_pushed(stack_config(stack))
+    # The rows start below every panel before them, so Grafana stacks nothing on them.
+    first = next(i for i, p in enumerate(board["panels"]) if p["type"] == "row")
+    above = board["panels"][:first]
+    assert board["panels"][first]["gridPos"]["y"] == max(
+        p["gridPos"]["y"] + p["gridPos"]["h"] for p in above
+    )
+    # The straggler view, above them, reads the ranks' own series.
+    assert RANK_STEP_SECONDS in json.dumps(above)
+    assert "gpu_platform_job:rank_step_seconds:slowest_over_median" in json.dumps(above)
 
 
 def test_no_panel_reads_the_self_test_step_time_that_nothing_exports():

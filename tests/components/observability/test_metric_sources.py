@@ -173,10 +173,12 @@ def test_some_shipped_stacks_can_run_without_kueue():
 @pytest.mark.parametrize("stack", KUEUE_OFF)
 def test_with_kueue_off_no_query_reads_a_metric_the_stack_does_not_export(tmp_path, stack):
     """Kueue off, there is no kueue release, so no kueue_* metric: the Queues dashboard and
-    the queue-backlog alert must not be declared, nor any other query on Kueue's metrics."""
+    the queue-backlog alert must not be declared, nor any other query on Kueue's metrics.
+    Beside the plan, the jobs `python -m jobs` renders on the stack: they push the goodput."""
     root = make_project(tmp_path, {stack: kueue_off(stack)})
     plan = plan_stack(stack, root)
-    known, missing = emitted(configuration(plan))
+    config = with_jobs(configuration(plan), [job for _, job in submitted_jobs(stack)])
+    known, missing = emitted(config)
     assert not any(m.startswith("kueue_") for m in known)
     found = {where: problems(expr, known, missing) for where, expr in queries(plan)}
     assert {where: p for where, p in found.items() if p} == {}
@@ -189,8 +191,8 @@ def test_with_kueue_off_no_query_reads_a_metric_the_stack_does_not_export(tmp_pa
 
 
 def test_goodput_exists_only_where_a_training_job_pushes_it_to_the_pushgateway():
-    """onprem has the Pushgateway (its self-test runs on a schedule); trainkit's series are
-    there only where the job builder hands jobs its address."""
+    """Every stack has the Pushgateway (components/observability/pushgateway.py); trainkit's
+    series are there only where the job builder hands jobs its address."""
     config = copy.deepcopy(configuration(planned("onprem")))
     config["push_urls"][TRAINKIT_PUSHGATEWAY_URL] = set()
     assert problems(GOODPUT, *emitted(config))[0] == (
@@ -205,9 +207,8 @@ def test_goodput_exists_only_where_a_training_job_pushes_it_to_the_pushgateway()
     assert problems("sum by (cause) (gpu_platform_job_allocated_gpu_seconds)", known) == [
         "label cause not on ['gpu_platform_job_allocated_gpu_seconds']"
     ]
-    # No Pushgateway at all (dev): none of it, whatever the jobs say.
-    config = with_jobs(configuration(planned("dev")), [])
-    config["push_urls"][TRAINKIT_PUSHGATEWAY_URL] = {PUSHGATEWAY_URL}
+    # No Pushgateway at all: none of it, whatever the jobs say.
+    del config["releases"]["prometheus-pushgateway"]
     assert problems(GOODPUT, *emitted(config))[0] == (
         "gpu_platform_job_allocated_gpu_seconds not emitted: no prometheus-pushgateway release"
     )
@@ -246,6 +247,7 @@ def test_a_recorded_series_carries_only_the_labels_its_rule_keeps():
     ratio = "gpu_platform_job:rank_step_seconds:slowest_over_median"
     assert known[ratio] == {"namespace", "job_name"}
     assert problems(f'{ratio}{{node="n"}}', known) == [f"label node not on ['{ratio}']"]
-    assert problems("gpu_platform_job:goodput:ratio", known) == [
-        "unknown metric gpu_platform_job:goodput:ratio"
-    ]
+    # The goodput ratio keeps the push's grouping labels (contract/training_metrics.py), no cause.
+    goodput = "gpu_platform_job:goodput:ratio"
+    assert known[goodput] == {"namespace", "job_name", "team", "queue", "pool"}
+    assert problems(f'{goodput}{{cause="hung"}}', known) == [f"label cause not on ['{goodput}']"]

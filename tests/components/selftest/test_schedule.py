@@ -1,7 +1,7 @@
 """The self-test on a schedule (selftest.schedule), its history and its quarantine: the config and
-what it refuses, the CronJob per pool, the Pushgateway release, and what a stack declares with and
-without it: on-prem as shipped, an AWS stack with an image (the path the shipped AWS stacks, which
-have none, never reach), and prod without one."""
+what it refuses, the CronJob per pool, what it pushes to the stack's Pushgateway, and what a stack
+declares with and without it: on-prem as shipped, an AWS stack with an image (the path the shipped
+AWS stacks, which have none, never reach), and prod without one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from components.scheduling.kueue import uncounted_resources
 from components.scheduling.queues import kueue_objects
 from components.scheduling.training_job import render
 from components.selftest.job import selftest_spec
-from components.selftest.schedule import pushgateway_values
 from model.config import parse_config
 from model.config.selftest import SelfTestSettings
 from model.config.selftest_schedule import cron_problem, scheduled, scheduled_pools
@@ -235,27 +234,7 @@ def test_kueue_can_admit_what_a_scheduled_run_asks_for(stack):
             assert resource in covered or resource.startswith(tuple(uncounted_resources(cfg)))
 
 
-# --------------------------------------------------------------------------- the Pushgateway
-
-
-def test_the_pushgateway_is_scraped_with_the_pushed_labels_kept():
-    """honorLabels true (PINS.md; Pushgateway README, "Configure the Pushgateway as a target to
-    scrape"): otherwise every pushed series' `job` becomes `exported_job` and the alerts, which
-    select job="gpu-platform-selftest", never match."""
-    values = pushgateway_values(stack_config("onprem"), {})
-    assert values["serviceMonitor"]["honorLabels"] is True
-    assert values["serviceMonitor"]["enabled"] is True
-    assert values["serviceMonitor"]["namespace"] == "monitoring"
-
-
-def test_the_pushgateway_keeps_the_history_across_restarts_on_its_volume():
-    """The chart mounts its volume at /data but the server writes there only when told to
-    (Pushgateway README, "Persistence": --persistence.file)."""
-    values = pushgateway_values(stack_config("onprem"), {})
-    assert values["persistentVolume"]["enabled"] is True
-    assert "--persistence.file=/data/pushgateway.data" in values["extraArgs"]
-    # prometheus-pushgateway 3.8.0's Chart.yaml: appVersion v1.11.3.
-    assert values["image"]["tag"] == "v1.11.3"
+# --------------------------------------------------------------------------- the history
 
 
 def test_shipped_onprem_declares_the_history_after_what_it_needs():
@@ -310,7 +289,6 @@ def test_an_aws_stack_with_an_image_reads_only_metrics_that_are_pushed(aws_with_
 def test_without_an_image_nothing_is_scheduled_pushed_or_shown():
     plan = planned("prod")
     assert not plan.of_type(CRON_JOB)
-    assert not [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "prometheus-pushgateway"]
     fleet = find(plan, CONFIG_MAP, "prod-dashboard-gpu-fleet").inputs["data"]["gpu-fleet.json"]
     assert "gpu_platform_selftest" not in fleet
     assert "schedule" not in plan.outputs["selftest"]
@@ -321,7 +299,7 @@ def test_the_self_test_metrics_exist_only_where_a_run_pushes_them(aws_with_image
     config = configuration(aws_with_image)
     expr = 'gpu_platform_selftest_check_status{job="gpu-platform-selftest", status="FAIL"}'
     assert problems(expr, emitted(config)[0]) == []
-    config["push_urls"] = set()
+    config["push_urls"]["SELFTEST_PUSHGATEWAY_URL"] = set()
     assert problems(expr, *emitted(config)) == [
         "gpu_platform_selftest_check_status not emitted: no self-test Job or CronJob sets "
         f"SELFTEST_PUSHGATEWAY_URL={PUSHGATEWAY_URL}"
