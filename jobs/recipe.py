@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from components.scheduling.training_job import TRAINING_METRICS_PORT, TrainingJobSpec, spec_for_pool
+from components.selftest.preflight import with_preflight
 
 # The one module both sides share: torch-free arithmetic, so the image checks the same rule
 # once torchrun has started the ranks (tests/repo/test_import_boundary.py).
@@ -161,7 +162,7 @@ def plan_job(
         # Time for an evicted or preempted pod to finish its step and save its checkpoint.
         termination_grace_period_seconds=cfg.recipes.grace_period_seconds,
     )
-    return spec, steps
+    return with_preflight(where.runs_on, spec), steps
 
 
 def parser() -> argparse.ArgumentParser:

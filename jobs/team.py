@@ -34,6 +34,7 @@ from components.scheduling.training_job import (
     TrainingJobSpec,
     spec_for_pool,
 )
+from components.selftest.preflight import with_preflight
 from contract.env import TRAINKIT_CHECKPOINT_DIR
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from jobs.common import (
@@ -185,7 +186,7 @@ def plan_job(
     check_name(name, job.nodes)
     env[TRAINKIT_CHECKPOINT_DIR] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"
     scheduled = cfg.scheduling.enabled
-    return spec_for_pool(
+    spec = spec_for_pool(
         runs_on,
         chosen.name,
         name=name,
@@ -204,6 +205,8 @@ def plan_job(
         metrics_port=TRAINING_METRICS_PORT,
         termination_grace_period_seconds=job.grace_period_seconds,
     )
+    # Checked on the cluster it runs on, in the self-test image that cluster pulls.
+    return with_preflight(runs_on, spec)
 
 
 # ------------------------------------------------------------------------------------- CLI

@@ -118,6 +118,10 @@ REPLICATED_JOB = "trainer"
 CONTAINER = "trainer"
 # torchrun's default master port (torch.distributed.run, `--master-port`).
 RENDEZVOUS_PORT = 29500
+# The preflight's own rendezvous (its init container, preflight_container): a port of its own,
+# so that a preflight agent still closing never holds the trainer's.
+PREFLIGHT = "preflight"
+PREFLIGHT_PORT = 29501
 # The annotation the JobSet controller sets on every pod template to its `status.restarts`
 # (JobSet pkg/constants/constants.go `RestartsKey`; jobset_controller.go labelAndAnnotateObject).
 RESTART_ATTEMPT_KEY = "jobset.sigs.k8s.io/restart-attempt"
@@ -129,6 +133,16 @@ RESTART_ATTEMPT_KEY = "jobset.sigs.k8s.io/restart-attempt"
 # the rule's index at the message's end (RE2), so index 1 never matches index 10.
 FAIL_JOB_RULE_MESSAGE = "matching FailJob rule at index {index}$"
 UNFIXABLE_RULE, DISRUPTED_RULE = 0, 1
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """The self-test's preflight check set (`python -m selftest --checks preflight`), run as
+    every pod's init container on the job's own nodes and GPUs: the image that holds the
+    self-test and what it expects of the pool (components/selftest/preflight.py)."""
+
+    image: str
+    env: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -176,6 +190,8 @@ class TrainingJobSpec:
     jobs: JobSettings = field(default_factory=JobSettings)
     # Where trainkit pushes the job's goodput; None: not pushed.
     pushgateway_url: str | None = None
+    # The preflight each pod of a multi-node job runs before it trains; None: none.
+    preflight: Preflight | None = None
 
     @property
     def gpus(self) -> int:
@@ -330,6 +346,9 @@ RESERVED_ENV = (
     *JOB_ENV,
     *WATCHDOG_ENV,
 )
+# What the preflight reads of the trainer's environment: where it runs, its node rank, the
+# container's limits (inventory.cpu_pinning judges them) and a writable HOME.
+PREFLIGHT_INHERITED_ENV = ("JOB_COMPLETION_INDEX", *DOWNWARD_API_ENV, *RESOURCE_ENV, "HOME")
 
 
 def job_env(spec: TrainingJobSpec) -> dict[str, str]:
@@ -401,6 +420,42 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
     }
 
 
+def preflight_container(spec: TrainingJobSpec, preflight: Preflight) -> dict[str, Any]:
+    """Before the trainer starts, on every start of the group (a new job or a restarted one):
+    the self-test's preflight across all of the job's pods, through their own rendezvous on
+    index 0 (the JobSet publishes the pods' names before they are ready), with the trainer's
+    GPUs, fabric devices, NCCL settings and limits. An init container holds the devices the
+    trainer then gets (the kubelet's device manager reuses an init container's devices for the
+    app containers), and the pod requests the larger of the two, so it asks for nothing more.
+    A failing node exits 1 naming itself: the pod fails before any rank trains, and the JobSet
+    restarts the group as for any failed rank."""
+    trainer = container(spec)
+    return {
+        "name": PREFLIGHT,
+        "image": preflight.image,
+        "command": [
+            "torchrun",
+            f"--nnodes={spec.nodes}",
+            f"--nproc-per-node={spec.gpus}",
+            "--node-rank=$(JOB_COMPLETION_INDEX)",
+            f"--master-addr={master_address(spec)}",
+            f"--master-port={PREFLIGHT_PORT}",
+            *("-m", "selftest", "--checks", PREFLIGHT),
+        ],
+        "env": [
+            *(e for e in trainer["env"] if e["name"] in PREFLIGHT_INHERITED_ENV),
+            *({"name": k, "value": v} for k, v in sorted(preflight.env.items())),
+        ],
+        "envFrom": trainer["envFrom"],
+        "resources": trainer["resources"],
+        "securityContext": trainer["securityContext"],
+        "volumeMounts": [
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+
+
 def launcher_volume() -> dict[str, Any]:
     """The launcher's ConfigMap (components/scheduling/launcher.py) as its files: a ConfigMap
     key cannot hold a `/`, so each item names the path it is read at."""
@@ -453,6 +508,11 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
         "tolerations": [dict(GPU_TOLERATION)],
         "securityContext": {"fsGroup": RUN_AS, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container(spec)],
+        **(
+            {"initContainers": [preflight_container(spec, spec.preflight)]}
+            if spec.preflight and not spec.standalone and spec.nodes > 1
+            else {}
+        ),
         "volumes": [
             *training_volumes(spec.cache),
             shm_volume(spec),

@@ -234,12 +234,16 @@ def test_every_pod_knows_its_restart_attempt_and_whose_job_it_is():
     assert env["TRAINKIT_HANG_CEILING_S"]["value"] == "1800"
 
 
-def test_goodput_goes_to_the_stacks_pushgateway_where_it_runs_one():
-    # onprem schedules the self-test, whose history runs the Pushgateway in `monitoring`.
-    env = {e["name"]: e.get("value") for e in trainer(rendered("onprem", "a100"))["env"]}
-    assert env["TRAINKIT_PUSHGATEWAY_URL"] == "http://prometheus-pushgateway.monitoring.svc:9091"
-    env = {e["name"] for e in trainer(rendered("prod", "h100-block"))["env"]}
-    assert "TRAINKIT_PUSHGATEWAY_URL" not in env
+@pytest.mark.parametrize(("stack", "pool"), POOLS)
+def test_goodput_goes_to_the_pushgateway_every_stack_runs(stack, pool):
+    """Every stack declares the Pushgateway in its monitoring namespace
+    (components/observability/pushgateway.py): the chart names the Service after the release,
+    port 9091 (prometheus-pushgateway 3.8.0 `templates/service.yaml`, `values.yaml`)."""
+    monitoring = stack_config(stack).namespaces.monitoring
+    env = {e["name"]: e.get("value") for e in trainer(rendered(stack, pool))["env"]}
+    assert env["TRAINKIT_PUSHGATEWAY_URL"] == (
+        f"http://prometheus-pushgateway.{monitoring}.svc:9091"
+    )
 
 
 @pytest.mark.parametrize(("stack", "pool"), POOLS)
