@@ -75,6 +75,7 @@ from components.vocabulary import (
     EFA_RESOURCE,
     GPU_RESOURCE,
     GPU_TOLERATION,
+    JOBSET_API,
     METRICS_LABEL,
     METRICS_PORT_NAME,
     PRIORITY_LABEL,
@@ -112,7 +113,6 @@ MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 TRAINING_METRICS_PORT = 8000
 # The image's non-root user (bootstrap/Dockerfile); any non-root uid works for other images.
 RUN_AS = 1000
-JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 # The one replicatedJob; JobSet names its pods `<jobset>-<replicatedJob>-<job index>-<index>`.
 REPLICATED_JOB = "trainer"
 CONTAINER = "trainer"

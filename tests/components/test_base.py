@@ -39,7 +39,9 @@ def test_the_shipped_dev_stack_declares_each_plane_s_components():
     assert {
         "gpu-platform:control:Network",
         "gpu-platform:data:SystemNodeGroup",
-        "gpu-platform:scheduling:Rendezvous",
+        "gpu-platform:scheduling:Launcher",
+        "gpu-platform:scheduling:JobSetController",
+        "gpu-platform:observability:Pushgateway",
         "gpu-platform:storage:FsxLustre",
         "gpu-platform:observability:Monitoring",
         "gpu-platform:selftest:SelfTest",

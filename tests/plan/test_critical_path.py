@@ -15,11 +15,14 @@ from tests.conftest import STACKS, planned, stack_config
 # plan/critical_path.py. Before the file system stopped waiting for the node-side rules,
 # burst's, dev's and staging's chain was the FSx one (cluster role, secrets key, EKS cluster, a
 # node-side Lustre rule, the file system, its S3 association: 6 resources, 30.75 minutes); the
-# Helm chain below now decides every AWS stack.
+# Helm chain below now decides every AWS stack. onprem's was 20 minutes while the Pushgateway
+# was the self-test's child, declared after all the self-test tests (Kueue among them): its
+# release waited for Kueue's. Declared after the monitoring release alone (it needs only the
+# ServiceMonitor CRD), it installs beside Kueue, and Kueue's chain to the self-test decides.
 SHIPPED_CHAINS = {
     "burst": (10, 30.0),
     "dev": (10, 30.0),
-    "onprem": (8, 20.0),
+    "onprem": (8, 17.25),
     "prod": (10, 30.0),
     "staging": (10, 30.0),
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from components.control.namespaces import job_namespaces
+from components.scheduling.launcher import SOURCES, launcher_configmap
 from components.scheduling.training_job import launcher_volume
 from model.stacks import ROOT
 from tests.conftest import STACKS, planned, stack_config
@@ -35,14 +36,20 @@ def test_every_namespace_jobs_run_in_holds_the_launcher(stack):
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_launcher_holds_the_contract_files_as_this_checkout_has_them(stack):
     for configmap in launchers(stack).values():
-        expected = {
-            key: (ROOT / path).read_text() for key, path in FILES.items() if (ROOT / path).is_file()
-        }
+        expected = {key: (ROOT / path).read_text() for key, path in FILES.items()}
         assert configmap["data"] == expected
         assert configmap["metadata"]["labels"] == {
             "app.kubernetes.io/part-of": "gpu-platform",
             "gpu-platform/plane": "scheduling",
         }
+
+
+def test_a_missing_contract_file_fails_the_plan_instead_of_shipping_a_launcher_without_it(
+    monkeypatch,
+):
+    monkeypatch.setitem(SOURCES, "launch.py", ROOT / "contract" / "no-such-launch.py")
+    with pytest.raises(FileNotFoundError, match=r"no-such-launch\.py"):
+        launcher_configmap("training")
 
 
 def test_the_volume_mounts_each_file_at_the_path_the_launcher_imports_it_from():

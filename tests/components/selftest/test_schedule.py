@@ -13,6 +13,7 @@ from components.scheduling.kueue import uncounted_resources
 from components.scheduling.queues import kueue_objects
 from components.scheduling.training_job import render
 from components.selftest.job import selftest_spec
+from components.selftest.schedule import cron_job_name
 from model.config import parse_config
 from model.config.selftest import SelfTestSettings
 from model.config.selftest_schedule import cron_problem, scheduled, scheduled_pools
@@ -372,3 +373,11 @@ def test_the_post_deploy_job_keeps_its_own_pool_and_nodes():
     assert env["SELFTEST_NODES"] == "2"
     assert env["SELFTEST_PUSHGATEWAY_URL"] == PUSHGATEWAY_URL
     assert json.loads(env["SELFTEST_FLOORS"])["intra_node_busbw_gbps"] == 228.0
+
+
+def test_each_pools_cron_job_is_named_as_the_runbooks_start_it():
+    """docs/monitoring.md runs a scheduled check at once with
+    `kubectl create job --from=cronjob/selftest-<pool>`: the name the CronJob must carry."""
+    assert cron_job_name("a100") == "selftest-a100"
+    crons = [o for o in planned("onprem").kubernetes_objects() if o["kind"] == "CronJob"]
+    assert [c["metadata"]["name"] for c in crons] == ["selftest-a100"]

@@ -160,7 +160,11 @@ def test_a_resumed_run_reproduces_the_next_losses_exactly(shared, tmp_path):
     assert "exitcode  : 143" in interrupted.stderr
     first = report(tmp_path / "run")
     assert (first["steps"], first["interrupted"], first["resumed"]) == (2, True, False)
-    assert sorted(p.name for p in (tmp_path / "run/checkpoints").iterdir()) == ["step-00000002"]
+    # The checkpoint, and beside it the job's goodput ledger (trainkit.goodput).
+    assert sorted(p.name for p in (tmp_path / "run/checkpoints").iterdir()) == [
+        "goodput.json",
+        "step-00000002",
+    ]
     resumed = launch(settings, shared, tmp_path / "run")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     second = report(tmp_path / "run")
