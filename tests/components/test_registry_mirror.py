@@ -92,9 +92,9 @@ def test_with_a_mirror_no_string_of_any_object_names_an_upstream_registry(stack,
 
 
 def same_run(line: str) -> str:
-    """The self-test Job's name carries a hash of the whole config (components/selftest/job.py,
+    """The self-test JobSet's name carries a hash of the whole config (components/selftest/job.py,
     run_id), which the mirror is part of."""
-    return re.sub(r"Job ([a-z0-9-]+)/selftest-[0-9a-f]{10} ", r"Job \1/selftest-<run> ", line)
+    return re.sub(r"JobSet ([a-z0-9-]+)/selftest-[0-9a-f]{10} ", r"JobSet \1/selftest-<run> ", line)
 
 
 def test_the_mirror_reaches_chart_values_operator_resources_and_declared_pods(project):
