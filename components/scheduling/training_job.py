@@ -618,14 +618,7 @@ def job(spec: TrainingJobSpec) -> dict[str, Any]:
     body["suspend"] = spec.queue is not None
     if spec.managed_by:
         body["managedBy"] = spec.managed_by
-    meta: dict[str, Any] = {
-        "name": spec.name,
-        "namespace": spec.namespace,
-        "labels": job_labels(spec),
-    }
-    if spec.annotations:
-        meta["annotations"] = dict(spec.annotations)
-    return {"apiVersion": BATCH_API, "kind": "Job", "metadata": meta, "spec": body}
+    return {"apiVersion": BATCH_API, "kind": "Job", "metadata": object_meta(spec), "spec": body}
 
 
 def jobset(spec: TrainingJobSpec) -> dict[str, Any]:
@@ -648,6 +641,12 @@ def jobset(spec: TrainingJobSpec) -> dict[str, Any]:
     }
     if spec.managed_by:
         body["managedBy"] = spec.managed_by
+    return {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": object_meta(spec), "spec": body}
+
+
+def object_meta(spec: TrainingJobSpec) -> dict[str, Any]:
+    """The submitted object's metadata, a CronJob's Job or a JobSet: where Kueue reads the
+    queue and the priority class."""
     meta: dict[str, Any] = {
         "name": spec.name,
         "namespace": spec.namespace,
@@ -655,7 +654,7 @@ def jobset(spec: TrainingJobSpec) -> dict[str, Any]:
     }
     if spec.annotations:
         meta["annotations"] = dict(spec.annotations)
-    return {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": meta, "spec": body}
+    return meta
 
 
 def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
