@@ -299,35 +299,29 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
     honored = monitor.get("honorLabels", True) is True
     # The chart names its Service after a release that holds the chart's name, port 9091.
     url = f"http://{PUSHGATEWAY}.{config['namespaces'].get(PUSHGATEWAY)}.svc:9091"
-    source(
-        {
-            metric: labels | SCRAPE_LABELS | {"job" if honored else "exported_job"}
-            for metric, labels in SELFTEST_METRICS.items()
-        },
-        "no prometheus-pushgateway release"
-        if gateway is None
-        else "prometheus-pushgateway serviceMonitor.enabled is not true"
-        if monitor.get("enabled") is not True
-        else "Prometheus ignores other releases' ServiceMonitors"
-        if not _selects(kps, "serviceMonitor")
-        else f"no self-test Job or CronJob sets {PUSH_URL_ENV}={url}"
-        if url not in config["push_urls"][PUSH_URL_ENV]
-        else None,
-    )
-    source(
-        {
-            metric: labels | SCRAPE_LABELS | {"job" if honored else "exported_job"}
-            for metric, labels in GOODPUT_METRICS.items()
-        },
-        "no prometheus-pushgateway release"
-        if gateway is None
-        else "prometheus-pushgateway serviceMonitor.enabled is not true"
-        if monitor.get("enabled") is not True
-        else "Prometheus ignores other releases' ServiceMonitors"
-        if not _selects(kps, "serviceMonitor")
-        else f"no training job sets {TRAINKIT_PUSHGATEWAY_URL}={url} (push job {GOODPUT_PUSH_JOB})"
-        if url not in config["push_urls"][TRAINKIT_PUSHGATEWAY_URL]
-        else None,
+
+    def pushed(metrics: dict, env: str, pusher: str, detail: str = "") -> None:
+        """`metrics`, pushed by `pusher` to the address in `env`, reach Prometheus through the
+        Pushgateway's ServiceMonitor, its pushed `job` kept where honorLabels is."""
+        source(
+            {
+                metric: labels | SCRAPE_LABELS | {"job" if honored else "exported_job"}
+                for metric, labels in metrics.items()
+            },
+            "no prometheus-pushgateway release"
+            if gateway is None
+            else "prometheus-pushgateway serviceMonitor.enabled is not true"
+            if monitor.get("enabled") is not True
+            else "Prometheus ignores other releases' ServiceMonitors"
+            if not _selects(kps, "serviceMonitor")
+            else f"no {pusher} sets {env}={url}{detail}"
+            if url not in config["push_urls"][env]
+            else None,
+        )
+
+    pushed(SELFTEST_METRICS, PUSH_URL_ENV, "self-test Job or CronJob")
+    pushed(
+        GOODPUT_METRICS, TRAINKIT_PUSHGATEWAY_URL, "training job", f" (push job {GOODPUT_PUSH_JOB})"
     )
 
     relabelled = config.get("pod_monitor_labels", {}).get(TRAINING_MONITOR, set())

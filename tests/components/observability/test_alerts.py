@@ -115,9 +115,10 @@ def scheduled_config() -> PlatformConfig:
     )
 
 
-def run_selftest_promtool(tmp_path, rules: dict) -> subprocess.CompletedProcess:
+def promtool_cases(tmp_path, rules: dict, cases: Path) -> subprocess.CompletedProcess:
+    """`promtool test rules` of `cases` (which reads rules.yaml) against `rules`."""
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
-    shutil.copy(SELFTEST_TESTS, tmp_path / "alerts_test.yaml")
+    shutil.copy(cases, tmp_path / "alerts_test.yaml")
     return subprocess.run(
         [promtool(), "test", "rules", "alerts_test.yaml"],
         cwd=tmp_path,
@@ -128,7 +129,7 @@ def run_selftest_promtool(tmp_path, rules: dict) -> subprocess.CompletedProcess:
 
 
 def test_selftest_alerts_fire_on_a_failed_run_or_a_figure_below_floor_and_stay_silent(tmp_path):
-    result = run_selftest_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    result = promtool_cases(tmp_path, prometheus_rule_spec(scheduled_config()), SELFTEST_TESTS)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -136,7 +137,7 @@ def test_a_node_that_left_the_cluster_never_alerts_on_its_last_push(tmp_path, mo
     """The Pushgateway keeps a node's last push until it is deleted: without the join on the
     nodes kube-state-metrics still sees, a node scaled away would alert for ever."""
     monkeypatch.setattr(alerts, "STILL_A_NODE", "")
-    result = run_selftest_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    result = promtool_cases(tmp_path, prometheus_rule_spec(scheduled_config()), SELFTEST_TESTS)
     assert result.returncode != 0
     assert "node-2" in result.stdout + result.stderr
 
@@ -322,20 +323,8 @@ def test_every_alert_is_in_the_severity_table_at_its_severity(cfg):
 # ------------------------------------------------------------------------ training jobs
 
 
-def run_training_promtool(tmp_path, rules: dict) -> subprocess.CompletedProcess:
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
-    shutil.copy(TRAINING_TESTS, tmp_path / "alerts_test.yaml")
-    return subprocess.run(
-        [promtool(), "test", "rules", "alerts_test.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def test_training_rules_fire_on_lost_goodput_and_a_slow_node_and_stay_silent(tmp_path):
-    result = run_training_promtool(tmp_path, prometheus_rule_spec(scheduled_config()))
+    result = promtool_cases(tmp_path, prometheus_rule_spec(scheduled_config()), TRAINING_TESTS)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -370,8 +359,10 @@ def test_a_job_is_judged_only_on_a_window_it_had_pushed_through(tmp_path):
         " and on(namespace, job_name, team, queue, pool) "
         'gpu_platform_job_allocated_gpu_seconds{job="training-goodput"} offset 1h'
     )
-    result = run_training_promtool(
-        tmp_path, mutated(scheduled_config(), "gpu_platform_job:goodput:ratio", drop)
+    result = promtool_cases(
+        tmp_path,
+        mutated(scheduled_config(), "gpu_platform_job:goodput:ratio", drop),
+        TRAINING_TESTS,
     )
     assert result.returncode != 0
     assert 'job_name="starting"' in result.stdout + result.stderr
@@ -382,7 +373,7 @@ def test_a_one_rank_job_has_no_straggler_ratio(tmp_path):
     spec = mutated(
         scheduled_config(), "gpu_platform_job:rank_step_seconds:slowest_over_median", drop
     )
-    result = run_training_promtool(tmp_path, spec)
+    result = promtool_cases(tmp_path, spec, TRAINING_TESTS)
     assert result.returncode != 0
     assert 'job_name="alone"' in result.stdout + result.stderr
 
