@@ -61,6 +61,7 @@ from typing import Any
 from components.data.gpu_operator import advertised_resources
 from components.data.nccl import configmap_name
 from components.scheduling import launcher
+from components.scheduling.failure_policy import failure_policy, pod_failure_policy
 from components.scheduling.multikueue import burst_managed_by
 from components.scheduling.topology import placement
 from components.storage.volumes import (
@@ -102,7 +103,6 @@ from contract.env import (
     TRAINKIT_HANG_FACTOR,
     TRAINKIT_PUSHGATEWAY_URL,
 )
-from contract.exits import UNFIXABLE
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.scheduling import JobSettings
@@ -125,14 +125,6 @@ PREFLIGHT_PORT = 29501
 # The annotation the JobSet controller sets on every pod template to its `status.restarts`
 # (JobSet pkg/constants/constants.go `RestartsKey`; jobset_controller.go labelAndAnnotateObject).
 RESTART_ATTEMPT_KEY = "jobset.sigs.k8s.io/restart-attempt"
-# The Job controller's failure message when a pod matches a FailJob rule (kubernetes/kubernetes
-# pkg/controller/job/pod_failure_policy.go, matchPodFailurePolicy, unchanged 1.31 through 1.36):
-#   "Container %s for pod %s/%s failed with exit code %v matching %v rule at index %d"
-#   "Pod %s/%s has condition %v matching %v rule at index %d"
-# The Job's Failed condition carries it with reason `PodFailurePolicy`; a JobSet rule matches
-# the rule's index at the message's end (RE2), so index 1 never matches index 10.
-FAIL_JOB_RULE_MESSAGE = "matching FailJob rule at index {index}$"
-UNFIXABLE_RULE, DISRUPTED_RULE = 0, 1
 
 
 @dataclass(frozen=True)
@@ -542,56 +534,6 @@ def job_labels(spec: TrainingJobSpec) -> dict[str, str]:
     return labels
 
 
-def pod_failure_policy() -> dict[str, Any]:
-    """Why the Job failed, in its failure message's rule index (FAIL_JOB_RULE_MESSAGE): rule 0,
-    the trainer exited with a code no restart fixes; rule 1, the pod was disrupted (preempted,
-    evicted, its node drained or lost: Kubernetes docs, "Pod failure policy", DisruptionTarget).
-    Any other failure fails the Job too (`backoffLimit: 0`, reason BackoffLimitExceeded): the
-    JobSet restarts every pod, since the other ranks cannot go on without it."""
-    return {
-        "rules": [
-            {
-                "action": "FailJob",
-                "onExitCodes": {
-                    "containerName": CONTAINER,
-                    "operator": "In",
-                    "values": sorted(UNFIXABLE),
-                },
-            },
-            {
-                "action": "FailJob",
-                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
-            },
-        ]
-    }
-
-
-def failure_policy(spec: TrainingJobSpec) -> dict[str, Any]:
-    """JobSet's rules, first match wins (JobSet pkg/controllers/failure_policy.go,
-    findFirstFailedPolicyRuleAndJob): unfixable fails the JobSet; disrupted restarts it without
-    counting (not the job's fault); no rule matching restarts it, counting toward maxRestarts
-    (`defaultFailurePolicyRuleAction` RestartJobSet). BlockingRecreate: every old pod is gone
-    before the new ones start, so no rank of the old group meets the new one."""
-
-    def rule(name: str, action: str, index: int) -> dict[str, Any]:
-        return {
-            "name": name,
-            "action": action,
-            "onJobFailureReasons": ["PodFailurePolicy"],
-            "onJobFailureMessagePatterns": [FAIL_JOB_RULE_MESSAGE.format(index=index)],
-            "targetReplicatedJobs": [REPLICATED_JOB],
-        }
-
-    return {
-        "maxRestarts": spec.jobs.max_restarts,
-        "restartStrategy": "BlockingRecreate",
-        "rules": [
-            rule("unfixable", "FailJobSet", UNFIXABLE_RULE),
-            rule("disrupted", "RestartJobSetAndIgnoreMaxRestarts", DISRUPTED_RULE),
-        ],
-    }
-
-
 def job_spec(spec: TrainingJobSpec) -> dict[str, Any]:
     """The Indexed Job's spec, one pod per node, failing at its first failed pod."""
     body: dict[str, Any] = {
@@ -599,7 +541,7 @@ def job_spec(spec: TrainingJobSpec) -> dict[str, Any]:
         "completions": spec.nodes,
         "parallelism": spec.nodes,
         "backoffLimit": spec.backoff_limit,
-        "podFailurePolicy": pod_failure_policy(),
+        "podFailurePolicy": pod_failure_policy(CONTAINER),
         "template": pod_template(spec),
     }
     if spec.active_deadline_seconds:
@@ -612,7 +554,7 @@ def job(spec: TrainingJobSpec) -> dict[str, Any]:
     JobSet restarts it: a disrupted pod is recreated without spending the backoff limit
     (Kubernetes docs, "Pod failure policy"), and an unfixable exit fails it at once."""
     body = job_spec(spec)
-    unfixable, disrupted = pod_failure_policy()["rules"]
+    unfixable, disrupted = pod_failure_policy(CONTAINER)["rules"]
     body["podFailurePolicy"] = {"rules": [unfixable, {**disrupted, "action": "Ignore"}]}
     # Kueue unsuspends it once admitted; without a queue it starts at once.
     body["suspend"] = spec.queue is not None
@@ -635,7 +577,7 @@ def jobset(spec: TrainingJobSpec) -> dict[str, Any]:
         # JobSet's defaults, spelled out: pods resolve by hostname under the JobSet's name, and
         # before they are ready (every rank looks index 0 up while the pods start).
         "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
-        "failurePolicy": failure_policy(spec),
+        "failurePolicy": failure_policy(spec.jobs.max_restarts, REPLICATED_JOB),
         # Kueue unsuspends it once admitted; without a queue it starts at once.
         "suspend": spec.queue is not None,
     }

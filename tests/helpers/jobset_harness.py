@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from tests.helpers.hang import HANG_S
 
@@ -68,6 +69,12 @@ class Pod:
     def kill(self) -> None:
         """The node or container dies: every process of the pod, at once."""
         os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def ended_pod(exit_code: int, disrupted: bool = False) -> Pod:
+    """A pod whose container has already exited with `exit_code`: for the rules alone."""
+    ended = SimpleNamespace(returncode=exit_code)
+    return Pod(0, 0, ended, Path("log"), 0.0, 1.0, disrupted)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -14,6 +14,7 @@ from model.stacks import ROOT
 from tests.conftest import STACKS, stack_config
 from tests.helpers import jobsets
 from tests.helpers.job_specs import IMAGE, POOLS
+from tests.helpers.jobset_harness import jobset_action
 from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
 
 
@@ -161,20 +162,6 @@ DISRUPTED_MESSAGE = (
     "Pod training/train-run-trainer-0-3-q9z4m has condition DisruptionTarget matching FailJob "
     "rule at index 1"
 )
-
-
-def jobset_action(policy: dict, reason: str, message: str) -> str:
-    """JobSet v0.12.0 pkg/controllers/failure_policy.go: rules in order, the first whose
-    reasons hold the Job's failure reason (none listed: any) and one of whose patterns (RE2;
-    none listed: any) matches its message wins; no rule: RestartJobSet."""
-    for rule in policy["rules"]:
-        if rule.get("onJobFailureReasons") and reason not in rule["onJobFailureReasons"]:
-            continue
-        patterns = rule.get("onJobFailureMessagePatterns") or []
-        if patterns and not any(re.search(p, message) for p in patterns):
-            continue
-        return rule["action"]
-    return "RestartJobSet"
 
 
 def test_the_jobset_fails_at_once_on_unfixable_restarts_free_on_disruption_else_counts():

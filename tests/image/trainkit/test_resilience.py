@@ -25,7 +25,6 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from trainkit.goodput import LEDGER
@@ -34,7 +33,13 @@ from trainkit.watchdog import hang_folder
 from contract.exits import BAD_ARGUMENTS, HUNG, PREEMPTED, UNFIXABLE
 from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
-from tests.helpers.jobset_harness import JobSetHarness, Outcome, Pod, job_failure, jobset_action
+from tests.helpers.jobset_harness import (
+    JobSetHarness,
+    Outcome,
+    ended_pod,
+    job_failure,
+    jobset_action,
+)
 from tests.helpers.loopback import free_port
 from tests.helpers.pushgateway import Gateway
 from tests.helpers.rendered_policy import rendered_policies
@@ -335,11 +340,6 @@ def test_rank_0_pushes_the_ledgers_figures_with_the_jobs_identity(runs):
 # --- the controllers' rules, one failing and one passing case each ------------------------------
 
 
-def pod(exit_code: int, disrupted: bool = False) -> Pod:
-    ended = SimpleNamespace(returncode=exit_code)
-    return Pod(0, 0, ended, Path("log"), 0.0, 1.0, disrupted)  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize(
     ("exit_code", "disrupted", "reason", "message_end", "action"),
     [
@@ -358,7 +358,7 @@ def test_the_rendered_policy_sends_each_exit_where_docs_training_says(
     exit_code, disrupted, reason, message_end, action
 ):
     failure_policy, pod_failure_policy = rendered_policies()
-    failure = job_failure([pod(exit_code, disrupted)], pod_failure_policy)
+    failure = job_failure([ended_pod(exit_code, disrupted)], pod_failure_policy)
     assert failure[0] == reason and failure[1].endswith(message_end)
     assert jobset_action(failure_policy, *failure) == action
 
@@ -368,13 +368,13 @@ def test_the_pod_failure_rules_match_only_what_they_name():
     NotIn that holds the code, an Ignore: each changes the verdict."""
     other = {"rules": [{"action": "FailJob", "onExitCodes": {
         "containerName": "sidecar", "operator": "In", "values": [2]}}]}  # fmt: skip
-    assert job_failure([pod(2)], other)[0] == "BackoffLimitExceeded"
+    assert job_failure([ended_pod(2)], other)[0] == "BackoffLimitExceeded"
     not_in = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [1]}}]}
-    assert job_failure([pod(1)], not_in)[0] == "BackoffLimitExceeded"
-    assert job_failure([pod(3)], not_in)[0] == "PodFailurePolicy"
+    assert job_failure([ended_pod(1)], not_in)[0] == "BackoffLimitExceeded"
+    assert job_failure([ended_pod(3)], not_in)[0] == "PodFailurePolicy"
     ignore = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
-    assert job_failure([pod(143, disrupted=True)], ignore) is None
-    assert job_failure([pod(143)], ignore)[0] == "BackoffLimitExceeded"
+    assert job_failure([ended_pod(143, disrupted=True)], ignore) is None
+    assert job_failure([ended_pod(143)], ignore)[0] == "BackoffLimitExceeded"
 
 
 def test_the_jobset_rules_need_both_reason_and_message_and_default_to_restart():
