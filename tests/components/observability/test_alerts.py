@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.observability import alerts
+from components.observability import alerts, training_alerts
 from components.observability.alerts import alert_report, prometheus_rule, prometheus_rule_spec
 from components.observability.monitoring import monitoring_values
 from model.config import PlatformConfig
@@ -369,7 +369,7 @@ def test_a_job_is_judged_only_on_a_window_it_had_pushed_through(tmp_path):
 
 
 def test_a_one_rank_job_has_no_straggler_ratio(tmp_path):
-    drop = f" {alerts.SEVERAL_RANKS}"
+    drop = f" {training_alerts.SEVERAL_RANKS}"
     spec = mutated(
         scheduled_config(), "gpu_platform_job:rank_step_seconds:slowest_over_median", drop
     )
