@@ -20,6 +20,8 @@ from model.stacks import stack_config as model_stack_config
 from plan.cli import plan_stack
 from plan.model import Plan
 from plan.render import Rendering, render_plan
+from tests.helpers.cpu_selftest import run_cpu_selftest
+from tests.helpers.once_per_session import once_per_session
 from tests.helpers.plan_cache import DiskCache, plan_key, tree_key
 
 # Every stack file found, shipped or the user's own; tests that hold for every stack take their
@@ -105,6 +107,13 @@ def stack_plan(request) -> Plan:
 @pytest.fixture(params=AWS_STACKS)
 def aws_plan(request) -> Plan:
     return planned(request.param)
+
+
+@pytest.fixture(scope="session")
+def cpu_selftest(tmp_path_factory, worker_id):
+    """The real self-test on this CPU, every check group (tests/helpers/cpu_selftest.py): run
+    once per session, read by the runner's tests and the training group's on every worker."""
+    return once_per_session(tmp_path_factory, worker_id, "cpu-selftest", run_cpu_selftest)
 
 
 def stack_text(doc: dict[str, Any]) -> str:

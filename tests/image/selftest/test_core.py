@@ -20,9 +20,7 @@ from selftest.result import CheckResult
 from tests.helpers.hang import HANG_S
 from tests.helpers.image_path import IMAGE_PYTHONPATH
 from tests.helpers.loopback import LoopbackServer, QuietHandler, free_port
-from tests.helpers.once_per_session import once_per_session
-from tests.helpers.pushgateway import Gateway
-from tests.helpers.selftest_process import ROOT, TORCHRUN, run
+from tests.helpers.selftest_process import ROOT, run
 
 REPORT_KEYS = ["status", "run_id", "image", "nodes", "checks", "duration_s"]
 CHECK_KEYS = ["name", "status", "value", "unit", "threshold", "source", "reason", "duration_s"]
@@ -416,31 +414,6 @@ def test_the_headline_counts_what_was_judged_and_what_was_skipped():
     assert report.headline("FAIL", on_gpu, "cuda") == (
         "FAIL — 1 failed, 2 passed, 1 info, 1 skipped: collectives.allreduce_busbw_inter_node"
     )
-
-
-@pytest.fixture(scope="session")
-def cpu_selftest(tmp_path_factory, worker_id):
-    """The real self-test: torchrun, two gloo ranks on this CPU, every check group; run once per
-    session, its report read by every worker's tests."""
-    if not TORCHRUN.exists():
-        pytest.fail(f"{TORCHRUN} missing: install torch from requirements-selftest.txt")
-    return once_per_session(tmp_path_factory, worker_id, "cpu-selftest", run_cpu_selftest)
-
-
-def run_cpu_selftest(out: Path) -> tuple[subprocess.CompletedProcess, Path, list]:
-    for volume in ("shared-data", "nvme-cache"):
-        (out / volume).mkdir()
-    # Its metrics go to a Pushgateway stand-in on 127.0.0.1, named as the Job names it. The gloo
-    # busbw floor (0.05 GB/s) is met or not by how busy this machine is: a floor of 0 keeps the
-    # check judged (PASS needs a threshold) while the tests assert what the run computes.
-    with Gateway() as gateway:
-        done = run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
-                    "--out", str(out), "--shared-data", str(out / "shared-data"),
-                    "--nvme-cache", str(out / "nvme-cache"),
-                    "--sizes", "1024,65536,4194304",
-                    "--floor", "intra_node_busbw_gbps=0"],
-                   SELFTEST_PUSHGATEWAY_URL=gateway.url, NODE_NAME="node-a")  # fmt: skip
-    return done, out, list(gateway.received)
 
 
 def test_cpu_selftest_writes_the_issues_report(cpu_selftest):

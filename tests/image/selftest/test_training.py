@@ -1,9 +1,11 @@
-"""Check 6, training: one real 2-rank run (reference, SIGTERM mid-run, resume) shared by the
-module, a resume from a corrupted copy of its checkpoint, and the pieces on their own."""
+"""Check 6, training: the training group of the session's real 2-rank self-test (reference,
+SIGTERM mid-run, resume; tests/helpers/cpu_selftest.py), a resume from a corrupted copy of its
+checkpoint, and the pieces on their own."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import threading
@@ -18,96 +20,111 @@ from selftest import training
 from selftest.context import SelfTestContext
 from selftest.model import Denoiser
 
-from tests.helpers.once_per_session import once_per_session
-from tests.helpers.selftest_group import run_group
+from tests.helpers.cpu_selftest import RUN_ID
+
+CHECKS = [
+    "training.loss", "training.throughput", "training.peak_memory",
+    "training.sigterm_checkpoint", "training.resume",
+]  # fmt: skip
+PHASES = ("reference", "interrupted", "resumed")
+RANKS = 2
 
 
-@pytest.fixture(scope="session")
-def run(tmp_path_factory, worker_id):
-    """The training group on two gloo ranks, once per session for every worker's tests."""
-    return once_per_session(tmp_path_factory, worker_id, "training", run_training)
+@pytest.fixture(scope="module")
+def run(cpu_selftest) -> SimpleNamespace:
+    """What the real run's training group left: the report's rows (each the worst rank's: merge
+    keeps it), each rank's three runs as its workers wrote them, and the shared-data folder."""
+    _, out, _ = cpu_selftest
+    checks = json.loads((out / "report.json").read_text())["checks"]
+    outcomes = [
+        {phase: json.loads((out / "training" / f"{phase}-rank{rank}.json").read_text())
+         for phase in PHASES}
+        for rank in range(RANKS)
+    ]  # fmt: skip
+    rows = {c["name"]: c for c in checks if c["name"].startswith("training.")}
+    return SimpleNamespace(rows=rows, ranks=outcomes, shared=out / "shared-data")
 
 
-def run_training(base: Path):
-    (base / "shared").mkdir()
-    ranks = run_group(
-        "selftest.training:run", base / "ranks", run_id="r", out_dir=base / "out",
-        shared_data=base / "shared", nvme_cache=base / "shared",
-    )  # fmt: skip
-    return base, [{result.name: result for result in results} for results in ranks]
+def steps(outcome: dict) -> dict[int, float]:
+    """A worker's losses by step: JSON keeps the keys as strings and each float exactly."""
+    return {int(step): loss for step, loss in outcome["losses"].items()}
 
 
-def test_every_training_check_passes_on_both_ranks(run):
-    _, ranks = run
-    for results in ranks:
-        assert list(results) == [
-            "training.loss", "training.throughput", "training.peak_memory",
-            "training.sigterm_checkpoint", "training.resume",
-        ]  # fmt: skip
-        # Throughput and peak memory are figures with no floor: INFO, not PASS.
-        assert {name: r.status for name, r in results.items() if r.status != "PASS"} == {
-            "training.throughput": "INFO",
-            "training.peak_memory": "INFO",
-        }
+def test_every_training_check_passes_on_every_rank(run):
+    # The report's row is the worst rank's, so a PASS row is a PASS on both.
+    assert list(run.rows) == CHECKS
+    # Throughput and peak memory are figures with no floor: INFO, not PASS.
+    assert {name: row["status"] for name, row in run.rows.items() if row["status"] != "PASS"} == {
+        "training.throughput": "INFO",
+        "training.peak_memory": "INFO",
+    }
 
 
 def test_loss_is_finite_and_falls_under_bf16_autocast(run):
-    _, ranks = run
-    loss = ranks[0]["training.loss"]
-    # torch.amp docs: CPU autocast runs in torch.bfloat16.
-    assert loss.details["dtype"] == "bfloat16"
-    assert len(loss.details["losses"]) == 8
-    assert loss.value <= 0.9
-    assert ranks[0]["training.throughput"].unit == "samples/s"
-    assert ranks[0]["training.throughput"].value > 0
-    assert ranks[0]["training.peak_memory"].value > 0
+    for outcome in run.ranks:
+        reference = outcome["reference"]
+        # torch.amp docs: CPU autocast runs in torch.bfloat16.
+        assert reference["dtype"] == "bfloat16"
+        assert sorted(steps(reference)) == list(range(8))
+        assert all(math.isfinite(loss) for loss in reference["losses"].values())
+    loss = run.rows["training.loss"]
+    assert (loss["unit"], loss["threshold"]) == ("last/first", 0.9)
+    assert loss["value"] <= 0.9
+    assert run.rows["training.throughput"]["unit"] == "samples/s"
+    assert run.rows["training.throughput"]["value"] > 0
+    assert run.rows["training.peak_memory"]["value"] > 0
 
 
 def test_sigterm_leaves_a_dcp_checkpoint_on_shared_storage(run):
-    base, ranks = run
-    sigterm = ranks[0]["training.sigterm_checkpoint"]
-    assert sigterm.value < 30.0  # Kubernetes' default terminationGracePeriodSeconds
-    checkpoints = list((base / "shared" / "selftest" / "r" / "checkpoints").iterdir())
+    sigterm = run.rows["training.sigterm_checkpoint"]
+    assert sigterm["value"] < 30.0  # Kubernetes' default terminationGracePeriodSeconds
+    checkpoints = list((run.shared / "selftest" / RUN_ID / "checkpoints").iterdir())
     assert len(checkpoints) == 1
+    assert sigterm["reason"].startswith(f"saved {checkpoints[0]} in ")
     # DCP's file system layout: one .distcp file per rank and the coordinator's .metadata.
     names = sorted(path.name for path in checkpoints[0].iterdir())
     assert names == [".metadata", "__0_0.distcp", "__1_0.distcp", "manifest.json"]
 
 
 def test_the_resumed_run_reproduces_the_reference_losses_bitwise(run):
-    _, ranks = run
-    for results in ranks:
-        details = results["training.resume"].details
-        interrupted, resumed = details["interrupted"], details["resumed"]
+    for outcome in run.ranks:
+        reference, interrupted, resumed = (steps(outcome[phase]) for phase in PHASES)
         # Interrupted mid-run: it ran some steps, the resume ran the rest.
         assert 0 < len(interrupted) < 8
         assert sorted(interrupted) + sorted(resumed) == list(range(8))
-        reference = dict(enumerate(details["reference"]))
         for step, loss in {**interrupted, **resumed}.items():
             assert loss.hex() == reference[step].hex(), step
         # The report's plot: one loss per step across the interruption, marked where it resumed.
+        details = training.resume_check(*(outcome[phase] for phase in PHASES)).details
         assert details["loss"] == [({**interrupted, **resumed})[s] for s in range(8)]
         assert details["interrupted_at"] == min(resumed)
     # The ranks train on different shards, so their losses differ: each was compared to its own.
-    assert ranks[0]["training.resume"].value != ranks[1]["training.resume"].value
+    assert run.ranks[0]["reference"]["losses"] != run.ranks[1]["reference"]["losses"]
+    resume = run.rows["training.resume"]
+    assert resume["status"] == "PASS" and resume["value"] == resume["threshold"]
 
 
-def _resume_both_ranks(base: Path, checkpoint: Path) -> list[dict]:
-    """The resume phase alone, one worker per rank, from `checkpoint`."""
+def _saved_checkpoint(run) -> Path:
+    return Path(run.rows["training.sigterm_checkpoint"]["reason"].split()[1])
+
+
+def _resume_both_ranks(run, checkpoint: Path, work: Path) -> list[dict]:
+    """The resume phase alone, one worker per rank, from `checkpoint`, on the run's shards;
+    what it writes goes under `work`."""
     ports = [training._free_port()]
-    shards = sorted((base / "shared" / "selftest" / "r" / "shards").glob("shard-*.tar"))
+    shards = sorted((run.shared / "selftest" / RUN_ID / "shards").glob("shard-*.tar"))
     outcomes: list[dict] = [{}, {}]
 
     def resume(rank: int) -> None:
         ctx = SelfTestContext(
-            run_id="r", rank=rank, world_size=2, local_rank=rank, device="cpu",
-            out_dir=base / "corrupt", shared_data=base / "shared", nvme_cache=base / "shared",
+            run_id="torn", rank=rank, world_size=RANKS, local_rank=rank, device="cpu",
+            out_dir=work / "out", shared_data=work, nvme_cache=work,
         )  # fmt: skip
         settings = training._settings(ctx, shards, "resumed", ports[0])
         settings["resume_from"] = str(checkpoint)
         outcomes[rank], _ = training.launch(settings)
 
-    threads = [threading.Thread(target=resume, args=(rank,)) for rank in range(2)]
+    threads = [threading.Thread(target=resume, args=(rank,)) for rank in range(RANKS)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -115,13 +132,11 @@ def _resume_both_ranks(base: Path, checkpoint: Path) -> list[dict]:
     return outcomes
 
 
-def test_a_torn_checkpoint_fails_the_resume_naming_it(run):
-    base, ranks = run
-    source = Path(ranks[0]["training.sigterm_checkpoint"].reason.split()[1])
-    torn = base / "torn-checkpoint"
-    shutil.copytree(source, torn)
+def test_a_torn_checkpoint_fails_the_resume_naming_it(run, tmp_path):
+    torn = tmp_path / "torn-checkpoint"
+    shutil.copytree(_saved_checkpoint(run), torn)
     training.corrupt(torn)
-    outcomes = _resume_both_ranks(base, torn)
+    outcomes = _resume_both_ranks(run, torn, tmp_path)
     for outcome in outcomes:
         assert outcome["error"].startswith(f"checkpoint {torn} corrupted: __")
         assert outcome["error"].endswith(".distcp sha256 mismatch")
@@ -130,8 +145,7 @@ def test_a_torn_checkpoint_fails_the_resume_naming_it(run):
 
 
 def test_verify_names_a_garbled_missing_or_unfinished_checkpoint(run, tmp_path):
-    _base, ranks = run
-    source = Path(ranks[0]["training.sigterm_checkpoint"].reason.split()[1])
+    source = _saved_checkpoint(run)
     assert trainkit.verify(source) is None
     garbled = tmp_path / "garbled"
     shutil.copytree(source, garbled)
