@@ -1,6 +1,7 @@
 """Which topology domain each rank ran in (issue 21), image side: every rank reads its node's
 topology labels from the API server (a TLS stand-in on 127.0.0.1), and the cross-node busbw
-check names the domains it spanned, so a slow pair can be traced to placement."""
+check names the domains it spanned, so a slow pair can be traced to placement. Its one real
+two-node run also shows the cross-node sweep over two single-rank nodes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from selftest import placement
 from selftest.context import SelfTestContext
 from selftest.result import CheckResult
@@ -137,15 +139,18 @@ def test_rank_0_names_every_nodes_ranks_and_the_domains_the_cross_node_figure_sp
     )
 
 
-def test_a_real_two_node_run_names_where_its_nodes_sat(tmp_path):
-    """Two processes with LOCAL_WORLD_SIZE=1 stand for two nodes under different layer-3
-    network nodes: the report's cross-node busbw names the split."""
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory) -> tuple[list[int], list[str], list, dict]:
+    """Two processes with LOCAL_WORLD_SIZE=1 stand for two one-GPU nodes under different
+    layer-3 network nodes: each process's exit code and output, the API server's requests, and
+    the report's checks by name."""
+    base = tmp_path_factory.mktemp("two-nodes")
     answers = {
         ("GET", "/api/v1/nodes/node-a"): (200, node("node-a", p5_labels("ip-a", "nn-3a"))),
         ("GET", "/api/v1/nodes/node-b"): (200, node("node-b", p5_labels("ip-b", "nn-3b"))),
     }
-    out = tmp_path / "out"
-    with ApiServer(tmp_path, answers) as api:
+    out = base / "out"
+    with ApiServer(base, answers) as api:
         env = {**os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, "WORLD_SIZE": "2",
                "LOCAL_WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
                "MASTER_PORT": str(free_port()), **api.env(), **LEVELS}  # fmt: skip
@@ -161,12 +166,18 @@ def test_a_real_two_node_run_names_where_its_nodes_sat(tmp_path):
             for r, name in enumerate(("node-a", "node-b"))
         ]  # fmt: skip
         outputs = [p.communicate(timeout=HANG_S)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outputs
-    assert sorted(path for _, path, _, _ in api.received) == [
+    doc = json.loads((out / "report.json").read_text())
+    return [p.returncode for p in procs], outputs, list(api.received), doc
+
+
+def test_a_real_two_node_run_names_where_its_nodes_sat(two_nodes):
+    codes, outputs, received, doc = two_nodes
+    assert codes == [0, 0], outputs
+    assert sorted(path for _, path, _, _ in received) == [
         "/api/v1/nodes/node-a",
         "/api/v1/nodes/node-b",
     ]
-    checks = {c["name"]: c for c in json.loads((out / "report.json").read_text())["checks"]}
+    checks = {c["name"]: c for c in doc["checks"]}
     busbw = checks["collectives.allreduce_busbw_inter_node"]
     assert busbw["status"] == "PASS"
     assert busbw["reason"] == (
@@ -176,3 +187,15 @@ def test_a_real_two_node_run_names_where_its_nodes_sat(tmp_path):
     assert checks["inventory.topology_domain"]["reason"].startswith(
         f"node-a (ranks 0): {L1}=nn-1a2b3c4d5e6f70001"
     )
+
+
+def test_two_single_rank_nodes_measure_across_nodes_and_nothing_inside_one(two_nodes):
+    """The same run, as the collectives see it: the cross-node sweep ran over both nodes, and a
+    node of one rank has nothing to measure inside it."""
+    codes, outputs, _, doc = two_nodes
+    assert codes == [0, 0], outputs
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert doc["nodes"] == 2
+    assert checks["collectives.allreduce_busbw_inter_node"]["status"] == "PASS"
+    assert checks["collectives.allreduce_busbw_intra_node"]["status"] == "SKIP"
+    assert checks["collectives.allreduce_correct"]["status"] == "PASS"
