@@ -209,6 +209,22 @@ def _selects(kps: dict[str, Any] | None, kind: str) -> bool:
     return spec.get(f"{kind}SelectorNilUsesHelmValues", True) is False
 
 
+def _unscraped(
+    kps: dict[str, Any] | None, release: dict[str, Any] | None, name: str, off: str | None
+) -> str | None:
+    """Why Prometheus never scrapes the ServiceMonitor of release `name`: absent, switched off
+    (`off`, read from the release), or outside what Prometheus selects; None when it scrapes."""
+    if release is None:
+        return f"no {name} release"
+    if off is not None:
+        return off
+    return (
+        None
+        if _selects(kps, "serviceMonitor")
+        else "Prometheus ignores other releases' ServiceMonitors"
+    )
+
+
 def _node_label(key: str) -> str:
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
@@ -260,15 +276,11 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
     )
 
     kueue = releases.get("kueue")
-    kueue_off = (
-        "no kueue release"
-        if kueue is None
-        else "kueue enablePrometheus is not true (no ServiceMonitor)"
-        if kueue.get("enablePrometheus") is not True
-        else "Prometheus ignores other releases' ServiceMonitors"
-        if not _selects(kps, "serviceMonitor")
-        else None
-    )
+    kueue_off = _unscraped(
+        kps, kueue, "kueue",
+        None if (kueue or {}).get("enablePrometheus") is True
+        else "kueue enablePrometheus is not true (no ServiceMonitor)",
+    )  # fmt: skip
     source(KUEUE_QUEUE_METRICS, kueue_off)
     manager = yaml.safe_load(
         (kueue or {}).get("managerConfig", {}).get("controllerManagerConfigYaml", "") or "{}"
@@ -308,15 +320,19 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
                 metric: labels | SCRAPE_LABELS | {"job" if honored else "exported_job"}
                 for metric, labels in metrics.items()
             },
-            "no prometheus-pushgateway release"
-            if gateway is None
-            else "prometheus-pushgateway serviceMonitor.enabled is not true"
-            if monitor.get("enabled") is not True
-            else "Prometheus ignores other releases' ServiceMonitors"
-            if not _selects(kps, "serviceMonitor")
-            else f"no {pusher} sets {env}={url}{detail}"
-            if url not in config["push_urls"][env]
-            else None,
+            _unscraped(
+                kps,
+                gateway,
+                "prometheus-pushgateway",
+                None
+                if monitor.get("enabled") is True
+                else "prometheus-pushgateway serviceMonitor.enabled is not true",
+            )
+            or (
+                f"no {pusher} sets {env}={url}{detail}"
+                if url not in config["push_urls"][env]
+                else None
+            ),
         )
 
     pushed(SELFTEST_METRICS, PUSH_URL_ENV, "self-test Job or CronJob")
