@@ -13,6 +13,7 @@ from tests.helpers.selftest_process import TORCHRUN, run
 
 RUN_ID = "cpu"
 NODE = "node-a"
+RANKS = 2
 
 
 def run_cpu_selftest(out: Path) -> tuple[subprocess.CompletedProcess, Path, list]:
@@ -25,7 +26,7 @@ def run_cpu_selftest(out: Path) -> tuple[subprocess.CompletedProcess, Path, list
     # busbw floor (0.05 GB/s) is met or not by how busy this machine is: a floor of 0 keeps the
     # check judged (PASS needs a threshold) while the tests assert what the run computes.
     with Gateway() as gateway:
-        done = run([str(TORCHRUN), "--standalone", "--nproc_per_node=2", "-m", "selftest",
+        done = run([str(TORCHRUN), "--standalone", f"--nproc_per_node={RANKS}", "-m", "selftest",
                     "--out", str(out), "--run-id", RUN_ID,
                     "--shared-data", str(out / "shared-data"),
                     "--nvme-cache", str(out / "nvme-cache"),

@@ -20,14 +20,13 @@ from selftest import training
 from selftest.context import SelfTestContext
 from selftest.model import Denoiser
 
-from tests.helpers.cpu_selftest import RUN_ID
+from tests.helpers.cpu_selftest import RANKS, RUN_ID
 
 CHECKS = [
     "training.loss", "training.throughput", "training.peak_memory",
     "training.sigterm_checkpoint", "training.resume",
 ]  # fmt: skip
 PHASES = ("reference", "interrupted", "resumed")
-RANKS = 2
 
 
 @pytest.fixture(scope="module")
