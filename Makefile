@@ -29,7 +29,7 @@ PLAN_VENV_LIMIT_MB := 500
 # pytest workers: one per core (`make test PYTEST_WORKERS=0` runs in one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test lint check-promtool bench selftest bench-selftest \
+.PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test test-image lint check-promtool bench selftest bench-selftest \
 	selftest-bootstrap recipes-smoke bench-recipes gpu-check gpu-wheels clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
@@ -119,14 +119,30 @@ check-promtool:
 			"apt-get install prometheus (Debian/Ubuntu), or a Prometheus release's promtool on PATH" >&2; \
 		exit 1; }
 
-# Independent tests run on every core (pytest-xdist); the slowest 15 are listed at the end.
-# Python writes bytecode for the run (git ignores __pycache__): where the environment turns it off
-# (PYTHONDONTWRITEBYTECODE), every xdist worker compiles and rewrites every module again, and
-# collection takes 19 s a process instead of 13.
-test: lint check-promtool
+# STYLE.md §8's tiers in two targets, split by folder: `make test` runs the unit, program and
+# policy tiers (every folder but tests/image) in about 2 minutes on 2 cores; `make test-image`
+# runs the selftest tier, the image side as real processes on the CPU (tests/image: the
+# self-test, trainkit's kill and hang runs, the recipes, gpu-check), about 8 minutes. CI
+# (.ci/run) runs both; tests/repo/test_ci_workflow.py holds the two to partition the tests.
+IMAGE_TESTS := tests/image
+# $(call timed_pytest,<target>,<pytest arguments>): the tests on every core (pytest-xdist), the
+# slowest 15 listed at the end. Each module's tests run in one worker (loadscope), so a module
+# fixture that starts real processes or plans a changed stack runs once, not once per worker.
+# Python writes bytecode for the run (git ignores __pycache__): where the environment turns it
+# off (PYTHONDONTWRITEBYTECODE), every xdist worker compiles and rewrites every module again,
+# and collection takes 19 s a process instead of 13.
+define timed_pytest
 	@start=$$(date +%s); \
-	env -u PYTHONDONTWRITEBYTECODE $(TEST_PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15; status=$$?; \
-	echo "make test: pytest took $$(( $$(date +%s) - start )) s"; exit $$status
+	env -u PYTHONDONTWRITEBYTECODE $(TEST_PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope \
+		--durations=15 $(2); status=$$?; \
+	echo "make $(1): pytest took $$(( $$(date +%s) - start )) s"; exit $$status
+endef
+
+test: lint check-promtool
+	$(call timed_pytest,test,--ignore=$(IMAGE_TESTS))
+
+test-image: $(TEST_VENV)/.installed check-promtool
+	$(call timed_pytest,test-image,$(IMAGE_TESTS))
 
 bench: $(TEST_VENV)/.installed
 	$(TEST_PY) -m tests.bench

@@ -89,14 +89,28 @@ TIERS = {
 }
 
 
+# The modules whose one run takes a worker longest (a pytest of its own, real torchrun runs):
+# xdist's loadscope hands modules out in collection order, so these go first, and no worker is
+# left running one of them alone at the end.
+LONGEST_FIRST = (
+    "tests/program/test_user_stacks.py",
+    "tests/image/recipes/test_training.py",
+    "tests/image/trainkit/test_resilience.py",
+    "tests/image/gpu_check/test_gpu_check.py",
+    "tests/image/trainkit/test_trainkit.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Each test gets its folder's tier; a folder missing from TIERS gets none, and
-    tests/repo/test_tiers.py names it."""
+    tests/repo/test_tiers.py names it. The longest modules are moved to the front."""
     tests = ROOT / "tests"
     for item in items:
         tier = TIERS.get(item.path.relative_to(tests).parts[0])
         if tier is not None:
             item.add_marker(tier)
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.relative_to(ROOT).as_posix(), len(rank)))
 
 
 @pytest.fixture(params=STACKS)

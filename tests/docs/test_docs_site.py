@@ -13,7 +13,7 @@ import pytest
 
 from model.stacks import ROOT
 
-README_LIMIT_LINES = 400  # the issue: what the project is, two commands, the flow, the layout
+README_LIMIT_LINES = 400  # the issue: what the project is, its commands, the flow, the layout
 
 
 def build(project: Path, site: Path) -> subprocess.CompletedProcess:
