@@ -123,7 +123,7 @@ check-promtool:
 # policy tiers (every folder but tests/image) in 2½ minutes on 2 cores; `make test-image`
 # runs the selftest tier, the image side as real processes on the CPU (tests/image: the
 # self-test, trainkit's kill and hang runs, the recipes, gpu-check), 5½ minutes. CI
-# (.ci/run) runs both; tests/repo/test_ci_workflow.py holds the two to partition the tests.
+# (.ci/run) runs both; tests/repo/test_test_targets.py holds the two to partition the tests.
 IMAGE_TESTS := tests/image
 # $(call timed_pytest,<target>,<pytest arguments>): the tests on every core (pytest-xdist), the
 # slowest 15 listed at the end. Each module's tests run in one worker (loadscope), so a module
