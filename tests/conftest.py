@@ -3,6 +3,7 @@ session and for later sessions with the same sources (tests/helpers/plan_cache.p
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
 import json
@@ -17,6 +18,7 @@ import pytest
 from model.config.loading import read_yaml
 from model.stacks import ROOT
 from model.stacks import stack_config as model_stack_config
+from plan import cli as plan_cli
 from plan.cli import plan_stack
 from plan.model import Plan
 from plan.render import Rendering, render_plan
@@ -44,6 +46,22 @@ def _plans() -> DiskCache:
 @functools.cache
 def planned(stack: str) -> Plan:
     return _plans().get(f"plan-{stack}", lambda: plan_stack(stack))
+
+
+@pytest.fixture
+def cli_on_session_plans(monkeypatch):
+    """`python -m plan`'s main reads the session's plan of a stack of this project (a copy: it
+    adds the rendering's warnings to the plan), so a test of what the command writes, diffs and
+    prints plans no stack again; a stack of another root (a test's own project) is planned
+    fresh. tests/repo/test_plan_cache.py holds the session's plan equal to a fresh one."""
+    fresh = plan_cli.plan_stack
+
+    def plan_stack(stack: str, root: Path = ROOT, _referrers: tuple[str, ...] = ()) -> Plan:
+        if root != ROOT:
+            return fresh(stack, root, _referrers)
+        return copy.deepcopy(planned(stack))
+
+    monkeypatch.setattr(plan_cli, "plan_stack", plan_stack)
 
 
 # Every chart the platform pins, packaged at the pinned version (../shared/helm/README.md).

@@ -205,6 +205,7 @@ def test_lint_refuses_an_oversized_document():
         lint([doc])
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_plan_writes_the_policy_and_prints_its_path_and_the_critical_path(tmp_path, capsys):
     assert main(["dev", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -168,6 +168,7 @@ def test_created_and_deleted_resources_and_a_lifted_protection():
     assert "Protected resources changed: prod-fsx-key (update), prod-old-key (delete)." in text
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_plan_against_an_earlier_folder_prints_the_diff(tmp_path, capsys):
     current, _ = prod_now()
     earlier = edited(
@@ -197,6 +198,7 @@ def test_plan_against_an_earlier_folder_prints_the_diff(tmp_path, capsys):
     ) in out
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_against_a_folder_without_a_plan_exits_2(tmp_path, capsys):
     assert (
         main(["onprem", "--quiet", "--out", str(tmp_path / "now"), "--against", str(tmp_path)]) == 2
@@ -205,6 +207,7 @@ def test_against_a_folder_without_a_plan_exits_2(tmp_path, capsys):
     assert err.startswith(f"error: --against {tmp_path}: not a plan's resources.json")
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_against_prints_the_changes_before_the_plan_and_alone_with_changes_only(tmp_path, capsys):
     current, _ = prod_now()
     earlier = edited(current, EKS_URN, lambda r: r["inputs"].update(deletionProtection=False))

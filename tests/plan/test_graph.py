@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from model.stacks import ROOT
 from plan.cli import main
 from plan.graph import component_graph, resource_graph, to_dot, to_mermaid
@@ -105,6 +107,7 @@ def test_the_docs_show_the_current_prod_component_graph():
     )
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_graph_flag_writes_dot_and_mermaid_files(tmp_path, capsys):
     assert main(["dev", "--quiet", "--graph", "--out", str(tmp_path)]) == 0
     names = {p.name for p in tmp_path.iterdir() if p.is_file()}

@@ -103,6 +103,7 @@ def test_shipped_dev_printed_plan_nests_resources_under_components_and_counts_th
     assert "  vpc_id: (known after apply: dev-vpc.id)" in text
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_main_prints_plan_and_elapsed_time(tmp_path, capsys):
     assert main(["onprem", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

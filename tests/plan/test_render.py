@@ -124,6 +124,7 @@ def test_a_chart_missing_from_the_cache_is_a_warning_that_says_how_to_get_it(tmp
     assert "make charts" in kueue and "oci://registry.k8s.io/kueue/charts" in kueue
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_the_plan_writes_each_rendered_release_and_images_txt(tmp_path):
     assert main(["dev", "--quiet", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "images.txt").read_text().splitlines() == stack_images("dev")

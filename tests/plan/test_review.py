@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 
+import pytest
+
 from plan.cli import main
 from plan.model import Plan, PlannedResource
 from plan.review import decode_user_data, format_detail, format_exposure
@@ -156,6 +158,7 @@ def test_detail_masks_secrets_and_secret_named_keys():
     ]
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_every_plan_ends_with_the_exposure_summary_and_detail_on_request(tmp_path, capsys):
     assert main(["dev", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -201,6 +201,7 @@ def test_an_exemption_that_waives_nothing_is_reported(tmp_path, monkeypatch, cap
     )
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_a_compliant_stack_plans_with_exit_0_and_says_every_rule_passes(tmp_path, capsys):
     assert main(["onprem", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from datetime import date
 
+import pytest
+
 from infra.stack_warnings import (
     capacity_block_rolls,
     config_warnings,
@@ -153,6 +155,7 @@ def test_prod_compares_with_its_previous_plan(tmp_path):
         plan.warnings[:] = warnings
 
 
+@pytest.mark.usefixtures("cli_on_session_plans")
 def test_main_prints_a_warnings_section(tmp_path, capsys):
     assert main(["dev", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out

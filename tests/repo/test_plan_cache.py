@@ -12,8 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 
-from plan.cli import plan_stack
-from tests.conftest import PLAN_CACHE, ROOT, planned
+import pytest
+
+from plan import engine
+from plan.cli import main, plan_stack
+from tests.conftest import PLAN_CACHE, ROOT, make_project, planned, stack_file_config
 from tests.helpers.plan_cache import SOURCE_FILES, SOURCE_FOLDERS, DiskCache, plan_key
 
 VERSIONS = {"pulumi": "3.272.0", "pulumi-aws": "7.51.1"}
@@ -88,3 +91,26 @@ def test_callers_asking_at_once_compute_a_value_once_and_older_keys_go(tmp_path)
     assert values == ["value"] * 4
     assert computed == [1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folders.lock", "new-key"]
+
+
+class ProgramRun(Exception):
+    """Raised where the program would run: planning was asked for."""
+
+
+def test_the_cli_on_the_session_plans_runs_no_program_for_this_projects_stack(
+    cli_on_session_plans, monkeypatch, tmp_path, capsys
+):
+    planned("dev")
+
+    def run(*_args, **_kwargs):
+        raise ProgramRun
+
+    monkeypatch.setattr(engine, "record", run)
+    assert main(["dev", "--quiet", "--out", str(tmp_path / "dev")]) == 0
+    assert capsys.readouterr().out.startswith("Planned dev: ")
+    # A stack of another root (a test's own project) is planned fresh.
+    (tmp_path / "other").mkdir()
+    other = make_project(tmp_path / "other", {"dev": stack_file_config("dev")})
+    monkeypatch.setattr("plan.cli.ROOT", other)
+    with pytest.raises(ProgramRun):
+        main(["dev", "--quiet", "--out", str(other / "out")])
