@@ -120,9 +120,9 @@ check-promtool:
 		exit 1; }
 
 # STYLE.md §8's tiers in two targets, split by folder: `make test` runs the unit, program and
-# policy tiers (every folder but tests/image) in 2½ minutes on 2 cores; `make test-image`
+# policy tiers (every folder but tests/image) in 1¼–2½ minutes on 2 cores; `make test-image`
 # runs the selftest tier, the image side as real processes on the CPU (tests/image: the
-# self-test, trainkit's kill and hang runs, the recipes, gpu-check), 5½ minutes. CI
+# self-test, trainkit's kill and hang runs, the recipes, gpu-check), 3–5½ minutes. CI
 # (.ci/run) runs both; tests/repo/test_test_targets.py holds the two to partition the tests.
 IMAGE_TESTS := tests/image
 # $(call timed_pytest,<target>,<pytest arguments>): the tests on every core (pytest-xdist), the
