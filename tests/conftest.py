@@ -18,7 +18,6 @@ import pytest
 from model.config.loading import read_yaml
 from model.stacks import ROOT
 from model.stacks import stack_config as model_stack_config
-from plan import cli as plan_cli
 from plan.cli import plan_stack
 from plan.model import Plan
 from plan.render import Rendering, render_plan
@@ -54,14 +53,13 @@ def cli_on_session_plans(monkeypatch):
     adds the rendering's warnings to the plan), so a test of what the command writes, diffs and
     prints plans no stack again; a stack of another root (a test's own project) is planned
     fresh. tests/repo/test_plan_cache.py holds the session's plan equal to a fresh one."""
-    fresh = plan_cli.plan_stack
 
-    def plan_stack(stack: str, root: Path = ROOT, _referrers: tuple[str, ...] = ()) -> Plan:
+    def session_plan(stack: str, root: Path = ROOT, _referrers: tuple[str, ...] = ()) -> Plan:
         if root != ROOT:
-            return fresh(stack, root, _referrers)
+            return plan_stack(stack, root, _referrers)
         return copy.deepcopy(planned(stack))
 
-    monkeypatch.setattr(plan_cli, "plan_stack", plan_stack)
+    monkeypatch.setattr("plan.cli.plan_stack", session_plan)
 
 
 # Every chart the platform pins, packaged at the pinned version (../shared/helm/README.md).
