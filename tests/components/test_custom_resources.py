@@ -209,6 +209,9 @@ def test_transition_rules_are_skipped_on_create_unless_old_self_is_optional():
     }
     (found,) = crds.cel_errors(thing, schema_with(optional))
     assert "spec: Invalid value: only on update" in found, found
+    optional["messageExpression"] = "oldSelf.hasValue() ? 'changed' : 'no old value'"
+    (found,) = crds.cel_errors(thing, schema_with(optional))
+    assert "spec: Invalid value: no old value" in found, found
     creatable = {**optional, "rule": "!oldSelf.hasValue() || self.size >= oldSelf.value().size"}
     assert crds.cel_errors(thing, schema_with(creatable)) == []
 
@@ -226,6 +229,10 @@ def test_the_detail_is_the_message_expression_then_the_message_then_the_rule():
     assert "Invalid value: too big (" in crds.cel_errors(thing, schema_with(rule))[0]
     rule["messageExpression"] = "'size ' + string(self.size) + ' is over 9'"
     assert "Invalid value: size 30 is over 9 (" in crds.cel_errors(thing, schema_with(rule))[0]
+    rule["reason"] = "FieldValueForbidden"
+    assert (
+        "spec.size: Forbidden: size 30 is over 9 (" in crds.cel_errors(thing, schema_with(rule))[0]
+    )
 
 
 def test_a_rule_calling_a_function_the_runtime_lacks_fails_loudly_naming_it():

@@ -108,15 +108,16 @@ def strip_nulls(value: Any) -> Any:
 
 
 def errors(obj: dict[str, Any]) -> list[str]:
-    """Every schema violation of a custom resource, as `kind name: path: message`, then every
-    CEL rule it breaks (`cel_errors`)."""
+    """Every schema violation of a custom resource, as `kind name: path: message`; on an
+    object its schema admits, every CEL rule it breaks (`cel_errors`): a rule reads fields by
+    the types the schema gives them."""
     validator = validator_for(obj["apiVersion"], obj["kind"])
     name = f"{obj['kind']} {obj.get('metadata', {}).get('name')}"
     found = []
     for error in sorted(validator.iter_errors(strip_nulls(copy.deepcopy(obj))), key=str):
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         found.append(f"{name}: {where}: {error.message}")
-    return found + cel_errors(obj)
+    return found or cel_errors(obj)
 
 
 # ------------------------------------------------------------------------------ CEL rules
@@ -159,15 +160,29 @@ def compile_rule(crd: str, where: str, rule_json: str) -> CompiledRule:
     rule = json.loads(rule_json)
     named = f"CRD {crd} at {where or '(root)'}"
     _compile(rule["rule"], True, named)  # every rule compiles, transition rules too
+    message = rule.get("messageExpression")
     try:
         program = _environment(False).compile(rule["rule"])
     except RuntimeError:
-        program = None
-        if rule.get("optionalOldSelf"):
-            bound = f"cel.bind(oldSelf, optional.none(), {rule['rule']})"
-            program = _compile(bound, False, named)
-    message = rule.get("messageExpression")
+        if not rule.get("optionalOldSelf"):
+            return CompiledRule(rule, None, None)
+
+        def unset(expression: str) -> str:
+            return f"cel.bind(oldSelf, optional.none(), {expression})"
+
+        program = _compile(unset(rule["rule"]), False, named)
+        message = message and unset(message)
     return CompiledRule(rule, program, message and _compile(message, False, named))
+
+
+# validation.go `fieldErrorForReason`: how the API server words each `reason`
+# (k8s.io/apimachinery pkg/util/validation/field/errors.go); FieldValueInvalid, the default,
+# reads "Invalid value".
+REASONS = {
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueRequired": "Required value",
+    "FieldValueDuplicate": "Duplicate value",
+}
 
 
 def _rule_text(rule: dict[str, Any]) -> str:
@@ -264,8 +279,6 @@ def cel_errors(obj: dict[str, Any], schema: dict[str, Any] | None = None) -> lis
                 continue
             result = compiled.program.eval(data={"self": self_value})
             where = path or "(root)"
-            if rule.get("fieldPath"):
-                where = f"{path}{rule['fieldPath']}"
             if result.type() == cel.Type.ERROR:
                 if "No matching overload" in str(result.value()):
                     raise CelLibraryError(
@@ -275,8 +288,9 @@ def cel_errors(obj: dict[str, Any], schema: dict[str, Any] | None = None) -> lis
             elif result.value() is True:
                 continue
             else:
+                # Only a false rule's error names the field `fieldPath` points at.
+                where = f"{path}{rule['fieldPath']}" if rule.get("fieldPath") else where
                 detail = _detail(compiled, self_value)
-            found.append(
-                f"{name}: {where}: Invalid value: {detail} (CRD {crd}, rule {rule['rule']!r})"
-            )
+            reason = REASONS.get(rule.get("reason", ""), "Invalid value")
+            found.append(f"{name}: {where}: {reason}: {detail} (CRD {crd}, rule {rule['rule']!r})")
     return found
