@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.control.namespaces import job_namespaces
 from components.data.gpu_operator import (
     DCGM_EXPORTER_SERVICE,
     DEFAULT_CONFIG,
@@ -83,12 +84,14 @@ def _kueue_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]
         _kueue("ClusterQueue", "clusterqueues"),
         _kueue("LocalQueue", "localqueues"),
     ]
-    teams = sorted(t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training))
+    # Kueue admits no job in a namespace this leaves out, the self-test's included
+    # (components/kueue.manager_config).
+    namespaces = sorted(job_namespaces(cfg))
     settings = [
         (f"integrations.frameworks lists {', '.join(INTEGRATIONS)}", _KUEUE_CONFIG),
         (
-            "managedJobsNamespaceSelector selects the team namespaces "
-            f"({', '.join(teams)}), or is Kueue's default (all but kube-system and its own)",
+            "managedJobsNamespaceSelector selects every namespace the platform's jobs run in "
+            f"({', '.join(namespaces)}), or is Kueue's default (all but kube-system and its own)",
             _KUEUE_CONFIG,
         ),
         # The Queues dashboard's usage against quota (components/kueue.manager_config).

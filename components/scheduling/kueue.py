@@ -266,7 +266,9 @@ def quota_warnings(cfg: PlatformConfig) -> list[str]:
 # framework's kind on its workers.
 
 
-def manager_config(uncounted: Sequence[str], team_namespaces: Sequence[str]) -> dict[str, Any]:
+def manager_config(uncounted: Sequence[str], job_namespaces: Sequence[str]) -> dict[str, Any]:
+    """`job_namespaces`: every namespace the platform's queued jobs run in
+    (components/control/namespaces.job_namespaces)."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -290,11 +292,14 @@ def manager_config(uncounted: Sequence[str], team_namespaces: Sequence[str]) -> 
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {"frameworks": list(INTEGRATIONS)},
         # Kueue's own default manages every namespace but kube-system and kueue-system, and
-        # it runs in the platform's namespace here: only the teams' namespaces are its
-        # business, so no add-on pod ever waits on Kueue's webhooks.
+        # it runs in the platform's namespace here: only the namespaces jobs run in are its
+        # business, so no add-on pod ever waits on Kueue's webhooks. A job anywhere else is
+        # never admitted: v0.19.2 reconciles only jobs this selects
+        # (ManagedJobsNamespaceSelectorAlwaysRespected, GA and locked on; pkg/controller/
+        # jobframework/reconciler.go "Namespace not opted in for Kueue management").
         "managedJobsNamespaceSelector": {
             "matchExpressions": [
-                {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(team_namespaces)}
+                {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(job_namespaces)}
             ]
         },
         "resources": {"excludeResourcePrefixes": list(uncounted)},
@@ -302,9 +307,9 @@ def manager_config(uncounted: Sequence[str], team_namespaces: Sequence[str]) -> 
 
 
 def kueue_values(
-    node_selector: dict[str, str], uncounted: Sequence[str], team_namespaces: Sequence[str]
+    node_selector: dict[str, str], uncounted: Sequence[str], job_namespaces: Sequence[str]
 ) -> dict[str, Any]:
-    config = manager_config(uncounted, team_namespaces)
+    config = manager_config(uncounted, job_namespaces)
     return {
         # Queue depth (kueue_pending_workloads) is what the queue-driven scalers read.
         "enablePrometheus": True,

@@ -5,8 +5,8 @@ Manager: per worker a Secret in Kueue's namespace holding the worker's kubeconfi
 `kubeconfig`, read from the worker stack's output through a StackReference) and a
 `MultiKueueCluster` naming it; per bursting ClusterQueue a `MultiKueueConfig` listing its
 workers, an `AdmissionCheck` with controller `kueue.x-k8s.io/multikueue`, and a ResourceFlavor
-with no node labels whose quota is what the queue may hold on the workers and whose Topology
-mirrors the workers' nodes'.
+labelled with the workers' instance type, whose quota is what the queue may hold on the workers
+and whose Topology mirrors the workers' nodes'.
 
 Worker: a ServiceAccount in Kueue's namespace, the ClusterRole the setup guide gives it (exactly
 the platform's frameworks, components/scheduling/kueue_frameworks.py, and Kueue's Workloads and
@@ -29,6 +29,7 @@ import yaml
 
 from components.base import PlatformComponent
 from components.context import StackContext
+from components.data.efa import INSTANCE_TYPE_LABEL
 from components.kubernetes_object import KubernetesObject
 from components.scheduling.kueue import quota
 from components.scheduling.kueue_frameworks import FRAMEWORKS
@@ -112,9 +113,15 @@ def burst_quota(burst: BurstSettings, counted: bool) -> dict[str, str]:
 
 
 def burst_flavor(queue: ClusterQueueSettings) -> dict[str, Any]:
-    """No node labels: workloads admitted here run on a worker, never on the manager's nodes.
-    Its Topology mirrors the workers', so that a job asking for a level of theirs is admitted."""
-    spec: dict[str, Any] = {}
+    """The workers' nodes of the burst's instance type, by the label the kubelet sets on every
+    node from the cloud provider (Kubernetes "Well-Known Labels, Annotations and Taints":
+    node.kubernetes.io/instance-type): a worker is an AWS stack, so its nodes of that type carry
+    it, whatever its pools are named. Kueue's CRD wants a node label wherever a flavor names a
+    Topology ("at least one nodeLabel is required when topology is set", v0.19.2
+    ResourceFlavor); the workloads admitted here run on a worker, never on the manager's nodes,
+    whose Kueue only delays their placement to the worker. The Topology mirrors the workers',
+    so that a job asking for a level of theirs is admitted."""
+    spec: dict[str, Any] = {"nodeLabels": {INSTANCE_TYPE_LABEL: queue.burst.instance_type}}
     mirrored = burst_topology(queue.burst)
     if mirrored is not None:
         spec["topologyName"] = mirrored[0]

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 from components.base import PlatformComponent
 from components.context import StackContext
 from components.control.cluster import ClusterHandle
+from components.control.namespaces import job_namespaces
 from components.data.gpu_operator import advertised_resources as pool_resources
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
@@ -184,10 +185,7 @@ class Scheduling(PlatformComponent):
                     kueue_values(
                         args.node_selector,
                         uncounted_resources(args.cfg),
-                        [
-                            t.name
-                            for t in args.cfg.scheduling.all_teams(args.cfg.namespaces.training)
-                        ],
+                        job_namespaces(args.cfg),
                     ),
                     self.child(depends_on=before),
                     mirror=args.context.registry_mirror,

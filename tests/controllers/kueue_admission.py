@@ -11,8 +11,18 @@ whose annotations carry the TAS request (pkg/controller/jobs/jobset/jobset_contr
 `PodSets`, `podsCount`, `podsCountPerReplica`). The whole workload is admitted or none of it:
 each pod set must find a flavor, and their requests add up against the queue's quota.
 
+The manager's configuration is read from the ConfigMap the Kueue chart renders
+(`manager_config_from_rendered`, or `manager_config_of` over rendered objects), as the
+controller reads it on a cluster: which namespaces it manages and which frameworks it runs.
+
 Rules, each a function that returns what it refuses (empty: admitted):
 
+- `kueue_manages`: Kueue reconciles a job only in a namespace its
+  `managedJobsNamespaceSelector` selects, by the Namespace object's labels
+  (`ManagedJobsNamespaceSelectorAlwaysRespected`, GA and locked on in v0.19.2,
+  pkg/features/kube_features.go; pkg/controller/jobframework/reconciler.go: "Namespace not opted
+  in for Kueue management", and the job stays suspended). Without the setting, Kueue manages
+  every namespace but kube-system and its own (apis/config/v1beta2/defaults.go).
 - `queue_problems`: the Job's `kueue.x-k8s.io/queue-name` names a LocalQueue of its namespace,
   that LocalQueue a ClusterQueue, and the ClusterQueue's namespaceSelector takes the namespace
   (pkg/controller/core/workload_controller.go "LocalQueue %s doesn't exist" / "ClusterQueue %s
@@ -52,7 +62,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+from plan.manifests import outline_sources, split_manifest
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -116,27 +131,106 @@ WORKLOAD_API = "kueue.x-k8s.io/v1beta2/Workload"
 # ------------------------------------------------------------------------------ a cluster
 
 
+# The ConfigMap Kueue's chart renders its Configuration into (charts/kueue/templates/manager/
+# manager-config.yaml at v0.19.2), under this key.
+CONFIG_KEY = "controller_manager_config.yaml"
+CONFIG_API = "config.kueue.x-k8s.io/"
+# The label the API server sets on every Namespace, with its name (Kubernetes "Well-Known
+# Labels, Annotations and Taints": kubernetes.io/metadata.name).
+NAME_LABEL = "kubernetes.io/metadata.name"
+# apis/config/v1beta2/defaults.go at v0.19.2: `DefaultNamespace`, and the selector Kueue
+# manages jobs by when its Configuration sets none.
+DEFAULT_KUEUE_NAMESPACE = "kueue-system"
+
+
+def manager_config_of(objects: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The Configuration in Kueue's rendered manager ConfigMap, None where no release renders
+    one (Kueue off, or the cluster's own)."""
+    held = [
+        yaml.safe_load(obj["data"][CONFIG_KEY])
+        for obj in objects
+        if obj.get("kind") == "ConfigMap" and CONFIG_KEY in (obj.get("data") or {})
+    ]
+    # JobSet's chart keeps its own Configuration under the same key.
+    found = [c for c in held if c.get("apiVersion", "").startswith(CONFIG_API)]
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} ConfigMaps hold a Kueue {CONFIG_KEY}: which one runs?")
+    return found[0] if found else None
+
+
+def manager_config_from_rendered(stack_out_dir: Path) -> dict[str, Any] | None:
+    """The Configuration Kueue runs with, read from `<stack_out_dir>/rendered/*.yaml` (what
+    `python -m plan` writes); None where no rendered release holds one."""
+    objects = []
+    for path in sorted((stack_out_dir / "rendered").glob("*.yaml")):
+        text = path.read_text()
+        if CONFIG_KEY in text:
+            objects += outline_sources(split_manifest(text))
+    return manager_config_of(objects)
+
+
+def namespace_labels(namespace: dict[str, Any]) -> dict[str, str]:
+    """A Namespace object's labels as the API server keeps them: with its name label."""
+    meta = namespace["metadata"]
+    return {**(meta.get("labels") or {}), NAME_LABEL: meta["name"]}
+
+
+def managed_selector(config: dict[str, Any]) -> dict[str, Any]:
+    """`managedJobsNamespaceSelector`, or the default Kueue puts in its place."""
+    default = {
+        "matchExpressions": [
+            {
+                "key": NAME_LABEL,
+                "operator": "NotIn",
+                "values": ["kube-system", config.get("namespace", DEFAULT_KUEUE_NAMESPACE)],
+            }
+        ]
+    }
+    return config.get("managedJobsNamespaceSelector") or default
+
+
+def kueue_manages(config: dict[str, Any], namespace: dict[str, Any]) -> bool:
+    """Whether Kueue, run with `config`, reconciles jobs in the Namespace object `namespace`."""
+    return label_selector_matches(managed_selector(config), namespace_labels(namespace))
+
+
 @dataclass(frozen=True)
 class Kueue:
-    """What one cluster's Kueue holds: its objects by kind and name, and its configuration."""
+    """What one cluster's Kueue holds: its objects by kind and name, its configuration, and
+    the labels of the Namespaces it reads."""
 
     objects: dict[str, dict[str, dict[str, Any]]]
     frameworks: tuple[str, ...]
     excluded_prefixes: tuple[str, ...] = ()
+    config: dict[str, Any] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, objects: Iterable[dict[str, Any]], config: dict[str, Any]) -> Kueue:
         found: dict[str, dict[str, dict[str, Any]]] = {}
+        namespaces = {}
         for obj in objects:
             if obj.get("apiVersion", "").startswith("kueue.x-k8s.io/"):
                 meta = obj["metadata"]
                 key = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
                 found.setdefault(obj["kind"], {})[key] = obj
+            elif (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Namespace"):
+                namespaces[obj["metadata"]["name"]] = obj
         return cls(
             found,
             tuple(config.get("integrations", {}).get("frameworks", ())),
             tuple(config.get("resources", {}).get("excludeResourcePrefixes", ())),
+            config,
+            namespaces,
         )
+
+    def namespace(self, name: str) -> dict[str, Any]:
+        """The Namespace object; one the objects do not declare (the cluster's own) with only
+        the label every namespace carries."""
+        return self.namespaces.get(name) or {"metadata": {"name": name}}
+
+    def manages(self, namespace: str) -> bool:
+        return kueue_manages(self.config, self.namespace(namespace))
 
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
         return self.objects.get(kind, {}).get(name)
@@ -230,26 +324,32 @@ def pod_set(job: dict[str, Any], name: str = "main") -> PodSet:
 # ------------------------------------------------------------------------------ rules
 
 
-def selects(selector: dict[str, Any] | None, namespace: str) -> bool:
-    """A ClusterQueue namespaceSelector on the label every namespace carries with its name; no
-    selector selects nothing (Kueue v0.19.2 ClusterQueue schema)."""
-    if selector is None:
-        return False
-    labels = {"kubernetes.io/metadata.name": namespace}
-    for key, value in selector.get("matchLabels", {}).items():
+def label_selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector against a set of labels: every matchLabels entry and every
+    requirement holds; `NotIn` and `DoesNotExist` hold where the label is absent
+    (k8s.io/apimachinery pkg/labels/selector.go `Requirement.Matches`)."""
+    for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
-    for expr in selector.get("matchExpressions", []):
-        has = expr["key"] in labels
-        value = labels.get(expr["key"])
-        op = expr["operator"]
-        if op == "In" and value not in expr.get("values", []):
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if op == "In" and not (key in labels and labels[key] in values):
             return False
-        if op == "NotIn" and value in expr.get("values", []):
+        if op == "NotIn" and key in labels and labels[key] in values:
             return False
-        if (op == "Exists") != has and op in ("Exists", "DoesNotExist"):
+        if op == "Exists" and key not in labels:
             return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ValueError(f"not a label selector operator: {op!r}")
     return True
+
+
+def selects(selector: dict[str, Any] | None, namespace: dict[str, Any]) -> bool:
+    """A ClusterQueue namespaceSelector on a Namespace object; no selector selects nothing
+    (Kueue v0.19.2 ClusterQueue schema)."""
+    return selector is not None and label_selector_matches(selector, namespace_labels(namespace))
 
 
 # The integration of each kind, as Kueue's `integrations.frameworks` names it.
@@ -266,6 +366,12 @@ def cluster_queue_of(kueue: Kueue, job: dict[str, Any]) -> tuple[dict[str, Any] 
     namespace, queue = meta["namespace"], meta.get("labels", {}).get(QUEUE_LABEL)
     if queue is None:
         return None, []
+    if not kueue.manages(namespace):
+        return None, [
+            f"not admitted: Namespace {namespace} not opted in for Kueue management "
+            f"(managedJobsNamespaceSelector {managed_selector(kueue.config)}): the job stays "
+            "suspended"
+        ]
     found = []
     if framework_of(job) not in kueue.frameworks:
         found.append(
@@ -279,7 +385,7 @@ def cluster_queue_of(kueue: Kueue, job: dict[str, Any]) -> tuple[dict[str, Any] 
     cq = kueue.get("ClusterQueue", name)
     if cq is None:
         return None, [*found, f"ClusterQueue {name} doesn't exist"]
-    if not selects(cq["spec"].get("namespaceSelector"), namespace):
+    if not selects(cq["spec"].get("namespaceSelector"), kueue.namespace(namespace)):
         found.append(f"namespace {namespace} doesn't match ClusterQueue {name}'s selector")
     for check in cq["spec"].get("admissionChecksStrategy", {}).get("admissionChecks", []):
         ac = kueue.get("AdmissionCheck", check["name"])

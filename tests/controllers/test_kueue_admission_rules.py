@@ -9,13 +9,10 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 
 from components.scheduling.kueue_frameworks import FRAMEWORKS
-from components.scheduling.queues import kueue_objects
 from components.scheduling.training_job import render, spec_for_pool
-from components.selftest.schedule import idle_queue_objects
-from model.config.scheduling import LOCAL_QUEUE, autoscaled
+from model.config.scheduling import LOCAL_QUEUE
 from tests.conftest import STACKS, planned, rendered, stack_config
 from tests.controllers.kueue_admission import (
     ADAPTERS,
@@ -24,10 +21,13 @@ from tests.controllers.kueue_admission import (
     admission_problems,
     connection_problems,
     flavor_problems,
+    kueue_manages,
+    manager_config_from_rendered,
     pod_sets,
     queue_problems,
     topology_mirror_problems,
 )
+from tests.helpers.plan_out import manifests, stack_out, with_selftest
 from tests.helpers.rendered_jobs import (
     burst_jobs,
     bursting_teams,
@@ -36,7 +36,6 @@ from tests.helpers.rendered_jobs import (
     workers_of,
 )
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
 
@@ -157,6 +156,47 @@ def test_a_cluster_queue_refuses_a_namespace_its_selector_leaves_out():
 def test_a_job_of_a_framework_kueue_does_not_run_is_never_admitted():
     kueue = cluster(flavor("f"), cluster_queue("q", ["f"]), local_queue(), frameworks=("pod",))
     assert "batch/job is not among Kueue's integrations" in " ".join(queue_problems(kueue, job()))
+
+
+def namespace(name, labels=None):
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def test_kueue_reconciles_jobs_only_in_the_namespaces_its_manager_config_selects():
+    """v0.19.2 pkg/controller/jobframework/reconciler.go: with
+    ManagedJobsNamespaceSelectorAlwaysRespected (GA, locked on) a job in a Namespace the
+    selector does not match is left alone, suspended: "Namespace not opted in for Kueue
+    management". The selector reads the Namespace object's labels."""
+    by_name = {
+        "integrations": {"frameworks": ["batch/job"]},
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-b"]}
+            ]
+        },
+    }
+    objects = [flavor("f"), cluster_queue("q", ["f"]), local_queue()]
+    assert queue_problems(Kueue.of(objects, by_name), job()) == [
+        "not admitted: Namespace team-a not opted in for Kueue management "
+        "(managedJobsNamespaceSelector {'matchExpressions': [{'key': "
+        "'kubernetes.io/metadata.name', 'operator': 'In', 'values': ['team-b']}]}): the job "
+        "stays suspended"
+    ]
+    by_label = {**by_name, "managedJobsNamespaceSelector": {"matchLabels": {"queued": "yes"}}}
+    assert not kueue_manages(by_label, namespace("team-a"))
+    assert kueue_manages(by_label, namespace("team-a", {"queued": "yes"}))
+    labelled = Kueue.of([*objects, namespace("team-a", {"queued": "yes"})], by_label)
+    assert queue_problems(labelled, job()) == []
+
+
+def test_kueue_without_a_namespace_selector_manages_all_but_kube_system_and_its_own():
+    """apis/config/v1beta2/defaults.go at v0.19.2: NotIn kube-system and Kueue's namespace,
+    kueue-system unless the Configuration says another."""
+    assert kueue_manages({}, namespace("team-a"))
+    assert not kueue_manages({}, namespace("kube-system"))
+    assert not kueue_manages({}, namespace("kueue-system"))
+    assert not kueue_manages({"namespace": "gpu-platform"}, namespace("gpu-platform"))
+    assert kueue_manages({"namespace": "gpu-platform"}, namespace("kueue-system"))
 
 
 # --------------------------------------------------------------------------- flavors
@@ -351,31 +391,21 @@ def test_the_managers_flavor_must_mirror_the_workers_topology():
 
 
 def manager_config(stack: str) -> dict[str, Any]:
-    (release,) = [r for r in planned(stack).of_type(RELEASE) if r.name == f"{stack}-kueue"]
-    return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
-
-
-# A pinned image as a stack that turns the self-test on sets it (tests only read its presence).
-IMAGE = "registry.example.com/gpu-platform/selftest@sha256:" + "0" * 64
+    """The Configuration Kueue runs with on the stack, read from its rendered ConfigMap."""
+    config = manager_config_from_rendered(stack_out(stack))
+    assert config is not None, f"{stack}: no rendered release holds Kueue's Configuration"
+    return config
 
 
 def kueue_of(stack: str) -> Kueue:
-    """The stack's Kueue objects as a stack that turns the self-test on declares them (its
-    namespace's LocalQueue and the queues' selectors, components/scheduling.kueue_objects; the
-    idle-nodes queue beside its schedule, components/selftest_schedule.idle_queue_objects):
-    platform_jobs renders the self-test's runs on stacks that do not turn it on, as if they did."""
-
-    def key(o: dict[str, Any]) -> tuple[str, str | None, str]:
-        return o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]
-
-    cfg = stack_config(stack)
-    imaged = cfg.model_copy(update={"selftest": cfg.selftest.model_copy(update={"image": IMAGE})})
-    with_selftest = [*idle_queue_objects(imaged)]
-    if imaged.scheduling.enabled:
-        with_selftest += kueue_objects(imaged, autoscaled(imaged))
-    replaced = {key(o) for o in with_selftest}
-    objects = [o for o in planned(stack).kubernetes_objects() if key(o) not in replaced]
-    return Kueue.of([*objects, *with_selftest], manager_config(stack))
+    """The stack's Kueue as the plan renders it once the self-test runs there (an AWS stack
+    with `selftest.image` set, tests/helpers/plan_out.with_selftest): its objects, Namespaces
+    and manager Configuration read from what `python -m plan` writes. platform_jobs renders
+    the self-test's runs on every stack, as if it ran."""
+    out = with_selftest(stack)
+    config = manager_config_from_rendered(out)
+    assert config is not None, f"{stack}: no rendered release holds Kueue's Configuration"
+    return Kueue.of(manifests(out), config)
 
 
 def scheduled(stack: str) -> bool:
@@ -384,6 +414,47 @@ def scheduled(stack: str) -> bool:
 
 MANAGERS = [s for s in STACKS if workers_of(s)]
 PAIRS = [(m, w) for m in MANAGERS for w in workers_of(m)]
+
+
+def queued_jobs(objects) -> list[dict[str, Any]]:
+    """Every object that names a LocalQueue, a CronJob's Job template as the Job it makes."""
+    found = []
+    for obj in objects:
+        meta = obj.get("metadata", {})
+        if QUEUE_LABEL in (meta.get("labels") or {}):
+            found.append(obj)
+        elif obj.get("kind") == "CronJob":
+            template = obj["spec"]["jobTemplate"]
+            if QUEUE_LABEL in (template.get("metadata", {}).get("labels") or {}):
+                named = {**template["metadata"], "name": meta["name"]}
+                named["namespace"] = meta["namespace"]
+                found.append({"kind": "Job", "metadata": named, "spec": template["spec"]})
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kueue_manages_every_namespace_a_queued_job_of_the_stack_runs_in(stack):
+    """Every job that names a LocalQueue runs where the rendered Kueue Configuration's
+    managedJobsNamespaceSelector selects its Namespace, by the labels the plan renders on it
+    and the name label the API server adds; elsewhere Kueue never unsuspends it. Over the
+    stack as shipped and with the self-test turned on, and every job the plan declares (the
+    self-test, its schedule's CronJobs), `python -m jobs` renders (recipes, team jobs) and a
+    manager bursts onto this stack as its worker."""
+    # platform_jobs renders the self-test's runs whether or not the stack turns it on.
+    for out, selftest in ((stack_out(stack), []), (with_selftest(stack), platform_jobs(stack))):
+        config = manager_config_from_rendered(out)
+        assert config is not None, f"{out}: no rendered release holds Kueue's Configuration"
+        kueue = Kueue.of(manifests(out), config)
+        jobs = [*queued_jobs(manifests(out)), *selftest, *(j for _, j in submitted_jobs(stack))]
+        jobs += [j for m in MANAGERS if stack in workers_of(m) for _, j in burst_jobs(m, stack)]
+        assert queued_jobs(jobs) == jobs, "a job the sweep reads names no LocalQueue"
+        unmanaged = {
+            f"{j['kind']} {j['metadata']['namespace']}/{j['metadata']['name']}"
+            for j in jobs
+            if not kueue.manages(j["metadata"]["namespace"])
+        }
+        selector = config.get("managedJobsNamespaceSelector")
+        assert unmanaged == set(), f"{out.name}: not opted in ({selector}): {sorted(unmanaged)}"
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from components.scheduling.kueue import manager_config, uncounted_resources
 from components.scheduling.training_job import render
+from infra.existing_addons import existing_addon_report
 from jobs.team import TeamJob, plan_job
 from model.config import ConfigError, PlatformConfig
 from model.config.kubernetes_minor import existing_cluster_charts
@@ -252,12 +254,18 @@ def test_aws_takes_no_existing_add_on(tmp_path):
 def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_jobs(tmp_root):
     """The admission model (tests/controllers/kueue_admission.py) over the queues the platform
     declares on an existing Kueue, run with the Configuration the report asks the admin to
-    confirm (components/kueue.manager_config: frameworks, namespaces, uncounted resources):
-    the self-test's JobSet and a team's are admitted."""
+    confirm (components/kueue.manager_config: frameworks, uncounted resources, and the
+    namespaces the report lists): the self-test's JobSet and a team's are admitted."""
     addons = ("kueue",)
     plan, cfg = brownfield(tmp_root, addons), brownfield_config(tmp_root, addons)
-    teams = [t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)]
-    kueue = Kueue.of(plan.kubernetes_objects(), manager_config(uncounted_resources(cfg), teams))
+    # The namespaces the report asks the admin to confirm the selector takes, read back
+    # from its words: Kueue leaves a job in any other namespace suspended.
+    (selects,) = [
+        s for s in existing_addon_report(cfg)["kueue"]["needs_settings"] if "NamespaceSelector" in s
+    ]
+    namespaces = re.search(r"\(([^)]*)\)", selects).group(1).split(", ")
+    config = manager_config(uncounted_resources(cfg), namespaces)
+    kueue = Kueue.of(plan.kubernetes_objects(), config)
     spec = plan_job(
         cfg, TeamJob(IMAGE, ["train.py"], nodes=2, pool="a100", team=cfg.namespaces.training)
     )
@@ -268,7 +276,7 @@ def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_j
     }
     # The setting the report names matters: a Kueue without the JobSet integration leaves
     # every one of them suspended.
-    without = manager_config(uncounted_resources(cfg), teams)
+    without = manager_config(uncounted_resources(cfg), namespaces)
     without["integrations"]["frameworks"] = ["batch/job"]
     other = Kueue.of(plan.kubernetes_objects(), without)
     assert all(admission_problems(other, j) for j in jobs)

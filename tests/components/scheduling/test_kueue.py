@@ -12,9 +12,11 @@ from components.scheduling.kueue import quota_warnings
 from components.scheduling.queues import kueue_objects
 from model.config import parse_config
 from tests.conftest import AWS_STACKS, SHIPPED_STACKS, STACKS, planned
+from tests.controllers.kueue_admission import manager_config_from_rendered
 from tests.helpers import helm_values
 from tests.helpers.bad_stacks import ADMIN
 from tests.helpers.kueue_objects import objects
+from tests.helpers.plan_out import stack_out
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -244,6 +246,14 @@ def shipped_manager_config(stack: str) -> dict:
     return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
 
 
+def rendered_manager_config(stack: str) -> dict:
+    """What Kueue runs with: the Configuration its chart renders into its ConfigMap (the
+    chart's template adds its own keys to the value's)."""
+    config = manager_config_from_rendered(stack_out(stack))
+    assert config is not None, f"{stack}: no rendered release holds Kueue's Configuration"
+    return config
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_kueue_keeps_its_charts_default_configuration_where_the_platform_does_not_change_it(
     stack,
@@ -266,12 +276,20 @@ def test_kueue_keeps_its_charts_default_configuration_where_the_platform_does_no
     assert ours["integrations"] == {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}
 
 
-def test_kueue_manages_only_team_namespaces_and_leaves_hugepages_to_the_scheduler():
-    config = shipped_manager_config("prod")
+def test_kueue_manages_the_namespaces_jobs_run_in_and_leaves_hugepages_to_the_scheduler():
+    config = rendered_manager_config("prod")
     assert config["managedJobsNamespaceSelector"] == {
         "matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["training"]}
         ]
     }
+    # onprem: the training namespace, team research, and the self-test's, which runs there
+    # (stacks/Pulumi.onprem.yaml: selftest.mode block, an image, a schedule).
+    onprem = rendered_manager_config("onprem")["managedJobsNamespaceSelector"]
+    assert onprem["matchExpressions"][0]["values"] == [
+        "gpu-platform-selftest",
+        "research",
+        "training",
+    ]
     # EFA pods ask for hugepages-2Mi (AWS EFA device guide); no queue covers it.
     assert config["resources"]["excludeResourcePrefixes"] == ["ephemeral-storage", "hugepages-"]

@@ -48,19 +48,24 @@ def test_the_manager_declares_cluster_config_and_check_that_validate_against_the
 def test_the_bursting_queue_waits_for_multikueue_on_every_flavor_and_holds_no_local_pool():
     # Kueue v0.19.2 leaves a ClusterQueue inactive when a MultiKueue check is set per flavor
     # (pkg/cache/scheduler/clusterqueue.go, "Cannot specify MultiKueue AdmissionCheck per
-    # flavor"): the check has no onFlavors, and the queue's one flavor selects no node.
+    # flavor"): the check has no onFlavors, and the queue's one flavor is the workers' nodes.
     queue = objects("onprem", "ClusterQueue")["burst"]
     assert queue["spec"]["admissionChecksStrategy"] == {
         "admissionChecks": [{"name": "burst-multikueue"}]
     }
     (group,) = queue["spec"]["resourceGroups"]
     (flavor,) = group["flavors"]
-    # No node labels (nothing runs on the manager's nodes), and the Topology of the workers'
-    # p5.48xlarge nodes: Kueue matches a job's TAS request against the manager's flavor
-    # (tas_flavorassigner.go; site/static/examples/multikueue/tas/manager-setup.yaml).
-    assert objects("onprem", "ResourceFlavor")[flavor["name"]]["spec"] == {
-        "topologyName": "aws-network-3-layers"
+    # The workers' p5.48xlarge nodes, by the label the kubelet sets from the cloud provider
+    # (Kubernetes "Well-Known Labels": node.kubernetes.io/instance-type; Kueue's CRD wants a
+    # node label beside a Topology), and their Topology: Kueue matches a job's TAS request
+    # against the manager's flavor (tas_flavorassigner.go;
+    # site/static/examples/multikueue/tas/manager-setup.yaml).
+    burst = objects("onprem", "ResourceFlavor")[flavor["name"]]
+    assert burst["spec"] == {
+        "nodeLabels": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+        "topologyName": "aws-network-3-layers",
     }
+    assert crds.errors(burst) == []
     mirrored = objects("onprem", "Topology")["aws-network-3-layers"]
     assert [level["nodeLabel"] for level in mirrored["spec"]["levels"]] == THREE_LAYERS
     assert not crds.errors(mirrored)
