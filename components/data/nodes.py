@@ -204,6 +204,8 @@ class ManagedNodeGroupSpec:
     placement_group: pulumi.Input[str] | None = None
     capacity_reservation: dict[str, str] | None = None
     capacity_block: bool = False
+    # EKS's updateStrategy; None keeps its default (new instances before old ones go).
+    update_strategy: str | None = None
     after: Sequence[pulumi.Resource] = ()
 
     @property
@@ -293,7 +295,9 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
                 )
                 for t in spec.taints
             ],
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(
+                max_unavailable=1, update_strategy=spec.update_strategy
+            ),
             node_repair_config=spec.node_repair,
             tags=spec.tags,
         ),

@@ -21,6 +21,12 @@ from tests.conftest import check_golden
 from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.instance_facts import FACTS
 from tests.helpers.user_data import GOLDEN
+from tests.helpers.varied_stacks import (
+    CAPACITY_KINDS,
+    CAPACITY_STACK,
+    capacity_group_name,
+    capacity_plan,
+)
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -171,3 +177,35 @@ def test_labels_name_group_fabric_capacity_and_type():
     )
     assert "gpu-platform/instance-type" not in mixed
     assert "gpu-platform/gpu-model" not in mixed
+
+
+# EKS API Reference, NodegroupUpdateConfig.updateStrategy (DEFAULT | MINIMAL): "The default
+# strategy ... launches the new instances first, before terminating the old instances. The
+# minimal strategy ... terminates the old instances before launching the new instances",
+# useful where "constrained to resources or costs (for example, with hardware accelerators such
+# as GPUs)". A reservation or Capacity Block has no instance beyond those bought; on-demand and
+# spot keep EKS's default (unset).
+UPDATE_STRATEGY = {
+    "on_demand": None,
+    "spot": None,
+    "reservation": "MINIMAL",
+    "capacity_block": "MINIMAL",
+}
+
+
+def test_every_capacity_kind_has_its_expected_update_strategy():
+    assert set(CAPACITY_KINDS) == set(UPDATE_STRATEGY), "a capacity kind without a case"
+
+
+@pytest.mark.parametrize("kind", CAPACITY_KINDS)
+def test_a_full_reservation_updates_without_a_spare_instance(kind):
+    """Each capacity kind the model takes, as a planned node group: reserved capacity updates
+    with MINIMAL, whose old node goes before the new one comes, since DEFAULT's surge instance
+    would not fit in a full block and the update would stall."""
+    plan = capacity_plan()
+    (node_group,) = [
+        r
+        for r in plan.of_type("aws:eks/nodeGroup:NodeGroup")
+        if r.name == f"{CAPACITY_STACK}-{capacity_group_name(kind)}"
+    ]
+    assert node_group.inputs["updateConfig"].get("updateStrategy") == UPDATE_STRATEGY[kind]
