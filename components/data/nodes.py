@@ -301,8 +301,15 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
             node_repair_config=spec.node_repair,
             tags=spec.tags,
         ),
-        # cluster-autoscaler owns the desired size once the group exists.
-        owner.child(depends_on=list(spec.after), ignore_changes=["scalingConfig.desiredSize"]),
+        # cluster-autoscaler owns the desired size once the group exists. The group's name is
+        # fixed (the autoscaler's tags, the deploy policy and the docs name it), so a
+        # replacement must delete the old group first: created first, the new one would collide
+        # on the name. The plan says the group is then without nodes until the new one's join.
+        owner.child(
+            depends_on=list(spec.after),
+            ignore_changes=["scalingConfig.desiredSize"],
+            delete_before_replace=True,
+        ),
     )
 
 
