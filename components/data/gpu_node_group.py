@@ -168,7 +168,7 @@ class GpuNodeGroupArgs:
     cluster: ClusterHandle
     node_role_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
-    efa_security_group_id: pulumi.Input[str]
+    efa_security_group_id: pulumi.Input[str] | None  # set where a group uses EFA
     # gpu_operator.mig_strategy: the cluster's one, which a MIG group's labels and tags name.
     mig_strategy: MigStrategy
     after: Sequence[pulumi.Resource] = ()

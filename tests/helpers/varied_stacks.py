@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import functools
 import tempfile
-import typing
 from pathlib import Path
 
-from model.config.nodes import CapacityType
 from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import make_project, stack_file_config
+from tests.conftest import AWS_STACKS, make_project, planned, stack_file_config
 from tests.helpers.bad_stacks import NS
 
 VARIED_STACK = "varied"
@@ -51,38 +49,50 @@ def varied_plan() -> Plan:
     return plan_stack(VARIED_STACK, root)
 
 
-CAPACITY_STACK = "kinds"
-CAPACITY_KINDS: tuple[str, ...] = typing.get_args(CapacityType)
-
-
-def capacity_group_name(kind: str) -> str:
-    return kind.replace("_", "-")
-
-
-def _capacity_config() -> dict:
-    """prod with one GPU group of each capacity kind the model takes (STYLE.md §14), the
-    reserved ones in the zone of their reservation, with EFA as prod's H100 groups have it."""
-    config = stack_file_config("prod")
-    reserved = {"reservation": "cr-0c1d2e3f4a5b60720", "capacity_block": "cr-0a1b2c3d4e5f60718"}
-    config[f"{NS}:gpu_node_groups"] = [
+# One GPU group of each capacity kind the model takes (STYLE.md §14: every member of an
+# enumeration the code maps), by group name.
+CAPACITY_STACK = "cap"
+CAPACITY_GROUPS = {
+    "on_demand": "od",
+    "spot": "spot",
+    "reservation": "odcr",
+    "capacity_block": "block",
+}
+CAPACITY_CONFIG = {
+    "gpu-platform:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+    "gpu-platform:cluster": {"admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"]},
+    "gpu-platform:gpu_node_groups": [
+        {"name": "od", "instance_types": ["g5.2xlarge"]},
+        {"name": "spot", "instance_types": ["g5.2xlarge"], "capacity": "spot"},
         {
-            "name": capacity_group_name(kind),
+            "name": "odcr",
             "instance_types": ["p5.48xlarge"],
-            "capacity": kind,
-            "efa": True,
-            "zone": "us-east-1b",
-            "scaling": {"min_size": 0, "max_size": 2},
-            **({"capacity_reservation_id": reserved[kind]} if kind in reserved else {}),
-        }
-        for kind in CAPACITY_KINDS
-    ]
-    config.pop(f"{NS}:cost", None)
-    return config
+            "capacity": "reservation",
+            "capacity_reservation_id": "cr-0123456789abcdef0",
+            "zone": "us-east-1a",
+        },
+        {
+            "name": "block",
+            "instance_types": ["p5.48xlarge"],
+            "capacity": "capacity_block",
+            "capacity_reservation_id": "cr-0123456789abcdef1",
+            "zone": "us-east-1a",
+        },
+    ],
+}
 
 
 @functools.cache
-def capacity_plan() -> Plan:
-    root = make_project(
-        Path(tempfile.mkdtemp(prefix="kinds-")), {CAPACITY_STACK: _capacity_config()}
-    )
+def capacity_kinds_plan() -> Plan:
+    root = make_project(Path(tempfile.mkdtemp(prefix="cap-")), {CAPACITY_STACK: CAPACITY_CONFIG})
     return plan_stack(CAPACITY_STACK, root)
+
+
+def every_aws_plan() -> list[tuple[str, Plan]]:
+    """(name, plan) of every AWS stack, the varied stack and the capacity-kinds stack: for the
+    tests of a class of resources, so that a kind no shipped stack declares is covered too."""
+    return [
+        *((s, planned(s)) for s in AWS_STACKS),
+        (VARIED_STACK, varied_plan()),
+        (CAPACITY_STACK, capacity_kinds_plan()),
+    ]

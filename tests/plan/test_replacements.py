@@ -19,9 +19,9 @@ from plan.replacements import (
     rules,
     verdict,
 )
-from tests.conftest import AWS_STACKS, STACKS, planned
+from tests.conftest import STACKS, planned
 from tests.helpers.crds import is_custom_resource
-from tests.helpers.varied_stacks import CAPACITY_STACK, capacity_plan, varied_plan
+from tests.helpers.varied_stacks import every_aws_plan
 
 SHARED_TABLE = ROOT.parent / "shared" / "provider-facts" / "replacements.json"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -190,14 +190,6 @@ def _name_inputs(row: dict) -> set[str]:
     return names | {f"{n}Prefix" for n in names} | {"region"}
 
 
-def _fixed_name_plans():
-    return [
-        *((s, planned(s)) for s in AWS_STACKS),
-        ("varied", varied_plan()),
-        (CAPACITY_STACK, capacity_plan()),
-    ]
-
-
 def test_every_fixed_name_that_a_replacement_would_collide_on_is_deleted_first():
     """The class (provider-facts: `autonamed` says which input is the physical name,
     `replace_on` what replaces): a resource the program names itself, with an input set that
@@ -207,7 +199,7 @@ def test_every_fixed_name_that_a_replacement_would_collide_on_is_deleted_first()
     `-/+`."""
     table = json.loads(SHARED_TABLE.read_text())["types"]
     colliding = []
-    for stack, plan in _fixed_name_plans():
+    for stack, plan in every_aws_plan():
         for r in plan.resources:
             row = table.get(r.type, {})
             named = [a for a in row.get("autonamed", []) if r.inputs.get(a) is not None]
