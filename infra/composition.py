@@ -288,7 +288,11 @@ class Platform(PlatformComponent):
             self.child(),
         )
         on_aws = self.child(providers=[provider])
-        network = Network(f"{env}-network", NetworkArgs(ctx, cfg.aws, cfg.network), on_aws)
+        network = Network(
+            f"{env}-network",
+            NetworkArgs(ctx, cfg.aws, cfg.network, efa=bool(efa_groups(cfg.gpu_node_groups))),
+            on_aws,
+        )
         self.aws_provider, self.network = provider, network
         control = EksControlPlane(
             f"{env}-control-plane",
@@ -331,7 +335,7 @@ class Platform(PlatformComponent):
                     subnet_ids=[
                         network.private_subnet_ids_by_zone[z] for z in cfg.group_zones(group)
                     ],
-                    efa_security_group_id=network.efa_security_group.id,
+                    efa_security_group_id=network.efa_security_group_id,
                     mig_strategy=cfg.gpu_operator.mig_strategy,
                     after=before_nodes,
                 ),

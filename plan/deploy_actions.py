@@ -291,8 +291,7 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
     ),
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": TypeActions(
         "internal/service/fsx/data_repository_association.go",
-        # FSx for Lustre User Guide, "Permissions for data repositories": the caller also
-        # needs the bucket's reads and the service-linked role FSx uses to reach S3.
+        # The service-linked role FSx reaches the bucket with: SERVICE_LINKED_ROLE_CALLS.
         create=("fsx:CreateDataRepositoryAssociation",),
         read=("fsx:DescribeDataRepositoryAssociations", "fsx:ListTagsForResource"),
         update=("fsx:UpdateDataRepositoryAssociation",),
@@ -452,6 +451,19 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         scope=None,
         unscoped=_SG_RULE_UNSCOPED,
     ),
+}
+
+
+# What the runner calls on a service-linked role beyond creating it, by service: AWS makes the
+# role in the caller's name and the caller's policy must allow these on the role's path,
+# arn:<partition>:iam::*:role/aws-service-role/<service>/*.
+SERVICE_LINKED_ROLE_CALLS: dict[str, tuple[str, ...]] = {
+    # FSx for Lustre User Guide, "Adding permissions to use data repositories in Amazon S3"
+    # (setting-up.md): FSx makes a role per file system linked to S3
+    # (AWSServiceRoleForFSxS3Access_<file system id>) and attaches and puts its policies as the
+    # caller; without both it falls back to rewriting the bucket's policy, which the runner may
+    # not do either, and the association fails.
+    "s3.data-source.lustre.fsx.amazonaws.com": ("iam:AttachRolePolicy", "iam:PutRolePolicy"),
 }
 
 

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan.deploy_actions import DEPLOY_ACTIONS, NO_AWS_CALLS, TAG, TypeActions
+from plan.deploy_actions import (
+    DEPLOY_ACTIONS,
+    NO_AWS_CALLS,
+    SERVICE_LINKED_ROLE_CALLS,
+    TAG,
+    TypeActions,
+)
 from plan.model import Plan, PlannedResource
 
 STACK_TAG = "gpu-platform:stack"
@@ -178,10 +184,24 @@ def statements(plan: Plan) -> list[dict[str, Any]]:
     found.add(
         "ServiceLinkedRoles",
         ["iam:CreateServiceLinkedRole"] if linked else [],
-        ["arn:aws:iam::*:role/aws-service-role/*"],
+        [service_linked_role_path(service) for service in linked],
         {"StringEquals": {"iam:AWSServiceName": sorted(linked)}},
     )
+    for service in linked:
+        # A statement per service: merged, one service's calls would reach another's role.
+        words = re.findall(r"[a-z0-9]+", service.removesuffix(".amazonaws.com"))
+        found.add(
+            "SetUp" + "".join(w.capitalize() for w in words),
+            SERVICE_LINKED_ROLE_CALLS.get(service, ()),
+            [service_linked_role_path(service)],
+        )
     return found.render()
+
+
+def service_linked_role_path(service: str) -> str:
+    """Every role AWS links to `service` (IAM User Guide, "Using service-linked roles": the
+    path aws-service-role/<service>/)."""
+    return f"arn:aws:iam::*:role/aws-service-role/{service}/*"
 
 
 def size(document: dict[str, Any]) -> int:

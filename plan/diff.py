@@ -219,7 +219,8 @@ def with_declared(
     declared: Declared,
 ) -> Verdict:
     """The provider's verdict, plus what the engine adds: a change under a declared
-    `replace_on_changes` path replaces (deleting first where declared so); an update that
+    `replace_on_changes` path replaces, a declared `delete_before_replace` deletes first
+    whatever forced it; an update that
     changes an immutable custom-resource field is one the API server refuses."""
     by_option = tuple(
         d.replace("[*]", "[]")
@@ -229,7 +230,8 @@ def with_declared(
     forced = tuple(dict.fromkeys((*found.forced_by, *by_option)))
     # A replaced object is created anew, whatever forced it: no update to refuse.
     refused = () if forced else tuple(immutable_fields.refused(token, old, new))
-    first = found.delete_before_replace or (declared.delete_before_replace and bool(by_option))
+    # The option deletes first whatever forced the replacement (Pulumi's deleteBeforeReplace).
+    first = found.delete_before_replace or declared.delete_before_replace
     return dataclasses.replace(
         found,
         forced_by=forced,

@@ -28,7 +28,7 @@ from plan.knock_on import (
     own_rolls,
 )
 from plan.rendered_diff import current_sources, diff_rendered
-from plan.replacements import HELD_WHILE_NAMED, path_pattern
+from plan.replacements import GONE_UNTIL_CREATED, HELD_WHILE_NAMED, path_pattern
 from plan.userdata_diff import userdata_lines
 
 if TYPE_CHECKING:  # plan imports this module to print the block
@@ -88,6 +88,8 @@ def _notes(d: ResourceDiff) -> list[str]:
             f"      Kueue keeps it (finalizer kueue.x-k8s.io/resource-in-use) while "
             f"{HELD_WHILE_NAMED[d.type]}: the delete waits until none does"
         )
+    if d.action == "replace" and d.verdict.delete_before_replace and d.type in GONE_UNTIL_CREATED:
+        notes.append(f"      deleted first: {GONE_UNTIL_CREATED[d.type]}")
     if d.type.startswith("pulumi:providers:"):
         notes.append(
             "      a provider's settings: `pulumi preview` decides what this replaces (changing "

@@ -77,16 +77,32 @@ class Rolls:
     why: str
 
 
+_DRAINS = (
+    "draining its pods first (running training included), updateConfig.maxUnavailable at a time"
+)
 ROLLS = (
-    # EKS User Guide, "Understand each phase of node updates" (managed-node-update-behavior):
-    # a new launch template version is a node group update that launches new nodes and
-    # drains and terminates every old one; API UpdateNodegroupVersion: every pod is drained.
+    # terraform-provider-aws internal/service/eks/node_group.go, resourceNodeGroupUpdate:
+    # d.HasChanges("launch_template", "release_version", "version") calls
+    # UpdateNodegroupVersion, and EKS User Guide, "Understand each phase of node updates"
+    # (managed-node-update-behavior): that update launches new nodes and drains and terminates
+    # every old one.
     Rolls(
         NODE_GROUP,
-        "launchTemplate.version",
+        "launchTemplate",
         "rolls every node",
-        "EKS replaces each node of the group with one from the new template version, draining "
-        "its pods first (running training included), updateConfig.maxUnavailable at a time",
+        f"EKS replaces each node of the group with one from the new template version, {_DRAINS}",
+    ),
+    Rolls(
+        NODE_GROUP,
+        "releaseVersion",
+        "rolls every node",
+        f"EKS replaces each node of the group with one of the new AMI release, {_DRAINS}",
+    ),
+    Rolls(
+        NODE_GROUP,
+        "version",
+        "rolls every node",
+        f"EKS replaces each node of the group with one of the new Kubernetes version, {_DRAINS}",
     ),
     # Kubernetes docs, Deployments: "A Deployment's rollout is triggered if and only if the
     # Deployment's Pod template (that is, .spec.template) is changed"; DaemonSet and

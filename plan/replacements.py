@@ -39,6 +39,15 @@ HELD_WHILE_NAMED = {
     "kubernetes:kueue.x-k8s.io/v1beta2:Topology": "a ResourceFlavor names it as its topology",
 }
 
+# What is missing between the delete and the create of a resource deleted before its
+# replacement is created (the program deletes these first: their names are fixed).
+GONE_UNTIL_CREATED = {
+    "aws:eks/nodeGroup:NodeGroup": "no node of this group until the new group's nodes join: "
+    "its capacity is gone in between and the training running on it is evicted",
+    "aws:eks/cluster:Cluster": "no Kubernetes API, and nothing running on the cluster, until "
+    "the new cluster is up",
+}
+
 
 @dataclass(frozen=True)
 class Rule:

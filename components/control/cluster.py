@@ -206,7 +206,11 @@ class EksControlPlane(PlatformComponent):
                     support_type=support_type(settings, date.today())
                 ),
             ),
-            self.child(depends_on=[log_group], protect=args.context.protect),
+            # The cluster's name is fixed (gpu-platform-<stack>): a replacement created first
+            # would collide on it, so the old one goes first (the plan says so).
+            self.child(
+                depends_on=[log_group], protect=args.context.protect, delete_before_replace=True
+            ),
         )
 
         access: list[pulumi.Resource] = []

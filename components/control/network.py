@@ -1,5 +1,5 @@
 """Network: VPC over several zones, public and private subnets, NAT, endpoints, flow logs, and
-the EFA security group."""
+the EFA security group where a GPU group uses EFA."""
 
 from __future__ import annotations
 
@@ -84,10 +84,13 @@ class NetworkArgs:
     context: StackContext
     aws: AwsSettings
     network: NetworkSettings
+    # A GPU group uses EFA: only then the EFA security group, which only EFA interfaces join.
+    efa: bool
 
 
 class Network(PlatformComponent):
-    """VPC, subnets, routing, NAT, VPC endpoints, flow logs and the EFA security group."""
+    """VPC, subnets, routing, NAT, VPC endpoints, flow logs and, where a GPU group uses EFA,
+    the EFA security group."""
 
     PLANE = "control"
 
@@ -203,31 +206,7 @@ class Network(PlatformComponent):
         if net.flow_logs:
             self._flow_logs(env, args.aws.region, net, vpc, args.context.protect)
 
-        # EFA OS-bypass traffic must be allowed to and from the group itself, every protocol.
-        self.efa_security_group = aws.ec2.SecurityGroup(
-            f"{env}-efa-sg",
-            aws.ec2.SecurityGroupArgs(
-                vpc_id=vpc.id,
-                description="EFA: all traffic to and from members of this group",
-                tags={"Name": f"{env}-efa"},
-            ),
-            self.child(),
-        )
-        sg_id = self.efa_security_group.id
-        for direction, rule, rule_args in (
-            ("in", aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupIngressRuleArgs),
-            ("out", aws.vpc.SecurityGroupEgressRule, aws.vpc.SecurityGroupEgressRuleArgs),
-        ):
-            rule(
-                f"{env}-efa-{direction}-self",
-                rule_args(
-                    security_group_id=sg_id,
-                    referenced_security_group_id=sg_id,
-                    ip_protocol="-1",
-                    description=f"EFA {direction}, members only",
-                ),
-                self.child(),
-            )
+        self.efa_security_group_id = self._efa_security_group(env, vpc) if args.efa else None
 
         self.vpc_id = vpc.id
         self.zones = [zs.zone for zs in layout]
@@ -238,9 +217,37 @@ class Network(PlatformComponent):
             "vpc_id": self.vpc_id,
             "public_subnet_ids": self.public_subnet_ids,
             "private_subnet_ids": self.private_subnet_ids,
-            "efa_security_group_id": self.efa_security_group.id,
         }
+        if self.efa_security_group_id is not None:
+            self.outputs["efa_security_group_id"] = self.efa_security_group_id
         self.register_outputs(self.outputs)
+
+    def _efa_security_group(self, env: str, vpc: aws.ec2.Vpc) -> pulumi.Output[str]:
+        # EFA OS-bypass traffic must be allowed to and from the group itself, every protocol.
+        group = aws.ec2.SecurityGroup(
+            f"{env}-efa-sg",
+            aws.ec2.SecurityGroupArgs(
+                vpc_id=vpc.id,
+                description="EFA: all traffic to and from members of this group",
+                tags={"Name": f"{env}-efa"},
+            ),
+            self.child(),
+        )
+        for direction, rule, rule_args in (
+            ("in", aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupIngressRuleArgs),
+            ("out", aws.vpc.SecurityGroupEgressRule, aws.vpc.SecurityGroupEgressRuleArgs),
+        ):
+            rule(
+                f"{env}-efa-{direction}-self",
+                rule_args(
+                    security_group_id=group.id,
+                    referenced_security_group_id=group.id,
+                    ip_protocol="-1",
+                    description=f"EFA {direction}, members only",
+                ),
+                self.child(),
+            )
+        return group.id
 
     def _endpoints(self, env, region, net, vpc, private_subnets, private_rts) -> None:
         aws.ec2.VpcEndpoint(

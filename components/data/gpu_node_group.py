@@ -37,6 +37,16 @@ CAPACITY_TYPES = {
     "reservation": "ON_DEMAND",
     "capacity_block": "CAPACITY_BLOCK",
 }
+# EKS API, NodegroupUpdateConfig.updateStrategy (DEFAULT | MINIMAL): DEFAULT launches the new
+# instances before it terminates the old ones; MINIMAL terminates first. Reserved capacity holds
+# exactly the instances bought, so a full reservation or Capacity Block has none spare for
+# DEFAULT to launch and the update stalls; on-demand and spot keep EKS's default (None).
+UPDATE_STRATEGIES = {
+    "on_demand": None,
+    "spot": None,
+    "reservation": "MINIMAL",
+    "capacity_block": "MINIMAL",
+}
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -158,7 +168,7 @@ class GpuNodeGroupArgs:
     cluster: ClusterHandle
     node_role_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
-    efa_security_group_id: pulumi.Input[str]
+    efa_security_group_id: pulumi.Input[str] | None  # set where a group uses EFA
     # gpu_operator.mig_strategy: the cluster's one, which a MIG group's labels and tags name.
     mig_strategy: MigStrategy
     after: Sequence[pulumi.Resource] = ()
@@ -212,6 +222,7 @@ class GpuNodeGroup(PlatformComponent):
                 placement_group=placement_group,
                 capacity_reservation=capacity_reservation(group),
                 capacity_block=group.capacity == "capacity_block",
+                update_strategy=UPDATE_STRATEGIES[group.capacity],
                 after=args.after,
             ),
         )

@@ -204,6 +204,8 @@ class ManagedNodeGroupSpec:
     placement_group: pulumi.Input[str] | None = None
     capacity_reservation: dict[str, str] | None = None
     capacity_block: bool = False
+    # EKS's updateStrategy; None keeps its default (new instances before old ones go).
+    update_strategy: str | None = None
     after: Sequence[pulumi.Resource] = ()
 
     @property
@@ -293,12 +295,21 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
                 )
                 for t in spec.taints
             ],
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(
+                max_unavailable=1, update_strategy=spec.update_strategy
+            ),
             node_repair_config=spec.node_repair,
             tags=spec.tags,
         ),
-        # cluster-autoscaler owns the desired size once the group exists.
-        owner.child(depends_on=list(spec.after), ignore_changes=["scalingConfig.desiredSize"]),
+        # cluster-autoscaler owns the desired size once the group exists. The group's name is
+        # fixed (the autoscaler's tags, the deploy policy and the docs name it), so a
+        # replacement must delete the old group first: created first, the new one would collide
+        # on the name. The plan says the group is then without nodes until the new one's join.
+        owner.child(
+            depends_on=list(spec.after),
+            ignore_changes=["scalingConfig.desiredSize"],
+            delete_before_replace=True,
+        ),
     )
 
 

@@ -266,7 +266,8 @@ class SelfTest(PlatformComponent):
                     ],
                     force_delete=not args.context.protect,
                 ),
-                self.child(provider=args.aws_provider),
+                # Its name is fixed: a replacement created first would collide on it.
+                self.child(provider=args.aws_provider, delete_before_replace=True),
             )
             self.outputs["selftest_repository_url"] = repository.repository_url
         # The account the runs use, before any run (its RBAC: components/selftest/access.py).

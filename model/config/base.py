@@ -31,6 +31,7 @@ from pydantic_core import core_schema
 
 from model.catalog import CATALOG
 from model.config.bounds import standard_bounds
+from model.config.regions import SUPPORTED_PARTITION
 
 NAMESPACE = "gpu-platform"
 
@@ -178,11 +179,11 @@ DnsLabel = Annotated[str, shaped(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", DNS_LABE
 # account, a path of /-separated segments, a name of at most 64 characters from letters,
 # digits and + = , . @ _ -.
 # KMS developer guide, "Key identifiers (KeyId)": key ARNs end in key/<UUID>, multi-Region keys
-# in key/mrk-<32 hex digits>.
+# in key/mrk-<32 hex digits>. ARNs of the one partition the program builds for (regions.py).
 KmsKeyArn = Annotated[
     str,
     shaped(
-        r"arn:aws(-cn|-us-gov)?:kms:[a-z]{2}(-[a-z]+)+-\d:\d{12}:key/"
+        rf"arn:{SUPPORTED_PARTITION}:kms:[a-z]{{2}}(-[a-z]+)+-\d:\d{{12}}:key/"
         r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})",
         "a KMS key ARN: arn:aws:kms:<region>:<12-digit account>:key/<key id>, the key id a "
         "UUID or mrk- and 32 hexadecimal digits",
@@ -359,7 +360,7 @@ InstanceTypeName = Annotated[
     Documented("an instance type of the catalog (model/catalog.py)", (("enum", sorted(CATALOG)),)),
 ]
 
-_PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+")
+_PRINCIPAL_ARN = re.compile(rf"arn:{SUPPORTED_PARTITION}:iam::\d{{12}}:(role|user)/[\w+=,.@/-]+")
 
 
 def _principal_arn(value: str) -> str:

@@ -20,7 +20,7 @@ from model.config.base import (
     _overlaps,
     one_of,
 )
-from model.config.regions import REGION_ZONES
+from model.config.regions import REGION_ZONES, SUPPORTED_PARTITION, partition
 from model.versions import EKS_IMAGE_ACCOUNTS
 
 # Amazon VPC user guide, "VPC CIDR blocks" and "Subnet CIDR blocks": an IPv4 block of a VPC or
@@ -70,7 +70,20 @@ class AwsSettings(Settings):
             "an AWS region this project knows (its zones in model/config/regions.py, its EKS "
             "image registry in model/versions.py EKS_IMAGE_ACCOUNTS)"
         )
-        known = [region for region in REGION_ZONES if region in EKS_IMAGE_ACCOUNTS]
+        known = [
+            region
+            for region in REGION_ZONES
+            if region in EKS_IMAGE_ACCOUNTS and partition(region) == SUPPORTED_PARTITION
+        ]
+        if partition(value) != SUPPORTED_PARTITION:
+            raise ValueError(
+                f"{value!r} is in the {partition(value)} partition, whose ARNs begin "
+                f"arn:{partition(value)}:; this project writes every ARN for the "
+                f"{SUPPORTED_PARTITION} partition (managed policies, EKS access policies, key "
+                "policies, the deploy policy) and its catalog has no offerings or prices there. "
+                f"Use a region of the {SUPPORTED_PARTITION} partition; "
+                f"known regions: {', '.join(known)}"
+            )
         return one_of(value, known, where, listing="known regions")
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ from model.config.base import (
 from model.config.bounds import INT32_MAX, WEEK_MINUTES
 from model.config.gpu_operator import moved_mig_strategy
 from model.config.references import GPU_POOL, names
+from model.config.regions import SUPPORTED_PARTITION
 from model.config.repair import NodeRepairSettings, check_repair_fits
 from model.config.tuning import GpuTuningSettings, check_tuning
 
@@ -249,7 +250,7 @@ class GpuNodeGroupSettings(Settings):
         Annotated[
             str,
             shaped(
-                r"arn:aws(-cn|-us-gov)?:resource-groups:[a-z]{2}(-[a-z]+)+-\d:\d{12}:group/"
+                rf"arn:{SUPPORTED_PARTITION}:resource-groups:[a-z]{{2}}(-[a-z]+)+-\d:\d{{12}}:group/"
                 r"[\w.-]{1,128}",
                 "a resource group ARN: arn:aws:resource-groups:<region>:<12-digit account>:"
                 "group/<name>, the name at most 128 letters, digits and _ . -",

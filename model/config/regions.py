@@ -41,3 +41,25 @@ REGION_ZONES: dict[str, str] = {
     "us-gov-west-1": "abc",
     "us-gov-east-1": "abc",
 }
+
+
+# The partition of a region, by its name: botocore 1.43.11 data/partitions.json, each
+# partition's regionRegex (aws-cn ^cn-, aws-us-gov ^us-gov-, aws-iso ^us-iso-, aws-iso-b
+# ^us-isob-, aws-iso-e ^eu-isoe-, aws-iso-f ^us-isof-, aws-eusc ^eusc-); every other region is
+# in `aws`. The partition is the second field of every ARN (arn:<partition>:...).
+PARTITION_PREFIXES: dict[str, str] = {
+    "cn-": "aws-cn",
+    "us-gov-": "aws-us-gov",
+    "us-iso-": "aws-iso",
+    "us-isob-": "aws-iso-b",
+    "eu-isoe-": "aws-iso-e",
+    "us-isof-": "aws-iso-f",
+    "eusc-": "aws-eusc",
+}
+# The one partition the program builds ARNs for (arn:aws:...: managed policies, EKS access
+# policies, key policies, the deploy policy).
+SUPPORTED_PARTITION = "aws"
+
+
+def partition(region: str) -> str:
+    return next((p for prefix, p in PARTITION_PREFIXES.items() if region.startswith(prefix)), "aws")

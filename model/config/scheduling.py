@@ -259,25 +259,6 @@ class SchedulingSettings(Settings):
         "nothing. Until then Kueue admits by quota alone.",
     )
 
-    @model_validator(mode="after")
-    def _topology_label_keys(self) -> SchedulingSettings:
-        if self.topology_labels_applied and not self.topology_levels:
-            raise FieldProblem(
-                "topology_labels_applied",
-                "true, but topology_levels names no label; list the labels the nodes carry, "
-                "broadest first, or remove it",
-            )
-        for i, key in enumerate(self.topology_levels):
-            if key == HOSTNAME_LABEL:
-                problem = f"{key} is added below the levels given; leave it out"
-            elif key in self.topology_levels[:i]:
-                problem = f"{key!r} is listed twice; list each level once"
-            else:
-                problem = _label_problem(key, "")
-            if problem:
-                raise FieldProblem(f"topology_levels[{i}]", problem)
-        return self
-
     def flavor(self, pool: str) -> FlavorSettings:
         return next((f for f in self.flavors if f.pool == pool), FlavorSettings(pool=pool))
 
@@ -384,6 +365,23 @@ def check_scheduling(cfg: PlatformConfig) -> None:
             "only for existing clusters: on AWS the levels are the instance topology labels "
             "EKS puts on the nodes (topology.k8s.aws/network-node-layer-N); remove it",
         )
+    # After the provider's refusals: their advice (remove it) is the one that holds on AWS,
+    # where listing or fixing a level would only be refused next.
+    if sched.topology_labels_applied and not sched.topology_levels:
+        raise FieldProblem(
+            "scheduling.topology_labels_applied",
+            "true, but topology_levels names no label; list the labels the nodes carry, "
+            "broadest first, or remove it",
+        )
+    for i, key in enumerate(sched.topology_levels):
+        if key == HOSTNAME_LABEL:
+            problem = f"{key} is added below the levels given; leave it out"
+        elif key in sched.topology_levels[:i]:
+            problem = f"{key!r} is listed twice; list each level once"
+        else:
+            problem = _label_problem(key, "")
+        if problem:
+            raise FieldProblem(f"scheduling.topology_levels[{i}]", problem)
     for i, flavor in enumerate(sched.flavors):
         path = f"scheduling.flavors[{i}]"
         if flavor.provisioning_request and cfg.provider != "aws":

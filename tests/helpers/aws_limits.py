@@ -284,6 +284,56 @@ AWS_LIMITS = [
         "a KMS key ARN",
         "kms-arn",
     ),
+    # The partition is the second field of every ARN (botocore data/partitions.json: us-gov-*
+    # regions are aws-us-gov, cn-* aws-cn). The program writes arn:aws: everywhere, so a region
+    # or an ARN of another partition is refused rather than planned with ARNs AWS refuses.
+    case(
+        aws(aws={"region": "us-gov-west-1", "zones": ["us-gov-west-1a", "us-gov-west-1b"]}),
+        "gpu-platform:aws.region",
+        "'us-gov-west-1' is in the aws-us-gov partition",
+        "Use a region of the aws partition; known regions: us-east-1",
+        "govcloud-region",
+    ),
+    case(
+        aws(aws={"region": "cn-north-1", "zones": ["cn-north-1a", "cn-north-1b"]}),
+        "gpu-platform:aws.region",
+        "'cn-north-1' is in the aws-cn partition",
+        "Use a region of the aws partition; known regions: us-east-1",
+        "china-region",
+    ),
+    case(
+        aws(cluster={"admin_principal_arns": ["arn:aws-us-gov:iam::123456789012:role/admins"]}),
+        "gpu-platform:cluster.admin_principal_arns[0]",
+        "arn:aws-us-gov:iam::123456789012:role/admins",
+        "arn:aws:iam::<12-digit account id>:role/<name>",
+        "principal-arn-partition",
+    ),
+    case(
+        aws(
+            storage={
+                "fsx": {
+                    "deployment_type": "PERSISTENT_2",
+                    "kms_key_arn": "arn:aws-cn:kms:cn-north-1:123456789012:key/"
+                    "1234abcd-12ab-34cd-56ef-1234567890ab",
+                }
+            }
+        ),
+        "gpu-platform:storage.fsx.kms_key_arn",
+        "arn:aws-cn:kms:cn-north-1",
+        "arn:aws:kms:<region>",
+        "kms-arn-partition",
+    ),
+    case(
+        group(
+            capacity="reservation",
+            capacity_reservation_group_arn="arn:aws-us-gov:resource-groups:us-gov-west-1:"
+            "123456789012:group/gpus",
+        ),
+        "gpu-platform:gpu_node_groups[0].capacity_reservation_group_arn",
+        "arn:aws-us-gov:resource-groups",
+        "arn:aws:resource-groups:<region>",
+        "reservation-group-arn-partition",
+    ),
     # Names in words, not regular expressions.
     case(
         group(name="H100"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import make_project, stack_file_config
+from tests.conftest import AWS_STACKS, make_project, planned, stack_file_config
 from tests.helpers.bad_stacks import NS
 
 VARIED_STACK = "varied"
@@ -47,3 +47,52 @@ def _config() -> dict:
 def varied_plan() -> Plan:
     root = make_project(Path(tempfile.mkdtemp(prefix="varied-")), {VARIED_STACK: _config()})
     return plan_stack(VARIED_STACK, root)
+
+
+# One GPU group of each capacity kind the model takes (STYLE.md §14: every member of an
+# enumeration the code maps), by group name.
+CAPACITY_STACK = "cap"
+CAPACITY_GROUPS = {
+    "on_demand": "od",
+    "spot": "spot",
+    "reservation": "odcr",
+    "capacity_block": "block",
+}
+CAPACITY_CONFIG = {
+    "gpu-platform:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+    "gpu-platform:cluster": {"admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"]},
+    "gpu-platform:gpu_node_groups": [
+        {"name": "od", "instance_types": ["g5.2xlarge"]},
+        {"name": "spot", "instance_types": ["g5.2xlarge"], "capacity": "spot"},
+        {
+            "name": "odcr",
+            "instance_types": ["p5.48xlarge"],
+            "capacity": "reservation",
+            "capacity_reservation_id": "cr-0123456789abcdef0",
+            "zone": "us-east-1a",
+        },
+        {
+            "name": "block",
+            "instance_types": ["p5.48xlarge"],
+            "capacity": "capacity_block",
+            "capacity_reservation_id": "cr-0123456789abcdef1",
+            "zone": "us-east-1a",
+        },
+    ],
+}
+
+
+@functools.cache
+def capacity_kinds_plan() -> Plan:
+    root = make_project(Path(tempfile.mkdtemp(prefix="cap-")), {CAPACITY_STACK: CAPACITY_CONFIG})
+    return plan_stack(CAPACITY_STACK, root)
+
+
+def every_aws_plan() -> list[tuple[str, Plan]]:
+    """(name, plan) of every AWS stack, the varied stack and the capacity-kinds stack: for the
+    tests of a class of resources, so that a kind no shipped stack declares is covered too."""
+    return [
+        *((s, planned(s)) for s in AWS_STACKS),
+        (VARIED_STACK, varied_plan()),
+        (CAPACITY_STACK, capacity_kinds_plan()),
+    ]

@@ -11,7 +11,7 @@ from model.stacks import read_project
 from model.versions import SUPPORTED_KUBERNETES_VERSIONS
 from plan.cli import main
 from plan.engine import Recording, record, run_program
-from tests.conftest import make_project
+from tests.conftest import make_project, stack_file_config
 from tests.helpers.raw_config import ADMIN, AWS
 
 SOURCE = "stacks/Pulumi.bad.yaml"
@@ -218,3 +218,90 @@ def test_bad_stack_registers_no_resource(tmp_path):
     with pytest.raises(ConfigError):
         record(read_project(root), recording)
     assert [r.type for r in recording.resources.values()] == ["pulumi:pulumi:Stack"]
+
+
+# ------------------------------------------------ topology settings: advice that holds
+
+REMOVE = object()
+RACK = "network.example.internal/rack"
+# Per case: the stack, its scheduling keys that break a topology rule, the key refused, the
+# message's advice in full, and each alternative that advice offers, applied. On AWS the levels
+# are the labels EKS sets (topology.k8s.aws/network-node-layer-N) and both keys are refused, so
+# the only advice that holds there is to remove them.
+TOPOLOGY_ADVICE = [
+    pytest.param(
+        "dev",
+        {"topology_labels_applied": True},
+        "scheduling.topology_labels_applied",
+        "only for existing clusters: on AWS EKS puts the topology labels on the nodes itself; "
+        "remove it",
+        [{"topology_labels_applied": REMOVE}],
+        id="aws-applied-without-levels",
+    ),
+    pytest.param(
+        "dev",
+        {"topology_levels": ["Not A Label"]},
+        "scheduling.topology_levels",
+        "only for existing clusters: on AWS the levels are the instance topology labels EKS "
+        "puts on the nodes (topology.k8s.aws/network-node-layer-N); remove it",
+        [{"topology_levels": REMOVE}],
+        id="aws-bad-level",
+    ),
+    pytest.param(
+        "dev",
+        {"topology_levels": [RACK, RACK]},
+        "scheduling.topology_levels",
+        "only for existing clusters: on AWS the levels are the instance topology labels EKS "
+        "puts on the nodes (topology.k8s.aws/network-node-layer-N); remove it",
+        [{"topology_levels": REMOVE}],
+        id="aws-repeated-level",
+    ),
+    pytest.param(
+        "onprem",
+        {"topology_levels": [], "topology_labels_applied": True},
+        "scheduling.topology_labels_applied",
+        "true, but topology_levels names no label; list the labels the nodes carry, broadest "
+        "first, or remove it",
+        [{"topology_levels": [RACK]}, {"topology_labels_applied": REMOVE}],
+        id="existing-applied-without-levels",
+    ),
+    pytest.param(
+        "onprem",
+        {"topology_levels": [RACK, "kubernetes.io/hostname"]},
+        "scheduling.topology_levels[1]",
+        "kubernetes.io/hostname is added below the levels given; leave it out",
+        [{"topology_levels": [RACK]}],
+        id="existing-hostname-level",
+    ),
+    pytest.param(
+        "onprem",
+        {"topology_levels": [RACK, RACK]},
+        "scheduling.topology_levels[1]",
+        f"{RACK!r} is listed twice; list each level once",
+        [{"topology_levels": [RACK]}],
+        id="existing-repeated-level",
+    ),
+]
+
+
+def _with_scheduling(stack: str, keys: dict) -> dict:
+    raw = {k.split(":", 1)[1]: v for k, v in stack_file_config(stack).items()}
+    scheduling = raw.setdefault("scheduling", {})
+    for key, value in keys.items():
+        if value is REMOVE:
+            scheduling.pop(key, None)
+        else:
+            scheduling[key] = value
+    return raw
+
+
+@pytest.mark.parametrize(("stack", "bad", "path", "advice", "applied"), TOPOLOGY_ADVICE)
+def test_the_topology_settings_advice_yields_a_stack_that_passes(stack, bad, path, advice, applied):
+    """The class: each topology setting refused says what to do, and doing it (each way the
+    message offers) gives a stack the model takes, rather than one the next check refuses."""
+    source = f"stacks/Pulumi.{stack}.yaml"
+    with pytest.raises(ConfigError) as refused:
+        parse_config(_with_scheduling(stack, bad), source)
+    assert f"  - gpu-platform:{path}: {advice}" in str(refused.value).splitlines()
+    for fix in applied:
+        parse_config(_with_scheduling(stack, {**bad, **fix}), source)

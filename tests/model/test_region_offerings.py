@@ -80,11 +80,13 @@ def test_zone_offerings_of_the_account_overrule_the_catalogs_regions():
     assert config(section, [group]).gpu_node_groups[0].instance_types == ["p3dn.24xlarge"]
 
 
-def test_a_region_the_catalog_did_not_read_is_not_checked():
-    # moto has no GovCloud file, so the catalog cannot tell whether us-gov-west-1 offers g6e.
-    section = {"region": "us-gov-west-1", "zones": ["us-gov-west-1a", "us-gov-west-1b"]}
-    group = {"name": "l40s", "instance_types": ["g6e.xlarge"]}
-    assert config(section, [group]).aws.region == "us-gov-west-1"
+def test_a_region_the_catalog_did_not_read_is_not_checked(monkeypatch):
+    # Every region the model accepts was read; one read after a type's launch there is not.
+    monkeypatch.setattr(
+        "model.catalog.OFFERINGS_READ", tuple(r for r in OFFERINGS_READ if r != "eu-central-1")
+    )
+    group = {"name": "v100", "instance_types": ["p3dn.24xlarge"]}
+    assert config(EU_CENTRAL, [group]).gpu_node_groups[0].instance_types == ["p3dn.24xlarge"]
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)

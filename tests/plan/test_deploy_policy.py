@@ -7,6 +7,7 @@ document fits IAM's managed policy quota."""
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import re
 
@@ -106,6 +107,97 @@ def test_changes_are_scoped_to_the_stack(stack):
     for s in statements:
         if s["Resource"] == "*" and "Condition" not in s and not s["Sid"].startswith("Refresh"):
             assert set(s["Action"]) <= reasoned, s
+
+
+CREATE_LINKED = "iam:CreateServiceLinkedRole"
+# The service-linked roles a type's create makes, per its service's guide: (service, the role's
+# name, what the caller needs on it). The role sits at
+# arn:aws:iam::<account>:role/aws-service-role/<service>/<name> (IAM User Guide, "Using
+# service-linked roles"), and making one takes iam:CreateServiceLinkedRole there.
+DOCUMENTED_SERVICE_LINKED_ROLES = {
+    # Amazon EKS User Guide, "Using roles for Amazon EKS clusters".
+    "aws:eks/cluster:Cluster": [
+        ("eks.amazonaws.com", "AWSServiceRoleForAmazonEKS", (CREATE_LINKED,))
+    ],
+    # Amazon EKS User Guide, "Using roles for Amazon EKS node groups".
+    "aws:eks/nodeGroup:NodeGroup": [
+        ("eks-nodegroup.amazonaws.com", "AWSServiceRoleForAmazonEKSNodegroup", (CREATE_LINKED,))
+    ],
+    # FSx for Lustre User Guide, "Using service-linked roles for Amazon FSx".
+    "aws:fsx/lustreFileSystem:LustreFileSystem": [
+        ("fsx.amazonaws.com", "AWSServiceRoleForAmazonFSx", (CREATE_LINKED,))
+    ],
+    # FSx for Lustre User Guide, "Adding permissions to use data repositories in Amazon S3":
+    # iam:CreateServiceLinkedRole, iam:AttachRolePolicy and iam:PutRolePolicy on
+    # arn:aws:iam::*:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*; the role
+    # is AWSServiceRoleForFSxS3Access_<file system id> ("Using service-linked roles").
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": [
+        (
+            "s3.data-source.lustre.fsx.amazonaws.com",
+            "AWSServiceRoleForFSxS3Access_fs-01234567890",
+            (CREATE_LINKED, "iam:AttachRolePolicy", "iam:PutRolePolicy"),
+        )
+    ],
+}
+
+
+def _condition_holds(operator: str, key: str, allowed, context: dict[str, str]) -> bool:
+    """IAM's evaluation of one condition key: a key the request lacks fails the match."""
+    allowed = [allowed] if isinstance(allowed, str) else allowed
+    if key not in context:
+        return False
+    if operator in ("StringEquals", "ArnEquals"):
+        return context[key] in allowed
+    if operator in ("StringLike", "ArnLike"):
+        return any(fnmatch.fnmatchcase(context[key], pattern) for pattern in allowed)
+    raise AssertionError(f"no model of condition operator {operator}")
+
+
+def _allows(docs, action: str, arn: str, context: dict[str, str]) -> bool:
+    for statement in (s for d in docs for s in d["Statement"]):
+        resources = statement["Resource"]
+        resources = [resources] if isinstance(resources, str) else resources
+        if (
+            action in statement["Action"]
+            and any(fnmatch.fnmatchcase(arn, r) for r in resources)
+            and all(
+                _condition_holds(operator, key, allowed, context)
+                for operator, keys in statement.get("Condition", {}).items()
+                for key, allowed in keys.items()
+            )
+        ):
+            return True
+    return False
+
+
+def test_service_linked_roles_of_the_table_are_the_documented_ones():
+    """A type whose create makes a service-linked role is in the documented table, with the
+    same services, so the class test below covers it."""
+    rows = {t: set(row.service_linked) for t, row in DEPLOY_ACTIONS.items() if row.service_linked}
+    documented = {
+        t: {service for service, _, _ in roles}
+        for t, roles in DOCUMENTED_SERVICE_LINKED_ROLES.items()
+    }
+    assert rows == documented
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_service_linked_role_gets_the_documented_calls_on_its_path(stack):
+    """Each service-linked role a declared type makes: the policy allows what the service's
+    guide says the caller needs, on the role's own ARN."""
+    plan = planned(stack)
+    docs = documents(plan)
+    declared = {r.type for r in plan.resources}
+    missing = []
+    for token in sorted(declared & set(DOCUMENTED_SERVICE_LINKED_ROLES)):
+        for service, role, actions in DOCUMENTED_SERVICE_LINKED_ROLES[token]:
+            arn = f"arn:aws:iam::111122223333:role/aws-service-role/{service}/{role}"
+            # iam:AWSServiceName is in the request context of CreateServiceLinkedRole only.
+            for action in actions:
+                context = {"iam:AWSServiceName": service} if action == CREATE_LINKED else {}
+                if not _allows(docs, action, arn, context):
+                    missing.append(f"{action} on {arn} (for {token})")
+    assert not missing, f"{stack}: the deploy policy does not allow " + "; ".join(missing)
 
 
 def test_rows_without_scope_say_why():

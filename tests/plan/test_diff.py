@@ -235,11 +235,18 @@ def test_changes_only_without_an_earlier_plan_is_refused(capsys):
 
 def test_an_instance_type_change_marks_the_node_group_replaced(tmp_path):
     """terraform-provider-aws internal/service/eks/node_group.go: instance_types is ForceNew,
-    so EKS replaces the group; its launch template only gets a new version."""
+    so EKS replaces the group; its launch template only gets a new version. The group's name is
+    fixed, so the old group goes first (a new one beside it would collide on the name), and the
+    plan says what that costs: no nodes of the group in between."""
     text = prod_changed(tmp_path, "h100-ondemand", instance_types=["p5en.48xlarge"])
     assert (
-        "  -/+ aws:eks/nodeGroup:NodeGroup prod-h100-ondemand (forces replacement: instanceTypes)\n"
+        "  -/+ aws:eks/nodeGroup:NodeGroup prod-h100-ondemand (forces replacement: instanceTypes; "
+        "deleted before the new one is created)\n"
         '      ~ instanceTypes[0]: "p5.48xlarge" -> "p5en.48xlarge"  # forces replacement\n'
+    ) in text
+    assert (
+        "      deleted first: no node of this group until the new group's nodes join: its "
+        "capacity is gone in between and the training running on it is evicted\n"
     ) in text
     assert "  ~ aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand\n" in text
     assert re.search(r"^Diff: 0 to create, \d+ to update, 1 to replace, 0 to delete\.$", text, re.M)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from plan.diff import diff_plans
-from plan.knock_on import LAUNCH_TEMPLATE, NODE_GROUP, WORKLOADS, flowing, own_rolls
+from plan.knock_on import LAUNCH_TEMPLATE, NODE_GROUP, ROLLS, WORKLOADS, flowing, own_rolls
 from plan.rendered_diff import current_sources, diff_rendered
 from tests.conftest import AWS_STACKS, planned, rendered
 from tests.helpers.plan_diff_helpers import prod_changed
@@ -74,6 +74,44 @@ def test_every_node_group_rolls_when_its_launch_template_changes(stack):
         earlier = _edited(current, LAUNCH_TEMPLATE, name, description)
         assert diff_plans(earlier, current), "the description edit is a change"
         assert flowing(diff_plans(earlier, current), current) == [], f"{stack} {name}"
+
+
+# terraform-provider-aws internal/service/eks/node_group.go (commit 012e0a32f068),
+# resourceNodeGroupUpdate: `d.HasChanges("launch_template", "release_version", "version")`
+# calls UpdateNodegroupVersion, which replaces every node (EKS User Guide, "Understand each
+# phase of node updates"). Pulumi's names of those inputs:
+NODE_ROLLING_INPUTS = {"launchTemplate", "releaseVersion", "version"}
+
+
+def test_the_node_group_inputs_that_roll_nodes_are_the_providers():
+    assert {r.path for r in ROLLS if r.type == NODE_GROUP} == NODE_ROLLING_INPUTS
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+@pytest.mark.parametrize(
+    ("path", "earlier"),
+    [("version", "1.30"), ("releaseVersion", "1.30.0-20240101"), ("launchTemplate.version", "0")],
+)
+def test_every_node_group_rolls_on_each_input_that_updates_its_version(stack, path, earlier):
+    """The class: each managed node group of every AWS stack, each input the provider sends
+    with UpdateNodegroupVersion changed on the group itself, shows its nodes rolling."""
+    current = [r.as_json() for r in planned(stack).resources]
+    groups = [r["name"] for r in current if r["type"] == NODE_GROUP]
+    assert groups, f"{stack}: no node group"
+    for name in groups:
+
+        def edit(r):
+            *parents, leaf = path.split(".")
+            target = r["inputs"]
+            for part in parents:
+                target = target[part]
+            target[leaf] = earlier
+
+        diffs = diff_plans(_edited(current, NODE_GROUP, name, edit), current)
+        assert [(d.action, d.name) for d in diffs] == [("update", name)], f"{stack} {name}"
+        assert [(k.name, k.effect) for k in own_rolls(diffs)] == [(name, "rolls every node")], (
+            f"{stack} {name}: a change of {path} is not shown to roll the nodes"
+        )
 
 
 def test_a_replaced_resource_replaces_what_its_id_flows_into_and_so_on():

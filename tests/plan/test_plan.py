@@ -28,10 +28,8 @@ def test_every_stack_plans_without_nulls(stack_plan):
 
 def test_shipped_dev_values_known_after_apply_name_their_source():
     plan = planned("dev")
-    rule = find(
-        plan, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "dev-efa-in-self"
-    )
-    assert rule.inputs["securityGroupId"] == "(known after apply: dev-efa-sg.id)"
+    subnet = find(plan, "aws:ec2/subnet:Subnet", "dev-private-us-east-1a")
+    assert subnet.inputs["vpcId"] == "(known after apply: dev-vpc.id)"
     oidc = find(plan, "aws:iam/openIdConnectProvider:OpenIdConnectProvider", "dev-oidc")
     assert oidc.inputs["url"] == "(known after apply: dev-eks.identities[0].oidcs[0].issuer)"
     assert plan.outputs["vpc_id"] == "(known after apply: dev-vpc.id)"

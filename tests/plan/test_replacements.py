@@ -9,16 +9,19 @@ import re
 import pytest
 
 from model.stacks import ROOT
+from plan.diff import flatten
 from plan.replacements import (
     BUILTIN_TABLE,
     KUBERNETES_ANY_KIND,
     TABLE,
+    path_pattern,
     rule_for,
     rules,
     verdict,
 )
 from tests.conftest import STACKS, planned
 from tests.helpers.crds import is_custom_resource
+from tests.helpers.varied_stacks import every_aws_plan
 
 SHARED_TABLE = ROOT.parent / "shared" / "provider-facts" / "replacements.json"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -177,4 +180,40 @@ def test_the_kinds_charts_render_replace_as_pulumi_kubernetes_forcenew_table_say
     crd = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
     assert verdict(crd, ["metadata.name", "spec.versions[0].served"]).forced_by == (
         "metadata.name",
+    )
+
+
+# Inputs that name the resource itself, by the table's `autonamed` field: changing one is a new
+# name, so a replacement on it cannot collide; `region` moves it where the name is free.
+def _name_inputs(row: dict) -> set[str]:
+    names = {a for a in row.get("autonamed", []) if "." not in a and "[" not in a}
+    return names | {f"{n}Prefix" for n in names} | {"region"}
+
+
+def test_every_fixed_name_that_a_replacement_would_collide_on_is_deleted_first():
+    """The class (provider-facts: `autonamed` says which input is the physical name,
+    `replace_on` what replaces): a resource the program names itself, with an input set that
+    replaces it and is not the name, is deleted before its replacement is created. Pulumi
+    creates the new one first by default, and a second EKS node group, cluster or ECR
+    repository of the same name is refused, so `pulumi up` would fail where the plan said
+    `-/+`."""
+    table = json.loads(SHARED_TABLE.read_text())["types"]
+    colliding = []
+    for stack, plan in every_aws_plan():
+        for r in plan.resources:
+            row = table.get(r.type, {})
+            named = [a for a in row.get("autonamed", []) if r.inputs.get(a) is not None]
+            if not named or r.delete_before_replace:
+                continue
+            inputs = flatten(r.inputs)
+            forcing = [
+                path
+                for path in row["replace_on"]
+                if path not in _name_inputs(row)
+                and any(path_pattern(path).match(x) for x in inputs)
+            ]
+            if forcing:
+                colliding.append(f"{stack}: {r.type} {r.name} (named by {named[0]}; {forcing})")
+    assert not colliding, "created beside a resource of the same name on replacement: " + (
+        "; ".join(colliding)
     )

@@ -62,7 +62,7 @@ def test_shipped_onprem_exposure_has_no_aws_network():
 
 def test_an_ingress_rule_open_to_the_internet_is_listed():
     plan = planned("dev")
-    rule = find(plan, RULE, "dev-efa-in-self")
+    rule = find(plan, RULE, "dev-fsx-in-fsx-988")
     inputs = {k: v for k, v in rule.inputs.items() if k != "referencedSecurityGroupId"}
     inputs.update(cidrIpv4="0.0.0.0/0", ipProtocol="tcp", fromPort=22, toPort=22)
     opened = dataclasses.replace(

@@ -10,7 +10,9 @@ import pytest
 from components.control.network import flow_log_write_policy, interface_endpoint_services
 from model.config import NetworkSettings, subnet_layout
 from model.config.network import nat_zones
+from plan.diff import flatten
 from tests.conftest import AWS_STACKS, planned, stack_config
+from tests.helpers.varied_stacks import every_aws_plan
 
 ZONES3 = ["us-east-1a", "us-east-1b", "us-east-1c"]
 
@@ -105,7 +107,10 @@ def test_vpc_endpoints_for_s3_ecr_and_sts(stack):
     assert endpoints[f"com.amazonaws.{region}.sts"].inputs["privateDnsEnabled"] is True
 
 
-@pytest.mark.parametrize("stack", AWS_STACKS)
+EFA_STACKS = [s for s in AWS_STACKS if any(g.efa for g in stack_config(s).gpu_node_groups)]
+
+
+@pytest.mark.parametrize("stack", EFA_STACKS)
 def test_efa_security_group_allows_all_traffic_to_and_from_itself_only(stack):
     plan = planned(stack)
     sg_id = f"(known after apply: {stack}-efa-sg.id)"
@@ -178,3 +183,38 @@ def test_the_flow_log_role_grants_what_the_vpc_guide_lists_on_its_own_group():
     for action in ("logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"):
         assert granted[action] == [group, f"{group}:*"], action
     assert granted["logs:DescribeLogGroups"] == "*"
+
+
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+RULES = (
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+)
+
+
+def test_every_security_group_declared_is_used_by_another_resource():
+    """The class: a security group is worth declaring only if something joins or names it (a
+    launch template's interfaces, the cluster, an endpoint, a file system, another group's
+    rule); its own rules alone do not count. dev, whose one GPU group has no EFA, declared the
+    EFA group and its two self rules for nothing."""
+    unused = []
+    for stack, plan in every_aws_plan():
+        for group in plan.of_type(SECURITY_GROUP):
+            handle = f"(known after apply: {group.name}.id)"
+            users = [
+                f"{r.type} {r.name}"
+                for r in plan.resources
+                if r is not group
+                and not (r.type in RULES and r.inputs.get("securityGroupId") == handle)
+                and handle in flatten(r.inputs).values()
+            ]
+            if not users:
+                unused.append(f"{stack}: {group.name}")
+    assert not unused, "security groups nothing but their own rules use: " + ", ".join(unused)
+
+
+def test_a_stack_without_efa_declares_no_efa_group_nor_output():
+    plan = planned("dev")
+    assert not any(g.efa for g in stack_config("dev").gpu_node_groups)
+    assert [r.name for r in plan.of_type(SECURITY_GROUP) if "efa" in r.name] == []
+    assert "efa_security_group_id" not in plan.outputs

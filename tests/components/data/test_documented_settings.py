@@ -16,16 +16,16 @@ from components.data.gpu_node_group import autoscaler_tags
 from model.config import GpuNodeGroupSettings
 from model.stacks import ROOT
 from plan.engine import run_program
-from plan.model import Plan, build_plan
+from plan.model import Plan
 from tests.conftest import (
     AWS_STACKS,
     CEPH_STACKS,
     STACKS,
     find,
-    make_project,
     planned,
     stack_config,
 )
+from tests.helpers.varied_stacks import capacity_kinds_plan
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -159,7 +159,9 @@ def test_efa_groups_pack_nodes_close_for_latency(stack):
         assert pg.inputs["strategy"] == "cluster"
 
 
-@pytest.mark.parametrize("stack", AWS_STACKS)
+@pytest.mark.parametrize(
+    "stack", [s for s in AWS_STACKS if any(g.efa for g in stack_config(s).gpu_node_groups)]
+)
 def test_efa_traffic_is_allowed_among_members_on_every_protocol(stack):
     """EC2 User Guide, "Prepare an EFA-enabled security group": all traffic in and out, to and
     from the group itself (protocol -1)."""
@@ -175,34 +177,9 @@ def test_efa_traffic_is_allowed_among_members_on_every_protocol(stack):
         assert rule.inputs["securityGroupId"] == rule.inputs["referencedSecurityGroupId"] == sg
 
 
-CAPACITY_STACK = {
-    "gpu-platform:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
-    "gpu-platform:cluster": {"admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"]},
-    "gpu-platform:gpu_node_groups": [
-        {"name": "od", "instance_types": ["g5.2xlarge"]},
-        {"name": "spot", "instance_types": ["g5.2xlarge"], "capacity": "spot"},
-        {
-            "name": "odcr",
-            "instance_types": ["p5.48xlarge"],
-            "capacity": "reservation",
-            "capacity_reservation_id": "cr-0123456789abcdef0",
-            "zone": "us-east-1a",
-        },
-        {
-            "name": "block",
-            "instance_types": ["p5.48xlarge"],
-            "capacity": "capacity_block",
-            "capacity_reservation_id": "cr-0123456789abcdef1",
-            "zone": "us-east-1a",
-        },
-    ],
-}
-
-
 @pytest.fixture(scope="module")
-def capacity_plan(tmp_path_factory) -> Plan:
-    root = make_project(tmp_path_factory.mktemp("capacity"), {"cap": CAPACITY_STACK})
-    return build_plan(run_program("cap", root))
+def capacity_plan() -> Plan:
+    return capacity_kinds_plan()
 
 
 @pytest.mark.parametrize(

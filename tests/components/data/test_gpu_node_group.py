@@ -6,6 +6,8 @@ tests/components/data/test_nodes.py` rewrites them and fails, showing the diff f
 
 from __future__ import annotations
 
+import typing
+
 import pytest
 
 from components.data.gpu_node_group import (
@@ -17,10 +19,12 @@ from components.data.gpu_node_group import (
 )
 from model.catalog import CATALOG
 from model.config import GpuNodeGroupSettings
+from model.config.nodes import CapacityType
 from tests.conftest import check_golden
 from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.instance_facts import FACTS
 from tests.helpers.user_data import GOLDEN
+from tests.helpers.varied_stacks import CAPACITY_GROUPS, CAPACITY_STACK, capacity_kinds_plan
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -171,3 +175,33 @@ def test_labels_name_group_fabric_capacity_and_type():
     )
     assert "gpu-platform/instance-type" not in mixed
     assert "gpu-platform/gpu-model" not in mixed
+
+
+# EKS API Reference, NodegroupUpdateConfig.updateStrategy (DEFAULT | MINIMAL): "The default
+# strategy ... launches the new instances first, before terminating the old instances. The
+# minimal strategy ... terminates the old instances before launching the new instances",
+# useful where "constrained to resources or costs (for example, with hardware accelerators such
+# as GPUs)". A reservation or Capacity Block has no instance beyond those bought; on-demand and
+# spot keep EKS's default (unset).
+UPDATE_STRATEGY = {
+    "on_demand": None,
+    "spot": None,
+    "reservation": "MINIMAL",
+    "capacity_block": "MINIMAL",
+}
+
+
+def test_every_capacity_kind_has_a_group_and_an_expected_update_strategy():
+    kinds = typing.get_args(CapacityType)
+    assert set(kinds) == set(UPDATE_STRATEGY) == set(CAPACITY_GROUPS)
+
+
+@pytest.mark.parametrize("kind", typing.get_args(CapacityType))
+def test_a_full_reservation_updates_without_a_spare_instance(kind):
+    """Each capacity kind the model takes, as a planned node group: reserved capacity updates
+    with MINIMAL, whose old node goes before the new one comes, since DEFAULT's surge instance
+    would not fit in a full block and the update would stall."""
+    plan = capacity_kinds_plan()
+    name = f"{CAPACITY_STACK}-{CAPACITY_GROUPS[kind]}"
+    (node_group,) = [r for r in plan.of_type("aws:eks/nodeGroup:NodeGroup") if r.name == name]
+    assert node_group.inputs["updateConfig"].get("updateStrategy") == UPDATE_STRATEGY[kind]
