@@ -12,7 +12,7 @@ import yaml
 from components.scheduling.training_job import render, spec_for_pool
 from model.stacks import ROOT
 from tests.conftest import STACKS, stack_config
-from tests.helpers import jobsets
+from tests.helpers import crds, jobsets
 from tests.helpers.job_specs import IMAGE, POOLS
 from tests.helpers.jobset_harness import jobset_action
 from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
@@ -62,9 +62,11 @@ def test_the_validator_evaluates_the_crds_cel_rules():
     (obj,) = rendered("prod", "h100-block")
     obj["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
     jobsets.replicated_job(obj)["dependsOn"] = [{"name": "other", "status": "Ready"}]
-    assert jobsets.cel_errors(obj) == [
-        "/spec: StartupPolicy and DependsOn APIs are mutually exclusive"
-    ]
+    (problem,) = crds.errors(obj)
+    assert problem.startswith(
+        "JobSet train-run: spec: Invalid value: "
+        "StartupPolicy and DependsOn APIs are mutually exclusive (CRD jobset.x-k8s.io/v1alpha2"
+    ), problem
     with pytest.raises(AssertionError, match="mutually exclusive"):
         jobsets.validate(obj, "1.34")
 
