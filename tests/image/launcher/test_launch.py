@@ -40,6 +40,14 @@ SCRIPTS = {
         "while not all(pathlib.Path(f'ready-{r}').exists() for r in (0, 1)): time.sleep(0.01)\n"
         "if rank == 1: import a_module_the_image_lacks\nraise RuntimeError('rank 0 crashed')\n"
     ),
+    # Needs 2 s after SIGTERM to save its checkpoint, then stops as trainkit does.
+    "saves.py": (
+        "import os, signal, time\n"
+        "def stop(*_):\n"
+        "    print('saving', flush=True); time.sleep(2)\n"
+        "    print('saved', flush=True); os._exit(143)\n"
+        "signal.signal(signal.SIGTERM, stop)\nprint('ready', flush=True)\ntime.sleep(3600)\n"
+    ),
     # Stops on SIGTERM as trainkit does (a checkpoint, then 128 + 15).
     "stops.py": (
         "import os, signal, sys, time\n"
@@ -116,12 +124,9 @@ def test_the_worker_gets_its_arguments_and_imports_nothing_of_the_tree(launched)
     assert "argv ['--steps=3']" in output
 
 
-def test_sigterm_stops_the_workers_and_the_launcher_exits_preempted(tmp_path):
-    """The kubelet's SIGTERM reaches the container's PID 1, the launcher: torchrun's agent
-    passes it on, the worker stops as trainkit does, and the pod's code is PREEMPTED."""
-    launcher = launcher_folder(tmp_path)
-    (tmp_path / "stops.py").write_text(SCRIPTS["stops.py"])
-    process = launch(launcher, tmp_path, [*TORCHRUN, "stops.py"])
+def terminate_when_ready(process: subprocess.Popen) -> tuple[int, str]:
+    """SIGTERM to the launcher, as the kubelet sends it to the container's PID 1, once the
+    worker says it is ready; its exit code and whole output once it has exited."""
     lines = []
     for line in process.stdout:
         lines.append(line)
@@ -130,8 +135,33 @@ def test_sigterm_stops_the_workers_and_the_launcher_exits_preempted(tmp_path):
             process.send_signal(signal.SIGTERM)
             break
     rest, _ = process.communicate(timeout=HANG_S)
-    assert process.returncode == PREEMPTED, "".join(lines) + rest
-    assert "stopping" in rest
+    return process.returncode, "".join(lines) + rest
+
+
+def test_sigterm_stops_the_workers_and_the_launcher_exits_preempted(tmp_path):
+    """The kubelet's SIGTERM reaches the container's PID 1, the launcher: torchrun's agent
+    passes it on, the worker stops as trainkit does, and the pod's code is PREEMPTED."""
+    launcher = launcher_folder(tmp_path)
+    (tmp_path / "stops.py").write_text(SCRIPTS["stops.py"])
+    code, output = terminate_when_ready(launch(launcher, tmp_path, [*TORCHRUN, "stops.py"]))
+    assert code == PREEMPTED, output
+    assert "stopping" in output
+
+
+@pytest.mark.parametrize(("shutdown_timeout", "saved"), [(8, True), (1, False)])
+def test_the_worker_gets_the_shutdown_timeout_after_sigterm(tmp_path, shutdown_timeout, saved):
+    """torchrun's agent SIGKILLs a worker still running `--shutdown-timeout` seconds after it
+    passed SIGTERM on (torch 2.13 torch/distributed/elastic/multiprocessing/api.py `_close`:
+    `end = time.monotonic() + timeout`, then `_get_kill_signal()`), 30 s when not given: the
+    job builder renders the pod's grace period less the launcher's margin. A worker that needs
+    2 s saves within 8 s, and is killed mid-save within 1 s."""
+    launcher = launcher_folder(tmp_path)
+    (tmp_path / "saves.py").write_text(SCRIPTS["saves.py"])
+    args = [*TORCHRUN, f"--shutdown-timeout={shutdown_timeout}", "saves.py"]
+    code, output = terminate_when_ready(launch(launcher, tmp_path, args))
+    assert "saving" in output
+    assert ("saved" in output) == saved, output
+    assert code == PREEMPTED, output
 
 
 def failure(exitcode: int, timestamp: int):

@@ -1,35 +1,42 @@
-"""A team's job run as its pod runs it (STYLE.md §18): the `training-launcher` ConfigMap as the
-plan renders it, materialised from the rendered job's volume items with their modes at its
-mountPath; the image laid out as bootstrap/Dockerfile lays it (COPY destinations, ENV
-PYTHONPATH, WORKDIR), with a team's script on top as a team's own Dockerfile FROM it would add
-it; every other volume of the pod at its mountPath; the container's command and environment
-exactly as rendered, paths mapped into the folder, index 0's name and port onto loopback. The
-checkout is on no path the processes see: what the worker imports comes from the image's copy.
+"""What the program renders, as the launcher and torch read it and as the pod runs it: every
+rendered job's args through torchrun's own parse, and a team's job run as its pod runs it
+(STYLE.md §18).
 
-A worker that imports `contract.env` and `trainkit` (what every trainkit job, recipe and the
-self-test import) must start: the launcher's own two-file `contract` package must not shadow
-the image's."""
+The pod: the `training-launcher` ConfigMap as `python -m plan` writes it, materialised from the
+rendered job's volume items with their modes at its mountPath; the image laid out as
+bootstrap/Dockerfile lays it (COPY destinations, ENV PYTHONPATH, WORKDIR), with a team's script
+on top as a team's own Dockerfile FROM it would add it; every other volume of the pod at its
+mountPath; the container's command and environment exactly as `python -m jobs submit` renders
+them, paths mapped into the folder, index 0's name and port onto loopback. The checkout is on
+no path the processes see: what the worker imports comes from the image's copy. A worker that
+imports `contract.env` and `trainkit` (what every trainkit job, recipe and the self-test
+import) must start: the launcher's own two-file `contract` package must not shadow the
+image's."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from torch.distributed.run import config_from_args
 
-from components.scheduling.training_job import render
-from jobs.team import TeamJob, plan_job
-from tests.conftest import planned, stack_config
+from contract.launch import parse
 from tests.helpers.hang import HANG_S
 from tests.helpers.image_layout import (
     ROOT,
     ContainerRoot,
     container_env,
+    expand,
     host_base,
     image_layout,
     rewrite,
 )
+from tests.helpers.job_commands import ACCEPTED
 from tests.helpers.loopback import free_port
+from tests.helpers.program_cli import every_rendered_job, plan_manifests, submit
 
 STACK = "onprem"
 TRAIN = """\
@@ -62,20 +69,104 @@ FIELDS = {
 }
 
 
-def trainer_pod(jobset: dict) -> tuple[dict, dict]:
-    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+# Kubernetes API reference, PodSpec `terminationGracePeriodSeconds`: "Defaults to 30 seconds."
+KUBERNETES_GRACE_S = 30
+# What the launcher keeps of the grace period to exit itself after its workers' time is up
+# (components/scheduling/training_job.py, SHUTDOWN_MARGIN_SECONDS).
+MARGIN_S = 10
+LAUNCHER = ["python", "/opt/gpu-platform/launcher/launch.py"]
+
+
+def trainer_pod(job: dict) -> tuple[dict, dict]:
+    """A JobSet's trainer pod or a batch Job's (a CronJob's template), and its container."""
+    if job["kind"] == "JobSet":
+        job = job["spec"]["replicatedJobs"][0]["template"]
+    pod = job["spec"]["template"]["spec"]
     return pod, next(c for c in pod["containers"] if c["name"] == "trainer")
 
 
-def run_pod(base: Path, command: list[str]) -> tuple[subprocess.CompletedProcess, ContainerRoot]:
-    cfg = stack_config(STACK)
-    spec = plan_job(cfg, TeamJob(image=None, command=command, nodes=1, gpus_per_node=1))
-    jobset = render(spec)[0]
-    pod, container = trainer_pod(jobset)
-    namespace = jobset["metadata"]["namespace"]
+def torchrun_args(container: dict) -> list[str]:
+    """What the launcher hands torchrun's parse: the rendered words after `python launch.py`,
+    `$(VAR)` expanded as Kubernetes does (index 0's completion index)."""
+    words = [*container["command"], *container.get("args", [])]
+    assert words[:2] == LAUNCHER, words
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    return [expand(w, {**env, "JOB_COMPLETION_INDEX": "0"}) for w in words[2:]]
+
+
+def torch_shutdown_timeout(container: dict, monkeypatch) -> int:
+    """The workers' time after SIGTERM as torch 2.13 reads it, from the rendered args and the
+    container's environment: torch/distributed/run.py `--shutdown-timeout` (argparse `env`
+    action: PET_SHUTDOWN_TIMEOUT), then LaunchConfig (torch/distributed/launcher/api.py):
+    TORCH_ELASTIC_SHUTDOWN_TIMEOUT, else 30."""
+    with monkeypatch.context() as m:
+        for name in list(os.environ):
+            if name.startswith(("PET_", "TORCH_ELASTIC_")):
+                m.delenv(name)
+        for entry in container["env"]:
+            if "value" in entry:
+                m.setenv(entry["name"], entry["value"])
+        m.setenv("OMP_NUM_THREADS", "1")
+        config, _, _ = config_from_args(parse(torchrun_args(container)))
+    return config.shutdown_timeout
+
+
+def test_every_rendered_job_gives_its_workers_the_grace_period_less_the_launchers_margin(
+    monkeypatch,
+):
+    """Checkpoints on eviction: torchrun's agent SIGKILLs the workers `shutdown_timeout` after
+    the pod's SIGTERM, 30 s unless told (torch 2.13 torch/distributed/elastic/agent/server/
+    api.py, `_shutdown(e.sigval, timeout=self._shutdown_timeout)`). Every job must give them
+    the whole of its pod's grace period but the launcher's own margin, and more than nothing."""
+    wrong, seen = [], set()
+    for stack, what, job in every_rendered_job():
+        pod, container = trainer_pod(job)
+        grace = pod.get("terminationGracePeriodSeconds", KUBERNETES_GRACE_S)
+        timeout = torch_shutdown_timeout(container, monkeypatch)
+        seen.add((grace, timeout))
+        if timeout != grace - MARGIN_S or timeout <= 0:
+            wrong.append(f"{stack}: {what}: grace {grace} s, torch's shutdown timeout {timeout} s")
+    assert not wrong, "\n".join(wrong)
+    # Worked examples: the self-test keeps Kubernetes' 30 s; a team's job and a recipe have
+    # --grace-period-seconds / recipes.grace_period_seconds, 300 by default.
+    assert {(30, 20), (300, 290)} <= seen
+
+
+@pytest.mark.parametrize("command", list(ACCEPTED), ids=" ".join)
+def test_every_command_form_the_cli_accepts_renders_args_the_launcher_accepts(command):
+    """docs/training.md's first example among them (`-- python train.py --lr 1e-5`): what
+    `python -m jobs submit` renders goes through torchrun's parse and the launcher's own
+    refusals (contract/launch.parse), and names the script or module the team gave."""
+    submitted = submit(["--stack", STACK, "--nodes", "2"], list(command), "cmd")
+    assert submitted.returncode == 0, submitted.stderr
+    _, container = trainer_pod(submitted.job)
+    args = parse(torchrun_args(container))
+    assert (args.module, args.training_script, args.training_script_args) == ACCEPTED[command]
+
+
+@dataclass(frozen=True)
+class Pod:
+    process: subprocess.CompletedProcess
+    box: ContainerRoot
+    # The container's environment as the kubelet built it (container paths).
+    env: dict[str, str]
+
+    @property
+    def output(self) -> str:
+        return self.process.stdout + self.process.stderr
+
+
+def run_pod(base: Path, command: list[str]) -> Pod:
+    """The job `python -m jobs submit` renders for `command` on one node and one GPU, its pod
+    run with the ConfigMaps `python -m plan` writes for its namespace."""
+    name = "pod-layout"
+    submitted = submit(["--stack", STACK, "--nodes", "1", "--gpus-per-node", "1"], command, name)
+    assert submitted.returncode == 0, submitted.stderr
+    pod, container = trainer_pod(submitted.job)
+    namespace = submitted.job["metadata"]["namespace"]
     configmaps = {
         o["metadata"]["name"]: o
-        for o in planned(STACK).kubernetes_objects()
+        for o in plan_manifests(STACK)
         if o["kind"] == "ConfigMap" and o["metadata"]["namespace"] == namespace
     }
     context = base / "team-context"
@@ -91,7 +182,7 @@ def run_pod(base: Path, command: list[str]) -> tuple[subprocess.CompletedProcess
     port = str(free_port())
     command = rewrite(
         box.command(container, env),
-        {f"{spec.name}-trainer-0-0.{spec.name}": "127.0.0.1", "=29500": f"={port}"},
+        {f"{name}-trainer-0-0.{name}": "127.0.0.1", "=29500": f"={port}"},
     )
     process = subprocess.run(
         command,
@@ -99,11 +190,11 @@ def run_pod(base: Path, command: list[str]) -> tuple[subprocess.CompletedProcess
         cwd=box.path(container.get("workingDir", team.workdir)),
         capture_output=True, text=True, timeout=HANG_S,
     )  # fmt: skip
-    return process, box
+    return Pod(process, box, env)
 
 
 @pytest.fixture(scope="module")
-def pods(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, ContainerRoot]]:
+def pods(tmp_path_factory) -> dict[str, Pod]:
     found = {}
     for command in (["train.py", "--lr", "1e-5"],):
         base = tmp_path_factory.mktemp("pod")
@@ -112,11 +203,25 @@ def pods(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Conta
 
 
 def test_a_worker_that_imports_contract_and_trainkit_starts_under_the_rendered_launcher(pods):
-    process, box = pods["train.py --lr 1e-5"]
-    output = process.stdout + process.stderr
-    assert process.returncode == 0, output[-4000:]
+    """On main: `ModuleNotFoundError: No module named 'contract.env'`, exit 78."""
+    pod = pods["train.py --lr 1e-5"]
+    output, box = pod.output, pod.box
+    assert pod.process.returncode == 0, output[-4000:]
     assert "argv ['--lr', '1e-5']" in output
     # The image's copies (bootstrap/Dockerfile: COPY contract /opt/platform/contract, COPY
     # bootstrap/trainkit /opt/bootstrap/trainkit), not the ConfigMap's, not the checkout's.
     assert f"contract.env {box.path('/opt/platform/contract/env.py')}" in output
     assert f"trainkit {box.path('/opt/bootstrap/trainkit/__init__.py')}" in output
+
+
+def test_the_launcher_makes_the_flight_record_folder_on_shared_data(pods):
+    """The job's flight-record prefix lies on the shared-data claim, which outlives the pod, and
+    its folder exists once the launcher has started: torch writes the dump into it but makes
+    only its own default folder."""
+    pod = pods["train.py --lr 1e-5"]
+    assert pod.process.returncode == 0, pod.output[-4000:]
+    prefix = pod.env["TORCH_FR_DUMP_TEMP_FILE"]
+    # contract/mounts.py: shared-data is mounted at /mnt/shared-data.
+    assert prefix.startswith("/mnt/shared-data/"), prefix
+    assert pod.box.path(prefix).is_relative_to(pod.box.claims["shared-data"])
+    assert pod.box.path(prefix).parent.is_dir()
