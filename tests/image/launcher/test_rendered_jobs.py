@@ -16,6 +16,8 @@ image's."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +156,29 @@ class Pod:
     @property
     def output(self) -> str:
         return self.process.stdout + self.process.stderr
+
+
+def docs_first_job_command() -> tuple[list[str], list[str]]:
+    """docs/training.md's first command block, `python -m jobs submit FLAGS -- COMMAND`, as
+    (FLAGS, COMMAND), its placeholder digest filled in."""
+    text = (ROOT / "docs/training.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", text, re.DOTALL).group(1)
+    # A shell joins a line ending in a backslash with the next.
+    words = shlex.split(block.replace("\\\n", " ").replace("<64 hex>", "0" * 64))
+    assert words[1:4] == ["-m", "jobs", "submit"], words
+    split = words.index("--")
+    return words[4:split], words[split + 1 :]
+
+
+def test_the_docs_first_job_command_renders_args_the_launcher_accepts():
+    flags, command = docs_first_job_command()
+    submitted = submit(flags, command, "docs")
+    assert submitted.returncode == 0, submitted.stderr
+    _, container = trainer_pod(submitted.job)
+    args = parse(torchrun_args(container))
+    assert (args.module, args.training_script, args.training_script_args) == (
+        False, "train.py", ["--lr", "1e-5"]
+    )  # fmt: skip
 
 
 def run_pod(base: Path, command: list[str]) -> Pod:
