@@ -7,7 +7,9 @@ repository root in this interpreter, and their output read back.
 - `submit(flags, command)`: `python -m jobs submit --render-only ... -- COMMAND`, its exit code,
   its error output and the JobSet it wrote;
 - `every_rendered_job()`: every job the platform and `python -m jobs` render on every stack,
-  (stack, what, object), as the controller models sweep them (tests/helpers/rendered_jobs.py).
+  (stack, what, object), as the controller models sweep them (tests/helpers/rendered_jobs.py);
+- `trainer_pod(job)`, `configmaps(stack, namespace)`: a rendered job's trainer pod and
+  container, and the ConfigMaps the plan writes in a namespace (what its pods mount and read).
 """
 
 from __future__ import annotations
@@ -45,6 +47,22 @@ def plan_manifests(stack: str) -> tuple[dict[str, Any], ...]:
         for doc in yaml.safe_load_all(path.read_text())
         if doc
     )
+
+
+def configmaps(stack: str, namespace: str) -> dict[str, dict[str, Any]]:
+    return {
+        o["metadata"]["name"]: o
+        for o in plan_manifests(stack)
+        if o["kind"] == "ConfigMap" and o["metadata"]["namespace"] == namespace
+    }
+
+
+def trainer_pod(job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A JobSet's trainer pod or a batch Job's (a CronJob's template), and its container."""
+    if job["kind"] == "JobSet":
+        job = job["spec"]["replicatedJobs"][0]["template"]
+    pod = job["spec"]["template"]["spec"]
+    return pod, next(c for c in pod["containers"] if c["name"] == "trainer")
 
 
 @dataclass(frozen=True)

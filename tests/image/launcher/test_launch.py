@@ -1,13 +1,14 @@
 """The platform's launcher (contract/launch.py), as the pod runs it: laid out as the
-`training-launcher` ConfigMap mounts it (launch.py, contract/__init__.py, contract/exits.py in
-one folder: components/scheduling/launcher.py) and started with no PYTHONPATH, so nothing of
-trainkit or the rest of the tree is importable; torchrun's own agent starts each worker. Each
-case's exit code is the one contract/exits.py documents for the container."""
+`training-launcher` ConfigMap the plan writes is mounted by a rendered job's volume (launch.py,
+contract/__init__.py, contract/exits.py in one folder: components/scheduling/launcher.py) and
+started with no PYTHONPATH, so nothing of trainkit or the rest of the tree is importable;
+torchrun's own agent starts each worker. Each case's exit code is the one contract/exits.py
+documents for the container."""
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,8 +20,9 @@ import pytest
 from contract.exits import BAD_ARGUMENTS, HUNG, PREEMPTED, SETUP_FAILED
 from contract.launch import root_cause
 from tests.helpers.hang import HANG_S
+from tests.helpers.image_layout import ContainerRoot
+from tests.helpers.program_cli import configmaps, submit, trainer_pod
 
-ROOT = Path(__file__).resolve().parents[3]
 SCRIPTS = {
     "ok.py": "import sys\nprint('argv', sys.argv[1:])\n",
     "crash.py": "raise RuntimeError('a plain crash')\n",
@@ -72,14 +74,21 @@ CASES = {
 }  # fmt: skip
 
 
+@functools.cache
+def launcher_volume() -> tuple[dict, str, dict]:
+    """The launcher's volume and mountPath in a team job `python -m jobs submit` renders, and the
+    ConfigMaps `python -m plan` writes in its namespace."""
+    job = submit(["--stack", "onprem", "--nodes", "1"], ["train.py"], "launcher").job
+    pod, container = trainer_pod(job)
+    (mount,) = (m for m in container["volumeMounts"] if m["name"] == "training-launcher")
+    (volume,) = (v for v in pod["volumes"] if v["name"] == "training-launcher")
+    return volume, mount["mountPath"], configmaps("onprem", job["metadata"]["namespace"])
+
+
 def launcher_folder(base: Path) -> Path:
-    """The ConfigMap's items, in the folder it is mounted as."""
-    folder = base / "launcher"
-    (folder / "contract").mkdir(parents=True)
-    shutil.copy(ROOT / "contract/launch.py", folder / "launch.py")
-    for name in ("__init__.py", "exits.py"):
-        shutil.copy(ROOT / "contract" / name, folder / "contract" / name)
-    return folder
+    """The ConfigMap's items with their modes, in the folder it is mounted as."""
+    volume, mount_path, mounted = launcher_volume()
+    return ContainerRoot(base / "root").mount(volume, mount_path, mounted)
 
 
 def launch(launcher: Path, cwd: Path, args: list[str]) -> subprocess.Popen:

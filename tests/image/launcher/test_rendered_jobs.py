@@ -38,7 +38,7 @@ from tests.helpers.image_layout import (
 )
 from tests.helpers.job_commands import ACCEPTED
 from tests.helpers.loopback import free_port
-from tests.helpers.program_cli import every_rendered_job, plan_manifests, submit
+from tests.helpers.program_cli import configmaps, every_rendered_job, submit, trainer_pod
 
 STACK = "onprem"
 TRAIN = """\
@@ -77,14 +77,6 @@ KUBERNETES_GRACE_S = 30
 # (components/scheduling/training_job.py, SHUTDOWN_MARGIN_SECONDS).
 MARGIN_S = 10
 LAUNCHER = ["python", "/opt/gpu-platform/launcher/launch.py"]
-
-
-def trainer_pod(job: dict) -> tuple[dict, dict]:
-    """A JobSet's trainer pod or a batch Job's (a CronJob's template), and its container."""
-    if job["kind"] == "JobSet":
-        job = job["spec"]["replicatedJobs"][0]["template"]
-    pod = job["spec"]["template"]["spec"]
-    return pod, next(c for c in pod["containers"] if c["name"] == "trainer")
 
 
 def torchrun_args(container: dict) -> list[str]:
@@ -188,12 +180,7 @@ def run_pod(base: Path, command: list[str]) -> Pod:
     submitted = submit(["--stack", STACK, "--nodes", "1", "--gpus-per-node", "1"], command, name)
     assert submitted.returncode == 0, submitted.stderr
     pod, container = trainer_pod(submitted.job)
-    namespace = submitted.job["metadata"]["namespace"]
-    configmaps = {
-        o["metadata"]["name"]: o
-        for o in plan_manifests(STACK)
-        if o["kind"] == "ConfigMap" and o["metadata"]["namespace"] == namespace
-    }
+    mounted = configmaps(STACK, submitted.job["metadata"]["namespace"])
     context = base / "team-context"
     context.mkdir()
     (context / "train.py").write_text(TRAIN)
@@ -202,8 +189,8 @@ def run_pod(base: Path, command: list[str]) -> Pod:
     team = image_layout(context / "Dockerfile", context=context, base=platform)
     box = ContainerRoot(base / "root")
     box.install(team)
-    box.mount_all(pod, container, configmaps)
-    env = container_env(container, FIELDS, configmaps)
+    box.mount_all(pod, container, mounted)
+    env = container_env(container, FIELDS, mounted)
     port = str(free_port())
     command = rewrite(
         box.command(container, env),
