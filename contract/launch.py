@@ -21,6 +21,7 @@ imports what `python script.py` would in the image, the image's own `contract` a
 
 from __future__ import annotations
 
+import argparse
 import os
 import runpy
 import signal
@@ -142,7 +143,7 @@ def root_cause(failures: dict) -> int:
     return first if first in (HUNG, PREEMPTED) else 1
 
 
-def parse(argv: list[str]):
+def parse(argv: list[str]) -> argparse.Namespace:
     """torchrun's own parse of its flags (torch.distributed.run.parse_args), then what the
     launcher refuses of them; either exits BAD_ARGUMENTS with the reason."""
     from torch.distributed.run import get_use_env, parse_args
