@@ -81,9 +81,7 @@ def _instructions(text: str) -> list[tuple[str, str]]:
     found, pending = [], ""
     for line in text.splitlines():
         stripped = line.strip()
-        if not pending and (not stripped or stripped.startswith("#")):
-            continue
-        if stripped.startswith("#"):
+        if stripped.startswith("#") or not (stripped or pending):
             continue
         if stripped.endswith("\\"):
             pending += stripped[:-1] + " "
