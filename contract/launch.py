@@ -85,13 +85,17 @@ def forget_own_modules() -> None:
     to /opt/platform), and no name is one that no image uses. Left in sys.modules, the
     ConfigMap's two-file `contract` would shadow the image's, and `from contract.env import`
     would fail (SETUP_FAILED) in every job. Forgotten, the script finds on sys.path exactly
-    what `python script.py` would: its own folder, then the image's PYTHONPATH."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    what `python script.py` would: its own folder, then the image's PYTHONPATH.
+
+    Compared with links resolved: the kubelet mounts a ConfigMap's files as links into a
+    timestamped folder (`launch.py` -> `..data/launch.py`, `..data` -> `..<timestamp>`), and
+    Python puts the script's resolved folder first on sys.path, not the mountPath."""
+    here = os.path.dirname(os.path.realpath(__file__))
     for name, module in list(sys.modules.items()):
         found = getattr(module, "__file__", None)
-        if name != "__main__" and found and os.path.abspath(found).startswith(here + os.sep):
+        if name != "__main__" and found and os.path.realpath(found).startswith(here + os.sep):
             del sys.modules[name]
-    sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+    sys.path[:] = [entry for entry in sys.path if os.path.realpath(entry or ".") != here]
 
 
 def worker(argv: list[str]) -> int:

@@ -18,9 +18,10 @@ their mountPaths, the command with its container paths mapped into the folder.
   a vendor base (NGC PyTorch): only its PATH, so that `${PATH}` expands as it would there.
 - `ContainerRoot(folder)` stands for `/`: `install` copies an image's files in, `mount` puts a
   pod volume at its mountPath, hiding what the image had there (a ConfigMap as its items, each
-  with its mode; an emptyDir or a claim as a folder; two mounts of one claim see the same
-  folder, `claims`), `path` maps a container path into the folder, `env` and `command` map the
-  paths in environment values and arguments.
+  with its mode, behind the kubelet's `..data` links; an emptyDir or a claim as a folder; two
+  mounts of one claim see the same folder, `claims`), `mount_all` every volumeMount of a
+  container, `path` maps a container path into the folder, `value`, `env` and `command` map
+  the paths in environment values and arguments.
 - `container_env(container, value_from, configmaps)` builds a container's environment as the
   kubelet does: `envFrom` ConfigMaps first, then `env` in order, `value` with `$(VAR)` expanded
   (`expand`), `valueFrom` from what the caller says the pod's fields are.
@@ -44,6 +45,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 NONE: Mapping[str, Any] = MappingProxyType({})
+# The kubelet's AtomicWriter names each version of a ConfigMap volume's files `..<timestamp>`.
+ATOMIC_PAYLOAD = "..2026_01_01_00_00_00.000000000"
 # Kubernetes API reference, ConfigMapVolumeSource `defaultMode`: "Defaults to 0644".
 CONFIGMAP_DEFAULT_MODE = 0o644
 _DOCKER_VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
@@ -235,12 +238,20 @@ class ContainerRoot:
             data = configmaps[source["name"]].get("data", {})
             default = source.get("defaultMode", CONFIGMAP_DEFAULT_MODE)
             items = source.get("items") or [{"key": k, "path": k} for k in data]
+            # As the kubelet writes it (pkg/volume/util/atomic_writer.go): the files in a
+            # timestamped folder, `..data` a link to it, each top-level name a link into
+            # `..data`. A process that resolves links (Python's sys.path[0] for a script does)
+            # sees the timestamped folder, not the mountPath.
             folder.mkdir(parents=True)
+            payload = folder / ATOMIC_PAYLOAD
             for item in items:
-                target = folder / item["path"]
+                target = payload / item["path"]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(data[item["key"]])
                 target.chmod(item.get("mode", default))
+            (folder / "..data").symlink_to(ATOMIC_PAYLOAD)
+            for name in sorted({PurePosixPath(i["path"]).parts[0] for i in items}):
+                (folder / name).symlink_to(f"..data/{name}")
         elif "emptyDir" in volume:
             folder.mkdir(parents=True)
         else:

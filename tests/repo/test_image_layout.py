@@ -4,6 +4,7 @@ as the kubelet does, or those tests prove another layout than the cluster's."""
 
 from __future__ import annotations
 
+import os
 import stat
 
 from model.stacks import ROOT
@@ -51,7 +52,11 @@ def test_volumes_lie_at_their_mount_paths_with_their_modes_over_the_image(tmp_pa
     volume = {"name": "v", "configMap": {"name": "cm", "items": [
         {"key": "a.py", "path": "pkg/a.py", "mode": 0o555}, {"key": "b.py", "path": "b.py"},
     ]}}  # fmt: skip
-    box.mount(volume, "/opt/platform", configmaps)
+    mounted = box.mount(volume, "/opt/platform", configmaps)
+    # kubernetes pkg/volume/util/atomic_writer.go: `..data` links to the payload's folder, each
+    # top-level name to `..data/<name>`.
+    assert os.readlink(mounted / "pkg") == "..data/pkg"
+    assert os.readlink(mounted / "..data").startswith("..")
     # The mount hides what the image had there.
     assert not box.path("/opt/platform/contract/env.py").exists()
     assert box.path("/opt/platform/pkg/a.py").read_text() == "A"

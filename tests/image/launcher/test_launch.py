@@ -27,6 +27,9 @@ SCRIPTS = {
     "ok.py": "import sys\nprint('argv', sys.argv[1:])\n",
     "crash.py": "raise RuntimeError('a plain crash')\n",
     "import_error.py": "import a_module_the_image_lacks\n",
+    # This test's image has no `contract` (no PYTHONPATH): `python script.py` would fail so; the
+    # launcher's own two files beside it must not stand in for it.
+    "imports_contract.py": "import contract.exits\n",
     "syntax_error.py": "def broken(:\n",
     "bad_argument.py": (
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--steps', type=int)\n"
@@ -66,6 +69,7 @@ CASES = {
     "import error": ([*TORCHRUN, "import_error.py"], SETUP_FAILED),
     "syntax error": ([*TORCHRUN, "syntax_error.py"], SETUP_FAILED),
     "no such module": ([*TORCHRUN, "-m", "no_such_module"], SETUP_FAILED),
+    "the launcher's own modules": ([*TORCHRUN, "imports_contract.py"], SETUP_FAILED),
     "plain crash": ([*TORCHRUN, "crash.py"], 1),
     "hung": ([*TORCHRUN, "hung.py"], HUNG),
     "unfixable on any rank": (
