@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from contract.exits import BAD_ARGUMENTS, HUNG, PREEMPTED, SETUP_FAILED
-from contract.launch import root_cause
+from contract.launch import make_flight_record_folder, root_cause
 from tests.helpers.hang import HANG_S
 from tests.helpers.image_layout import ContainerRoot
 from tests.helpers.program_cli import configmaps, submit, trainer_pod
@@ -193,3 +193,20 @@ def test_root_cause():
     assert root_cause({0: failure(1, 10), 1: failure(HUNG, 11)}) == 1
     assert root_cause({3: failure(-signal.SIGTERM, 10)}) == PREEMPTED
     assert root_cause({0: failure(-signal.SIGKILL, 10)}) == 1
+
+
+def test_the_flight_record_folder_is_made_and_one_that_cannot_be_costs_only_the_record(
+    tmp_path, capsys
+):
+    """torch writes the dump to `<prefix><rank>` and makes no folder for a prefix it is given;
+    the launcher makes it, and goes on without it where it cannot (a read-only volume)."""
+    prefix = tmp_path / "shared" / "flight-records" / "team" / "job" / "nccl-trace-rank-"
+    make_flight_record_folder({"TORCH_FR_DUMP_TEMP_FILE": str(prefix)})
+    assert prefix.parent.is_dir()
+    # The older name, read when the first is unset (FlightRecorder.cpp getCvarString).
+    older = tmp_path / "older" / "nccl-trace-rank-"
+    make_flight_record_folder({"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": str(older)})
+    assert older.parent.is_dir()
+    (tmp_path / "a-file").write_text("")
+    make_flight_record_folder({"TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "a-file" / "x" / "p-")})
+    assert "launch.py: no flight records this run:" in capsys.readouterr().err
