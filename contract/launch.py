@@ -15,10 +15,13 @@ that the Job's podFailurePolicy can match the code (contract/exits):
 - 1 for anything else (a crash, a NCCL or store error after a peer died): the group restarts.
 
 Only the standard library at import time: the platform ships this file (with contract/exits.py)
-as a ConfigMap into images that have torch but not trainkit. torch is imported inside functions."""
+as a ConfigMap into images that have torch but not trainkit. torch is imported inside functions.
+A worker forgets the modules the launcher brought (`forget_own_modules`), so that the script
+imports what `python script.py` would in the image, the image's own `contract` among them."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import runpy
 import signal
@@ -44,9 +47,55 @@ FLIGHT_RECORDER_DEFAULTS = {
 }
 
 
+# Where a rank writes its flight record when NCCL's watchdog times out: the file name's prefix,
+# the rank appended. torch 2.13 torch/csrc/distributed/c10d/FlightRecorder.cpp,
+# DebugInfoWriter::getWriter: getCvarString({"TORCH_FR_DUMP_TEMP_FILE",
+# "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"}, $XDG_CACHE_HOME or $HOME/.cache + "/torch/
+# comm_lib_trace_rank_"), the first name winning (Utils.hpp getCvarString). It only creates its
+# default folder: a prefix in a folder that does not exist loses the dump
+# ("Error opening file for writing Flight Recorder debug info").
+FLIGHT_RECORD_PREFIX = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+
+
 def set_flight_recorder_defaults(environ=os.environ) -> None:
     for name, value in FLIGHT_RECORDER_DEFAULTS.items():
         environ.setdefault(name, value)
+
+
+def make_flight_record_folder(environ=os.environ) -> None:
+    """The folder of the flight record's prefix the job sets (the job builder points it at
+    shared-data, so that the record outlives the pod), made before any rank may dump into it.
+    A folder that cannot be made costs the record, not the job: said, then the job goes on."""
+    prefix = next((environ[name] for name in FLIGHT_RECORD_PREFIX if environ.get(name)), None)
+    if prefix is None:
+        return
+    try:
+        os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
+    except OSError as error:
+        print(f"launch.py: no flight records this run: {error}", file=sys.stderr, flush=True)
+
+
+def forget_own_modules() -> None:
+    """Drop every module loaded from the launcher's own folder (contract/__init__.py and
+    contract/exits.py beside it in the ConfigMap) and that folder from sys.path, before the
+    script runs in this process.
+
+    Why not a package name of the launcher's own instead: the image side imports `contract`
+    too (trainkit, the self-test, the recipes: bootstrap/Dockerfile copies the whole package
+    to /opt/platform), and no name is one that no image uses. Left in sys.modules, the
+    ConfigMap's two-file `contract` would shadow the image's, and `from contract.env import`
+    would fail (SETUP_FAILED) in every job. Forgotten, the script finds on sys.path exactly
+    what `python script.py` would: its own folder, then the image's PYTHONPATH.
+
+    Compared with links resolved: the kubelet mounts a ConfigMap's files as links into a
+    timestamped folder (`launch.py` -> `..data/launch.py`, `..data` -> `..<timestamp>`), and
+    Python puts the script's resolved folder first on sys.path, not the mountPath."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    for name, module in list(sys.modules.items()):
+        found = getattr(module, "__file__", None)
+        if name != "__main__" and found and os.path.realpath(found).startswith(here + os.sep):
+            del sys.modules[name]
+    sys.path[:] = [entry for entry in sys.path if os.path.realpath(entry or ".") != here]
 
 
 def worker(argv: list[str]) -> int:
@@ -65,8 +114,9 @@ def worker(argv: list[str]) -> int:
         print(f"launch.py: can't open file {target!r}: no such file", file=sys.stderr)
         return BAD_ARGUMENTS
     sys.argv = [target, *rest]
+    forget_own_modules()
     # What `python script.py` / `python -m module` put first on sys.path.
-    sys.path[0] = os.getcwd() if module else os.path.dirname(os.path.abspath(target))
+    sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
     try:
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -97,11 +147,10 @@ def root_cause(failures: dict) -> int:
     return first if first in (HUNG, PREEMPTED) else 1
 
 
-def agent(argv: list[str]) -> int:
-    """torchrun's agent with every worker wrapped; the group's root cause as the exit code."""
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import get_use_env, parse_args, run
+def parse(argv: list[str]) -> argparse.Namespace:
+    """torchrun's own parse of its flags (torch.distributed.run.parse_args), then what the
+    launcher refuses of them; either exits BAD_ARGUMENTS with the reason."""
+    from torch.distributed.run import get_use_env, parse_args
 
     args = parse_args(argv)  # argparse: exits 2 (BAD_ARGUMENTS) on a bad torchrun flag
     if args.no_python or args.run_path or not get_use_env(args):
@@ -110,11 +159,22 @@ def agent(argv: list[str]) -> int:
             "worker runs in python under the launcher's wrapper",
             file=sys.stderr,
         )
-        return BAD_ARGUMENTS
+        sys.exit(BAD_ARGUMENTS)
+    return args
+
+
+def agent(argv: list[str]) -> int:
+    """torchrun's agent with every worker wrapped; the group's root cause as the exit code."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import run
+
+    args = parse(argv)
     wrapped = [WORKER, *(["-m"] if args.module else []), args.training_script]
     args.training_script, args.module = os.path.abspath(__file__), False
     args.training_script_args = [*wrapped, *args.training_script_args]
     set_flight_recorder_defaults()
+    make_flight_record_folder()
     try:
         run(args)
     except ChildFailedError as error:

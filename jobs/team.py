@@ -12,8 +12,9 @@ selector, GPUs, fabric and NCCL ConfigMap), from that worker's stack file, and a
 stack's cluster with `spec.managedBy: kueue.x-k8s.io/multikueue`: MultiKueue copies the Job to
 the worker, where the team's namespace holds everything its pods name.
 
-The command runs under torchrun with the job's rendezvous: a `.py` script or `-m module` under
-torchrun's Python, anything else (`python train.py`, `bash run.sh`) as written. The job keeps its
+The command runs under torchrun with the job's rendezvous, in the container's Python: `python
+train.py ARGS`, `train.py ARGS`, `python -m module ARGS` or `-m module ARGS` (python3 too); any
+other command (`bash run.sh`) is refused before anything is written. The job keeps its
 checkpoints under `<output>/<job name>` on shared-data and is told where in TRAINKIT_CHECKPOINT_DIR,
 which trainkit (bootstrap/trainkit) reads: resubmitting the same job (same name) resumes it.
 """
@@ -105,12 +106,7 @@ def shape_problem(annotated: object, value: str, flag: str) -> list[str]:
 
 def request_problems(job: TeamJob) -> list[str]:
     """What is wrong with the request itself, before any pool is looked at."""
-    found = size_problems(job.nodes, job.gpus_per_node)
-    if not job.command:
-        found.append(
-            "no command: give it after --, e.g. `-- python train.py --lr 1e-5` (it runs under "
-            "torchrun, one process per GPU)"
-        )
+    found = size_problems(job.nodes, job.gpus_per_node) + command_problems(job.command)
     if job.framework not in FRAMEWORKS:
         found.append(f"--framework {job.framework!r}: one of {', '.join(FRAMEWORKS)}")
     if job.image is not None:
@@ -137,12 +133,53 @@ def request_problems(job: TeamJob) -> list[str]:
     return found
 
 
+# What the launcher runs each worker with: the container's own `python` (contract/launch.py).
+INTERPRETERS = ("python", "python3")
+
+
+# What every refusal of a command says to write instead.
+COMMAND_FORMS = "give `python train.py ARGS` or `python -m module ARGS` (python3 too)"
+
+
+def command_problems(command: list[str]) -> list[str]:
+    """Why the launcher could not run `command`; empty when it can. It runs a `.py` script or
+    `-m module` in Python, as torchrun does, and refuses anything else (`--no-python`: exit 2,
+    the JobSet fails at once), so that every rank's exit code is the launcher's to read
+    (contract/exits.py), which a shell between them would hide."""
+    if not command:
+        return [
+            "no command: give it after --, e.g. `-- python train.py --lr 1e-5` (it runs under "
+            "torchrun, one process per GPU)"
+        ]
+    head = command[1:] if command[0] in INTERPRETERS else command
+    if not head:
+        why = f"no script or -m module after {command[0]}"
+    elif head[0] == "-m":
+        if len(head) > 1 and not head[1].startswith("-"):
+            return []
+        why = "-m needs a module"
+    elif head[0].startswith("-"):
+        why = (
+            f"{head[0]} is an option of the interpreter or of torchrun, whose flags the job "
+            "sets (for unbuffered output: --env PYTHONUNBUFFERED=1)"
+        )
+    elif command[0] in INTERPRETERS or head[0].endswith(".py"):
+        return []
+    elif head[0] == "torchrun":
+        why = "the platform's launcher runs torchrun itself, with the job's rendezvous"
+    else:
+        why = (
+            f"{head[0]} is not a Python script (.py) or -m module: the platform's launcher runs "
+            "every rank in Python, so that it reads each rank's exit code, and refuses anything "
+            "else (torchrun --no-python); run a shell script's steps from a Python script"
+        )
+    return [f"command {' '.join(command)!r}: {why}; {COMMAND_FORMS}"]
+
+
 def torchrun_command(command: list[str]) -> list[str]:
-    """torchrun runs a script or module with its own Python; anything else it executes as
-    written (`--no-python`), so `python train.py` keeps the interpreter the team named."""
-    if command[0] == "-m" or command[0].endswith(".py"):
-        return list(command)
-    return ["--no-python", *command]
+    """The script or module as torchrun takes it after its flags, the interpreter stripped:
+    the launcher runs it in the container's python (contract/launch.py)."""
+    return list(command[1:] if command[0] in INTERPRETERS else command)
 
 
 def name_prefix(image: str | None) -> str:
@@ -181,7 +218,7 @@ def plan_job(
     image = job.image or RENDER_ONLY_IMAGE
     name = job.name or job_name(
         name_prefix(job.image),
-        [image, job.command, env, chosen.name, job.nodes, gpus, job.output],
+        [image, torchrun_command(job.command), env, chosen.name, job.nodes, gpus, job.output],
     )
     check_name(name, job.nodes)
     env[TRAINKIT_CHECKPOINT_DIR] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"

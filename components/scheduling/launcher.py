@@ -9,6 +9,10 @@ JobSet's failure policy reads (contract/exits.py) are the ones this checkout ren
 ConfigMap lives in its own namespace only, and MultiKueue copies only the JobSet to a worker
 (Kueue v0.19.2 pkg/controller/jobs/jobset/jobset_multikueue_adapter.go, SyncJob), so every
 namespace where jobs run holds it, on the manager and on every worker.
+
+Its `contract` package (the two files the launcher imports) is not the image's: the launcher
+drops it before a worker runs the script (contract/launch.forget_own_modules), so a script that
+imports `contract.env` finds the image's whole package on the image's PYTHONPATH.
 """
 
 from __future__ import annotations

@@ -99,10 +99,13 @@ from contract.env import (
     TRAINING_JOB_POOL,
     TRAINING_JOB_QUEUE,
     TRAINING_JOB_TEAM,
+    TRAINKIT_CHECKPOINT_DIR,
     TRAINKIT_HANG_CEILING_S,
     TRAINKIT_HANG_FACTOR,
     TRAINKIT_PUSHGATEWAY_URL,
 )
+from contract.launch import FLIGHT_RECORD_PREFIX
+from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.scheduling import JobSettings
@@ -125,6 +128,9 @@ PREFLIGHT_PORT = 29501
 # The annotation the JobSet controller sets on every pod template to its `status.restarts`
 # (JobSet pkg/constants/constants.go `RestartsKey`; jobset_controller.go labelAndAnnotateObject).
 RESTART_ATTEMPT_KEY = "jobset.sigs.k8s.io/restart-attempt"
+# Each job's NCCL flight records, `<namespace>/<job name>/` under it, unless it keeps them beside
+# its checkpoints (flight_record_env).
+FLIGHT_RECORDS = f"{SHARED_DATA_MOUNT_PATH}/flight-records"
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,31 @@ def longest_name(nodes: int) -> int:
     return 63 - len(f"-{REPLICATED_JOB}-0-{nodes - 1}")
 
 
+# Kubernetes API reference, PodSpec `terminationGracePeriodSeconds`: "Defaults to 30 seconds."
+KUBERNETES_GRACE_PERIOD_SECONDS = 30
+# Of the pod's grace period, what the launcher keeps for itself after its workers' time is up:
+# torchrun's agent SIGKILLs the workers still running, reaps them and returns, and the launcher
+# exits with the group's root cause (PREEMPTED) before the kubelet's SIGKILL, which would leave
+# the pod 137 instead, a code the failure policy cannot tell from a crash.
+SHUTDOWN_MARGIN_SECONDS = 10
+
+
+def shutdown_timeout(spec: TrainingJobSpec) -> int:
+    """How long torchrun's agent lets its workers stop after the pod's SIGTERM (a checkpoint on
+    eviction): the pod's grace period less the launcher's margin. torch 2.13's own default is
+    30 s whatever the pod's grace period (torch/distributed/launcher/api.py, LaunchConfig:
+    `TORCH_ELASTIC_SHUTDOWN_TIMEOUT`, else "30"; torch/distributed/elastic/agent/server/api.py
+    `_shutdown(e.sigval, timeout=self._shutdown_timeout)`, then SIGKILL)."""
+    grace = spec.termination_grace_period_seconds
+    grace = KUBERNETES_GRACE_PERIOD_SECONDS if grace is None else grace
+    if grace <= SHUTDOWN_MARGIN_SECONDS:
+        raise ValueError(
+            f"{spec.name}: termination_grace_period_seconds {grace} leaves the workers no time "
+            f"after SIGTERM: give more than {SHUTDOWN_MARGIN_SECONDS} (the launcher's own margin)"
+        )
+    return grace - SHUTDOWN_MARGIN_SECONDS
+
+
 def launcher_command() -> list[str]:
     """The platform's launcher, which takes torchrun's flags, runs its agent with every worker
     wrapped, and exits with the group's root cause (contract/launch.py, contract/exits.py)."""
@@ -215,9 +246,10 @@ def torchrun_args(spec: TrainingJobSpec) -> list[str]:
     """torchrun's static rendezvous on index 0; the node rank is the pod's completion index,
     which Kubernetes substitutes from the container's environment ($(VAR) expansion). A
     standalone job rendezvouses on its own node (torchrun docs, `--standalone`)."""
+    shutdown = f"--shutdown-timeout={shutdown_timeout(spec)}"
     if spec.standalone:
         return [*launcher_command(), "--standalone", "--nnodes=1",
-                f"--nproc-per-node={spec.gpus}", *spec.command]  # fmt: skip
+                f"--nproc-per-node={spec.gpus}", shutdown, *spec.command]  # fmt: skip
     return [
         *launcher_command(),
         f"--nnodes={spec.nodes}",
@@ -225,6 +257,7 @@ def torchrun_args(spec: TrainingJobSpec) -> list[str]:
         "--node-rank=$(JOB_COMPLETION_INDEX)",
         f"--master-addr={master_address(spec)}",
         f"--master-port={RENDEZVOUS_PORT}",
+        shutdown,
         *spec.command,
     ]
 
@@ -328,7 +361,13 @@ JOB_ENV = (
     TRAINKIT_PUSHGATEWAY_URL,
 )
 WATCHDOG_ENV = (TRAINKIT_HANG_FACTOR, TRAINKIT_HANG_CEILING_S)
-# Every variable `container` sets itself: a job's own `env` must not name them again.
+# What torchrun would read for its workers' time after SIGTERM were the flag not given
+# (torch 2.13 torch/distributed/run.py `--shutdown-timeout`, `action=env`: PET_SHUTDOWN_TIMEOUT;
+# launcher/api.py: TORCH_ELASTIC_SHUTDOWN_TIMEOUT): the rendered flag wins, so a job's own value
+# would be ignored without a word.
+SHUTDOWN_TIMEOUT_ENV = ("PET_SHUTDOWN_TIMEOUT", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT")
+# Every variable `container` sets itself, and those its rendered flags override: a job's own
+# `env` must not name them.
 RESERVED_ENV = (
     "JOB_COMPLETION_INDEX",
     JOBSET_RESTART_ATTEMPT,
@@ -337,6 +376,7 @@ RESERVED_ENV = (
     "HOME",
     *JOB_ENV,
     *WATCHDOG_ENV,
+    *SHUTDOWN_TIMEOUT_ENV,
 )
 # What the preflight reads of the trainer's environment: where it runs, its node rank, the
 # container's limits (inventory.cpu_pinning judges them) and a writable HOME.
@@ -358,6 +398,19 @@ def job_env(spec: TrainingJobSpec) -> dict[str, str]:
     env[TRAINKIT_HANG_FACTOR] = str(spec.jobs.hang_factor)
     env[TRAINKIT_HANG_CEILING_S] = str(spec.jobs.hang_ceiling_seconds)
     return env
+
+
+def flight_record_env(spec: TrainingJobSpec) -> dict[str, str]:
+    """Where each rank's NCCL flight record goes (contract/launch.FLIGHT_RECORD_PREFIX, which the
+    launcher makes the folder of): a folder of the job's own on shared-data, which outlives the
+    pod, instead of torch's default under $HOME (/tmp, an emptyDir lost with the pod). A job
+    with a checkpoint folder keeps it where trainkit puts it (bootstrap/trainkit/process.py:
+    `<TRAINKIT_CHECKPOINT_DIR>/hangs/nccl-trace-rank-`); a job's own setting stays."""
+    if any(name in spec.env for name in FLIGHT_RECORD_PREFIX):
+        return {}
+    folder = spec.env.get(TRAINKIT_CHECKPOINT_DIR)
+    folder = f"{folder}/hangs" if folder else f"{FLIGHT_RECORDS}/{spec.namespace}/{spec.name}"
+    return {FLIGHT_RECORD_PREFIX[0]: f"{folder}/nccl-trace-rank-"}
 
 
 def container(spec: TrainingJobSpec) -> dict[str, Any]:
@@ -391,6 +444,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         # A read-only root: caches (torch, triton, matplotlib) go under the writable /tmp.
         {"name": "HOME", "value": "/tmp"},
         *({"name": k, "value": v} for k, v in job_env(spec).items()),
+        *({"name": k, "value": v} for k, v in flight_record_env(spec).items()),
         *({"name": k, "value": v} for k, v in sorted(spec.env.items())),
     ]
     return {

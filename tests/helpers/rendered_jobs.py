@@ -5,6 +5,8 @@ worker's pools. The controller models (tests/controllers/) sweep them all (STYLE
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 from typing import Any
 
 from components.scheduling.multikueue import MANAGED_BY
@@ -16,7 +18,7 @@ from jobs.recipe import RECIPES
 from jobs.recipe import plan_job as plan_recipe
 from jobs.team import TeamJob
 from jobs.team import plan_job as plan_team_job
-from tests.conftest import planned, stack_config
+from tests.conftest import STACKS, planned, stack_config
 
 
 def platform_jobs(stack: str) -> list[dict[str, Any]]:
@@ -105,3 +107,22 @@ def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
                 )
                 found.append((f"{team} on {worker}'s {pool.name} x{nodes}", render(spec)[0]))
     return found
+
+
+def every_job() -> list[tuple[str, str, dict[str, Any]]]:
+    """(stack, what, job) for every job above on every stack: the platform's, what `python -m
+    jobs` renders, and a bursting team's on each of its workers."""
+    found = []
+    for stack in STACKS:
+        found += [(stack, f"platform {j['kind']} {j['metadata']['name']}", j)
+                  for j in platform_jobs(stack)]  # fmt: skip
+        found += [(stack, what, j) for what, j in submitted_jobs(stack)]
+        for worker in workers_of(stack):
+            found += [(stack, what, j) for what, j in burst_jobs(stack, worker)]
+    return found
+
+
+if __name__ == "__main__":
+    # For the image side's tests, which import nothing of the program (tests/helpers/
+    # program_cli.every_rendered_job).
+    json.dump(every_job(), sys.stdout)

@@ -119,6 +119,8 @@ def test_the_pod_runs_the_recipe_under_torchrun_with_its_settings_in_the_environ
         "--node-rank=$(JOB_COMPLETION_INDEX)",
         "--master-addr=sd-run-trainer-0-0.sd-run",
         "--master-port=29500",
+        # recipes.grace_period_seconds (300 by default) less the launcher's 10 s.
+        "--shutdown-timeout=290",
         "-m",
         "recipes",
         "sd-finetune",

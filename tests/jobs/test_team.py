@@ -26,6 +26,7 @@ from tests.conftest import (
 )
 from tests.helpers import jobsets
 from tests.helpers.hang import HANG_S
+from tests.helpers.job_commands import ACCEPTED, REFUSED
 from tests.helpers.kubectl import stand_in_kubectl
 from tests.helpers.plan_objects import kinds
 
@@ -71,7 +72,7 @@ def test_the_shipped_stacks_have_pools_for_a_teams_job():
     assert {s for s, _ in POOLS} == set(STACKS)
 
 
-def test_the_command_runs_as_written_under_the_launchers_torchrun_with_the_jobs_rendezvous():
+def test_the_command_runs_under_the_launchers_torchrun_with_the_jobs_rendezvous():
     spec = plan_job(stack_config("prod"), team_job(nodes=2, pool="h100-ondemand", name="llama"))
     assert trainer(render(spec))["command"] == [
         # The platform's launcher runs torchrun's agent; rank 0's pod is
@@ -83,29 +84,14 @@ def test_the_command_runs_as_written_under_the_launchers_torchrun_with_the_jobs_
         "--node-rank=$(JOB_COMPLETION_INDEX)",
         "--master-addr=llama-trainer-0-0.llama",
         "--master-port=29500",
-        # torch.distributed.run: "--no-python: Skip prepending the training script with
-        # 'python' - just execute it directly", so the team's own `python` runs its script.
-        "--no-python",
-        "python",
+        # The default --grace-period-seconds, 300, less the launcher's 10 s.
+        "--shutdown-timeout=290",
+        # torchrun runs the script in its own Python (torch.distributed.run, "training_script":
+        # followed by its arguments): the team's `python` is that one, stripped.
         "train.py",
         "--lr",
         "1e-5",
     ]
-
-
-@pytest.mark.parametrize(
-    ("command", "torchrun_tail"),
-    [
-        (["train.py", "--lr", "1e-5"], ["train.py", "--lr", "1e-5"]),
-        (["-m", "team.train"], ["-m", "team.train"]),
-        (["bash", "run.sh"], ["--no-python", "bash", "run.sh"]),
-    ],
-)
-def test_a_script_or_module_runs_under_torchruns_python_anything_else_as_written(
-    command, torchrun_tail
-):
-    spec = plan_job(stack_config("prod"), team_job(command=command, name="x"))
-    assert trainer(render(spec))["command"][7:] == torchrun_tail
 
 
 def test_the_checkpoint_folder_is_output_slash_job_name_on_shared_data():
@@ -188,9 +174,13 @@ def test_the_same_job_keeps_its_name_and_resumes_another_job_gets_another():
 def test_every_variable_the_builder_sets_is_reserved():
     """A team's --env must not set a variable twice: RESERVED_ENV lists every one the builder
     writes itself (HOME, the completion index, the downward API, the restart attempt, the
-    job's identity and the watchdog's bounds) (every stack runs a Pushgateway)."""
+    job's identity and the watchdog's bounds) (every stack runs a Pushgateway), and the
+    variables torchrun would read for what its rendered flags set (--shutdown-timeout). The
+    flight record's prefix is a default a job may set itself."""
     spec = spec_for_pool(stack_config("onprem"), "a100", name="x", image=IMAGE, command=["t"])
-    assert {e["name"] for e in trainer(render(spec))["env"]} == set(RESERVED_ENV)
+    names = {e["name"] for e in trainer(render(spec))["env"]}
+    shutdown = {"PET_SHUTDOWN_TIMEOUT", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"}
+    assert names | shutdown == set(RESERVED_ENV) | {"TORCH_FR_DUMP_TEMP_FILE"}
     for name in (*RESERVED_ENV, "TRAINKIT_CHECKPOINT_DIR"):
         with pytest.raises(SubmitError, match=f"--env {name}: the platform sets it"):
             plan_job(stack_config("prod"), team_job(env={name: "x"}))
@@ -249,7 +239,7 @@ def test_python_dash_m_jobs_submit_runs_from_the_repository_root(tmp_path):
     assert run.returncode == 0, run.stderr
     (job,) = yaml.safe_load_all((tmp_path / "cli" / "job.yaml").read_text())
     container = jobsets.trainer(job)
-    assert container["command"][-4:] == ["python", "train.py", "--lr", "1e-5"]
+    assert container["command"][-3:] == ["train.py", "--lr", "1e-5"]
 
 
 def test_a_pool_too_small_is_refused_naming_each_limit_as_for_a_recipe(project, capsys):
@@ -315,6 +305,26 @@ def test_what_no_job_could_run_is_refused_all_at_once_by_flag(project, capsys):
     assert "--env 1BAD: not an environment variable name Kubernetes accepts" in err
     assert "--output '/abs/path': expected a relative path inside shared-data" in err
     assert "--grace-period-seconds 5: give 30 or more" in err
+
+
+@pytest.mark.parametrize("command", list(REFUSED), ids=" ".join)
+def test_a_command_the_launcher_cannot_run_is_refused_at_render_time_naming_why(
+    project, capsys, command
+):
+    """The launcher runs a script or module in Python and refuses anything else (exit 2, the
+    JobSet fails at once): refused here instead, before anything is written, with what to give
+    (tests/helpers/job_commands.py; the image side runs what the accepted ones render through
+    the launcher's own parse)."""
+    err = refused(project, capsys, "--nodes", "1", "--image", IMAGE, command=list(command))
+    assert f"command {' '.join(command)!r}: {REFUSED[command]}" in err
+    assert "give `python train.py ARGS` or `python -m module ARGS` (python3 too)" in err
+
+
+@pytest.mark.parametrize("command", list(ACCEPTED), ids=" ".join)
+def test_a_python_command_renders_the_script_or_module_without_the_interpreter(command):
+    module, target, args = ACCEPTED[command]
+    spec = plan_job(stack_config("prod"), team_job(command=list(command), name="x"))
+    assert trainer(render(spec))["command"][8:] == [*(["-m"] if module else []), target, *args]
 
 
 def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(project, capsys):

@@ -33,7 +33,7 @@ def test_a_scheduled_job_rendezvouses_on_its_own_node_without_a_service():
     (container,) = pod["containers"]
     assert container["command"] == [
         "python", "/opt/gpu-platform/launcher/launch.py",
-        "--standalone", "--nnodes=1", "--nproc-per-node=8", "t.py"
+        "--standalone", "--nnodes=1", "--nproc-per-node=8", "--shutdown-timeout=20", "t.py"
     ]  # fmt: skip
     assert "subdomain" not in pod
     assert "ports" not in container

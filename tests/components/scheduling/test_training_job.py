@@ -99,6 +99,8 @@ def test_the_launcher_runs_torchrun_on_index_zero_with_the_completion_index_as_n
         "--node-rank=$(JOB_COMPLETION_INDEX)",
         "--master-addr=train-run-trainer-0-0.train-run",
         "--master-port=29500",
+        # Kubernetes' 30 s grace period (none set here) less the launcher's 10 s.
+        "--shutdown-timeout=20",
         "train.py",
         "--steps=10",
     ]
