@@ -123,6 +123,27 @@ def _kueue_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]
     return crds, settings
 
 
+# Prometheus settings that silently change what the platform's monitors and rules see
+# (prometheus-operator v0.93.0, Documentation/api-reference/api.md, PrometheusSpec), each with
+# what it breaks here.
+PROMETHEUS_OVERRIDES = {
+    # "enforces honorLabels:false for all ServiceMonitor, PodMonitor and ScrapeConfig objects"
+    "overrideHonorLabels": "it forces honorLabels false on the Pushgateway's ServiceMonitor, so "
+    "every pushed job becomes exported_job and the self-test and goodput alerts and dashboards "
+    "(job=gpu-platform-selftest, job=training-goodput) match nothing",
+    # "spec.namespaceSelector from all PodMonitor, ServiceMonitor and Probe objects will be
+    # ignored. They will only discover targets within the namespace of the ... object"
+    "ignoreNamespaceSelectors": "the training-jobs PodMonitor in the monitoring namespace "
+    "selects the team namespaces' pods through its namespaceSelector, and would find none",
+    # "a label will be added to all metrics scraped from ServiceMonitor, PodMonitor, ... and all
+    # vector selectors of PromQL expressions defined in PrometheusRule objects"
+    "enforcedNamespaceLabel": "every series scraped through the monitoring namespace's "
+    "PodMonitor would carry that namespace instead of the job's, and every selector of the "
+    "platform's PrometheusRule would be held to the monitoring namespace, so the GPU, queue "
+    "and training alerts match nothing",
+}
+
+
 def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
     ns = cfg.namespaces.monitoring
     crds = [
@@ -132,6 +153,15 @@ def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, s
     ]
     label, value = next(iter(DASHBOARD_LABEL.items()))
     settings = [
+        (
+            f"no Prometheus sets {field}: {why}",
+            "kubectl get prometheuses.monitoring.coreos.com -A -o jsonpath="
+            f"'{{range .items[*]}}{{.metadata.name}}={{.spec.{field}}}{{\"\\n\"}}{{end}}'"
+            "  # each line must end in = or =false",
+        )
+        for field, why in PROMETHEUS_OVERRIDES.items()
+    ]
+    settings += [
         (
             "Prometheus selects every ServiceMonitor, PodMonitor and PrometheusRule in every "
             "namespace (chart values prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelm"

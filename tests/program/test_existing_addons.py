@@ -224,8 +224,12 @@ def test_what_the_platform_declares_on_existing_add_ons_is_what_its_pods_name(tm
     network and queue they name on the cluster, the burst worker as it is."""
     plan = brownfield(tmp_root, addons)
     cfg = brownfield_config(tmp_root, addons)
+    # The cluster's own kube-prometheus-stack runs in namespaces.monitoring, which it has.
+    had = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cfg.namespaces.monitoring}}
+    ] * ("kube_prometheus_stack" in addons)
     on = {
-        "onprem": Cluster("onprem", plan.kubernetes_objects()),
+        "onprem": Cluster("onprem", [*plan.kubernetes_objects(), *had]),
         "burst": Cluster("burst", planned("burst").kubernetes_objects()),
     }
     workers = {w.name: w.stack.rsplit("/", 1)[-1] for w in cfg.multikueue.workers}
@@ -359,3 +363,28 @@ def test_the_jobset_check_asks_the_crd_for_every_field_an_older_one_prunes(stack
     }
     assert pruned, f"{stack}: every field is in JobSet v0.2.0's CRD: the walk reads nothing"
     assert unasked == set(), f"{stack}: an older JobSet CRD prunes these; the check never asks"
+
+
+# PrometheusSpec fields that change what the platform's monitors and rules see, as named in
+# prometheus-operator v0.93.0 Documentation/api-reference/api.md: overrideHonorLabels ("enforces
+# honorLabels:false for all ServiceMonitor, PodMonitor and ScrapeConfig objects"),
+# ignoreNamespaceSelectors ("spec.namespaceSelector from all PodMonitor, ServiceMonitor and Probe
+# objects will be ignored"), enforcedNamespaceLabel ("a label will be added to all metrics
+# scraped ... and all vector selectors of PromQL expressions defined in PrometheusRule objects").
+PROMETHEUS_SPEC_OVERRIDES = (
+    "overrideHonorLabels",
+    "ignoreNamespaceSelectors",
+    "enforcedNamespaceLabel",
+)
+
+
+@pytest.mark.parametrize("field", PROMETHEUS_SPEC_OVERRIDES)
+def test_the_prometheus_check_reads_each_override_from_the_clusters_prometheus(tmp_root, field):
+    report = brownfield(tmp_root, ("kube_prometheus_stack",)).outputs["existing_addons"]
+    settings = report["kube_prometheus_stack"]["needs_settings"]
+    (asked,) = [(s, c) for s, c in settings.items() if field in s]
+    setting, command = asked
+    assert command.startswith("kubectl get prometheuses.monitoring.coreos.com -A ")
+    assert f"{{.spec.{field}}}" in command, command
+    # The reason names what it breaks on this platform.
+    assert any(w in setting for w in ("alerts", "PodMonitor", "dashboards")), setting
