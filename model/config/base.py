@@ -168,6 +168,12 @@ class Documented:
         return {**handler(schema), **dict(self.keywords)}
 
 
+# Free text a reviewer reads (why a team needs baseline, why a rule is waived): at least one
+# character that is not white space, so that a blank or whitespace-only answer is no answer.
+Reason = Annotated[
+    str, shaped(r"[\s\S]*\S[\s\S]*", "a reason in words, not blank or only white space")
+]
+
 DNS_LABEL_WORDS = (
     "a DNS label: at most 63 characters: lowercase letters, digits and hyphens, beginning and "
     "ending with a letter or digit"
