@@ -55,12 +55,21 @@ LOG_RETENTION_DAYS = (
 )
 
 
+def visible(text: str) -> str:
+    """`text` with every character that prints nothing, or prints misleadingly, escaped as
+    Python's repr escapes it (a control character, a zero-width space, a bidirectional
+    override, a no-break space: `\\x07`, `\\u200b`, `\\u202e`, `\\xa0`): a key or value
+    echoed in an error must show what the file holds, not hide it or reorder the line."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 class ConfigError(pulumi.RunError):
-    """Invalid stack configuration. The Pulumi language host prints a RunError without a trace."""
+    """Invalid stack configuration. The Pulumi language host prints a RunError without a trace.
+    Every problem is shown `visible`: the keys and values it echoes come from the stack file."""
 
     def __init__(self, source: str, problems: list[str]):
         self.source = source
-        self.problems = problems
+        self.problems = problems = [visible(p) for p in problems]
         noun = "problem" if len(problems) == 1 else "problems"
         lines = [f"{source}: invalid {NAMESPACE} configuration ({len(problems)} {noun}):"]
         lines += [f"  - {problem}" for problem in problems]
