@@ -86,6 +86,9 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         needs_nodes=False,
         service_account="aws-node",
         managed_policy_arn="arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        # Without it the CNI enforces no NetworkPolicy, and the Pushgateway's is inert (EKS user
+        # guide, "Restrict Pod network traffic with Kubernetes network policies").
+        configuration={"enableNetworkPolicy": "true"},
         confirmed={"v1.22.4-eksbuild.3": f"{PINS_1_36}; 1.33-1.35: {LISTED}"},
     ),
     ManagedAddon(

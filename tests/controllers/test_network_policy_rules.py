@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import STACKS, planned, rendered
+from tests.conftest import STACKS, planned, rendered, stack_config
 from tests.controllers.network_policy import NAMESPACE_NAME, PodAt, admitted, guards, selects
 from tests.controllers.pod_security import pod_templates
 from tests.helpers.rendered_jobs import burst_jobs, submitted_jobs, workers_of
@@ -246,3 +246,19 @@ def test_only_the_jobs_prometheus_and_the_sweep_reach_the_pushgateway(stack):
         assert any(guards(p, gateway) for p in policies), f"{stack}: nothing guards the Pushgateway"
         # prometheus-pushgateway 3.8.0 values.yaml: service.targetPort 9091.
         assert not admitted(policies, _pod(UNRELATED, {}), gateway, 9091), stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_clusters_cni_enforces_the_policies_on_aws(stack):
+    """The VPC CNI enforces NetworkPolicies only when its add-on configuration says
+    `enableNetworkPolicy: "true"` (EKS user guide, "Restrict Pod network traffic with Kubernetes
+    network policies"); otherwise every policy above is inert. An existing cluster's CNI is the
+    admin's."""
+    addons = [
+        r
+        for r in planned(stack).of_type("aws:eks/addon:Addon")
+        if r.inputs["addonName"] == "vpc-cni"
+    ]
+    for addon in addons:
+        assert json.loads(addon.inputs["configurationValues"])["enableNetworkPolicy"] == "true"
+    assert bool(addons) == (stack_config(stack).provider == "aws"), stack
