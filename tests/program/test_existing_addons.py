@@ -382,8 +382,9 @@ PROMETHEUS_SPEC_OVERRIDES = (
 def test_the_prometheus_check_reads_each_override_from_the_clusters_prometheus(tmp_root, field):
     report = brownfield(tmp_root, ("kube_prometheus_stack",)).outputs["existing_addons"]
     settings = report["kube_prometheus_stack"]["needs_settings"]
-    (asked,) = [(s, c) for s, c in settings.items() if field in s]
-    setting, command = asked
+    asked = [(s, c) for s, c in settings.items() if field in s]
+    assert len(asked) == 1, f"the Prometheus check never asks for {field}: {list(settings)}"
+    ((setting, command),) = asked
     assert command.startswith("kubectl get prometheuses.monitoring.coreos.com -A ")
     assert f"{{.spec.{field}}}" in command, command
     # The reason names what it breaks on this platform.
