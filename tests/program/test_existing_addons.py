@@ -298,25 +298,24 @@ OLDEST_JOBSET_FIELDS = Path(__file__).parents[1] / "controllers/data/jobset-v0.2
 _ASKED = re.compile(r"openAPIV3Schema((?:\.properties\.\w+|\.items)+)\.type")
 
 
-Path_ = tuple[str, ...]
+FieldPath = tuple[str, ...]
 
 
-def _segments(path: str) -> Path_:
+def _segments(path: str) -> FieldPath:
     """`a.b[].c` as ("a", "b", "[]", "c")."""
-    return tuple(
-        p
-        for name in path.split(".")
-        for p in (name.removesuffix("[]"), "[]")[: 1 + name.endswith("[]")]
-    )
+    found: list[str] = []
+    for name in path.split("."):
+        found += [name.removesuffix("[]"), "[]"] if name.endswith("[]") else [name]
+    return tuple(found)
 
 
 @functools.cache
-def _oldest_fields() -> frozenset[Path_]:
+def _oldest_fields() -> frozenset[FieldPath]:
     lines = OLDEST_JOBSET_FIELDS.read_text().splitlines()
     return frozenset(_segments(line) for line in lines if not line.startswith("#"))
 
 
-def _field_paths(value, path: Path_ = ()):
+def _field_paths(value, path: FieldPath = ()):
     """Every field path of a rendered object, a map's key (a label, a resource name) as `*`
     where the oldest schema makes its parent a map."""
     if isinstance(value, dict):
@@ -329,7 +328,7 @@ def _field_paths(value, path: Path_ = ()):
             yield from _field_paths(v, (*path, "[]"))
 
 
-def _declared_by_oldest(path: Path_) -> bool:
+def _declared_by_oldest(path: FieldPath) -> bool:
     known = _oldest_fields()
     return path in known or any((*path[:i], "**") in known for i in range(len(path)))
 
