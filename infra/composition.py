@@ -35,7 +35,7 @@ from components.data.nccl import NcclSettings, NcclSettingsArgs
 from components.data.nodes import NodeRole, NodeRoleArgs
 from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
 from components.observability.alerts import GpuAlerts, GpuAlertsArgs, node_labels_read
-from components.observability.monitoring import Monitoring, MonitoringArgs
+from components.observability.monitoring import Monitoring, MonitoringArgs, storage_class
 from components.observability.pushgateway import Pushgateway, PushgatewayArgs
 from components.scheduling.jobset import JobSetController, JobSetControllerArgs
 from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
@@ -72,6 +72,8 @@ class Platform(PlatformComponent):
         # What the self-test tests, so that it runs after all of it.
         self.tested: list[pulumi.Resource] = []
         self.networks: SecondaryNetworks | None = None
+        # Per StorageClass the platform declares for claims, what a claim of it binds through.
+        self.storage_classes: dict[str, list[pulumi.Resource]] = {}
         if cfg.provider == "aws":
             cluster = self._aws(ctx, cfg)
         else:
@@ -163,6 +165,7 @@ class Platform(PlatformComponent):
                 ),
                 self.child(providers=[cluster.kubernetes]),
             )
+            self.storage_classes.update(ceph.classes)
             self.tested.append(self._export(ceph))
 
     def _selftest(self, ctx: StackContext, cfg: PlatformConfig, on_cluster) -> None:
@@ -220,12 +223,21 @@ class Platform(PlatformComponent):
                 selftest_history=scheduled(cfg),
                 node_labels=node_labels_read(cfg),
                 kueue=cfg.scheduling.enabled,
-                after=[*cluster.schedulable, *namespaces.in_purpose("monitoring")],
+                after=[
+                    *cluster.schedulable,
+                    *namespaces.in_purpose("monitoring"),
+                    *self._volumes_of(cfg),
+                ],
                 install=cfg.installs("kube_prometheus_stack"),
             ),
             self.child(providers=[cluster.kubernetes]),
         )
         return self._export(monitoring).release
+
+    def _volumes_of(self, cfg: PlatformConfig) -> list[pulumi.Resource]:
+        """What the monitoring volumes' claims bind through where their class is the storage
+        plane's (onprem's CephFS): Helm waits 300 s for the pods that mount them."""
+        return self.storage_classes.get(storage_class(cfg.observability, cfg.provider == "aws"), [])
 
     def _pushgateway(
         self, ctx: StackContext, cfg: PlatformConfig, cluster: ClusterHandle, monitoring
@@ -239,7 +251,7 @@ class Platform(PlatformComponent):
                 context=ctx,
                 cfg=cfg,
                 node_selector=add_on_nodes(cfg),
-                after=[monitoring],
+                after=[monitoring, *self._volumes_of(cfg)],
                 former_parent=pulumi.create_urn(
                     f"{ctx.env}-selftest", SelfTest.type_token(), parent=self
                 ),

@@ -126,6 +126,27 @@ def _kueue_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]
     return crds, settings
 
 
+# Prometheus settings that silently change what the platform's monitors and rules see
+# (prometheus-operator v0.93.0, Documentation/api-reference/api.md, PrometheusSpec), each with
+# what it breaks here.
+PROMETHEUS_OVERRIDES = {
+    # "enforces honorLabels:false for all ServiceMonitor, PodMonitor and ScrapeConfig objects"
+    "overrideHonorLabels": "it forces honorLabels false on the Pushgateway's ServiceMonitor, so "
+    "every pushed job becomes exported_job and the self-test and goodput alerts and dashboards "
+    "(job=gpu-platform-selftest, job=training-goodput) match nothing",
+    # "spec.namespaceSelector from all PodMonitor, ServiceMonitor and Probe objects will be
+    # ignored. They will only discover targets within the namespace of the ... object"
+    "ignoreNamespaceSelectors": "the training-jobs PodMonitor in the monitoring namespace "
+    "selects the team namespaces' pods through its namespaceSelector, and would find none",
+    # "a label will be added to all metrics scraped from ServiceMonitor, PodMonitor, ... and all
+    # vector selectors of PromQL expressions defined in PrometheusRule objects"
+    "enforcedNamespaceLabel": "every series scraped through the monitoring namespace's "
+    "PodMonitor would carry that namespace instead of the job's, and every selector of the "
+    "platform's PrometheusRule would be held to the monitoring namespace, so the GPU, queue "
+    "and training alerts match nothing",
+}
+
+
 def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
     ns = cfg.namespaces.monitoring
     crds = [
@@ -135,6 +156,15 @@ def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, s
     ]
     label, value = next(iter(DASHBOARD_LABEL.items()))
     settings = [
+        (
+            f"no Prometheus sets {field}: {why}",
+            "kubectl get prometheuses.monitoring.coreos.com -A -o jsonpath="
+            f"'{{range .items[*]}}{{.metadata.name}}={{.spec.{field}}}{{\"\\n\"}}{{end}}'"
+            "  # each line must end in = or =false",
+        )
+        for field, why in PROMETHEUS_OVERRIDES.items()
+    ]
+    settings += [
         (
             "Prometheus selects every ServiceMonitor, PodMonitor and PrometheusRule in every "
             "namespace (chart values prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelm"
@@ -232,17 +262,62 @@ def _keda_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
     return crds, settings
 
 
+# The fields the platform's JobSets set that a CRD serving v1alpha2 may lack: JobSet serves
+# v1alpha2 since v0.2.0, and the CRD check above admits any CRD that serves it. Helm leaves a
+# chart's crds/ as they were on upgrade (shared/PINS.md, "JobSet (0.12.0)"), so a v0.12.0
+# controller can run over an older CRD, whose structural schema prunes what it does not declare
+# without a word: an older CRD drops failurePolicy.rules[].onJobFailureMessagePatterns and every
+# disruption then fails the JobSet. Each with the first release whose CRD declares it
+# (kubernetes-sigs/jobset config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml at each tag).
+JOBSET_FIELDS_SINCE = {
+    "spec.managedBy": "v0.5.0",
+    "spec.network.publishNotReadyAddresses": "v0.6.0",
+    "spec.failurePolicy.rules[].name": "v0.6.0",
+    "spec.failurePolicy.rules[].action": "v0.6.0",
+    "spec.failurePolicy.rules[].targetReplicatedJobs": "v0.6.0",
+    "spec.failurePolicy.rules[].onJobFailureReasons": "v0.6.0",
+    "spec.failurePolicy.restartStrategy": "v0.7.0",
+    "spec.failurePolicy.rules[].onJobFailureMessagePatterns": "v0.10.0",
+}
+# Set only on a job MultiKueue copies to a worker (components/scheduling/multikueue.py).
+_MULTIKUEUE_ONLY = {"spec.managedBy"}
+
+
+def crd_field_check(crd: Crd, path: str) -> str:
+    """The kubectl command that prints the type the installed CRD's schema gives `path`
+    (`a.b[].c`): empty where the CRD would prune the field."""
+    steps = "".join(
+        f".properties.{name}" + (".items" if name.endswith("[]") else "")
+        for name in path.split(".")
+    ).replace("[]", "")
+    return (
+        f"kubectl get crd {crd.plural}.{crd.group} -o jsonpath="
+        f"'{{.spec.versions[?(@.name==\"{crd.version}\")].schema.openAPIV3Schema{steps}.type}}'"
+        "  # must not be empty"
+    )
+
+
 def _jobset_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
     """What the jobs the platform renders rely on in a JobSet the cluster runs: the v1alpha2
-    fields of v0.12.0 (shared/PINS.md, "JobSet (0.12.0)"), its webhooks (they default the
-    network and failure-policy rule names and set the restart-attempt annotation), and its
-    metrics scraped as the platform's release has them (components/scheduling/jobset.py)."""
-    crds = [Crd("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")]
+    fields of v0.12.0 (shared/PINS.md, "JobSet (0.12.0)") in the installed CRD, its webhooks
+    (they default the network and failure-policy rule names and set the restart-attempt
+    annotation), and its metrics scraped as the platform's release has them
+    (components/scheduling/jobset.py)."""
+    jobsets = Crd("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")
+    crds = [jobsets]
+    multikueue = bool(cfg.multikueue.workers or cfg.multikueue.serve_as_worker)
     settings = [
         (
+            f"the JobSet CRD declares {path} (JobSet {since} or later; an older CRD prunes it)",
+            crd_field_check(jobsets, path),
+        )
+        for path, since in JOBSET_FIELDS_SINCE.items()
+        if multikueue or path not in _MULTIKUEUE_ONLY
+    ]
+    settings += [
+        (
             "the JobSet controller is v0.12.0, the version Kueue 0.19.2 requires, or later "
-            "(failurePolicy.rules[].onJobFailureMessagePatterns, restartStrategy "
-            "BlockingRecreate, spec.managedBy)",
+            "(restartStrategy BlockingRecreate, the failure-policy rules' actions)",
             "kubectl get deployment -A -o jsonpath='{..image}' | tr ' ' '\\n' | grep jobset",
         ),
         (

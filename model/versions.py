@@ -86,6 +86,9 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         needs_nodes=False,
         service_account="aws-node",
         managed_policy_arn="arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        # Without it the CNI enforces no NetworkPolicy, and the Pushgateway's is inert (EKS user
+        # guide, "Restrict Pod network traffic with Kubernetes network policies").
+        configuration={"enableNetworkPolicy": "true"},
         confirmed={"v1.22.4-eksbuild.3": f"{PINS_1_36}; 1.33-1.35: {LISTED}"},
     ),
     ManagedAddon(
@@ -239,6 +242,10 @@ def minor_tuple(minor: str) -> tuple[int, int]:
 # The Pushgateway chart 3.8.0's appVersion (its Chart.yaml; the chart's default `image.tag` is
 # empty and falls back to it), set explicitly so a chart bump cannot change the server unseen.
 PUSHGATEWAY_IMAGE_TAG = "v1.11.3"
+# The Pushgateway sweep's interpreter (components/observability/pushgateway_sweep.py, standard
+# library only): the official Python image, a tag docker-library/docs python/README.md lists
+# (commit 56bec7ffebdc: `3.14.1-slim-trixie`).
+PUSHGATEWAY_SWEEP_IMAGE = "docker.io/library/python:3.14.1-slim-trixie"
 # Built-in APIs that the pinned charts' templates test with `.Capabilities.APIVersions.Has`
 # (shared/helm/README.md) and helm-python-sdk's default list lacks, with the minor that first
 # serves each by default. Kubernetes v1.34 release notes: Dynamic Resource Allocation graduates

@@ -108,6 +108,7 @@ from contract.launch import FLIGHT_RECORD_PREFIX
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
+from model.config.pod_fit import MEMORY_GIB_PER_GPU
 from model.config.scheduling import JobSettings
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
@@ -163,7 +164,7 @@ class TrainingJobSpec:
     env: dict[str, str] = field(default_factory=dict)
     # The pool's RDMA resource name (components/vocabulary.rdma_resource) on RDMA pools.
     rdma_resource: str | None = None
-    memory_gib_per_gpu: int = 16
+    memory_gib_per_gpu: int = MEMORY_GIB_PER_GPU
     backoff_limit: int = 0
     active_deadline_seconds: int | None = None
     labels: dict[str, str] = field(default_factory=dict)

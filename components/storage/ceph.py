@@ -324,6 +324,9 @@ class RookCeph(PlatformComponent):
             for i, ns in enumerate(args.claim_namespaces)
         ]
         claim = claims[0]
+        # What any claim of the class (the monitoring volumes' too, where the stack names it)
+        # binds through: the CSI provisioner answers only once Rook has made the filesystem.
+        self.classes = {STORAGE_CLASS: [storage_class, filesystem]}
         self.shared = SharedData(claim, ceph.expected_throughput_mbps)
         self.outputs = self.shared.outputs()
         self.register_outputs({"filesystem": ceph.filesystem_name, **self.outputs})

@@ -73,6 +73,7 @@ from model.config.nodes import (
 )
 from model.config.observability import ObservabilitySettings, check_observability
 from model.config.onprem import OnPremGpuPoolSettings
+from model.config.pod_fit import check_pods_fit
 from model.config.policy import PolicyExemption, PolicySettings
 from model.config.pools import GpuPool, gpu_pools
 from model.config.recipes import RecipesSettings
@@ -316,6 +317,7 @@ class PlatformConfig(Settings):
             check_storage,
             check_gpu_operator,
             check_scheduling,
+            check_pods_fit,
             check_multikueue,
             check_workload_autoscaling,
             check_observability,

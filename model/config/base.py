@@ -56,12 +56,21 @@ LOG_RETENTION_DAYS = (
 )
 
 
+def visible(text: str) -> str:
+    """`text` with every character that prints nothing, or prints misleadingly, escaped as
+    Python's repr escapes it (a control character, a zero-width space, a bidirectional
+    override, a no-break space: `\\x07`, `\\u200b`, `\\u202e`, `\\xa0`): a key or value
+    echoed in an error must show what the file holds, not hide it or reorder the line."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 class ConfigError(pulumi.RunError):
-    """Invalid stack configuration. The Pulumi language host prints a RunError without a trace."""
+    """Invalid stack configuration. The Pulumi language host prints a RunError without a trace.
+    Every problem is shown `visible`: the keys and values it echoes come from the stack file."""
 
     def __init__(self, source: str, problems: list[str]):
         self.source = source
-        self.problems = problems
+        self.problems = problems = [visible(p) for p in problems]
         noun = "problem" if len(problems) == 1 else "problems"
         lines = [f"{source}: invalid {NAMESPACE} configuration ({len(problems)} {noun}):"]
         lines += [f"  - {problem}" for problem in problems]
@@ -168,6 +177,12 @@ class Documented:
     def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
         return {**handler(schema), **dict(self.keywords)}
 
+
+# Free text a reviewer reads (why a team needs baseline, why a rule is waived): at least one
+# character that is not white space, so that a blank or whitespace-only answer is no answer.
+Reason = Annotated[
+    str, shaped(r"[\s\S]*\S[\s\S]*", "a reason in words, not blank or only white space")
+]
 
 DNS_LABEL_WORDS = (
     "a DNS label: at most 63 characters: lowercase letters, digits and hyphens, beginning and "

@@ -57,6 +57,14 @@ class ObservabilitySettings(Settings):
     scrape_interval_seconds: Int = Field(
         30, ge=5, le=300, description="How often Prometheus scrapes every target."
     )
+    pushgateway_retention_hours: Int = Field(
+        24,
+        ge=1,
+        le=8760,
+        description="How long the Pushgateway keeps a training job's goodput group after its "
+        "last push: an hourly sweep deletes older ones (the Pushgateway itself keeps every "
+        "group for ever). Prometheus has scraped them long before; the figures stay there.",
+    )
     grafana: GrafanaSettings = Field(default_factory=GrafanaSettings)
 
 

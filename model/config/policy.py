@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from model.config.base import DnsLabel, Int, Settings
+from model.config.base import DnsLabel, Int, Reason, Settings
 
 
 class PolicyExemption(Settings):
@@ -16,7 +16,7 @@ class PolicyExemption(Settings):
 
     rule: str = Field(description="Rule name, as the plan prints it (e.g. no-open-ingress).")
     resource: str = Field(description="Logical name of the resource, as the plan prints it.")
-    reason: str = Field(min_length=10, description="Why the rule does not apply here.")
+    reason: Reason = Field(min_length=10, description="Why the rule does not apply here.")
 
 
 class PolicySettings(Settings):

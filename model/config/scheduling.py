@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, model_validator
 
 from model.catalog import NETWORK_TOPOLOGY_LAYERS
-from model.config.base import DnsLabel, FieldProblem, Int, Settings, _label_problem
+from model.config.base import DnsLabel, FieldProblem, Int, Reason, Settings, _label_problem
 from model.config.multikueue import BurstSettings
 from model.config.references import (
     CLUSTER_QUEUE,
@@ -134,7 +134,7 @@ class TeamSettings(Settings):
         "who may create a pod in the namespace run a privileged, host-network pod on a GPU "
         "node.",
     )
-    pod_security_reason: str | None = Field(
+    pod_security_reason: Reason | None = Field(
         None,
         min_length=1,
         description="Why the team needs `baseline` (required with it, refused without it): "

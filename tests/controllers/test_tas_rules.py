@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from components.control.namespaces import job_namespaces
 from components.scheduling.queues import kueue_objects, submitters
 from components.scheduling.topology import topology_report, topology_warnings
 from components.scheduling.training_job import render, spec_for_pool
@@ -117,7 +118,13 @@ def stack_objects(stack: str) -> list[dict[str, Any]]:
 
 
 def rendered_jobs(stack: str) -> list[dict[str, Any]]:
-    return [o for o in stack_objects(stack) if o["kind"] in ("Job", "CronJob")]
+    """The Jobs and CronJobs the plan declares where jobs run (Kueue's namespaces)."""
+    where = job_namespaces(stack_config(stack))
+    return [
+        o
+        for o in stack_objects(stack)
+        if o["kind"] in ("Job", "CronJob") and o["metadata"].get("namespace") in where
+    ]
 
 
 def is_selftest(job: dict[str, Any]) -> bool:

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any
 
+from components.control.namespaces import job_namespaces
 from components.scheduling.multikueue import MANAGED_BY
 from components.scheduling.training_job import job, render, spec_for_pool
 from components.selftest.job import selftest_spec
@@ -23,11 +24,15 @@ from tests.conftest import STACKS, planned, stack_config
 
 def platform_jobs(stack: str) -> list[dict[str, Any]]:
     """The self-test's JobSet and its schedule's Job (the CronJob's template), as planned, and
-    as the builders render them on every pool whether or not the stack turns them on."""
+    as the builders render them on every pool whether or not the stack turns them on. Only the
+    namespaces jobs run in, which Kueue manages: the platform's housekeeping beside its add-ons
+    (the Pushgateway sweep in the monitoring namespace) is no queue's job."""
     cfg = stack_config(stack)
     found = [render(selftest_spec(cfg))[0]] if cfg.gpu_pools else []
     found += [job(schedule_spec(cfg, p.name, {})) for p in cfg.gpu_pools]
     for obj in planned(stack).kubernetes_objects():
+        if obj["metadata"].get("namespace") not in job_namespaces(cfg):
+            continue
         if obj["kind"] in ("Job", "JobSet"):
             found.append(obj)
         elif obj["kind"] == "CronJob":

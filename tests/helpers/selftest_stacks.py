@@ -28,6 +28,11 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 PUSHGATEWAY_URL = "http://prometheus-pushgateway.monitoring.svc:9091"
 
 
+def selftest_cron_jobs(plan) -> list:
+    """The CronJobs the SelfTest declares (the Pushgateway's sweep is another component's)."""
+    return [r for r in plan.of_type(CRON_JOB) if "gpu-platform:selftest:SelfTest$" in r.urn]
+
+
 def pod_of(cron: dict) -> dict:
     return cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 

@@ -19,10 +19,12 @@ from tests.conftest import STACKS, planned, stack_config
 # was the self-test's child, declared after all the self-test tests (Kueue among them): its
 # release waited for Kueue's. Declared after the monitoring release alone (it needs only the
 # ServiceMonitor CRD), it installs beside Kueue, and Kueue's chain to the self-test decides.
+# onprem's monitoring volumes are CephFS: the monitoring release now waits for the Rook operator,
+# the CSI drivers and the class first (8 resources, 17.25 minutes while it did not).
 SHIPPED_CHAINS = {
     "burst": (10, 30.0),
     "dev": (10, 30.0),
-    "onprem": (8, 17.25),
+    "onprem": (11, 23.5),
     "prod": (10, 30.0),
     "staging": (10, 30.0),
 }

@@ -14,7 +14,7 @@ import pytest
 
 from components.scheduling.kueue import manager_config, uncounted_resources
 from components.scheduling.training_job import render
-from infra.existing_addons import existing_addon_report
+from infra.existing_addons import NEEDS, existing_addon_report
 from jobs.team import TeamJob, plan_job
 from model.config import ConfigError, PlatformConfig
 from model.config.kubernetes_minor import existing_cluster_charts
@@ -33,6 +33,7 @@ from tests.conftest import (
 from tests.controllers.kueue_admission import Kueue, admission_problems
 from tests.controllers.references import Cluster, Placed, each_job, problems
 from tests.helpers.crds import CRDS
+from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
@@ -223,8 +224,12 @@ def test_what_the_platform_declares_on_existing_add_ons_is_what_its_pods_name(tm
     network and queue they name on the cluster, the burst worker as it is."""
     plan = brownfield(tmp_root, addons)
     cfg = brownfield_config(tmp_root, addons)
+    # The cluster's own kube-prometheus-stack runs in namespaces.monitoring, which it has.
+    had = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cfg.namespaces.monitoring}}
+    ] * ("kube_prometheus_stack" in addons)
     on = {
-        "onprem": Cluster("onprem", plan.kubernetes_objects()),
+        "onprem": Cluster("onprem", [*plan.kubernetes_objects(), *had]),
         "burst": Cluster("burst", planned("burst").kubernetes_objects()),
     }
     workers = {w.name: w.stack.rsplit("/", 1)[-1] for w in cfg.multikueue.workers}
@@ -291,3 +296,101 @@ def test_the_offline_render_knows_the_crds_the_clusters_own_add_ons_serve(tmp_ro
     assert "monitoring.coreos.com/v1/ServiceMonitor" in rendering.api_versions
     (jobset,) = [r for r in rendering.releases if r.chart == "jobset"]
     assert "ServiceMonitor" in {o["kind"] for o in jobset.objects}
+
+
+# The oldest JobSet CRD the check admits: its CRD check asks only that v1alpha2 be served, which
+# kubernetes-sigs/jobset serves from v0.2.0 (tests/controllers/data names the file and commit).
+OLDEST_JOBSET_FIELDS = Path(__file__).parents[1] / "controllers/data/jobset-v0.2.0-fields.txt"
+_ASKED = re.compile(r"openAPIV3Schema((?:\.properties\.\w+|\.items)+)\.type")
+
+
+FieldPath = tuple[str, ...]
+
+
+def _segments(path: str) -> FieldPath:
+    """`a.b[].c` as ("a", "b", "[]", "c")."""
+    found: list[str] = []
+    for name in path.split("."):
+        found += [name.removesuffix("[]"), "[]"] if name.endswith("[]") else [name]
+    return tuple(found)
+
+
+@functools.cache
+def _oldest_fields() -> frozenset[FieldPath]:
+    lines = OLDEST_JOBSET_FIELDS.read_text().splitlines()
+    return frozenset(_segments(line) for line in lines if not line.startswith("#"))
+
+
+def _field_paths(value, path: FieldPath = ()):
+    """Every field path of a rendered object, a map's key (a label, a resource name) as `*`
+    where the oldest schema makes its parent a map."""
+    if isinstance(value, dict):
+        for key, v in value.items():
+            here = (*path, "*" if (*path, "*") in _oldest_fields() else key)
+            yield here
+            yield from _field_paths(v, here)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _field_paths(v, (*path, "[]"))
+
+
+def _declared_by_oldest(path: FieldPath) -> bool:
+    known = _oldest_fields()
+    return path in known or any((*path[:i], "**") in known for i in range(len(path)))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_jobset_check_asks_the_crd_for_every_field_an_older_one_prunes(stack):
+    """A field the platform's JobSets set that the oldest CRD the check admits lacks is pruned
+    by that CRD without a word; the check must ask the installed CRD for it, not the
+    controller's image (onJobFailureMessagePatterns, JobSet v0.10.0). Over every JobSet the
+    platform and `python -m jobs` render on the stack, burst jobs included."""
+    jobsets = [j for j in platform_jobs(stack) if j["kind"] == "JobSet"]
+    jobsets += [j for _, j in submitted_jobs(stack)]
+    jobsets += [j for worker in workers_of(stack) for _, j in burst_jobs(stack, worker)]
+    assert jobsets, stack
+    _, settings = NEEDS["jobset"](stack_config(stack))
+    asked = {
+        _segments(m.group(1).replace(".properties.", ".").replace(".items", "[]").lstrip("."))
+        for command in dict(settings).values()
+        for m in [_ASKED.search(command)]
+        if m
+    }
+    pruned = {
+        p
+        for j in jobsets
+        for p in _field_paths({"spec": j["spec"]})
+        if p[-1] != "[]" and not _declared_by_oldest(p)
+    }
+    # Asking for a field asks for every field above it.
+    unasked = {
+        ".".join(p).replace(".[]", "[]") for p in pruned if not any(q[: len(p)] == p for q in asked)
+    }
+    assert pruned, f"{stack}: every field is in JobSet v0.2.0's CRD: the walk reads nothing"
+    assert unasked == set(), f"{stack}: an older JobSet CRD prunes these; the check never asks"
+
+
+# PrometheusSpec fields that change what the platform's monitors and rules see, as named in
+# prometheus-operator v0.93.0 Documentation/api-reference/api.md: overrideHonorLabels ("enforces
+# honorLabels:false for all ServiceMonitor, PodMonitor and ScrapeConfig objects"),
+# ignoreNamespaceSelectors ("spec.namespaceSelector from all PodMonitor, ServiceMonitor and Probe
+# objects will be ignored"), enforcedNamespaceLabel ("a label will be added to all metrics
+# scraped ... and all vector selectors of PromQL expressions defined in PrometheusRule objects").
+PROMETHEUS_SPEC_OVERRIDES = (
+    "overrideHonorLabels",
+    "ignoreNamespaceSelectors",
+    "enforcedNamespaceLabel",
+)
+
+
+@pytest.mark.parametrize("field", PROMETHEUS_SPEC_OVERRIDES)
+def test_the_prometheus_check_reads_each_override_from_the_clusters_prometheus(tmp_root, field):
+    report = brownfield(tmp_root, ("kube_prometheus_stack",)).outputs["existing_addons"]
+    settings = report["kube_prometheus_stack"]["needs_settings"]
+    asked = [(s, c) for s, c in settings.items() if field in s]
+    assert len(asked) == 1, f"the Prometheus check never asks for {field}: {list(settings)}"
+    ((setting, command),) = asked
+    assert command.startswith("kubectl get prometheuses.monitoring.coreos.com -A ")
+    assert f"{{.spec.{field}}}" in command, command
+    # The reason names what it breaks on this platform.
+    assert any(w in setting for w in ("alerts", "PodMonitor", "dashboards")), setting

@@ -18,8 +18,9 @@ import tarfile
 import pytest
 
 from model.stacks import ROOT
+from plan.critical_path import waits_for
 from plan.model import Plan, PlannedResource
-from tests.conftest import STACKS, planned, stack_config
+from tests.conftest import STACKS, planned, rendered, stack_config
 from tests.helpers import crds
 
 HELM = ROOT.parent / "shared" / "helm"
@@ -200,3 +201,102 @@ def test_every_claim_is_declared_once_its_volume_can_bind_within_the_fixed_await
         assert annotations.get(WAIT_FOR) == CEPHFS_READY, stack
         minutes = stack_config(stack).storage.ceph.ready_timeout_minutes
         assert annotations.get(TIMEOUT_SECONDS) == str(minutes * 60), stack
+
+
+def waited_for(plan: Plan) -> dict[str, set[str]]:
+    """Per custom resource, every custom resource `pulumi up` creates before it: a dependency on
+    a component waits for each resource it holds (plan/critical_path.py), and so on upstream."""
+    direct = waits_for(plan)
+
+    @functools.cache
+    def closure(urn: str) -> frozenset[str]:
+        return frozenset(direct[urn]).union(*(closure(d) for d in direct[urn]))
+
+    return {urn: set(closure(urn)) for urn in direct}
+
+
+def claims_used(obj: dict) -> tuple[set[str], set[str]]:
+    """(claim names its pods mount, StorageClasses its claims ask for) of one object: a claim,
+    a pod template's `persistentVolumeClaim` volumes, a StatefulSet's `volumeClaimTemplates` and
+    an operator's `storage.volumeClaimTemplate` (a Prometheus, an Alertmanager)."""
+    names, classes = set(), set()
+    if obj.get("kind") == "PersistentVolumeClaim":
+        classes.add(obj["spec"].get("storageClassName") or "")
+
+    def walk(value):
+        if isinstance(value, list):
+            for v in value:
+                walk(v)
+        if not isinstance(value, dict):
+            return
+        for key, v in value.items():
+            if key == "persistentVolumeClaim":
+                names.add(v["claimName"])
+            elif key == "volumeClaimTemplate":
+                classes.add(v.get("spec", {}).get("storageClassName") or "")
+            elif key == "volumeClaimTemplates":
+                classes.update(t.get("spec", {}).get("storageClassName") or "" for t in v)
+            walk(v)
+
+    walk(obj.get("spec", {}))
+    return names, classes - {""}
+
+
+def class_providers(plan: Plan, name: str) -> list[PlannedResource]:
+    """What a claim of StorageClass `name` binds through, where the plan declares the class: the
+    class, and the CephFilesystem its CSI parameters name (a CephFS class provisions nothing
+    before Rook has made the filesystem). Empty: the cluster's own class."""
+    found = [c for c in plan.of_type(STORAGE_CLASS) if c.inputs["metadata"]["name"] == name]
+    for c in list(found):
+        fs_name = c.inputs.get("parameters", {}).get("fsName")
+        found += [
+            f for f in plan.of_type(CEPH_FILESYSTEM) if f.inputs["metadata"]["name"] == fs_name
+        ]
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_whatever_mounts_a_claim_waits_for_what_binds_it(stack):
+    """A release that mounts a claim (Helm's wait: 300 s for its pods to be ready) or a pod that
+    does, declared before the StorageClass or the filesystem its claim binds through, waits on
+    a Pending claim and fails the `up` (onprem's Pushgateway and Prometheus on CephFS). Read
+    from the rendered releases and the plan's objects, every stack."""
+    plan, before = planned(stack), waited_for(planned(stack))
+    claims = {
+        (r.inputs["metadata"].get("namespace", ""), r.inputs["metadata"]["name"]): r
+        for r in plan.of_type(CLAIM)
+    }
+    users: list[tuple[PlannedResource, str, list[dict]]] = [
+        (r, r.inputs["metadata"].get("namespace", ""), [r.inputs])
+        for r in plan.resources
+        if r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE
+    ]
+    releases = {r.name: r for r in plan.of_type(RELEASE)}
+    users += [
+        (
+            releases[rel.release],
+            rel.namespace,
+            [o for o in rel.objects if o["kind"] != "CustomResourceDefinition"],
+        )
+        for rel in rendered(stack).releases
+    ]
+    late, checked = [], 0
+    for user, namespace, objects in users:
+        own = {o["metadata"]["name"] for o in objects if o["kind"] == "PersistentVolumeClaim"}
+        for obj in objects:
+            names, classes = claims_used(obj)
+            ns = obj["metadata"].get("namespace", namespace)
+            unknown = {n for n in names - own if (ns, n) not in claims}
+            late += [f"{user.name} mounts {ns}/{n}, which nothing declares" for n in unknown]
+            needed = [claims[(ns, n)] for n in sorted(names - own - unknown)]
+            for name in sorted(classes):
+                needed += class_providers(plan, name)
+            checked += bool(names or classes)
+            late += [
+                f"{user.name} ({obj['kind']} {obj['metadata']['name']}) before "
+                f"{n.type.rsplit(':', 1)[-1]} {n.name}"
+                for n in needed
+                if n.urn != user.urn and n.urn not in before[user.urn]
+            ]
+    assert late == [], f"{stack}: may wait on an unbound claim: " + "; ".join(late)
+    assert checked, f"{stack}: no claim found: the scan reads nothing"

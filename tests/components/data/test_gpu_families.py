@@ -189,9 +189,11 @@ def test_what_the_new_gpus_cannot_do_is_refused_at_its_key(group, path, words):
 
 
 def test_timeslicing_a_t4_is_accepted():
-    # The cheap development pool: four pods share each T4.
+    # The cheap development pool: four pods share each T4. g4dn.2xlarge, not g4dn.xlarge: a
+    # training pod takes 16 GiB a GPU, which the xlarge's 16 GiB less the kubelet's
+    # reservations cannot give (model/config/pod_fit.py refuses it).
     cfg = group_config(
-        instance_types=["g4dn.xlarge"], gpu_sharing={"mode": "time-slicing", "replicas": 4}
+        instance_types=["g4dn.2xlarge"], gpu_sharing={"mode": "time-slicing", "replicas": 4}
     )
     assert cfg.gpu_pools[0].gpu_model == "T4"
 

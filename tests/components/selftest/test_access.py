@@ -17,13 +17,13 @@ from tests.helpers import jobsets
 from tests.helpers.bad_stacks import aws, existing
 from tests.helpers.selftest_stacks import (
     A100_POOL,
-    CRON_JOB,
     FSX,
     IMAGE,
     LAB,
     P5,
     env_of,
     pod_of,
+    selftest_cron_jobs,
     stack_cron_jobs,
 )
 
@@ -44,9 +44,9 @@ def by_kind(plan, kind: str) -> dict[str, dict]:
 
 
 def run_pods(plan) -> list[dict]:
-    """The pod spec of the post-deploy JobSet and of every CronJob."""
+    """The pod spec of the post-deploy JobSet and of every CronJob of the self-test."""
     jobs = [o for o in plan.kubernetes_objects() if o["kind"] == "JobSet"]
-    crons = [o for o in plan.kubernetes_objects() if o["kind"] == "CronJob"]
+    crons = [r.inputs for r in selftest_cron_jobs(plan)]
     return [jobsets.pod_spec(j) for j in jobs] + [pod_of(c) for c in crons]
 
 
@@ -81,7 +81,7 @@ def test_onprem_runs_report_the_admins_rack_and_spine_labels_and_may_only_read_n
         validate_kubernetes(obj, version)
     # The runs start once their account may read their node.
     reader = find(plan, BINDING, "onprem-clusterrolebinding-gpu-platform-selftest-node-reader")
-    (cron,) = plan.of_type(CRON_JOB)
+    (cron,) = selftest_cron_jobs(plan)
     job = find(plan, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "onprem-selftest-job")
     assert reader.urn in cron.dependencies and reader.urn in job.dependencies
 

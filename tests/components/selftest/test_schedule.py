@@ -36,6 +36,7 @@ from tests.helpers.selftest_stacks import (
     RELEASE,
     env_of,
     pod_of,
+    selftest_cron_jobs,
     stack_cron_jobs,
 )
 
@@ -205,7 +206,7 @@ def test_the_schedule_priority_is_the_lowest_class_and_never_preempts_training()
     the lowest value, and preemption policy Never, so a scheduled run only ever takes idle GPUs
     and is the first to go when training wants them."""
     plan = planned("onprem")
-    (cron,) = [r.inputs for r in plan.of_type(CRON_JOB)]
+    (cron,) = [r.inputs for r in selftest_cron_jobs(plan)]
     name = pod_of(cron)["priorityClassName"]
     assert cron["spec"]["jobTemplate"]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == (
         name
@@ -265,7 +266,7 @@ def test_shipped_onprem_declares_the_history_after_what_it_needs():
 
 def test_an_aws_stack_with_an_image_runs_the_schedule_on_its_whole_gpu_pools(aws_with_image):
     plan = aws_with_image
-    assert [r.name for r in plan.of_type(CRON_JOB)] == ["st-cronjob-selftest-h100"]
+    assert [r.name for r in selftest_cron_jobs(plan)] == ["st-cronjob-selftest-h100"]
     version = plan.outputs["kubernetes_version"]
     for obj in plan.kubernetes_objects():
         if obj["kind"] in ("CronJob", "Job"):
@@ -289,7 +290,7 @@ def test_an_aws_stack_with_an_image_reads_only_metrics_that_are_pushed(aws_with_
 
 def test_without_an_image_nothing_is_scheduled_pushed_or_shown():
     plan = planned("prod")
-    assert not plan.of_type(CRON_JOB)
+    assert not selftest_cron_jobs(plan)
     fleet = find(plan, CONFIG_MAP, "prod-dashboard-gpu-fleet").inputs["data"]["gpu-fleet.json"]
     assert "gpu_platform_selftest" not in fleet
     assert "schedule" not in plan.outputs["selftest"]
@@ -359,7 +360,7 @@ def test_quarantine_runs_as_an_account_that_may_only_patch_nodes(tmp_path):
         assert env["SELFTEST_CORDON_ON_FAIL"] == "true"
         assert env["SELFTEST_CORDON_LABEL"] == "gpu-platform/selftest-failed"
         assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
-    (cron,) = plan.of_type(CRON_JOB)
+    (cron,) = selftest_cron_jobs(plan)
     role = find(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
                 "q-clusterrolebinding-gpu-platform-selftest-cordon")  # fmt: skip
     assert role.urn in cron.dependencies
@@ -379,5 +380,5 @@ def test_each_pools_cron_job_is_named_as_the_runbooks_start_it():
     """docs/monitoring.md runs a scheduled check at once with
     `kubectl create job --from=cronjob/selftest-<pool>`: the name the CronJob must carry."""
     assert cron_job_name("a100") == "selftest-a100"
-    crons = [o for o in planned("onprem").kubernetes_objects() if o["kind"] == "CronJob"]
+    crons = [r.inputs for r in selftest_cron_jobs(planned("onprem"))]
     assert [c["metadata"]["name"] for c in crons] == ["selftest-a100"]

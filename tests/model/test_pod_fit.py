@@ -1,0 +1,156 @@
+"""A training pod fits one node of its pool (model/config/pod_fit.py): every request the job
+builder derives from the config, held against what one node offers, on every pool of every
+stack; and a stack whose pod could not fit is refused before anything is declared, naming the
+stack file, the key path, the value and what is valid (a pod asking 320 CPUs of a 256-CPU node
+planned, and the blocking self-test then waited until `pulumi up` timed out)."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.scheduling.training_job import resources, spec_for_pool
+from tests.conftest import STACKS, stack_config
+from tests.helpers.bad_stacks import assert_refused, case, existing, group
+from tests.helpers.instance_facts import FACTS
+
+GIB = 2**30
+# Quantity suffixes as Kubernetes reads them (apimachinery pkg/api/resource/quantity.go).
+BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+# The kubelet's default hard eviction threshold (Kubernetes docs, "Node-pressure Eviction":
+# memory.available<100Mi) and the CPUs the platform leaves to DaemonSets on a GPU node
+# (docs/gpu-nodes.md; the onprem stack file: "16 for the kubelet's reservation and the
+# DaemonSets").
+EVICTION_BYTES = 100 * 2**20
+
+
+def amount(value) -> float:
+    text = str(value)
+    if text.endswith("m"):
+        return int(text[:-1]) / 1000
+    for suffix, factor in BINARY.items():
+        if text.endswith(suffix):
+            return int(text[: -len(suffix)]) * factor
+    return float(text)
+
+
+def node_offers(stack: str, pool) -> list[tuple[str, dict[str, float]]]:
+    """What one node of `pool` offers pods, from outside the code under test: on AWS each
+    instance type's documented vCPUs and memory (tests/helpers/instance_facts.py) less the
+    stack's kubelet reservations; on an existing cluster the node size the stack states."""
+    cfg = stack_config(stack)
+    if cfg.provider != "aws":
+        flavor = cfg.scheduling.flavor(pool.name)
+        offer = {"nvidia.com/gpu": pool.gpus_per_node}
+        if flavor.cpus_per_node is not None:
+            offer["cpu"] = flavor.cpus_per_node
+        if flavor.memory_gib_per_node is not None:
+            offer["memory"] = flavor.memory_gib_per_node * GIB
+        return [(pool.name, offer)]
+    (node_group,) = [g for g in cfg.gpu_node_groups if g.name == pool.name]
+    kubelet = node_group.kubelet
+    reserved = [kubelet.system_reserved, kubelet.kube_reserved]
+    found = []
+    for name in node_group.instance_types:
+        facts = FACTS[name]
+        hugepages = 2 * 2**20 * node_group.hugepages_2mi if node_group.efa else 0
+        memory = facts.memory_gib * GIB - sum(amount(r.get("memory", 0)) for r in reserved)
+        offer = {
+            "cpu": facts.vcpus - sum(amount(r.get("cpu", 0)) for r in reserved),
+            "memory": memory - EVICTION_BYTES - hugepages,
+            "nvidia.com/gpu": facts.gpus,
+            "hugepages-2Mi": hugepages,
+            "vpc.amazonaws.com/efa": facts.efa_interfaces if node_group.efa else 0,
+        }
+        found.append((name, offer))
+    return found
+
+
+# Requests a node's capacity bounds; any other resource a pod asks for fails the sweep, so a
+# new kind of request cannot pass unchecked. RDMA devices are shared by the rdma_mode's limit
+# (the onprem stack: up to 63 pods a port), never one pod's to exhaust.
+CHECKED = {"cpu", "memory", "nvidia.com/gpu", "hugepages-2Mi", "vpc.amazonaws.com/efa"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_biggest_training_pod_of_every_pool_fits_one_of_its_nodes(stack):
+    cfg = stack_config(stack)
+    checked = set()
+    for pool in cfg.gpu_pools:
+        spec = spec_for_pool(cfg, pool.name, name="fit", image="r/i:1", command=["t.py"])
+        asked = resources(spec)["requests"]
+        unknown = {r for r in asked if r not in CHECKED and not r.startswith("rdma/")}
+        assert unknown == set(), f"{stack} {pool.name}: requests nothing checks: {unknown}"
+        for node, offer in node_offers(stack, pool):
+            for resource, value in asked.items():
+                if resource in offer:
+                    checked.add(resource)
+                    assert amount(value) <= offer[resource], (stack, pool.name, node, resource)
+    assert {"memory", "nvidia.com/gpu"} <= checked, stack
+
+
+BAD = [
+    # The issue's case: 40 CPUs a GPU on an 8-GPU node of 256 CPUs asks 320.
+    case(
+        existing(
+            existing={
+                "name": "lab",
+                "kubeconfig_path": "~/.kube/lab.yaml",
+                "gpu_pools": [
+                    {
+                        "name": "a100",
+                        "node_selector": {"gpu": "a100"},
+                        "gpu_model": "A100",
+                        "gpu_memory_gib": 80,
+                        "gpus_per_node": 8,
+                        "nodes": 2,
+                        "cpus_per_gpu": 40,
+                    }
+                ],
+            },
+            scheduling={"flavors": [{"pool": "a100", "cpus_per_node": 256}]},
+        ),
+        "gpu-platform:existing.gpu_pools[0].cpus_per_gpu",
+        "320 CPUs of a 256-CPU node",
+        "give 1 to 32",
+        id="existing-cpus",
+    ),
+    case(
+        existing(
+            existing={
+                "name": "lab",
+                "kubeconfig_path": "~/.kube/lab.yaml",
+                "gpu_pools": [
+                    {
+                        "name": "a100",
+                        "node_selector": {"gpu": "a100"},
+                        "gpu_model": "A100",
+                        "gpu_memory_gib": 80,
+                        "gpus_per_node": 8,
+                        "nodes": 2,
+                    }
+                ],
+            },
+            scheduling={"flavors": [{"pool": "a100", "memory_gib_per_node": 64}]},
+        ),
+        "gpu-platform:existing.gpu_pools[0].gpus_per_node",
+        "128 GiB of memory",
+        "the node's 64 GiB",
+        id="existing-memory",
+    ),
+    # g5.xlarge: 4 vCPUs, 16 GiB, one A10G (tests/helpers/instance_facts.py): 16 GiB for the
+    # pod leaves nothing for the kubelet's 3 GiB of reservations.
+    case(
+        group(name="small", instance_types=["g5.xlarge"]),
+        "gpu-platform:gpu_node_groups[0].instance_types",
+        "g5.xlarge",
+        "at least 16 GiB per GPU to spare",
+        id="aws-memory",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stack", "path", "value", "valid"), BAD)
+def test_a_pod_bigger_than_its_node_is_refused_at_config_time(
+    tmp_path, monkeypatch, capsys, stack, path, value, valid
+):
+    assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
