@@ -13,11 +13,13 @@ launcher (contract/launch.py), which runs torchrun's agent.
   controller makes the Service there. torchrun's master is index 0 on port 29500 and each pod's
   node rank is its completion index.
 - Restarts as a group (docs/training.md, "What the builder renders"): the Job fails at once
-  (`backoffLimit: 0`) and its `podFailurePolicy` says why, rule 0 an exit code no restart can
-  fix (contract/exits.UNFIXABLE), rule 1 a disrupted pod; the JobSet's `failurePolicy` reads
-  the rule index from the Job's failure message: unfixable fails the JobSet, disrupted restarts
-  it without counting, anything else (a rank failed, hung, was preempted) restarts every pod
-  from the last checkpoint, up to `scheduling.jobs.max_restarts` times.
+  (`backoffLimit: 0`) and its `podFailurePolicy` says why (components/scheduling/
+  failure_policy.py): rule 0 an exit code no restart can fix (contract/exits.UNFIXABLE), rule 2
+  a rank stopped by SIGTERM (143), a disrupted pod ignored (rule 1) so that the ranks it leaves
+  decide; the JobSet's `failurePolicy` reads the rule index from the Job's failure message:
+  unfixable fails the JobSet, preempted restarts it without counting, anything else (a rank
+  failed, hung, lost its node) restarts every pod from the last checkpoint, up to
+  `scheduling.jobs.max_restarts` times.
 - Admitted through Kueue as one workload: the LocalQueue and WorkloadPriorityClass labels on
   the JobSet, created suspended, so that Kueue starts it once the whole job fits (Kueue's
   pkg/controller/constants: QueueLabel `kueue.x-k8s.io/queue-name`, WorkloadPriorityClassLabel
@@ -551,11 +553,9 @@ def job_spec(spec: TrainingJobSpec) -> dict[str, Any]:
 
 def job(spec: TrainingJobSpec) -> dict[str, Any]:
     """The batch Job alone, as a CronJob's template (components/scheduling/cron_jobs.py). No
-    JobSet restarts it: a disrupted pod is recreated without spending the backoff limit
-    (Kubernetes docs, "Pod failure policy"), and an unfixable exit fails it at once."""
+    JobSet restarts it: the same pod rules recreate a disrupted pod without spending the
+    backoff limit (Kubernetes docs, "Pod failure policy"), and any other failure fails it."""
     body = job_spec(spec)
-    unfixable, disrupted = pod_failure_policy(CONTAINER)["rules"]
-    body["podFailurePolicy"] = {"rules": [unfixable, {**disrupted, "action": "Ignore"}]}
     # Kueue unsuspends it once admitted; without a queue it starts at once.
     body["suspend"] = spec.queue is not None
     if spec.managed_by:

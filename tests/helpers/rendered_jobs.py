@@ -105,3 +105,12 @@ def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
                 )
                 found.append((f"{team} on {worker}'s {pool.name} x{nodes}", render(spec)[0]))
     return found
+
+
+def every_job(stack: str) -> list[tuple[str, dict[str, Any]]]:
+    """(what, object) of every job above the stack renders: the platform's, what `python -m
+    jobs` submits, and its bursting teams' on each worker's pools."""
+    found = [("platform", obj) for obj in platform_jobs(stack)] + submitted_jobs(stack)
+    for worker in workers_of(stack):
+        found += burst_jobs(stack, worker)
+    return found
