@@ -182,6 +182,7 @@ def plan_job(
     name = job.name or job_name(
         name_prefix(job.image),
         [image, job.command, env, chosen.name, job.nodes, gpus, job.output],
+        job.nodes,
     )
     check_name(name, job.nodes)
     env[TRAINKIT_CHECKPOINT_DIR] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"
