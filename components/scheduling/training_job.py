@@ -89,6 +89,7 @@ from components.vocabulary import (
     pushgateway_url,
     rdma_resource,
 )
+from contract import preflight as preflight_contract
 from contract.env import (
     CPU_LIMIT_MILLICORES,
     CPU_REQUEST_MILLICORES,
@@ -448,7 +449,7 @@ def preflight_container(spec: TrainingJobSpec, preflight: Preflight) -> dict[str
     restarts the group as for any failed rank."""
     trainer = container(spec)
     return {
-        "name": PREFLIGHT,
+        "name": preflight_contract.CONTAINER,
         "image": preflight.image,
         "command": [
             "torchrun",
@@ -507,7 +508,14 @@ def pod_labels(spec: TrainingJobSpec) -> dict[str, str]:
     labels = dict(spec.labels)
     if spec.metrics_port is not None:
         labels.update(METRICS_LABEL)
+    if runs_preflight(spec):
+        # The platform's quarantine watcher finds failed preflights by it (selftest/watch.py).
+        labels.update([preflight_contract.POD_LABEL])
     return labels
+
+
+def runs_preflight(spec: TrainingJobSpec) -> bool:
+    return spec.preflight is not None and not spec.standalone and spec.nodes > 1
 
 
 def pod_annotations(spec: TrainingJobSpec) -> dict[str, str]:
@@ -527,7 +535,7 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
         "containers": [container(spec)],
         **(
             {"initContainers": [preflight_container(spec, spec.preflight)]}
-            if spec.preflight and not spec.standalone and spec.nodes > 1
+            if spec.preflight and runs_preflight(spec)
             else {}
         ),
         "volumes": [
