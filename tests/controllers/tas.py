@@ -28,15 +28,17 @@ cluster-autoscaler-1.36.1, the image the stacks pin.
 Where a restarted group's pods may land once a node is quarantined (`placement_refusal`):
 - Kueue keeps a JobSet's workload admitted across the JobSet's restarts, and its topology
   ungater ungates each recreated pod onto the domain the workload was assigned, adding the
-  domain's node labels to the pod's nodeSelector (`pkg/controller/tas/topology_ungater.go`,
-  Reconcile). It holds the pods back from a node only when the workload records it in
-  `status.unhealthyNodes` ("Gated pods must not be ungated onto such a node"), and the
-  scheduler's second pass then assigns a replacement domain. The node controller records it
-  there when the node is NotReady, or (`TASReplaceNodeOnNodeTaints`, beta and on by default
-  since 0.17, `pkg/features/kube_features.go`) carries a NoSchedule or NoExecute taint that the
-  pod sets do not tolerate, with the flavor's tolerations Kueue merged in
-  (`pkg/controller/tas/node_controller.go` getWorkloadStatus, hasSchedulingTaints,
-  classifyTaints, podSetsWithEffectiveTolerationsOnNode). A node label alone changes nothing.
+  domain's node labels to the pod's nodeSelector (`pkg/controller/tas/topology_ungater.go`
+  Reconcile, l. 185-325, the nodeSelector l. 315). It holds the pods back from a node only when
+  the workload records it in `status.unhealthyNodes` (l. 270-289: "Gated pods must not be
+  ungated onto such a node"), and the scheduler's second pass then assigns a replacement
+  domain. The node controller records it there when the node is NotReady, or
+  (`TASReplaceNodeOnNodeTaints`, beta and on by default since 0.17, `pkg/features/
+  kube_features.go` l. 814-816) carries a NoSchedule or NoExecute taint that the pod sets do not
+  tolerate, with the flavor's tolerations Kueue merged in (`pkg/controller/tas/
+  node_controller.go` getWorkloadStatus l. 361-412, hasSchedulingTaints l. 414-418,
+  podSetsWithEffectiveTolerationsOnNode l. 420, checkTaintTolerations and classifyTaints
+  l. 727-779). A node label alone changes nothing.
 - kube-scheduler then filters the node (kubernetes `pkg/scheduler/framework/plugins/`):
   NodeUnschedulable (`spec.unschedulable`, unless the pod tolerates
   `node.kubernetes.io/unschedulable:NoSchedule`), NodeAffinity (the nodeSelector and the
