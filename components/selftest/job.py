@@ -166,8 +166,8 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         annotations=annotations,
         service_account=account(cfg),
         namespace=cfg.namespaces.selftest,
-        # A FAIL exits non-zero: a verdict, not a fault that a restart fixes. Only a disrupted
-        # pod restarts the run (it does not count, training_job.failure_policy).
+        # A FAIL exits non-zero: a verdict, not a fault that a restart fixes. Only a group
+        # stopped on SIGTERM (143) restarts the run, without counting (failure_policy.py).
         jobs=cfg.scheduling.jobs.model_copy(update={"max_restarts": 0}),
     )
 
