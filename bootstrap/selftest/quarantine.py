@@ -143,9 +143,12 @@ def quarantine(env: dict[str, str], node: str, failed: list[str]) -> Outcome:
 
 
 def write_verdict(node: str, failed: list[str], path: Path = VERDICT_PATH) -> str | None:
-    """The preflight's verdict on its own node as its termination message; why not, or None."""
+    """The preflight's verdict on its own node as its termination message; why not, or None.
+    The kubelet creates the file in every container: it is written, never created."""
     try:
-        path.write_text(json.dumps({"node": node, "failed": failed}))
+        with path.open("r+") as log:
+            log.write(json.dumps({"node": node, "failed": failed}))
+            log.truncate()
     except OSError as error:
         return f"could not write the verdict to {path}: {error}"
     return None

@@ -143,6 +143,7 @@ def test_the_preflights_verdict_names_its_own_node_and_the_watcher_quarantines_o
     """The verdict is the preflight container's termination message; the watcher believes a
     pod only about the node the API says it ran on, and only for a fault of a node."""
     path = tmp_path / "termination-log"
+    path.touch()  # the kubelet creates it in every container
     assert quarantine.write_verdict("node-a", ["inventory.gpu_count"], path) is None
     message = path.read_text()
 
@@ -253,6 +254,7 @@ def test_the_watcher_reads_the_preflight_of_a_job_as_python_m_jobs_renders_it(tm
     key, value = watch.SELECTOR.split("=")
     assert template["metadata"]["labels"][key] == value
     path = tmp_path / "termination-log"
+    path.touch()  # the kubelet creates it in every container
     assert quarantine.write_verdict("gpu-7", ["hardware.xid"], path) is None
     (init,) = template["spec"]["initContainers"]
     ended = {"name": init["name"],
