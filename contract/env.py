@@ -34,6 +34,9 @@ SELFTEST_CHECKS = "SELFTEST_CHECKS"
 SELFTEST_TOPOLOGY_LABELS = "SELFTEST_TOPOLOGY_LABELS"
 SELFTEST_CORDON_ON_FAIL = "SELFTEST_CORDON_ON_FAIL"
 SELFTEST_CORDON_LABEL = "SELFTEST_CORDON_LABEL"
+# The quarantine watcher (bootstrap/selftest/watch.py; components/selftest/access.py deploys it):
+# the team namespaces, comma-separated, whose failed preflights it reads.
+SELFTEST_WATCH_NAMESPACES = "SELFTEST_WATCH_NAMESPACES"
 
 # A recipe's settings as JSON (jobs/recipe.py sets it; recipes/__main__.py reads it).
 RECIPE_SETTINGS = "RECIPE_SETTINGS"

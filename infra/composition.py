@@ -175,7 +175,8 @@ class Platform(PlatformComponent):
             SelfTestArgs(
                 ctx,
                 cfg,
-                after=[*self.tested, self.namespaces.by_purpose["selftest"]],
+                # The team namespaces too: the quarantine watcher reads their pods.
+                after=[*self.tested, *self.declared_namespaces],
                 aws_provider=self.aws_provider,
             ),
             on_cluster,

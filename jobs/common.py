@@ -10,7 +10,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping
@@ -20,14 +19,18 @@ from pathlib import Path
 import yaml
 
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import TrainingJobSpec, longest_name, render
+from components.scheduling.training_job import (
+    TrainingJobSpec,
+    longest_name,
+    name_problem,
+    render,
+)
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import TeamSettings
 from model.stacks import stack_config
 
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # What --render-only puts where the image would go: a registry name that cannot resolve
 # (RFC 2606 reserves .invalid), so a job rendered this way can never pull anything.
 RENDER_ONLY_IMAGE = "image-unset.invalid/gpu-platform-job:render-only"
@@ -160,24 +163,22 @@ def destination(
     return Destination(found, workers[worker], worker)
 
 
-def job_name(prefix: str, what: object) -> str:
+def job_name(prefix: str, what: object, nodes: int) -> str:
     """`<prefix>-<10 hex>` of what the job does: submitting the same job twice applies one Job
-    and resumes its checkpoints, never two; any change names a new one."""
-    digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
-    return f"{prefix}-{digest[:10]}"
+    and resumes its checkpoints, never two; any change names a new one. The prefix is cut to
+    what JobSet's webhook admits with `nodes` pods, and starts with a letter ("job-" before
+    one that does not): the hash keeps two cut names apart."""
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
+    lettered = prefix if prefix[:1].isalpha() else f"job-{prefix}"
+    room = longest_name(nodes) - len(f"-{digest}")
+    return f"{lettered[:room].rstrip('-')}-{digest}"
 
 
 def check_name(name: str, nodes: int) -> None:
-    """A DNS label that still is one as `<name>-trainer-0-<index>`, each pod's hostname."""
-    longest = longest_name(nodes)
-    if not DNS_LABEL.fullmatch(name) or len(name) > longest:
-        raise SubmitError(
-            [
-                f"--name {name!r}: give a DNS label, lowercase letters, digits and '-', at "
-                f"most {longest} characters with {nodes} nodes (pods are "
-                "<name>-trainer-0-<index>)"
-            ]
-        )
+    """A name JobSet's webhook admits for `nodes` pods (training_job.name_problem)."""
+    problem = name_problem(name, nodes)
+    if problem is not None:
+        raise SubmitError([f"--name {name!r}: {problem}"])
 
 
 # -------------------------------------------------------------------------------- applying

@@ -139,7 +139,7 @@ def plan_job(
     if problems:
         raise SubmitError(problems)
     settings = recipe_settings(cfg.recipes, recipe)
-    name = name or job_name(recipe, [settings, chosen.name, nodes, gpus])
+    name = name or job_name(recipe, [settings, chosen.name, nodes, gpus], nodes)
     check_name(name, nodes)
     scheduled = cfg.scheduling.enabled
     spec = spec_for_pool(

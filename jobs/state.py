@@ -57,7 +57,7 @@ class JobState:
         ignored = self.restarts - self.restarts_toward_max
         return (
             f"{self.restarts} restart(s), {self.restarts_toward_max}{limit} counted toward the "
-            f"limit, {ignored} not (disruptions: not the job's fault)"
+            f"limit, {ignored} not (evictions: not the job's fault)"
         )
 
     def describe(self) -> str:

@@ -219,6 +219,7 @@ def plan_job(
     name = job.name or job_name(
         name_prefix(job.image),
         [image, torchrun_command(job.command), env, chosen.name, job.nodes, gpus, job.output],
+        job.nodes,
     )
     check_name(name, job.nodes)
     env[TRAINKIT_CHECKPOINT_DIR] = f"{SHARED_DATA_MOUNT_PATH}/{job.output}/{name}"

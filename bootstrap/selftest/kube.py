@@ -1,5 +1,6 @@
 """The Kubernetes API from inside a pod, standard library only: the self-test reads its node's
-labels (which topology domain it ran in) and, with quarantine on, cordons and labels its node.
+labels (which topology domain it ran in) and, with quarantine on, cordons, labels and taints its
+node; the quarantine watcher (selftest/watch.py) lists the failed preflights of team pods.
 
 In a pod the API server is https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, and the
 pod's ServiceAccount token and the cluster's CA are mounted under
@@ -79,6 +80,15 @@ class ApiServer:
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         return self.request("PATCH", _node_path(name), patch, MERGE_PATCH)
+
+    def failed_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        """The namespace's pods in phase Failed that carry the labels (the API's list with a
+        label and a field selector: `status.phase` is one the API serves for pods)."""
+        query = urllib.parse.urlencode(
+            {"labelSelector": label_selector, "fieldSelector": "status.phase=Failed"}
+        )
+        ns = urllib.parse.quote(namespace, safe="")
+        return self.request("GET", f"/api/v1/namespaces/{ns}/pods?{query}").get("items") or []
 
 
 def _node_path(name: str) -> str:

@@ -1,9 +1,23 @@
 """Quarantine (SELFTEST_CORDON_ON_FAIL=true): a node that FAILs a hardware check is cordoned
-(`spec.unschedulable: true`, what `kubectl cordon` sets) and labelled with the check
-(SELFTEST_CORDON_LABEL, `gpu-platform/selftest-failed=hardware.pcie_link`), by its own local rank
-0 through the in-cluster API, as one JSON merge patch. The program runs the pods as a
-ServiceAccount that may patch nodes and nothing more (docs/monitoring.md, "Returning a
-quarantined node", says how to bring one back).
+(`spec.unschedulable: true`, what `kubectl cordon` sets), labelled with the check
+(SELFTEST_CORDON_LABEL, `gpu-platform/selftest-failed=hardware.pcie_link`) and tainted with the
+same key and value, effect NoSchedule, by its own local rank 0 through the in-cluster API, as one
+JSON merge patch. The program runs the pods as a ServiceAccount that may get and patch nodes and
+nothing more (docs/monitoring.md, "Returning a quarantined node", says how to bring one back).
+
+Why the taint: a restarted group must not land on the node again, and two controllers place it.
+kube-scheduler filters on the label (every GPU pod requires its absence) and on taints; Kueue's
+topology-aware scheduling ungates a restarted pod onto the node its workload was assigned unless
+that node is NotReady or carries a NoSchedule/NoExecute taint the pods do not tolerate (kueue
+v0.19.2 pkg/controller/tas/node_controller.go getWorkloadStatus, TASReplaceNodeOnNodeTaints;
+topology_ungater.go). A cordon alone is lifted by anyone's `kubectl uncordon` and by the GPU
+Operator's driver upgrade, which uncordons the nodes it upgrades; the platform's taint stays
+until someone removes it.
+
+A job's preflight (components/selftest/preflight.py) runs as the team's pods, which may not touch
+nodes: each failing node's local rank 0 writes its verdict as the container's termination
+message instead (`write_verdict`), and the platform's watcher (selftest/watch.py) quarantines
+the node the pod ran on (`node_fault`).
 
 Only a fault of the node itself quarantines it: its GPUs, their links and memory, its fabric
 devices, its NVMe cache, and the collectives inside it. A FAIL of the fabric's settings (NCCL on
@@ -13,10 +27,14 @@ node schedulable."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from contract import preflight
 from contract.env import SELFTEST_CORDON_LABEL, SELFTEST_CORDON_ON_FAIL
 from selftest.kube import ApiServer, KubeError
 from selftest.result import CheckResult
@@ -37,6 +55,14 @@ HARDWARE_CHECKS = frozenset(
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9._-]")
 LABEL_VALUE_MAX = 63
 ROW = "report.quarantine"
+TAINT_EFFECT = "NoSchedule"
+# Where the kubelet reads a container's termination message (every container's default
+# `terminationMessagePath`, Kubernetes docs "Determine the Reason for Pod Failure"), at most
+# 4096 bytes; it creates the file writable by any user, so a non-root container with a
+# read-only root file system writes it.
+VERDICT_PATH = Path("/dev/termination-log")
+# Tries when the node changed between reading it and patching it (HTTP 409).
+CONFLICT_TRIES = 3
 
 
 def is_hardware(check: str) -> bool:
@@ -72,10 +98,22 @@ class Outcome:
     problem: bool = False
 
 
-def cordon_patch(label: str, failed: list[str]) -> dict:
+def quarantine_patch(node: dict[str, Any], label: str, failed: list[str]) -> dict[str, Any]:
+    """Cordon, the label and the taint `<label>=<check>:NoSchedule`, as one JSON merge patch.
+    A node's taints are an atomic list (core/v1 NodeSpec `taints`, x-kubernetes-list-type
+    atomic), which a patch replaces whole: the node's other taints are kept as read, and its
+    resourceVersion makes the API refuse the patch (409) if the node changed since."""
+    value = label_value(failed[0])
+    kept = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != label]
     return {
-        "spec": {"unschedulable": True},
-        "metadata": {"labels": {label: label_value(failed[0])}},
+        "metadata": {
+            "labels": {label: value},
+            "resourceVersion": node["metadata"]["resourceVersion"],
+        },
+        "spec": {
+            "unschedulable": True,
+            "taints": [*kept, {"key": label, "value": value, "effect": TAINT_EFFECT}],
+        },
     }
 
 
@@ -84,15 +122,56 @@ def enabled(env: dict[str, str]) -> bool:
 
 
 def quarantine(env: dict[str, str], node: str, failed: list[str]) -> Outcome:
-    """Cordon and label `node` for its failed hardware checks (the caller checks `enabled`)."""
+    """Cordon, label and taint `node` for its failed hardware checks (the caller checks
+    `enabled`): read the node, patch it, again if it changed in between."""
     label = env.get(SELFTEST_CORDON_LABEL) or DEFAULT_LABEL
     try:
-        ApiServer.in_cluster(env).patch_node(node, cordon_patch(label, failed))
+        api = ApiServer.in_cluster(env)
+        for tries_left in reversed(range(CONFLICT_TRIES)):
+            try:
+                api.patch_node(node, quarantine_patch(api.get_node(node), label, failed))
+                break
+            except KubeError as error:
+                if not tries_left or "HTTP 409" not in str(error):
+                    raise
     except KubeError as error:
         return Outcome(node, tuple(failed), False, f"could not cordon: {error}", problem=True)
+    value = label_value(failed[0])
     return Outcome(
-        node, tuple(failed), True, f"cordoned, labelled {label}={label_value(failed[0])}"
+        node, tuple(failed), True, f"cordoned, labelled and tainted {label}={value}:{TAINT_EFFECT}"
     )
+
+
+def write_verdict(node: str, failed: list[str], path: Path = VERDICT_PATH) -> str | None:
+    """The preflight's verdict on its own node as its termination message; why not, or None.
+    The kubelet creates the file in every container: it is written, never created."""
+    try:
+        with path.open("r+") as log:
+            log.write(json.dumps({"node": node, "failed": failed}))
+            log.truncate()
+    except OSError as error:
+        return f"could not write the verdict to {path}: {error}"
+    return None
+
+
+def node_fault(pod: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """(node, its failed hardware checks) when the pod's preflight container failed with a
+    verdict on the node the pod ran on, else None. The node is the API's `spec.nodeName`: a
+    message naming another node, or a check that is no fault of a node, quarantines nothing."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    for status in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        ended = ((status.get("state") or {}).get("terminated")) or {}
+        if status.get("name") != preflight.CONTAINER or not ended.get("exitCode"):
+            continue
+        try:
+            verdict = json.loads(ended.get("message") or "")
+        except ValueError:
+            return None
+        if not isinstance(verdict, dict) or not node or verdict.get("node") != node:
+            return None
+        failed = [c for c in verdict.get("failed") or [] if isinstance(c, str) and is_hardware(c)]
+        return (node, failed) if failed else None
+    return None
 
 
 def report_row(outcomes: list[Outcome]) -> CheckResult | None:

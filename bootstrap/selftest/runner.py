@@ -333,6 +333,17 @@ def main(argv: list[str] | None = None) -> int:
             bundle.write(ctx.out_dir, ctx.node, node_ranks, env)
         if node_failures.get(ctx.node) and quarantine.enabled(env):
             outcome = quarantine.quarantine(env, ctx.node, node_failures[ctx.node])
+        elif (
+            node_failures.get(ctx.node)
+            and args.checks == PREFLIGHT
+            # Outside a pod there is no termination message to write.
+            and quarantine.VERDICT_PATH.exists()
+        ):
+            # A team's pod may not touch nodes: the platform's watcher reads the verdict from
+            # the container's termination message and quarantines the node (selftest/watch.py).
+            problem = quarantine.write_verdict(ctx.node, node_failures[ctx.node])
+            if problem:
+                print(f"preflight: {problem}", file=sys.stderr)
     outcomes = [outcome]
     if together:  # also waits for every bundle before the report names them
         outcomes = [None] * ctx.world_size if ctx.is_rank0 else None

@@ -13,11 +13,13 @@ launcher (contract/launch.py), which runs torchrun's agent.
   controller makes the Service there. torchrun's master is index 0 on port 29500 and each pod's
   node rank is its completion index.
 - Restarts as a group (docs/training.md, "What the builder renders"): the Job fails at once
-  (`backoffLimit: 0`) and its `podFailurePolicy` says why, rule 0 an exit code no restart can
-  fix (contract/exits.UNFIXABLE), rule 1 a disrupted pod; the JobSet's `failurePolicy` reads
-  the rule index from the Job's failure message: unfixable fails the JobSet, disrupted restarts
-  it without counting, anything else (a rank failed, hung, was preempted) restarts every pod
-  from the last checkpoint, up to `scheduling.jobs.max_restarts` times.
+  (`backoffLimit: 0`) and its `podFailurePolicy` says why (components/scheduling/
+  failure_policy.py): rule 0 an exit code no restart can fix (contract/exits.UNFIXABLE), rule 2
+  a rank stopped by SIGTERM (143), a disrupted pod ignored (rule 1) so that the ranks it leaves
+  decide; the JobSet's `failurePolicy` reads the rule index from the Job's failure message:
+  unfixable fails the JobSet, preempted restarts it without counting, anything else (a rank
+  failed, hung, lost its node) restarts every pod from the last checkpoint, up to
+  `scheduling.jobs.max_restarts` times.
 - Admitted through Kueue as one workload: the LocalQueue and WorkloadPriorityClass labels on
   the JobSet, created suspended, so that Kueue starts it once the whole job fits (Kueue's
   pkg/controller/constants: QueueLabel `kueue.x-k8s.io/queue-name`, WorkloadPriorityClassLabel
@@ -53,6 +55,7 @@ submits through it, a recipe's job and a team's own (docs/training.md).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -86,6 +89,7 @@ from components.vocabulary import (
     pushgateway_url,
     rdma_resource,
 )
+from contract import preflight as preflight_contract
 from contract.env import (
     CPU_LIMIT_MILLICORES,
     CPU_REQUEST_MILLICORES,
@@ -205,11 +209,33 @@ def master_address(spec: TrainingJobSpec) -> str:
     return f"{spec.name}-{REPLICATED_JOB}-0-0.{spec.name}"
 
 
+# What JobSet v0.12.0's validating webhook holds a JobSet's name to (pkg/webhooks/
+# jobset_webhook.go, ValidateCreate): its longest pod name, `<name>-trainer-0-<last index>` with
+# the 5 random characters the Job controller appends (`+ "-abcde"`), must be a DNS-1035 label:
+# at most 63 characters, lowercase letters, digits and '-', starting with a letter and ending
+# with a letter or a digit (k8s.io/apimachinery pkg/util/validation IsDNS1035Label).
+DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+POD_NAME_SUFFIX = "-abcde"
+
+
 def longest_name(nodes: int) -> int:
-    """The longest JobSet name whose pods' hostnames `<name>-trainer-0-<index>` stay DNS labels
-    of 63 characters, which JobSet's webhook requires ("JobSet name is too long, pod names
-    generated for this JobSet will exceed 63 characters", pkg/webhooks/jobset_webhook.go)."""
-    return 63 - len(f"-{REPLICATED_JOB}-0-{nodes - 1}")
+    """The longest JobSet name that JobSet's webhook admits with `nodes` pods ("JobSet name is
+    too long, pod names generated for this JobSet will exceed 63 characters")."""
+    return 63 - len(f"-{REPLICATED_JOB}-0-{nodes - 1}{POD_NAME_SUFFIX}")
+
+
+def name_problem(name: str, nodes: int) -> str | None:
+    """Why JobSet's webhook would refuse `name` for a job of `nodes` pods, or None."""
+    longest = longest_name(nodes)
+    if DNS_1035_LABEL.fullmatch(name) and len(name) <= longest:
+        return None
+    return (
+        f"JobSet's webhook refuses it: each pod is named <name>-{REPLICATED_JOB}-0-<index> and "
+        f"5 random characters, which must be a DNS-1035 label of at most 63 characters "
+        f"(lowercase letters, digits and '-', starting with a letter, ending with a letter or "
+        f"digit), so with {nodes} node(s) the name has at most {longest} characters and starts "
+        "with a letter"
+    )
 
 
 # Kubernetes API reference, PodSpec `terminationGracePeriodSeconds`: "Defaults to 30 seconds."
@@ -478,7 +504,7 @@ def preflight_container(spec: TrainingJobSpec, preflight: Preflight) -> dict[str
     restarts the group as for any failed rank."""
     trainer = container(spec)
     return {
-        "name": PREFLIGHT,
+        "name": preflight_contract.CONTAINER,
         "image": preflight.image,
         "command": [
             "torchrun",
@@ -537,7 +563,14 @@ def pod_labels(spec: TrainingJobSpec) -> dict[str, str]:
     labels = dict(spec.labels)
     if spec.metrics_port is not None:
         labels.update(METRICS_LABEL)
+    if runs_preflight(spec):
+        # The platform's quarantine watcher finds failed preflights by it (selftest/watch.py).
+        labels.update([preflight_contract.POD_LABEL])
     return labels
+
+
+def runs_preflight(spec: TrainingJobSpec) -> bool:
+    return spec.preflight is not None and not spec.standalone and spec.nodes > 1
 
 
 def pod_annotations(spec: TrainingJobSpec) -> dict[str, str]:
@@ -557,7 +590,7 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
         "containers": [container(spec)],
         **(
             {"initContainers": [preflight_container(spec, spec.preflight)]}
-            if spec.preflight and not spec.standalone and spec.nodes > 1
+            if spec.preflight and runs_preflight(spec)
             else {}
         ),
         "volumes": [
@@ -606,11 +639,9 @@ def job_spec(spec: TrainingJobSpec) -> dict[str, Any]:
 
 def job(spec: TrainingJobSpec) -> dict[str, Any]:
     """The batch Job alone, as a CronJob's template (components/scheduling/cron_jobs.py). No
-    JobSet restarts it: a disrupted pod is recreated without spending the backoff limit
-    (Kubernetes docs, "Pod failure policy"), and an unfixable exit fails it at once."""
+    JobSet restarts it: the same pod rules recreate a disrupted pod without spending the
+    backoff limit (Kubernetes docs, "Pod failure policy"), and any other failure fails it."""
     body = job_spec(spec)
-    unfixable, disrupted = pod_failure_policy(CONTAINER)["rules"]
-    body["podFailurePolicy"] = {"rules": [unfixable, {**disrupted, "action": "Ignore"}]}
     # Kueue unsuspends it once admitted; without a queue it starts at once.
     body["suspend"] = spec.queue is not None
     if spec.managed_by:

@@ -10,8 +10,18 @@ only a ClusterRole can; Kubernetes docs, "Using RBAC Authorization").
   names each node that lacks one, which is what the admin checks before setting
   scheduling.topology_labels_applied. A pool without levels gets neither the variable nor the
   permission.
-- Quarantine (selftest.cordon_on_fail): cordoning (spec.unschedulable) and labelling a node are
-  one node `patch`, granted only then, by a ClusterRole of its own.
+- Quarantine (selftest.cordon_on_fail): cordoning (spec.unschedulable), labelling and tainting
+  a node are one node `patch` of the node as read (`get`: its taints are one list, which a patch
+  replaces whole), granted only then, by a ClusterRole of its own.
+- The quarantine watcher, wherever a job may run a preflight (a self-test image and GPU pools):
+  without it a restarted group goes back to the node its preflight failed on. The preflight runs
+  as the team's pods, and a team's pods must never patch nodes, so the platform acts on their
+  verdict. A Deployment in namespaces.selftest runs `python -m selftest.watch` in the self-test
+  image as an account of its own, which may `list` pods in the team namespaces only (a
+  RoleBinding in each to one ClusterRole) and `get` and `patch` nodes: it quarantines the node a
+  failed preflight pod ran on, as the self-test does (bootstrap/selftest/watch.py). A team can at
+  most get a node its own pod ran on quarantined, which a FAILing preflight there would do
+  anyway.
 
 The account and every run live in namespaces.selftest, the platform's own namespace, which no
 team's pods share (issue 25 item 11).
@@ -24,8 +34,15 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
+from components.registry_mirror import mirrored
+from components.scheduling.training_job import RUN_AS, security_context
 from components.vocabulary import QUARANTINE_LABEL
-from contract.env import SELFTEST_CORDON_LABEL, SELFTEST_CORDON_ON_FAIL, SELFTEST_TOPOLOGY_LABELS
+from contract.env import (
+    SELFTEST_CORDON_LABEL,
+    SELFTEST_CORDON_ON_FAIL,
+    SELFTEST_TOPOLOGY_LABELS,
+    SELFTEST_WATCH_NAMESPACES,
+)
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import wanted_topology
 from model.config.selftest import selftest_pool
@@ -38,7 +55,12 @@ CORDON_ROLE = "gpu-platform-selftest-cordon"
 # The node label a failing node gets, valued with the failed check (docs/monitoring.md).
 CORDON_LABEL = QUARANTINE_LABEL
 READ_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
-CORDON_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
+CORDON_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+WATCHER = "quarantine-watcher"
+WATCHER_ROLE = "gpu-platform-quarantine-watcher"
+PREFLIGHT_READER_ROLE = "gpu-platform-preflight-reader"
+LIST_PODS = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
+WATCHER_LABELS = {"app.kubernetes.io/name": WATCHER, **PART_OF}
 
 
 def run_pools(cfg: PlatformConfig) -> list[GpuPool]:
@@ -91,6 +113,79 @@ def access_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
         objects += _role(READER_ROLE, READ_RULES, name, namespace)
     if cfg.selftest.cordon_on_fail:
         objects += _role(CORDON_ROLE, CORDON_RULES, name, namespace)
+    return objects
+
+
+def access_all(cfg: PlatformConfig) -> list[dict[str, Any]]:
+    """Everything the self-test's runs and the quarantine watcher call the API as."""
+    return access_objects(cfg) + watcher_objects(cfg)
+
+
+def watcher_image(cfg: PlatformConfig) -> str | None:
+    """The image the watcher runs, where it runs: the self-test's, without which no job runs a
+    preflight (components/selftest/preflight.py)."""
+    return mirrored(cfg.selftest.image, cfg.images.registry_mirror) if cfg.gpu_pools else None
+
+
+def team_namespaces(cfg: PlatformConfig) -> list[str]:
+    return sorted({t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)})
+
+
+def watcher_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
+    """The watcher's account, its roles and its Deployment; none where it does not run."""
+    image = watcher_image(cfg)
+    if image is None:
+        return []
+    namespace, rbac = cfg.namespaces.selftest, "rbac.authorization.k8s.io/v1"
+    subject = {"kind": "ServiceAccount", "name": WATCHER, "namespace": namespace}
+    reader = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+              "name": PREFLIGHT_READER_ROLE}  # fmt: skip
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": WATCHER, "namespace": namespace, "labels": PART_OF}},
+        *_role(WATCHER_ROLE, CORDON_RULES, WATCHER, namespace),
+        {"apiVersion": rbac, "kind": "ClusterRole",
+         "metadata": {"name": PREFLIGHT_READER_ROLE, "labels": PART_OF}, "rules": LIST_PODS},
+    ]  # fmt: skip
+    objects += [
+        {"apiVersion": rbac, "kind": "RoleBinding",
+         "metadata": {"name": PREFLIGHT_READER_ROLE, "namespace": team, "labels": PART_OF},
+         "roleRef": reader, "subjects": [subject]}
+        for team in team_namespaces(cfg)
+    ]  # fmt: skip
+    env = {
+        SELFTEST_CORDON_LABEL: CORDON_LABEL,
+        SELFTEST_WATCH_NAMESPACES: ",".join(team_namespaces(cfg)),
+    }
+    container = {
+        "name": "watch",
+        "image": image,
+        "command": ["python", "-m", "selftest.watch"],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "64Mi"},
+            "limits": {"cpu": "100m", "memory": "128Mi"},
+        },
+        "securityContext": security_context(),
+    }
+    pod = {
+        "serviceAccountName": WATCHER,
+        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+    }  # fmt: skip
+    objects.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": WATCHER, "namespace": namespace, "labels": WATCHER_LABELS},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": WATCHER}},
+                "template": {"metadata": {"labels": WATCHER_LABELS}, "spec": pod},
+            },
+        }
+    )
     return objects
 
 

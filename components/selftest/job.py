@@ -42,7 +42,7 @@ from components.data.gpu_operator import dcgm_exporter_url
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
-from components.selftest.access import access_env, access_objects, account
+from components.selftest.access import access_all, access_env, account
 from components.selftest.schedule import (
     IDLE_QUEUE,
     cron_job_name,
@@ -166,8 +166,8 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         annotations=annotations,
         service_account=account(cfg),
         namespace=cfg.namespaces.selftest,
-        # A FAIL exits non-zero: a verdict, not a fault that a restart fixes. Only a disrupted
-        # pod restarts the run (it does not count, training_job.failure_policy).
+        # A FAIL exits non-zero: a verdict, not a fault that a restart fixes. Only a group
+        # stopped on SIGTERM (143) restarts the run, without counting (failure_policy.py).
         jobs=cfg.scheduling.jobs.model_copy(update={"max_restarts": 0}),
     )
 
@@ -273,11 +273,13 @@ class SelfTest(PlatformComponent):
         # The account the runs use, before any run (its RBAC: components/selftest/access.py).
         access = [
             KubernetesObject(
-                f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                # A RoleBinding has the same name in each team namespace it is in.
+                f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}"
+                + (f"-{obj['metadata']['namespace']}" if obj["kind"] == "RoleBinding" else ""),
                 obj,
                 self.child(depends_on=list(args.after)),
             )
-            for obj in access_objects(cfg)
+            for obj in access_all(cfg)
         ]
         history = (
             self._history(cfg, args.context, list(args.after), access) if scheduled(cfg) else []

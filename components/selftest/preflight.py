@@ -7,8 +7,10 @@ pool promises as the self-test is.
 
 A node that fails is named in the pod's log (`preflight FAIL: node <node>: <checks>`) and the pod
 fails before any rank trains, so a bad node costs the group seconds, not the GPU-hours of a run
-that would hang on it; the scheduled self-test and node repair take it out of service
-(docs/training.md, "How a bad node is left out").
+that would hang on it. A fault of the node itself (its GPUs, devices, the all-reduce inside it)
+is also the container's termination message, from which the platform's quarantine watcher
+(components/selftest/access.py) taints and labels the node, so the restarted group lands
+elsewhere (docs/training.md, "How a bad node is left out").
 
 Without a self-test image (`selftest.image` unset) there is nothing to run: no preflight."""
 

@@ -141,8 +141,11 @@ class SelfTestSettings(Settings):
     cordon_on_fail: bool = Field(
         False,
         description="Quarantine: a node that fails a hardware check in any run (post-deploy "
-        "or scheduled) is cordoned and labelled gpu-platform/selftest-failed=<check>, through "
-        "a ClusterRole that grants only patch on nodes. docs/monitoring.md says how to return it.",
+        "or scheduled) is cordoned, labelled and tainted "
+        "gpu-platform/selftest-failed=<check>:NoSchedule, so that no GPU pod lands there again, "
+        "through a ClusterRole that grants only get and patch on nodes. A job's preflight "
+        "quarantines its failing node whatever this says, through the platform's quarantine "
+        "watcher. docs/monitoring.md says how to return a node.",
     )
 
     @property

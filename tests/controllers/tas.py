@@ -24,6 +24,29 @@ cluster-autoscaler-1.36.1, the image the stacks pin.
   Priority and Preemption?"). A ProvisioningRequest asks CA for nodes for its pod templates
   (Kueue `pkg/controller/admissionchecks/provisioning`): a workload on a flavor with that check
   gets nodes started for it, whatever its pods' priority.
+
+Where a restarted group's pods may land once a node is quarantined (`placement_refusal`):
+- Kueue keeps a JobSet's workload admitted across the JobSet's restarts, and its topology
+  ungater ungates each recreated pod onto the domain the workload was assigned, adding the
+  domain's node labels to the pod's nodeSelector (`pkg/controller/tas/topology_ungater.go`
+  Reconcile, l. 185-325, the nodeSelector l. 315). It holds the pods back from a node only when
+  the workload records it in `status.unhealthyNodes` (l. 270-289: "Gated pods must not be
+  ungated onto such a node"), and the scheduler's second pass then assigns a replacement
+  domain. The node controller records it there when the node is NotReady, or
+  (`TASReplaceNodeOnNodeTaints`, beta and on by default since 0.17, `pkg/features/
+  kube_features.go` l. 814-816) carries a NoSchedule or NoExecute taint that the pod sets do not
+  tolerate, with the flavor's tolerations Kueue merged in (`pkg/controller/tas/
+  node_controller.go` getWorkloadStatus l. 361-412, hasSchedulingTaints l. 414-418,
+  podSetsWithEffectiveTolerationsOnNode l. 420, checkTaintTolerations and classifyTaints
+  l. 727-779). A node label alone changes nothing.
+- kube-scheduler then filters the node (kubernetes `pkg/scheduler/framework/plugins/`):
+  NodeUnschedulable (`spec.unschedulable`, unless the pod tolerates
+  `node.kubernetes.io/unschedulable:NoSchedule`), NodeAffinity (the nodeSelector and the
+  required node affinity's terms: In, NotIn, Exists, DoesNotExist), TaintToleration (every
+  NoSchedule and NoExecute taint tolerated). A toleration tolerates a taint as
+  k8s.io/api core/v1 toleration.go ToleratesTaint says: an effect it names must be the
+  taint's, a key it names must be the taint's (an empty key with Exists matches every taint),
+  Exists ignores the value, Equal (or no operator) needs it equal.
 """
 
 from __future__ import annotations
@@ -48,6 +71,9 @@ class Node:
     name: str
     labels: Mapping[str, str]
     gpus: int
+    taints: tuple[Mapping[str, str], ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
 
 
 @dataclass(frozen=True)
@@ -233,3 +259,105 @@ def starts_nodes(kueue: Kueue | None, pods: PodSet, priorities: Mapping[str, int
     if priority >= EXPENDABLE_CUTOFF:
         return f"priority {priority} ({pods.priority_class}) is not below {EXPENDABLE_CUTOFF}"
     return None
+
+
+# --------------------------------------------------------------------- a quarantined node
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+# The label the ungater's domain for a node names it by (the lowest Topology level).
+HOSTNAME = "kubernetes.io/hostname"
+SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def node_from(obj: Mapping[str, Any], gpus: int) -> Node:
+    """A Node object as the controllers read it once the node lifecycle controller has seen it:
+    a cordoned node also carries `node.kubernetes.io/unschedulable:NoSchedule` (kubernetes
+    pkg/controller/nodelifecycle, TaintNodesByCondition)."""
+    spec = obj.get("spec") or {}
+    taints = tuple(spec.get("taints") or ())
+    if spec.get("unschedulable"):
+        taints += (UNSCHEDULABLE_TAINT,)
+    meta = obj["metadata"]
+    return Node(meta["name"], meta.get("labels", {}), gpus, taints, bool(spec.get("unschedulable")))
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """k8s.io/api core/v1 toleration.go ToleratesTaint."""
+    if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+        return False
+    if toleration.get("key") and toleration["key"] != taint["key"]:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and toleration.get("value", "") == taint.get("value", "")
+
+
+def untolerated(node: Node, tolerations: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The node's NoSchedule and NoExecute taints that no toleration tolerates."""
+    tolerations = list(tolerations)
+    return [
+        f"{t['key']}={t.get('value', '')}:{t['effect']}"
+        for t in node.taints
+        if t["effect"] in SCHEDULING_EFFECTS and not any(tolerates(x, t) for x in tolerations)
+    ]
+
+
+def _matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = expression["key"], expression["operator"]
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    inside = labels.get(key) in expression.get("values", [])
+    return inside if operator == "In" else key not in labels or not inside
+
+
+def scheduler_refusal(pod: Mapping[str, Any], node: Node) -> str | None:
+    """Why kube-scheduler's filters keep the pod (its spec) off the node, or None."""
+    tolerations = pod.get("tolerations", [])
+    if node.unschedulable and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
+        return f"node {node.name} is unschedulable (NodeUnschedulable)"
+    wrong = {k: v for k, v in pod.get("nodeSelector", {}).items() if node.labels.get(k) != v}
+    if wrong:
+        return f"node {node.name} lacks the nodeSelector's {wrong} (NodeAffinity)"
+    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    terms = (required or {}).get("nodeSelectorTerms")
+    if terms and not any(
+        all(_matches(e, node.labels) for e in term.get("matchExpressions", [])) for term in terms
+    ):
+        return f"node {node.name} matches no required node affinity term (NodeAffinity)"
+    taints = untolerated(node, tolerations)
+    if taints:
+        return f"node {node.name} has untolerated taints {taints} (TaintToleration)"
+    return None
+
+
+def tas_refusal(node: Node, tolerations: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why Kueue's node controller records the assigned node as unhealthy for the workload, so
+    that its ungater keeps the recreated pods off it and a replacement domain is chosen; None
+    when it ungates them onto the node."""
+    if not node.ready:
+        return f"node {node.name} is NotReady"
+    taints = untolerated(node, tolerations)
+    if taints:
+        return f"node {node.name} has taints the pod sets do not tolerate: {taints}"
+    return None
+
+
+def placement_refusal(
+    pod: Mapping[str, Any], node: Node, flavor_tolerations: Iterable[Mapping[str, Any]], tas: bool
+) -> str | None:
+    """Why a restarted pod cannot land on the node it (or, with TAS, its workload) was on: with
+    TAS, Kueue's node controller first (the pod's tolerations with the flavor's merged), then
+    kube-scheduler on the pod as ungated (the node's hostname added to its nodeSelector);
+    without, kube-scheduler alone on the pod as admitted (the flavor's tolerations added)."""
+    admitted = {**pod, "tolerations": [*pod.get("tolerations", []), *flavor_tolerations]}
+    if tas:
+        why = tas_refusal(node, admitted["tolerations"])
+        if why:
+            return why
+        selector = {**pod.get("nodeSelector", {}), HOSTNAME: node.labels.get(HOSTNAME, "")}
+        admitted["nodeSelector"] = selector
+    return scheduler_refusal(admitted, node)

@@ -5,12 +5,16 @@ below it), one per node index of the JobSet's single replicatedJob.
 The rules it applies, as their documentation states them (../shared/PINS.md, "JobSet (0.12.0)"):
 - the Job (Indexed, restartPolicy Never, backoffLimit 0) evaluates its `podFailurePolicy` on a
   failed pod, rules in order, first match wins: `onExitCodes` (containerName, operator In or
-  NotIn, values) or `onPodConditions` (DisruptionTarget when the harness disrupted the pod).
+  NotIn, values; a container with no exit code, as on a lost node, matches none) or
+  `onPodConditions` (DisruptionTarget when the harness disrupted the pod).
   `FailJob` fails the Job with reason `PodFailurePolicy` and the message kubernetes/kubernetes
   pkg/controller/job/pod_failure_policy.go formats: "Container %s for pod %s/%s failed with exit
   code %v matching %v rule at index %d" (or "Pod %s/%s has condition %v matching %v rule at
-  index %d"); `Ignore` does not count the pod; `Count` or no match counts it, and more counted
-  failures than backoffLimit fail the Job with reason `BackoffLimitExceeded`;
+  index %d"); `Ignore` does not count the pod and the Job starts a replacement for its index;
+  `Count` or no match counts it, and more counted failures than backoffLimit fail the Job with
+  reason `BackoffLimitExceeded`. The failed pods are read in the order the controller observes
+  them, each observation a sync (job_controller.go syncJob): `job_failure` over every order is
+  every outcome the controller can reach;
 - the JobSet's `failurePolicy` (jobset api/jobset/v1alpha2/jobset_types.go, pkg/controllers/
   failure_policy.go): rules in order, the first whose `onJobFailureReasons` holds the Job's
   reason and one of whose `onJobFailureMessagePatterns` matches its message (RE2, unanchored)
@@ -90,7 +94,7 @@ class Outcome:
 def _rule_matches_pod(rule: dict, pod: Pod) -> bool:
     if "onExitCodes" in rule:
         codes = rule["onExitCodes"]
-        if codes.get("containerName", CONTAINER) != CONTAINER:
+        if codes.get("containerName", CONTAINER) != CONTAINER or pod.exit_code is None:
             return False
         inside = pod.exit_code in codes["values"]
         return inside if codes["operator"] == "In" else not inside
@@ -100,6 +104,14 @@ def _rule_matches_pod(rule: dict, pod: Pod) -> bool:
     )
 
 
+def matching_rule(pod: Pod, pod_failure_policy: dict) -> tuple[int, dict] | None:
+    """The first rule that matches the failed pod, with its index."""
+    for index, rule in enumerate(pod_failure_policy["rules"]):
+        if _rule_matches_pod(rule, pod):
+            return index, rule
+    return None
+
+
 def job_failure(
     failed: list[Pod], pod_failure_policy: dict, backoff_limit: int = 0, namespace: str = "default"
 ) -> tuple[str, str] | None:
@@ -107,27 +119,22 @@ def job_failure(
     or None while it has not failed."""
     counted = 0
     for pod in failed:
-        for index, rule in enumerate(pod_failure_policy["rules"]):
-            if not _rule_matches_pod(rule, pod):
-                continue
-            action = rule["action"]
-            if action == "FailJob":
-                if "onExitCodes" in rule:
-                    message = (
-                        f"Container {CONTAINER} for pod {namespace}/{pod.name} failed with exit "
-                        f"code {pod.exit_code} matching FailJob rule at index {index}"
-                    )
-                else:
-                    message = (
-                        f"Pod {namespace}/{pod.name} has condition DisruptionTarget matching "
-                        f"FailJob rule at index {index}"
-                    )
-                return "PodFailurePolicy", message
-            if action == "Ignore":
-                break
-            counted += 1
-            break
-        else:
+        matched = matching_rule(pod, pod_failure_policy)
+        action = matched[1]["action"] if matched else "Count"
+        if action == "FailJob":
+            index, rule = matched
+            if "onExitCodes" in rule:
+                message = (
+                    f"Container {CONTAINER} for pod {namespace}/{pod.name} failed with exit "
+                    f"code {pod.exit_code} matching FailJob rule at index {index}"
+                )
+            else:
+                message = (
+                    f"Pod {namespace}/{pod.name} has condition DisruptionTarget matching "
+                    f"FailJob rule at index {index}"
+                )
+            return "PodFailurePolicy", message
+        if action != "Ignore":
             counted += 1
         if counted > backoff_limit:
             return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
@@ -177,13 +184,14 @@ class JobSetHarness:
         self.failure_policy, self.pod_failure_policy = failure_policy, pod_failure_policy
         logs.mkdir(parents=True, exist_ok=True)
 
+    def _start_pod(self, index: int, attempt: int, replacement: int = 0) -> Pod:
+        suffix = f"-{replacement}" if replacement else ""
+        log = self.logs / f"attempt-{attempt}-pod-{index}{suffix}.log"
+        env = {"JOBSET_RESTART_ATTEMPT": str(attempt)}
+        return Pod(index, attempt, self.start(index, attempt, env, log), log, time.time())
+
     def _start(self, attempt: int) -> list[Pod]:
-        pods = []
-        for index in range(self.nodes):
-            log = self.logs / f"attempt-{attempt}-pod-{index}.log"
-            env = {"JOBSET_RESTART_ATTEMPT": str(attempt)}
-            pods.append(Pod(index, attempt, self.start(index, attempt, env, log), log, time.time()))
-        return pods
+        return [self._start_pod(index, attempt) for index in range(self.nodes)]
 
     def _delete(self, pods: list[Pod]) -> None:
         """The Job's pods deleted: SIGTERM to each container, SIGKILL after the grace period,
@@ -213,12 +221,17 @@ class JobSetHarness:
             outcome.attempts.append(pods)
             if fault is not None:
                 threading.Thread(target=fault, args=(outcome.restarts, pods), daemon=True).start()
-            failure = None
+            failure, replaced = None, []
             while failure is None:
                 assert time.monotonic() < give_up, "the JobSet neither finished nor failed"
-                for pod in pods:
+                for i, pod in enumerate(pods):
                     if pod.ended_at is None and pod.process.poll() is not None:
                         pod.ended_at = time.time()
+                    matched = pod.exit_code and matching_rule(pod, self.pod_failure_policy)
+                    if matched and matched[1]["action"] == "Ignore":
+                        # The Job does not count it and starts its index again.
+                        replaced.append(pod)
+                        pods[i] = self._start_pod(pod.index, outcome.restarts, len(replaced))
                 failed = sorted((p for p in pods if p.exit_code not in (None, 0)),
                                 key=lambda p: p.ended_at)  # fmt: skip
                 failure = job_failure(failed, self.pod_failure_policy)
@@ -228,7 +241,7 @@ class JobSetHarness:
                 time.sleep(POLL_S)
             action = jobset_action(policy, *failure)
             outcome.job_failures.append((*failure, action))
-            self._delete(pods)
+            self._delete(pods + replaced)
             if action == "FailJobSet":
                 outcome.state, outcome.reason = "Failed", "FailJobSet"
                 return outcome

@@ -114,20 +114,17 @@ def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def every_job() -> list[tuple[str, str, dict[str, Any]]]:
-    """(stack, what, job) for every job above on every stack: the platform's, what `python -m
-    jobs` renders, and a bursting team's on each of its workers."""
-    found = []
-    for stack in STACKS:
-        found += [(stack, f"platform {j['kind']} {j['metadata']['name']}", j)
-                  for j in platform_jobs(stack)]  # fmt: skip
-        found += [(stack, what, j) for what, j in submitted_jobs(stack)]
-        for worker in workers_of(stack):
-            found += [(stack, what, j) for what, j in burst_jobs(stack, worker)]
+def every_job(stack: str) -> list[tuple[str, dict[str, Any]]]:
+    """(what, object) of every job above the stack renders: the platform's, what `python -m
+    jobs` submits, and its bursting teams' on each worker's pools."""
+    found = [(f"platform {j['kind']} {j['metadata']['name']}", j) for j in platform_jobs(stack)]
+    found += submitted_jobs(stack)
+    for worker in workers_of(stack):
+        found += burst_jobs(stack, worker)
     return found
 
 
 if __name__ == "__main__":
     # For the image side's tests, which import nothing of the program (tests/helpers/
-    # program_cli.every_rendered_job).
-    json.dump(every_job(), sys.stdout)
+    # program_cli.every_rendered_job): (stack, what, object) on every stack.
+    json.dump([(s, what, j) for s in STACKS for what, j in every_job(s)], sys.stdout)

@@ -484,7 +484,7 @@ def test_a_time_sliced_pool_takes_the_job_with_a_warning(tmp_path, capsys):
     [
         ({"nodes": 0}, "--nodes 0: give 1 or more"),
         ({"nodes": 1, "gpus_per_node": 0}, "--gpus-per-node 0: give 1 or more"),
-        ({"nodes": 1, "name": "Big_Run"}, "--name 'Big_Run': give a DNS label"),
+        ({"nodes": 1, "name": "Big_Run"}, "--name 'Big_Run': JobSet's webhook refuses it"),
     ],
 )
 def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(choices, message):
@@ -492,16 +492,20 @@ def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(choices, me
         plan_job(staged(stack_config("prod")), "esrgan", **choices)
 
 
-def test_a_name_whose_pod_hostnames_exceed_63_characters_is_refused():
-    """JobSet's webhook refuses a JobSet whose pod names `<name>-trainer-0-<index>` exceed a
-    63-character DNS label (jobset pkg/webhooks/jobset_webhook.go, podNameTooLongErrorMsg):
-    `-trainer-0-1` is 12 characters, so 2 nodes leave 51."""
+def test_a_name_whose_pod_names_exceed_63_characters_is_refused(project, capsys):
+    """JobSet's webhook refuses a JobSet whose pod names `<name>-trainer-0-<index>-abcde`
+    exceed a 63-character DNS-1035 label (jobset v0.12.0 pkg/webhooks/jobset_webhook.go
+    l. 249, podNameTooLongErrorMsg): `-trainer-0-1-abcde` is 18 characters, so 2 nodes leave
+    45; `python -m jobs recipe` refuses a longer name at render time, exit 2."""
     cfg = staged(stack_config("prod"))
-    spec, _ = plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1, name="a" * 51)
+    spec, _ = plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1, name="a" * 45)
     (obj,) = render(spec)
-    assert len(f"{obj['metadata']['name']}-trainer-0-1") == 63
-    with pytest.raises(SubmitError, match="at most 51 characters with 2 nodes"):
-        plan_job(cfg, "esrgan", nodes=2, gpus_per_node=1, name="a" * 52)
+    assert len(f"{obj['metadata']['name']}-trainer-0-1-abcde") == 63
+    flags = ("--nodes", "2", "--gpus-per-node", "1", "--name", "a" * 46)
+    assert submit(project, "esrgan", *flags) == 2
+    err = capsys.readouterr().err
+    assert f"--name '{'a' * 46}': JobSet's webhook refuses it" in err
+    assert "with 2 node(s) the name has at most 45 characters" in err
 
 
 def test_a_recipe_for_a_team_runs_in_its_namespace_through_its_queue():

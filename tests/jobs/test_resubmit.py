@@ -240,7 +240,7 @@ def test_the_restarts_say_which_counted_toward_max_restarts():
     """jobset_types.go: `restarts` counts RestartJobSet and RestartJobSetAndIgnoreMaxRestarts,
     `restartsCountTowardsMax` RestartJobSet alone."""
     assert job_state(jobset("restarting")).restart_summary() == (
-        "2 restart(s), 1 of maxRestarts 3 counted toward the limit, 1 not (disruptions: not "
+        "2 restart(s), 1 of maxRestarts 3 counted toward the limit, 1 not (evictions: not "
         "the job's fault)"
     )
     assert job_state(jobset("running")).restart_summary() == "no restarts"

@@ -72,7 +72,7 @@ def test_a_restarted_job_shows_its_restarts_causes_goodput_and_checkpoint(kubect
     assert capsys.readouterr().out.splitlines() == [
         "JobSet training/llama: restarting",
         "restarts: 2 restart(s), 1 of maxRestarts 3 counted toward the limit, 1 not "
-        "(disruptions: not the job's fault); causes (trainkit): hung 1, preempted 1; 45 s "
+        "(evictions: not the job's fault); causes (trainkit): hung 1, preempted 1; 45 s "
         "between attempts",
         # 1200 / 1600 GPU-seconds.
         "goodput: 75.0% (1200 of 1600 GPU-seconds productive); lost: hung 240 GPU-s, "
@@ -126,7 +126,7 @@ def test_without_prometheus_the_state_and_restarts_print_and_why_goodput_is_miss
     assert lines[0].startswith("JobSet training/llama: failed (ReachedMaxRestarts")
     assert lines[1] == (
         "restarts: 3 restart(s), 3 of maxRestarts 3 counted toward the limit, 0 not "
-        "(disruptions: not the job's fault)"
+        "(evictions: not the job's fault)"
     )
     assert lines[2] == (
         "goodput: unknown: Prometheus (monitoring/kube-prometheus-stack-prometheus:9090) could "

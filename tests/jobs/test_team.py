@@ -331,7 +331,16 @@ def test_sizes_below_one_and_names_that_are_no_dns_label_are_refused(project, ca
     err = refused(project, capsys, "--nodes", "0", "--gpus-per-node", "0", "--image", IMAGE)
     assert "--nodes 0: give 1 or more" in err and "--gpus-per-node 0: give 1 or more" in err
     err = refused(project, capsys, "--nodes", "1", "--name", "Big_Run", "--image", IMAGE)
-    assert "--name 'Big_Run': give a DNS label" in err
+    assert "--name 'Big_Run': JobSet's webhook refuses it" in err
+
+
+def test_a_name_the_jobset_webhook_would_refuse_is_refused_at_render_time(project, capsys):
+    """jobset v0.12.0 pkg/webhooks/jobset_webhook.go l. 249: `<name>-trainer-0-1-abcde` within
+    63 characters and starting with a letter: 45 characters at 2 nodes."""
+    for name in ("a" * 46, "9lives"):
+        err = refused(project, capsys, "--nodes", "2", "--name", name, "--image", IMAGE)
+        assert f"--name '{name}': JobSet's webhook refuses it" in err
+        assert "with 2 node(s) the name has at most 45 characters and starts with a letter" in err
 
 
 def test_no_image_is_refused_unless_only_rendering(project, capsys):

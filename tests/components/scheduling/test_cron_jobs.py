@@ -42,7 +42,8 @@ def test_a_scheduled_job_rendezvouses_on_its_own_node_without_a_service():
 def test_a_scheduled_job_is_a_batch_job_that_retries_a_disrupted_pod():
     """The CronJob controller makes only Jobs (Kubernetes docs, "CronJob"), so no JobSet
     restarts it: a disrupted pod is recreated without spending the backoff limit (`Ignore`,
-    Kubernetes docs "Pod failure policy"), and an exit code no retry fixes fails it at once."""
+    Kubernetes docs "Pod failure policy"), and an exit code no retry fixes fails it at once, as
+    does any other failure (backoffLimit 0): the pod rules of the JobSet's Job."""
     cfg = stack_config("prod")
     spec = spec_for_pool(cfg, "h100-block", name="nightly", image=IMAGE, command=["t.py"],
                          standalone=True)  # fmt: skip
@@ -57,6 +58,10 @@ def test_a_scheduled_job_is_a_batch_job_that_retries_a_disrupted_pod():
             {
                 "action": "Ignore",
                 "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [143]},
             },
         ]
     }

@@ -15,7 +15,7 @@ from tests.conftest import STACKS, stack_config
 from tests.helpers import crds, jobsets
 from tests.helpers.job_specs import IMAGE, POOLS
 from tests.helpers.jobset_harness import jobset_action
-from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
+from tests.helpers.rendered_jobs import every_job
 
 
 def rendered(stack: str, pool: str, **choices):
@@ -135,7 +135,8 @@ def test_the_job_fails_at_its_first_failed_pod_saying_by_rule_index_why():
     FailJob rule fails the Job with reason PodFailurePolicy and a message ending "matching
     FailJob rule at index <i>". Rule 0: the exit codes no restart fixes (contract/exits.py:
     2 bad arguments, 78 sysexits EX_CONFIG), on the trainer container; rule 1: a disrupted
-    pod (Kubernetes docs, "Pod failure policy": DisruptionTarget)."""
+    pod (Kubernetes docs, "Pod failure policy": DisruptionTarget) is ignored; rule 2: 143, a
+    rank stopped on SIGTERM (128 + 15)."""
     (obj,) = rendered("prod", "h100-block")
     spec = jobsets.job_spec(obj)
     assert spec["backoffLimit"] == 0
@@ -146,8 +147,12 @@ def test_the_job_fails_at_its_first_failed_pod_saying_by_rule_index_why():
                 "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [2, 78]},
             },
             {
-                "action": "FailJob",
+                "action": "Ignore",
                 "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [143]},
             },
         ]
     }
@@ -162,13 +167,13 @@ UNFIXABLE_MESSAGE = (
     "Container trainer for pod training/train-run-trainer-0-1-x7k2p failed with exit code 78 "
     "matching FailJob rule at index 0"
 )
-DISRUPTED_MESSAGE = (
-    "Pod training/train-run-trainer-0-3-q9z4m has condition DisruptionTarget matching FailJob "
-    "rule at index 1"
+PREEMPTED_MESSAGE = (
+    "Container trainer for pod training/train-run-trainer-0-3-q9z4m failed with exit code 143 "
+    "matching FailJob rule at index 2"
 )
 
 
-def test_the_jobset_fails_at_once_on_unfixable_restarts_free_on_disruption_else_counts():
+def test_the_jobset_fails_at_once_on_unfixable_restarts_free_when_preempted_else_counts():
     """The JobSet's failurePolicy (JobSet jobset_types.go FailurePolicy; PINS "JobSet"):
     maxRestarts from scheduling.jobs (default 3), BlockingRecreate, two rules on reason
     PodFailurePolicy targeting `trainer`."""
@@ -178,20 +183,20 @@ def test_the_jobset_fails_at_once_on_unfixable_restarts_free_on_disruption_else_
     assert policy["restartStrategy"] == "BlockingRecreate"
     assert [(r["name"], r["action"]) for r in policy["rules"]] == [
         ("unfixable", "FailJobSet"),
-        ("disrupted", "RestartJobSetAndIgnoreMaxRestarts"),
+        ("preempted", "RestartJobSetAndIgnoreMaxRestarts"),
     ]
     for rule in policy["rules"]:
         assert rule["onJobFailureReasons"] == ["PodFailurePolicy"]
         assert rule["targetReplicatedJobs"] == ["trainer"]
     assert jobset_action(policy, "PodFailurePolicy", UNFIXABLE_MESSAGE) == "FailJobSet"
     restart_free = "RestartJobSetAndIgnoreMaxRestarts"
-    assert jobset_action(policy, "PodFailurePolicy", DISRUPTED_MESSAGE) == restart_free
-    # A rank that failed, hung or was preempted: backoffLimit 0 spent (Kubernetes
+    assert jobset_action(policy, "PodFailurePolicy", PREEMPTED_MESSAGE) == restart_free
+    # A rank that failed, hung or lost its node: backoffLimit 0 spent (Kubernetes
     # pkg/controller/job/job_controller.go, reason BackoffLimitExceeded).
     assert jobset_action(policy, "BackoffLimitExceeded", "Job has reached the specified "
                          "backoff limit") == "RestartJobSet"  # fmt: skip
-    # The index is the message's end: a rule 10 would not read as rule 1.
-    assert jobset_action(policy, "PodFailurePolicy", DISRUPTED_MESSAGE + "0") == "RestartJobSet"
+    # The index is the message's end: a rule 20 would not read as rule 2.
+    assert jobset_action(policy, "PodFailurePolicy", PREEMPTED_MESSAGE + "0") == "RestartJobSet"
 
 
 def test_the_restart_limit_and_the_watchdogs_bounds_come_from_the_config():
@@ -405,9 +410,7 @@ def test_every_job_the_platform_and_jobs_submit_render_is_admitted_by_the_api_se
     schema and CEL rules with its Job against Kubernetes', each scheduled run's Job against
     Kubernetes'."""
     version = stack_config(stack).cluster.kubernetes_version
-    found = [("platform", obj) for obj in platform_jobs(stack)] + submitted_jobs(stack)
-    for worker in workers_of(stack):
-        found += burst_jobs(stack, worker)
+    found = every_job(stack)
     kinds = {obj["kind"] for _, obj in found}
     assert "JobSet" in kinds and kinds <= {"JobSet", "Job"}, kinds
     for what, obj in found:

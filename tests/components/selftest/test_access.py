@@ -30,7 +30,10 @@ from tests.helpers.selftest_stacks import (
 BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 # Kubernetes docs, "Using RBAC Authorization": nodes are cluster-scoped, in the core group ("").
 GET_NODES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
-PATCH_NODES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
+# A node's taints are one atomic list (core/v1 NodeSpec, x-kubernetes-list-type atomic): the
+# quarantine reads the node and patches the whole list back.
+GET_AND_PATCH_NODES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+LIST_PODS = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
 # The downward API gives the pod its node's name, never the node's labels.
 NODE_NAME = {"fieldRef": {"fieldPath": "spec.nodeName"}}
 
@@ -41,6 +44,15 @@ def plan_of(tmp_path, stack: dict):
 
 def by_kind(plan, kind: str) -> dict[str, dict]:
     return {o["metadata"]["name"]: o for o in plan.kubernetes_objects() if o["kind"] == kind}
+
+
+def runs_access(plan, kind: str) -> dict[str, dict]:
+    """The runs' own account and roles, without the quarantine watcher's."""
+    return {
+        name: obj
+        for name, obj in by_kind(plan, kind).items()
+        if name == "selftest" or name.startswith("gpu-platform-selftest-")
+    }
 
 
 def run_pods(plan) -> list[dict]:
@@ -64,17 +76,17 @@ def test_onprem_runs_report_the_admins_rack_and_spine_labels_and_may_only_read_n
             "network.example.internal/spine,network.example.internal/rack,kubernetes.io/hostname"
         )
         assert pod["serviceAccountName"] == "selftest"
-    (role,) = by_kind(plan, "ClusterRole").values()
+    (role,) = runs_access(plan, "ClusterRole").values()
     assert (role["metadata"]["name"], role["rules"]) == (
         "gpu-platform-selftest-node-reader",
         GET_NODES,
     )
-    (binding,) = by_kind(plan, "ClusterRoleBinding").values()
+    (binding,) = runs_access(plan, "ClusterRoleBinding").values()
     assert binding["roleRef"]["name"] == "gpu-platform-selftest-node-reader"
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "selftest", "namespace": "gpu-platform-selftest"}
     ]
-    (account,) = by_kind(plan, "ServiceAccount").values()
+    (account,) = runs_access(plan, "ServiceAccount").values()
     assert account["metadata"] == {**account["metadata"], "name": "selftest",
                                    "namespace": "gpu-platform-selftest"}  # fmt: skip
     for obj in (role, binding, account):
@@ -99,7 +111,7 @@ def test_an_aws_pool_reports_the_ec2_network_node_layers(tmp_path):
             "topology.k8s.aws/network-node-layer-3,kubernetes.io/hostname"
         )
         assert env_of(pod)["NODE_NAME"] == NODE_NAME
-    assert [r["rules"] for r in by_kind(plan, "ClusterRole").values()] == [GET_NODES]
+    assert [r["rules"] for r in runs_access(plan, "ClusterRole").values()] == [GET_NODES]
 
 
 def test_a_pool_without_a_topology_reads_nothing_and_runs_as_no_account(tmp_path):
@@ -109,20 +121,20 @@ def test_a_pool_without_a_topology_reads_nothing_and_runs_as_no_account(tmp_path
         assert "SELFTEST_TOPOLOGY_LABELS" not in env_of(pod)
         assert "serviceAccountName" not in pod
         assert env_of(pod)["NODE_NAME"] == NODE_NAME
-    kinds = {o["kind"] for o in plan.kubernetes_objects()}
-    assert not kinds & {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+        assert runs_access(plan, kind) == {}
 
 
 def test_quarantine_adds_a_patch_role_of_its_own_beside_the_reader(tmp_path):
     selftest = {"image": IMAGE, "cordon_on_fail": True}
     plan = plan_of(tmp_path, aws(gpu_node_groups=[P5], storage=FSX, selftest=selftest))
     version = plan.outputs["kubernetes_version"]
-    roles = by_kind(plan, "ClusterRole")
+    roles = runs_access(plan, "ClusterRole")
     assert {name: role["rules"] for name, role in roles.items()} == {
         "gpu-platform-selftest-node-reader": GET_NODES,
-        "gpu-platform-selftest-cordon": PATCH_NODES,
+        "gpu-platform-selftest-cordon": GET_AND_PATCH_NODES,
     }
-    bindings = by_kind(plan, "ClusterRoleBinding")
+    bindings = runs_access(plan, "ClusterRoleBinding")
     assert {n: (b["roleRef"]["name"], b["subjects"][0]["name"]) for n, b in bindings.items()} == {
         "gpu-platform-selftest-node-reader": ("gpu-platform-selftest-node-reader", "selftest"),
         "gpu-platform-selftest-cordon": ("gpu-platform-selftest-cordon", "selftest"),
@@ -170,9 +182,52 @@ def test_the_builder_grants_only_node_get_and_patch_and_only_with_an_account(sta
     assert (objects == []) == (account(cfg) is None)
     allowed = (
         [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
-        [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}],
+        [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}],
     )
     for obj in objects:
         assert obj["metadata"].get("namespace", cfg.namespaces.selftest) == cfg.namespaces.selftest
         if obj["kind"] == "ClusterRole":
             assert obj["rules"] in allowed, obj
+
+
+def test_the_quarantine_watcher_may_list_team_pods_and_get_and_patch_nodes_only(tmp_path):
+    """A job's preflight runs as the team's pods, which may not touch nodes: the platform's own
+    watcher, in the self-test's namespace, acts on their verdict (bootstrap/selftest/watch.py).
+    It may list pods only in the team namespaces (a RoleBinding in each), and get and patch
+    nodes; it runs wherever a preflight can, whatever selftest.cordon_on_fail says."""
+    plan = plan_of(tmp_path, aws(gpu_node_groups=[P5], storage=FSX, selftest={"image": IMAGE}))
+    version = plan.outputs["kubernetes_version"]
+    roles = by_kind(plan, "ClusterRole")
+    assert roles["gpu-platform-quarantine-watcher"]["rules"] == GET_AND_PATCH_NODES
+    assert roles["gpu-platform-preflight-reader"]["rules"] == LIST_PODS
+    watcher = {"kind": "ServiceAccount", "name": "quarantine-watcher",
+               "namespace": "gpu-platform-selftest"}  # fmt: skip
+    binding = by_kind(plan, "ClusterRoleBinding")["gpu-platform-quarantine-watcher"]
+    assert binding["subjects"] == [watcher]
+    readers = [o for o in plan.kubernetes_objects() if o["kind"] == "RoleBinding"]
+    assert {b["metadata"]["namespace"] for b in readers} == {"training"}
+    for reader in readers:
+        assert reader["roleRef"]["name"] == "gpu-platform-preflight-reader"
+        assert reader["subjects"] == [watcher]
+    (deployment,) = by_kind(plan, "Deployment").values()
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["serviceAccountName"] == "quarantine-watcher"
+    assert container["image"] == IMAGE
+    assert container["command"] == ["python", "-m", "selftest.watch"]
+    assert env_of(pod)["SELFTEST_WATCH_NAMESPACES"] == "training"
+    assert env_of(pod)["SELFTEST_CORDON_LABEL"] == "gpu-platform/selftest-failed"
+    for obj in (*roles.values(), binding, *readers, deployment):
+        validate_kubernetes(obj, version)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_team_account_is_granted_anything_on_nodes(stack):
+    """Least privilege: every binding the platform declares names an account of the platform's
+    own namespaces, never a team's, so no team pod may patch a node."""
+    cfg = stack_config(stack)
+    teams = {t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)}
+    for obj in planned(stack).kubernetes_objects():
+        if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            for subject in obj["subjects"]:
+                assert subject.get("namespace") not in teams, (obj["metadata"], subject)

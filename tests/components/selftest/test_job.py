@@ -195,7 +195,7 @@ def test_block_awaits_the_jobsets_completed_condition_and_warn_skips_the_await()
 
 def test_a_failed_check_is_a_verdict_not_a_fault_to_restart():
     """The self-test exits non-zero on a FAIL: its JobSet restarts no group for it (maxRestarts
-    0, whatever scheduling.jobs says); a disrupted pod still restarts it without counting."""
+    0, whatever scheduling.jobs says); a preempted group (143) still restarts without counting."""
     (obj,) = render(selftest_spec(with_selftest("prod")))
     policy = obj["spec"]["failurePolicy"]
     assert policy["maxRestarts"] == 0

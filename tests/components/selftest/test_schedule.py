@@ -325,25 +325,36 @@ def test_no_quarantine_by_default():
     (cron,) = stack_cron_jobs(cfg)
     assert "SELFTEST_CORDON_ON_FAIL" not in env_of(pod_of(cron))
     # onprem's runs read their nodes' topology labels (tests/components/selftest/test_access.py):
-    # their account may get nodes, and patch none.
-    roles = [o for o in planned("onprem").kubernetes_objects() if o["kind"] == "ClusterRole"]
+    # their account may get nodes, and patch none (only the quarantine watcher's may, which acts
+    # on jobs' preflights).
+    roles = [
+        o
+        for o in planned("onprem").kubernetes_objects()
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"].startswith("gpu-platform-selftest")
+    ]
     assert [r["metadata"]["name"] for r in roles] == ["gpu-platform-selftest-node-reader"]
     assert not [r for role in roles for r in role["rules"] if "patch" in r["verbs"]]
 
 
-def test_quarantine_runs_as_an_account_that_may_only_patch_nodes(tmp_path):
+def test_quarantine_runs_as_an_account_that_may_only_get_and_patch_nodes(tmp_path):
     stack = existing(
         existing={**LAB, "gpu_pools": [A100_POOL]},
         selftest={"image": IMAGE, "cordon_on_fail": True},
     )
     plan = build_plan(run_program("q", make_project(tmp_path, {"q": stack})))
-    objects = {o["kind"]: o for o in plan.kubernetes_objects()}
+    objects = {
+        o["kind"]: o
+        for o in plan.kubernetes_objects()
+        if o["metadata"]["name"] in ("gpu-platform-selftest-cordon", "selftest")
+        or o["kind"] in ("CronJob", "JobSet")
+    }
     version = plan.outputs["kubernetes_version"]
-    # Cordoning sets spec.unschedulable and labelling sets metadata.labels: both a node patch,
-    # and nothing else (Kubernetes docs, "Using RBAC Authorization": nodes are cluster-scoped,
-    # so only a ClusterRole grants them).
+    # Cordoning sets spec.unschedulable, labelling metadata.labels and tainting spec.taints, an
+    # atomic list the patch gives whole after reading the node: get and patch on nodes, and
+    # nothing else (Kubernetes docs, "Using RBAC Authorization": nodes are cluster-scoped, so
+    # only a ClusterRole grants them).
     assert objects["ClusterRole"]["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
     ]
     binding = objects["ClusterRoleBinding"]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",

@@ -1,6 +1,8 @@
-"""Quarantine, image side: a node that FAILs a hardware check cordons and labels itself through
-the in-cluster API (a TLS stand-in on 127.0.0.1 here), only when the Job asks for it, and only
-for a fault of the node itself; the report records what was done."""
+"""Quarantine, image side: a node that FAILs a hardware check cordons, labels and taints itself
+through the in-cluster API (a TLS stand-in on 127.0.0.1 here), only when the Job asks for it, and
+only for a fault of the node itself; the report records what was done. A job's preflight writes
+its verdict as its termination message instead, and the platform's watcher quarantines the node
+the failed pod ran on."""
 
 from __future__ import annotations
 
@@ -9,11 +11,12 @@ import re
 import sys
 
 import pytest
-from selftest import kube, quarantine
+from selftest import kube, quarantine, watch
 from selftest.result import CheckResult
 
-from tests.helpers.kube_api import TOKEN, ApiServer
+from tests.helpers.kube_api import TOKEN, ApiServer, node
 from tests.helpers.loopback import free_port
+from tests.helpers.rendered_policy import rendered_jobset
 from tests.helpers.selftest_process import run
 
 NODE_PATH = "/api/v1/nodes/node-a"
@@ -21,6 +24,14 @@ NODE_PATH = "/api/v1/nodes/node-a"
 # '_' and '.' between, beginning and ending with an alphanumeric.
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ON = {"SELFTEST_CORDON_ON_FAIL": "true", "SELFTEST_CORDON_LABEL": "gpu-platform/selftest-failed"}
+# The GPU taint every GPU node carries (components/data/gpu_node_group.py), which a quarantine
+# must keep: a node's taints are one atomic list (core/v1 NodeSpec, x-kubernetes-list-type
+# atomic), replaced whole by a patch.
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+NODE_A = {**node("node-a", {"kubernetes.io/hostname": "node-a"}),
+          "spec": {"taints": [GPU_TAINT]}}  # fmt: skip
+NODE_A["metadata"]["resourceVersion"] = "4711"
+READ = {("GET", NODE_PATH): (200, NODE_A)}
 
 
 @pytest.mark.parametrize(
@@ -80,33 +91,103 @@ def test_the_label_value_is_the_check_made_valid(check, value):
     assert LABEL_VALUE.match(value) and len(value) <= 63
 
 
-def test_a_hardware_failure_cordons_and_labels_the_node_in_one_merge_patch(tmp_path):
-    with ApiServer(tmp_path, {("PATCH", NODE_PATH): (200, {"kind": "Node"})}) as api:
+def test_a_hardware_failure_cordons_labels_and_taints_the_node_as_read(tmp_path):
+    answers = {**READ, ("PATCH", NODE_PATH): (200, {"kind": "Node"})}
+    with ApiServer(tmp_path, answers) as api:
         done = quarantine.quarantine({**api.env(), **ON}, "node-a", ["hardware.pcie_link"])
-    ((method, path, headers, body),) = api.received
+    (read, (method, path, headers, body)) = api.received
+    assert read[:2] == ("GET", NODE_PATH)
     assert (method, path) == ("PATCH", NODE_PATH)
     # Kubernetes API conventions, "Patch operations": a JSON merge patch (RFC 7386) replaces
-    # the fields it gives; `kubectl cordon` sets spec.unschedulable.
+    # the fields it gives, a list whole, and a resourceVersion in it makes the API refuse it if
+    # the node changed since it was read; `kubectl cordon` sets spec.unschedulable.
     assert headers["Content-Type"] == "application/merge-patch+json"
     assert headers["Authorization"] == f"Bearer {TOKEN}"
     assert body == {
-        "spec": {"unschedulable": True},
-        "metadata": {"labels": {"gpu-platform/selftest-failed": "hardware.pcie_link"}},
-    }
+        "metadata": {
+            "labels": {"gpu-platform/selftest-failed": "hardware.pcie_link"},
+            "resourceVersion": "4711",
+        },
+        "spec": {
+            "unschedulable": True,
+            "taints": [
+                GPU_TAINT,
+                {"key": "gpu-platform/selftest-failed", "value": "hardware.pcie_link",
+                 "effect": "NoSchedule"},
+            ],
+        },
+    }  # fmt: skip
     assert done.cordoned and not done.problem
     row = quarantine.report_row([done])
     assert (row.name, row.status, row.value) == ("report.quarantine", "INFO", 1)
     assert row.reason == (
-        "node-a (hardware.pcie_link): cordoned, labelled "
-        "gpu-platform/selftest-failed=hardware.pcie_link"
+        "node-a (hardware.pcie_link): cordoned, labelled and tainted "
+        "gpu-platform/selftest-failed=hardware.pcie_link:NoSchedule"
     )
+
+
+def test_a_second_quarantine_replaces_its_own_taint_and_keeps_the_others():
+    tainted = {**NODE_A, "spec": {"taints": [
+        GPU_TAINT, {"key": "gpu-platform/selftest-failed", "value": "nvme.randread",
+                    "effect": "NoSchedule"}]}}  # fmt: skip
+    patch = quarantine.quarantine_patch(tainted, "gpu-platform/selftest-failed", ["hardware.xid"])
+    assert patch["spec"]["taints"] == [
+        GPU_TAINT,
+        {"key": "gpu-platform/selftest-failed", "value": "hardware.xid", "effect": "NoSchedule"},
+    ]
+
+
+def test_the_preflights_verdict_names_its_own_node_and_the_watcher_quarantines_only_that(
+    tmp_path,
+):
+    """The verdict is the preflight container's termination message; the watcher believes a
+    pod only about the node the API says it ran on, and only for a fault of a node."""
+    path = tmp_path / "termination-log"
+    path.touch()  # the kubelet creates it in every container
+    assert quarantine.write_verdict("node-a", ["inventory.gpu_count"], path) is None
+    message = path.read_text()
+
+    def failed_pod(node_name: str, message: str, container: str = "preflight") -> dict:
+        ended = {"name": container, "state": {"terminated": {"exitCode": 1, "message": message}}}
+        return {
+            "metadata": {"uid": f"uid-{node_name}-{container}"},
+            "spec": {"nodeName": node_name},
+            "status": {"initContainerStatuses": [ended]},
+        }
+
+    assert quarantine.node_fault(failed_pod("node-a", message)) == (
+        "node-a",
+        ["inventory.gpu_count"],
+    )
+    assert quarantine.node_fault(failed_pod("node-b", message)) is None
+    assert quarantine.node_fault(failed_pod("node-a", message, "trainer")) is None
+    assert quarantine.node_fault(failed_pod("node-a", "Error: not JSON")) is None
+    fabric = json.dumps({"node": "node-a", "failed": ["collectives.nccl_transport"]})
+    assert quarantine.node_fault(failed_pod("node-a", fabric)) is None
+    assert quarantine.write_verdict("n", ["x"], tmp_path / "no" / "such") is not None
+
+    pods = {"items": [failed_pod("node-a", message), failed_pod("node-b", message)]}
+    selector = "/api/v1/namespaces/training/pods?labelSelector=gpu-platform%2Fpreflight%3Dtrue&"
+    listing = selector + "fieldSelector=status.phase%3DFailed"
+    answers = {**READ, ("GET", listing): (200, pods), ("PATCH", NODE_PATH): (200, {})}
+    with ApiServer(tmp_path / "api", answers) as api:
+        env = {**api.env(), "SELFTEST_WATCH_NAMESPACES": "training",
+               "SELFTEST_CORDON_LABEL": "gpu-platform/selftest-failed"}  # fmt: skip
+        seen: set[str] = set()
+        (done,) = watch.sweep(env, kube.ApiServer.in_cluster(env), seen)
+        assert watch.sweep(env, kube.ApiServer.in_cluster(env), seen) == []
+    assert (done.node, done.failed, done.cordoned) == ("node-a", ("inventory.gpu_count",), True)
+    patches = [body for method, _, _, body in api.received if method == "PATCH"]
+    assert [p["metadata"]["labels"] for p in patches] == [
+        {"gpu-platform/selftest-failed": "inventory.gpu_count"}
+    ]
 
 
 def test_a_refused_patch_is_a_warn_naming_the_apis_answer(tmp_path):
     forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
                  "message": 'nodes "node-a" is forbidden: User "system:serviceaccount:training:'
                             'default" cannot patch resource "nodes"'}  # fmt: skip
-    with ApiServer(tmp_path, {("PATCH", NODE_PATH): (403, forbidden)}) as api:
+    with ApiServer(tmp_path, {**READ, ("PATCH", NODE_PATH): (403, forbidden)}) as api:
         done = quarantine.quarantine({**api.env(), **ON}, "node-a", ["nvme.randread"])
     assert done.problem and not done.cordoned
     assert done.message == f"could not cordon: PATCH {NODE_PATH}: HTTP 403: {forbidden['message']}"
@@ -141,11 +222,11 @@ def test_a_real_run_cordons_its_node_only_when_asked_and_only_for_hardware(tmp_p
     """8 GPUs expected on this CPU: inventory.gpu_count FAILs, a hardware check. With quarantine
     on the node is patched and the report says so; with it off nothing is sent. A DCGM exporter
     that is down FAILs too, but it is no fault of the node: nothing is patched."""
-    answers = {("PATCH", NODE_PATH): (200, {"kind": "Node"})}
+    answers = {**READ, ("PATCH", NODE_PATH): (200, {"kind": "Node"})}
     with ApiServer(tmp_path / "on", answers) as api:
         checks = run_selftest(tmp_path / "on", api, "--checks", "inventory",
                               "--expected-gpus", "8", **ON)  # fmt: skip
-    ((method, path, _, body),) = api.received
+    (_, (method, path, _, body)) = api.received
     assert (method, path) == ("PATCH", NODE_PATH)
     assert body["metadata"]["labels"] == {"gpu-platform/selftest-failed": "inventory.gpu_count"}
     row = checks["report.quarantine"]
@@ -162,3 +243,23 @@ def test_a_real_run_cordons_its_node_only_when_asked_and_only_for_hardware(tmp_p
                               "--dcgm-url", url, **ON)  # fmt: skip
     assert checks["metrics.dcgm_exporter"]["status"] == "FAIL"
     assert api.received == [] and "report.quarantine" not in checks
+
+
+def test_the_watcher_reads_the_preflight_of_a_job_as_python_m_jobs_renders_it(tmp_path):
+    """onprem names a self-test image, so its multi-node jobs run the preflight: the pod the
+    Job makes from the rendered template, failed on its node with the verdict the preflight
+    wrote, carries what the watcher selects by and names that node."""
+    (replicated,) = rendered_jobset("onprem", 2)["spec"]["replicatedJobs"]
+    template = replicated["template"]["spec"]["template"]
+    key, value = watch.SELECTOR.split("=")
+    assert template["metadata"]["labels"][key] == value
+    path = tmp_path / "termination-log"
+    path.touch()  # the kubelet creates it in every container
+    assert quarantine.write_verdict("gpu-7", ["hardware.xid"], path) is None
+    (init,) = template["spec"]["initContainers"]
+    ended = {"name": init["name"],
+             "state": {"terminated": {"exitCode": 1, "message": path.read_text()}}}  # fmt: skip
+    pod = {"metadata": {"uid": "u", **template["metadata"]},
+           "spec": {**template["spec"], "nodeName": "gpu-7"},
+           "status": {"phase": "Failed", "initContainerStatuses": [ended]}}  # fmt: skip
+    assert quarantine.node_fault(pod) == ("gpu-7", ["hardware.xid"])

@@ -347,8 +347,8 @@ def test_rank_0_pushes_the_ledgers_figures_with_the_jobs_identity(runs):
          "FailJobSet"),
         (78, False, "PodFailurePolicy", "exit code 78 matching FailJob rule at index 0",
          "FailJobSet"),
-        (143, True, "PodFailurePolicy", "has condition DisruptionTarget matching FailJob rule at "
-         "index 1", "RestartJobSetAndIgnoreMaxRestarts"),
+        (143, False, "PodFailurePolicy", "exit code 143 matching FailJob rule at index 2",
+         "RestartJobSetAndIgnoreMaxRestarts"),
         (1, False, "BackoffLimitExceeded", "backoff limit", "RestartJobSet"),
         (124, False, "BackoffLimitExceeded", "backoff limit", "RestartJobSet"),
         (137, False, "BackoffLimitExceeded", "backoff limit", "RestartJobSet"),
