@@ -102,6 +102,7 @@ TIERS = {
     "program": "program",
     "policy": "policy",
     "image": "selftest",
+    "cluster": "selftest",
 }
 
 

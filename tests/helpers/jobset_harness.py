@@ -52,10 +52,11 @@ class Pod:
     started_at: float
     ended_at: float | None = None
     disrupted: bool = False
+    jobset: str = "job"
 
     @property
     def name(self) -> str:
-        return f"job-trainer-0-{self.index}"
+        return f"{self.jobset}-trainer-0-{self.index}"
 
     @property
     def exit_code(self) -> int | None:
@@ -172,8 +173,10 @@ class JobSetHarness:
     def __init__(
         self, start: Callable[[int, int, dict, Path], subprocess.Popen], nodes: int,
         failure_policy: dict, pod_failure_policy: dict, logs: Path, grace_s: float = 30.0,
+        name: str = "job", namespace: str = "default",
     ) -> None:  # fmt: skip
         self.start, self.nodes, self.logs, self.grace_s = start, nodes, logs, grace_s
+        self.name, self.namespace = name, namespace
         self.failure_policy, self.pod_failure_policy = failure_policy, pod_failure_policy
         logs.mkdir(parents=True, exist_ok=True)
 
@@ -182,7 +185,8 @@ class JobSetHarness:
         for index in range(self.nodes):
             log = self.logs / f"attempt-{attempt}-pod-{index}.log"
             env = {"JOBSET_RESTART_ATTEMPT": str(attempt)}
-            pods.append(Pod(index, attempt, self.start(index, attempt, env, log), log, time.time()))
+            process = self.start(index, attempt, env, log)
+            pods.append(Pod(index, attempt, process, log, time.time(), jobset=self.name))
         return pods
 
     def _delete(self, pods: list[Pod]) -> None:
@@ -221,7 +225,7 @@ class JobSetHarness:
                         pod.ended_at = time.time()
                 failed = sorted((p for p in pods if p.exit_code not in (None, 0)),
                                 key=lambda p: p.ended_at)  # fmt: skip
-                failure = job_failure(failed, self.pod_failure_policy)
+                failure = job_failure(failed, self.pod_failure_policy, namespace=self.namespace)
                 if failure is None and all(p.exit_code == 0 for p in pods):
                     outcome.state, outcome.reason = "Completed", "AllJobsCompleted"
                     return outcome
