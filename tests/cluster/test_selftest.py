@@ -6,16 +6,33 @@ layout, the launcher from its ConfigMap mount; and the run a PASS on the CPU, tw
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
 
-from tests.conftest import STACKS
+from tests.conftest import STACKS, stack_config
 from tests.helpers.box_cluster import outcome_text
 from tests.helpers.box_stacks import box, selftest_jobset
 
-# Stacks whose program runs the self-test once it has an image: a pool and Kueue.
 SELFTEST_STACKS = STACKS
+
+
+def shape(stack: str) -> tuple[str, int]:
+    """What the self-test's processes see differently from one stack to another once the node
+    stands in (tests/helpers/box_nodes.py): the provider's volumes and how many pods rendezvous
+    through the JobSet's headless Service; the rest (the launcher's mount, the image's path,
+    the command) is the same rendered layout on every stack."""
+    cfg = stack_config(stack)
+    return cfg.provider, min(cfg.selftest.nodes, max(p.max_nodes for p in cfg.gpu_pools))
+
+
+# The full run (a minute of CPU each) once per shape: the first stack of each.
+RUN_STACKS = sorted({shape(s): s for s in reversed(SELFTEST_STACKS)}.values())
+# The only WARN a CPU node gives: the box's kubelet pins no CPUs (no static CPU manager), so a
+# Guaranteed pod with whole cores runs on every CPU of this machine (bootstrap/selftest/
+# inventory.py, cpu_pinning_check).
+UNPINNED = "inventory.cpu_pinning"
 
 NOT_ADMITTED = pytest.mark.xfail(
     strict=True,
@@ -29,21 +46,33 @@ NOT_STARTED = pytest.mark.xfail(
 )
 
 
-@pytest.fixture(scope="module", params=SELFTEST_STACKS)
-def cluster(request, tmp_path_factory):
-    with box(request.param, tmp_path_factory.mktemp(f"box-{request.param}")) as found:
-        yield found
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory):
+    with contextlib.ExitStack() as stack:
+        yield {
+            name: stack.enter_context(box(name, tmp_path_factory.mktemp(f"box-{name}")))
+            for name in SELFTEST_STACKS
+        }
 
 
 @NOT_ADMITTED
-def test_kueue_admits_the_selftest_jobset_in_its_own_namespace(cluster):
-    box_cluster, _ = cluster
+@pytest.mark.parametrize("stack", SELFTEST_STACKS)
+def test_kueue_admits_the_selftest_jobset_in_its_own_namespace(clusters, stack):
+    box_cluster, _ = clusters[stack]
     box_cluster.admit(selftest_jobset(box_cluster))
 
 
+def test_each_shape_of_selftest_run_is_run_on_one_stack():
+    assert {shape(s) for s in RUN_STACKS} == {shape(s) for s in SELFTEST_STACKS}
+    # One pod with two ranks on AWS, two pods of one rank each through the headless Service
+    # on the shipped on-prem stack (stacks/Pulumi.onprem.yaml: selftest.nodes 2).
+    assert {("aws", 1), ("existing", 2)} <= {shape(s) for s in RUN_STACKS}
+
+
 @NOT_STARTED
-def test_the_selftest_jobset_runs_to_pass_on_the_cpu_from_what_the_plan_wrote(cluster):
-    box_cluster, gateway = cluster
+@pytest.mark.parametrize("stack", RUN_STACKS)
+def test_the_selftest_jobset_runs_to_pass_on_the_cpu_from_what_the_plan_wrote(clusters, stack):
+    box_cluster, gateway = clusters[stack]
     jobset = selftest_jobset(box_cluster)
     outcome = box_cluster.run_jobset(jobset)
     assert (outcome.state, outcome.restarts) == ("Completed", 0), outcome_text(outcome)
@@ -53,10 +82,12 @@ def test_the_selftest_jobset_runs_to_pass_on_the_cpu_from_what_the_plan_wrote(cl
     run = jobset["metadata"]["labels"]["gpu-platform/selftest-run"]
     (report,) = box_cluster.box.rglob(f"selftest/{run}/report.json")
     found = json.loads(report.read_text())
-    assert found["status"] == "PASS", [
-        (c["name"], c["status"], c.get("reason")) for c in found["checks"] if c["status"] == "FAIL"
-    ]
     statuses = {c["name"]: c["status"] for c in found["checks"]}
+    judged = {name: s for name, s in statuses.items() if s in ("FAIL", "WARN") and name != UNPINNED}
+    assert judged == {}, [
+        (c["name"], c.get("reason")) for c in found["checks"] if c["name"] in judged
+    ]
+    assert found["status"] in ("PASS", "WARN"), found["status"]
     # Two gloo ranks formed the group, and the training group trained, stopped and resumed.
     assert statuses["distributed.rendezvous"] == "PASS"
     assert [c["value"] for c in found["checks"] if c["name"] == "distributed.rendezvous"] == [2]

@@ -48,7 +48,7 @@ from tests.helpers.box_kubelet import Kubelet, Network, Objects
 from tests.helpers.box_kueue import manager_config, namespace_managed
 from tests.helpers.box_nodes import Node, misfit, pool_nodes, requests, stand_in
 from tests.helpers.jobset_harness import JobSetHarness, Outcome, Pod
-from tests.helpers.loopback import LoopbackServer, QuietHandler, free_port
+from tests.helpers.loopback import free_port
 
 # JobSet's labels on its pods (JobSet pkg/constants: jobset.sigs.k8s.io/jobset-name, ...).
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
@@ -246,20 +246,6 @@ class Cluster:
 
     def claim(self, namespace: str, name: str) -> Path:
         return self.box / "claims" / namespace / name
-
-
-class NoGpuExporter(LoopbackServer):
-    """The DCGM exporter of a node without GPUs: a metrics page with no GPU series."""
-
-    def __init__(self) -> None:
-        class Handler(QuietHandler):
-            def do_GET(self):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        super().__init__(Handler)
 
 
 def outcome_text(outcome: Outcome) -> str:

@@ -33,10 +33,12 @@ from typing import Any
 from components.data.gpu_operator import advertised_resources
 from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE, QUARANTINE_LABEL, rdma_resource
 from contract.env import (
+    SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
     SELFTEST_EXPECTED_GPUS,
     SELFTEST_FABRIC,
     SELFTEST_FLOORS,
+    SELFTEST_PROMETHEUS_URL,
 )
 from model.config import PlatformConfig
 from tests.controllers.kueue_admission import quantity
@@ -51,16 +53,18 @@ EFFECTS = {
 
 # What a CPU node changes of a container's view, and why each is needed. torchrun starts the
 # job's ranks on CPUs, two across the job (gloo, 2 cores): one per pod of a multi-node job, two
-# in a job of one pod, instead of one per GPU. The self-test expects the node's hardware: no GPU,
-# no fabric device on a CPU node, gloo over loopback. Its floors are the pool's GPU, fabric and
-# disk figures, which this machine's CPU and disk neither meet nor speak for: each stays judged
-# at 0 (a check needs a threshold to PASS), as the CPU self-test's own tests judge it
-# (tests/helpers/cpu_selftest.py).
+# in a job of one pod, instead of one per GPU. The self-test expects the node's hardware: no GPU
+# and no fabric device on a CPU node, gloo over loopback; the GPUs' telemetry (the DCGM exporter,
+# the autoscaler's GPU series in Prometheus) is not there to check, so its URLs are not set, as
+# on any CPU run. Its floors are the pool's GPU, fabric and disk figures, which this machine's
+# CPU and disk do not speak for: its figures are reported, not judged.
 STAND_IN_ENV = {
     SELFTEST_EXPECTED_GPUS: "0",
     SELFTEST_EXPECTED_FABRIC_DEVICES: "0",
     SELFTEST_FABRIC: "tcp",
+    SELFTEST_FLOORS: "{}",
 }
+NOT_ON_A_CPU = (SELFTEST_DCGM_URL, SELFTEST_PROMETHEUS_URL)
 CPU_RANKS = 2
 NPROC = re.compile(r"--nproc[-_]per[-_]node(=.*)?$")
 NNODES = re.compile(r"--nnodes[=](\d+)$")
@@ -79,9 +83,8 @@ def stand_in(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str,
         elif match:
             value_next = True
         words.append(word)
-    env = {**env, **{k: v for k, v in STAND_IN_ENV.items() if k in env}}
-    if SELFTEST_FLOORS in env:
-        env[SELFTEST_FLOORS] = json.dumps(dict.fromkeys(json.loads(env[SELFTEST_FLOORS]), 0))
+    env = {k: v for k, v in env.items() if k not in NOT_ON_A_CPU}
+    env.update({k: v for k, v in STAND_IN_ENV.items() if k in env})
     return words, env
 
 

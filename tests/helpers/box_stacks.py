@@ -1,7 +1,6 @@
-"""One cluster in a box per shipped stack and test module: out/<stack>/ as the plan writes it
-(with the self-test on: tests/helpers/box_cluster.write_out), read back, its Services the pods
-reach stood in for by servers of this machine (the Pushgateway, recording what it is sent; a
-DCGM exporter of a node without GPUs)."""
+"""One cluster in a box per stack and test module: out/<stack>/ as the plan writes it (with the
+self-test on: tests/helpers/box_cluster.write_out), read back, the Service the pods push to
+stood in for by a Pushgateway of this machine that records what it is sent."""
 
 from __future__ import annotations
 
@@ -11,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from components.vocabulary import pushgateway_url
-from contract.env import SELFTEST_DCGM_URL
 from tests.conftest import stack_config
-from tests.helpers.box_cluster import Cluster, NoGpuExporter, write_out
+from tests.helpers.box_cluster import Cluster, write_out
 from tests.helpers.pushgateway import Gateway
 
 
@@ -21,12 +19,8 @@ from tests.helpers.pushgateway import Gateway
 def box(stack: str, folder: Path) -> Iterator[tuple[Cluster, Gateway]]:
     cfg = stack_config(stack)
     cluster = Cluster.of(cfg, write_out(stack, folder / "out" / stack), folder / "box")
-    with Gateway() as gateway, NoGpuExporter() as dcgm:
+    with Gateway() as gateway:
         cluster.serve(pushgateway_url(cfg.namespaces.monitoring), gateway.port)
-        for url in {
-            e.get("value") for e in _env(selftest_jobset(cluster)) if e["name"] == SELFTEST_DCGM_URL
-        }:
-            cluster.serve(url, dcgm.port)
         yield cluster, gateway
 
 
@@ -38,8 +32,3 @@ def selftest_jobset(cluster: Cluster) -> dict[str, Any]:
         if o["kind"] == "JobSet" and o["metadata"]["namespace"] == cluster.cfg.namespaces.selftest
     ]
     return jobset
-
-
-def _env(jobset: dict[str, Any]) -> list[dict[str, Any]]:
-    (rj,) = jobset["spec"]["replicatedJobs"]
-    return rj["template"]["spec"]["template"]["spec"]["containers"][0]["env"]
