@@ -81,8 +81,9 @@ class Cluster:
     manifests: list[dict[str, Any]]
     rendered: list[dict[str, Any]]
     nodes: list[Node]
-    image: Image
-    image_paths: PathMap
+    # Image reference -> its layout; any other reference runs the self-test's image
+    # (bootstrap/Dockerfile), which every stack's own jobs use.
+    images: dict[str, tuple[Image, PathMap]]
     # Extra names the pods reach (a Service stand-in: its DNS name -> 127.0.0.1, port -> port).
     network: Network = field(default_factory=Network)
     # Each pod started: (node, pod, the JobSet's restart attempt).
@@ -92,10 +93,18 @@ class Cluster:
     def of(cls, cfg: PlatformConfig, out: Path, box: Path) -> Cluster:
         manifests, rendered, resources = read_out(out)
         box.mkdir(parents=True, exist_ok=True)
-        image_root = box / "image"
-        paths = lay_out(image_root)
         nodes = pool_nodes(cfg, resources, [*manifests, *rendered])
-        return cls(cfg, out, box, manifests, rendered, nodes, read_image(), paths)
+        bootstrap = (read_image(), lay_out(box / "images" / "bootstrap"))
+        return cls(cfg, out, box, manifests, rendered, nodes, {"": bootstrap})
+
+    def add_image(self, reference: str, image: Image, name: str) -> Path:
+        """`reference` runs `image`, laid out under the box; its root folder."""
+        root = self.box / "images" / name
+        self.images[reference] = (image, lay_out(root, image))
+        return root
+
+    def image_for(self, reference: str) -> tuple[Image, PathMap]:
+        return self.images.get(reference, self.images[""])
 
     # ------------------------------------------------------------------ objects
 
@@ -167,10 +176,7 @@ class Cluster:
         return Objects(by_kind)
 
     def kubelet(self, node: Node) -> Kubelet:
-        return Kubelet(
-            self.box, node, self.image, self.image_paths, self.objects_index(), self.network,
-            stand_in,
-        )  # fmt: skip
+        return Kubelet(self.box, node, self.image_for, self.objects_index(), self.network, stand_in)
 
     def run_pod(self, pod: dict[str, Any], log: Path) -> subprocess.Popen:
         node = self.schedule(pod)
@@ -180,6 +186,50 @@ class Cluster:
         return process
 
     # ------------------------------------------------------------------ JobSet
+
+    def pods_of(self, jobset: dict[str, Any]) -> list[dict[str, Any]]:
+        """The pods the JobSet and Job controllers make of its one replicatedJob, attempt 0."""
+        meta = jobset["metadata"]
+        name, namespace = meta["name"], meta["namespace"]
+        (rj,) = jobset["spec"]["replicatedJobs"]
+        template = rj["template"]["spec"]["template"]
+        pods = []
+        for index in range(rj["template"]["spec"]["parallelism"]):
+            host = f"{name}-{rj['name']}-0-{index}"
+            pods.append({
+                "metadata": {
+                    "name": f"{host}-{secrets.token_hex(3)[:5]}",
+                    "namespace": namespace,
+                    "labels": {
+                        **template.get("metadata", {}).get("labels", {}),
+                        COMPLETION_INDEX_LABEL: str(index),
+                        JOBSET_NAME_LABEL: name,
+                        REPLICATED_JOB_LABEL: rj["name"],
+                    },
+                    "annotations": {
+                        **template.get("metadata", {}).get("annotations", {}),
+                        RESTART_ATTEMPT_KEY: "0",
+                    },
+                },
+                "spec": {**json.loads(json.dumps(template["spec"])), "hostname": host,
+                         "subdomain": name},
+            })  # fmt: skip
+        return pods
+
+    def bind_all(self, jobset: dict[str, Any]) -> list[str]:
+        """Admitted, every pod of the JobSet placed at once (each takes its requests from its
+        node before the next is placed); the nodes, then released."""
+        self.admit(jobset)
+        placed = []
+        try:
+            for pod in self.pods_of(jobset):
+                node = self.schedule(pod)
+                node.pods[pod["metadata"]["name"]] = (_Bound(), requests(pod["spec"]))
+                placed.append((node, pod["metadata"]["name"]))
+        finally:
+            for node, name in placed:
+                del node.pods[name]
+        return [node.name for node, _ in placed]
 
     def run_jobset(
         self, jobset: dict[str, Any], fault: Callable[[int, list[Pod]], None] | None = None
@@ -203,29 +253,8 @@ class Cluster:
                     self.network.ports.setdefault(int(word.split("=", 1)[1]), free_port())
 
         def start(index: int, attempt: int, _env: dict, log: Path) -> subprocess.Popen:
-            labels = {
-                **template.get("metadata", {}).get("labels", {}),
-                COMPLETION_INDEX_LABEL: str(index),
-                JOBSET_NAME_LABEL: name,
-                REPLICATED_JOB_LABEL: rj["name"],
-            }
-            annotations = {
-                **template.get("metadata", {}).get("annotations", {}),
-                RESTART_ATTEMPT_KEY: str(attempt),
-            }
-            pod = {
-                "metadata": {
-                    "name": f"{hosts[index]}-{secrets.token_hex(3)[:5]}",
-                    "namespace": namespace,
-                    "labels": labels,
-                    "annotations": annotations,
-                },
-                "spec": {
-                    **json.loads(json.dumps(template["spec"])),
-                    "hostname": hosts[index],
-                    "subdomain": name,
-                },
-            }
+            pod = self.pods_of(jobset)[index]
+            pod["metadata"]["annotations"][RESTART_ATTEMPT_KEY] = str(attempt)
             process = self.run_pod(pod, log)
             self.placed.append((pod["spec"]["nodeName"], pod["metadata"]["name"], attempt))
             return process
@@ -246,6 +275,13 @@ class Cluster:
 
     def claim(self, namespace: str, name: str) -> Path:
         return self.box / "claims" / namespace / name
+
+
+class _Bound:
+    """A pod bound to a node and not started: it holds its requests."""
+
+    def poll(self) -> None:
+        return None
 
 
 def outcome_text(outcome: Outcome) -> str:

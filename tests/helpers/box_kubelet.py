@@ -134,8 +134,8 @@ class Kubelet:
 
     box: Path
     node: Any  # tests/helpers/box_nodes.Node
-    image: Image
-    image_paths: PathMap
+    # A container's image reference -> its layout in the box and the map of its paths.
+    images: Callable[[str], tuple[Image, PathMap]]
     objects: Objects
     network: Network
     # Applied to each container's argv and env last: what the node's CPU stands in for.
@@ -242,20 +242,20 @@ class Kubelet:
         return env
 
     def argv_and_env(
-        self, pod: dict[str, Any], container: dict[str, Any], paths: PathMap
+        self, pod: dict[str, Any], container: dict[str, Any], image: Image, paths: PathMap
     ) -> tuple[list[str], dict[str, str], Path]:
         """The process the runtime starts for `container`: argv, environment, working folder."""
         own = self.environment(pod, container)
         words = [
             expand(w, own) for w in [*container.get("command", []), *container.get("args", [])]
         ]
-        env = {**self.image.env, "HOSTNAME": pod["spec"].get("hostname", pod["metadata"]["name"])}
+        env = {**image.env, "HOSTNAME": pod["spec"].get("hostname", pod["metadata"]["name"])}
         env.update(own)
         env = {k: self.network.apply(paths.apply(v)) for k, v in env.items()}
         words = [self.network.apply(paths.apply(w)) for w in words]
         words, env = self.stand_in(words, env)
         words[0] = self.executable(words[0], env["PATH"], container["name"])
-        cwd = paths.path(container.get("workingDir", self.image.workdir))
+        cwd = paths.path(container.get("workingDir", image.workdir))
         return words, env, cwd
 
     def executable(self, name: str, path: str, container: str) -> str:
@@ -283,7 +283,8 @@ class Kubelet:
         if len(spec["containers"]) != 1:
             raise PodStartError("this kubelet runs pods of one app container")
         for i, container in enumerate(containers):
-            paths = self.image_paths.copy()
+            image, image_paths = self.images(container["image"])
+            paths = image_paths.copy()
             for mount in container.get("volumeMounts", []):
                 if mount["name"] not in volumes:
                     raise PodStartError(
@@ -291,7 +292,7 @@ class Kubelet:
                         "volume of the pod"
                     )
                 paths.add(mount["mountPath"], volumes[mount["name"]] / mount.get("subPath", ""))
-            argv, env, cwd = self.argv_and_env(pod, container, paths)
+            argv, env, cwd = self.argv_and_env(pod, container, image, paths)
             cwd.mkdir(parents=True, exist_ok=True)
             run = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv])
             steps.append(f"cd {shlex.quote(str(cwd))} || exit 1")
