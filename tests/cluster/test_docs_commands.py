@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from pathlib import Path
 
 import pytest
-import yaml
 
-from jobs.__main__ import main as jobs_main
 from tests.helpers.box_cluster import outcome_text
 from tests.helpers.box_docs import doc_commands
-from tests.helpers.box_image import BASE_PATH, Image
-from tests.helpers.box_stacks import box
+from tests.helpers.box_stacks import box, submitted, team_image
 
 COMMANDS = doc_commands()
 # Found by this runner on main, fixed elsewhere (issue 37).
@@ -72,45 +68,32 @@ def params():
     ]
 
 
-def render(command, out: Path, capsys) -> tuple[int, str]:
-    words = [w for w in command.words if w != "--apply"]
-    extra = ["--out", str(out), *(["--render-only"] if command.kind == "recipe" else [])]
-    cut = words.index("--") if "--" in words else len(words)
-    code = jobs_main([*words[:cut], *extra, *words[cut:]])
-    return code, capsys.readouterr().err
-
-
 @pytest.mark.parametrize("command", params())
 def test_every_documented_job_command_renders_and_runs_or_is_refused_at_render_time(
     command, clusters, tmp_path, capsys
 ):
-    code, err = render(command, tmp_path / "out", capsys)
+    words = [w for w in command.words if w != "--apply"]
+    if command.kind == "recipe":
+        words.insert(2, "--render-only")
+    code, jobset = submitted(words, tmp_path / "out")
+    err = capsys.readouterr().err
     if command.refused:
         assert (code, command.refused in err) == (2, True), f"{command}: exit {code}: {err}"
         return
-    assert code == 0, f"{command}: python -m jobs exited {code}:\n{err}"
-    (written,) = (tmp_path / "out").rglob("job.yaml")
-    (jobset,) = yaml.safe_load_all(written.read_text())
+    assert code == 0 and jobset, f"{command}: python -m jobs exited {code}:\n{err}"
     stack = command.words[command.words.index("--stack") + 1]
     cluster = clusters(stack)
     assert cluster.bind_all(jobset), f"{command}: no pod placed"
     if command.kind != "submit":
         return
     # The team's image, stood in for: the documented script in its working folder.
-    (container,) = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
-        "containers"
-    ]
-    team = tmp_path / "team-image"
+    team = tmp_path / "team"
     team.mkdir()
     script_args = list(command.words[command.words.index("--") + 1 :])
     scripts = [w for w in script_args if w.endswith((".py", ".sh"))]
     for script in scripts:
         (team / script).write_text(STAND_IN)
-    cluster.add_image(
-        container["image"],
-        Image({"PATH": BASE_PATH}, "/workspace", "1000", ((str(team), "/workspace"),)),
-        f"team-{tmp_path.name}",
-    )
+    team_image(cluster, jobset, team, on_bootstrap=False)
     outcome = cluster.run_jobset(jobset)
     assert outcome.state == "Completed", f"{command}:\n{outcome_text(outcome)}"
     # Every rank ran the documented script with the documented arguments.

@@ -245,14 +245,17 @@ class Cluster:
         for host in hosts:
             for suffix in (f".{name}", f".{name}.{namespace}", f".{name}.{namespace}.svc"):
                 self.network.hosts[host + suffix] = "127.0.0.1"
-        for port in template["spec"]["containers"][0].get("ports", []):
-            self.network.ports.setdefault(port["containerPort"], free_port())
+        ports = [p["containerPort"] for p in template["spec"]["containers"][0].get("ports", [])]
         for init in template["spec"].get("initContainers", []):
-            for word in init.get("command", []):
-                if word.startswith("--master-port="):
-                    self.network.ports.setdefault(int(word.split("=", 1)[1]), free_port())
+            ports += [
+                int(w.split("=", 1)[1]) for w in init["command"] if w.startswith("--master-port=")
+            ]
 
         def start(index: int, attempt: int, _env: dict, log: Path) -> subprocess.Popen:
+            if index == 0:
+                # Each attempt's pods are new pods: their ports are fresh on this machine, where
+                # an old attempt's listening socket may linger (TIME_WAIT).
+                self.network.ports.update({port: free_port() for port in ports})
             pod = self.pods_of(jobset)[index]
             pod["metadata"]["annotations"][RESTART_ATTEMPT_KEY] = str(attempt)
             process = self.run_pod(pod, log)

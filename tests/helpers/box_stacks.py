@@ -1,6 +1,7 @@
 """One cluster in a box per stack and test module: out/<stack>/ as the plan writes it (with the
 self-test on: tests/helpers/box_cluster.write_out), read back, the Service the pods push to
-stood in for by a Pushgateway of this machine that records what it is sent."""
+stood in for by a Pushgateway of this machine that records what it is sent; the jobs
+`python -m jobs` renders for it, and a team's image stood in for."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from components.vocabulary import pushgateway_url
+from jobs.__main__ import main as jobs_main
 from tests.conftest import stack_config
 from tests.helpers.box_cluster import Cluster, write_out
+from tests.helpers.box_image import BASE_PATH, Image, read_image
 from tests.helpers.pushgateway import Gateway
 
 
@@ -32,3 +37,26 @@ def selftest_jobset(cluster: Cluster) -> dict[str, Any]:
         if o["kind"] == "JobSet" and o["metadata"]["namespace"] == cluster.cfg.namespaces.selftest
     ]
     return jobset
+
+
+def submitted(argv: list[str], out: Path) -> tuple[int, dict[str, Any] | None]:
+    """`python -m jobs <argv> --out <out>`: its exit code and the JobSet it wrote."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    code = jobs_main([*argv[:cut], "--out", str(out), *argv[cut:]])
+    written = list(out.rglob("job.yaml"))
+    if code or not written:
+        return code, None
+    (jobset,) = yaml.safe_load_all(written[0].read_text())
+    return code, jobset
+
+
+def team_image(cluster: Cluster, jobset: dict[str, Any], scripts: Path, on_bootstrap: bool) -> None:
+    """The image the JobSet names, stood in for: the team's files in its working folder
+    /workspace, on the self-test's image (trainkit and contract on its PYTHONPATH, as a team
+    image built FROM it has them) or on a bare Python."""
+    (container,) = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    base = read_image() if on_bootstrap else Image({"PATH": BASE_PATH}, "/", "1000", ())
+    image = Image(base.env, "/workspace", base.user, (*base.copies, (str(scripts), "/workspace")))
+    cluster.add_image(container["image"], image, f"team-{scripts.parent.name}-{scripts.name}")
