@@ -24,7 +24,9 @@ Three maps stand between the cluster and this machine, and nothing else is chang
   folder, applied to the command, args, every env value (PYTHONPATH, PATH) and the working folder;
 - the network (`Network`): a cluster DNS name -> 127.0.0.1 (each JobSet pod's hostname through
   its headless Service, a Service's name) and a port -> a free port of this machine, so that
-  several boxes run side by side;
+  several boxes run side by side; and, as every pod here shares one address where a cluster
+  gives each its own, a port a process opens for itself (trainkit's metrics server, 8000 on
+  every pod: bootstrap/trainkit/session.py) is one the system picks (`PER_POD_PORTS`);
 - the node's devices (`tests/helpers/box_nodes.py`, `Node.stand_in`): a CPU stands in for the
   pod's GPUs and fabric.
 
@@ -51,6 +53,9 @@ from tests.controllers.kueue_admission import quantity
 from tests.helpers.box_image import Image, PathMap
 
 DEFAULT_MODE = 0o644
+# Ports a process of each pod listens on, which pods sharing this machine's address would
+# contend for: 0 lets the system pick one (unless the pod sets the variable itself).
+PER_POD_PORTS = {"TRAINKIT_METRICS_PORT": "0"}
 
 
 class PodStartError(Exception):
@@ -249,7 +254,11 @@ class Kubelet:
         words = [
             expand(w, own) for w in [*container.get("command", []), *container.get("args", [])]
         ]
-        env = {**image.env, "HOSTNAME": pod["spec"].get("hostname", pod["metadata"]["name"])}
+        env = {
+            **image.env,
+            **PER_POD_PORTS,
+            "HOSTNAME": pod["spec"].get("hostname", pod["metadata"]["name"]),
+        }
         env.update(own)
         env = {k: self.network.apply(paths.apply(v)) for k, v in env.items()}
         words = [self.network.apply(paths.apply(w)) for w in words]
