@@ -13,12 +13,13 @@ Every refusal names the object, the controller and its rule, as a cluster's even
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import subprocess
 import tempfile
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from tests.helpers.box_kubelet import Kubelet, Network, Objects
 from tests.helpers.box_kueue import manager_config, namespace_managed
 from tests.helpers.box_nodes import Node, misfit, pool_nodes, requests, stand_in
 from tests.helpers.jobset_harness import JobSetHarness, Outcome, Pod
+from tests.helpers.kube_api import ApiServer
 from tests.helpers.loopback import free_port
 
 # JobSet's labels on its pods (JobSet pkg/constants: jobset.sigs.k8s.io/jobset-name, ...).
@@ -88,6 +90,9 @@ class Cluster:
     network: Network = field(default_factory=Network)
     # Each pod started: (node, pod, the JobSet's restart attempt).
     placed: list[tuple[str, str, int]] = field(default_factory=list)
+    # The API server the pods reach (`api_server`), and how many of its requests are applied.
+    api: ApiServer | None = None
+    applied: int = 0
 
     @classmethod
     def of(cls, cfg: PlatformConfig, out: Path, box: Path) -> Cluster:
@@ -147,9 +152,38 @@ class Cluster:
         if problems:
             raise Refused(f"{what} is never admitted: Kueue v0.19.2: {'; '.join(problems)}")
 
+    # ------------------------------------------------------------------ the API server
+
+    @contextlib.contextmanager
+    def api_server(self, folder: Path) -> Iterator[ApiServer]:
+        """An API server the pods reach with their ServiceAccount (tests/helpers/kube_api.py):
+        it serves the nodes, and a node PATCH a pod sends (the self-test's quarantine) is
+        applied to the node before the scheduler places the next pod."""
+        answers = {}
+        for node in self.nodes:
+            path = f"/api/v1/nodes/{node.name}"
+            answers[("GET", path)] = answers[("PATCH", path)] = (200, node.as_object())
+        with ApiServer(folder, answers) as api:
+            self.api = api
+            try:
+                yield api
+            finally:
+                self.api = None
+
+    def apply_api_requests(self) -> None:
+        if self.api is None:
+            return
+        for method, path, _, body in self.api.received[self.applied :]:
+            if method == "PATCH" and path.startswith("/api/v1/nodes/"):
+                name = urllib.parse.unquote(path.rsplit("/", 1)[1])
+                (node,) = [n for n in self.nodes if n.name == name]
+                node.merge_patch(body)
+        self.applied = len(self.api.received)
+
     # ------------------------------------------------------------------ scheduler + kubelet
 
     def schedule(self, pod: dict[str, Any]) -> Node:
+        self.apply_api_requests()
         spec = pod["spec"]
         for node in self.nodes:
             for name, (process, _) in list(node.pods.items()):
@@ -176,7 +210,14 @@ class Cluster:
         return Objects(by_kind)
 
     def kubelet(self, node: Node) -> Kubelet:
-        return Kubelet(self.box, node, self.image_for, self.objects_index(), self.network, stand_in)
+        # The kubelet gives a pod the API server's address (KUBERNETES_SERVICE_HOST, _PORT) and
+        # its ServiceAccount, at the path the self-test's override names (it opens the usual
+        # one inside its code, where no path map reaches).
+        api_env = self.api.env() if self.api is not None else {}
+        return Kubelet(
+            self.box, node, self.image_for, self.objects_index(), self.network,
+            lambda argv, env: stand_in(argv, {**env, **api_env}, node),
+        )  # fmt: skip
 
     def run_pod(self, pod: dict[str, Any], log: Path) -> subprocess.Popen:
         node = self.schedule(pod)

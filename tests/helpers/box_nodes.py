@@ -70,7 +70,9 @@ NPROC = re.compile(r"--nproc[-_]per[-_]node(=.*)?$")
 NNODES = re.compile(r"--nnodes[=](\d+)$")
 
 
-def stand_in(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+def stand_in(
+    argv: list[str], env: dict[str, str], node: Node | None = None
+) -> tuple[list[str], dict[str, str]]:
     nodes = next((int(m.group(1)) for w in argv if (m := NNODES.match(w))), 1)
     ranks = str(max(1, CPU_RANKS // nodes))
     words, value_next = [], False
@@ -85,6 +87,8 @@ def stand_in(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str,
         words.append(word)
     env = {k: v for k, v in env.items() if k not in NOT_ON_A_CPU}
     env.update({k: v for k, v in STAND_IN_ENV.items() if k in env})
+    if node is not None and node.lost_gpu and SELFTEST_EXPECTED_GPUS in env:
+        env[SELFTEST_EXPECTED_GPUS] = "1"
     return words, env
 
 
@@ -97,6 +101,33 @@ class Node:
     allocatable: dict[str, Any]
     # Pods running on it now: name -> (their sandbox process, their requests).
     pods: dict[str, tuple[Any, dict[str, Fraction]]] = field(default_factory=dict)
+    # `kubectl cordon`: spec.unschedulable.
+    unschedulable: bool = False
+    # A GPU fell off the bus: a pod is given a GPU its processes cannot see.
+    lost_gpu: bool = False
+
+    def as_object(self) -> dict[str, Any]:
+        """The Node as the API server returns it."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.name, "labels": dict(self.labels)},
+            "spec": {"taints": list(self.taints), "unschedulable": self.unschedulable},
+            "status": {"allocatable": {k: str(v) for k, v in self.allocatable.items()}},
+        }
+
+    def merge_patch(self, patch: dict[str, Any]) -> None:
+        """A JSON merge patch (RFC 7386) of its labels, taints and unschedulable."""
+        for key, value in patch.get("metadata", {}).get("labels", {}).items():
+            if value is None:
+                self.labels.pop(key, None)
+            else:
+                self.labels[key] = value
+        spec = patch.get("spec", {})
+        if "taints" in spec:
+            self.taints = list(spec["taints"] or [])
+        if "unschedulable" in spec:
+            self.unschedulable = bool(spec["unschedulable"])
 
     def quarantined(self) -> bool:
         return QUARANTINE_LABEL in self.labels
@@ -218,6 +249,8 @@ def requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
 
 def misfit(pod_spec: dict[str, Any], node: Node) -> str | None:
     """Why the scheduler would not place the pod on the node; None when it would."""
+    if node.unschedulable:
+        return "node(s) were unschedulable"
     if not all(node.labels.get(k) == v for k, v in pod_spec.get("nodeSelector", {}).items()):
         return "node(s) didn't match Pod's node affinity/selector"
     required = (
