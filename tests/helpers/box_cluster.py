@@ -33,7 +33,7 @@ from plan.cli import write_outputs
 from plan.engine import run_program
 from plan.manifests import outline_source
 from plan.model import Plan, build_plan
-from plan.render import render_plan, write_rendered
+from plan.render import Rendering, render_plan, write_rendered
 from tests.conftest import (
     SHARED_HELM,
     _plans,
@@ -44,6 +44,7 @@ from tests.conftest import (
     stack_file_config,
 )
 from tests.controllers.kueue_admission import Kueue, admission_problems
+from tests.controllers.pod_security import enforce_level, violations
 from tests.helpers.box_image import Image, PathMap, lay_out, read_image
 from tests.helpers.box_kubelet import Kubelet, Network, Objects
 from tests.helpers.box_kueue import manager_config, namespace_managed
@@ -182,6 +183,20 @@ class Cluster:
 
     # ------------------------------------------------------------------ scheduler + kubelet
 
+    def pod_security(self, pod: dict[str, Any]) -> None:
+        """The API server's Pod Security admission of a pod the Job controller creates, at the
+        level its namespace enforces (tests/controllers/pod_security.py): a refused pod is the
+        Job's FailedCreate."""
+        meta = pod["metadata"]
+        level = enforce_level(self.get("Namespace", meta["namespace"]))
+        found = violations((meta, pod["spec"]), level)
+        if found:
+            raise Refused(
+                f'Job controller: FailedCreate: pods "{meta["name"]}" is forbidden: violates '
+                f'PodSecurity "{level}:latest" (namespace {meta["namespace"]}): '
+                + "; ".join(map(str, found))
+            )
+
     def schedule(self, pod: dict[str, Any]) -> Node:
         self.apply_api_requests()
         spec = pod["spec"]
@@ -220,6 +235,7 @@ class Cluster:
         )  # fmt: skip
 
     def run_pod(self, pod: dict[str, Any], log: Path) -> subprocess.Popen:
+        self.pod_security(pod)
         node = self.schedule(pod)
         pod["spec"]["nodeName"] = node.name
         process = self.kubelet(node).start(pod, log)
@@ -369,10 +385,15 @@ def planned_with_selftest(stack: str) -> Plan:
 def write_out(stack: str, out: Path) -> Path:
     """out/<stack>/ as `python -m plan <stack>` writes it, from the plan with the self-test on."""
     plan = planned_with_selftest(stack)
-    write_outputs(plan, out)
     if stack_config(stack).selftest.image:
         rendering = rendered(stack)
     else:
         rendering = render_plan(plan, (SHARED_HELM,))
+    return write_plan(plan, rendering, out)
+
+
+def write_plan(plan: Plan, rendering: Rendering, out: Path) -> Path:
+    """What `python -m plan` writes of a plan and its rendering (plan/cli.py)."""
+    write_outputs(plan, out)
     write_rendered(rendering, out)
     return out

@@ -6,7 +6,7 @@ stood in for by a Pushgateway of this machine that records what it is sent; the 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import yaml
 
 from components.vocabulary import pushgateway_url
 from jobs.__main__ import main as jobs_main
+from model.config import PlatformConfig
 from tests.conftest import stack_config
 from tests.helpers.box_cluster import Cluster, write_out
 from tests.helpers.box_image import BASE_PATH, Image, read_image
@@ -22,8 +23,15 @@ from tests.helpers.pushgateway import Gateway
 
 @contextlib.contextmanager
 def box(stack: str, folder: Path) -> Iterator[tuple[Cluster, Gateway]]:
-    cfg = stack_config(stack)
-    cluster = Cluster.of(cfg, write_out(stack, folder / "out" / stack), folder / "box")
+    """The stack's cluster in a box, from its plan with the self-test on."""
+    with box_of(stack_config(stack), write_out(stack, folder / "out" / stack), folder) as found:
+        yield found
+
+
+@contextlib.contextmanager
+def box_of(cfg: PlatformConfig, out: Path, folder: Path) -> Iterator[tuple[Cluster, Gateway]]:
+    """A cluster in a box from what `python -m plan` wrote to `out`."""
+    cluster = Cluster.of(cfg, out, folder / "box")
     with Gateway() as gateway:
         cluster.serve(pushgateway_url(cfg.namespaces.monitoring), gateway.port)
         yield cluster, gateway
@@ -39,10 +47,13 @@ def selftest_jobset(cluster: Cluster) -> dict[str, Any]:
     return jobset
 
 
-def submitted(argv: list[str], out: Path) -> tuple[int, dict[str, Any] | None]:
-    """`python -m jobs <argv> --out <out>`: its exit code and the JobSet it wrote."""
+def submitted(
+    argv: list[str], out: Path, main: Callable[[list[str]], int] = jobs_main
+) -> tuple[int, dict[str, Any] | None]:
+    """`python -m jobs <argv> --out <out>` (or another project's `main`): its exit code and the
+    JobSet it wrote."""
     cut = argv.index("--") if "--" in argv else len(argv)
-    code = jobs_main([*argv[:cut], "--out", str(out), *argv[cut:]])
+    code = main([*argv[:cut], "--out", str(out), *argv[cut:]])
     written = list(out.rglob("job.yaml"))
     if code or not written:
         return code, None
