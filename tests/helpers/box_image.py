@@ -127,7 +127,9 @@ def lay_out(root: Path, image: Image | None = None) -> PathMap:
     `--chown=root:root` leaves them to the image's user), and the base image's `python` and
     `torchrun` as this interpreter's; the map of every path the image holds."""
     image = image or read_image()
-    paths = PathMap()
+    # The image's root: where a folder no COPY or mount names is (a WORKDIR of its own). Only
+    # a folder's lookup falls back to it; text keeps every path no prefix maps.
+    paths = PathMap({"/": root})
     for source, dest in image.copies:
         if dest.startswith("/tmp/"):  # a build step's input, removed in the same RUN
             continue
