@@ -4,13 +4,22 @@ of this folder stand on."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 from tests.helpers.box_image import BASE_PATH, Image, PathMap, instructions, lay_out, read_image
-from tests.helpers.box_kubelet import Kubelet, Network, Objects, expand, field_ref, resource_ref
+from tests.helpers.box_kubelet import (
+    Kubelet,
+    Network,
+    Objects,
+    expand,
+    field_ref,
+    resource_ref,
+    sandbox_processes,
+)
 from tests.helpers.box_kueue import NOT_OPTED_IN, namespace_managed
 from tests.helpers.box_nodes import Node, misfit, stand_in
 from tests.helpers.hang import HANG_S
@@ -172,3 +181,24 @@ def test_a_failed_init_container_fails_the_pod_with_its_code(tmp_path):
     process, log = start(tmp_path, ["python", "-c", "raise SystemExit(3)"], ["python", "-V"])
     assert process.wait(timeout=HANG_S) == 3
     assert log.read_text() == ""
+
+
+def test_a_killed_pod_takes_every_process_it_started_even_in_another_session(tmp_path):
+    # torch's agent starts each worker with start_new_session (torch/distributed/elastic/
+    # multiprocessing/subprocess_handler/subprocess_handler.py): a container's cgroup still
+    # holds it, and the box finds it by the sandbox every process of the pod names.
+    child = "import subprocess,sys,time; subprocess.Popen([sys.executable, '-c', "
+    child += "'import time; time.sleep(600)'], start_new_session=True); print('up', flush=True); "
+    child += "time.sleep(600)"
+    process, log = start(tmp_path, ["python", "-c", "pass"], ["python", "-c", child])
+    deadline = time.monotonic() + HANG_S
+    sandbox = tmp_path / "pods" / "ns" / "p"
+    while "up" not in log.read_text() or len(sandbox_processes(sandbox)) < 2:
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    for pid in sandbox_processes(sandbox):
+        os.kill(pid, signal.SIGKILL)
+    process.wait(timeout=HANG_S)
+    while sandbox_processes(sandbox):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)

@@ -46,7 +46,7 @@ from tests.conftest import (
 from tests.controllers.kueue_admission import Kueue, admission_problems
 from tests.controllers.pod_security import enforce_level, violations
 from tests.helpers.box_image import Image, PathMap, lay_out, read_image
-from tests.helpers.box_kubelet import Kubelet, Network, Objects
+from tests.helpers.box_kubelet import Kubelet, Network, Objects, sandbox_processes
 from tests.helpers.box_kueue import manager_config, namespace_managed
 from tests.helpers.box_nodes import Node, misfit, pool_nodes, requests, stand_in
 from tests.helpers.jobset_harness import JobSetHarness, Outcome, Pod
@@ -94,6 +94,8 @@ class Cluster:
     # The API server the pods reach (`api_server`), and how many of its requests are applied.
     api: ApiServer | None = None
     applied: int = 0
+    # A pod's sandbox process -> its sandbox folder, which each of its processes carries.
+    sandboxes: dict[int, Path] = field(default_factory=dict)
 
     @classmethod
     def of(cls, cfg: PlatformConfig, out: Path, box: Path) -> Cluster:
@@ -238,7 +240,9 @@ class Cluster:
         self.pod_security(pod)
         node = self.schedule(pod)
         pod["spec"]["nodeName"] = node.name
-        process = self.kubelet(node).start(pod, log)
+        kubelet = self.kubelet(node)
+        process = kubelet.start(pod, log)
+        self.sandboxes[process.pid] = kubelet.sandbox(pod)
         node.pods[pod["metadata"]["name"]] = (process, requests(pod["spec"]))
         return process
 
@@ -324,6 +328,7 @@ class Cluster:
             self.box / "logs" / name,
             grace_s=template["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_S),
             name=name, namespace=namespace,
+            processes=lambda process: sandbox_processes(self.sandboxes[process.pid]),
         )  # fmt: skip
         return harness.run(fault)
 

@@ -30,7 +30,8 @@ Three maps stand between the cluster and this machine, and nothing else is chang
 - the node's devices (`tests/helpers/box_nodes.py`, `Node.stand_in`): a CPU stands in for the
   pod's GPUs and fabric.
 
-A pod's containers run in one process group (its "sandbox"): init containers one after another,
+A pod's containers run in one process group (its "sandbox", whose folder every process of the
+pod names in SANDBOX_ENV, the box's stand-in for its cgroup): init containers one after another,
 each to success, then the app container in their place (`exec`), so that the signal the
 kubelet sends on deletion (SIGTERM, then SIGKILL after terminationGracePeriodSeconds: the
 JobSet harness sends them) reaches the container's PID 1 as on a node. A failed init container
@@ -53,6 +54,10 @@ from tests.controllers.kueue_admission import quantity
 from tests.helpers.box_image import Image, PathMap
 
 DEFAULT_MODE = 0o644
+# The box's stand-in for a pod's cgroup: every process of the pod inherits this variable (torch's
+# agent starts its workers in sessions of their own, out of the pod's process group), so that a
+# pod is killed whole, as a container runtime kills its cgroup.
+SANDBOX_ENV = "BOX_SANDBOX"
 # Ports a process of each pod listens on, which pods sharing this machine's address would
 # contend for: 0 lets the system pick one (unless the pod sets the variable itself).
 PER_POD_PORTS = {"TRAINKIT_METRICS_PORT": "0"}
@@ -258,6 +263,7 @@ class Kubelet:
             **image.env,
             **PER_POD_PORTS,
             "HOSTNAME": pod["spec"].get("hostname", pod["metadata"]["name"]),
+            SANDBOX_ENV: str(self.sandbox(pod)),
         }
         env.update(own)
         env = {k: self.network.apply(paths.apply(v)) for k, v in env.items()}
@@ -280,10 +286,12 @@ class Kubelet:
             f'container {container}: exec: "{name}": executable file not found in $PATH'
         )
 
+    def sandbox(self, pod: dict[str, Any]) -> Path:
+        return self.box / "pods" / pod["metadata"]["namespace"] / pod["metadata"]["name"]
+
     def start(self, pod: dict[str, Any], log: Path) -> subprocess.Popen:
         """Every container of the pod, init containers first, in one new session."""
-        meta = pod["metadata"]
-        sandbox = self.box / "pods" / meta["namespace"] / meta["name"]
+        sandbox = self.sandbox(pod)
         sandbox.mkdir(parents=True)
         volumes = self.volumes(pod, sandbox)
         steps = []
@@ -312,3 +320,21 @@ class Kubelet:
                 ["/bin/sh", str(sandbox / "pod.sh")],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
+
+
+def sandbox_processes(sandbox: Path) -> list[int]:
+    """Every live process of the pod whose sandbox is `sandbox` (its SANDBOX_ENV)."""
+    marker = f"{SANDBOX_ENV}={sandbox}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
