@@ -154,7 +154,16 @@ def start(tmp_path: Path, init: list[str], app: list[str]) -> tuple[subprocess.P
         "metadata": {"name": "p", "namespace": "ns", "labels": {}, "annotations": {}},
         "spec": {
             "initContainers": [{"name": "i", "image": "x", "command": init}],
-            "containers": [{"name": "c", "image": "x", "command": app}],
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "x",
+                    "command": app,
+                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                }
+            ],
+            # As every training pod mounts it: the box's own folders under /tmp stay its own.
+            "volumes": [{"name": "tmp", "emptyDir": {}}],
         },
     }
     kubelet = Kubelet(tmp_path, node(), lambda _: (image, paths), Objects({}), Network())

@@ -263,10 +263,11 @@ class Kubelet:
             **image.env,
             **PER_POD_PORTS,
             "HOSTNAME": pod["spec"].get("hostname", pod["metadata"]["name"]),
-            SANDBOX_ENV: str(self.sandbox(pod)),
         }
         env.update(own)
         env = {k: self.network.apply(paths.apply(v)) for k, v in env.items()}
+        # A folder of this machine, past the maps (a pod's /tmp mount would take /tmp/...).
+        env[SANDBOX_ENV] = str(self.sandbox(pod))
         words = [self.network.apply(paths.apply(w)) for w in words]
         words, env = self.stand_in(words, env)
         words[0] = self.executable(words[0], env["PATH"], container["name"])
