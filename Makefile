@@ -123,7 +123,7 @@ check-promtool:
 # policy tiers (every folder but tests/image and tests/cluster) in 1¼–2½ minutes on 2 cores;
 # `make test-image` runs the selftest tier, real processes on the CPU: the image side
 # (tests/image: the self-test, trainkit's kill and hang runs, the recipes, gpu-check) and the
-# rendered plan run whole (tests/cluster: the cluster in a box), 3–5½ minutes and 2–4 more.
+# rendered plan run whole (tests/cluster: the cluster in a box), 3–5½ minutes and 2–3 more.
 # CI (.ci/run) runs both; tests/repo/test_test_targets.py holds the two to partition the tests.
 IMAGE_TESTS := tests/image tests/cluster
 # $(call timed_pytest,<target>,<pytest arguments>): the tests on every core (pytest-xdist), the
