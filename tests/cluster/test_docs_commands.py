@@ -47,6 +47,28 @@ def test_the_docs_show_job_commands_to_run():
     assert kinds.count("submit") >= 1 and kinds.count("recipe") >= 4, [str(c) for c in COMMANDS]
 
 
+def test_the_runner_reads_continued_lines_placeholders_and_refused_markers(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```sh\n"
+        ".venv/bin/python -m jobs submit --stack dev --nodes 1 \\\n"
+        "  --image r/x@sha256:<64 hex> -- t.py  # a comment\n"
+        "python -m jobs recipe esrgan --stack prod --nodes 9  # refused: no pool holds\n"
+        "make plan\n"
+        "```\n"
+    )
+    submit, recipe = doc_commands([page])
+    assert (submit.line, submit.refused) == (2, None)
+    assert submit.words == (
+        "submit", "--stack", "dev", "--nodes", "1", "--image", "r/x@sha256:" + "0" * 64, "--",
+        "t.py",
+    )  # fmt: skip
+    assert (recipe.line, recipe.kind, recipe.refused) == (4, "recipe", "no pool holds")
+    page.write_text("```sh\npython -m jobs submit --stack <stack> --nodes 1\n```\n")
+    with pytest.raises(AssertionError, match="<stack>"):
+        doc_commands([page])
+
+
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory):
     with contextlib.ExitStack() as stack:

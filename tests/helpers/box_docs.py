@@ -33,7 +33,8 @@ class DocCommand:
 
     @property
     def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        shown = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{shown}:{self.line}"
 
     @property
     def kind(self) -> str:
@@ -70,7 +71,7 @@ def _parse(path: Path, line: int, command: str) -> DocCommand:
     unknown = re.findall(r"<[^<>]+>", command.split("#", 1)[0])
     if unknown:
         raise AssertionError(
-            f"{path.relative_to(ROOT)}:{line}: placeholder(s) {unknown} have no value in "
+            f"{DocCommand(path, line, (), None).where}: placeholder(s) {unknown} have no value in "
             "tests/helpers/box_docs.py PLACEHOLDERS"
         )
     words = shlex.split(command, comments=True)
