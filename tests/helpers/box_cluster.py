@@ -79,7 +79,6 @@ def read_out(out: Path) -> tuple[list[dict], list[dict], list[dict]]:
 @dataclass
 class Cluster:
     cfg: PlatformConfig
-    out: Path
     box: Path
     manifests: list[dict[str, Any]]
     rendered: list[dict[str, Any]]
@@ -103,7 +102,7 @@ class Cluster:
         box.mkdir(parents=True, exist_ok=True)
         nodes = pool_nodes(cfg, resources, [*manifests, *rendered])
         bootstrap = (read_image(), lay_out(box / "images" / "bootstrap"))
-        return cls(cfg, out, box, manifests, rendered, nodes, {"": bootstrap})
+        return cls(cfg, box, manifests, rendered, nodes, {"": bootstrap})
 
     def add_image(self, reference: str, image: Image, name: str) -> Path:
         """`reference` runs `image`, laid out under the box; its root folder."""

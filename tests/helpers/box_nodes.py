@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from components.data.gpu_operator import advertised_resources
-from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE, QUARANTINE_LABEL, rdma_resource
+from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE, rdma_resource
 from contract.env import (
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
@@ -128,9 +128,6 @@ class Node:
             self.taints = list(spec["taints"] or [])
         if "unschedulable" in spec:
             self.unschedulable = bool(spec["unschedulable"])
-
-    def quarantined(self) -> bool:
-        return QUARANTINE_LABEL in self.labels
 
 
 def rdma_devices(objects: list[dict[str, Any]], resource: str) -> int:
