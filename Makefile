@@ -120,11 +120,12 @@ check-promtool:
 		exit 1; }
 
 # STYLE.md §8's tiers in two targets, split by folder: `make test` runs the unit, program and
-# policy tiers (every folder but tests/image) in 1¼–2½ minutes on 2 cores; `make test-image`
-# runs the selftest tier, the image side as real processes on the CPU (tests/image: the
-# self-test, trainkit's kill and hang runs, the recipes, gpu-check), 3–5½ minutes. CI
-# (.ci/run) runs both; tests/repo/test_test_targets.py holds the two to partition the tests.
-IMAGE_TESTS := tests/image
+# policy tiers (every folder but tests/image and tests/cluster) in 1¼–2½ minutes on 2 cores;
+# `make test-image` runs the selftest tier, real processes on the CPU: the image side
+# (tests/image: the self-test, trainkit's kill and hang runs, the recipes, gpu-check) and the
+# rendered plan run whole (tests/cluster: the cluster in a box), 3–5½ minutes and 2–3 more.
+# CI (.ci/run) runs both; tests/repo/test_test_targets.py holds the two to partition the tests.
+IMAGE_TESTS := tests/image tests/cluster
 # $(call timed_pytest,<target>,<pytest arguments>): the tests on every core (pytest-xdist), the
 # slowest 15 listed at the end. Each module's tests run in one worker (loadscope), so a module
 # fixture that starts real processes or plans a changed stack runs once, not once per worker.
@@ -139,7 +140,7 @@ define timed_pytest
 endef
 
 test: lint check-promtool
-	$(call timed_pytest,test,--ignore=$(IMAGE_TESTS))
+	$(call timed_pytest,test,$(addprefix --ignore=,$(IMAGE_TESTS)))
 
 test-image: $(TEST_VENV)/.installed check-promtool
 	$(call timed_pytest,test-image,$(IMAGE_TESTS))

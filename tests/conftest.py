@@ -102,6 +102,7 @@ TIERS = {
     "program": "program",
     "policy": "policy",
     "image": "selftest",
+    "cluster": "selftest",
 }
 
 
@@ -112,6 +113,8 @@ LONGEST_FIRST = (
     "tests/program/test_user_stacks.py",
     "tests/image/recipes/test_training.py",
     "tests/image/trainkit/test_resilience.py",
+    "tests/cluster/test_recovery.py",
+    "tests/cluster/test_selftest.py",
     "tests/image/gpu_check/test_gpu_check.py",
     "tests/image/trainkit/test_trainkit.py",
 )

@@ -56,10 +56,14 @@ class Pod:
     started_at: float
     ended_at: float | None = None
     disrupted: bool = False
+    jobset: str = "job"
+    # Every live process of the pod, where its processes leave its process group (torch's
+    # agent starts each worker in a session of its own): a container's cgroup holds them all.
+    processes: Callable[[], list[int]] | None = None
 
     @property
     def name(self) -> str:
-        return f"job-trainer-0-{self.index}"
+        return f"{self.jobset}-trainer-0-{self.index}"
 
     @property
     def exit_code(self) -> int | None:
@@ -70,9 +74,17 @@ class Pod:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def live(self) -> list[int]:
+        return self.processes() if self.processes else _live_processes(self.process.pid)
+
     def kill(self) -> None:
         """The node or container dies: every process of the pod, at once."""
-        os.killpg(self.process.pid, signal.SIGKILL)
+        if self.processes is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            return
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def ended_pod(exit_code: int, disrupted: bool = False) -> Pod:
@@ -179,8 +191,11 @@ class JobSetHarness:
     def __init__(
         self, start: Callable[[int, int, dict, Path], subprocess.Popen], nodes: int,
         failure_policy: dict, pod_failure_policy: dict, logs: Path, grace_s: float = 30.0,
+        name: str = "job", namespace: str = "default",
+        processes: Callable[[subprocess.Popen], list[int]] | None = None,
     ) -> None:  # fmt: skip
         self.start, self.nodes, self.logs, self.grace_s = start, nodes, logs, grace_s
+        self.name, self.namespace, self.processes = name, namespace, processes
         self.failure_policy, self.pod_failure_policy = failure_policy, pod_failure_policy
         logs.mkdir(parents=True, exist_ok=True)
 
@@ -188,7 +203,9 @@ class JobSetHarness:
         suffix = f"-{replacement}" if replacement else ""
         log = self.logs / f"attempt-{attempt}-pod-{index}{suffix}.log"
         env = {"JOBSET_RESTART_ATTEMPT": str(attempt)}
-        return Pod(index, attempt, self.start(index, attempt, env, log), log, time.time())
+        process = self.start(index, attempt, env, log)
+        every = (lambda p=process: self.processes(p)) if self.processes else None
+        return Pod(index, attempt, process, log, time.time(), jobset=self.name, processes=every)
 
     def _start(self, attempt: int) -> list[Pod]:
         return [self._start_pod(index, attempt) for index in range(self.nodes)]
@@ -203,12 +220,12 @@ class JobSetHarness:
         for pod in pods:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 pod.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            if _live_processes(pod.process.pid):
-                os.killpg(pod.process.pid, signal.SIGKILL)
+            if pod.live():
+                pod.kill()
             pod.process.wait(timeout=HANG_S)
             pod.ended_at = pod.ended_at or time.time()
         give_up = time.monotonic() + HANG_S
-        while any(_live_processes(pod.process.pid) for pod in pods):
+        while any(pod.live() for pod in pods):
             assert time.monotonic() < give_up, "old pods' processes outlived BlockingRecreate"
             time.sleep(POLL_S)
 
@@ -234,7 +251,7 @@ class JobSetHarness:
                         pods[i] = self._start_pod(pod.index, outcome.restarts, len(replaced))
                 failed = sorted((p for p in pods if p.exit_code not in (None, 0)),
                                 key=lambda p: p.ended_at)  # fmt: skip
-                failure = job_failure(failed, self.pod_failure_policy)
+                failure = job_failure(failed, self.pod_failure_policy, namespace=self.namespace)
                 if failure is None and all(p.exit_code == 0 for p in pods):
                     outcome.state, outcome.reason = "Completed", "AllJobsCompleted"
                     return outcome

@@ -51,6 +51,8 @@ def test_the_two_targets_run_every_test_module_exactly_once():
     assert [m for m, n in counts.items() if n > 1] == [], "in both targets"
     # The image side's real runs are the second target's; the program's tests the first's.
     assert collected(arguments["test-image"], TESTS / "image/trainkit/test_resilience.py")
+    # The rendered plan run whole (the cluster in a box) starts real processes too.
+    assert collected(arguments["test-image"], TESTS / "cluster/test_selftest.py")
     assert collected(arguments["test"], TESTS / "program/test_user_stacks.py")
 
 

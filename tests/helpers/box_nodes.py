@@ -1,0 +1,273 @@
+"""The nodes of each GPU pool in the cluster in a box, as the plan declares them, and the
+scheduler's fit of a pod onto one.
+
+A node of an AWS pool carries its managed node group's `labels` and `taints` as planned
+(out/<stack>/resources.json; EKS maps NO_SCHEDULE to NoSchedule, API reference "Taint") and the
+labels EKS adds (`kubernetes.io/hostname`, `node.kubernetes.io/instance-type`,
+`eks.amazonaws.com/nodegroup`); a node of an existing cluster's pool the pool's `node_selector`
+labels, which the admin's nodes carry. Allocatable: the GPUs the device plugin advertises
+(components/data/gpu_operator.advertised_resources: a time-sliced GPU is several), the pool's
+EFA devices, the RDMA shared device's `rdmaHcaMax` from the rendered NicClusterPolicy, the
+pool's 2 MiB hugepages, and the CPUs and memory the instance type has less the kubelet's
+reservation (the static CPU manager's whole reserved CPUs) or, on an existing cluster, its
+flavor's.
+
+The fit is the default scheduler's filters for what training pods use (kube-scheduler
+framework plugins NodeAffinity, TaintToleration, NodeResourcesFit), each refusal worded as its
+plugin's reason: "node(s) didn't match Pod's node affinity/selector", "node(s) had untolerated
+taint {key: value}", "Insufficient <resource>".
+
+Each node is this machine's CPU standing in for a GPU node: `stand_in` gives a container the
+view such a node gives (one process where the pod asks for a rank per GPU; no GPU, no RDMA
+device, gloo over loopback), the only change the box makes to what a pod runs besides its
+paths and network (tests/helpers/box_kubelet.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from components.data.gpu_operator import advertised_resources
+from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE, rdma_resource
+from contract.env import (
+    SELFTEST_DCGM_URL,
+    SELFTEST_EXPECTED_FABRIC_DEVICES,
+    SELFTEST_EXPECTED_GPUS,
+    SELFTEST_FABRIC,
+    SELFTEST_FLOORS,
+    SELFTEST_PROMETHEUS_URL,
+)
+from model.config import PlatformConfig
+from tests.controllers.kueue_admission import quantity
+
+HOSTNAME = "kubernetes.io/hostname"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
+
+# What a CPU node changes of a container's view, and why each is needed. torchrun starts the
+# job's ranks on CPUs, two across the job (gloo, 2 cores): one per pod of a multi-node job, two
+# in a job of one pod, instead of one per GPU. The self-test expects the node's hardware: no GPU
+# and no fabric device on a CPU node, gloo over loopback; the GPUs' telemetry (the DCGM exporter,
+# the autoscaler's GPU series in Prometheus) is not there to check, so its URLs are not set, as
+# on any CPU run. Its floors are the pool's GPU, fabric and disk figures, which this machine's
+# CPU and disk do not speak for: its figures are reported, not judged.
+STAND_IN_ENV = {
+    SELFTEST_EXPECTED_GPUS: "0",
+    SELFTEST_EXPECTED_FABRIC_DEVICES: "0",
+    SELFTEST_FABRIC: "tcp",
+    SELFTEST_FLOORS: "{}",
+}
+NOT_ON_A_CPU = (SELFTEST_DCGM_URL, SELFTEST_PROMETHEUS_URL)
+CPU_RANKS = 2
+NPROC = re.compile(r"--nproc[-_]per[-_]node(=.*)?$")
+NNODES = re.compile(r"--nnodes[=](\d+)$")
+
+
+def stand_in(
+    argv: list[str], env: dict[str, str], node: Node | None = None
+) -> tuple[list[str], dict[str, str]]:
+    nodes = next((int(m.group(1)) for w in argv if (m := NNODES.match(w))), 1)
+    ranks = str(max(1, CPU_RANKS // nodes))
+    words, value_next = [], False
+    for word in argv:
+        match = NPROC.match(word)
+        if value_next:
+            word, value_next = ranks, False
+        elif match and match.group(1):
+            word = word.split("=", 1)[0] + "=" + ranks
+        elif match:
+            value_next = True
+        words.append(word)
+    env = {k: v for k, v in env.items() if k not in NOT_ON_A_CPU}
+    env.update({k: v for k, v in STAND_IN_ENV.items() if k in env})
+    if node is not None and node.lost_gpu and SELFTEST_EXPECTED_GPUS in env:
+        env[SELFTEST_EXPECTED_GPUS] = "1"
+    return words, env
+
+
+@dataclass
+class Node:
+    name: str
+    pool: str
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    allocatable: dict[str, Any]
+    # Pods running on it now: name -> (their sandbox process, their requests).
+    pods: dict[str, tuple[Any, dict[str, Fraction]]] = field(default_factory=dict)
+    # `kubectl cordon`: spec.unschedulable.
+    unschedulable: bool = False
+    # A GPU fell off the bus: a pod is given a GPU its processes cannot see.
+    lost_gpu: bool = False
+
+    def as_object(self) -> dict[str, Any]:
+        """The Node as the API server returns it."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.name, "labels": dict(self.labels)},
+            "spec": {"taints": list(self.taints), "unschedulable": self.unschedulable},
+            "status": {"allocatable": {k: str(v) for k, v in self.allocatable.items()}},
+        }
+
+    def merge_patch(self, patch: dict[str, Any]) -> None:
+        """A JSON merge patch (RFC 7386) of its labels, taints and unschedulable."""
+        for key, value in patch.get("metadata", {}).get("labels", {}).items():
+            if value is None:
+                self.labels.pop(key, None)
+            else:
+                self.labels[key] = value
+        spec = patch.get("spec", {})
+        if "taints" in spec:
+            self.taints = list(spec["taints"] or [])
+        if "unschedulable" in spec:
+            self.unschedulable = bool(spec["unschedulable"])
+
+
+def rdma_devices(objects: list[dict[str, Any]], resource: str) -> int:
+    """rdmaHcaMax of the NicClusterPolicy's shared device plugin entry for `resource`."""
+    for obj in objects:
+        if obj.get("kind") != "NicClusterPolicy":
+            continue
+        plugin = obj["spec"].get("rdmaSharedDevicePlugin") or {}
+        for entry in json.loads(plugin.get("config", "{}")).get("configList", []):
+            if resource.endswith("/" + entry["resourceName"]):
+                return int(entry["rdmaHcaMax"])
+    return 0
+
+
+def pool_nodes(
+    cfg: PlatformConfig, resources: list[dict[str, Any]], objects: list[dict[str, Any]]
+) -> list[Node]:
+    """Every pool's nodes at its largest, named <pool>-<i>."""
+    groups = {
+        r["inputs"]["labels"].get("gpu-platform/node-group"): r["inputs"]
+        for r in resources
+        if r["type"] == NODE_GROUP and r["inputs"].get("labels")
+    }
+    found = []
+    for pool in cfg.gpu_pools:
+        alloc: dict[str, Any] = dict(advertised_resources(pool))
+        alloc.setdefault(GPU_RESOURCE, pool.gpus_per_node)
+        if pool.efa_interfaces:
+            alloc[EFA_RESOURCE] = pool.efa_interfaces
+        if cfg.fabric is not None and rdma_devices(objects, rdma_resource(cfg.fabric)):
+            alloc[rdma_resource(cfg.fabric)] = rdma_devices(objects, rdma_resource(cfg.fabric))
+        if pool.hugepages_2mi:
+            alloc["hugepages-2Mi"] = f"{2 * pool.hugepages_2mi}Mi"
+        group = groups.get(pool.name)
+        if group is not None:
+            (settings,) = [g for g in cfg.gpu_node_groups if g.name == pool.name]
+            smallest = min(settings.instances, key=lambda i: i.vcpus)
+            alloc["cpu"] = str(smallest.vcpus - settings.kubelet.reserved_cpus)
+            alloc["memory"] = f"{smallest.memory_gib}Gi"
+            labels = {**group["labels"], "eks.amazonaws.com/nodegroup": group["nodeGroupName"]}
+            labels["node.kubernetes.io/instance-type"] = smallest.name
+            taints = [
+                {"key": t["key"], "value": t.get("value", ""), "effect": EFFECTS[t["effect"]]}
+                for t in group.get("taints", [])
+            ]
+        else:
+            flavor = cfg.scheduling.flavor(pool.name)
+            alloc["cpu"] = str(flavor.cpus_per_node) if flavor.cpus_per_node else "1024"
+            memory = flavor.memory_gib_per_node
+            alloc["memory"] = f"{memory}Gi" if memory else "8Ti"
+            labels, taints = dict(pool.node_selector), []
+        for i in range(pool.max_nodes):
+            name = f"{pool.name}-{i}"
+            found.append(Node(name, pool.name, {**labels, HOSTNAME: name}, taints, dict(alloc)))
+    return found
+
+
+# ------------------------------------------------------------------------------ the fit
+
+
+def _expression(expr: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, values = expr["key"], expr["operator"], expr.get("values", [])
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt"):
+        if key not in labels:
+            return False
+        have, want = int(labels[key]), int(values[0])
+        return have > want if op == "Gt" else have < want
+    raise ValueError(f"operator {op}")
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A label selector (matchLabels, matchExpressions) or a node selector term."""
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items()) and all(
+        _expression(e, labels) for e in selector.get("matchExpressions", [])
+    )
+
+
+def tolerated(taint: dict[str, str], tolerations: list[dict[str, Any]]) -> bool:
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            continue
+        if t.get("operator") == "Exists":
+            if not t.get("key") or t["key"] == taint["key"]:
+                return True
+        elif t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
+    """The pod's effective requests: its containers' summed, at least each init container's."""
+
+    def of(container: dict[str, Any]) -> dict[str, Fraction]:
+        res = container.get("resources", {})
+        return {
+            k: quantity(v) for k, v in {**res.get("limits", {}), **res.get("requests", {})}.items()
+        }
+
+    total: dict[str, Fraction] = {}
+    for c in pod_spec["containers"]:
+        for k, v in of(c).items():
+            total[k] = total.get(k, Fraction(0)) + v
+    for c in pod_spec.get("initContainers", []):
+        for k, v in of(c).items():
+            total[k] = max(total.get(k, Fraction(0)), v)
+    return total
+
+
+def misfit(pod_spec: dict[str, Any], node: Node) -> str | None:
+    """Why the scheduler would not place the pod on the node; None when it would."""
+    if node.unschedulable:
+        return "node(s) were unschedulable"
+    if not all(node.labels.get(k) == v for k, v in pod_spec.get("nodeSelector", {}).items()):
+        return "node(s) didn't match Pod's node affinity/selector"
+    required = (
+        pod_spec.get("affinity", {}).get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+    )  # fmt: skip
+    terms = required.get("nodeSelectorTerms")
+    if terms and not any(selects(term, node.labels) for term in terms):
+        return "node(s) didn't match Pod's node affinity/selector"
+    for taint in node.taints:
+        if taint["effect"] in ("NoSchedule", "NoExecute") and not tolerated(
+            taint, pod_spec.get("tolerations", [])
+        ):
+            return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
+    used: dict[str, Fraction] = {}
+    for _, pod in node.pods.values():
+        for k, v in pod.items():
+            used[k] = used.get(k, Fraction(0)) + v
+    for resource, amount in requests(pod_spec).items():
+        free = quantity(node.allocatable.get(resource, 0)) - used.get(resource, Fraction(0))
+        if amount > free:
+            return f"Insufficient {resource}"
+    return None
