@@ -22,20 +22,6 @@ from tests.helpers.box_docs import doc_commands
 from tests.helpers.box_stacks import box, submitted, team_image
 
 COMMANDS = doc_commands()
-# Found by this runner on main, fixed elsewhere (issue 37).
-KNOWN = {
-    "docs/training.md:9": pytest.mark.xfail(
-        strict=True,
-        reason="issue 37: the docs' first command `-- python train.py` renders `--no-python`, "
-        "which the launcher refuses (exit 2); fixed on branch h-launcher",
-    ),
-    "docs/training.md:574": pytest.mark.xfail(
-        strict=True,
-        reason="issue 37 (found by tests/cluster): docs/training.md's esrgan command "
-        "(--nodes 2 --gpus-per-node 4 on prod) is refused: recipes.esrgan.global_batch 16 is "
-        "not a multiple of 64 at 8 GPUs; not yet fixed",
-    ),
-}
 STAND_IN = """import json, sys
 print("STAND-IN " + json.dumps({"script": sys.argv[0].rsplit("/", 1)[-1], "args": sys.argv[1:]}))
 """
@@ -83,14 +69,7 @@ def clusters(tmp_path_factory):
         yield get
 
 
-def params():
-    return [
-        pytest.param(c, id=c.where, marks=[KNOWN[c.where]] if c.where in KNOWN else [])
-        for c in COMMANDS
-    ]
-
-
-@pytest.mark.parametrize("command", params())
+@pytest.mark.parametrize("command", [pytest.param(c, id=c.where) for c in COMMANDS])
 def test_every_documented_job_command_renders_and_runs_or_is_refused_at_render_time(
     command, clusters, tmp_path, capsys
 ):

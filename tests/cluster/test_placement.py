@@ -69,11 +69,6 @@ def test_the_job_renders_a_preflight_that_runs_on_every_pod(restarted):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 37: a preflight FAIL quarantines nothing, so the restarted group lands on "
-    "the same node; fixed on branch h-recovery",
-)
 def test_the_restarted_group_does_not_land_on_the_node_whose_preflight_failed(restarted):
     outcome, placed, bad = restarted
     again = [(node, pod) for node, pod, attempt in placed if attempt > 0 and node == bad]

@@ -38,18 +38,6 @@ HANG_FLOOR_S = 8.0
 # A pool that holds the job's two nodes, on the first stack that has one.
 STACK = next(s for s in STACKS if any(p.max_nodes >= NODES for p in stack_config(s).gpu_pools))
 
-LAUNCHER_CONTRACT = pytest.mark.xfail(
-    strict=True,
-    reason="issue 37: the launcher ConfigMap's `contract` shadows the image's, so the worker's "
-    "`from contract.env import` fails (exit 78, FailJobSet); fixed on branch h-launcher",
-)
-COUNTING_RACE = pytest.mark.xfail(
-    strict=True,
-    reason="issue 37: only the evicted pod carries DisruptionTarget, so a restart counts when "
-    "the Job controller sees another rank's exit 143 first; fixed on branch h-recovery (and "
-    "the launcher's contract on h-launcher)",
-)
-
 
 def render(folder: Path, name: str, *script_args: str, grace: int = 30) -> dict:
     pool = next(p.name for p in stack_config(STACK).gpu_pools if p.max_nodes >= NODES)
@@ -136,14 +124,12 @@ def resumed_from(outcome, attempt: int) -> str:
     return outcome.attempts[attempt][0].output()
 
 
-@LAUNCHER_CONTRACT
 def test_the_reference_job_trains_every_step_under_the_rendered_launcher(runs):
     outcome, _, _ = runs["reference"]
     assert (outcome.state, outcome.restarts) == ("Completed", 0), outcome_text(outcome)
     assert sorted(int(s) for s in losses(runs, "reference")) == list(range(STEPS))
 
 
-@LAUNCHER_CONTRACT
 def test_an_evicted_pod_checkpoints_and_the_group_resumes_from_it_bitwise(runs):
     outcome, _, _ = runs["evicted"]
     assert (outcome.state, outcome.restarts) == ("Completed", 1), outcome_text(outcome)
@@ -153,7 +139,6 @@ def test_an_evicted_pod_checkpoints_and_the_group_resumes_from_it_bitwise(runs):
     assert losses(runs, "evicted") == losses(runs, "reference")
 
 
-@COUNTING_RACE
 def test_an_eviction_restarts_without_counting_whichever_failed_pod_the_job_sees_first(runs):
     """docs/training.md: a disrupted pod restarts the group without counting toward
     maxRestarts. The Job controller fails the Job on the first failed pod it sees
@@ -174,7 +159,6 @@ def test_an_eviction_restarts_without_counting_whichever_failed_pod_the_job_sees
     )
 
 
-@LAUNCHER_CONTRACT
 def test_a_lost_node_restarts_the_group_counted_and_it_resumes_bitwise(runs):
     outcome, _, _ = runs["lost"]
     assert (outcome.state, outcome.restarts, outcome.restarts_counted) == ("Completed", 1, 1), (
@@ -185,7 +169,6 @@ def test_a_lost_node_restarts_the_group_counted_and_it_resumes_bitwise(runs):
     assert losses(runs, "lost") == losses(runs, "reference")
 
 
-@LAUNCHER_CONTRACT
 def test_a_hang_fires_the_watchdog_and_the_group_restarts_and_resumes_bitwise(runs):
     outcome, _, _ = runs["hung"]
     assert (outcome.state, outcome.restarts) == ("Completed", 1), outcome_text(outcome)

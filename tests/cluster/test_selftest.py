@@ -34,17 +34,6 @@ RUN_STACKS = sorted({shape(s): s for s in reversed(SELFTEST_STACKS)}.values())
 # inventory.py, cpu_pinning_check).
 UNPINNED = "inventory.cpu_pinning"
 
-NOT_ADMITTED = pytest.mark.xfail(
-    strict=True,
-    reason="issue 37: the Kueue selector misses the self-test namespace; fixed on branch h-kueue",
-)
-NOT_STARTED = pytest.mark.xfail(
-    strict=True,
-    reason="issue 37: the Kueue selector misses the self-test namespace (h-kueue), and the "
-    "launcher ConfigMap's `contract` shadows the image's, exit 78 (h-launcher); fixed on "
-    "branches h-kueue and h-launcher",
-)
-
 
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory):
@@ -55,7 +44,6 @@ def clusters(tmp_path_factory):
         }
 
 
-@NOT_ADMITTED
 @pytest.mark.parametrize("stack", SELFTEST_STACKS)
 def test_kueue_admits_the_selftest_jobset_in_its_own_namespace(clusters, stack):
     box_cluster, _ = clusters[stack]
@@ -69,7 +57,6 @@ def test_each_shape_of_selftest_run_is_run_on_one_stack():
     assert {("aws", 1), ("existing", 2)} <= {shape(s) for s in RUN_STACKS}
 
 
-@NOT_STARTED
 @pytest.mark.parametrize("stack", RUN_STACKS)
 def test_the_selftest_jobset_runs_to_pass_on_the_cpu_from_what_the_plan_wrote(clusters, stack):
     box_cluster, gateway = clusters[stack]
