@@ -79,6 +79,10 @@ def test_paths_map_at_path_boundaries_only_and_the_longest_prefix_wins(tmp_path)
     )
     assert paths.apply("/opt/gpu-platform/launcher/launch.py") == f"{tmp_path}/mount/launch.py"
     assert paths.apply("/optional /x/opt") == "/optional /x/opt"
+    # A folder no copy or mount names is the image's root file system's (a WORKDIR /tmp).
+    paths.add("/", tmp_path / "root")
+    assert paths.path("/tmp") == tmp_path / "root" / "tmp"
+    assert paths.path("/opt/x") == tmp_path / "opt" / "x"
 
 
 def test_cluster_names_and_ports_map_to_this_machine():
