@@ -239,11 +239,12 @@ class Cluster:
         )  # fmt: skip
         (container,) = pod["spec"]["containers"]
         watched = kubelet.environment(pod, container).get(SELFTEST_WATCH_NAMESPACES, "")
-        self.watcher = Watcher(pod, None, log, set(filter(None, watched.split(","))))
-        for namespace in self.watcher.namespaces:
+        namespaces = set(filter(None, watched.split(",")))
+        for namespace in namespaces:
             self.serve_failed(namespace)
-        self.watcher.process = kubelet.start(pod, log)
-        self.sandboxes[self.watcher.process.pid] = kubelet.sandbox(pod)
+        process = kubelet.start(pod, log)
+        self.sandboxes[process.pid] = kubelet.sandbox(pod)
+        self.watcher = Watcher(pod, process, log, namespaces)
 
     def stop_watcher(self) -> None:
         if self.watcher is None:
@@ -482,7 +483,7 @@ class Watcher:
     """The quarantine watcher's pod as the box runs it."""
 
     pod: dict[str, Any]
-    process: subprocess.Popen | None
+    process: subprocess.Popen
     log: Path
     namespaces: set[str]
 
