@@ -79,6 +79,10 @@ def test_paths_map_at_path_boundaries_only_and_the_longest_prefix_wins(tmp_path)
     )
     assert paths.apply("/opt/gpu-platform/launcher/launch.py") == f"{tmp_path}/mount/launch.py"
     assert paths.apply("/optional /x/opt") == "/optional /x/opt"
+    # A folder no copy or mount names is the image's root file system's (a WORKDIR /tmp).
+    paths.add("/", tmp_path / "root")
+    assert paths.path("/tmp") == tmp_path / "root" / "tmp"
+    assert paths.path("/opt/x") == tmp_path / "opt" / "x"
 
 
 def test_cluster_names_and_ports_map_to_this_machine():
@@ -147,7 +151,7 @@ def test_kueue_manages_only_the_namespaces_its_selector_selects():
     assert namespace_managed({}, {"metadata": {"name": "team"}}, "kueue-system") is None
 
 
-def start(tmp_path: Path, init: list[str], app: list[str]) -> tuple[subprocess.Popen, Path]:
+def kubelet_and_pod(tmp_path: Path, init: list[str], app: list[str]) -> tuple[Kubelet, dict]:
     image = Image({"PATH": BASE_PATH}, "/", "1000", ())
     paths = lay_out(tmp_path / "image", image)
     pod = {
@@ -166,7 +170,11 @@ def start(tmp_path: Path, init: list[str], app: list[str]) -> tuple[subprocess.P
             "volumes": [{"name": "tmp", "emptyDir": {}}],
         },
     }
-    kubelet = Kubelet(tmp_path, node(), lambda _: (image, paths), Objects({}), Network())
+    return Kubelet(tmp_path, node(), lambda _: (image, paths), Objects({}), Network()), pod
+
+
+def start(tmp_path: Path, init: list[str], app: list[str]) -> tuple[subprocess.Popen, Path]:
+    kubelet, pod = kubelet_and_pod(tmp_path, init, app)
     log = tmp_path / "log"
     return kubelet.start(pod, log), log
 
@@ -190,6 +198,45 @@ def test_a_failed_init_container_fails_the_pod_with_its_code(tmp_path):
     process, log = start(tmp_path, ["python", "-c", "raise SystemExit(3)"], ["python", "-V"])
     assert process.wait(timeout=HANG_S) == 3
     assert log.read_text() == ""
+
+
+def test_each_containers_termination_message_is_its_status_and_this_machines_dev_is_untouched(
+    tmp_path,
+):
+    # Kubernetes docs, "Determine the Reason for Pod Failure": the container writes
+    # /dev/termination-log and the kubelet puts it in state.terminated.message; the file is
+    # there, empty, in every container (written, never created: "r+").
+    write = "open('/dev/termination-log', 'r+').write({!r}); raise SystemExit({})"
+    kubelet, pod = kubelet_and_pod(
+        tmp_path, ["python", "-c", write.format("init said", 0)],
+        ["python", "-c", write.format("x" * 5000 + "app said", 7)],
+    )  # fmt: skip
+    process = kubelet.start(pod, tmp_path / "log")
+    assert process.wait(timeout=HANG_S) == 7, (tmp_path / "log").read_text()
+    status = kubelet.status(pod, process.returncode)
+    assert status["phase"] == "Failed"
+    assert status["initContainerStatuses"] == [
+        {"name": "i", "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                               "message": "init said"}}}
+    ]  # fmt: skip
+    # At most 4096 bytes, the file's last (pkg/kubelet/kuberuntime: tail.ReadAtMost,
+    # MaxContainerTerminationMessageLength).
+    ended = status["containerStatuses"][0]["state"]["terminated"]
+    assert (ended["exitCode"], len(ended["message"])) == (7, 4096)
+    assert ended["message"].endswith("xapp said")
+    assert not Path("/dev/termination-log").exists()
+
+
+def test_a_failed_init_containers_message_is_its_status_and_the_app_container_waits(tmp_path):
+    write = "open('/dev/termination-log', 'r+').write('bad node'); raise SystemExit(3)"
+    kubelet, pod = kubelet_and_pod(tmp_path, ["python", "-c", write], ["python", "-V"])
+    process = kubelet.start(pod, tmp_path / "log")
+    status = kubelet.status(pod, process.wait(timeout=HANG_S))
+    assert status["phase"] == "Failed"
+    assert status["initContainerStatuses"][0]["state"]["terminated"] == {
+        "exitCode": 3, "reason": "Error", "message": "bad node"
+    }  # fmt: skip
+    assert status["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
 
 
 def test_a_killed_pod_takes_every_process_it_started_even_in_another_session(tmp_path):

@@ -6,8 +6,10 @@ The job is a team's, as `python -m jobs submit` renders it on a stack that runs 
 preflight` as its init container, components/selftest/preflight.py). One node has lost a GPU
 (tests/helpers/box_nodes.py, `Node.lost_gpu`): its preflight FAILs and names it, the pod fails,
 the JobSet restarts the group (docs/training.md, "How a bad node is left out"), and the
-restarted group must not land on that node again: the scheduler reads the node as the pods left
-it through the API server (tests/helpers/kube_api.py)."""
+restarted group must not land on that node again: the preflight's verdict is its container's
+termination message, on which the platform's quarantine watcher (the rendered Deployment, run by
+the box) taints the node through the API server (tests/helpers/kube_api.py), and the scheduler
+reads the node as the API holds it."""
 
 from __future__ import annotations
 
@@ -59,22 +61,29 @@ def restarted(tmp_path_factory):
         bad = cluster.nodes[[n.pool for n in cluster.nodes].index(pool) + 1]
         bad.lost_gpu = True
         outcome = cluster.run_jobset(jobset)
-        yield outcome, cluster.placed, bad.name
+        watcher = cluster.watcher.log if cluster.watcher else None
+        yield outcome, cluster.placed, bad, watcher
 
 
 def test_the_job_renders_a_preflight_that_runs_on_every_pod(restarted):
-    outcome, _, bad = restarted
-    assert any(f"preflight FAIL: node {bad}" in p.output() for p in outcome.attempts[0]), (
+    outcome, _, bad, _ = restarted
+    assert any(f"preflight FAIL: node {bad.name}" in p.output() for p in outcome.attempts[0]), (
         outcome_text(outcome)
     )
 
 
 def test_the_restarted_group_does_not_land_on_the_node_whose_preflight_failed(restarted):
-    outcome, placed, bad = restarted
-    again = [(node, pod) for node, pod, attempt in placed if attempt > 0 and node == bad]
+    outcome, placed, bad, watcher = restarted
+    again = [pod for node, pod, attempt in placed if attempt > 0 and node == bad.name]
+    node = bad.as_object()
     assert again == [], (
-        f"Pod(s) {[pod for _, pod in again]}: default-scheduler placed the restarted group on "
-        f"node {bad} again after its preflight FAILed (no taint, no quarantine label):\n"
+        f"Pod(s) {again}: default-scheduler bound the restarted group to Node {bad.name} again "
+        f"after its preflight FAILed there; the Node as the API server holds it: spec.taints "
+        f"{node['spec']['taints']}, spec.unschedulable {node['spec']['unschedulable']}, labels "
+        f"{node['metadata']['labels']}. Deployment quarantine-watcher "
+        f"(bootstrap/selftest/watch.py) "
+        + (f"logged:\n{watcher.read_text(errors='replace')}" if watcher else "is not rendered")
+        + "\n"
         + outcome_text(outcome)
     )
     assert outcome.state == "Completed", outcome_text(outcome)

@@ -7,7 +7,17 @@ out/<stack>/rendered/<release>.yaml, resources.json), read back from those files
 - the nodes of each pool as planned, and the scheduler's fit (tests/helpers/box_nodes.py);
 - the Job and JobSet controllers' rules (tests/helpers/jobset_harness.py: podFailurePolicy,
   failurePolicy, BlockingRecreate) drive the pods, which a kubelet per node runs as processes
-  in the image's layout (tests/helpers/box_kubelet.py).
+  in the image's layout (tests/helpers/box_kubelet.py);
+- an API server (`api_server`, tests/helpers/kube_api.py) that serves the nodes and the pods
+  that failed, as their kubelets report them, and applies the nodes' patches; beside it the
+  platform's quarantine watcher, the rendered `quarantine-watcher` Deployment's container run
+  by a kubelet (`start_watcher`), which acts on a failed preflight as in a cluster.
+
+One race of a cluster is closed here on purpose: there the watcher's taint may land after the
+restarted group is placed, whose pod then fails its preflight on the node again and the next
+restart keeps off it (bootstrap/selftest/watch.py); the box waits, before it places a pod, until
+the watcher has swept every failed preflight pod (`publish_failed`), so a scenario's placements
+are the same on every run.
 
 Every refusal names the object, the controller and its rule, as a cluster's events would."""
 
@@ -15,10 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
+import signal
 import subprocess
 import tempfile
+import time
 import urllib.parse
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +41,10 @@ from typing import Any
 import yaml
 
 from components.scheduling.training_job import RESTART_ATTEMPT_KEY
+from components.selftest.access import WATCHER
 from components.vocabulary import COMPLETION_INDEX_LABEL
+from contract import preflight
+from contract.env import SELFTEST_WATCH_NAMESPACES
 from model.config import PlatformConfig
 from plan.cli import write_outputs
 from plan.engine import run_program
@@ -49,8 +66,9 @@ from tests.helpers.box_image import Image, PathMap, lay_out, read_image
 from tests.helpers.box_kubelet import Kubelet, Network, Objects, sandbox_processes
 from tests.helpers.box_kueue import manager_config, namespace_managed
 from tests.helpers.box_nodes import Node, misfit, pool_nodes, requests, stand_in
-from tests.helpers.jobset_harness import JobSetHarness, Outcome, Pod
-from tests.helpers.kube_api import ApiServer
+from tests.helpers.hang import HANG_S
+from tests.helpers.jobset_harness import POLL_S, JobSetHarness, Outcome, Pod
+from tests.helpers.kube_api import ApiServer, failed_pods_path
 from tests.helpers.loopback import free_port
 
 # JobSet's labels on its pods (JobSet pkg/constants: jobset.sigs.k8s.io/jobset-name, ...).
@@ -58,6 +76,12 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 # Kubernetes' default terminationGracePeriodSeconds (core/v1 PodSpec).
 DEFAULT_GRACE_S = 30
+# The label selector the quarantine watcher lists failed pods with (bootstrap/selftest/watch.py),
+# which the box's API server answers.
+PREFLIGHT_SELECTOR = "=".join(preflight.POD_LABEL)
+# The watcher sweeps every 2 s (bootstrap/selftest/watch.py POLL_S): one that has not swept twice
+# in this long is stuck.
+WATCH_GIVE_UP_S = 120
 
 
 class Refused(AssertionError):
@@ -95,6 +119,12 @@ class Cluster:
     applied: int = 0
     # A pod's sandbox process -> its sandbox folder, which each of its processes carries.
     sandboxes: dict[int, Path] = field(default_factory=dict)
+    # Every pod a kubelet started: (the pod, its sandbox process, that kubelet).
+    started: list[tuple[dict[str, Any], subprocess.Popen, Kubelet]] = field(default_factory=list)
+    # The failed pods the API server lists, by uid, as their kubelets reported them.
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The quarantine watcher's pod, its process, its log, and the namespaces it watches.
+    watcher: Watcher | None = None
 
     @classmethod
     def of(cls, cfg: PlatformConfig, out: Path, box: Path) -> Cluster:
@@ -161,16 +191,115 @@ class Cluster:
         """An API server the pods reach with their ServiceAccount (tests/helpers/kube_api.py):
         it serves the nodes, and a node PATCH a pod sends (the self-test's quarantine) is
         applied to the node before the scheduler places the next pod."""
-        answers = {}
-        for node in self.nodes:
-            path = f"/api/v1/nodes/{node.name}"
-            answers[("GET", path)] = answers[("PATCH", path)] = (200, node.as_object())
-        with ApiServer(folder, answers) as api:
+        with ApiServer(folder, {}) as api:
             self.api = api
+            self.serve_nodes()
+            self.start_watcher(folder / "quarantine-watcher.log")
             try:
                 yield api
             finally:
+                self.stop_watcher()
                 self.api = None
+
+    def serve_nodes(self) -> None:
+        for node in self.nodes:
+            path = f"/api/v1/nodes/{node.name}"
+            self.api.answers[("GET", path)] = self.api.answers[("PATCH", path)] = (
+                200, node.as_object()
+            )  # fmt: skip
+
+    def start_watcher(self, log: Path) -> None:
+        """The rendered `quarantine-watcher` Deployment's one replica, where the plan renders
+        it, run by a kubelet in the self-test's image on a node of no GPU pool (the platform's
+        system nodes, which the box does not model otherwise)."""
+        found = [
+            o for o in self.manifests
+            if o["kind"] == "Deployment" and o["metadata"]["name"] == WATCHER
+        ]  # fmt: skip
+        if not found:
+            return
+        (deployment,) = found
+        template = deployment["spec"]["template"]
+        meta = deployment["metadata"]
+        pod = {
+            "metadata": {
+                # A ReplicaSet's pod: <deployment>-<pod-template-hash>-<suffix>.
+                "name": f"{WATCHER}-{secrets.token_hex(5)}-{secrets.token_hex(3)[:5]}",
+                "namespace": meta["namespace"],
+                "uid": str(uuid.uuid4()),
+                "labels": dict(template["metadata"].get("labels", {})),
+                "annotations": {},
+            },
+            "spec": {**json.loads(json.dumps(template["spec"])), "nodeName": SYSTEM_NODE.name},
+        }
+        api_env = self.api.env()
+        kubelet = Kubelet(
+            self.box, SYSTEM_NODE, self.image_for, self.objects_index(), self.network,
+            lambda argv, env: (argv, {**env, **api_env}),
+        )  # fmt: skip
+        (container,) = pod["spec"]["containers"]
+        watched = kubelet.environment(pod, container).get(SELFTEST_WATCH_NAMESPACES, "")
+        namespaces = set(filter(None, watched.split(",")))
+        for namespace in namespaces:
+            self.serve_failed(namespace)
+        process = kubelet.start(pod, log)
+        self.sandboxes[process.pid] = kubelet.sandbox(pod)
+        self.watcher = Watcher(pod, process, log, namespaces)
+
+    def stop_watcher(self) -> None:
+        if self.watcher is None:
+            return
+        for pid in sandbox_processes(self.sandboxes[self.watcher.process.pid]):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.watcher.process.wait(timeout=HANG_S)
+        self.watcher = None
+
+    def serve_failed(self, namespace: str) -> None:
+        """The namespace's failed preflight pods, as the API lists them (an empty list where
+        there are none, or no such namespace)."""
+        key, value = preflight.POD_LABEL
+        items = [
+            p for p in self.failed.values()
+            if p["metadata"]["namespace"] == namespace and p["metadata"]["labels"].get(key) == value
+        ]  # fmt: skip
+        self.api.answers[("GET", failed_pods_path(namespace, PREFLIGHT_SELECTOR))] = (
+            200, {"apiVersion": "v1", "kind": "PodList", "items": items}
+        )  # fmt: skip
+
+    def publish_failed(self) -> None:
+        """The API server lists every pod that has failed, its status as its kubelet reports it
+        (the containers' exit codes and termination messages); if the quarantine watcher watches
+        the namespace of a newly failed preflight pod, wait until it has swept it: its second
+        list of that namespace's failed preflight pods since, as one sweep lists each namespace
+        once and acts on what it listed before the next (bootstrap/selftest/watch.py)."""
+        if self.api is None:
+            return
+        new = []
+        for pod, process, kubelet in self.started:
+            meta = pod["metadata"]
+            if process.poll() in (None, 0) or meta["uid"] in self.failed:
+                continue
+            self.failed[meta["uid"]] = {
+                "apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod["spec"],
+                "status": kubelet.status(pod, process.returncode),
+            }  # fmt: skip
+            new.append(meta)
+        if not new:
+            return
+        for namespace in {meta["namespace"] for meta in new}:
+            self.serve_failed(namespace)
+        mark = len(self.api.received)
+        if self.watcher is None:
+            return
+        key, value = preflight.POD_LABEL
+        for namespace in {
+            m["namespace"] for m in new
+            if m["labels"].get(key) == value and m["namespace"] in self.watcher.namespaces
+        }:  # fmt: skip
+            self.watcher.wait_for_sweeps(
+                self.api, failed_pods_path(namespace, PREFLIGHT_SELECTOR), mark
+            )
 
     def apply_api_requests(self) -> None:
         if self.api is None:
@@ -181,6 +310,7 @@ class Cluster:
                 (node,) = [n for n in self.nodes if n.name == name]
                 node.merge_patch(body)
         self.applied = len(self.api.received)
+        self.serve_nodes()
 
     # ------------------------------------------------------------------ scheduler + kubelet
 
@@ -199,6 +329,7 @@ class Cluster:
             )
 
     def schedule(self, pod: dict[str, Any]) -> Node:
+        self.publish_failed()
         self.apply_api_requests()
         spec = pod["spec"]
         for node in self.nodes:
@@ -242,6 +373,7 @@ class Cluster:
         kubelet = self.kubelet(node)
         process = kubelet.start(pod, log)
         self.sandboxes[process.pid] = kubelet.sandbox(pod)
+        self.started.append((pod, process, kubelet))
         node.pods[pod["metadata"]["name"]] = (process, requests(pod["spec"]))
         return process
 
@@ -260,6 +392,7 @@ class Cluster:
                 "metadata": {
                     "name": f"{host}-{secrets.token_hex(3)[:5]}",
                     "namespace": namespace,
+                    "uid": str(uuid.uuid4()),
                     "labels": {
                         **template.get("metadata", {}).get("labels", {}),
                         COMPLETION_INDEX_LABEL: str(index),
@@ -339,6 +472,33 @@ class Cluster:
 
     def claim(self, namespace: str, name: str) -> Path:
         return self.box / "claims" / namespace / name
+
+
+# The node the platform's own pods run on: no GPU pool's, no taint.
+SYSTEM_NODE = Node("system", "system", {}, [], {})
+
+
+@dataclass
+class Watcher:
+    """The quarantine watcher's pod as the box runs it."""
+
+    pod: dict[str, Any]
+    process: subprocess.Popen
+    log: Path
+    namespaces: set[str]
+
+    def wait_for_sweeps(self, api: ApiServer, path: str, mark: int) -> None:
+        """Until the watcher has listed `path` twice since request `mark`: the sweep that first
+        listed it has acted on what it listed."""
+        give_up = time.monotonic() + WATCH_GIVE_UP_S
+        while sum(r[0] == "GET" and r[1] == path for r in api.received[mark:]) < 2:
+            if self.process.poll() is not None or time.monotonic() > give_up:
+                raise Refused(
+                    f"Pod {self.pod['metadata']['namespace']}/{self.pod['metadata']['name']} "
+                    f"(Deployment {WATCHER}): never listed {path} twice "
+                    f"(exit {self.process.poll()}):\n{self.log.read_text(errors='replace')}"
+                )
+            time.sleep(POLL_S)
 
 
 class _Bound:

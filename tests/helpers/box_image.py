@@ -104,7 +104,8 @@ class PathMap:
 
     def path(self, cluster_path: str) -> Path:
         for prefix in sorted(self.prefixes, key=len, reverse=True):
-            if cluster_path == prefix or cluster_path.startswith(prefix + "/"):
+            # The root ("/") is a prefix of every absolute path.
+            if cluster_path == prefix or cluster_path.startswith(prefix.rstrip("/") + "/"):
                 return self.prefixes[prefix] / cluster_path[len(prefix) :].lstrip("/")
         raise KeyError(cluster_path)
 

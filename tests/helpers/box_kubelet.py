@@ -35,7 +35,19 @@ pod names in SANDBOX_ENV, the box's stand-in for its cgroup): init containers on
 each to success, then the app container in their place (`exec`), so that the signal the
 kubelet sends on deletion (SIGTERM, then SIGKILL after terminationGracePeriodSeconds: the
 JobSet harness sends them) reaches the container's PID 1 as on a node. A failed init container
-fails the pod with its exit code (restartPolicy Never)."""
+fails the pod with its exit code (restartPolicy Never).
+
+Each container's termination message (Kubernetes docs, "Determine the Reason for Pod Failure"):
+the kubelet gives every container an empty file, writable by any user, at its
+`terminationMessagePath` (/dev/termination-log by default) and, when the container ends, reads
+the file's last 4096 bytes back into its status (`state.terminated.message`, beside `exitCode`:
+`status`). The image's code writes the fixed path /dev/termination-log, which no path map
+reaches, and this machine's /dev is every process's: so each container runs in a mount
+namespace of its own (`unshare -m`, private propagation) whose /dev is a tmpfs holding what a
+container runtime gives a container (the OCI runtime spec's default devices, /dev/pts, /dev/shm
+and the /dev/fd links: `CONTAINER_DEV`), bound from this machine's, and the container's file
+bound at its path; this machine's /dev is not changed. pod.sh records each init container's exit
+code beside its file; the app container's is the sandbox process's own."""
 
 from __future__ import annotations
 
@@ -61,6 +73,36 @@ SANDBOX_ENV = "BOX_SANDBOX"
 # Ports a process of each pod listens on, which pods sharing this machine's address would
 # contend for: 0 lets the system pick one (unless the pod sets the variable itself).
 PER_POD_PORTS = {"TRAINKIT_METRICS_PORT": "0"}
+# core/v1 Container `terminationMessagePath`'s default, and how much of it the kubelet reads back
+# (pkg/kubelet/kuberuntime/kuberuntime_container.go: tail.ReadAtMost(path,
+# kubecontainer.MaxContainerTerminationMessageLength), the file's last 4096 bytes).
+TERMINATION_PATH = "/dev/termination-log"
+TERMINATION_MAX = 4096
+# A container's /dev, set up inside its own mount namespace (`sh CONTAINER_DEV <this machine's
+# /dev, bound here> <the container's file> <its terminationMessagePath> <argv...>`): the OCI
+# runtime spec's default devices (config-linux.md, "Default Devices") and file systems (/dev/pts,
+# /dev/shm: runtime-linux.md, "Default File Systems") and links (/dev/fd, stdin, stdout, stderr:
+# "Dev symbolic links") from this machine's, then the termination file.
+CONTAINER_DEV = """set -e
+host=$1 file=$2 at=$3
+shift 3
+mount --rbind /dev "$host"
+mount -t tmpfs -o mode=755 tmpfs /dev
+for node in null zero full random urandom tty ptmx; do
+  touch "/dev/$node"
+  mount --bind "$host/$node" "/dev/$node"
+done
+for fs in pts shm; do
+  mkdir "/dev/$fs"
+  mount --rbind "$host/$fs" "/dev/$fs"
+done
+ln -s /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -s "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
+mkdir -p "$(dirname "$at")"
+touch "$at"
+mount --bind "$file" "$at"
+exec "$@"
+"""
 
 
 class PodStartError(Exception):
@@ -290,6 +332,53 @@ class Kubelet:
     def sandbox(self, pod: dict[str, Any]) -> Path:
         return self.box / "pods" / pod["metadata"]["namespace"] / pod["metadata"]["name"]
 
+    def container_folder(self, pod: dict[str, Any], container: str) -> Path:
+        return self.sandbox(pod) / "containers" / container
+
+    def status(self, pod: dict[str, Any], returncode: int | None) -> dict[str, Any]:
+        """The pod's status as the kubelet reports it, from its sandbox process's `returncode`
+        (None while it runs): phase, and each container's state, an ended one's exit code (a
+        signal N as 128 + N) and termination message."""
+        spec = pod["spec"]
+        app = None if returncode is None else (128 - returncode if returncode < 0 else returncode)
+        codes = []
+        for container in spec.get("initContainers", []):
+            recorded = self.container_folder(pod, container["name"]) / "exit-code"
+            codes.append(int(recorded.read_text()) if recorded.is_file() else None)
+        # The container the sandbox ended in, or is running: the first init container that did
+        # not succeed (its code, if pod.sh did not record it, is the sandbox's), else the app.
+        at = next((i for i, code in enumerate(codes) if code != 0), len(codes))
+        if at < len(codes) and codes[at] is None:
+            codes[at] = app
+        app_state = app if at == len(codes) else None
+        phase = "Succeeded" if app == 0 else "Failed" if app is not None else "Running"
+        if app is None and at < len(codes):
+            phase = "Pending"
+        return {
+            "phase": phase,
+            "initContainerStatuses": [
+                self._container_status(pod, c, code)
+                for c, code in zip(spec.get("initContainers", []), codes, strict=True)
+            ],
+            "containerStatuses": [
+                self._container_status(pod, c, app_state) for c in spec["containers"]
+            ],
+        }
+
+    def _container_status(
+        self, pod: dict[str, Any], container: dict[str, Any], code: int | None
+    ) -> dict[str, Any]:
+        name = container["name"]
+        if code is None:
+            return {"name": name, "state": {"waiting": {"reason": "PodInitializing"}}}
+        terminated: dict[str, Any] = {
+            "exitCode": code, "reason": "Completed" if code == 0 else "Error"
+        }  # fmt: skip
+        message = termination_message(self.container_folder(pod, name) / "termination-log")
+        if message:
+            terminated["message"] = message
+        return {"name": name, "state": {"terminated": terminated}}
+
     def start(self, pod: dict[str, Any], log: Path) -> subprocess.Popen:
         """Every container of the pod, init containers first, in one new session."""
         sandbox = self.sandbox(pod)
@@ -312,15 +401,44 @@ class Kubelet:
                 paths.add(mount["mountPath"], volumes[mount["name"]] / mount.get("subPath", ""))
             argv, env, cwd = self.argv_and_env(pod, container, image, paths)
             cwd.mkdir(parents=True, exist_ok=True)
-            run = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv])
+            own = self.container_folder(pod, container["name"])
+            (own / "dev").mkdir(parents=True)
+            message = own / "termination-log"
+            message.touch()
+            message.chmod(0o666)
+            at = container.get("terminationMessagePath", TERMINATION_PATH)
+            if not at.startswith("/dev/"):
+                raise PodStartError(
+                    f"container {container['name']}: terminationMessagePath {at}: this kubelet "
+                    "mounts it under /dev only"
+                )
+            run = shlex.join([
+                "unshare", "-m", "/bin/sh", str(sandbox / "dev.sh"), str(own / "dev"),
+                str(message), at, "env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv,
+            ])  # fmt: skip
             steps.append(f"cd {shlex.quote(str(cwd))} || exit 1")
-            steps.append(f"exec {run}" if i == len(containers) - 1 else f"{run} || exit $?")
+            if i == len(containers) - 1:
+                steps.append(f"exec {run}")
+            else:
+                code = shlex.quote(str(own / "exit-code"))
+                steps.append(f"{run}; code=$?; echo $code > {code}; [ $code = 0 ] || exit $code")
+        (sandbox / "dev.sh").write_text(CONTAINER_DEV)
         (sandbox / "pod.sh").write_text("\n".join(steps) + "\n")
         with log.open("w") as out:
             return subprocess.Popen(
                 ["/bin/sh", str(sandbox / "pod.sh")],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
+
+
+def termination_message(path: Path) -> str:
+    """What the kubelet reads back of a container's termination file: its last TERMINATION_MAX
+    bytes."""
+    if not path.is_file():
+        return ""
+    with path.open("rb") as file:
+        file.seek(max(0, path.stat().st_size - TERMINATION_MAX))
+        return file.read().decode(errors="replace")
 
 
 def sandbox_processes(sandbox: Path) -> list[int]:

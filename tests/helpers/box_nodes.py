@@ -105,19 +105,26 @@ class Node:
     unschedulable: bool = False
     # A GPU fell off the bus: a pod is given a GPU its processes cannot see.
     lost_gpu: bool = False
+    # metadata.resourceVersion, which the API server changes on every write of the node.
+    version: int = 1
 
     def as_object(self) -> dict[str, Any]:
         """The Node as the API server returns it."""
         return {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": self.name, "labels": dict(self.labels)},
+            "metadata": {
+                "name": self.name,
+                "labels": dict(self.labels),
+                "resourceVersion": str(self.version),
+            },
             "spec": {"taints": list(self.taints), "unschedulable": self.unschedulable},
             "status": {"allocatable": {k: str(v) for k, v in self.allocatable.items()}},
         }
 
     def merge_patch(self, patch: dict[str, Any]) -> None:
         """A JSON merge patch (RFC 7386) of its labels, taints and unschedulable."""
+        self.version += 1
         for key, value in patch.get("metadata", {}).get("labels", {}).items():
             if value is None:
                 self.labels.pop(key, None)

@@ -1,13 +1,15 @@
 """A Kubernetes API server stand-in on 127.0.0.1 for the self-test's tests, over TLS with a
 certificate made for the test, as a pod sees the real one: its ServiceAccount folder holds the
 token and the CA (`ca.crt`). It records every request (method, path, headers, JSON body) and
-answers from a table of (method, path) -> (status, JSON document)."""
+answers from a table of (method, path with its query) -> (status, JSON document), which its
+owner may change while it serves (`answers`: the cluster in a box lists its failed pods)."""
 
 from __future__ import annotations
 
 import json
 import ssl
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 from tests.helpers.loopback import LoopbackServer, QuietHandler
@@ -30,6 +32,7 @@ class ApiServer(LoopbackServer):
             check=True, capture_output=True, timeout=60,
         )  # fmt: skip
         received = self.received = []
+        self.answers = answers
 
         class Handler(QuietHandler):
             def _answer(self):
@@ -76,3 +79,12 @@ NOT_FOUND = {
 
 def node(name: str, labels: dict[str, str]) -> dict:
     return {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name, "labels": labels}}
+
+
+def failed_pods_path(namespace: str, label_selector: str) -> str:
+    """The API's list of a namespace's failed pods that carry the labels, as a client asks for
+    it: a label and a field selector (`status.phase`, one the API serves for pods), URL-encoded."""
+    query = urllib.parse.urlencode(
+        {"labelSelector": label_selector, "fieldSelector": "status.phase=Failed"}
+    )
+    return f"/api/v1/namespaces/{urllib.parse.quote(namespace, safe='')}/pods?{query}"
