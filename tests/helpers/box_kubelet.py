@@ -52,6 +52,7 @@ from typing import Any
 
 from tests.controllers.kueue_admission import quantity
 from tests.helpers.box_image import Image, PathMap
+from tests.helpers.image_layout import expand
 
 DEFAULT_MODE = 0o644
 # The box's stand-in for a pod's cgroup: every process of the pod inherits this variable (torch's
@@ -65,19 +66,6 @@ PER_POD_PORTS = {"TRAINKIT_METRICS_PORT": "0"}
 
 class PodStartError(Exception):
     """The kubelet could not start the pod (a volume or a reference it names is missing)."""
-
-
-def expand(text: str, env: dict[str, str]) -> str:
-    """Kubernetes' $(VAR) expansion: a defined name is replaced, `$$` is `$`, anything else is
-    kept as written."""
-
-    def one(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1)
-        return env[name] if name in env else match.group(0)
-
-    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", one, text)
 
 
 FIELD_PATH = re.compile(r"metadata\.(labels|annotations)\['([^']+)'\]")

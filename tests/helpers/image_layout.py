@@ -51,8 +51,10 @@ ATOMIC_PAYLOAD = "..2026_01_01_00_00_00.000000000"
 CONFIGMAP_DEFAULT_MODE = 0o644
 _DOCKER_VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 # Kubernetes "Define Dependent Environment Variables": `$(VAR)` is replaced by a variable defined
-# before it; `$$(VAR)` escapes to `$(VAR)`; an undefined reference is left as it is.
-_KUBE_VAR = re.compile(r"\$\$|\$\((\w+)\)")
+# before it; `$$(VAR)` escapes to `$(VAR)`; an undefined reference is left as it is. The name is
+# whatever stands before the closing parenthesis (third_party/forked/golang/expansion/expand.go
+# `tryReadVariableName`).
+_KUBE_VAR = re.compile(r"\$\$|\$\(([^)]*)\)")
 
 
 @dataclass(frozen=True)
@@ -79,21 +81,22 @@ def host_base() -> ImageLayout:
     return ImageLayout(env={"PATH": os.environ.get("PATH", "")})
 
 
-def _instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined, as moby/buildkit's
+    frontend/dockerfile/parser/parser.go `Parse` joins them: a comment line or an empty line
+    inside a continued instruction is dropped, a continuation line keeps its indentation."""
     found, pending = [], ""
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith("#") or not (stripped or pending):
+        if stripped.startswith("#") or not stripped:
             continue
-        if stripped.endswith("\\"):
-            pending += stripped[:-1] + " "
+        body = line.rstrip()
+        if body.endswith("\\"):
+            pending += body[:-1] + " "
             continue
-        whole = (pending + stripped).strip()
+        keyword, _, rest = (pending + body).strip().partition(" ")
         pending = ""
-        if whole:
-            keyword, _, rest = whole.partition(" ")
-            found.append((keyword.upper(), rest.strip()))
+        found.append((keyword.upper(), rest.strip()))
     return found
 
 
@@ -123,7 +126,7 @@ def image_layout(
     env = dict(base.env) if base else {}
     workdir, user = (base.workdir, base.user) if base else ("/", None)
     args: dict[str, str] = {}
-    for keyword, arguments in _instructions(dockerfile.read_text()):
+    for keyword, arguments in instructions(dockerfile.read_text()):
         if keyword == "ARG":
             name, _, default = arguments.partition("=")
             args[name] = default
