@@ -4,7 +4,8 @@ runtime would on a node.
 
 - Volumes, each a folder at its `mountPath` (Kubernetes docs, "Volumes"): a ConfigMap's keys as
   files, only its `items` where it lists them (each at its `path`, with its `mode` or the
-  volume's `defaultMode`, 0644 by default), a Secret's likewise; an emptyDir the pod's own; a
+  volume's `defaultMode`, 0644 by default), a Secret's likewise, behind the kubelet's `..data`
+  links (tests/helpers/image_layout.write_volume_files); an emptyDir the pod's own; a
   persistentVolumeClaim one folder per claim, shared by every pod that mounts it; a hostPath the
   node's. A ConfigMap, Secret or claim that does not exist fails the pod as the kubelet does
   (`MountVolume.SetUp failed for volume "<v>" : configmap "<n>" not found`).
@@ -52,9 +53,8 @@ from typing import Any
 
 from tests.controllers.kueue_admission import quantity
 from tests.helpers.box_image import Image, PathMap
-from tests.helpers.image_layout import expand
+from tests.helpers.image_layout import CONFIGMAP_DEFAULT_MODE, expand, write_volume_files
 
-DEFAULT_MODE = 0o644
 # The box's stand-in for a pod's cgroup: every process of the pod inherits this variable (torch's
 # agent starts its workers in sessions of their own, out of the pod's process group), so that a
 # pod is killed whole, as a container runtime kills its cgroup.
@@ -165,10 +165,8 @@ class Kubelet:
                     f'MountVolume.SetUp failed for volume "{volume}" : configmap references '
                     f"non-existent config key: {item['key']}"
                 )
-            path = to / item["path"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(data[item["key"]])
-            path.chmod(item.get("mode", source.get("defaultMode", DEFAULT_MODE)))
+        default = source.get("defaultMode", CONFIGMAP_DEFAULT_MODE)
+        write_volume_files(to, {i["path"]: (data[i["key"]], i.get("mode", default)) for i in items})
 
     def volumes(self, pod: dict[str, Any], sandbox: Path) -> dict[str, Path]:
         ns = pod["metadata"]["namespace"]

@@ -185,6 +185,23 @@ def container_env(
     return env
 
 
+def write_volume_files(folder: Path, files: Mapping[str, tuple[str, int]]) -> None:
+    """A ConfigMap's or Secret's files (path in the volume -> text, mode) in `folder` as the
+    kubelet writes them (pkg/volume/util/atomic_writer.go): in a timestamped folder, `..data` a
+    link to it, each top-level name a link into `..data`. A process that resolves links
+    (Python's sys.path[0] for a script does) sees the timestamped folder, not the mountPath."""
+    payload = folder / ATOMIC_PAYLOAD
+    payload.mkdir(parents=True)
+    for path, (text, mode) in files.items():
+        target = payload / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+    (folder / "..data").symlink_to(ATOMIC_PAYLOAD)
+    for name in sorted({PurePosixPath(path).parts[0] for path in files}):
+        (folder / name).symlink_to(f"..data/{name}")
+
+
 class ContainerRoot:
     """A folder standing for a container's `/`."""
 
@@ -241,20 +258,11 @@ class ContainerRoot:
             data = configmaps[source["name"]].get("data", {})
             default = source.get("defaultMode", CONFIGMAP_DEFAULT_MODE)
             items = source.get("items") or [{"key": k, "path": k} for k in data]
-            # As the kubelet writes it (pkg/volume/util/atomic_writer.go): the files in a
-            # timestamped folder, `..data` a link to it, each top-level name a link into
-            # `..data`. A process that resolves links (Python's sys.path[0] for a script does)
-            # sees the timestamped folder, not the mountPath.
             folder.mkdir(parents=True)
-            payload = folder / ATOMIC_PAYLOAD
-            for item in items:
-                target = payload / item["path"]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(data[item["key"]])
-                target.chmod(item.get("mode", default))
-            (folder / "..data").symlink_to(ATOMIC_PAYLOAD)
-            for name in sorted({PurePosixPath(i["path"]).parts[0] for i in items}):
-                (folder / name).symlink_to(f"..data/{name}")
+            write_volume_files(
+                folder,
+                {i["path"]: (data[i["key"]], i.get("mode", default)) for i in items},
+            )
         elif "emptyDir" in volume:
             folder.mkdir(parents=True)
         else:
