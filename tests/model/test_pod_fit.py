@@ -10,8 +10,9 @@ import pytest
 
 from components.scheduling.training_job import resources, spec_for_pool
 from tests.conftest import STACKS, stack_config
-from tests.helpers.bad_stacks import EXISTING, NS, assert_refused, case, existing, group
+from tests.helpers.bad_stacks import assert_refused, case, existing, group
 from tests.helpers.instance_facts import FACTS
+from tests.helpers.selftest_stacks import A100_POOL, LAB
 
 GIB = 2**30
 # Quantity suffixes as Kubernetes reads them (apimachinery pkg/api/resource/quantity.go).
@@ -88,21 +89,11 @@ def test_the_biggest_training_pod_of_every_pool_fits_one_of_its_nodes(stack):
     assert {"memory", "nvidia.com/gpu"} <= checked, stack
 
 
-# An existing cluster's pool of two 8-GPU A100 nodes.
-A100_POOL = {
-    "name": "a100",
-    "node_selector": {"gpu": "a100"},
-    "gpu_model": "A100",
-    "gpu_memory_gib": 80,
-    "gpus_per_node": 8,
-    "nodes": 2,
-}
-
-
 def lab(flavor: dict, **pool) -> dict:
-    """The lab cluster with the A100 pool (`pool`: fields set on it) and its flavor's node size."""
+    """The lab cluster with its pool of two 8-GPU A100 nodes (`pool`: fields set on it) and
+    its flavor's node size."""
     return existing(
-        existing={**EXISTING[f"{NS}:existing"], "gpu_pools": [{**A100_POOL, **pool}]},
+        existing={**LAB, "gpu_pools": [{**A100_POOL, **pool}]},
         scheduling={"flavors": [{"pool": "a100", **flavor}]},
     )
 
