@@ -46,14 +46,19 @@ import os
 import re
 import shlex
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.controllers.kueue_admission import quantity
 from tests.helpers.box_image import Image, PathMap
-from tests.helpers.image_layout import CONFIGMAP_DEFAULT_MODE, expand, write_volume_files
+from tests.helpers.image_layout import (
+    CONFIGMAP_DEFAULT_MODE,
+    expand,
+    kubelet_env,
+    write_volume_files,
+)
 
 # The box's stand-in for a pod's cgroup: every process of the pod inherits this variable (torch's
 # agent starts its workers in sessions of their own, out of the pod's process group), so that a
@@ -199,43 +204,37 @@ class Kubelet:
 
     def environment(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
         ns = pod["metadata"]["namespace"]
-        env: dict[str, str] = {}
-        for source in container.get("envFrom", []):
+
+        def env_from(source: Mapping[str, Any]) -> dict[str, str]:
             ref = source.get("configMapRef") or source.get("secretRef")
             kind = "ConfigMap" if "configMapRef" in source else "Secret"
             obj = self.objects.get(kind, ns, ref["name"])
             if obj is None:
                 if ref.get("optional"):
-                    continue
+                    return {}
                 raise PodStartError(f'{kind.lower()} "{ref["name"]}" not found (envFrom)')
-            for key, value in obj.get("data", {}).items():
-                env[source.get("prefix", "") + key] = (
-                    base64.b64decode(value).decode() if kind == "Secret" else value
-                )
-        for entry in container.get("env", []):
-            if "value" in entry:
-                env[entry["name"]] = expand(entry["value"], env)
-                continue
-            source = entry.get("valueFrom")
-            if source is None:
-                env[entry["name"]] = ""
-            elif "fieldRef" in source:
-                env[entry["name"]] = field_ref(pod, source["fieldRef"]["fieldPath"])
-            elif "resourceFieldRef" in source:
-                env[entry["name"]] = resource_ref(
-                    container, source["resourceFieldRef"], self.node.allocatable
-                )
-            elif "configMapKeyRef" in source:
+            return {
+                key: base64.b64decode(value).decode() if kind == "Secret" else value
+                for key, value in obj.get("data", {}).items()
+            }
+
+        def value_from(entry: Mapping[str, Any]) -> str:
+            source = entry["valueFrom"]
+            if "fieldRef" in source:
+                return field_ref(pod, source["fieldRef"]["fieldPath"])
+            if "resourceFieldRef" in source:
+                return resource_ref(container, source["resourceFieldRef"], self.node.allocatable)
+            if "configMapKeyRef" in source:
                 ref = source["configMapKeyRef"]
                 obj = self.objects.get("ConfigMap", ns, ref["name"])
                 if obj is None or ref["key"] not in obj.get("data", {}):
                     raise PodStartError(
                         f"couldn't find key {ref['key']} in ConfigMap {ns}/{ref['name']}"
                     )
-                env[entry["name"]] = obj["data"][ref["key"]]
-            else:
-                raise PodStartError(f"env {entry['name']}: a source this kubelet does not read")
-        return env
+                return obj["data"][ref["key"]]
+            raise PodStartError(f"env {entry['name']}: a source this kubelet does not read")
+
+        return kubelet_env(container, env_from, value_from)
 
     def argv_and_env(
         self, pod: dict[str, Any], container: dict[str, Any], image: Image, paths: PathMap

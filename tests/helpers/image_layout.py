@@ -37,7 +37,7 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
@@ -157,32 +157,49 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _KUBE_VAR.sub(one, text)
 
 
-def container_env(
+def kubelet_env(
     container: Mapping[str, Any],
-    value_from: Mapping[str, str],
-    configmaps: Mapping[str, Mapping[str, Any]] = NONE,
+    env_from: Callable[[Mapping[str, Any]], Mapping[str, str]],
+    value_from: Callable[[Mapping[str, Any]], str],
 ) -> dict[str, str]:
-    """The container's environment as the kubelet builds it. `value_from`: the value of each
-    `valueFrom` variable (the pod's fields and resources, as the caller says they are);
-    `configmaps`: ConfigMaps by name for `envFrom`. A missing one that is not `optional` is an
-    error, as it keeps the container from starting."""
+    """A container's environment in the kubelet's order (pkg/kubelet/kubelet_pods.go
+    `makeEnvironmentVariables`): each `envFrom` source's keys (`env_from`: an absent optional
+    one gives none) under its prefix, then `env` in order, a `value` with `$(VAR)` expanded
+    from the variables before it, a `valueFrom` as `value_from` reads the entry, neither ""."""
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
-        ref = source["configMapRef"]
-        if ref["name"] in configmaps:
-            prefix = source.get("prefix", "")
-            env.update({prefix + k: v for k, v in configmaps[ref["name"]].get("data", {}).items()})
-        elif not ref.get("optional"):
-            raise KeyError(f"envFrom: ConfigMap {ref['name']} not given")
+        prefix = source.get("prefix", "")
+        env.update({prefix + k: v for k, v in env_from(source).items()})
     for entry in container.get("env", []):
         name = entry["name"]
         if "value" in entry:
             env[name] = expand(entry["value"], env)
         elif "valueFrom" in entry:
-            env[name] = value_from[name]
+            env[name] = value_from(entry)
         else:
             env[name] = ""
     return env
+
+
+def container_env(
+    container: Mapping[str, Any],
+    value_from: Mapping[str, str],
+    configmaps: Mapping[str, Mapping[str, Any]] = NONE,
+) -> dict[str, str]:
+    """The container's environment as the kubelet builds it (`kubelet_env`). `value_from`: the
+    value of each `valueFrom` variable (the pod's fields and resources, as the caller says they
+    are); `configmaps`: ConfigMaps by name for `envFrom`. A missing one that is not `optional`
+    is an error, as it keeps the container from starting."""
+
+    def env_from(source: Mapping[str, Any]) -> Mapping[str, str]:
+        ref = source["configMapRef"]
+        if ref["name"] in configmaps:
+            return configmaps[ref["name"]].get("data", {})
+        if not ref.get("optional"):
+            raise KeyError(f"envFrom: ConfigMap {ref['name']} not given")
+        return {}
+
+    return kubelet_env(container, env_from, lambda entry: value_from[entry["name"]])
 
 
 def write_volume_files(folder: Path, files: Mapping[str, tuple[str, int]]) -> None:
