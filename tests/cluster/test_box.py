@@ -10,12 +10,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.helpers.box_image import BASE_PATH, Image, PathMap, instructions, lay_out, read_image
+from tests.helpers.box_image import BASE_PATH, Image, PathMap, lay_out, read_image
 from tests.helpers.box_kubelet import (
     Kubelet,
     Network,
     Objects,
-    expand,
     field_ref,
     resource_ref,
     sandbox_processes,
@@ -23,6 +22,7 @@ from tests.helpers.box_kubelet import (
 from tests.helpers.box_kueue import NOT_OPTED_IN, namespace_managed
 from tests.helpers.box_nodes import Node, misfit, stand_in
 from tests.helpers.hang import HANG_S
+from tests.helpers.image_layout import expand, instructions
 
 
 def test_var_references_expand_as_kubernetes_documents():

@@ -68,6 +68,7 @@ from typing import Any
 import yaml
 
 from plan.manifests import outline_sources, split_manifest
+from tests.controllers.label_selector import label_selector_matches
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -322,28 +323,6 @@ def pod_set(job: dict[str, Any], name: str = "main") -> PodSet:
 
 
 # ------------------------------------------------------------------------------ rules
-
-
-def label_selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """A metav1.LabelSelector against a set of labels: every matchLabels entry and every
-    requirement holds; `NotIn` and `DoesNotExist` hold where the label is absent
-    (k8s.io/apimachinery pkg/labels/selector.go `Requirement.Matches`)."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        if op == "In" and not (key in labels and labels[key] in values):
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ValueError(f"not a label selector operator: {op!r}")
-    return True
 
 
 def selects(selector: dict[str, Any] | None, namespace: dict[str, Any]) -> bool:

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tests.controllers.label_selector import label_selector_matches
+
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
 
@@ -38,20 +40,8 @@ class PodAt:
 
 
 def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    selector = selector or {}
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or ():
-        key, operator, values = expression["key"], expression["operator"], expression.get("values")
-        held = {
-            "In": key in labels and labels[key] in values,
-            "NotIn": key not in labels or labels[key] not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }[operator]
-        if not held:
-            return False
-    return True
+    """A policy's selector; an absent one is empty, and an empty one selects everything."""
+    return label_selector_matches(selector or {}, labels)
 
 
 def guards(policy: dict[str, Any], pod: PodAt) -> bool:

@@ -7,18 +7,20 @@ PYTHONPATH) into the box's. tests/helpers/box_kubelet.py runs containers in it.
 Only the instructions whose effect a process sees are read (Dockerfile reference: ENV, WORKDIR,
 USER, COPY, ARG); RUN steps install system packages (fio, EFA) that the CPU run does without,
 and FROM's base (NGC PyTorch) is stood in for by this interpreter, the only thing of it the
-image's processes run (`python`, `torchrun`)."""
+image's processes run (`python`, `torchrun`). The Dockerfile is read by
+tests/helpers/image_layout.py, the launcher tests' reader."""
 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shlex
 import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.helpers.image_layout import ImageLayout, image_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "bootstrap" / "Dockerfile"
@@ -41,52 +43,13 @@ class Image:
     copies: tuple[tuple[str, str], ...]
 
 
-def _substitute(text: str, values: dict[str, str]) -> str:
-    """A Dockerfile's ${VAR} / $VAR from the ARG and ENV values so far (unknown: empty)."""
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: values.get(m.group(1) or m.group(2), ""), text)
-
-
-def instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
-    lines, current = [], ""
-    for raw in text.splitlines():
-        if not current and raw.lstrip().startswith("#"):
-            continue
-        if raw.rstrip().endswith("\\"):
-            current += raw.rstrip()[:-1] + " "
-            continue
-        current += raw
-        if current.strip():
-            word, _, rest = current.strip().partition(" ")
-            lines.append((word.upper(), rest.strip()))
-        current = ""
-    return lines
-
-
 @functools.cache
 def read_image(dockerfile: Path = DOCKERFILE) -> Image:
-    values: dict[str, str] = {"PATH": BASE_PATH}
-    env: dict[str, str] = {"PATH": BASE_PATH}
-    workdir, user, copies = "/", "root", []
-    for word, rest in instructions(dockerfile.read_text()):
-        if word == "ARG":
-            name, _, default = rest.partition("=")
-            values.setdefault(name, default)
-        elif word == "ENV":
-            for pair in shlex.split(rest):
-                name, _, value = pair.partition("=")
-                env[name] = values[name] = _substitute(value, values)
-        elif word == "WORKDIR":
-            workdir = os.path.join(workdir, _substitute(rest, values))
-        elif word == "USER":
-            user = _substitute(rest, values)
-        elif word == "COPY":
-            words = [w for w in shlex.split(rest) if not w.startswith("--")]
-            *sources, dest = words
-            copies += [(source, dest) for source in sources]
-    # The image's PATH also reaches the ones ENV extended: ${PATH} empties nothing.
-    env["PATH"] = env["PATH"].rstrip(":")
-    return Image(env, workdir, user, tuple(copies))
+    """The image as tests/helpers/image_layout.py reads its Dockerfile, on a base that gives
+    only its PATH and runs as root."""
+    layout = image_layout(dockerfile, ROOT, ImageLayout(env={"PATH": BASE_PATH}, user="root"))
+    copies = tuple((copy.source, copy.destination) for copy in layout.copies)
+    return Image(dict(layout.env), layout.workdir, layout.user or "root", copies)
 
 
 @dataclass

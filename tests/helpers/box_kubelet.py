@@ -4,7 +4,8 @@ runtime would on a node.
 
 - Volumes, each a folder at its `mountPath` (Kubernetes docs, "Volumes"): a ConfigMap's keys as
   files, only its `items` where it lists them (each at its `path`, with its `mode` or the
-  volume's `defaultMode`, 0644 by default), a Secret's likewise; an emptyDir the pod's own; a
+  volume's `defaultMode`, 0644 by default), a Secret's likewise, behind the kubelet's `..data`
+  links (tests/helpers/image_layout.write_volume_files); an emptyDir the pod's own; a
   persistentVolumeClaim one folder per claim, shared by every pod that mounts it; a hostPath the
   node's. A ConfigMap, Secret or claim that does not exist fails the pod as the kubelet does
   (`MountVolume.SetUp failed for volume "<v>" : configmap "<n>" not found`).
@@ -57,15 +58,20 @@ import os
 import re
 import shlex
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.controllers.kueue_admission import quantity
 from tests.helpers.box_image import Image, PathMap
+from tests.helpers.image_layout import (
+    CONFIGMAP_DEFAULT_MODE,
+    expand,
+    kubelet_env,
+    write_volume_files,
+)
 
-DEFAULT_MODE = 0o644
 # The box's stand-in for a pod's cgroup: every process of the pod inherits this variable (torch's
 # agent starts its workers in sessions of their own, out of the pod's process group), so that a
 # pod is killed whole, as a container runtime kills its cgroup.
@@ -107,19 +113,6 @@ exec "$@"
 
 class PodStartError(Exception):
     """The kubelet could not start the pod (a volume or a reference it names is missing)."""
-
-
-def expand(text: str, env: dict[str, str]) -> str:
-    """Kubernetes' $(VAR) expansion: a defined name is replaced, `$$` is `$`, anything else is
-    kept as written."""
-
-    def one(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1)
-        return env[name] if name in env else match.group(0)
-
-    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", one, text)
 
 
 FIELD_PATH = re.compile(r"metadata\.(labels|annotations)\['([^']+)'\]")
@@ -219,10 +212,8 @@ class Kubelet:
                     f'MountVolume.SetUp failed for volume "{volume}" : configmap references '
                     f"non-existent config key: {item['key']}"
                 )
-            path = to / item["path"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(data[item["key"]])
-            path.chmod(item.get("mode", source.get("defaultMode", DEFAULT_MODE)))
+        default = source.get("defaultMode", CONFIGMAP_DEFAULT_MODE)
+        write_volume_files(to, {i["path"]: (data[i["key"]], i.get("mode", default)) for i in items})
 
     def volumes(self, pod: dict[str, Any], sandbox: Path) -> dict[str, Path]:
         ns = pod["metadata"]["namespace"]
@@ -255,43 +246,37 @@ class Kubelet:
 
     def environment(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
         ns = pod["metadata"]["namespace"]
-        env: dict[str, str] = {}
-        for source in container.get("envFrom", []):
+
+        def env_from(source: Mapping[str, Any]) -> dict[str, str]:
             ref = source.get("configMapRef") or source.get("secretRef")
             kind = "ConfigMap" if "configMapRef" in source else "Secret"
             obj = self.objects.get(kind, ns, ref["name"])
             if obj is None:
                 if ref.get("optional"):
-                    continue
+                    return {}
                 raise PodStartError(f'{kind.lower()} "{ref["name"]}" not found (envFrom)')
-            for key, value in obj.get("data", {}).items():
-                env[source.get("prefix", "") + key] = (
-                    base64.b64decode(value).decode() if kind == "Secret" else value
-                )
-        for entry in container.get("env", []):
-            if "value" in entry:
-                env[entry["name"]] = expand(entry["value"], env)
-                continue
-            source = entry.get("valueFrom")
-            if source is None:
-                env[entry["name"]] = ""
-            elif "fieldRef" in source:
-                env[entry["name"]] = field_ref(pod, source["fieldRef"]["fieldPath"])
-            elif "resourceFieldRef" in source:
-                env[entry["name"]] = resource_ref(
-                    container, source["resourceFieldRef"], self.node.allocatable
-                )
-            elif "configMapKeyRef" in source:
+            return {
+                key: base64.b64decode(value).decode() if kind == "Secret" else value
+                for key, value in obj.get("data", {}).items()
+            }
+
+        def value_from(entry: Mapping[str, Any]) -> str:
+            source = entry["valueFrom"]
+            if "fieldRef" in source:
+                return field_ref(pod, source["fieldRef"]["fieldPath"])
+            if "resourceFieldRef" in source:
+                return resource_ref(container, source["resourceFieldRef"], self.node.allocatable)
+            if "configMapKeyRef" in source:
                 ref = source["configMapKeyRef"]
                 obj = self.objects.get("ConfigMap", ns, ref["name"])
                 if obj is None or ref["key"] not in obj.get("data", {}):
                     raise PodStartError(
                         f"couldn't find key {ref['key']} in ConfigMap {ns}/{ref['name']}"
                     )
-                env[entry["name"]] = obj["data"][ref["key"]]
-            else:
-                raise PodStartError(f"env {entry['name']}: a source this kubelet does not read")
-        return env
+                return obj["data"][ref["key"]]
+            raise PodStartError(f"env {entry['name']}: a source this kubelet does not read")
+
+        return kubelet_env(container, env_from, value_from)
 
     def argv_and_env(
         self, pod: dict[str, Any], container: dict[str, Any], image: Image, paths: PathMap

@@ -1,56 +1,43 @@
 """Kueue in the cluster in a box, configured from the rendered `kueue-manager-config` ConfigMap
 (out/<stack>/rendered/<stack>-kueue.yaml), not from the program's constants: which namespaces
 it manages, which frameworks it integrates, which resources it excludes; its queues and flavors
-from the rendered objects. Admission itself is tests/controllers/kueue_admission.py's model.
-
-`namespace_managed` is the one seam to Kueue's namespace rule: point it at
-tests/controllers/kueue_admission's own function once that module has one."""
+from the rendered objects. The configuration, the namespace rule and admission itself are
+tests/controllers/kueue_admission.py's model; this module words the rule's refusal as Kueue
+logs it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import yaml
+from tests.controllers.kueue_admission import (
+    kueue_manages,
+    managed_selector,
+    manager_config_of,
+    namespace_labels,
+)
 
-from tests.helpers.box_nodes import selects
-
-CONFIG_MAP = "kueue-manager-config"
-CONFIG_KEY = "controller_manager_config.yaml"
-# The label the API server sets on every namespace to its name (Kubernetes docs, "Namespaces":
-# kubernetes.io/metadata.name, immutable).
-NAME_LABEL = "kubernetes.io/metadata.name"
 NOT_OPTED_IN = "Namespace not opted in for Kueue management"
 
 
 def manager_config(rendered: list[dict[str, Any]]) -> dict[str, Any]:
     """The Configuration the Kueue controller reads, from the rendered ConfigMap."""
-    (config_map,) = [
-        o for o in rendered if o.get("kind") == "ConfigMap" and o["metadata"]["name"] == CONFIG_MAP
-    ]
-    return yaml.safe_load(config_map["data"][CONFIG_KEY])
+    config = manager_config_of(rendered)
+    if config is None:
+        raise ValueError("no rendered ConfigMap holds Kueue's Configuration: is Kueue on?")
+    return config
 
 
 def namespace_managed(
     config: dict[str, Any], namespace: dict[str, Any], kueue_namespace: str
 ) -> str | None:
-    """None when Kueue v0.19.2 reconciles jobs in `namespace`, else why not. Feature
-    ManagedJobsNamespaceSelectorAlwaysRespected is GA and locked on (pkg/features/
-    kube_features.go): a job in a namespace `managedJobsNamespaceSelector` does not select is
-    never reconciled, so never unsuspended (pkg/controller/jobframework/reconciler.go,
-    "Namespace not opted in for Kueue management"). Without a selector the configuration's
-    default leaves out kube-system and Kueue's own namespace (apis/config/v1beta2/defaults.go)."""
-    name = namespace["metadata"]["name"]
-    labels = {**namespace["metadata"].get("labels", {}), NAME_LABEL: name}
-    selector = config.get("managedJobsNamespaceSelector")
-    if selector is None:
-        selector = {
-            "matchExpressions": [
-                {"key": NAME_LABEL, "operator": "NotIn", "values": ["kube-system", kueue_namespace]}
-            ]
-        }
-    if selects(selector, labels):
+    """None when Kueue v0.19.2 reconciles jobs in `namespace`, else why not, in the words of
+    pkg/controller/jobframework/reconciler.go (the rule: kueue_admission.kueue_manages). Kueue
+    runs in `kueue_namespace` unless its configuration names another."""
+    config = {"namespace": kueue_namespace, **config}
+    if kueue_manages(config, namespace):
         return None
+    labels = namespace_labels(namespace)
     return (
-        f"{NOT_OPTED_IN}: managedJobsNamespaceSelector {selector} does not select namespace "
-        f"{name} (labels {dict(sorted(labels.items()))})"
+        f"{NOT_OPTED_IN}: managedJobsNamespaceSelector {managed_selector(config)} does not "
+        f"select namespace {namespace['metadata']['name']} (labels {dict(sorted(labels.items()))})"
     )

@@ -42,6 +42,7 @@ from contract.env import (
 )
 from model.config import PlatformConfig
 from tests.controllers.kueue_admission import quantity
+from tests.controllers.label_selector import label_selector_matches
 
 HOSTNAME = "kubernetes.io/hostname"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -195,31 +196,6 @@ def pool_nodes(
 # ------------------------------------------------------------------------------ the fit
 
 
-def _expression(expr: dict[str, Any], labels: dict[str, str]) -> bool:
-    key, op, values = expr["key"], expr["operator"], expr.get("values", [])
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt"):
-        if key not in labels:
-            return False
-        have, want = int(labels[key]), int(values[0])
-        return have > want if op == "Gt" else have < want
-    raise ValueError(f"operator {op}")
-
-
-def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """A label selector (matchLabels, matchExpressions) or a node selector term."""
-    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items()) and all(
-        _expression(e, labels) for e in selector.get("matchExpressions", [])
-    )
-
-
 def tolerated(taint: dict[str, str], tolerations: list[dict[str, Any]]) -> bool:
     for t in tolerations:
         if t.get("effect") and t["effect"] != taint["effect"]:
@@ -262,7 +238,7 @@ def misfit(pod_spec: dict[str, Any], node: Node) -> str | None:
         .get("requiredDuringSchedulingIgnoredDuringExecution", {})
     )  # fmt: skip
     terms = required.get("nodeSelectorTerms")
-    if terms and not any(selects(term, node.labels) for term in terms):
+    if terms and not any(label_selector_matches(term, node.labels) for term in terms):
         return "node(s) didn't match Pod's node affinity/selector"
     for taint in node.taints:
         if taint["effect"] in ("NoSchedule", "NoExecute") and not tolerated(

@@ -37,7 +37,7 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
@@ -51,8 +51,10 @@ ATOMIC_PAYLOAD = "..2026_01_01_00_00_00.000000000"
 CONFIGMAP_DEFAULT_MODE = 0o644
 _DOCKER_VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 # Kubernetes "Define Dependent Environment Variables": `$(VAR)` is replaced by a variable defined
-# before it; `$$(VAR)` escapes to `$(VAR)`; an undefined reference is left as it is.
-_KUBE_VAR = re.compile(r"\$\$|\$\((\w+)\)")
+# before it; `$$(VAR)` escapes to `$(VAR)`; an undefined reference is left as it is. The name is
+# whatever stands before the closing parenthesis (third_party/forked/golang/expansion/expand.go
+# `tryReadVariableName`).
+_KUBE_VAR = re.compile(r"\$\$|\$\(([^)]*)\)")
 
 
 @dataclass(frozen=True)
@@ -79,21 +81,22 @@ def host_base() -> ImageLayout:
     return ImageLayout(env={"PATH": os.environ.get("PATH", "")})
 
 
-def _instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined, as moby/buildkit's
+    frontend/dockerfile/parser/parser.go `Parse` joins them: a comment line or an empty line
+    inside a continued instruction is dropped, a continuation line keeps its indentation."""
     found, pending = [], ""
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith("#") or not (stripped or pending):
+        if stripped.startswith("#") or not stripped:
             continue
-        if stripped.endswith("\\"):
-            pending += stripped[:-1] + " "
+        body = line.rstrip()
+        if body.endswith("\\"):
+            pending += body[:-1] + " "
             continue
-        whole = (pending + stripped).strip()
+        keyword, _, rest = (pending + body).strip().partition(" ")
         pending = ""
-        if whole:
-            keyword, _, rest = whole.partition(" ")
-            found.append((keyword.upper(), rest.strip()))
+        found.append((keyword.upper(), rest.strip()))
     return found
 
 
@@ -123,7 +126,7 @@ def image_layout(
     env = dict(base.env) if base else {}
     workdir, user = (base.workdir, base.user) if base else ("/", None)
     args: dict[str, str] = {}
-    for keyword, arguments in _instructions(dockerfile.read_text()):
+    for keyword, arguments in instructions(dockerfile.read_text()):
         if keyword == "ARG":
             name, _, default = arguments.partition("=")
             args[name] = default
@@ -154,32 +157,66 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _KUBE_VAR.sub(one, text)
 
 
-def container_env(
+def kubelet_env(
     container: Mapping[str, Any],
-    value_from: Mapping[str, str],
-    configmaps: Mapping[str, Mapping[str, Any]] = NONE,
+    env_from: Callable[[Mapping[str, Any]], Mapping[str, str]],
+    value_from: Callable[[Mapping[str, Any]], str],
 ) -> dict[str, str]:
-    """The container's environment as the kubelet builds it. `value_from`: the value of each
-    `valueFrom` variable (the pod's fields and resources, as the caller says they are);
-    `configmaps`: ConfigMaps by name for `envFrom`. A missing one that is not `optional` is an
-    error, as it keeps the container from starting."""
+    """A container's environment in the kubelet's order (pkg/kubelet/kubelet_pods.go
+    `makeEnvironmentVariables`): each `envFrom` source's keys (`env_from`: an absent optional
+    one gives none) under its prefix, then `env` in order, a `value` with `$(VAR)` expanded
+    from the variables before it, a `valueFrom` as `value_from` reads the entry, neither ""."""
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
-        ref = source["configMapRef"]
-        if ref["name"] in configmaps:
-            prefix = source.get("prefix", "")
-            env.update({prefix + k: v for k, v in configmaps[ref["name"]].get("data", {}).items()})
-        elif not ref.get("optional"):
-            raise KeyError(f"envFrom: ConfigMap {ref['name']} not given")
+        prefix = source.get("prefix", "")
+        env.update({prefix + k: v for k, v in env_from(source).items()})
     for entry in container.get("env", []):
         name = entry["name"]
         if "value" in entry:
             env[name] = expand(entry["value"], env)
         elif "valueFrom" in entry:
-            env[name] = value_from[name]
+            env[name] = value_from(entry)
         else:
             env[name] = ""
     return env
+
+
+def container_env(
+    container: Mapping[str, Any],
+    value_from: Mapping[str, str],
+    configmaps: Mapping[str, Mapping[str, Any]] = NONE,
+) -> dict[str, str]:
+    """The container's environment as the kubelet builds it (`kubelet_env`). `value_from`: the
+    value of each `valueFrom` variable (the pod's fields and resources, as the caller says they
+    are); `configmaps`: ConfigMaps by name for `envFrom`. A missing one that is not `optional`
+    is an error, as it keeps the container from starting."""
+
+    def env_from(source: Mapping[str, Any]) -> Mapping[str, str]:
+        ref = source["configMapRef"]
+        if ref["name"] in configmaps:
+            return configmaps[ref["name"]].get("data", {})
+        if not ref.get("optional"):
+            raise KeyError(f"envFrom: ConfigMap {ref['name']} not given")
+        return {}
+
+    return kubelet_env(container, env_from, lambda entry: value_from[entry["name"]])
+
+
+def write_volume_files(folder: Path, files: Mapping[str, tuple[str, int]]) -> None:
+    """A ConfigMap's or Secret's files (path in the volume -> text, mode) in `folder` as the
+    kubelet writes them (pkg/volume/util/atomic_writer.go): in a timestamped folder, `..data` a
+    link to it, each top-level name a link into `..data`. A process that resolves links
+    (Python's sys.path[0] for a script does) sees the timestamped folder, not the mountPath."""
+    payload = folder / ATOMIC_PAYLOAD
+    payload.mkdir(parents=True)
+    for path, (text, mode) in files.items():
+        target = payload / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+    (folder / "..data").symlink_to(ATOMIC_PAYLOAD)
+    for name in sorted({PurePosixPath(path).parts[0] for path in files}):
+        (folder / name).symlink_to(f"..data/{name}")
 
 
 class ContainerRoot:
@@ -238,20 +275,11 @@ class ContainerRoot:
             data = configmaps[source["name"]].get("data", {})
             default = source.get("defaultMode", CONFIGMAP_DEFAULT_MODE)
             items = source.get("items") or [{"key": k, "path": k} for k in data]
-            # As the kubelet writes it (pkg/volume/util/atomic_writer.go): the files in a
-            # timestamped folder, `..data` a link to it, each top-level name a link into
-            # `..data`. A process that resolves links (Python's sys.path[0] for a script does)
-            # sees the timestamped folder, not the mountPath.
             folder.mkdir(parents=True)
-            payload = folder / ATOMIC_PAYLOAD
-            for item in items:
-                target = payload / item["path"]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(data[item["key"]])
-                target.chmod(item.get("mode", default))
-            (folder / "..data").symlink_to(ATOMIC_PAYLOAD)
-            for name in sorted({PurePosixPath(i["path"]).parts[0] for i in items}):
-                (folder / name).symlink_to(f"..data/{name}")
+            write_volume_files(
+                folder,
+                {i["path"]: (data[i["key"]], i.get("mode", default)) for i in items},
+            )
         elif "emptyDir" in volume:
             folder.mkdir(parents=True)
         else:

@@ -12,6 +12,7 @@ from components.scheduling.training_job import resources, spec_for_pool
 from tests.conftest import STACKS, stack_config
 from tests.helpers.bad_stacks import assert_refused, case, existing, group
 from tests.helpers.instance_facts import FACTS
+from tests.helpers.selftest_stacks import A100_POOL, LAB
 
 GIB = 2**30
 # Quantity suffixes as Kubernetes reads them (apimachinery pkg/api/resource/quantity.go).
@@ -88,50 +89,26 @@ def test_the_biggest_training_pod_of_every_pool_fits_one_of_its_nodes(stack):
     assert {"memory", "nvidia.com/gpu"} <= checked, stack
 
 
+def lab(flavor: dict, **pool) -> dict:
+    """The lab cluster with its pool of two 8-GPU A100 nodes (`pool`: fields set on it) and
+    its flavor's node size."""
+    return existing(
+        existing={**LAB, "gpu_pools": [{**A100_POOL, **pool}]},
+        scheduling={"flavors": [{"pool": "a100", **flavor}]},
+    )
+
+
 BAD = [
     # The issue's case: 40 CPUs a GPU on an 8-GPU node of 256 CPUs asks 320.
     case(
-        existing(
-            existing={
-                "name": "lab",
-                "kubeconfig_path": "~/.kube/lab.yaml",
-                "gpu_pools": [
-                    {
-                        "name": "a100",
-                        "node_selector": {"gpu": "a100"},
-                        "gpu_model": "A100",
-                        "gpu_memory_gib": 80,
-                        "gpus_per_node": 8,
-                        "nodes": 2,
-                        "cpus_per_gpu": 40,
-                    }
-                ],
-            },
-            scheduling={"flavors": [{"pool": "a100", "cpus_per_node": 256}]},
-        ),
+        lab({"cpus_per_node": 256}, cpus_per_gpu=40),
         "gpu-platform:existing.gpu_pools[0].cpus_per_gpu",
         "320 CPUs of a 256-CPU node",
         "give 1 to 32",
         id="existing-cpus",
     ),
     case(
-        existing(
-            existing={
-                "name": "lab",
-                "kubeconfig_path": "~/.kube/lab.yaml",
-                "gpu_pools": [
-                    {
-                        "name": "a100",
-                        "node_selector": {"gpu": "a100"},
-                        "gpu_model": "A100",
-                        "gpu_memory_gib": 80,
-                        "gpus_per_node": 8,
-                        "nodes": 2,
-                    }
-                ],
-            },
-            scheduling={"flavors": [{"pool": "a100", "memory_gib_per_node": 64}]},
-        ),
+        lab({"memory_gib_per_node": 64}),
         "gpu-platform:existing.gpu_pools[0].gpus_per_node",
         "128 GiB of memory",
         "the node's 64 GiB",
