@@ -13,18 +13,14 @@ tests/image/recipes'."""
 from __future__ import annotations
 
 import contextlib
-import json
 
 import pytest
 
 from tests.helpers.box_cluster import outcome_text
 from tests.helpers.box_docs import doc_commands
-from tests.helpers.box_stacks import box, submitted, team_image
+from tests.helpers.box_stacks import ARGS_RECORDER, box, recorded_args, submitted, team_image
 
 COMMANDS = doc_commands()
-STAND_IN = """import json, sys
-print("STAND-IN " + json.dumps({"script": sys.argv[0].rsplit("/", 1)[-1], "args": sys.argv[1:]}))
-"""
 
 
 def test_the_docs_show_job_commands_to_run():
@@ -93,16 +89,11 @@ def test_every_documented_job_command_renders_and_runs_or_is_refused_at_render_t
     script_args = list(command.words[command.words.index("--") + 1 :])
     scripts = [w for w in script_args if w.endswith((".py", ".sh"))]
     for script in scripts:
-        (team / script).write_text(STAND_IN)
+        (team / script).write_text(ARGS_RECORDER)
     team_image(cluster, jobset, team, on_bootstrap=False)
     outcome = cluster.run_jobset(jobset)
     assert outcome.state == "Completed", f"{command}:\n{outcome_text(outcome)}"
     # Every rank ran the documented script with the documented arguments.
-    seen = [
-        json.loads(line.split("STAND-IN ", 1)[1])
-        for pod in outcome.attempts[-1]
-        for line in pod.output().splitlines()
-        if line.startswith("STAND-IN ")
-    ]
+    seen = recorded_args(outcome.attempts[-1])
     after = script_args[script_args.index(scripts[0]) + 1 :]
     assert seen and all(s == {"script": scripts[0], "args": after} for s in seen), seen

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 
 import pytest
 
@@ -20,13 +19,17 @@ from jobs.team import main as submit_main
 from tests.conftest import ROOT, STACKS
 from tests.controllers.pod_security import ENFORCE
 from tests.helpers.box_cluster import Refused, outcome_text, write_plan
-from tests.helpers.box_stacks import box, box_of, submitted, team_image
+from tests.helpers.box_stacks import (
+    ARGS_RECORDER,
+    box,
+    box_of,
+    recorded_args,
+    submitted,
+    team_image,
+)
 from tests.helpers.pod_security_stacks import _root, config_of, plan_of, rendering_of
 from tests.helpers.rendered_jobs import bursting_teams, workers_of
 
-STAND_IN = """import json, sys
-print("STAND-IN " + json.dumps({"script": sys.argv[0].rsplit("/", 1)[-1], "args": sys.argv[1:]}))
-"""
 TEAMS_STACK = "every-onprem"
 ARGS = ["--lr", "1e-5"]
 
@@ -45,17 +48,12 @@ def run_team_job(folder, argv, root=ROOT):
 def stand_in_image(cluster, jobset, folder):
     team = folder / "team"
     team.mkdir(exist_ok=True)
-    (team / "train.py").write_text(STAND_IN)
+    (team / "train.py").write_text(ARGS_RECORDER)
     team_image(cluster, jobset, team, on_bootstrap=False)
 
 
 def ran_the_script(outcome) -> bool:
-    seen = [
-        json.loads(line.split("STAND-IN ", 1)[1])
-        for pod in outcome.attempts[-1]
-        for line in pod.output().splitlines()
-        if line.startswith("STAND-IN ")
-    ]
+    seen = recorded_args(outcome.attempts[-1])
     return bool(seen) and all(s == {"script": "train.py", "args": ARGS} for s in seen)
 
 

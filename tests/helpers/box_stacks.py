@@ -6,6 +6,7 @@ stood in for by a Pushgateway of this machine that records what it is sent; the 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -71,3 +72,22 @@ def team_image(cluster: Cluster, jobset: dict[str, Any], scripts: Path, on_boots
     base = read_image() if on_bootstrap else Image({"PATH": BASE_PATH}, "/", "1000", ())
     image = Image(base.env, "/workspace", base.user, (*base.copies, (str(scripts), "/workspace")))
     cluster.add_image(container["image"], image, f"team-{scripts.parent.name}-{scripts.name}")
+
+
+# A team's script, stood in for: it records the arguments it got in one write(2) of one line,
+# so the ranks sharing the pod's log (the box runs Python unbuffered, where print() writes the
+# text and its newline apart) never interleave within a record.
+ARGS_RECORDER = """import json, os, sys
+record = {"script": os.path.basename(sys.argv[0]), "args": sys.argv[1:]}
+os.write(1, ("STAND-IN " + json.dumps(record) + "\\n").encode())
+"""
+
+
+def recorded_args(pods) -> list[dict[str, Any]]:
+    """What each rank of the pods' stand-in scripts recorded (ARGS_RECORDER)."""
+    return [
+        json.loads(line.split("STAND-IN ", 1)[1])
+        for pod in pods
+        for line in pod.output().splitlines()
+        if line.startswith("STAND-IN ")
+    ]
