@@ -18,13 +18,9 @@ from pathlib import Path
 
 import yaml
 
+from components.scheduling.job_names import longest_name, name_problem
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import (
-    TrainingJobSpec,
-    longest_name,
-    name_problem,
-    render,
-)
+from components.scheduling.training_job import TrainingJobSpec, render
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig
@@ -175,7 +171,7 @@ def job_name(prefix: str, what: object, nodes: int) -> str:
 
 
 def check_name(name: str, nodes: int) -> None:
-    """A name JobSet's webhook admits for `nodes` pods (training_job.name_problem)."""
+    """A name JobSet's webhook admits for `nodes` pods (job_names.name_problem)."""
     problem = name_problem(name, nodes)
     if problem is not None:
         raise SubmitError([f"--name {name!r}: {problem}"])
