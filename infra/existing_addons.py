@@ -23,7 +23,7 @@ from components.observability.monitoring import DASHBOARD_LABEL
 from components.scheduling.kueue import uncounted_resources
 from components.scheduling.kueue_frameworks import INTEGRATIONS
 from components.scheduling.topology import topology_report
-from components.vocabulary import KUEUE_API, MONITORING_RELEASE, prometheus_url
+from components.vocabulary import KUEUE_API, grafana_datasource_uid, prometheus_service
 from model.config import PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.versions import CHARTS
@@ -148,7 +148,7 @@ PROMETHEUS_OVERRIDES = {
 
 
 def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
-    ns = cfg.namespaces.monitoring
+    prometheus = prometheus_service(cfg)
     crds = [
         _monitoring("ServiceMonitor", "servicemonitors"),
         _monitoring("PodMonitor", "podmonitors"),
@@ -174,9 +174,17 @@ def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, s
             "'(serviceMonitor|podMonitor|rule)(Namespace)?Selector'",
         ),
         (
-            f"Prometheus answers at {prometheus_url(ns)} (a release named {MONITORING_RELEASE} in "
-            f"{ns}; the DCGM and queue autoscalers and the self-test read it there)",
-            f"kubectl -n {ns} get service {MONITORING_RELEASE}-prometheus",
+            f"Prometheus answers at {prometheus.url} (existing.kube_prometheus_stack; the DCGM "
+            "and queue autoscalers, the self-test and `python -m jobs status` read it there)",
+            f"kubectl -n {prometheus.namespace} get service {prometheus.name} "
+            "-o jsonpath='{.spec.ports[*].port}'"
+            f"  # must list {prometheus.port}",
+        ),
+        (
+            f"Grafana's Prometheus data source has uid {grafana_datasource_uid(cfg)}, which "
+            "every panel of the platform's dashboards names (existing.kube_prometheus_stack."
+            "grafana_datasource_uid)",
+            "kubectl get configmap -A -l grafana_datasource -o yaml | grep -E ' uid:'",
         ),
         (
             "kube-state-metrics exports the node labels the alerts read: "
@@ -255,7 +263,7 @@ def _keda_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
             "kubectl get validatingwebhookconfigurations | grep -i keda",
         ),
         (
-            f"KEDA's operator reaches Prometheus at {prometheus_url(cfg.namespaces.monitoring)}",
+            f"KEDA's operator reaches Prometheus at {prometheus_service(cfg).url}",
             "kubectl get networkpolicies -A  # none may block KEDA's operator from Prometheus",
         ),
     ]

@@ -28,3 +28,10 @@ def training_namespace(stack: str) -> str:
 def claim_of(plan):
     """The training namespace's claim."""
     return claims_of(plan)[training_namespace(plan.stack)]
+
+
+# `shared-data` on an existing cluster without Ceph: a ReadWriteMany class it already has, here
+# the default class name of nfs-subdir-external-provisioner's chart (values.yaml,
+# storageClass.name: nfs-client).
+RWX_CLASS = "nfs-client"
+RWX_STORAGE = {"shared_data": {"storage_class": RWX_CLASS}}
