@@ -303,7 +303,13 @@ class Platform(PlatformComponent):
         if needs_network_operator(cfg):
             network_operator = NetworkOperator(
                 f"{ctx.env}-network-operator",
-                NetworkOperatorArgs(ctx, cfg, self.job_namespaces, after=self.declared_namespaces),
+                NetworkOperatorArgs(
+                    ctx,
+                    cfg,
+                    self.job_namespaces,
+                    after=self.declared_namespaces,
+                    install=cfg.installs("network_operator"),
+                ),
                 on_cluster,
             )
             self.tested.append(network_operator)

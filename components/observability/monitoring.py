@@ -353,12 +353,16 @@ class Monitoring(PlatformComponent):
 
 
 def monitoring_report(args: MonitoringArgs) -> dict:
-    """What the plan says of monitoring."""
+    """What the plan says of monitoring: retention and storage only of the platform's release
+    (the cluster's own keeps its own)."""
     settings = args.settings
-    return {
+    release = {
         "retention": f"{settings.retention_days}d or {settings.retention_size_gib}GiB",
         "storage": f"{settings.storage_gib}Gi on StorageClass "
         + (storage_class(settings, args.on_aws) or "(the cluster's default)"),
+    }
+    return {
+        **(release if args.install else {}),
         "prometheus": args.prometheus.url,
         "grafana_service": args.grafana_service,
         "dashboards": dashboard_titles(args.kueue),
