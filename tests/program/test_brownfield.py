@@ -31,14 +31,13 @@ from tests.controllers.references import Cluster, Ref, claim_problems, missing
 from tests.helpers.bad_stacks import assert_refused, existing
 from tests.helpers.brownfield_stacks import (
     BROWNFIELD_STACKS,
-    CLAIM_STACK,
     DATASOURCE_UID,
-    EXISTING_CLAIM,
     brownfield_config,
     brownfield_plan,
 )
 from tests.helpers.plan_objects import kinds
 from tests.helpers.rendered_jobs import platform_jobs_of, submitted_jobs_of
+from tests.helpers.shared_data import mounted_claims
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
@@ -76,19 +75,6 @@ def pod_holders(stack: str) -> list[tuple[str, dict[str, Any]]]:
     ]
     found += submitted_jobs_of(cfg)
     return found
-
-
-def mounted_claims(node: Any) -> Iterator[str]:
-    """Every claimName under `node`, whatever holds the pod template."""
-    if isinstance(node, dict):
-        claim = node.get("persistentVolumeClaim")
-        if isinstance(claim, dict) and "claimName" in claim:
-            yield claim["claimName"]
-        for value in node.values():
-            yield from mounted_claims(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from mounted_claims(value)
 
 
 def the_admins(stack: str) -> list[dict[str, Any]]:
@@ -146,33 +132,6 @@ def test_an_existing_cluster_where_nothing_provides_shared_data_is_refused(
         "nothing provides the shared-data claim",
         "storage.shared_data.existing_claim",
     )
-
-
-def test_the_clusters_class_backs_a_claim_in_every_namespace_jobs_run_in():
-    claims = {
-        c["metadata"]["namespace"]: c["spec"]
-        for c in kinds(brownfield_plan(), "PersistentVolumeClaim")
-    }
-    assert sorted(claims) == sorted(BROWNFIELD_JOB_NAMESPACES)
-    for spec in claims.values():
-        # The fixture's class and size (tests/helpers/brownfield_stacks.py): nfs-client, 2 TiB,
-        # mounted read-write by every node of a job.
-        assert spec["accessModes"] == ["ReadWriteMany"]
-        assert spec["storageClassName"] == "nfs-client"
-        assert spec["resources"] == {"requests": {"storage": "2048Gi"}}
-    assert brownfield_plan().outputs["storage_shared_data_claim"] == "training/shared-data"
-
-
-def test_an_existing_claim_is_mounted_never_declared_and_the_plan_says_where_it_must_be():
-    plan = brownfield_plan(CLAIM_STACK)
-    assert kinds(plan, "PersistentVolumeClaim") == []
-    assert {c for _, o in pod_holders(CLAIM_STACK) for c in mounted_claims(o)} == {EXISTING_CLAIM}
-    report = plan.outputs["storage_shared_data"]
-    assert report["existing_claim"] == "datasets-rwx"
-    assert report["must_exist_in"] == BROWNFIELD_JOB_NAMESPACES
-    (warning,) = [w for w in plan.warnings if "storage.shared_data.existing_claim" in w]
-    assert "datasets-rwx" in warning
-    assert "training, vision, gpu-platform-selftest" in warning
 
 
 # ------------------------------------------------------------------ Prometheus: the class
