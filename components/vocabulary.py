@@ -100,30 +100,28 @@ class ServiceAddress:
         return f"http://{self.name}.{self.namespace}.svc:{self.port}"
 
 
-def _theirs(cfg: PlatformConfig) -> ExistingKubePrometheusStackSettings | None:
-    """The cluster's own kube-prometheus-stack, where the stack takes it from the cluster."""
+def _release(cfg: PlatformConfig) -> ExistingKubePrometheusStackSettings:
+    """The kube-prometheus-stack the platform reads: the cluster's own as the stack describes it
+    (existing.kube_prometheus_stack), or the platform's release, which the settings' defaults
+    describe (a release named MONITORING_RELEASE)."""
     if cfg.installs("kube_prometheus_stack") or cfg.existing is None:
-        return None
+        return ExistingKubePrometheusStackSettings()
     return cfg.existing.prometheus()
 
 
 def prometheus_service(cfg: PlatformConfig) -> ServiceAddress:
-    """Prometheus's Service, which KEDA's triggers, the self-test and `jobs status` query: the
-    platform's release's, or where the stack says the cluster's own answers."""
-    ns, theirs = cfg.namespaces.monitoring, _theirs(cfg)
-    if theirs is None:
-        return ServiceAddress(ns, f"{MONITORING_RELEASE}-prometheus", 9090)
-    return ServiceAddress(ns, theirs.prometheus_service, theirs.prometheus_port)
+    """Prometheus's Service, which KEDA's triggers, the self-test and `jobs status` query."""
+    release = _release(cfg)
+    return ServiceAddress(
+        cfg.namespaces.monitoring, release.prometheus_service, release.prometheus_port
+    )
 
 
 def grafana_service(cfg: PlatformConfig) -> str:
     """Grafana's Service, `<namespace>/<name>`: `kubectl port-forward` to reach it."""
-    theirs = _theirs(cfg)
-    name = f"{MONITORING_RELEASE}-grafana" if theirs is None else theirs.grafana_service
-    return f"{cfg.namespaces.monitoring}/{name}"
+    return f"{cfg.namespaces.monitoring}/{_release(cfg).grafana_service}"
 
 
 def grafana_datasource_uid(cfg: PlatformConfig) -> str:
     """The uid of Grafana's Prometheus data source, which every dashboard panel names."""
-    theirs = _theirs(cfg)
-    return "prometheus" if theirs is None else theirs.grafana_datasource_uid
+    return _release(cfg).grafana_datasource_uid
