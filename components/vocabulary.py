@@ -5,7 +5,11 @@ reads a name without importing the plane that owns the objects."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from model.config import PlatformConfig
 from model.config.fabric import FabricSettings
+from model.config.onprem import ExistingKubePrometheusStackSettings
 
 # ------------------------------------------------------------------------ resource names
 # The NVIDIA device plugin's extended resource, also the taint key GPU nodes carry (shared/PINS.md,
@@ -63,7 +67,12 @@ RDMA_NETWORK = "rdma"
 QUARANTINE_LABEL = "gpu-platform/selftest-failed"
 
 # --------------------------------------------------------------------------------- services
-# kube-prometheus-stack's release: the chart names its Prometheus Service `<release>-prometheus`.
+# The platform's kube-prometheus-stack release: holding the chart's name, it is the chart's
+# fullname, so the chart names its Services `<release>-prometheus` (port 9090, the chart's
+# prometheus.service.port) and `<release>-grafana` (port 80), and Grafana's Prometheus data
+# source has uid `prometheus` (grafana.sidecar.datasources.uid): kube-prometheus-stack 88.5.3
+# templates/_helpers.tpl and values.yaml. A cluster's own release is described by the stack
+# (existing.kube_prometheus_stack).
 MONITORING_RELEASE = "kube-prometheus-stack"
 
 
@@ -79,6 +88,40 @@ def pushgateway_url(namespace: str) -> str:
     return f"http://{PUSHGATEWAY}.{namespace}.svc:{PUSHGATEWAY_PORT}"
 
 
-def prometheus_url(namespace: str) -> str:
-    """Prometheus's in-cluster address, read by KEDA's triggers and the self-test."""
-    return f"http://{MONITORING_RELEASE}-prometheus.{namespace}.svc:9090"
+@dataclass(frozen=True)
+class ServiceAddress:
+    namespace: str
+    name: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        """Its in-cluster address."""
+        return f"http://{self.name}.{self.namespace}.svc:{self.port}"
+
+
+def _release(cfg: PlatformConfig) -> ExistingKubePrometheusStackSettings:
+    """The kube-prometheus-stack the platform reads: the cluster's own as the stack describes it
+    (existing.kube_prometheus_stack), or the platform's release, which the settings' defaults
+    describe (a release named MONITORING_RELEASE)."""
+    if cfg.installs("kube_prometheus_stack") or cfg.existing is None:
+        return ExistingKubePrometheusStackSettings()
+    return cfg.existing.prometheus()
+
+
+def prometheus_service(cfg: PlatformConfig) -> ServiceAddress:
+    """Prometheus's Service, which KEDA's triggers, the self-test and `jobs status` query."""
+    release = _release(cfg)
+    return ServiceAddress(
+        cfg.namespaces.monitoring, release.prometheus_service, release.prometheus_port
+    )
+
+
+def grafana_service(cfg: PlatformConfig) -> str:
+    """Grafana's Service, `<namespace>/<name>`: `kubectl port-forward` to reach it."""
+    return f"{cfg.namespaces.monitoring}/{_release(cfg).grafana_service}"
+
+
+def grafana_datasource_uid(cfg: PlatformConfig) -> str:
+    """The uid of Grafana's Prometheus data source, which every dashboard panel names."""
+    return _release(cfg).grafana_datasource_uid

@@ -43,9 +43,15 @@ from components.scheduling.launcher import Launcher, LauncherArgs
 from components.scheduling.queues import Scheduling, SchedulingArgs
 from components.selftest.job import SelfTest, SelfTestArgs
 from components.storage.ceph import RookCeph, RookCephArgs
+from components.storage.cluster_class import ClusterClassArgs, ClusterClassSharedData
 from components.storage.fsx import FsxLustre, FsxLustreArgs
 from components.storage.volumes import nvme_cache_report
-from components.vocabulary import rdma_resource
+from components.vocabulary import (
+    grafana_datasource_uid,
+    grafana_service,
+    prometheus_service,
+    rdma_resource,
+)
 from infra.existing_addons import existing_addon_report
 from model.config import PlatformConfig, default_fsx_zone
 from model.config.selftest_schedule import scheduled
@@ -131,8 +137,9 @@ class Platform(PlatformComponent):
         return component
 
     def _storage(self, ctx: StackContext, cfg: PlatformConfig, cluster: ClusterHandle) -> None:
-        """Storage plane: `shared-data` (FSx for Lustre or CephFS) in every namespace jobs run in,
-        and `nvme-cache`, under the same names on every provider."""
+        """Storage plane: `shared-data` (FSx for Lustre, CephFS, or the cluster's own class or
+        claim) in every namespace jobs run in, and `nvme-cache`, under the same names on every
+        provider."""
         env = ctx.env
         self.outputs["storage_nvme_cache"] = nvme_cache_report(cfg)
         if cfg.storage.fsx is not None:
@@ -167,6 +174,15 @@ class Platform(PlatformComponent):
             )
             self.storage_classes.update(ceph.classes)
             self.tested.append(self._export(ceph))
+        elif cfg.storage.shared_data is not None:
+            shared = ClusterClassSharedData(
+                f"{env}-shared-data",
+                ClusterClassArgs(
+                    ctx, cfg.storage.shared_data, self.job_namespaces, self.declared_namespaces
+                ),
+                self.child(providers=[cluster.kubernetes]),
+            )
+            self.tested.append(self._export(shared))
 
     def _selftest(self, ctx: StackContext, cfg: PlatformConfig, on_cluster) -> None:
         """The bootstrap self-test Job, after everything it tests; its image repository on AWS."""
@@ -218,6 +234,9 @@ class Platform(PlatformComponent):
                 namespace=cfg.namespaces.monitoring,
                 on_aws=cfg.provider == "aws",
                 node_selector=add_on_nodes(cfg),
+                prometheus=prometheus_service(cfg),
+                grafana_service=grafana_service(cfg),
+                datasource_uid=grafana_datasource_uid(cfg),
                 training_namespaces=[
                     t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)
                 ],
@@ -284,7 +303,13 @@ class Platform(PlatformComponent):
         if needs_network_operator(cfg):
             network_operator = NetworkOperator(
                 f"{ctx.env}-network-operator",
-                NetworkOperatorArgs(ctx, cfg, self.job_namespaces, after=self.declared_namespaces),
+                NetworkOperatorArgs(
+                    ctx,
+                    cfg,
+                    self.job_namespaces,
+                    after=self.declared_namespaces,
+                    install=cfg.installs("network_operator"),
+                ),
                 on_cluster,
             )
             self.tested.append(network_operator)

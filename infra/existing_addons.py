@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.control.namespaces import job_namespaces
+from components.data.fabric import (
+    NIC_CLUSTER_POLICY,
+    device_plugin_config,
+    ip_pools,
+    needs_network_operator,
+    rdma_pools,
+)
 from components.data.gpu_operator import (
     DCGM_EXPORTER_SERVICE,
     DEFAULT_CONFIG,
@@ -23,14 +30,20 @@ from components.observability.monitoring import DASHBOARD_LABEL
 from components.scheduling.kueue import uncounted_resources
 from components.scheduling.kueue_frameworks import INTEGRATIONS
 from components.scheduling.topology import topology_report
-from components.vocabulary import KUEUE_API, MONITORING_RELEASE, prometheus_url
+from components.vocabulary import (
+    KUEUE_API,
+    grafana_datasource_uid,
+    prometheus_service,
+    rdma_resource,
+)
 from model.config import PlatformConfig
-from model.config.fabric import RDMA_FABRICS
+from model.config.fabric import RDMA_FABRICS, FabricSettings
 from model.versions import CHARTS
 
 # The Helm chart each add-on's release would have installed (infra/versions.CHARTS).
 CHART_OF = {
     "gpu_operator": "gpu-operator",
+    "network_operator": "network-operator",
     "kube_prometheus_stack": "kube-prometheus-stack",
     "keda": "keda",
     "kueue": "kueue",
@@ -148,7 +161,7 @@ PROMETHEUS_OVERRIDES = {
 
 
 def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
-    ns = cfg.namespaces.monitoring
+    prometheus = prometheus_service(cfg)
     crds = [
         _monitoring("ServiceMonitor", "servicemonitors"),
         _monitoring("PodMonitor", "podmonitors"),
@@ -174,9 +187,17 @@ def _prometheus_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, s
             "'(serviceMonitor|podMonitor|rule)(Namespace)?Selector'",
         ),
         (
-            f"Prometheus answers at {prometheus_url(ns)} (a release named {MONITORING_RELEASE} in "
-            f"{ns}; the DCGM and queue autoscalers and the self-test read it there)",
-            f"kubectl -n {ns} get service {MONITORING_RELEASE}-prometheus",
+            f"Prometheus answers at {prometheus.url} (existing.kube_prometheus_stack; the DCGM "
+            "and queue autoscalers, the self-test and `python -m jobs status` read it there)",
+            f"kubectl -n {prometheus.namespace} get service {prometheus.name} "
+            "-o jsonpath='{.spec.ports[*].port}'"
+            f"  # must list {prometheus.port}",
+        ),
+        (
+            f"Grafana's Prometheus data source has uid {grafana_datasource_uid(cfg)}, which "
+            "every panel of the platform's dashboards names (existing.kube_prometheus_stack."
+            "grafana_datasource_uid)",
+            "kubectl get configmap -A -l grafana_datasource -o yaml | grep -E ' uid:'",
         ),
         (
             "kube-state-metrics exports the node labels the alerts read: "
@@ -242,6 +263,62 @@ def _gpu_operator_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str,
     return crds, settings
 
 
+_NIC_CLUSTER_POLICY = (
+    f"kubectl get nicclusterpolicies.mellanox.com {NIC_CLUSTER_POLICY} -o jsonpath='{{.spec.%s}}'"
+)
+
+
+def _network_operator_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
+    """What the platform's pools and networks rely on in the cluster's Network Operator: the
+    NicClusterPolicy the platform would have declared (components/data/fabric.
+    nic_cluster_policy_spec), deploying the same parts."""
+    fabric = cfg.fabric or FabricSettings()
+    ns = fabric.namespace
+    crds = [Crd("mellanox.com", "v1alpha1", "NicClusterPolicy", "nicclusterpolicies")]
+    if ip_pools(cfg):
+        crds.append(Crd("nv-ipam.nvidia.com", "v1alpha1", "IPPool", "ippools"))
+    crds.append(
+        Crd(
+            "k8s.cni.cncf.io", "v1", "NetworkAttachmentDefinition", "network-attachment-definitions"
+        )
+    )
+    settings = [
+        (
+            f"the operator runs in {ns} (fabric.namespace), where nv-ipam reads the platform's "
+            f"IP pools ({', '.join(ip_pools(cfg)) or 'none'})",
+            f"kubectl -n {ns} get deployments -o name | grep network-operator",
+        ),
+        (
+            f"the NicClusterPolicy {NIC_CLUSTER_POLICY} deploys Multus, the CNI plugins and "
+            "nv-ipam (secondaryNetwork.multus, secondaryNetwork.cniPlugins, nvIpam)",
+            _NIC_CLUSTER_POLICY % "secondaryNetwork",
+        ),
+    ]
+    if cfg.fabric is not None and rdma_pools(cfg):
+        plugin = (
+            "rdmaSharedDevicePlugin" if cfg.fabric.rdma_mode == "shared" else "sriovDevicePlugin"
+        )
+        settings.append(
+            (
+                f"{plugin} advertises {rdma_resource(cfg.fabric)} on the RDMA pools' nodes "
+                f"({', '.join(p.name for p in rdma_pools(cfg))}), with this config: "
+                f"{device_plugin_config(cfg.fabric)}",
+                _NIC_CLUSTER_POLICY % plugin,
+            )
+        )
+        if any(p.fabric == "infiniband" for p in rdma_pools(cfg)):
+            settings.append(
+                ("secondaryNetwork.ipoib (the RDMA network's CNI on InfiniBand)",
+                 _NIC_CLUSTER_POLICY % "secondaryNetwork.ipoib")
+            )  # fmt: skip
+        if not cfg.fabric.mofed_preinstalled:
+            settings.append(
+                ("ofedDriver (fabric.mofed_preinstalled: false: the hosts lack MOFED)",
+                 _NIC_CLUSTER_POLICY % "ofedDriver")
+            )  # fmt: skip
+    return crds, settings
+
+
 def _keda_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
     crds = [Crd("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects")]
     settings = [
@@ -255,7 +332,7 @@ def _keda_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
             "kubectl get validatingwebhookconfigurations | grep -i keda",
         ),
         (
-            f"KEDA's operator reaches Prometheus at {prometheus_url(cfg.namespaces.monitoring)}",
+            f"KEDA's operator reaches Prometheus at {prometheus_service(cfg).url}",
             "kubectl get networkpolicies -A  # none may block KEDA's operator from Prometheus",
         ),
     ]
@@ -336,6 +413,7 @@ def _jobset_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]
 
 NEEDS = {
     "gpu_operator": _gpu_operator_needs,
+    "network_operator": _network_operator_needs,
     "kube_prometheus_stack": _prometheus_needs,
     "keda": _keda_needs,
     "kueue": _kueue_needs,
@@ -345,10 +423,15 @@ NEEDS = {
 
 def used_existing(cfg: PlatformConfig) -> list[str]:
     """The add-ons this stack runs and takes from the cluster: Kueue only where scheduling is
-    enabled, KEDA only where workload autoscaling is."""
+    enabled, KEDA only where workload autoscaling is, the Network Operator only where RDMA pools
+    or Ceph Multus networks need it."""
     if cfg.existing is None:
         return []
-    unused = {"kueue": not cfg.scheduling.enabled, "keda": not cfg.workload_autoscaling.enabled}
+    unused = {
+        "kueue": not cfg.scheduling.enabled,
+        "keda": not cfg.workload_autoscaling.enabled,
+        "network_operator": not needs_network_operator(cfg),
+    }
     return [a for a in cfg.existing.addons.existing() if not unused.get(a, False)]
 
 

@@ -9,6 +9,7 @@ from datetime import date
 from ipaddress import IPv4Network
 from typing import Any
 
+from components.control.namespaces import job_namespaces
 from infra.existing_addons import existing_addon_warnings
 from model.config import PlatformConfig
 from model.config.fabric import RDMA_FABRICS
@@ -186,6 +187,21 @@ def unconfirmed_addon_builds(cfg: PlatformConfig) -> list[str]:
     ]
 
 
+def existing_claim_warnings(cfg: PlatformConfig) -> list[str]:
+    """The admin's claim behind shared-data: the plan cannot see it, and a namespace without it
+    leaves every pod there Pending."""
+    shared = cfg.storage.shared_data
+    if shared is None or shared.existing_claim is None:
+        return []
+    return [
+        f"gpu-platform:storage.shared_data.existing_claim: every job and the self-test mount "
+        f"the claim {shared.existing_claim}, which the platform does not declare: it must exist, "
+        f"ReadWriteMany and Bound, in each of {', '.join(job_namespaces(cfg))} before their pods "
+        "can start. The plan cannot read the cluster: confirm it with the kubectl commands in "
+        "the plan's storage_shared_data output (docs/storage.md)"
+    ]
+
+
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
     return [
         *documentation_accounts(cfg),
@@ -194,6 +210,7 @@ def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         *host_driver_rdma(cfg),
         *unconfirmed_addon_builds(cfg),
         *existing_addon_warnings(cfg),
+        *existing_claim_warnings(cfg),
     ]
 
 

@@ -22,9 +22,9 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
-from components.vocabulary import prometheus_url
+from components.vocabulary import prometheus_service
 from contract.training_metrics import (
     ALLOCATED_GPU_SECONDS,
     GOODPUT_PUSH_JOB,
@@ -50,13 +50,10 @@ JOB_TYPES = ",".join(
 
 
 def prometheus_proxy(cfg: PlatformConfig) -> tuple[str, str]:
-    """The Prometheus Service's `namespace` and `name:port`, from the in-cluster address the
-    platform gives KEDA and the self-test (components/vocabulary.prometheus_url:
-    kube-prometheus-stack names it `<release>-prometheus`, port 9090, the chart's
-    `prometheus.service.port`)."""
-    address = urlsplit(prometheus_url(cfg.namespaces.monitoring))
-    service = (address.hostname or "").split(".")[0]
-    return cfg.namespaces.monitoring, f"{service}:{address.port}"
+    """The Prometheus Service's `namespace` and `name:port`, the one the platform gives KEDA
+    and the self-test (components/vocabulary.prometheus_service)."""
+    service = prometheus_service(cfg)
+    return service.namespace, f"{service.name}:{service.port}"
 
 
 def goodput_query(namespace: str, name: str) -> str:

@@ -218,10 +218,15 @@ class NetworkOperatorArgs:
     training_namespaces: Sequence[str]
     # Declared first: those namespaces.
     after: Sequence[pulumi.Resource] = ()
+    # False: the cluster runs its own Network Operator and NicClusterPolicy (existing.addons);
+    # the platform declares only the nv-ipam pools and RDMA networks it needs on top, and the
+    # plan lists what that policy must deploy (infra/existing_addons.py).
+    install: bool = True
 
 
 class NetworkOperator(PlatformComponent):
-    """Network Operator (pinned chart), `nic-cluster-policy`, nv-ipam pools, RDMA network."""
+    """Network Operator (pinned chart), `nic-cluster-policy`, nv-ipam pools, RDMA network; or,
+    on a cluster that runs its own, the pools and networks alone."""
 
     PLANE = "data"
 
@@ -231,26 +236,36 @@ class NetworkOperator(PlatformComponent):
         super().__init__(name, opts)
         env, cfg = args.context.env, args.cfg
         ns = (cfg.fabric or FabricSettings()).namespace
-        # The driver, device plugin and CNI DaemonSets run privileged on the hosts.
-        namespace = privileged_namespace(f"{env}-ns-{ns}", ns, PART_OF, self)
-        operator = pinned_release(
-            f"{env}-network-operator",
-            "network-operator",
-            ns,
-            network_operator_values(),
-            self.child(depends_on=[namespace]),
-            mirror=args.context.registry_mirror,
-        )
-        policy = KubernetesObject(
-            f"{env}-nic-cluster-policy",
-            {
-                "apiVersion": MELLANOX_API,
-                "kind": "NicClusterPolicy",
-                "metadata": {"name": NIC_CLUSTER_POLICY, "labels": PART_OF},
-                "spec": nic_cluster_policy_spec(cfg),
-            },
-            self.child(depends_on=[operator]),
-        )
+        # What the pools and networks wait for: the policy that deploys nv-ipam and Multus.
+        policy: list[pulumi.Resource] = []
+        # What a Ceph Multus network waits for: the release that brings the CRDs, or on a
+        # cluster that runs its own operator, this component's pools and networks.
+        operator: pulumi.Resource = self
+        if args.install:
+            # The driver, device plugin and CNI DaemonSets run privileged on the hosts.
+            namespace = privileged_namespace(f"{env}-ns-{ns}", ns, PART_OF, self)
+            operator = pinned_release(
+                f"{env}-network-operator",
+                "network-operator",
+                ns,
+                network_operator_values(),
+                self.child(depends_on=[namespace]),
+                mirror=args.context.registry_mirror,
+            )
+            policy = [
+                KubernetesObject(
+                    f"{env}-nic-cluster-policy",
+                    {
+                        "apiVersion": MELLANOX_API,
+                        "kind": "NicClusterPolicy",
+                        "metadata": {"name": NIC_CLUSTER_POLICY, "labels": PART_OF},
+                        "spec": nic_cluster_policy_spec(cfg),
+                    },
+                    self.child(depends_on=[operator]),
+                )
+            ]
+        # Else the cluster's operator, its CRDs and its one NicClusterPolicy are there already
+        # (the operator reconciles only one, of that name): the platform declares none.
         pools = {}
         for pool, spec in ip_pools(cfg).items():
             pools[pool] = KubernetesObject(
@@ -261,7 +276,7 @@ class NetworkOperator(PlatformComponent):
                     "metadata": {"name": pool, "namespace": ns, "labels": PART_OF},
                     "spec": spec,
                 },
-                self.child(depends_on=[policy]),
+                self.child(depends_on=policy),
             )
         if cfg.fabric is not None and cfg.fabric.network is not None:
             first = args.training_namespaces[0]
@@ -280,7 +295,7 @@ class NetworkOperator(PlatformComponent):
                         },
                         "spec": {"config": rdma_network_config(cfg)},
                     },
-                    self.child(depends_on=[policy, *args.after]),
+                    self.child(depends_on=[*policy, *args.after]),
                 )
         self.networks = SecondaryNetworks(operator, pools)
         self.register_outputs({"namespace": ns})

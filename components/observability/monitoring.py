@@ -34,7 +34,7 @@ from components.vocabulary import (
     METRICS_PORT_NAME,
     MONITORING_API,
     MONITORING_RELEASE,
-    prometheus_url,
+    ServiceAddress,
 )
 from model.config.observability import ObservabilitySettings
 
@@ -61,11 +61,6 @@ def pod_label_meta(key: str) -> str:
     every character outside [a-zA-Z0-9_] turned into `_` (Prometheus docs, kubernetes_sd_config,
     role pod)."""
     return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
-
-
-def grafana_service(namespace: str) -> str:
-    """Grafana's Service (`<release>-grafana`, port 80): `kubectl port-forward` to reach it."""
-    return f"{namespace}/{MONITORING_RELEASE}-grafana"
 
 
 def gp3_storage_class() -> dict[str, Any]:
@@ -162,21 +157,48 @@ SELFTEST_HISTORY = "selftest-history"
 QUEUES = "queues"
 
 
-def dashboards(selftest_history: bool = False, kueue: bool = True) -> dict[str, str]:
+# The uid of the Prometheus data source the dashboard files name: kube-prometheus-stack's
+# (88.5.3 values.yaml, grafana.sidecar.datasources.uid), which the platform's release keeps.
+FILES_DATASOURCE_UID = "prometheus"
+
+
+def _on_datasource(node: Any, uid: str) -> None:
+    """Points every Prometheus data source reference under `node` at `uid`."""
+    if isinstance(node, dict):
+        source = node.get("datasource")
+        if isinstance(source, dict) and source.get("type") == "prometheus":
+            source["uid"] = uid
+        for value in node.values():
+            _on_datasource(value, uid)
+    elif isinstance(node, list):
+        for value in node:
+            _on_datasource(value, uid)
+
+
+def dashboards(
+    selftest_history: bool = False, kueue: bool = True, datasource_uid: str = FILES_DATASOURCE_UID
+) -> dict[str, str]:
     """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
     the self-test history row where the periodic self-test pushes its figures, and the Queues
-    dashboard where Kueue runs. The Training job dashboard's goodput rows read what every stack's
-    Pushgateway holds (components/observability/pushgateway.py)."""
+    dashboard where Kueue runs, every panel reading the Prometheus data source `datasource_uid`
+    (a cluster's own Grafana may name it otherwise). The Training job dashboard's goodput rows
+    read what every stack's Pushgateway holds (components/observability/pushgateway.py)."""
     found = {
         path.stem: path.read_text()
         for path in sorted(DASHBOARDS.glob("*.json"))
         if kueue or path.stem != QUEUES
     }
+    boards = {stem: json.loads(text) for stem, text in found.items()}
     if selftest_history:
         rows = json.loads((ROWS / f"{SELFTEST_HISTORY}.json").read_text())
-        board = json.loads(found[rows["dashboard"]])
-        board["panels"] += rows["panels"]
-        found[rows["dashboard"]] = json.dumps(board, indent=2, ensure_ascii=False) + "\n"
+        boards[rows["dashboard"]]["panels"] += rows["panels"]
+        found[rows["dashboard"]] = ""
+    for stem, board in boards.items():
+        if datasource_uid != FILES_DATASOURCE_UID:
+            _on_datasource(board, datasource_uid)
+            found[stem] = ""
+        if not found[stem]:
+            found[stem] = json.dumps(board, indent=2, ensure_ascii=False) + "\n"
     return found
 
 
@@ -221,6 +243,11 @@ class MonitoringArgs:
     namespace: str
     on_aws: bool
     node_selector: dict[str, str]
+    # Prometheus's and Grafana's Services and Grafana's Prometheus data source
+    # (components/vocabulary): the platform's release's, or the cluster's own.
+    prometheus: ServiceAddress
+    grafana_service: str
+    datasource_uid: str
     # Where training jobs run: the training namespace and every team's.
     training_namespaces: Sequence[str] = ()
     # The periodic self-test pushes its history: the fleet dashboard shows it.
@@ -247,7 +274,7 @@ class Monitoring(PlatformComponent):
         before_release: list[pulumi.Resource] = list(args.after)
         # Stack outputs: what the plan says of monitoring, and the Grafana admin password (a
         # secret) where the platform installs Grafana.
-        self.outputs = {"monitoring": monitoring_report(settings, ns, args.on_aws, args.kueue)}
+        self.outputs = {"monitoring": monitoring_report(args)}
         if not args.install:
             self._on_top(args)
             # What depends on monitoring waits for the objects declared on top of it.
@@ -303,7 +330,9 @@ class Monitoring(PlatformComponent):
         self._training_monitor(args, list(args.after))
 
     def _dashboards(self, args: MonitoringArgs) -> None:
-        for stem, text in dashboards(args.selftest_history, args.kueue).items():
+        for stem, text in dashboards(
+            args.selftest_history, args.kueue, args.datasource_uid
+        ).items():
             k8s.core.v1.ConfigMap(
                 f"{args.context.env}-dashboard-{stem}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -323,15 +352,18 @@ class Monitoring(PlatformComponent):
             )
 
 
-def monitoring_report(
-    settings: ObservabilitySettings, namespace: str, on_aws: bool, kueue: bool = True
-) -> dict:
-    """What the plan says of monitoring."""
-    return {
+def monitoring_report(args: MonitoringArgs) -> dict:
+    """What the plan says of monitoring: retention and storage only of the platform's release
+    (the cluster's own keeps its own)."""
+    settings = args.settings
+    release = {
         "retention": f"{settings.retention_days}d or {settings.retention_size_gib}GiB",
         "storage": f"{settings.storage_gib}Gi on StorageClass "
-        + (storage_class(settings, on_aws) or "(the cluster's default)"),
-        "prometheus": prometheus_url(namespace),
-        "grafana_service": grafana_service(namespace),
-        "dashboards": dashboard_titles(kueue),
+        + (storage_class(settings, args.on_aws) or "(the cluster's default)"),
+    }
+    return {
+        **(release if args.install else {}),
+        "prometheus": args.prometheus.url,
+        "grafana_service": args.grafana_service,
+        "dashboards": dashboard_titles(args.kueue),
     }

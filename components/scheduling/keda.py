@@ -21,7 +21,7 @@ from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
-from components.vocabulary import prometheus_url
+from components.vocabulary import prometheus_service
 from model.config import PlatformConfig
 from model.config.keda import (
     GpuAutoscalerSettings,
@@ -141,7 +141,7 @@ def queue_scaled_object(
 def scaled_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     """Every ScaledObject of the stack, GPU autoscalers first."""
     auto, training = cfg.workload_autoscaling, cfg.namespaces.training
-    prometheus = prometheus_url(cfg.namespaces.monitoring)
+    prometheus = prometheus_service(cfg).url
     objects = [gpu_scaled_object(s, s.namespace or training, prometheus) for s in auto.gpu]
     objects += [queue_scaled_object(s, s.namespace or training, prometheus) for s in auto.queue]
     return objects

@@ -69,6 +69,7 @@ from components.scheduling.topology import placement
 from components.storage.volumes import (
     NvmeCache,
     pool_cache,
+    shared_data_claim_name,
     training_volume_mounts,
     training_volumes,
 )
@@ -159,6 +160,8 @@ class TrainingJobSpec:
     pool: GpuPool
     # What backs nvme-cache on the pool's nodes (components/storage.nvme_cache).
     cache: NvmeCache
+    # The claim behind the shared-data volume (components/storage/volumes.shared_data_claim_name).
+    shared_data_claim: str
     nodes: int = 1
     gpus_per_node: int | None = None
     # The LocalQueue; None submits straight to the scheduler, not through Kueue.
@@ -564,7 +567,7 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
             else {}
         ),
         "volumes": [
-            *training_volumes(spec.cache),
+            *training_volumes(spec.cache, spec.shared_data_claim),
             shm_volume(spec),
             {"name": "tmp", "emptyDir": {}},
             launcher_volume(),
@@ -674,5 +677,9 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     # Every stack runs one (components/observability/pushgateway.py), which keeps the goodput.
     choices.setdefault("pushgateway_url", pushgateway_url(cfg.namespaces.monitoring))
     return TrainingJobSpec(
-        pool=pool, cache=pool_cache(cfg, pool_name), rdma_resource=rdma, **choices
+        pool=pool,
+        cache=pool_cache(cfg, pool_name),
+        shared_data_claim=shared_data_claim_name(cfg),
+        rdma_resource=rdma,
+        **choices,
     )

@@ -52,7 +52,7 @@ from components.selftest.schedule import (
     idle_priority_objects,
     idle_queue_objects,
 )
-from components.vocabulary import prometheus_url, pushgateway_url
+from components.vocabulary import prometheus_service, pushgateway_url
 from contract.env import (
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
@@ -130,7 +130,7 @@ def selftest_env(
     }
     if cfg.workload_autoscaling.gpu:
         # The GPU autoscalers' metric must be served for the self-test's own pods too.
-        env[SELFTEST_PROMETHEUS_URL] = prometheus_url(cfg.namespaces.monitoring)
+        env[SELFTEST_PROMETHEUS_URL] = prometheus_service(cfg).url
     if pool.instance_types:
         env[SELFTEST_INSTANCE_TYPE] = pool.instance_types[0]
     if scheduled(cfg):

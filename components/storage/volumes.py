@@ -4,7 +4,8 @@ Every training pod template mounts two volumes:
 
 - `shared-data`: the PersistentVolumeClaim `shared-data` in every namespace jobs run in (the
   training namespace and each team's), ReadWriteMany, backed by FSx for Lustre on AWS
-  (components/storage/fsx.py) and by CephFS on an existing cluster (components/storage/ceph.py).
+  (components/storage/fsx.py) and by CephFS on an existing cluster (components/storage/ceph.py),
+  or by a class or claim the cluster already has (components/storage/cluster_class.py).
 - `nvme-cache`: node-local scratch, an `emptyDir`, which kubelet keeps under its root directory
   (/var/lib/kubelet; Kubernetes docs, "Volumes", emptyDir). On AWS types with NVMe instance
   storage, nodeadm (`localStorage.strategy: RAID0`) builds one RAID0 array and bind-mounts
@@ -106,13 +107,22 @@ def nvme_cache_report(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
     return {p.name: pool_cache(cfg, p.name).report() for p in cfg.gpu_pools}
 
 
-def shared_data_volume() -> dict[str, Any]:
-    return {"name": SHARED_DATA, "persistentVolumeClaim": {"claimName": SHARED_DATA}}
+def shared_data_claim_name(cfg: PlatformConfig) -> str:
+    """The claim behind the `shared-data` volume: the admin's where the stack names one
+    (storage.shared_data.existing_claim), else the platform's `shared-data`."""
+    shared = cfg.storage.shared_data
+    if shared is not None and shared.existing_claim is not None:
+        return shared.existing_claim
+    return SHARED_DATA
 
 
-def training_volumes(cache: NvmeCache) -> list[dict[str, Any]]:
-    """The `volumes` every training pod template lists."""
-    return [shared_data_volume(), cache.volume]
+def shared_data_volume(claim: str) -> dict[str, Any]:
+    return {"name": SHARED_DATA, "persistentVolumeClaim": {"claimName": claim}}
+
+
+def training_volumes(cache: NvmeCache, claim: str) -> list[dict[str, Any]]:
+    """The `volumes` every training pod template lists; `claim` backs `shared-data`."""
+    return [shared_data_volume(claim), cache.volume]
 
 
 def training_volume_mounts() -> list[dict[str, Any]]:

@@ -88,6 +88,7 @@ from model.config.storage import (
     FsxSettings,
     NvmeCacheSettings,
     StorageSettings,
+    check_shared_data,
     check_storage,
     default_fsx_zone,
 )
@@ -142,6 +143,7 @@ __all__ = [
     "SystemNodeSettings",
     "WorkloadAutoscalingSettings",
     "ZoneSubnets",
+    "check_shared_data",
     "check_storage",
     "config_from_pulumi",
     "default_fsx_zone",
@@ -324,6 +326,7 @@ class PlatformConfig(Settings):
             check_alerts,
             check_selftest,
             check_cost,
+            check_shared_data,
         ):
             check(self)
         problems = mandatory_problems(self)

@@ -18,7 +18,11 @@ from model.config.base import (
     Settings,
     _one_key_source,
 )
-from model.config.onprem import ExistingAddonsSettings, OnPremGpuPoolSettings
+from model.config.onprem import (
+    ExistingAddonsSettings,
+    ExistingKubePrometheusStackSettings,
+    OnPremGpuPoolSettings,
+)
 from model.config.references import K8S_NAMESPACE, TEAM_NAMESPACE, names
 from model.versions import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS, minor_tuple
 
@@ -175,6 +179,30 @@ class ExistingClusterSettings(Settings):
         default_factory=ExistingAddonsSettings,
         description="Which add-ons the platform installs and which it takes from the cluster.",
     )
+    kube_prometheus_stack: ExistingKubePrometheusStackSettings | None = Field(
+        None,
+        description="Where the cluster's own kube-prometheus-stack answers, with "
+        "addons.kube_prometheus_stack: existing. Default: a release named "
+        "kube-prometheus-stack.",
+    )
+
+    @model_validator(mode="after")
+    def _prometheus_only_when_existing(self) -> ExistingClusterSettings:
+        if self.kube_prometheus_stack is not None and self.addons.kube_prometheus_stack != (
+            "existing"
+        ):
+            raise FieldProblem(
+                "kube_prometheus_stack",
+                "describes the cluster's own kube-prometheus-stack: set addons."
+                "kube_prometheus_stack: existing, or remove it (the platform's release names "
+                "its own services)",
+            )
+        return self
+
+    def prometheus(self) -> ExistingKubePrometheusStackSettings:
+        """The cluster's kube-prometheus-stack as the stack describes it, or as a release
+        named kube-prometheus-stack."""
+        return self.kube_prometheus_stack or ExistingKubePrometheusStackSettings()
 
     @model_validator(mode="after")
     def _one_kubeconfig(self) -> ExistingClusterSettings:

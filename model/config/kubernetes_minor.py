@@ -35,7 +35,8 @@ def existing_cluster_charts(cfg: PlatformConfig) -> list[str]:
         "jobset": cfg.installs("jobset"),
         # RDMA pools need its device plugin; Ceph Multus networks its nv-ipam
         # (components/fabric.needs_network_operator).
-        "network-operator": any(p.fabric in RDMA_FABRICS for p in cfg.gpu_pools) or multus,
+        "network-operator": (any(p.fabric in RDMA_FABRICS for p in cfg.gpu_pools) or multus)
+        and cfg.installs("network_operator"),
         # Every stack's goodput and self-test history (components/observability/pushgateway.py).
         "prometheus-pushgateway": True,
         "rook-ceph": ceph is not None,

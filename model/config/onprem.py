@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from model.catalog import MIG_PROFILES
-from model.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings
+from model.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings, shaped
 from model.config.bounds import MAX_CLUSTER_NODES, MAX_GPU_MEMORY_GIB
 from model.config.nodes import GpuSharingSettings
 from model.config.references import GPU_POOL, names
@@ -33,7 +33,14 @@ ONPREM_GPU_MEMORY_GIB: dict[str, tuple[int, ...]] = {
 
 
 # The add-ons an existing cluster may already run, by the config key that switches each.
-EXISTING_ADDONS = ("gpu_operator", "kube_prometheus_stack", "keda", "kueue", "jobset")
+EXISTING_ADDONS = (
+    "gpu_operator",
+    "network_operator",
+    "kube_prometheus_stack",
+    "keda",
+    "kueue",
+    "jobset",
+)
 AddonSource = Literal["install", "existing"]
 
 
@@ -47,8 +54,15 @@ class ExistingAddonsSettings(Settings):
     gpu_operator: AddonSource = Field(
         "install", description="The NVIDIA GPU Operator (its ClusterPolicy and DCGM exporter)."
     )
+    network_operator: AddonSource = Field(
+        "install",
+        description="The NVIDIA Network Operator (its NicClusterPolicy: RDMA device plugin, "
+        "Multus, CNI plugins, nv-ipam), used where RDMA pools or Ceph Multus networks need it.",
+    )
     kube_prometheus_stack: AddonSource = Field(
-        "install", description="Prometheus Operator, Prometheus, Alertmanager and Grafana."
+        "install",
+        description="Prometheus Operator, Prometheus, Alertmanager and Grafana; with `existing`, "
+        "existing.kube_prometheus_stack says where its services are.",
     )
     keda: AddonSource = Field(
         "install", description="KEDA, used where workload_autoscaling is enabled."
@@ -61,6 +75,35 @@ class ExistingAddonsSettings(Settings):
     def existing(self) -> list[str]:
         """The add-ons switched to `existing`, in EXISTING_ADDONS order."""
         return [a for a in EXISTING_ADDONS if getattr(self, a) == "existing"]
+
+
+class ExistingKubePrometheusStackSettings(Settings):
+    """Where the cluster's own kube-prometheus-stack answers (existing.addons.kube_prometheus_stack:
+    existing), in namespaces.monitoring. The chart names its Services after its release
+    (`<fullname>-prometheus`, `<fullname>-grafana`; fullname is the release name when that
+    holds `kube-prometheus-stack`, else `<release>-kube-prometheus-stack` cut to 26
+    characters): `kubectl -n <namespace> get services` shows them. The defaults are a release
+    named kube-prometheus-stack."""
+
+    prometheus_service: DnsLabel = Field(
+        "kube-prometheus-stack-prometheus",
+        description="Prometheus's Service, which KEDA's triggers, the self-test and "
+        "`python -m jobs status` query.",
+    )
+    prometheus_port: Int = Field(
+        9090, ge=1, le=65535, description="Prometheus's Service port (the chart's 9090)."
+    )
+    grafana_service: DnsLabel = Field(
+        "kube-prometheus-stack-grafana",
+        description="Grafana's Service, which the plan names for `kubectl port-forward`.",
+    )
+    grafana_datasource_uid: Annotated[
+        str, shaped(r"[a-zA-Z0-9._-]{1,40}", "a Grafana uid: 1 to 40 letters, digits, . _ -")
+    ] = Field(
+        "prometheus",
+        description="uid of Grafana's Prometheus data source, which every panel of the "
+        "platform's dashboards names (the chart's grafana.sidecar.datasources.uid).",
+    )
 
 
 class OnPremGpuPoolSettings(Settings):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from model.config.base import FieldProblem, Int, KmsKeyArn, Settings, shaped
+from model.config.base import DnsLabel, FieldProblem, Int, KmsKeyArn, Settings, shaped
 from model.config.bounds import GP3_MAX_GIB, INT32_MAX
 from model.config.ceph import CephSettings
 
@@ -270,15 +270,59 @@ class NvmeCacheSettings(Settings):
     )
 
 
+class SharedDataSettings(Settings):
+    """`shared-data` from storage the cluster already has, instead of FSx or Ceph: a
+    ReadWriteMany StorageClass (NFS, Weka, GPFS, EFS...) the platform claims from, or a claim
+    the admin made in every namespace jobs run in."""
+
+    storage_class: DnsLabel | None = Field(
+        None,
+        description="An existing StorageClass whose volumes many nodes mount read-write "
+        "(ReadWriteMany): the platform declares the `shared-data` claim from it in every "
+        "namespace jobs run in.",
+    )
+    size_gib: Int = Field(
+        1024,
+        ge=1,
+        le=INT32_MAX,
+        description="Size each `shared-data` claim of storage_class asks for, in GiB.",
+    )
+    existing_claim: DnsLabel | None = Field(
+        None,
+        description="A ReadWriteMany PersistentVolumeClaim of this name the admin has made in "
+        "every namespace jobs run in (the training namespace, each team's, the self-test's): "
+        "jobs mount it, the platform declares none.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SharedDataSettings:
+        if (self.storage_class is None) == (self.existing_claim is None):
+            raise FieldProblem(
+                "storage_class",
+                "set exactly one of storage_class (the platform claims from it) or "
+                "existing_claim (the admin's claim, mounted as is)",
+            )
+        if self.existing_claim is not None and "size_gib" in self.model_fields_set:
+            raise FieldProblem(
+                "size_gib", "sizes the platform's claim of storage_class; existing_claim has none"
+            )
+        return self
+
+
 class StorageSettings(Settings):
     """The storage plane: a shared file system (`shared-data`) and a node-local cache
     (`nvme-cache`), under the same names on every provider."""
 
     fsx: FsxSettings | None = Field(
-        None, description="FSx for Lustre (provider aws); none: no shared-data volume."
+        None, description="FSx for Lustre (provider aws) as `shared-data`."
     )
     ceph: CephSettings | None = Field(
-        None, description="Rook-Ceph CephFS (provider existing); none: no shared-data volume."
+        None, description="Rook-Ceph CephFS (provider existing) as `shared-data`."
+    )
+    shared_data: SharedDataSettings | None = Field(
+        None,
+        description="`shared-data` from a StorageClass or claim the cluster already has, "
+        "instead of fsx or ceph.",
     )
     nvme_cache: NvmeCacheSettings = Field(
         default_factory=NvmeCacheSettings, description="The node-local nvme-cache volume."
@@ -303,6 +347,12 @@ def check_storage(cfg: PlatformConfig) -> None:
         raise FieldProblem("storage.fsx", "only valid with provider aws; use storage.ceph")
     if storage.ceph is not None and cfg.provider != "existing":
         raise FieldProblem("storage.ceph", "only valid with provider existing; use storage.fsx")
+    sources = [k for k in ("fsx", "ceph", "shared_data") if getattr(storage, k) is not None]
+    if len(sources) > 1:
+        raise FieldProblem(
+            f"storage.{sources[1]}",
+            f"shared-data has one source; storage.{sources[0]} is set too: keep one",
+        )
     fsx = storage.fsx
     if fsx is None or fsx.zone is None:
         return
@@ -316,4 +366,20 @@ def check_storage(cfg: PlatformConfig) -> None:
             "storage.fsx.zone",
             f"no GPU group runs in {fsx.zone}; put the file system where its readers are: "
             f"{', '.join(gpu_zones) or 'no GPU group is configured'}",
+        )
+
+
+def check_shared_data(cfg: PlatformConfig) -> None:
+    """Something provides the claim every pod template the platform renders mounts
+    (components/storage/volumes.training_volumes): with nothing behind it, every job's and the
+    self-test's pods would stay Pending. Checked last, so that a stack's other problems come
+    first. On AWS a stack without storage.fsx is left as it was (the minimal stacks have none)."""
+    storage = cfg.storage
+    if cfg.provider == "existing" and storage.ceph is None and storage.shared_data is None:
+        raise FieldProblem(
+            "storage",
+            "nothing provides the shared-data claim every job and the self-test mount: set "
+            "storage.ceph, storage.shared_data.storage_class (an existing ReadWriteMany "
+            "StorageClass, such as an NFS, Weka or GPFS one) or storage.shared_data."
+            "existing_claim (a claim the admin made in every namespace jobs run in)",
         )

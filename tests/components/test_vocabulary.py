@@ -9,6 +9,7 @@ import inspect
 from components import vocabulary
 from model.config.fabric import FabricSettings
 from model.stacks import ROOT
+from tests.conftest import stack_config
 from tests.helpers.spelled import respelled
 
 VOCABULARY = ROOT / "components" / "vocabulary.py"
@@ -72,10 +73,16 @@ def test_labels():
 
 
 def test_prometheus_answers_at_the_charts_service():
-    """kube-prometheus-stack names its Prometheus Service `<release>-prometheus`, port 9090."""
-    assert vocabulary.prometheus_url("monitoring") == (
+    """kube-prometheus-stack 88.5.3 names its Prometheus Service `<fullname>-prometheus`, port
+    9090, and its Grafana Service `<release>-grafana`, with the Prometheus data source's uid
+    `prometheus` (templates/_helpers.tpl, values.yaml): the platform's release is
+    kube-prometheus-stack."""
+    cfg = stack_config("dev")
+    assert vocabulary.prometheus_service(cfg).url == (
         "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
     )
+    assert vocabulary.grafana_service(cfg) == "monitoring/kube-prometheus-stack-grafana"
+    assert vocabulary.grafana_datasource_uid(cfg) == "prometheus"
 
 
 def qualified_values() -> set[str]:

@@ -12,6 +12,7 @@ from model.config import PlatformConfig
 from model.config.loading import unwrap
 from plan.cli import main
 from tests.conftest import make_project
+from tests.helpers.shared_data import RWX_STORAGE
 
 SOURCE = "stacks/Pulumi.bad.yaml"
 NS = "gpu-platform"
@@ -23,6 +24,7 @@ AWS = {
 EXISTING = {
     f"{NS}:provider": "existing",
     f"{NS}:existing": {"name": "lab", "kubeconfig_path": "~/.kube/lab.yaml"},
+    f"{NS}:storage": RWX_STORAGE,
 }
 GROUP = {"name": "a100", "instance_types": ["p4d.24xlarge"]}
 

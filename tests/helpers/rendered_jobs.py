@@ -19,6 +19,8 @@ from jobs.recipe import RECIPES
 from jobs.recipe import plan_job as plan_recipe
 from jobs.team import TeamJob
 from jobs.team import plan_job as plan_team_job
+from model.config import PlatformConfig
+from plan.model import Plan
 from tests.conftest import STACKS, planned, stack_config
 
 
@@ -27,10 +29,14 @@ def platform_jobs(stack: str) -> list[dict[str, Any]]:
     as the builders render them on every pool whether or not the stack turns them on. Only the
     namespaces jobs run in, which Kueue manages: the platform's housekeeping beside its add-ons
     (the Pushgateway sweep in the monitoring namespace) is no queue's job."""
-    cfg = stack_config(stack)
+    return platform_jobs_of(stack_config(stack), planned(stack))
+
+
+def platform_jobs_of(cfg: PlatformConfig, plan: Plan) -> list[dict[str, Any]]:
+    """platform_jobs of a stack of any project, from its config and plan."""
     found = [render(selftest_spec(cfg))[0]] if cfg.gpu_pools else []
     found += [job(schedule_spec(cfg, p.name, {})) for p in cfg.gpu_pools]
-    for obj in planned(stack).kubernetes_objects():
+    for obj in plan.kubernetes_objects():
         if obj["metadata"].get("namespace") not in job_namespaces(cfg):
             continue
         if obj["kind"] in ("Job", "JobSet"):
@@ -55,7 +61,10 @@ def workers_of(stack: str) -> list[str]:
 
 
 def bursting_teams(stack: str) -> set[str]:
-    cfg = stack_config(stack)
+    return bursting_teams_of(stack_config(stack))
+
+
+def bursting_teams_of(cfg: PlatformConfig) -> set[str]:
     bursts = {q.name for q in cfg.scheduling.cluster_queues if q.burst is not None}
     return {
         t.name
@@ -67,7 +76,11 @@ def bursting_teams(stack: str) -> set[str]:
 def submitted_jobs(stack: str) -> list[tuple[str, dict[str, Any]]]:
     """What `python -m jobs` renders on the stack: every recipe and a team's own job on every
     pool that can hold it, on one node and on all of them."""
-    cfg = stack_config(stack)
+    return submitted_jobs_of(stack_config(stack))
+
+
+def submitted_jobs_of(cfg: PlatformConfig) -> list[tuple[str, dict[str, Any]]]:
+    """submitted_jobs of a stack of any project, from its config."""
     found = []
     for pool in cfg.gpu_pools:
         for nodes in sorted({1, pool.max_nodes}):
@@ -86,7 +99,7 @@ def submitted_jobs(stack: str) -> list[tuple[str, dict[str, Any]]]:
             found.append((f"team job on {pool.name} x{nodes}", render(spec)[0]))
             # The same job in every other team's namespace, through that team's LocalQueue.
             for team in cfg.scheduling.all_teams(cfg.namespaces.training):
-                if team.name != spec.namespace and team.name not in bursting_teams(stack):
+                if team.name != spec.namespace and team.name not in bursting_teams_of(cfg):
                     other = dataclasses.replace(spec, namespace=team.name)
                     found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)[0]))
     return found

@@ -6,12 +6,14 @@ import pytest
 
 from model.config import ConfigError, parse_config
 from tests.conftest import stack_config
+from tests.helpers.shared_data import RWX_STORAGE
 
 # An infiniband pool needs the Network Operator's settings and the network pods join it by.
 EXISTING = {
     "provider": "existing",
     "existing": {"name": "lab", "kubeconfig_path": "kc"},
     "fabric": {"network": {"interface": "ib0", "cidr": "192.168.110.0/24"}},
+    "storage": RWX_STORAGE,
 }
 A100_POOL = {
     "name": "a100",

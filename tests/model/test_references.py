@@ -16,6 +16,7 @@ from model.config.base import DNS_LABEL_WORDS, Shape
 from model.config.recipe_training import BatchSettings
 from model.config.recipes import RecipesSettings
 from model.config.references import Names, Refers, marks
+from tests.helpers.shared_data import RWX_STORAGE
 
 NS = "gpu-platform"
 AWS = {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]}
@@ -33,7 +34,7 @@ def aws(**sections) -> dict:
 
 def existing(pools=(POOL,), **sections) -> dict:
     found = {"name": "lab", "kubeconfig_path": "kc", "gpu_pools": list(pools)}
-    return {"provider": "existing", "existing": found, **sections}
+    return {"provider": "existing", "existing": found, "storage": RWX_STORAGE, **sections}
 
 
 def problems(stack: dict) -> list[str]:
@@ -178,6 +179,11 @@ UNMARKED = {
     "scheduling.cohort": "the one cohort every ClusterQueue joins",
     "storage.ceph.filesystem_name": "the one CephFilesystem",
     "observability.storage_class": "a StorageClass of the cluster, not of the stack",
+    "existing.kube_prometheus_stack.prometheus_service": "a Service of the cluster's own release",
+    "existing.kube_prometheus_stack.grafana_service": "a Service of the cluster's own release",
+    "storage.shared_data.storage_class": "a StorageClass of the cluster, not of the stack",
+    "storage.shared_data.existing_claim": "the admin's claim, in each job namespace, not the "
+    "stack's",
     "policy.privileged_namespaces[]": "may name namespaces outside the stack (kube-system)",
     "workload_autoscaling.gpu[].name": "the user's Deployment, deployed outside the stack",
     "workload_autoscaling.queue[].name": "the user's Deployment, deployed outside the stack",

@@ -113,6 +113,9 @@ def test_ceph_accepts_per_node_devices_without_a_filter():
 
 FSX = "gpu-platform:storage.fsx"
 CEPH = "gpu-platform:storage.ceph"
+SHARED = "gpu-platform:storage.shared_data"
+NFS = {"storage_class": "nfs-client"}
+CLAIM = {"existing_claim": "datasets"}
 P2 = {"deployment_type": "PERSISTENT_2"}
 BAD = [
     pytest.param(aws({"storage_capacity_gib": 1800}), f"{FSX}.storage_capacity_gib",
@@ -204,6 +207,21 @@ BAD = [
                  "'filesystem_name'", id="typo"),
     pytest.param(ceph(ready_timeout_minutes=4), f"{CEPH}.ready_timeout_minutes",
                  "greater than or equal to 5", id="ceph-wait-too-short"),
+    pytest.param(EXISTING, "gpu-platform:storage", "nothing provides the shared-data claim "
+                 "every job and the self-test mount: set storage.ceph, storage.shared_data."
+                 "storage_class", id="existing-cluster-without-shared-data"),
+    pytest.param({**EXISTING, "storage": {"shared_data": {}}}, f"{SHARED}.storage_class",
+                 "set exactly one of storage_class", id="shared-data-names-nothing"),
+    pytest.param({**EXISTING, "storage": {"shared_data": {**NFS, **CLAIM}}},
+                 f"{SHARED}.storage_class", "set exactly one of", id="class-and-claim"),
+    pytest.param({**EXISTING, "storage": {"shared_data": {**CLAIM, "size_gib": 100}}},
+                 f"{SHARED}.size_gib", "existing_claim has none", id="size-of-an-existing-claim"),
+    pytest.param({**ceph(), "storage": {**ceph()["storage"], "shared_data": NFS}}, SHARED,
+                 "storage.ceph is set too", id="ceph-and-shared-data"),
+    pytest.param({**EXISTING, "storage": {"shared_data": {"storage_class": "NFS_Client"}}},
+                 f"{SHARED}.storage_class", "'NFS_Client'", id="class-not-a-name"),
+    pytest.param({**EXISTING, "storage": {"shared_data": {**NFS, "size_gib": 0}}},
+                 f"{SHARED}.size_gib", "greater than or equal to 1", id="claim-of-nothing"),
 ]  # fmt: skip
 
 

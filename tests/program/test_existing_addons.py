@@ -40,6 +40,7 @@ IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
 # The chart each switch replaces (infra/versions.CHARTS keys, which name the charts).
 CHART = {
     "gpu_operator": "gpu-operator",
+    "network_operator": "network-operator",
     "kube_prometheus_stack": "kube-prometheus-stack",
     "keda": "keda",
     "kueue": "kueue",
@@ -48,6 +49,11 @@ CHART = {
 # What the platform still declares on top of each add-on, by resource type.
 ON_TOP = {
     "gpu_operator": (),
+    # onprem's RoCE pool and Ceph Multus networks: their nv-ipam pools and the RDMA network.
+    "network_operator": (
+        "kubernetes:nv-ipam.nvidia.com/v1alpha1:IPPool",
+        "kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition",
+    ),
     "kube_prometheus_stack": (
         "kubernetes:monitoring.coreos.com/v1:PodMonitor",
         "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
@@ -71,6 +77,14 @@ ON_TOP = {
 # APIService KEDA 2.20.2's chart registers.
 SETTINGS = {
     "gpu_operator": ("honorLabels: false", "internalTrafficPolicy: Local", "driver.rdma.enabled"),
+    # network-operator 26.4.1's NicClusterPolicy CRD: spec.secondaryNetwork.multus, spec.nvIpam,
+    # spec.rdmaSharedDevicePlugin (shared/crds/mellanox.com); the plugin's resource is the
+    # stack's fabric.resource_name under the `rdma/` prefix.
+    "network_operator": (
+        "secondaryNetwork.multus",
+        "nvIpam",
+        "rdmaSharedDevicePlugin advertises rdma/rdma_shared_device",
+    ),
     "kube_prometheus_stack": (
         "serviceMonitorSelectorNilUsesHelmValues",
         "podMonitorSelectorNilUsesHelmValues",
@@ -90,6 +104,11 @@ SETTINGS = {
 }
 CRD_NAMES = {
     "gpu_operator": ("nvidia.com/v1 ClusterPolicy",),
+    "network_operator": (
+        "mellanox.com/v1alpha1 NicClusterPolicy",
+        "nv-ipam.nvidia.com/v1alpha1 IPPool",
+        "k8s.cni.cncf.io/v1 NetworkAttachmentDefinition",
+    ),
     "kube_prometheus_stack": (
         "monitoring.coreos.com/v1 ServiceMonitor",
         "monitoring.coreos.com/v1 PodMonitor",
@@ -167,6 +186,7 @@ def test_an_existing_add_on_gets_no_release_and_keeps_what_the_platform_owns(tmp
     names = [r.inputs["metadata"]["name"] for r in plan.of_type("kubernetes:core/v1:Namespace")]
     assert ("monitoring" in names) == ("kube_prometheus_stack" not in addons)
     assert ("gpu-operator" in names) == ("gpu_operator" not in addons)
+    assert ("nvidia-network-operator" in names) == ("network_operator" not in addons)
     # The charts the Kubernetes minor's floor reads (model/config/kubernetes_minor.py) are the
     # releases declared: a chart the cluster runs no longer constrains it.
     assert set(existing_cluster_charts(brownfield_config(tmp_root, addons))) == installed

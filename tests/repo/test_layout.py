@@ -74,6 +74,7 @@ def test_program_runs_the_way_the_language_host_runs_it(tmp_path):
         set_all_config({{
             "gpu-platform:provider": "existing",
             "gpu-platform:existing": '{{"name": "lab", "kubeconfig_path": "kc"}}',
+            "gpu-platform:storage": '{{"shared_data": {{"existing_claim": "shared-data"}}}}',
         }})
         os.chdir({str(ROOT)!r})
         runpy.run_path("infra", run_name="__main__")

@@ -16,6 +16,7 @@ from model.config import parse_config
 from tests.conftest import STACKS, planned
 from tests.helpers import crds
 from tests.helpers.bad_stacks import NS, assert_refused, aws, case, existing
+from tests.helpers.shared_data import RWX_STORAGE
 
 POOL = {
     "name": "a100",
@@ -37,6 +38,7 @@ def onprem(settings: dict, **pool) -> object:
         "provider": "existing",
         "existing": {"name": "lab", "kubeconfig_path": "kc", "gpu_pools": [{**POOL, **pool}]},
         "fabric": settings,
+        "storage": RWX_STORAGE,
     }
     return parse_config(raw, "t")
 

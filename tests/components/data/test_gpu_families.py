@@ -21,6 +21,7 @@ from plan.model import Plan
 from tests.conftest import find, make_project
 from tests.helpers.bad_stacks import ADMIN, NS
 from tests.helpers.recipe_projects import refused, stack_with
+from tests.helpers.shared_data import RWX_STORAGE
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -221,6 +222,7 @@ def existing_pool(**fields):
                 "kubeconfig_path": "~/.kube/lab.yaml",
                 "gpu_pools": [{**pool, **fields}],
             },
+            "storage": RWX_STORAGE,
         },
         str(Path("stacks/Pulumi.lab.yaml")),
     )

@@ -10,6 +10,7 @@ from model.config import parse_config
 from model.config.selftest import runs
 from model.config.selftest_schedule import scheduled
 from tests.conftest import STACKS, planned, stack_config
+from tests.helpers.shared_data import RWX_STORAGE
 
 ADMIN = "arn:aws:iam::210987654321:role/platform-admins"
 
@@ -97,6 +98,7 @@ def test_infiniband_without_named_hcas_uses_every_mlx5_device():
                 ],
             },
             "fabric": {"network": {"interface": "ib0", "cidr": "192.168.110.0/24"}},
+            "storage": RWX_STORAGE,
         },
         "t",
     )

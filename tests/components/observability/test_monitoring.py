@@ -9,9 +9,9 @@ import json
 import pytest
 
 from components.observability.monitoring import gp3_storage_class
-from components.vocabulary import prometheus_url
+from components.vocabulary import prometheus_service
 from model.stacks import SECRET
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned, stack_config
 from tests.helpers.bad_stacks import assert_refused, aws, case, existing
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -46,7 +46,7 @@ def test_the_release_lives_in_the_monitoring_namespace_at_the_shared_url(stack):
     assert release(stack, MONITORING_CHART).inputs["namespace"] == "monitoring"
     assert [n["metadata"]["name"] for n in objects(stack, "Namespace")].count("monitoring") == 1
     # The contract the autoscalers and alert rules rely on (brief for issue 9).
-    assert prometheus_url("monitoring") == (
+    assert prometheus_service(stack_config(stack)).url == (
         "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
     )
 

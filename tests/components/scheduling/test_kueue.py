@@ -17,6 +17,7 @@ from tests.helpers import helm_values
 from tests.helpers.bad_stacks import ADMIN
 from tests.helpers.kueue_objects import objects
 from tests.helpers.plan_out import stack_out
+from tests.helpers.shared_data import RWX_STORAGE
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -147,6 +148,7 @@ def test_without_node_sizes_on_prem_kueue_counts_gpus_only_and_says_so():
                                "gpu_model": "A100", "gpu_memory_gib": 80,
                                "gpus_per_node": 8, "nodes": 2}],
             },
+            "storage": RWX_STORAGE,
         },
         "t",
     )  # fmt: skip

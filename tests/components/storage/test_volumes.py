@@ -64,7 +64,9 @@ def test_a_pod_template_using_the_contract_is_valid(types):
         "kind": "Pod",
         "metadata": {"name": "train"},
         "spec": {
-            "volumes": training_volumes(nvme_cache([CATALOG[t] for t in types], SETTINGS)),
+            "volumes": training_volumes(
+                nvme_cache([CATALOG[t] for t in types], SETTINGS), SHARED_DATA
+            ),
             "containers": [
                 {"name": "train", "image": "x", "volumeMounts": training_volume_mounts()}
             ],
