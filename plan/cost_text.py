@@ -46,7 +46,10 @@ def format_cost(report: dict) -> list[str]:
         lines.append("  budget: none set (gpu-platform:cost.monthly_budget_usd)")
     else:
         verdict = "OVER BUDGET" if report["over_budget"] else "within budget"
-        lines.append(f"  budget: {money(budget)}/month; at max size {verdict}")
+        # The total a budget is checked against leaves the unpriced items out: say how many.
+        unpriced = len(report["unpriced"])
+        short = f" (the total leaves out {unpriced} items not priced)" if unpriced else ""
+        lines.append(f"  budget: {money(budget)}/month; at max size {verdict}{short}")
     return [*lines, *_format_bursts(report)]
 
 

@@ -532,6 +532,7 @@ def test_what_a_region_has_no_rate_of_is_not_priced_and_says_what_is_missing():
     cfg = eu_west_1(
         group("a10g", ["g5.12xlarge"], 4),
         storage={"fsx": {"storage_capacity_gib": 1200}},
+        cost={"monthly_budget_usd": 100000},
     )
     report = cost_report(cfg, TODAY)
     unpriced = {x["key"]: x["why"] for x in report["unpriced"]}
@@ -561,6 +562,8 @@ def test_what_a_region_has_no_rate_of_is_not_priced_and_says_what_is_missing():
     text = "\n".join(format_cost(report))
     assert "  NAT gateways (1, single): not priced, not in the total\n" in text
     assert "us-east-1" not in text
+    # The budget is checked against a total without them, and says so.
+    assert "at max size within budget (the total leaves out 8 items not priced)" in text
 
 
 def test_scheduled_self_test_nodes_are_priced_at_the_stack_regions_rate():
