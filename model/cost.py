@@ -339,7 +339,8 @@ def selftest_lines(cfg: PlatformConfig) -> list[Line]:
     """The nodes scheduled self-test runs start (selftest.schedule.provision_nodes): on a pool
     that scales from zero every run starts one, which lives while the run does (at most
     timeout_minutes, and no less than the autoscaler's delay after a scale-up), then idles
-    until the autoscaler removes it. Reserved and block capacity is paid anyway."""
+    until the autoscaler removes it, with its root volume. Reserved and block capacity is paid
+    anyway."""
     schedule = cfg.selftest.schedule
     if not schedule.provision_nodes:
         return []
@@ -353,30 +354,25 @@ def selftest_lines(cfg: PlatformConfig) -> list[Line]:
             continue
         if group.capacity in ("reservation", "capacity_block"):
             continue
-        name, _ = _dearest(group.instance_types, cfg.aws.region)
-        node = _capacity_line(
-            "", "", name, group.capacity, Scaling(max_size=1), cfg, cfg.aws.region
-        )
-        if node.hourly_max is None:
+        region = cfg.aws.region
+        name, _ = _dearest(group.instance_types, region)
+        key = f"selftest.schedule.{group.name}"
+        item = f"scheduled self-test nodes on {group.name} ({name})"
+        node = _capacity_line("", "", name, group.capacity, Scaling(max_size=1), cfg, region)
+        gib = group.root_volume_gib
+        volume, said = _gp3_month(gib, ROOT_VOLUME_IOPS, ROOT_VOLUME_THROUGHPUT_MBPS, region)
+        if node.hourly_max is None or volume is None:
+            lines.append(_unpriced(key, item, node.basis if volume else said, region))
             continue
         share = runs * minutes / 60 / hours
         basis = (
             f"ESTIMATE: {runs:.1f} runs a month ({schedule.cron}), each starting one node "
             f"for {minutes} min (the run or the autoscaler's {delay} min scale-up delay, then "
-            f"{SCALE_DOWN_UNNEEDED_MINUTES} min idle), at {node.basis}"
+            f"{SCALE_DOWN_UNNEEDED_MINUTES} min idle), at {node.basis}; its {gib} GiB root "
+            f"volume at {said}"
         )
-        lines.append(
-            _line(
-                f"selftest.schedule.{group.name}",
-                f"scheduled self-test nodes on {group.name} ({name})",
-                basis,
-                node.hourly_max * share,
-                None,
-                hours,
-                node.region,
-                estimate=True,
-            )
-        )
+        hourly = (node.hourly_max + volume / hours) * share
+        lines.append(_line(key, item, basis, hourly, None, hours, region, estimate=True))
     return lines
 
 

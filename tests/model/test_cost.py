@@ -567,14 +567,25 @@ def test_what_a_region_has_no_rate_of_is_not_priced_and_says_what_is_missing():
 
 
 def test_scheduled_self_test_nodes_are_priced_at_the_stack_regions_rate():
-    """The scheduled self-test's node on a pool that scales from zero, in eu-west-1: g5.12xlarge
-    at $6.33167/h there (instances.vantage.sh data of 2026-01-21, as above). Its pricing once
-    called the region-aware helpers without the region, a TypeError on any AWS stack that
-    asks the schedule to provision nodes (tests/program/test_user_stacks.py met it)."""
-    image = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/selftest@sha256:" + "0" * 64
-    cfg = eu_west_1(
+    """The scheduled self-test's node on a pool that scales from zero, in eu-central-1:
+    g5.12xlarge at $7.09282/h there (instances.vantage.sh data of 2026-01-21), its 200 GiB root
+    volume at $0.0952 per GB-month and $0.0476 per MB/s-month (AWS Price List API queried for
+    eu-central-1, 2026-08-26). Its pricing once called the region-aware helpers without the
+    region, a TypeError on any AWS stack that asks the schedule to provision nodes
+    (tests/program/test_user_stacks.py met it). In eu-west-1, whose gp3 rate is not recorded,
+    the line is not priced and says so, rather than dropped."""
+    image = "210987654321.dkr.ecr.eu-central-1.amazonaws.com/selftest@sha256:" + "0" * 64
+    selftest = {"image": image, "mode": "off", "schedule": {"provision_nodes": True}}
+    cfg = aws_config(
         group("a10g", ["g5.12xlarge"], 4),
-        selftest={"image": image, "mode": "off", "schedule": {"provision_nodes": True}},
+        aws={"region": "eu-central-1", "zones": ["eu-central-1a", "eu-central-1b"]},
+        selftest=selftest,
     )
     scheduled = line(cfg, "scheduled self-test nodes on a10g")
-    assert "on-demand $6.33167/h, eu-west-1, 2026-01-21" in scheduled.basis
+    assert "on-demand $7.09282/h, eu-central-1, 2026-01-21" in scheduled.basis
+    assert "200 GiB at $0.0952 per GB-month + 125 MB/s at $0.0476 per MB/s-month" in (
+        scheduled.basis
+    )
+    elsewhere = line(eu_west_1(group("a10g", ["g5.12xlarge"], 4), selftest=selftest), "scheduled")
+    assert elsewhere.monthly_max is None
+    assert "no eu-west-1 rate of gp3 storage" in elsewhere.basis
