@@ -324,24 +324,30 @@ GP3_GB_MONTH = by_region(
         0.0952, "per GB-month", "eu-central-1", "2026-08-26", f"{_EUC1_QUERY}, EBS:VolumeUsage.gp3"
     ),
 )
+# IOPS and throughput above the baseline: us-east-1's as the EBS pricing page gives them for N.
+# Virginia (quoted by saisci.com, "gp2 vs gp3 Cost Comparison", 2021, and unchanged in the
+# Price List API answers public pricing clients record); eu-central-1's are the Price List API's
+# answers for EUC1-EBS:VolumeP-IOPS.gp3 and EUC1-EBS:VolumeP-Throughput.gp3 as such a client's
+# tests record them (read 2026-12-04). Not yet re-read from the offer file: check before
+# trusting a figure that provisions more than the baseline.
 GP3_IOPS_MONTH = by_region(
-    Price(0.005, "per IOPS-month", "us-east-1", "2026-08-20", "aws.amazon.com/ebs/pricing"),
+    Price(0.005, "per IOPS-month", "us-east-1", "2026-12-04", "aws.amazon.com/ebs/pricing"),
     Price(
         0.006,
         "per IOPS-month",
         "eu-central-1",
-        "2026-08-26",
-        f"{_EUC1_QUERY}, EBS:VolumeP-IOPS.gp3",
+        "2026-12-04",
+        "AWS Price List API, AmazonEC2, usage type EUC1-EBS:VolumeP-IOPS.gp3",
     ),
 )
 GP3_THROUGHPUT_MONTH = by_region(
-    Price(0.04, "per MB/s-month", "us-east-1", "2026-08-20", "aws.amazon.com/ebs/pricing"),
+    Price(0.04, "per MB/s-month", "us-east-1", "2026-12-04", "aws.amazon.com/ebs/pricing"),
     Price(
         0.0476,
         "per MB/s-month",
         "eu-central-1",
-        "2026-08-26",
-        f"{_EUC1_QUERY}, EBS:VolumeP-Throughput.gp3",
+        "2026-12-04",
+        "AWS Price List API, AmazonEC2, usage type EUC1-EBS:VolumeP-Throughput.gp3",
     ),
 )
 # FSx for Lustre pricing page, SSD storage per GB-month by deployment type and per-TiB

@@ -472,8 +472,8 @@ def test_scheduled_nodes_on_dev_cost_what_the_runs_keep_them_up():
     keeping a node 25 min (the 15 min run, then cluster-autoscaler's default 10 min
     --scale-down-unneeded-time) = 76.04 h of g6e.2xlarge, the group's dearest type, at
     $2.242/h on demand less the assumed 60 % spot discount = $68.19 a month; and of its 200 GiB
-    gp3 root volume, 200 x $0.08 + 125 MB/s x $0.04 = $21.00 a month (AWS Price List API,
-    us-east-1, 2026-08-20), for 76.04 of 730 h = $2.19: $70.38."""
+    gp3 root volume, 200 x $0.08 (AWS Price List API, us-east-1, 2026-08-20) + 125 MB/s x $0.04
+    (EBS pricing page, N. Virginia) = $21.00 a month, for 76.04 of 730 h = $2.19: $70.38."""
     cfg = with_schedule("dev", provision_nodes=True)
     (line,) = [
         x for x in cost_report(cfg, date(2026, 9, 1))["lines"] if x["key"].startswith("selftest.")

@@ -5,9 +5,9 @@ us-east-1 price list of 2026-07-20 for instances; the FSx, VPC, EKS and Capacity
 pages for the rest) and 730 hours a month, never read back from the catalog or model/cost.py.
 
 What every us-east-1 stack also pays, by hand (AWS Price List API, 2026-08-20: gp3 $0.08 per
-GB-month and $0.04 per MB/s-month above gp3's free 125 MB/s, usage types EBS:VolumeUsage.gp3
-and EBS:VolumeP-Throughput.gp3; interface endpoint $0.01 per zone-hour, USE1-VpcEndpoint-Hours;
-public IPv4 $0.005 an hour, AWS Public IPv4 Address Charge):
+GB-month, usage type EBS:VolumeUsage.gp3, interface endpoint $0.01 per zone-hour,
+USE1-VpcEndpoint-Hours; EBS pricing page, N. Virginia: $0.04 per MB/s-month above gp3's free
+125 MB/s; public IPv4 $0.005 an hour, AWS Public IPv4 Address Charge):
 - a node's root volume (250 MB/s, 3,000 IOPS): 50 GiB (system) 4.00 + 125 x 0.04 = 9.00 a
   month, 200 GiB (GPU default) 16.00 + 5.00 = 21.00;
 - Prometheus's 50 GiB 4.00 and the Pushgateway's 2 GiB 0.16 (baseline gp3: storage only);

@@ -285,7 +285,8 @@ def test_a_max_pods_change_shows_the_decoded_user_data_line(tmp_path):
 def test_a_desired_size_change_shows_the_monthly_cost_delta(tmp_path):
     """p5.48xlarge on demand, us-east-1 price list 2026-07-20: $55.04/h; 2 more nodes at
     desired size × 730 h = +$80,358.40 a month, and their 200 GiB gp3 root volumes, 2 × (200 ×
-    $0.08 + 125 MB/s × $0.04) = +$42.00 (AWS Price List API, 2026-08-20). Shipped prod at
+    $0.08 + 125 MB/s × $0.04) = +$42.00 (AWS Price List API, 2026-08-20; EBS pricing page,
+    N. Virginia). Shipped prod at
     desired size: 118,756.30 (tests/model/test_cost.py works it out)."""
     text = prod_changed(tmp_path, "h100-ondemand", scaling={"desired_size": 2})
     assert (

@@ -10,8 +10,9 @@ page, so that a type the platform starts to declare fails until it is classified
 
 Rates, written as literals (model/catalog_prices.py records them with their dates):
 - EBS gp3 (AmazonEC2 usage types EBS:VolumeUsage.gp3, EBS:VolumeP-Throughput.gp3): us-east-1
-  $0.08 per GB-month and $0.04 per MB/s-month above 125 MB/s (AWS Price List API, 2026-08-20);
-  eu-central-1 $0.0952 and $0.0476 (AWS Price List API queried for eu-central-1, 2026-08-26).
+  $0.08 per GB-month (AWS Price List API, 2026-08-20) and $0.04 per MB/s-month above 125 MB/s
+  (EBS pricing page, N. Virginia); eu-central-1 $0.0952 (AWS Price List API queried for
+  eu-central-1, 2026-08-26) and $0.0476 (its EUC1-EBS:VolumeP-Throughput.gp3, read 2026-12-04).
 - NAT gateway hour: eu-central-1 $0.052 (AmazonEC2 EUC1-NatGateway-Hours, 2026-09-22).
 - Interface endpoint per zone-hour: eu-central-1 $0.012 (AmazonVPC EUC1-VpcEndpoint-Hours).
 - Public IPv4 address: $0.005 an hour in every region (AWS Public IPv4 Address Charge, 2024).
