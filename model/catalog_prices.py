@@ -1,19 +1,25 @@
-"""On-demand Linux prices of the catalog's types outside us-east-1, per region that offers them.
+"""Every rate the cost estimate (model/cost.py) prices with, per region: the catalog types'
+on-demand rates outside us-east-1 (us-east-1's are the rows', model/catalog_rows.py), and the
+services' rates (NAT gateways, public IPv4 addresses, interface endpoints, EBS gp3, FSx for
+Lustre, EKS) in each region a rate is recorded for. A region without a rate of some item is not
+priced at another region's: the estimate lists that item as not priced and names what is missing.
 
-Source: instances.vantage.sh's data (which it reads from the AWS Price List API's EC2 offer
-file), as tsaol/aws-gpu carries it in `data/<family>_instances.js` ("Auto-generated from
+Instances. Source: instances.vantage.sh's data (which it reads from the AWS Price List API's EC2
+offer file), as tsaol/aws-gpu carries it in `data/<family>_instances.js` ("Auto-generated from
 instances.vantage.sh data, Last updated: 2026-01-21"), read at commit 77fcd9fe1d06. Its
 us-east-1 figures equal the catalog's own (model/catalog_rows.py) to the cent, which is why it
 was taken; us-east-1 stays priced from the rows.
 
-Not recorded, so priced at the us-east-1 rate and marked not regional by the cost estimate:
-the system node types (m7i, m6i: that data holds GPU types only); p6-b200.48xlarge in
-ap-south-1, g5 in eu-south-2 and eu-west-3, g6e in ap-northeast-3, ap-south-1, ap-south-2 and
-me-central-1 (the data has no price there); p5e.48xlarge nowhere (Capacity Blocks only).
+Not recorded, so not priced outside us-east-1 (the estimate says so): the system node types
+(m7i, m6i: that data holds GPU types only); p6-b200.48xlarge in ap-south-1, g5 in eu-south-2 and
+eu-west-3, g6e in ap-northeast-3, ap-south-1, ap-south-2 and me-central-1 (the data has no price
+there); p5e.48xlarge nowhere (Capacity Blocks only).
 AWS reprices: check a figure against aws.amazon.com/ec2/pricing/on-demand before relying on it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 REGIONAL_PRICE_AS_OF = "2026-01-21"
 REGIONAL_PRICE_SOURCE = "instances.vantage.sh data via tsaol/aws-gpu 77fcd9fe1d06"
@@ -223,3 +229,168 @@ def regional_on_demand(name: str, region: str) -> float | None:
         if where == region:
             return float(usd)
     return None
+
+
+# ------------------------------------------------------------------------- service rates
+
+
+@dataclass(frozen=True)
+class Price:
+    """A published rate: `usd` per `unit` in `region` (ALL_REGIONS: one rate in every region),
+    read from `source` as of `as_of`."""
+
+    usd: float
+    unit: str
+    region: str
+    as_of: str
+    source: str
+
+
+ALL_REGIONS = "all regions"
+
+
+def by_region(*prices: Price) -> dict[str, Price]:
+    return {price.region: price for price in prices}
+
+
+def rate_in(rates: dict[str, Price], region: str) -> Price | None:
+    """The rate of `rates` that applies in `region`, or None: none is recorded there."""
+    return rates.get(region) or rates.get(ALL_REGIONS)
+
+
+# The eu-central-1 rates below are the AWS Price List API's (the offer and usage type are named),
+# as public cost reports that queried it quote them; each gives the day it was read.
+_EUC1_QUERY = "AWS Price List API as queried 2026-08-26 for eu-central-1"
+
+# Amazon VPC pricing page, NAT gateway: per gateway-hour; its per-GB processing charge is data
+# transfer, which the estimate leaves out. eu-central-1: AmazonEC2 offer, usage type
+# EUC1-NatGateway-Hours, $0.052, flat in every hour of a cost and usage report of 2026-09.
+NAT_GATEWAY_HOURLY = by_region(
+    Price(0.045, "per gateway-hour", "us-east-1", "2026-11-30", "aws.amazon.com/vpc/pricing"),
+    Price(
+        0.052,
+        "per gateway-hour",
+        "eu-central-1",
+        "2026-09-22",
+        "AWS Price List API, AmazonEC2, usage type EUC1-NatGateway-Hours",
+    ),
+)
+# Every public IPv4 address, an Elastic IP of a NAT gateway included, from 2024-02-01: $0.005
+# per address-hour in every AWS region (AWS announcement "New - AWS Public IPv4 Address Charge",
+# July 2023; AmazonVPC usage types USE1-/EUC1-PublicIPv4:InUseAddress both read $0.005).
+PUBLIC_IPV4_HOURLY = by_region(
+    Price(
+        0.005,
+        "per address-hour",
+        ALL_REGIONS,
+        "2026-08-26",
+        "AWS Public IPv4 Address Charge (all regions); AmazonVPC PublicIPv4:InUseAddress",
+    ),
+)
+# AWS PrivateLink pricing: an interface endpoint is billed per hour in each Availability Zone it
+# is provisioned in (a subnet each); AmazonVPC usage type <REGION>-VpcEndpoint-Hours. A gateway
+# endpoint (S3) is free. Per-GB processing is data transfer, left out.
+INTERFACE_ENDPOINT_HOURLY = by_region(
+    Price(
+        0.01,
+        "per endpoint-zone-hour",
+        "us-east-1",
+        "2026-08-20",
+        "AWS Price List API, AmazonVPC, usage type USE1-VpcEndpoint-Hours",
+    ),
+    Price(
+        0.012,
+        "per endpoint-zone-hour",
+        "eu-central-1",
+        "2026-09-22",
+        "AWS Price List API, AmazonVPC, usage type EUC1-VpcEndpoint-Hours",
+    ),
+)
+# Amazon EBS pricing, gp3: storage per GB-month, and IOPS above 3,000 and throughput above
+# 125 MB/s per volume, per provisioned IOPS-month and MB/s-month (the baseline is free; the EBS
+# pricing page's gp3 example). AmazonEC2 usage types EBS:VolumeUsage.gp3,
+# EBS:VolumeP-IOPS.gp3 and EBS:VolumeP-Throughput.gp3 (EUC1- prefixed in eu-central-1).
+GP3_BASELINE_IOPS = 3000
+GP3_BASELINE_THROUGHPUT_MBPS = 125
+GP3_GB_MONTH = by_region(
+    Price(
+        0.08,
+        "per GB-month",
+        "us-east-1",
+        "2026-08-20",
+        "AWS Price List API, AmazonEC2, usage type EBS:VolumeUsage.gp3",
+    ),
+    Price(
+        0.0952, "per GB-month", "eu-central-1", "2026-08-26", f"{_EUC1_QUERY}, EBS:VolumeUsage.gp3"
+    ),
+)
+# IOPS and throughput above the baseline: us-east-1's as the EBS pricing page gives them for N.
+# Virginia (quoted by saisci.com, "gp2 vs gp3 Cost Comparison", 2021, and unchanged in the
+# Price List API answers public pricing clients record); eu-central-1's are the Price List API's
+# answers for EUC1-EBS:VolumeP-IOPS.gp3 and EUC1-EBS:VolumeP-Throughput.gp3 as such a client's
+# tests record them (read 2026-12-04). Not yet re-read from the offer file: check before
+# trusting a figure that provisions more than the baseline.
+GP3_IOPS_MONTH = by_region(
+    Price(0.005, "per IOPS-month", "us-east-1", "2026-12-04", "aws.amazon.com/ebs/pricing"),
+    Price(
+        0.006,
+        "per IOPS-month",
+        "eu-central-1",
+        "2026-12-04",
+        "AWS Price List API, AmazonEC2, usage type EUC1-EBS:VolumeP-IOPS.gp3",
+    ),
+)
+GP3_THROUGHPUT_MONTH = by_region(
+    Price(0.04, "per MB/s-month", "us-east-1", "2026-12-04", "aws.amazon.com/ebs/pricing"),
+    Price(
+        0.0476,
+        "per MB/s-month",
+        "eu-central-1",
+        "2026-12-04",
+        "AWS Price List API, AmazonEC2, usage type EUC1-EBS:VolumeP-Throughput.gp3",
+    ),
+)
+# FSx for Lustre pricing page, SSD storage per GB-month by deployment type and per-TiB
+# throughput tier (MB/s/TiB). On 2026-11-30 the us-east-1 SCRATCH_2 and PERSISTENT_2-125 rates
+# were confirmed by pages quoting it; the 250, 500 and 1000 tiers were not: check them against
+# the page before trusting a PERSISTENT_2 figure. Backups are billed apart (left out). No other
+# region's rate is recorded: an FSx file system elsewhere is listed as not priced.
+FSX_LUSTRE_GB_MONTH: dict[tuple[str, int], dict[str, Price]] = {
+    (deployment, tier): by_region(
+        Price(usd, "per GB-month", "us-east-1", "2026-11-30", "aws.amazon.com/fsx/lustre/pricing")
+    )
+    for deployment, tier, usd in (
+        ("SCRATCH_2", 200, 0.140),
+        ("PERSISTENT_2", 125, 0.145),
+        ("PERSISTENT_2", 250, 0.210),
+        ("PERSISTENT_2", 500, 0.340),
+        ("PERSISTENT_2", 1000, 0.600),
+    )
+}
+# Amazon EKS pricing page: per cluster-hour in standard support, and in extended support (a
+# minor past its standard support; model/versions.py says when each minor gets there), the same
+# in every region. The $0.60 is also AWS's notice of 2024 to extended-support customers
+# ("charged at $0.60 per cluster hour"), quoted in github.com/WGBH-MLA/chowda issue 217.
+EKS_STANDARD_HOURLY = by_region(
+    Price(0.10, "per cluster-hour", ALL_REGIONS, "2026-11-30", "aws.amazon.com/eks/pricing")
+)
+EKS_EXTENDED_HOURLY = by_region(
+    Price(0.60, "per cluster-hour", ALL_REGIONS, "2026-11-30", "aws.amazon.com/eks/pricing")
+)
+# EC2 Capacity Blocks for ML pricing page, "Effective Instance Hourly Rate" (reservation fee per
+# instance-hour, paid up front for the whole block). The table read is the one AWS published to
+# be replaced on 2025-01-01: AWS reprices blocks regularly, so this rate is old and indicative;
+# set gpu-platform:cost.capacity_block_hourly_usd to the rate of the block actually bought.
+# p4d blocks are sold in us-east-2 and us-west-2 only (EC2 User Guide, "Capacity Blocks for
+# ML"), so us-east-1 has no p4d rate and such a block must be priced in the config.
+CAPACITY_BLOCK_HOURLY: dict[str, dict[str, Price]] = {
+    "p5.48xlarge": by_region(
+        Price(
+            39.33,
+            "per instance-hour",
+            "us-east-1",
+            "2024-Q4 table (repriced 2025-01-01)",
+            "aws.amazon.com/ec2/capacityblocks/pricing",
+        )
+    ),
+}

@@ -1,17 +1,18 @@
 """The plan's cost estimate: what a stack costs per hour and per month at its node groups' min,
-desired and max size, from the catalog's dated prices in the stack's region (us-east-1's where
-none of that region is recorded, and the report says which figures those are) and the
-`gpu-platform:cost` settings.
+desired and max size, from the dated rates of the stack's region in model/catalog_prices.py and
+model/catalog_rows.py, and the `gpu-platform:cost` settings.
 
 Pure functions of the config. The program exports `cost_report` as the `cost` output, the
 offline plan prints it with `format_cost`, a diff against an earlier plan compares two plans'
 `cost` outputs (plan/cost_change.py), and `budget_warnings` goes through
 `pulumi.warn`. `estimated_monthly_usd` is the one figure the policy pack's budget rule compares.
 
-Priced: GPU and system node groups (instances only), the FSx for Lustre file system, NAT
-gateways and the EKS control plane. Left out, and said so in every report: data transfer (NAT
-processing, cross-zone, internet egress), EBS root volumes, FSx backups, S3, CloudWatch logs,
-KMS keys, public IPv4 addresses, and any discount (Savings Plans, EDP).
+Priced, each at the stack region's rate: GPU and system node groups (instances) and their gp3
+root volumes, the other EBS volumes the platform claims (Prometheus, Pushgateway), the FSx for
+Lustre file system, NAT gateways and their public IPv4 addresses, interface VPC endpoints and
+the EKS control plane. An item whose rate the region lacks is a line of its own, not priced and
+out of the totals, naming what is missing: never another region's rate. What AWS bills by use
+(NOT_PRICED, LEFT_OUT) is listed in every report.
 """
 
 from __future__ import annotations
@@ -19,29 +20,47 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import date
 
-from model.catalog import (
+from model.catalog import PRICE_REGION, OnDemandRate, instance, on_demand_rate
+from model.catalog_prices import (
     CAPACITY_BLOCK_HOURLY,
     EKS_EXTENDED_HOURLY,
     EKS_STANDARD_HOURLY,
     FSX_LUSTRE_GB_MONTH,
+    GP3_BASELINE_IOPS,
+    GP3_BASELINE_THROUGHPUT_MBPS,
+    GP3_GB_MONTH,
+    GP3_IOPS_MONTH,
+    GP3_THROUGHPUT_MONTH,
+    INTERFACE_ENDPOINT_HOURLY,
     NAT_GATEWAY_HOURLY,
-    PRICE_REGION,
-    OnDemandRate,
-    instance,
-    on_demand_rate,
+    PUBLIC_IPV4_HOURLY,
+    Price,
+    rate_in,
 )
 from model.config import PlatformConfig
-from model.config.network import nat_zones
-from model.config.nodes import Scaling
+from model.config.network import INTERFACE_ENDPOINT_SERVICES, nat_zones
+from model.config.nodes import ROOT_VOLUME_IOPS, ROOT_VOLUME_THROUGHPUT_MBPS, Scaling
+from model.config.observability import PUSHGATEWAY_VOLUME_GIB
 from model.config.scheduling import scales_from_zero
 from model.config.selftest_schedule import scheduled_pools, starts_per_month
 from model.versions import in_extended_support
 
 LEFT_OUT = (
-    "data transfer (NAT gateway processing per GB, cross-zone and internet egress), EBS root "
-    "volumes, FSx backups, S3 storage and requests, CloudWatch logs, KMS keys, public IPv4 "
-    "addresses, and discounts (Savings Plans, private pricing)"
+    "data transfer (NAT gateway and endpoint processing per GB, cross-zone and internet "
+    "egress), FSx backups, and discounts (Savings Plans, private pricing)"
 )
+# What the platform declares that AWS bills but the estimate does not price, by resource type,
+# and why: each is billed by use, which the plan cannot know.
+NOT_PRICED: dict[str, str] = {
+    "aws:cloudwatch/logGroup:LogGroup": "CloudWatch Logs: billed per GB ingested and stored",
+    "aws:ec2/flowLog:FlowLog": "VPC flow logs: billed as CloudWatch Logs ingestion, per GB",
+    "aws:s3/bucket:Bucket": "S3: billed per GB stored and per request",
+    "aws:ecr/repository:Repository": "ECR: billed per GB of images stored",
+    "aws:kms/key:Key": "KMS keys: billed per key-month and per request; no rate recorded in "
+    "model/catalog_prices.py",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "FSx data repository "
+    "associations: the S3 requests of imports and exports, per request",
+}
 # cluster-autoscaler's default --scale-down-unneeded-time (FAQ, "What are the parameters to
 # CA?"): how long an idle node stays before it is removed; the chart does not change it.
 SCALE_DOWN_UNNEEDED_MINUTES = 10
@@ -66,69 +85,147 @@ class Line:
     monthly_min: float | None
     monthly_desired: float | None
     monthly_max: float | None
+    region: str
     estimate: bool = False
-    # Whether the rate is the stack region's; False: a us-east-1 rate stands in for it.
-    regional: bool = True
 
 
 def _line(
-    key: str, item: str, basis: str, hourly: float, scaling: Scaling | None, hours: int, **kw
+    key: str,
+    item: str,
+    basis: str,
+    hourly: float,
+    scaling: Scaling | None,
+    hours: int,
+    region: str,
+    estimate: bool = False,
 ) -> Line:
     # The desired size is what runs from day one: EKS starts the group at it.
     sizes = (scaling.min_size, scaling.desired, scaling.max_size) if scaling else (1, 1, 1)
     per_hour = [round(hourly * n, 4) for n in sizes]
     per_month = [round(hourly * n * hours, 2) for n in sizes]
-    return Line(key, item, basis, *per_hour, *per_month, **kw)
+    return Line(key, item, basis, *per_hour, *per_month, region=region, estimate=estimate)
 
 
-def _unpriced(key: str, item: str, why: str) -> Line:
-    return Line(key, item, why, None, None, None, None, None, None)
+def _unpriced(key: str, item: str, why: str, region: str) -> Line:
+    return Line(key, item, why, None, None, None, None, None, None, region=region)
+
+
+def _missing(region: str, what: str) -> str:
+    """Why an item has no price: the rate the region lacks, and where it would be recorded."""
+    return (
+        f"NOT PRICED: no {region} rate of {what} is recorded (model/catalog_prices.py); "
+        "another region's is not used"
+    )
+
+
+def _where(price: Price | OnDemandRate) -> str:
+    return f"{price.region}, {price.as_of}"
+
+
+def _usd(value: float) -> str:
+    return f"${value:.2f}" if round(value, 2) == value else f"${value:g}"
+
+
+def _rate(name: str, region: str | None) -> OnDemandRate:
+    """`name`'s on-demand rate in `region` (None: a burst's workers, priced at PRICE_REGION),
+    with `usd` None where the region has none recorded: never another region's."""
+    rate = on_demand_rate(name, region or PRICE_REGION)
+    if rate.regional:
+        return rate
+    return OnDemandRate(None, region, "", False)
 
 
 def _dearest(types: list[str], region: str | None) -> tuple[str, OnDemandRate]:
     """The listed type with the highest on-demand rate in `region`: the group may launch any
-    of them, so the estimate takes the one that costs most. A type without one (p5e) wins:
-    unknown."""
-    rates = {t: on_demand_rate(t, region or PRICE_REGION) for t in types}
+    of them, so the estimate takes the one that costs most. A type without one (p5e, or one
+    the region has no rate of) wins: unknown."""
+    rates = {t: _rate(t, region) for t in types}
     unpriced = [t for t, r in rates.items() if r.usd is None]
     name = unpriced[0] if unpriced else max(rates, key=lambda t: rates[t].usd)
     return name, rates[name]
 
 
-def _where(price_region: str, as_of: str, region: str | None) -> tuple[str, bool]:
-    """A price's region and date for a basis line, and whether it is the stack `region`'s; one
-    that stands in for it says so (`region` None: a burst, priced for workers whose region is
-    their own stack's)."""
-    said = f"{price_region}, {as_of}"
-    if region is None:
-        return f"{said}; the workers' region is their stack's, priced at {price_region}", False
-    if price_region not in (region, "all regions"):
-        return f"{said}; NOT REGIONAL: no {region} price recorded", False
-    return said, True
+def _burst_where(where: str) -> str:
+    """A burst's workers run in their own stack's region, which this stack does not know."""
+    return f"{where}; the workers' region is their stack's, priced at {PRICE_REGION}"
 
 
 def node_group_lines(cfg: PlatformConfig) -> list[Line]:
-    lines = []
+    """Each node group's instances and their root volumes, at min, desired and max size."""
+    region = cfg.aws.region
     system = cfg.system_nodes
-    name, _ = _dearest(system.instance_types, cfg.aws.region)
-    lines.append(
+    name, _ = _dearest(system.instance_types, region)
+    lines = [
         _capacity_line(
-            "system_nodes",
-            f"system nodes ({name})",
-            name,
-            "on_demand",
-            system.scaling,
-            cfg,
-            cfg.aws.region,
-        )
-    )
+            "system_nodes", f"system nodes ({name})", name, "on_demand", system.scaling, cfg, region
+        ),
+        _root_volumes("system_nodes", "system nodes", system.root_volume_gib, system.scaling, cfg),
+    ]
     for group in cfg.gpu_node_groups:
-        name, _ = _dearest(group.instance_types, cfg.aws.region)
+        name, _ = _dearest(group.instance_types, region)
         key = f"gpu_node_groups.{group.name}"
         item = f"GPU node group {group.name} ({name}, {group.capacity})"
+        lines.append(_capacity_line(key, item, name, group.capacity, group.scaling, cfg, region))
         lines.append(
-            _capacity_line(key, item, name, group.capacity, group.scaling, cfg, cfg.aws.region)
+            _root_volumes(
+                key, f"GPU node group {group.name}", group.root_volume_gib, group.scaling, cfg
+            )
         )
+    return lines
+
+
+def _gp3_month(gib: int, iops: int, throughput: int, region: str) -> tuple[float | None, str]:
+    """One gp3 volume's monthly cost in `region` and its basis: storage, plus the IOPS and
+    throughput above gp3's free baseline; None and why where the region lacks a rate."""
+    extra_iops = max(0, iops - GP3_BASELINE_IOPS)
+    extra_mbps = max(0, throughput - GP3_BASELINE_THROUGHPUT_MBPS)
+    parts = [("gp3 storage", GP3_GB_MONTH, gib, f"{gib} GiB")]
+    if extra_iops:
+        parts.append(("gp3 IOPS", GP3_IOPS_MONTH, extra_iops, f"{extra_iops} IOPS"))
+    if extra_mbps:
+        parts.append(("gp3 throughput", GP3_THROUGHPUT_MONTH, extra_mbps, f"{extra_mbps} MB/s"))
+    rates = [(what, rate_in(table, region), n, said) for what, table, n, said in parts]
+    lacking = [what for what, price, _, _ in rates if price is None]
+    if lacking:
+        return None, _missing(region, " and ".join(lacking))
+    usd = sum(price.usd * n for _, price, n, _ in rates)
+    said = " + ".join(
+        f"{n_said} at {_usd(price.usd)} {price.unit}" for _, price, _, n_said in rates
+    )
+    baseline = (
+        f" (over gp3's free {GP3_BASELINE_IOPS} IOPS and {GP3_BASELINE_THROUGHPUT_MBPS} MB/s)"
+        if len(rates) > 1
+        else ""
+    )
+    return usd, f"{said}{baseline} a volume, {_where(rates[0][1])}"
+
+
+def _root_volumes(key: str, what: str, gib: int, scaling: Scaling, cfg: PlatformConfig) -> Line:
+    """A node group's gp3 root volumes (components/data/nodes.py root_volume): one a node, so
+    as many as the group has nodes at each size."""
+    region, hours = cfg.aws.region, cfg.cost.hours_per_month
+    key, item = f"{key}.root_volumes", f"root volumes of {what} ({gib} GiB gp3 each)"
+    monthly, basis = _gp3_month(gib, ROOT_VOLUME_IOPS, ROOT_VOLUME_THROUGHPUT_MBPS, region)
+    if monthly is None:
+        return _unpriced(key, item, basis, region)
+    return _line(key, item, basis, monthly / hours, scaling, hours, region)
+
+
+def volume_lines(cfg: PlatformConfig) -> list[Line]:
+    """The EBS volumes the platform's claims create through its `gp3` StorageClass (encrypted
+    gp3 at the baseline IOPS and throughput): Prometheus's and the Pushgateway's, one each."""
+    region, hours = cfg.aws.region, cfg.cost.hours_per_month
+    lines = []
+    for key, what, gib in (
+        ("volumes.prometheus", "Prometheus", cfg.observability.storage_gib),
+        ("volumes.pushgateway", "Pushgateway", PUSHGATEWAY_VOLUME_GIB),
+    ):
+        item = f"{what} volume ({gib} GiB gp3)"
+        monthly, basis = _gp3_month(gib, GP3_BASELINE_IOPS, GP3_BASELINE_THROUGHPUT_MBPS, region)
+        if monthly is None:
+            lines.append(_unpriced(key, item, basis, region))
+        else:
+            lines.append(_line(key, item, basis, monthly / hours, None, hours, region))
     return lines
 
 
@@ -146,26 +243,31 @@ def _capacity_line(
     hours, cost = cfg.cost.hours_per_month, cfg.cost
     if capacity == "capacity_block":
         return _capacity_block(key, item, name, cfg, scaling, region)
-    rate = on_demand_rate(name, region or PRICE_REGION)
+    rate = _rate(name, region)
     on_demand = rate.usd
-    where, regional = _where(rate.region, rate.as_of, region)
     if on_demand is None:
-        return _unpriced(key, item, f"{name} is not sold on demand; no rate to price it")
+        if instance(name).on_demand_hourly_usd is None:
+            why = f"{name} is not sold on demand; no rate to price it"
+        else:
+            why = _missing(region, f"{name} on demand")
+        return _unpriced(key, item, why, region or PRICE_REGION)
+    where = _where(rate) if region else _burst_where(_where(rate))
+    priced_in = rate.region
     if capacity == "spot":
         basis = (
             f"spot ESTIMATE: on-demand ${on_demand}/h less the assumed "
             f"{cost.spot_discount:.0%} (gpu-platform:cost.spot_discount), {where}"
         )
         rate_usd = on_demand * (1 - cost.spot_discount)
-        return _line(key, item, basis, rate_usd, scaling, hours, estimate=True, regional=regional)
+        return _line(key, item, basis, rate_usd, scaling, hours, priced_in, estimate=True)
     if capacity == "reservation":
         basis = (
             f"reservation at the on-demand rate ${on_demand}/h, billed for every reserved "
             f"instance whether it runs or not, {where}"
         )
-        return _line(key, item, basis, on_demand, scaling, hours, regional=regional)
+        return _line(key, item, basis, on_demand, scaling, hours, priced_in)
     basis = f"on-demand ${on_demand}/h, {where}"
-    return _line(key, item, basis, on_demand, scaling, hours, regional=regional)
+    return _line(key, item, basis, on_demand, scaling, hours, priced_in)
 
 
 def burst_lines(cfg: PlatformConfig) -> list[tuple[str, float, Line]]:
@@ -208,34 +310,37 @@ def _capacity_block(
 ) -> Line:
     hours = cfg.cost.hours_per_month
     paid = "paid up front for the block's instances and days, whether they run or not"
+    where = region or PRICE_REGION
     configured = cfg.cost.capacity_block_hourly_usd.get(name)
     if configured is not None:
         basis = (
             f"Capacity Block ${configured}/instance-h "
             f"(gpu-platform:cost.capacity_block_hourly_usd), {paid}"
         )
-        return _line(key, item, basis, configured, scaling, hours)
-    price = CAPACITY_BLOCK_HOURLY.get(name)
+        return _line(key, item, basis, configured, scaling, hours, where)
+    price = rate_in(CAPACITY_BLOCK_HOURLY.get(name, {}), where)
     if price is None:
         return _unpriced(
             key,
             item,
-            f"no published {PRICE_REGION} Capacity Block rate for {name}: set "
+            f"no published {where} Capacity Block rate for {name} is recorded: set "
             f"gpu-platform:cost.capacity_block_hourly_usd.{name}",
+            where,
         )
-    where, regional = _where(price.region, price.as_of, region)
+    said = _where(price) if region else _burst_where(_where(price))
     basis = (
-        f"Capacity Block ${price.usd}/instance-h, {where} "
+        f"Capacity Block ${price.usd}/instance-h, {said} "
         f"({price.source}; indicative, AWS reprices blocks), {paid}"
     )
-    return _line(key, item, basis, price.usd, scaling, hours, regional=regional)
+    return _line(key, item, basis, price.usd, scaling, hours, where)
 
 
 def selftest_lines(cfg: PlatformConfig) -> list[Line]:
     """The nodes scheduled self-test runs start (selftest.schedule.provision_nodes): on a pool
     that scales from zero every run starts one, which lives while the run does (at most
     timeout_minutes, and no less than the autoscaler's delay after a scale-up), then idles
-    until the autoscaler removes it. Reserved and block capacity is paid anyway."""
+    until the autoscaler removes it, with its root volume. Reserved and block capacity is paid
+    anyway."""
     schedule = cfg.selftest.schedule
     if not schedule.provision_nodes:
         return []
@@ -249,29 +354,25 @@ def selftest_lines(cfg: PlatformConfig) -> list[Line]:
             continue
         if group.capacity in ("reservation", "capacity_block"):
             continue
-        name, _ = _dearest(group.instance_types, cfg.aws.region)
-        node = _capacity_line(
-            "", "", name, group.capacity, Scaling(max_size=1), cfg, cfg.aws.region
-        )
-        if node.hourly_max is None:
+        region = cfg.aws.region
+        name, _ = _dearest(group.instance_types, region)
+        key = f"selftest.schedule.{group.name}"
+        item = f"scheduled self-test nodes on {group.name} ({name})"
+        node = _capacity_line("", "", name, group.capacity, Scaling(max_size=1), cfg, region)
+        gib = group.root_volume_gib
+        volume, said = _gp3_month(gib, ROOT_VOLUME_IOPS, ROOT_VOLUME_THROUGHPUT_MBPS, region)
+        if node.hourly_max is None or volume is None:
+            lines.append(_unpriced(key, item, node.basis if volume else said, region))
             continue
         share = runs * minutes / 60 / hours
         basis = (
             f"ESTIMATE: {runs:.1f} runs a month ({schedule.cron}), each starting one node "
             f"for {minutes} min (the run or the autoscaler's {delay} min scale-up delay, then "
-            f"{SCALE_DOWN_UNNEEDED_MINUTES} min idle), at {node.basis}"
+            f"{SCALE_DOWN_UNNEEDED_MINUTES} min idle), at {node.basis}; its {gib} GiB root "
+            f"volume at {said}"
         )
-        lines.append(
-            _line(
-                f"selftest.schedule.{group.name}",
-                f"scheduled self-test nodes on {group.name} ({name})",
-                basis,
-                node.hourly_max * share,
-                None,
-                hours,
-                estimate=True,
-            )
-        )
+        hourly = (node.hourly_max + volume / hours) * share
+        lines.append(_line(key, item, basis, hourly, None, hours, region, estimate=True))
     return lines
 
 
@@ -279,52 +380,78 @@ def fsx_line(cfg: PlatformConfig) -> Line | None:
     fsx = cfg.storage.fsx
     if fsx is None:
         return None
+    region, hours = cfg.aws.region, cfg.cost.hours_per_month
     tier = fsx.per_unit_storage_throughput or (200 if fsx.deployment_type == "SCRATCH_2" else 125)
-    price = FSX_LUSTRE_GB_MONTH[(fsx.deployment_type, tier)]
-    hours = cfg.cost.hours_per_month
-    monthly = round(price.usd * fsx.storage_capacity_gib, 2)
-    hourly = round(monthly / hours, 4)
-    where, regional = _where(price.region, price.as_of, cfg.aws.region)
-    return Line(
-        "storage.fsx",
-        f"FSx for Lustre {fsx.deployment_type} {tier} MB/s/TiB, {fsx.storage_capacity_gib} GiB",
-        f"${price.usd:.3f} {price.unit} of capacity, {where}",
-        *(hourly, hourly, hourly),
-        *(monthly, monthly, monthly),
-        regional=regional,
-    )
+    item = f"FSx for Lustre {fsx.deployment_type} {tier} MB/s/TiB, {fsx.storage_capacity_gib} GiB"
+    price = rate_in(FSX_LUSTRE_GB_MONTH[(fsx.deployment_type, tier)], region)
+    if price is None:
+        what = f"FSx for Lustre {fsx.deployment_type} at {tier} MB/s/TiB"
+        return _unpriced("storage.fsx", item, _missing(region, what), region)
+    monthly = price.usd * fsx.storage_capacity_gib
+    basis = f"${price.usd:.3f} {price.unit} of capacity, {_where(price)}"
+    return _line("storage.fsx", item, basis, monthly / hours, None, hours, region)
+
+
+def _service(
+    key: str, item: str, rates: dict[str, Price], count: int, say: str, cfg: PlatformConfig
+) -> Line:
+    """`count` of a service billed by the hour at its `rates` in the stack's region."""
+    region = cfg.aws.region
+    price = rate_in(rates, region)
+    if price is None:
+        return _unpriced(key, item, _missing(region, item.split(" (")[0]), region)
+    basis = f"{_usd(price.usd)} {price.unit} each, {_where(price)}{say}"
+    return _line(key, item, basis, price.usd * count, None, cfg.cost.hours_per_month, region)
 
 
 def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
-    hours = cfg.cost.hours_per_month
     nats = len(nat_zones(cfg.network, cfg.aws.zones))
-    nat = NAT_GATEWAY_HOURLY
     minor = cfg.cluster.kubernetes_version
     extended = in_extended_support(minor, today)
-    eks = EKS_EXTENDED_HOURLY if extended else EKS_STANDARD_HOURLY
     support = "extended" if extended else "standard"
-    nat_where, nat_regional = _where(nat.region, nat.as_of, cfg.aws.region)
-    eks_where, eks_regional = _where(eks.region, eks.as_of, cfg.aws.region)
     lines = [
-        _line(
+        _service(
             "network.nat_gateways",
             f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
-            f"${nat.usd:.3f} {nat.unit} each, {nat_where}; per-GB processing left out",
-            nat.usd * nats,
-            None,
-            hours,
-            regional=nat_regional,
+            NAT_GATEWAY_HOURLY,
+            nats,
+            "; per-GB processing left out",
+            cfg,
         ),
-        _line(
-            "cluster",
-            f"EKS control plane (Kubernetes {minor}, {support} support on {today.isoformat()})",
-            f"${eks.usd:.2f} {eks.unit}, {eks_where}",
-            eks.usd,
-            None,
-            hours,
-            regional=eks_regional,
+        _service(
+            "network.public_ipv4",
+            f"public IPv4 addresses ({nats}, the NAT gateways' Elastic IPs)",
+            PUBLIC_IPV4_HOURLY,
+            nats,
+            "",
+            cfg,
         ),
     ]
+    if cfg.network.vpc_endpoints:
+        # One endpoint per service, in every zone's private subnet; billed per zone.
+        zones = len(cfg.aws.zones)
+        services = len(INTERFACE_ENDPOINT_SERVICES)
+        lines.append(
+            _service(
+                "network.vpc_endpoints",
+                f"interface endpoints ({services} x {zones} zones: "
+                f"{', '.join(INTERFACE_ENDPOINT_SERVICES)})",
+                INTERFACE_ENDPOINT_HOURLY,
+                services * zones,
+                "; the S3 gateway endpoint is free; per-GB processing left out",
+                cfg,
+            )
+        )
+    lines.append(
+        _service(
+            "cluster",
+            f"EKS control plane (Kubernetes {minor}, {support} support on {today.isoformat()})",
+            EKS_EXTENDED_HOURLY if extended else EKS_STANDARD_HOURLY,
+            1,
+            "",
+            cfg,
+        )
+    )
     fsx = fsx_line(cfg)
     return lines + ([fsx] if fsx else [])
 
@@ -332,7 +459,12 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
 def cost_lines(cfg: PlatformConfig, today: date) -> list[Line]:
     if cfg.provider != "aws":
         return []
-    return [*node_group_lines(cfg), *selftest_lines(cfg), *service_lines(cfg, today)]
+    return [
+        *node_group_lines(cfg),
+        *selftest_lines(cfg),
+        *volume_lines(cfg),
+        *service_lines(cfg, today),
+    ]
 
 
 def _total(lines: list[Line], key: str) -> float:
@@ -354,8 +486,6 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
     report = {
         "priced": True,
         "region": cfg.aws.region,
-        # The priced items whose rate is not the region's: a us-east-1 rate stands in for it.
-        "not_regional": [line.item for line in priced if not line.regional],
         "hours_per_month": cfg.cost.hours_per_month,
         "lines": [asdict(line) for line in priced],
         "unpriced": [
@@ -367,6 +497,7 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
             for size in SIZES
         },
         "left_out": LEFT_OUT,
+        "not_priced": [{"resource_type": t, "why": why} for t, why in NOT_PRICED.items()],
     }
     budget = cfg.cost.monthly_budget_usd
     if budget is not None:

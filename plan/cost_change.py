@@ -2,7 +2,8 @@
 total, at the node groups' min, desired and max size, before and after, with the change
 (`+$80,358.40/month at desired size`). Read from the two plans' `cost` outputs (model/cost.py),
 so a change the resource diff does not show (a desired size, which the autoscaler owns and the
-diff therefore skips) still shows its cost.
+diff therefore skips) still shows its cost, and with it the nodes' root volumes: a size change
+within capacity paid whether used or not still moves the EBS volumes its nodes have.
 """
 
 from __future__ import annotations
@@ -139,8 +140,6 @@ def format_cost_change(before: dict | None, after: dict | None) -> list[str]:
             lines += [f"  {item}: {_triple(a)} -> {_triple(b)}", f"      {'; '.join(said)}"]
     a, b = _total(before), _total(after)
     said = _changes(a, b, tuple(map(_summed, zip(*columns, strict=True), a[1], b[1])))
-    if not said and a != b:
-        said = ["no change billed: what moved are sizes within capacity paid whether used or not"]
     if not said:
         lines.append(f"  none: {_triple(b)}, as in the earlier plan")
     else:

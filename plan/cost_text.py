@@ -4,7 +4,6 @@ earlier plan wrote prints the same way (plan/cost_change.py compares two of them
 
 from __future__ import annotations
 
-from model.catalog import PRICE_REGION
 from model.cost import SIZES
 
 
@@ -28,13 +27,7 @@ def format_cost(report: dict) -> list[str]:
     lines[-1] += "they agree; desired is what runs from day one):"
     if not report.get("priced"):
         return [*lines, f"  {report['why']}", *_format_bursts(report)]
-    # A report from before regional prices says only which region its rates are from.
-    not_regional = report.get("not_regional", [])
-    if not_regional:
-        lines.append(
-            f"  NOT REGIONAL: priced at {PRICE_REGION} rates, no {report['region']} price "
-            f"recorded: {'; '.join(not_regional)}"
-        )
+    lines.append(f"  rates: {report['region']}'s (model/catalog_prices.py, dated per line)")
     for line in report["lines"]:
         hourly, monthly = _figures(line, "hourly", 3), _figures(line, "monthly")
         lines.append(f"  {line['item']}: {hourly}/h, {monthly}/month")
@@ -45,12 +38,18 @@ def format_cost(report: dict) -> list[str]:
         lines.append(f"  {item['item']}: not priced, not in the total")
         lines.append(f"      {item['why']}")
     lines.append(f"  left out: {report['left_out']}")
+    # A report from before resource types were listed holds `left_out` only.
+    for kind in report.get("not_priced", []):
+        lines.append(f"  not priced, billed by use: {kind['resource_type']}: {kind['why']}")
     budget = report.get("monthly_budget_usd")
     if budget is None:
         lines.append("  budget: none set (gpu-platform:cost.monthly_budget_usd)")
     else:
         verdict = "OVER BUDGET" if report["over_budget"] else "within budget"
-        lines.append(f"  budget: {money(budget)}/month; at max size {verdict}")
+        # The total a budget is checked against leaves the unpriced items out: say how many.
+        unpriced = len(report["unpriced"])
+        short = f" (the total leaves out {unpriced} items not priced)" if unpriced else ""
+        lines.append(f"  budget: {money(budget)}/month; at max size {verdict}{short}")
     return [*lines, *_format_bursts(report)]
 
 

@@ -13,7 +13,7 @@ from components.base import PlatformComponent
 from components.context import StackContext
 from components.log_groups import declare_log_group
 from model.config import AwsSettings, NetworkSettings, subnet_layout
-from model.config.network import nat_zones
+from model.config.network import INTERFACE_ENDPOINT_SERVICES, nat_zones
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -23,7 +23,7 @@ def interface_endpoint_services(region: str) -> dict[str, str]:
     the VPC."""
     return {
         svc.replace(".", "-"): f"com.amazonaws.{region}.{svc}"
-        for svc in ("ecr.api", "ecr.dkr", "sts")
+        for svc in INTERFACE_ENDPOINT_SERVICES
     }
 
 

@@ -18,6 +18,7 @@ from components.context import StackContext
 from components.iam import role_with_policies, service_trust_policy
 from model.catalog import InstanceType
 from model.config import GpuTuningSettings, KubeletSettings, Scaling
+from model.config.nodes import ROOT_VOLUME_IOPS, ROOT_VOLUME_THROUGHPUT_MBPS
 from model.config.repair import NodeRepairSettings, repair_overrides
 
 NODE_POLICIES = (
@@ -121,8 +122,8 @@ def root_volume(size_gib: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
         ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
             volume_size=size_gib,
             volume_type="gp3",
-            iops=3000,
-            throughput=250,
+            iops=ROOT_VOLUME_IOPS,
+            throughput=ROOT_VOLUME_THROUGHPUT_MBPS,
             encrypted="true",
             delete_on_termination="true",
         ),

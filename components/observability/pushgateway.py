@@ -40,11 +40,9 @@ from components.registry_mirror import mirrored
 from components.vocabulary import BATCH_API, PUSHGATEWAY, pushgateway_url
 from contract.training_metrics import GOODPUT_PUSH_JOB
 from model.config import PlatformConfig
+from model.config.observability import PUSHGATEWAY_VOLUME_GIB
 from model.versions import PUSHGATEWAY_IMAGE_TAG, PUSHGATEWAY_SWEEP_IMAGE
 
-# The Pushgateway's own data: 2 GiB, the chart's default size, holds far more than one group
-# of a few hundred series per node or job.
-PUSHGATEWAY_VOLUME_GIB = 2
 PUSHGATEWAY_DATA = "/data/pushgateway.data"
 # The label every namespace carries with its own name, set by the API server (Kubernetes docs,
 # "Well-Known Labels, Annotations and Taints": kubernetes.io/metadata.name).

@@ -196,6 +196,11 @@ def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnet
     return [ZoneSubnets(z, pub, priv) for z, pub, priv in zip(zones, public, private, strict=True)]
 
 
+# The interface endpoints `vpc_endpoints` declares, one per AWS service (com.amazonaws.<region>.
+# <service>), each in every private subnet: image pulls and credential calls stay in the VPC.
+INTERFACE_ENDPOINT_SERVICES = ("ecr.api", "ecr.dkr", "sts")
+
+
 def nat_zones(network: NetworkSettings, zones: list[str]) -> list[str]:
     """Zones that host a NAT gateway; a private subnet routes through its own zone's, else the
     first one."""

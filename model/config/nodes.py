@@ -38,6 +38,13 @@ DAEMONSET_CPUS = 2
 MAX_NODES_PER_GROUP = 450
 
 
+# Every node's gp3 root volume (components/data/nodes.py root_volume): gp3's free baseline IOPS
+# and twice its free 125 MB/s, so image pulls are not throttled; the estimate prices the
+# throughput above the baseline (model/cost.py).
+ROOT_VOLUME_IOPS = 3000
+ROOT_VOLUME_THROUGHPUT_MBPS = 250
+
+
 class Scaling(Settings):
     """Size bounds of a node group; cluster-autoscaler moves between min_size and max_size."""
 

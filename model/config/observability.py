@@ -28,6 +28,11 @@ class GrafanaSettings(Settings):
     )
 
 
+# The Pushgateway's own volume (components/observability/pushgateway.py): 2 GiB, the chart's
+# default size, holds far more than one group of a few hundred series per node or job.
+PUSHGATEWAY_VOLUME_GIB = 2
+
+
 class ObservabilitySettings(Settings):
     """kube-prometheus-stack (Prometheus, Alertmanager, Grafana), pinned in model/versions.py."""
 

@@ -3,6 +3,16 @@
 Every expected figure is a literal computed on paper from the published rate it names (the AWS
 us-east-1 price list of 2026-07-20 for instances; the FSx, VPC, EKS and Capacity Block pricing
 pages for the rest) and 730 hours a month, never read back from the catalog or model/cost.py.
+
+What every us-east-1 stack also pays, by hand (AWS Price List API, 2026-08-20: gp3 $0.08 per
+GB-month, usage type EBS:VolumeUsage.gp3, interface endpoint $0.01 per zone-hour,
+USE1-VpcEndpoint-Hours; EBS pricing page, N. Virginia: $0.04 per MB/s-month above gp3's free
+125 MB/s; public IPv4 $0.005 an hour, AWS Public IPv4 Address Charge):
+- a node's root volume (250 MB/s, 3,000 IOPS): 50 GiB (system) 4.00 + 125 x 0.04 = 9.00 a
+  month, 200 GiB (GPU default) 16.00 + 5.00 = 21.00;
+- Prometheus's 50 GiB 4.00 and the Pushgateway's 2 GiB 0.16 (baseline gp3: storage only);
+- 3 interface endpoints in each of 3 zones: 9 x 0.01 x 730 = 65.70; one NAT gateway's address:
+  0.005 x 730 = 3.65.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from plan.cost_change import format_cost_change
 from plan.cost_text import format_cost
 from plan.engine import run_program
 from plan.model import build_plan
-from tests.conftest import AWS_STACKS, make_project, planned, stack_config
+from tests.conftest import make_project, planned, stack_config
 from tests.helpers.bad_stacks import ADMIN
 from tests.helpers.leaves import walk
 
@@ -104,7 +114,9 @@ def test_a_reservation_costs_the_on_demand_rate_whether_its_instances_run_or_not
     assert "whether it runs or not" in found.basis
 
 
-def test_a_capacity_block_outside_us_east_1_is_priced_at_the_us_east_1_rate_and_says_so():
+def test_a_capacity_block_outside_us_east_1_is_not_priced_at_the_us_east_1_rate():
+    """The catalog's one block rate is us-east-1's: an eu-west-2 block is not priced, and the
+    line names the key that would price it."""
     cfg = aws_config(
         group(
             "block",
@@ -116,10 +128,10 @@ def test_a_capacity_block_outside_us_east_1_is_priced_at_the_us_east_1_rate_and_
         aws={"region": "eu-west-2", "zones": ["eu-west-2a", "eu-west-2b"]},
     )
     block = line(cfg, "GPU node group block")
-    assert block.hourly_max == 2 * 39.33
-    assert not block.regional
-    assert "us-east-1, 2024-Q4 table (repriced 2025-01-01); NOT REGIONAL: no eu-west-2" in (
-        block.basis
+    assert block.hourly_max is None
+    assert block.basis == (
+        "no published eu-west-2 Capacity Block rate for p5.48xlarge is recorded: set "
+        "gpu-platform:cost.capacity_block_hourly_usd.p5.48xlarge"
     )
 
 
@@ -178,8 +190,10 @@ def test_a_block_without_a_rate_is_left_out_of_the_total_and_names_the_key_to_se
         "  GPU node group block (p4d.24xlarge, capacity_block): not priced, not in the total"
         in (format_cost(report))
     )
-    # What is left at max: system nodes 588.67, 1 NAT 32.85, EKS 73.00 (no FSx by default).
-    assert report["total_monthly_max"] == 694.52
+    # What is left at max: system nodes 588.67 and their 4 root volumes 36.00, the block's 2
+    # root volumes 42.00 (EBS, billed apart from the block), Prometheus 4.00, Pushgateway 0.16,
+    # 1 NAT 32.85 and its address 3.65, endpoints 65.70, EKS 73.00 (no FSx by default).
+    assert report["total_monthly_max"] == 846.03
 
 
 def test_system_nodes_are_priced_at_min_and_max_size():
@@ -252,20 +266,25 @@ def test_eks_costs_ten_cents_an_hour_and_sixty_in_extended_support():
 def test_prod_totals_at_min_and_max_size_add_up_by_hand():
     # Shipped prod: system 294.34 .. 588.67; h100-block 4 × 39.33 × 730 = 114,843.60 at max;
     # h100-ondemand 8 × 55.04 × 730 = 321,433.60 at max; 3 NATs 98.55; EKS 73.00; FSx
-    # PERSISTENT_2 500, 9,600 GiB: 3,264.00. Min: 294.34 + 98.55 + 73 + 3,264 = 3,729.89.
+    # PERSISTENT_2 500, 9,600 GiB: 3,264.00. Min: 294.34 + 98.55 + 73 + 3,264 = 3,729.89, and
+    # 2 system root volumes 18.00, Prometheus and Pushgateway 4.16, 3 addresses 10.95,
+    # endpoints 65.70: 3,828.70. Max: 440,301.42 + root volumes 4 × 9 + 4 × 21 + 8 × 21 = 288
+    # + 4.16 + 10.95 + 65.70 = 440,670.23.
     report = cost_report(stack_config("prod"), TODAY)
-    assert report["total_monthly_min"] == 3729.89
-    assert report["total_monthly_max"] == 440301.42
-    assert estimated_monthly_usd(stack_config("prod"), TODAY) == 440301.42
+    assert report["total_monthly_min"] == 3828.70
+    assert report["total_monthly_max"] == 440670.23
+    assert estimated_monthly_usd(stack_config("prod"), TODAY) == 440670.23
 
 
 def test_prod_at_desired_size_is_what_runs_from_day_one():
     # Shipped prod: the block group starts at desired_size 4 (4 × 39.33 × 730 = 114,843.60),
     # the on-demand group at min_size 0 (no desired_size set), system nodes at min_size 2
-    # (294.34); with NATs, EKS and FSx as at min: 3,729.89 + 114,843.60 = 118,573.49.
+    # (294.34); with NATs, EKS and FSx as at min: 3,729.89 + 114,843.60 = 118,573.49; with the
+    # 2 system and 4 block root volumes (18.00 + 84.00), Prometheus and Pushgateway 4.16, 3
+    # addresses 10.95 and the endpoints 65.70: 118,756.30.
     report = cost_report(stack_config("prod"), TODAY)
-    assert report["total_monthly_desired"] == 118573.49
-    assert report["total_hourly_desired"] == 162.43  # 5.11 + 4 × 39.33
+    assert report["total_monthly_desired"] == 118756.30
+    assert report["total_hourly_desired"] == 162.68  # 5.24 + 4 × 39.33 + 4 × 21 / 730
     block = line(stack_config("prod"), "GPU node group h100-block")
     assert (block.monthly_min, block.monthly_desired, block.monthly_max) == (0, 114843.6, 114843.6)
     text = "\n".join(format_cost(report))
@@ -274,7 +293,7 @@ def test_prod_at_desired_size_is_what_runs_from_day_one():
         "$157.320/h, $0.00 / $114,843.60 / $114,843.60/month"
     ) in text
     assert (
-        "  total: $5.110 / $162.430 / $603.150/h, $3,729.89 / $118,573.49 / $440,301.42/month "
+        "  total: $5.240 / $162.680 / $603.660/h, $3,828.70 / $118,756.30 / $440,670.23/month "
         "(730 h)\n"
     ) in text
     # An item that does not scale shows one figure: 3 NAT gateways × $0.045 × 730 = 98.55.
@@ -290,7 +309,8 @@ def test_a_desired_size_is_priced_between_min_and_max():
 
 def test_a_removed_group_saves_its_cost_and_an_added_one_costs_its_own():
     # Shipped prod without its on-demand group, against shipped prod: 8 × 55.04 × 730 =
-    # 321,433.60 at max comes back; its min and desired size are 0, so nothing there.
+    # 321,433.60 at max comes back, and its 8 root volumes' 8 × 21.00 = 168.00; its min and
+    # desired size are 0, so nothing there.
     cfg = stack_config("prod")
     smaller = cfg.model_copy(update={"gpu_node_groups": cfg.gpu_node_groups[:1]})
     before, after = cost_report(cfg, TODAY), cost_report(smaller, TODAY)
@@ -299,8 +319,11 @@ def test_a_removed_group_saves_its_cost_and_an_added_one_costs_its_own():
         "  GPU node group h100-ondemand (p5.48xlarge, on_demand): "
         "$0.00 / $0.00 / $321,433.60 -> (none)\n"
         "      -$321,433.60/month at max size\n"
-        "  total: $3,729.89 / $118,573.49 / $440,301.42 -> $3,729.89 / $118,573.49 / $118,867.82\n"
-        "      -$321,433.60/month at max size"
+        "  root volumes of GPU node group h100-ondemand (200 GiB gp3 each): "
+        "$0.00 / $0.00 / $168.00 -> (none)\n"
+        "      -$168.00/month at max size\n"
+        "  total: $3,828.70 / $118,756.30 / $440,670.23 -> $3,828.70 / $118,756.30 / $119,068.63\n"
+        "      -$321,601.60/month at max size"
     ) in text
     assert "+$321,433.60/month at max size" in "\n".join(format_cost_change(after, before))
 
@@ -322,7 +345,7 @@ def test_an_earlier_plan_without_desired_figures_is_compared_where_it_has_them()
         "Cost change (USD/month at node groups' min / desired / max size):",
         "  system nodes (m7i.xlarge): $294.34 / n/a / $441.50 -> $294.34 / $294.34 / $588.67",
         "      +$147.17/month at max size",
-        "  total: $3,729.89 / n/a / $440,154.25 -> $3,729.89 / $118,573.49 / $440,301.42",
+        "  total: $3,828.70 / n/a / $440,523.06 -> $3,828.70 / $118,756.30 / $440,670.23",
         "      +$147.17/month at max size",
         "  the earlier plan has no figures at desired size: not compared there",
     ]
@@ -337,13 +360,15 @@ def test_a_diff_between_unpriced_plans_has_no_cost_part_and_a_half_priced_one_sa
 
 
 def test_over_budget_warns_with_the_figures_and_the_key():
-    # One p5 on demand at max: 40,179.20 + system 588.67 + 1 NAT 32.85 + EKS 73 = 40,873.72 a
-    # month, over a 20,000 budget; at min 294.34 + 32.85 + 73 = 400.19.
+    # One p5 on demand at max: 40,179.20 + system 588.67 + 1 NAT 32.85 + EKS 73 = 40,873.72,
+    # and root volumes 4 × 9.00 + 21.00, Prometheus and Pushgateway 4.16, the NAT's address
+    # 3.65, endpoints 65.70: 41,004.23 a month, over a 20,000 budget; at min 294.34 + 32.85 +
+    # 73 + 2 × 9.00 + 4.16 + 3.65 + 65.70 = 491.70.
     cfg = aws_config(group("h100", ["p5.48xlarge"], 1), cost={"monthly_budget_usd": 20000})
     (warning,) = budget_warnings(cfg, TODAY)
     assert warning.startswith(
-        "gpu-platform:cost.monthly_budget_usd: the estimate at max size, $40,873.72/month, "
-        "is over the budget of $20,000.00 (at min size $400.19)"
+        "gpu-platform:cost.monthly_budget_usd: the estimate at max size, $41,004.23/month, "
+        "is over the budget of $20,000.00 (at min size $491.70)"
     )
     assert cost_report(cfg, TODAY)["over_budget"] is True
 
@@ -375,7 +400,7 @@ def test_every_aws_plan_prints_its_cost_section_and_exports_it(aws_plan):
         "Cost estimate (USD at node groups' min / desired / max size; one figure where they "
         "agree; desired is what runs from day one):"
     ) in text
-    assert "  left out: data transfer (NAT gateway processing per GB" in text
+    assert "  left out: data transfer (NAT gateway and endpoint processing per GB" in text
     assert aws_plan.outputs["cost"]["priced"] is True
 
 
@@ -487,7 +512,7 @@ def test_an_eu_west_1_group_is_priced_at_eu_west_1_rates():
     a10g = line(cfg, "GPU node group a10g")
     assert a10g.hourly_max == 25.3267
     assert "on-demand $6.33167/h, eu-west-1, 2026-01-21" in a10g.basis
-    assert a10g.regional
+    assert a10g.region == "eu-west-1"
     assert line(cfg, "GPU node group a100").monthly_max == 34624.91
     assert line(cfg, "GPU node group cheap").hourly_max == 10.1307
 
@@ -499,59 +524,68 @@ def test_the_dearest_type_of_a_group_is_the_dearest_in_its_region():
     assert line(cfg, "GPU node group mixed").hourly_max == 33.711
 
 
-def test_figures_without_a_regional_price_are_marked_not_regional():
-    """No eu-west-1 price is recorded for m7i (system nodes), NAT gateways or FSx for Lustre:
-    their us-east-1 rates stand in, and the report and the plan's section name each one."""
+def test_what_a_region_has_no_rate_of_is_not_priced_and_says_what_is_missing():
+    """No eu-west-1 rate of m7i (system nodes), NAT gateways, gp3 volumes, interface endpoints
+    or FSx for Lustre is recorded: each is a line of its own, not priced and out of the totals,
+    naming the rate it lacks; none is priced at us-east-1's. Public IPv4 addresses and EKS have
+    one rate in every region."""
     cfg = eu_west_1(
         group("a10g", ["g5.12xlarge"], 4),
         storage={"fsx": {"storage_capacity_gib": 1200}},
+        cost={"monthly_budget_usd": 100000},
     )
     report = cost_report(cfg, TODAY)
-    assert sorted(report["not_regional"]) == sorted(
-        [
-            "system nodes (m7i.xlarge)",
-            "NAT gateways (1, single)",
-            "FSx for Lustre SCRATCH_2 200 MB/s/TiB, 1200 GiB",
-        ]
+    unpriced = {x["key"]: x["why"] for x in report["unpriced"]}
+    assert sorted(unpriced) == [
+        "gpu_node_groups.a10g.root_volumes",
+        "network.nat_gateways",
+        "network.vpc_endpoints",
+        "storage.fsx",
+        "system_nodes",
+        "system_nodes.root_volumes",
+        "volumes.prometheus",
+        "volumes.pushgateway",
+    ]
+    assert unpriced["system_nodes"] == (
+        "NOT PRICED: no eu-west-1 rate of m7i.xlarge on demand is recorded "
+        "(model/catalog_prices.py); another region's is not used"
     )
-    for x in cost_lines(cfg, TODAY):
-        assert ("NOT REGIONAL: no eu-west-1 price recorded" in x.basis) == (not x.regional), x
-    assert "us-east-1, 2026-07-20" in line(cfg, "system nodes").basis
-    assert line(cfg, "EKS control plane").regional  # one price in every region
-    text = format_cost(report)
-    (said,) = [x for x in text if "NOT REGIONAL: priced at us-east-1 rates" in x]
-    assert "no eu-west-1 price recorded" in said and "system nodes (m7i.xlarge)" in said
-
-
-@pytest.mark.parametrize("stack", AWS_STACKS)
-def test_every_figure_of_every_stack_is_its_regions_or_says_it_is_not(stack):
-    """Each priced line names the stack's region (or all regions) as its price's, or says
-    NOT REGIONAL with the region it lacks a price of; the report lists exactly the latter. A
-    us-east-1 stack has none."""
-    cfg = stack_config(stack)
-    region = cfg.aws.region
-    report = cost_report(cfg, TODAY)
-    for x in cost_lines(cfg, TODAY):
-        if x.regional:  # a configured Capacity Block rate is the stack's own
-            named = (f", {region}, ", ", all regions, ", "cost.capacity_block_hourly_usd")
-            assert any(said in x.basis for said in named), x
-        else:
-            assert f"NOT REGIONAL: no {region} price recorded" in x.basis, x
-    assert report["not_regional"] == [x.item for x in cost_lines(cfg, TODAY) if not x.regional]
-    if region == "us-east-1":
-        assert report["not_regional"] == []
-        assert not any("NOT REGIONAL" in x for x in format_cost(report))
+    assert (
+        "no eu-west-1 rate of gp3 storage and gp3 throughput"
+        in unpriced["system_nodes.root_volumes"]
+    )
+    assert sorted(x["key"] for x in report["lines"]) == [
+        "cluster",
+        "gpu_node_groups.a10g",
+        "network.public_ipv4",
+    ]
+    text = "\n".join(format_cost(report))
+    assert "  NAT gateways (1, single): not priced, not in the total\n" in text
+    assert "us-east-1" not in text
+    # The budget is checked against a total without them, and says so.
+    assert "at max size within budget (the total leaves out 8 items not priced)" in text
 
 
 def test_scheduled_self_test_nodes_are_priced_at_the_stack_regions_rate():
-    """The scheduled self-test's node on a pool that scales from zero, in eu-west-1: g5.12xlarge
-    at $6.33167/h there (instances.vantage.sh data of 2026-01-21, as above). Its pricing once
-    called the region-aware helpers without the region, a TypeError on any AWS stack that
-    asks the schedule to provision nodes (tests/program/test_user_stacks.py met it)."""
-    image = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/selftest@sha256:" + "0" * 64
-    cfg = eu_west_1(
+    """The scheduled self-test's node on a pool that scales from zero, in eu-central-1:
+    g5.12xlarge at $7.09282/h there (instances.vantage.sh data of 2026-01-21), its 200 GiB root
+    volume at $0.0952 per GB-month and $0.0476 per MB/s-month (AWS Price List API queried for
+    eu-central-1, 2026-08-26). Its pricing once called the region-aware helpers without the
+    region, a TypeError on any AWS stack that asks the schedule to provision nodes
+    (tests/program/test_user_stacks.py met it). In eu-west-1, whose gp3 rate is not recorded,
+    the line is not priced and says so, rather than dropped."""
+    image = "210987654321.dkr.ecr.eu-central-1.amazonaws.com/selftest@sha256:" + "0" * 64
+    selftest = {"image": image, "mode": "off", "schedule": {"provision_nodes": True}}
+    cfg = aws_config(
         group("a10g", ["g5.12xlarge"], 4),
-        selftest={"image": image, "mode": "off", "schedule": {"provision_nodes": True}},
+        aws={"region": "eu-central-1", "zones": ["eu-central-1a", "eu-central-1b"]},
+        selftest=selftest,
     )
     scheduled = line(cfg, "scheduled self-test nodes on a10g")
-    assert "on-demand $6.33167/h, eu-west-1, 2026-01-21" in scheduled.basis
+    assert "on-demand $7.09282/h, eu-central-1, 2026-01-21" in scheduled.basis
+    assert "200 GiB at $0.0952 per GB-month + 125 MB/s at $0.0476 per MB/s-month" in (
+        scheduled.basis
+    )
+    elsewhere = line(eu_west_1(group("a10g", ["g5.12xlarge"], 4), selftest=selftest), "scheduled")
+    assert elsewhere.monthly_max is None
+    assert "no eu-west-1 rate of gp3 storage" in elsewhere.basis

@@ -284,16 +284,21 @@ def test_a_max_pods_change_shows_the_decoded_user_data_line(tmp_path):
 
 def test_a_desired_size_change_shows_the_monthly_cost_delta(tmp_path):
     """p5.48xlarge on demand, us-east-1 price list 2026-07-20: $55.04/h; 2 more nodes at
-    desired size × 730 h = +$80,358.40 a month. Shipped prod at desired size: 3,729.89 at min
-    plus the Capacity Block's 4 × $39.33 × 730 = 114,843.60, so 118,573.49."""
+    desired size × 730 h = +$80,358.40 a month, and their 200 GiB gp3 root volumes, 2 × (200 ×
+    $0.08 + 125 MB/s × $0.04) = +$42.00 (AWS Price List API, 2026-08-20; EBS pricing page,
+    N. Virginia). Shipped prod at
+    desired size: 118,756.30 (tests/model/test_cost.py works it out)."""
     text = prod_changed(tmp_path, "h100-ondemand", scaling={"desired_size": 2})
     assert (
         "Cost change (USD/month at node groups' min / desired / max size):\n"
         "  GPU node group h100-ondemand (p5.48xlarge, on_demand): "
         "$0.00 / $0.00 / $321,433.60 -> $0.00 / $80,358.40 / $321,433.60\n"
         "      +$80,358.40/month at desired size\n"
-        "  total: $3,729.89 / $118,573.49 / $440,301.42 -> $3,729.89 / $198,931.89 / $440,301.42\n"
-        "      +$80,358.40/month at desired size\n"
+        "  root volumes of GPU node group h100-ondemand (200 GiB gp3 each): "
+        "$0.00 / $0.00 / $168.00 -> $0.00 / $42.00 / $168.00\n"
+        "      +$42.00/month at desired size\n"
+        "  total: $3,828.70 / $118,756.30 / $440,670.23 -> $3,828.70 / $199,156.70 / $440,670.23\n"
+        "      +$80,400.40/month at desired size\n"
     ) in text
     # The autoscaler owns the desired size of a running group: no resource change to show.
     assert "Diff: 0 to create, 0 to update, 0 to replace, 0 to delete." in text
@@ -437,9 +442,14 @@ def test_a_capacity_block_resize_costs_nothing_it_is_paid_up_front(tmp_path):
         "block, whether its instances run or not\n"
     ) in text
     assert "-$28,710.90" not in text
+    # The block's instances are prepaid, their EBS root volumes are not: one node fewer from
+    # day one is one 200 GiB gp3 volume fewer, 200 × $0.08 + 125 MB/s × $0.04 = $21.00.
     assert (
-        "      no change billed: what moved are sizes within capacity paid whether used or not\n"
+        "  root volumes of GPU node group h100-block (200 GiB gp3 each): "
+        "$0.00 / $84.00 / $84.00 -> $0.00 / $63.00 / $84.00\n"
+        "      -$21.00/month at desired size\n"
     ) in text
+    assert "-$21.00/month at desired size\n  a node group starts" in text
 
 
 def _block_report(capacity: str, desired: int, max_size: int = 4) -> dict:

@@ -1,5 +1,5 @@
 """An eu-west-1 stack, planned end to end (issue 26 §2): what it pulls and what it costs are
-eu-west-1's, and what the catalog cannot price there is said to be us-east-1's.
+eu-west-1's, and what the catalog has no eu-west-1 rate of is not priced (issue 38 §6).
 
 Expected values: the EKS user guide's registry table ("View Amazon container image registries
 for Amazon EKS add-ons": eu-west-1 is 602401143452.dkr.ecr.eu-west-1.amazonaws.com);
@@ -54,8 +54,11 @@ def test_the_gpu_groups_are_priced_at_eu_west_1_rates(plan):
     assert lines["gpu_node_groups.a10g"]["hourly_max"] == 25.3267
 
 
-def test_what_has_no_eu_west_1_price_is_named_as_not_regional(plan):
+def test_what_has_no_eu_west_1_rate_is_not_priced_at_another_regions(plan):
     cost = plan.outputs["cost"]
     assert cost["region"] == "eu-west-1"
-    # The catalog records no eu-west-1 price of m7i or of NAT gateways: us-east-1's stand in.
-    assert sorted(cost["not_regional"]) == ["NAT gateways (1, single)", "system nodes (m7i.xlarge)"]
+    # No eu-west-1 rate of m7i or of NAT gateways is recorded: each is not priced, and says
+    # which rate is missing, rather than standing at us-east-1's.
+    unpriced = {x["key"]: x["why"] for x in cost["unpriced"]}
+    assert "no eu-west-1 rate of m7i.xlarge on demand" in unpriced["system_nodes"]
+    assert "no eu-west-1 rate of NAT gateways" in unpriced["network.nat_gateways"]
