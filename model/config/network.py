@@ -268,8 +268,9 @@ class NetworkSettings(Settings):
             if key in self.model_fields_set:
                 raise FieldProblem(
                     key,
-                    "configures a new VPC; existing_vpc names one the platform does not "
-                    "manage: remove one of them",
+                    f"{_shown(getattr(self, key))} configures a new VPC, but existing_vpc "
+                    f"names {self.existing_vpc.id}, which the platform uses as it is: remove "
+                    f"{key}, or existing_vpc to declare a new VPC",
                 )
         named = []
         for i, subnet in enumerate(self.existing_vpc.private_subnets):
@@ -300,6 +301,14 @@ class RoutedNetwork:
     gateway_id: str
     cidr: IPv4Network
     key: str  # its key path under network
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, Settings):
+        return str(value.model_dump(mode="json"))
+    if isinstance(value, list):
+        return f"[{', '.join(map(str, value))}]"
+    return str(value)
 
 
 @dataclass(frozen=True)

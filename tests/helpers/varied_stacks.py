@@ -13,6 +13,12 @@ from plan.cli import plan_stack
 from plan.model import Plan
 from tests.conftest import AWS_STACKS, make_project, planned, stack_file_config
 from tests.helpers.bad_stacks import NS
+from tests.helpers.network_stacks import (
+    EXISTING_VPC_STACK,
+    FRANKFURT_STACK,
+    existing_vpc_plan,
+    frankfurt_plan,
+)
 
 VARIED_STACK = "varied"
 
@@ -89,10 +95,13 @@ def capacity_kinds_plan() -> Plan:
 
 
 def every_aws_plan() -> list[tuple[str, Plan]]:
-    """(name, plan) of every AWS stack, the varied stack and the capacity-kinds stack: for the
-    tests of a class of resources, so that a kind no shipped stack declares is covered too."""
+    """(name, plan) of every AWS stack, the varied stack, the capacity-kinds stack and the
+    network stacks (a Transit Gateway, an existing VPC): for the tests of a class of resources,
+    so that a kind no shipped stack declares is covered too."""
     return [
         *((s, planned(s)) for s in AWS_STACKS),
         (VARIED_STACK, varied_plan()),
         (CAPACITY_STACK, capacity_kinds_plan()),
+        (FRANKFURT_STACK, frankfurt_plan()),
+        (EXISTING_VPC_STACK, existing_vpc_plan()),
     ]
