@@ -250,7 +250,7 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
             "ec2:DisableTransitGatewayRouteTablePropagation",
         ),
         delete=("ec2:DeleteTransitGatewayVpcAttachment",),
-        tag=_EC2_TAGS,
+        # Tagged through ec2:CreateTags, which the tagged rows grant on the stack tag.
         scope=None,
         unscoped=_OTHERS_GATEWAY,
     ),

@@ -23,8 +23,9 @@ def with_resources(plan: Plan, resources) -> Plan:
 
 def test_shipped_prod_exposure():
     # stacks/Pulumi.prod.yaml: endpoint_public_access false, api_access_cidrs [10.8.0.0/24]
-    # routed through transit gateway tgw-0a1b2c3d4e5f60718, vpc_cidr 10.30.0.0/16, three zones with a NAT gateway each; the EKS cluster, its secrets
-    # key, the file system and its key protected (production).
+    # routed through transit gateway tgw-0a1b2c3d4e5f60718, vpc_cidr 10.30.0.0/16, three zones
+    # with a NAT gateway each; the EKS cluster, its secrets key, the file system and its key
+    # protected (production).
     assert format_exposure(planned("prod")) == (
         "Exposure:\n"
         "  API endpoint of prod-eks: private only (no public endpoint)\n"
