@@ -36,7 +36,8 @@ def check_aws_layout(cfg: PlatformConfig) -> None:
         _check_existing_subnets(cfg)
     else:
         _check_carved_subnets(cfg)
-    for key, block in _vpc_blocks(cfg):
+    routed = [(f"network.{r.key}", r.cidr) for r in cfg.network.routes()]
+    for key, block in _vpc_blocks(cfg) + routed:
         if block.overlaps(cfg.cluster.service_ipv4_cidr):
             raise FieldProblem(
                 "cluster.service_ipv4_cidr",
@@ -53,7 +54,9 @@ def check_aws_layout(cfg: PlatformConfig) -> None:
 
 def _vpc_blocks(cfg: PlatformConfig) -> list[tuple[str, IPv4Network]]:
     """The address blocks the stack knows of its VPC: a new VPC's CIDR, else the existing
-    subnets' (the existing VPC's own CIDR is not the plan's to read)."""
+    subnets' (the existing VPC's own CIDR is not the plan's to read). A network routed to the
+    VPC may not overlap the service range either: kube-proxy would take its addresses for
+    Services."""
     existing = cfg.network.existing_vpc
     if existing is None:
         return [("network.vpc_cidr", cfg.network.vpc_cidr)]

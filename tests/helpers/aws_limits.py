@@ -473,6 +473,16 @@ AWS_LIMITS = [
         "overlaps",
         "one-range-two-gateways",
     ),
+    # EKS API reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: "We recommend that you
+    # specify a block that does not overlap with resources in other networks that are peered or
+    # connected to your VPC" (kube-proxy would take their addresses for Services).
+    case(
+        aws(network={"vpn_gateway": {"id": "vgw-0123456789abcdef0", "cidrs": ["172.20.0.0/24"]}}),
+        "gpu-platform:cluster.service_ipv4_cidr",
+        "172.20.0.0/16 overlaps network.vpn_gateway.cidrs[0] 172.20.0.0/24",
+        "overlaps",
+        "routed-over-the-service-range",
+    ),
     case(
         aws(network={"transit_gateway": {"id": "tgw-office", "cidrs": ["198.18.0.0/15"]}}),
         "gpu-platform:network.transit_gateway.id",
