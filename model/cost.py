@@ -305,16 +305,21 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
     support = "extended" if extended else "standard"
     nat_where, nat_regional = _where(nat.region, nat.as_of, cfg.aws.region)
     eks_where, eks_regional = _where(eks.region, eks.as_of, cfg.aws.region)
-    lines = [
-        _line(
-            "network.nat_gateways",
-            f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
-            f"${nat.usd:.3f} {nat.unit} each, {nat_where}; per-GB processing left out",
-            nat.usd * nats,
-            None,
-            hours,
-            regional=nat_regional,
-        ),
+    lines = []
+    # None in an existing VPC: its NAT gateways are its owner's, not declared here.
+    if nats:
+        lines.append(
+            _line(
+                "network.nat_gateways",
+                f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
+                f"${nat.usd:.3f} {nat.unit} each, {nat_where}; per-GB processing left out",
+                nat.usd * nats,
+                None,
+                hours,
+                regional=nat_regional,
+            )
+        )
+    lines.append(
         _line(
             "cluster",
             f"EKS control plane (Kubernetes {minor}, {support} support on {today.isoformat()})",
@@ -323,8 +328,8 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
             None,
             hours,
             regional=eks_regional,
-        ),
-    ]
+        )
+    )
     fsx = fsx_line(cfg)
     return lines + ([fsx] if fsx else [])
 

@@ -348,7 +348,9 @@ def private_subnet_cidrs(network: NetworkSettings, zones: list[str]) -> dict[str
 
 def nat_zones(network: NetworkSettings, zones: list[str]) -> list[str]:
     """Zones that host a NAT gateway; a private subnet routes through its own zone's, else the
-    first one."""
+    first one. None in an existing VPC: its egress is its owner's."""
+    if network.existing_vpc is not None:
+        return []
     return list(zones) if network.nat_gateways == "per_zone" else [zones[0]]
 
 
