@@ -59,7 +59,7 @@ from model.config.network import (
     AwsSettings,
     NetworkSettings,
     ZoneSubnets,
-    api_route,
+    routed_to_vpc,
     subnet_layout,
 )
 from model.config.nodes import (
@@ -322,7 +322,7 @@ class PlatformConfig(Settings):
             cluster.endpoint_private_only
             and not cluster.api_access_security_group_ids
             and self.network.existing_vpc is None
-            and not any(api_route(self.network, c) for c in cluster.api_access_cidrs)
+            and not any(routed_to_vpc(self.network, c) for c in cluster.api_access_cidrs)
         ):
             routed = [f"{r.cidr} (network.{r.key})" for r in self.network.routes()]
             raise FieldProblem(

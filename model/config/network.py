@@ -354,13 +354,8 @@ def nat_zones(network: NetworkSettings, zones: list[str]) -> list[str]:
     return list(zones) if network.nat_gateways == "per_zone" else [zones[0]]
 
 
-def api_route(network: NetworkSettings, cidr: IPv4Network) -> str | None:
-    """How a client in `cidr` reaches a private API endpoint in a new VPC, in words, or None
-    when nothing routes it there. Unknowable for an existing VPC, whose routes the stack
-    does not hold: callers ask first."""
-    if cidr.subnet_of(network.vpc_cidr):
-        return f"inside the VPC (network.vpc_cidr {network.vpc_cidr})"
-    for route in network.routes():
-        if cidr.subnet_of(route.cidr):
-            return f"through {route.kind} {route.gateway_id} (network.{route.key} {route.cidr})"
-    return None
+def routed_to_vpc(network: NetworkSettings, cidr: IPv4Network) -> bool:
+    """Whether a client in `cidr` reaches a new VPC's private subnets: it is inside the VPC, or
+    in a network routed to it. An existing VPC's routes the stack does not hold: callers ask
+    only of a new one."""
+    return cidr.subnet_of(network.vpc_cidr) or any(cidr.subnet_of(r.cidr) for r in network.routes())
