@@ -60,6 +60,9 @@ NOT_PRICED: dict[str, str] = {
     "model/catalog_prices.py",
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "FSx data repository "
     "associations: the S3 requests of imports and exports, per request",
+    "aws:ec2transitgateway/vpcAttachment:VpcAttachment": "Transit Gateway attachment: billed "
+    "per attachment-hour and per GB processed, to the gateway's owner account; no rate "
+    "recorded in model/catalog_prices.py",
 }
 # cluster-autoscaler's default --scale-down-unneeded-time (FAQ, "What are the parameters to
 # CA?"): how long an idle node stays before it is removed; the chart does not change it.
@@ -409,25 +412,28 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
     minor = cfg.cluster.kubernetes_version
     extended = in_extended_support(minor, today)
     support = "extended" if extended else "standard"
-    lines = [
-        _service(
-            "network.nat_gateways",
-            f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
-            NAT_GATEWAY_HOURLY,
-            nats,
-            "; per-GB processing left out",
-            cfg,
-        ),
-        _service(
-            "network.public_ipv4",
-            f"public IPv4 addresses ({nats}, the NAT gateways' Elastic IPs)",
-            PUBLIC_IPV4_HOURLY,
-            nats,
-            "",
-            cfg,
-        ),
-    ]
-    if cfg.network.vpc_endpoints:
+    lines = []
+    # None in an existing VPC: its NAT gateways and endpoints are its owner's, not declared here.
+    if nats:
+        lines += [
+            _service(
+                "network.nat_gateways",
+                f"NAT gateways ({nats}, {cfg.network.nat_gateways})",
+                NAT_GATEWAY_HOURLY,
+                nats,
+                "; per-GB processing left out",
+                cfg,
+            ),
+            _service(
+                "network.public_ipv4",
+                f"public IPv4 addresses ({nats}, the NAT gateways' Elastic IPs)",
+                PUBLIC_IPV4_HOURLY,
+                nats,
+                "",
+                cfg,
+            ),
+        ]
+    if cfg.network.vpc_endpoints and cfg.network.existing_vpc is None:
         # One endpoint per service, in every zone's private subnet; billed per zone.
         zones = len(cfg.aws.zones)
         services = len(INTERFACE_ENDPOINT_SERVICES)

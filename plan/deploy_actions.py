@@ -56,6 +56,11 @@ _SG_RULE_UNSCOPED = (
     "its own keys (aws:eks:cluster-name), not the stack tag; ec2:SecurityGroupID would need "
     "the group's ID, known only after the cluster exists"
 )
+_OTHERS_GATEWAY = (
+    "the call names the transit or virtual private gateway (and its route tables) as well as "
+    "the VPC: the network team's gateway carries no stack tag, and its id is the stack's, not "
+    "a name the plan can turn into an ARN of the stack's own"
+)
 _S3_BUCKET = ("arn:aws:s3:::{name}*",)
 
 DEPLOY_ACTIONS: dict[str, TypeActions] = {
@@ -152,6 +157,13 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         delete=("ec2:DeletePlacementGroup",),
         tag=_EC2_TAGS,
     ),
+    "aws:ec2/route:Route": TypeActions(
+        "internal/service/ec2/vpc_route.go",
+        create=("ec2:CreateRoute",),
+        read=("ec2:DescribeRouteTables",),
+        update=("ec2:ReplaceRoute",),
+        delete=("ec2:DeleteRoute",),
+    ),
     "aws:ec2/routeTable:RouteTable": TypeActions(
         "internal/service/ec2/vpc_route_table.go",
         create=("ec2:CreateRouteTable", "ec2:CreateRoute"),
@@ -203,6 +215,14 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         delete=("ec2:DeleteVpc",),
         tag=_EC2_TAGS,
     ),
+    "aws:ec2/vpnGatewayAttachment:VpnGatewayAttachment": TypeActions(
+        "internal/service/ec2/vpnsite_gateway_attachment.go",
+        create=("ec2:AttachVpnGateway",),
+        read=("ec2:DescribeVpnGateways",),
+        delete=("ec2:DetachVpnGateway",),
+        scope=None,
+        unscoped=_OTHERS_GATEWAY,
+    ),
     "aws:ec2/vpcEndpoint:VpcEndpoint": TypeActions(
         "internal/service/ec2/vpc_endpoint.go",
         create=("ec2:CreateVpcEndpoint",),
@@ -210,6 +230,29 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         update=("ec2:ModifyVpcEndpoint",),
         delete=("ec2:DeleteVpcEndpoints",),
         tag=_EC2_TAGS,
+    ),
+    "aws:ec2transitgateway/vpcAttachment:VpcAttachment": TypeActions(
+        "internal/service/ec2/transitgateway_vpc_attachment.go",
+        create=("ec2:CreateTransitGatewayVpcAttachment",),
+        # Create and read look up the gateway and, where the account owns it, its default
+        # route table's association and propagation of the attachment.
+        read=(
+            "ec2:DescribeTransitGatewayVpcAttachments",
+            "ec2:DescribeTransitGateways",
+            "ec2:GetTransitGatewayRouteTableAssociations",
+            "ec2:GetTransitGatewayRouteTablePropagations",
+        ),
+        update=(
+            "ec2:ModifyTransitGatewayVpcAttachment",
+            "ec2:AssociateTransitGatewayRouteTable",
+            "ec2:DisassociateTransitGatewayRouteTable",
+            "ec2:EnableTransitGatewayRouteTablePropagation",
+            "ec2:DisableTransitGatewayRouteTablePropagation",
+        ),
+        delete=("ec2:DeleteTransitGatewayVpcAttachment",),
+        # Tagged through ec2:CreateTags, which the tagged rows grant on the stack tag.
+        scope=None,
+        unscoped=_OTHERS_GATEWAY,
     ),
     "aws:ecr/repository:Repository": TypeActions(
         "internal/service/ecr/repository.go",

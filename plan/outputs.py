@@ -20,6 +20,10 @@ def known_after_apply(source: str | None = None) -> str:
     return f"(known after apply: {source})" if source else "(known after apply)"
 
 
+def is_known_after_apply(value: object) -> bool:
+    return isinstance(value, str) and value.startswith("(known after apply")
+
+
 def _getters(cls: type) -> dict[str, Any]:
     """Wire name -> resolved return type of each `@pulumi.getter` property of an SDK class."""
     found = {}

@@ -8,8 +8,9 @@ marks replacements too; tests/plan/test_replacements.py fails when the copy drif
 README says how to read a path: `a.b` is `b` inside `a`, `a[].b` is `b` in any item of the list
 `a`, and a path covers every change at or below it.
 
-Built-in Kubernetes kinds the shared table has no row for take theirs from
-plan/replacements_builtin.json, read from the same forceNew table of pulumi-kubernetes.
+Built-in Kubernetes kinds and AWS types the shared table has no row for take theirs from
+plan/replacements_builtin.json, read as the shared table is: the forceNew table of
+pulumi-kubernetes, and ForceNew in each type's terraform-provider-aws file.
 
 Fields that replace only in some cases (`replace_on_conditional`) and fields whose status the
 table could not verify (`unverified_fields`) are reported as "may replace", with the table's own

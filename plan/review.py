@@ -17,6 +17,7 @@ from typing import Any
 from plan.diff import flatten, masked
 from plan.engine import known_after_apply
 from plan.model import Plan, PlannedResource
+from plan.outputs import is_known_after_apply
 
 CLUSTER = "aws:eks/cluster:Cluster"
 VPC = "aws:ec2/vpc:Vpc"
@@ -25,6 +26,9 @@ SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 LEGACY_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+ROUTE = "aws:ec2/route:Route"
+# A route's target by the prefix of its id (EC2 resource ids: tgw-, vgw-).
+GATEWAY_KINDS = {"tgw-": "transit gateway", "vgw-": "virtual private gateway"}
 BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 # The four settings of an S3 public access block; any one off leaves a way to make it public.
@@ -115,6 +119,94 @@ def security_group_rules(plan: Plan) -> list[tuple[str, str, str, dict[str, Any]
     return sorted(found, key=lambda f: (f[2], f[0], f[1]))
 
 
+def _gateway_route(plan: Plan, cidr: str) -> str | None:
+    """The declared route that carries `cidr` into the VPC from a transit or virtual private
+    gateway, in words, or None."""
+    source = _network(cidr)
+    for route in sorted(plan.of_type(ROUTE), key=lambda r: r.name):
+        destination = _network(route.inputs.get("destinationCidrBlock"))
+        if source is None or destination is None or not source.subnet_of(destination):
+            continue
+        gateway = route.inputs.get("transitGatewayId") or route.inputs.get("gatewayId", "")
+        kind = next((k for p, k in GATEWAY_KINDS.items() if gateway.startswith(p)), None)
+        if kind is not None:
+            return f"through {kind} {gateway} (route {route.name}, to {destination})"
+    return None
+
+
+def _admits_https(rule: dict[str, Any]) -> bool:
+    """The rule lets in the API server's port, TCP 443 (other rules of the cluster group are
+    for data paths, such as Lustre from the file system)."""
+    if rule.get("ipProtocol") in ("-1", "all"):
+        return True
+    low, high = rule.get("fromPort"), rule.get("toPort")
+    return rule.get("ipProtocol") == "tcp" and low is not None and low <= 443 <= high
+
+
+def runner_reach(plan: Plan, cluster: PlannedResource) -> list[str]:
+    """How the machine that runs `pulumi up` reaches the API endpoint, from what is declared:
+    over the internet, from inside the VPC, or through a gateway route, per admitted source;
+    or why the plan cannot tell."""
+    vpc = cluster.inputs.get("vpcConfig", {})
+    if vpc.get("endpointPublicAccess", True):
+        cidrs = ", ".join(vpc.get("publicAccessCidrs", ["0.0.0.0/0"]))
+        return [f"    `pulumi up` reaches it over the internet from {cidrs}"]
+    group = known_after_apply(f"{cluster.name}.vpcConfig.clusterSecurityGroupId")
+    admitted = [
+        rule
+        for r in plan.of_type(INGRESS_RULE)
+        if (rule := r.inputs).get("securityGroupId") == group and _admits_https(rule)
+    ]
+    vpcs = [n for n in (_network(v.inputs.get("cidrBlock")) for v in plan.of_type(VPC)) if n]
+    if not plan.of_type(VPC):
+        sources = ", ".join(
+            r.get("cidrIpv4") or r.get("referencedSecurityGroupId") for r in admitted
+        )
+        return [
+            "    `pulumi up` reaches it: cannot tell here. The VPC is an existing one "
+            "(network.existing_vpc): its route tables are not declared, so the plan cannot "
+            f"see whether {sources or 'any network'} is routed to it. Before `pulumi up`, "
+            "run it from inside that VPC or from a network its route tables send through a "
+            "transit gateway, VPN or peering"
+        ]
+    lines = []
+    for rule in admitted:
+        if "referencedSecurityGroupId" in rule:
+            how = "inside the VPC"
+            source = f"security group {rule['referencedSecurityGroupId']}"
+        else:
+            source = rule["cidrIpv4"]
+            inside = _network(source) is not None and not _beyond(source, vpcs)
+            how = "inside the VPC" if inside else _gateway_route(plan, source)
+            how = how or "NO ROUTE into the VPC: unreachable from there"
+        lines.append(f"    `pulumi up` from {source}: {how}")
+    return lines or ["    `pulumi up` reaches it: from nowhere (no source is admitted)"]
+
+
+def existing_subnets(plan: Plan) -> list[str]:
+    """Subnets the cluster uses that the plan does not declare (network.existing_vpc): what
+    they need, which the plan cannot check."""
+    lines = []
+    for cluster in plan.of_type(CLUSTER):
+        given = [
+            s
+            for s in cluster.inputs.get("vpcConfig", {}).get("subnetIds", [])
+            if not is_known_after_apply(s)
+        ]
+        if given:
+            name = cluster.inputs.get("name", cluster.name)
+            lines.append(
+                f"  Existing subnets of {cluster.name} (not declared here, not checked): "
+                f"{', '.join(given)}. Before `pulumi up` each needs the tags "
+                f"kubernetes.io/role/internal-elb=1 and kubernetes.io/cluster/{name}=shared "
+                "(EKS user guide, Subnet requirements and considerations; AWS Load Balancer "
+                "Controller, subnet auto-discovery), and egress through a NAT gateway or VPC "
+                "endpoints for ECR (api, dkr), S3 and STS, without which nodes pull no image "
+                "and do not join"
+            )
+    return lines
+
+
 def endpoint_access(plan: Plan) -> list[str]:
     lines = []
     for cluster in plan.of_type(CLUSTER):
@@ -135,6 +227,7 @@ def endpoint_access(plan: Plan) -> list[str]:
                     f"    admitted through the cluster security group: {cidr} on "
                     f"{_ports(rule)} ({name})"
                 )
+        lines += runner_reach(plan, cluster)
     return lines or ["  API endpoint: none declared here (an existing cluster's own)"]
 
 
@@ -164,7 +257,7 @@ def format_exposure(plan: Plan) -> str:
     vpcs = plan.of_type(VPC)
     vpc_cidrs = [n for n in (_network(v.inputs.get("cidrBlock")) for v in vpcs) if n]
     elb = [s for s in plan.of_type(SUBNET) if ELB_ROLE_TAG in s.inputs.get("tags", {})]
-    lines = ["Exposure:", *endpoint_access(plan)]
+    lines = ["Exposure:", *endpoint_access(plan), *existing_subnets(plan)]
     lines.append(
         f"  Internet gateways: {_names(plan.of_type('aws:ec2/internetGateway:InternetGateway'))}"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from ipaddress import IPv4Network
 
 import pulumi
 import pulumi_aws as aws
@@ -25,6 +26,18 @@ def interface_endpoint_services(region: str) -> dict[str, str]:
         svc.replace(".", "-"): f"com.amazonaws.{region}.{svc}"
         for svc in INTERFACE_ENDPOINT_SERVICES
     }
+
+
+# The RouteArgs field that names each kind of gateway (EC2 API reference, CreateRoute:
+# TransitGatewayId for a transit gateway, GatewayId for an internet or virtual private gateway).
+ROUTE_TARGET = {"transit_gateway": "transit_gateway_id", "vpn_gateway": "gateway_id"}
+
+
+def route_name(table: str, destination: IPv4Network) -> str:
+    """A route's logical name, from its table and destination: the same route keeps its name
+    when others are added or reordered, and a changed destination is a new route."""
+    dest = f"{destination.network_address}-{destination.prefixlen}".replace(".", "-")
+    return f"{table}-to-{dest}"
 
 
 def cluster_tag(cluster_name: str) -> str:
@@ -89,16 +102,43 @@ class NetworkArgs:
 
 
 class Network(PlatformComponent):
-    """VPC, subnets, routing, NAT, VPC endpoints, flow logs and, where a GPU group uses EFA,
-    the EFA security group."""
+    """A new VPC (subnets, routing, NAT, VPC endpoints, Transit Gateway or VPN attachment), or
+    an existing one taken as the stack describes it; flow logs and, where a GPU group uses EFA,
+    the EFA security group in either."""
 
     PLANE = "control"
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
         env, net = args.context.env, args.network
-        layout = subnet_layout(net, args.aws.zones)
+        self.zones = list(args.aws.zones)
+        if net.existing_vpc is None:
+            self._new_vpc(args)
+        else:
+            # Nothing of the VPC is declared: `destroy` leaves it, and its routes, as they are.
+            by_zone = {s.zone: s.id for s in net.existing_vpc.private_subnets}
+            self.vpc_id = net.existing_vpc.id
+            self.public_subnet_ids = []
+            self.private_subnet_ids_by_zone = {z: by_zone[z] for z in self.zones}
+        self.private_subnet_ids = list(self.private_subnet_ids_by_zone.values())
+        if net.flow_logs:
+            self._flow_logs(env, args.aws.region, net, self.vpc_id, args.context.protect)
 
+        self.efa_security_group_id = (
+            self._efa_security_group(env, self.vpc_id) if args.efa else None
+        )
+        self.outputs = {
+            "vpc_id": self.vpc_id,
+            "public_subnet_ids": self.public_subnet_ids,
+            "private_subnet_ids": self.private_subnet_ids,
+        }
+        if self.efa_security_group_id is not None:
+            self.outputs["efa_security_group_id"] = self.efa_security_group_id
+        self.register_outputs(self.outputs)
+
+    def _new_vpc(self, args: NetworkArgs) -> None:
+        env, net = args.context.env, args.network
+        layout = subnet_layout(net, args.aws.zones)
         vpc = aws.ec2.Vpc(
             f"{env}-vpc",
             aws.ec2.VpcArgs(
@@ -126,13 +166,10 @@ class Network(PlatformComponent):
         )
         public_rt = aws.ec2.RouteTable(
             f"{env}-public-rt",
-            aws.ec2.RouteTableArgs(
-                vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
-                tags={"Name": f"{env}-public"},
-            ),
+            aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": f"{env}-public"}),
             self.child(),
         )
+        self._route(public_rt, IPv4Network("0.0.0.0/0"), gateway_id=igw.id, into=f"{env}-public")
 
         public_subnets: dict[str, aws.ec2.Subnet] = {}
         private_subnets: dict[str, aws.ec2.Subnet] = {}
@@ -177,21 +214,26 @@ class Network(PlatformComponent):
                 ),
                 self.child(depends_on=[igw]),
             )
+        gateways = self._gateways(env, net, vpc, [private_subnets[zs.zone] for zs in layout])
 
         private_rts = []
         for zs in layout:
             nat = nats.get(zs.zone, nats[args.aws.zones[0]])
             rt = aws.ec2.RouteTable(
                 f"{env}-private-rt-{zs.zone}",
-                aws.ec2.RouteTableArgs(
-                    vpc_id=vpc.id,
-                    routes=[
-                        aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)
-                    ],
-                    tags={"Name": f"{env}-private-{zs.zone}"},
-                ),
+                aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": f"{env}-private-{zs.zone}"}),
                 self.child(),
             )
+            into = f"{env}-private-{zs.zone}"
+            self._route(rt, IPv4Network("0.0.0.0/0"), nat_gateway_id=nat.id, into=into)
+            for route in net.routes():
+                self._route(
+                    rt,
+                    route.cidr,
+                    after=gateways[route.kind],
+                    into=into,
+                    **{ROUTE_TARGET[route.kind]: route.gateway_id},
+                )
             aws.ec2.RouteTableAssociation(
                 f"{env}-private-{zs.zone}",
                 aws.ec2.RouteTableAssociationArgs(
@@ -203,31 +245,61 @@ class Network(PlatformComponent):
 
         if net.vpc_endpoints:
             self._endpoints(env, args.aws.region, net, vpc, private_subnets, private_rts)
-        if net.flow_logs:
-            self._flow_logs(env, args.aws.region, net, vpc, args.context.protect)
-
-        self.efa_security_group_id = self._efa_security_group(env, vpc) if args.efa else None
-
         self.vpc_id = vpc.id
-        self.zones = [zs.zone for zs in layout]
         self.public_subnet_ids = [public_subnets[z].id for z in self.zones]
-        self.private_subnet_ids = [private_subnets[z].id for z in self.zones]
         self.private_subnet_ids_by_zone = {z: private_subnets[z].id for z in self.zones}
-        self.outputs = {
-            "vpc_id": self.vpc_id,
-            "public_subnet_ids": self.public_subnet_ids,
-            "private_subnet_ids": self.private_subnet_ids,
-        }
-        if self.efa_security_group_id is not None:
-            self.outputs["efa_security_group_id"] = self.efa_security_group_id
-        self.register_outputs(self.outputs)
 
-    def _efa_security_group(self, env: str, vpc: aws.ec2.Vpc) -> pulumi.Output[str]:
+    def _route(
+        self,
+        table: aws.ec2.RouteTable,
+        destination: IPv4Network,
+        *,
+        into: str,  # the table's name, which the route's name begins with
+        after: pulumi.Resource | None = None,
+        **target: pulumi.Input[str],
+    ) -> None:
+        # One resource per route, never the table's inline `routes`: a table with inline
+        # routes owns all of them and deletes, on the next `up`, any route added beside it.
+        aws.ec2.Route(
+            route_name(into, destination),
+            aws.ec2.RouteArgs(
+                route_table_id=table.id, destination_cidr_block=str(destination), **target
+            ),
+            self.child(depends_on=[after]) if after is not None else self.child(),
+        )
+
+    def _gateways(
+        self, env: str, net: NetworkSettings, vpc: aws.ec2.Vpc, private: list[aws.ec2.Subnet]
+    ) -> dict[str, pulumi.Resource]:
+        """The attachments a route through each gateway waits for: EC2 refuses a route to a
+        gateway not yet attached to the VPC."""
+        attached: dict[str, pulumi.Resource] = {}
+        if net.transit_gateway is not None:
+            # Its interfaces go in the private subnets, one per zone, where the nodes are.
+            attached["transit_gateway"] = aws.ec2transitgateway.VpcAttachment(
+                f"{env}-tgw",
+                aws.ec2transitgateway.VpcAttachmentArgs(
+                    transit_gateway_id=net.transit_gateway.id,
+                    vpc_id=vpc.id,
+                    subnet_ids=[s.id for s in private],
+                    tags={"Name": f"{env}-tgw"},
+                ),
+                self.child(),
+            )
+        if net.vpn_gateway is not None:
+            attached["vpn_gateway"] = aws.ec2.VpnGatewayAttachment(
+                f"{env}-vgw",
+                aws.ec2.VpnGatewayAttachmentArgs(vpc_id=vpc.id, vpn_gateway_id=net.vpn_gateway.id),
+                self.child(),
+            )
+        return attached
+
+    def _efa_security_group(self, env: str, vpc_id: pulumi.Input[str]) -> pulumi.Output[str]:
         # EFA OS-bypass traffic must be allowed to and from the group itself, every protocol.
         group = aws.ec2.SecurityGroup(
             f"{env}-efa-sg",
             aws.ec2.SecurityGroupArgs(
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 description="EFA: all traffic to and from members of this group",
                 tags={"Name": f"{env}-efa"},
             ),
@@ -295,7 +367,7 @@ class Network(PlatformComponent):
                 self.child(),
             )
 
-    def _flow_logs(self, env, region, net, vpc, protect) -> None:
+    def _flow_logs(self, env, region, net, vpc_id, protect) -> None:
         log_group = declare_log_group(
             f"{env}-flow-logs",
             f"/gpu-platform/{env}/vpc-flow-logs",
@@ -319,7 +391,7 @@ class Network(PlatformComponent):
         aws.ec2.FlowLog(
             f"{env}-flow-logs",
             aws.ec2.FlowLogArgs(
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 traffic_type="ALL",
                 log_destination_type="cloud-watch-logs",
                 log_destination=log_group.arn,

@@ -55,9 +55,11 @@ from model.config.mandatory import mandatory_problems
 from model.config.multikueue import MultiKueueSettings, check_multikueue
 from model.config.names import check_names
 from model.config.network import (
+    NEW_VPC_KEYS,
     AwsSettings,
     NetworkSettings,
     ZoneSubnets,
+    routed_to_vpc,
     subnet_layout,
 )
 from model.config.nodes import (
@@ -230,7 +232,12 @@ class PlatformConfig(Settings):
         if data.get("provider", "aws") != "aws":
             return data
         data = dict(data)
+        network = data.get("network", {})
+        # An existing VPC's NAT gateways are its owner's, not the platform's to multiply.
+        existing_vpc = isinstance(network, dict) and network.get("existing_vpc") is not None
         for (section, key), value in PRODUCTION_DEFAULTS.items():
+            if existing_vpc and section == "network" and key in NEW_VPC_KEYS:
+                continue
             if isinstance(data.get(section, {}), dict):
                 data[section] = {key: value, **data.get(section, {})}
         return data
@@ -310,6 +317,26 @@ class PlatformConfig(Settings):
                 "may reach the private endpoint: give api_access_cidrs (the runner's subnet, "
                 "VPN or peered range) or api_access_security_group_ids (the runner's security "
                 "group), or make the endpoint public with public_access_cidrs",
+            )
+        # A runner's security group is inside the VPC; an existing VPC's routes are not in
+        # the stack, so the plan says it cannot tell (plan/review.py) instead of refusing.
+        if (
+            cluster.endpoint_private_only
+            and not cluster.api_access_security_group_ids
+            and self.network.existing_vpc is None
+            and not any(routed_to_vpc(self.network, c) for c in cluster.api_access_cidrs)
+        ):
+            routed = [f"{r.cidr} (network.{r.key})" for r in self.network.routes()]
+            raise FieldProblem(
+                "cluster.api_access_cidrs",
+                f"{', '.join(map(str, cluster.api_access_cidrs))}: with endpoint_private_only "
+                "no route from any of them reaches the VPC, so the first `pulumi up` would "
+                "create the cluster and time out at its first Kubernetes object. Valid: a "
+                f"range inside network.vpc_cidr {self.network.vpc_cidr}, or inside one routed "
+                f"to the VPC ({', '.join(routed) or 'none routed'}): route the office or VPN "
+                "range with network.transit_gateway {id, cidrs} or network.vpn_gateway {id, "
+                "cidrs}, give api_access_security_group_ids (runners inside the VPC), or make "
+                "the endpoint public with public_access_cidrs",
             )
 
     @model_validator(mode="after")

@@ -217,6 +217,19 @@ SecurityGroupId = Annotated[
 ]
 
 
+def ec2_id(prefix: str, what: str) -> Shape:
+    return shaped(
+        rf"{prefix}-([0-9a-f]{{8}}|[0-9a-f]{{17}})",
+        f"a {what} id: {prefix}- and 17 (or 8) lowercase hexadecimal digits",
+    )
+
+
+VpcId = Annotated[str, ec2_id("vpc", "VPC")]
+SubnetId = Annotated[str, ec2_id("subnet", "subnet")]
+TransitGatewayId = Annotated[str, ec2_id("tgw", "transit gateway")]
+VpnGatewayId = Annotated[str, ec2_id("vgw", "virtual private gateway")]
+
+
 def _aws_tag(key: str, value: str) -> str | None:
     """Why a tag is refused by AWS, or None (Tagging AWS resources user guide, "Tag naming
     limits and requirements": key 1-128 and value 0-256 Unicode characters, letters, digits,

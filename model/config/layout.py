@@ -4,12 +4,18 @@ the GPU groups use, and whether each private subnet has room for every node at m
 from __future__ import annotations
 
 import math
+from ipaddress import IPv4Network
 from typing import TYPE_CHECKING
 
 from model.catalog import CATALOG
 from model.catalog_offerings import OFFERINGS_AS_OF
 from model.config.base import FieldProblem, FieldProblems
-from model.config.network import CIDR_PREFIX_RANGE, NetworkSettings, subnet_bits, subnet_layout
+from model.config.network import (
+    CIDR_PREFIX_RANGE,
+    NetworkSettings,
+    private_subnet_cidrs,
+    subnet_bits,
+)
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig
@@ -26,18 +32,63 @@ def check_aws_layout(cfg: PlatformConfig) -> None:
                 f"{len(given)} subnets for {zones} zones ({', '.join(cfg.aws.zones)}); "
                 "give exactly one per zone",
             )
-    _check_carved_subnets(cfg)
-    if cfg.network.vpc_cidr.overlaps(cfg.cluster.service_ipv4_cidr):
-        raise FieldProblem(
-            "cluster.service_ipv4_cidr",
-            f"{cfg.cluster.service_ipv4_cidr} overlaps network.vpc_cidr {cfg.network.vpc_cidr}",
-        )
+    if cfg.network.existing_vpc is not None:
+        _check_existing_subnets(cfg)
+    else:
+        _check_carved_subnets(cfg)
+    routed = [(f"network.{r.key}", r.cidr) for r in cfg.network.routes()]
+    for key, block in _vpc_blocks(cfg) + routed:
+        if block.overlaps(cfg.cluster.service_ipv4_cidr):
+            raise FieldProblem(
+                "cluster.service_ipv4_cidr",
+                f"{cfg.cluster.service_ipv4_cidr} overlaps {key} {block}",
+            )
     if cfg.cluster.endpoint_private_only and "public_access_cidrs" in (
         cfg.cluster.model_fields_set
     ):
         raise FieldProblem(
             "cluster.public_access_cidrs",
             "has no effect with endpoint_private_only: true; remove one of them",
+        )
+
+
+def _vpc_blocks(cfg: PlatformConfig) -> list[tuple[str, IPv4Network]]:
+    """The address blocks the stack knows of its VPC: a new VPC's CIDR, else the existing
+    subnets' (the existing VPC's own CIDR is not the plan's to read). A network routed to the
+    VPC may not overlap the service range either: kube-proxy would take its addresses for
+    Services."""
+    existing = cfg.network.existing_vpc
+    if existing is None:
+        return [("network.vpc_cidr", cfg.network.vpc_cidr)]
+    return [
+        (f"network.existing_vpc.private_subnets[{i}].cidr", s.cidr)
+        for i, s in enumerate(existing.private_subnets)
+    ]
+
+
+def _check_existing_subnets(cfg: PlatformConfig) -> None:
+    """One private subnet in each zone of aws.zones: EKS places its control-plane interfaces
+    in them and needs two zones; a node group of a zone without one has nowhere to go."""
+    zones = cfg.aws.zones
+    subnets = cfg.network.existing_vpc.private_subnets
+    seen: dict[str, int] = {}
+    for i, subnet in enumerate(subnets):
+        key = f"network.existing_vpc.private_subnets[{i}].zone"
+        if subnet.zone not in zones:
+            raise FieldProblem(key, f"{subnet.zone!r} is not one of aws.zones {zones}")
+        if subnet.zone in seen:
+            raise FieldProblem(
+                key,
+                f"{subnet.zone} already has private_subnets[{seen[subnet.zone]}]; give one "
+                "subnet per zone",
+            )
+        seen[subnet.zone] = i
+    missing = [z for z in zones if z not in seen]
+    if missing:
+        raise FieldProblem(
+            "network.existing_vpc.private_subnets",
+            f"no subnet in {', '.join(missing)}; give one private subnet for each of aws.zones "
+            f"{zones}",
         )
 
 
@@ -131,16 +182,21 @@ def _check_subnet_room(cfg: PlatformConfig) -> None:
         nodes = math.ceil(group.scaling.max_size / len(zones))
         for zone in zones:
             demand[zone].append((f"gpu_node_groups[{i}]", nodes * group.addresses_per_node))
-    for zs in subnet_layout(cfg.network, cfg.aws.zones):
-        usable = zs.private.num_addresses - 5  # AWS keeps five addresses of every subnet
-        users = demand[zs.zone]
+    more_room = (
+        "give network.private_subnet_cidrs more room"
+        if cfg.network.existing_vpc is None
+        else "name larger subnets under network.existing_vpc.private_subnets"
+    )
+    for zone, private in private_subnet_cidrs(cfg.network, cfg.aws.zones).items():
+        usable = private.num_addresses - 5  # AWS keeps five addresses of every subnet
+        users = demand[zone]
         if sum(n for _, n in users) > usable:
             detail = ", ".join(f"{who} {n}" for who, n in users)
             raise FieldProblem(
-                _crowded_key(cfg, zs.zone, max(users, key=lambda u: u[1])[0]),
-                f"private subnet {zs.private} in {zs.zone} has {usable} usable addresses, "
+                _crowded_key(cfg, zone, max(users, key=lambda u: u[1])[0]),
+                f"private subnet {private} in {zone} has {usable} usable addresses, "
                 f"but nodes at max_size need {sum(n for _, n in users)} ({detail}); lower "
-                "max_size or kubelet.max_pods, or give network.private_subnet_cidrs more room",
+                f"max_size or kubelet.max_pods, or {more_room}",
             )
 
 
@@ -148,6 +204,10 @@ def _crowded_key(cfg: PlatformConfig, zone: str, biggest: str) -> str:
     """The key the user set that made a private subnet too small: its own CIDR, the
     scaling of the group that needs the most addresses, else a VPC narrower than the
     default one."""
+    existing = cfg.network.existing_vpc
+    if existing is not None:
+        index = next(i for i, s in enumerate(existing.private_subnets) if s.zone == zone)
+        return f"network.existing_vpc.private_subnets[{index}].cidr"
     if cfg.network.private_subnet_cidrs is not None:
         return f"network.private_subnet_cidrs[{cfg.aws.zones.index(zone)}]"
     owners = {"system_nodes": cfg.system_nodes}

@@ -16,6 +16,10 @@ from model.config.base import (
     KmsKeyArn,
     RetentionDays,
     Settings,
+    SubnetId,
+    TransitGatewayId,
+    VpcId,
+    VpnGatewayId,
     _one_key_source,
     _overlaps,
     one_of,
@@ -108,8 +112,76 @@ class AwsSettings(Settings):
         return self
 
 
+class ExistingSubnet(Settings):
+    """A private subnet of an existing VPC, with the facts the plan checks it by: the plan
+    reads no AWS account, so it takes the zone and the CIDR from here, as
+    `aws ec2 describe-subnets --subnet-ids <id>` shows them."""
+
+    id: SubnetId = Field(description="The subnet's id.")
+    zone: str = Field(description="Its availability zone, one of aws.zones.")
+    cidr: IPv4Network = Field(
+        description="Its IPv4 block: nodes and every pod (VPC CNI, one address a pod) take "
+        "addresses from it, so the plan checks it holds the node groups at max_size."
+    )
+
+
+class ExistingVpcSettings(Settings):
+    """A VPC the platform uses but does not manage: no VPC, subnets, NAT gateways, route tables
+    or VPC endpoints are declared, and nothing of it is deleted on `destroy`."""
+
+    id: VpcId = Field(description="The VPC's id.")
+    private_subnets: list[ExistingSubnet] = Field(
+        min_length=2,
+        description="One private subnet per zone of aws.zones. Before `pulumi up`, each needs "
+        "the tags kubernetes.io/role/internal-elb=1 and kubernetes.io/cluster/<cluster>=shared "
+        '(EKS user guide, "Subnet requirements and considerations"; AWS Load Balancer '
+        'Controller, "Subnet auto-discovery"), and egress through a NAT gateway or VPC '
+        "endpoints for ECR, S3 and STS: the plan says so, since it cannot look.",
+    )
+
+
+class RoutedGateway(Settings):
+    """A gateway the new VPC's private subnets route other networks through."""
+
+    cidrs: list[IPv4Network] = Field(
+        min_length=1,
+        description="The networks routed through it (office, on-premises, peered VPCs), one "
+        "route each in every private route table. A cluster.api_access_cidrs range inside one "
+        "reaches a private API endpoint.",
+    )
+
+
+class TransitGatewaySettings(RoutedGateway):
+    """A Transit Gateway the new VPC attaches to through its private subnets."""
+
+    id: TransitGatewayId = Field(
+        description="The Transit Gateway's id (shared through RAM when another account owns "
+        "it; that account accepts the attachment, unless auto-accept is on)."
+    )
+
+
+class VpnGatewaySettings(RoutedGateway):
+    """A virtual private gateway (site-to-site VPN or Direct Connect) the new VPC attaches."""
+
+    id: VpnGatewayId = Field(
+        description="The virtual private gateway's id; it must not be attached to another VPC."
+    )
+
+
+# What only a VPC the program declares takes: with network.existing_vpc each is refused.
+NEW_VPC_KEYS = (
+    "vpc_cidr",
+    "public_subnet_cidrs",
+    "private_subnet_cidrs",
+    "nat_gateways",
+    "vpc_endpoints",
+    "transit_gateway",
+    "vpn_gateway",
+)
+
+
 class NetworkSettings(Settings):
-    """The VPC (provider aws)."""
+    """The VPC (provider aws): a new one, or an existing one (existing_vpc)."""
 
     vpc_cidr: IPv4Network = Field(
         IPv4Network("10.0.0.0/16"),
@@ -149,9 +221,27 @@ class NetworkSettings(Settings):
         description="Create a rotated KMS key for the flow log group alone, usable only by "
         "CloudWatch Logs for that group.",
     )
+    transit_gateway: TransitGatewaySettings | None = Field(
+        None,
+        description="Attach the new VPC to a Transit Gateway through its private subnets, and "
+        "route `cidrs` through it from every private subnet.",
+    )
+    vpn_gateway: VpnGatewaySettings | None = Field(
+        None,
+        description="Attach a virtual private gateway to the new VPC, and route `cidrs` "
+        "through it from every private subnet.",
+    )
+    existing_vpc: ExistingVpcSettings | None = Field(
+        None,
+        description="Use an existing VPC and its private subnets instead of declaring one; "
+        "excludes every key of a new VPC (vpc_cidr, subnets, NAT, endpoints, gateways).",
+    )
 
     @model_validator(mode="after")
     def _subnets_inside_vpc(self) -> NetworkSettings:
+        _one_key_source(self, "flow_log_kms_key_arn", "create_flow_log_kms_key")
+        if self.existing_vpc is not None:
+            return self._existing_vpc_alone()
         check_cidr_size("vpc_cidr", self.vpc_cidr, "a VPC")
         named = [("vpc_cidr", self.vpc_cidr)]
         for key in ("public_subnet_cidrs", "private_subnet_cidrs"):
@@ -162,11 +252,63 @@ class NetworkSettings(Settings):
                         f"{key}[{i}]", f"{cidr} lies outside vpc_cidr {self.vpc_cidr}"
                     )
                 named.append((f"{key}[{i}]", cidr))
-        _one_key_source(self, "flow_log_kms_key_arn", "create_flow_log_kms_key")
         problem = _overlaps(named[1:])
         if problem:
             raise problem
+        # A route to a block of the VPC itself, or two gateways for one block, is refused by
+        # EC2 (CreateRoute: the local route, or RouteAlreadyExists).
+        routed = [(route.key, route.cidr) for route in self.routes()]
+        problem = _overlaps([("vpc_cidr", self.vpc_cidr), *routed])
+        if problem:
+            raise problem
         return self
+
+    def _existing_vpc_alone(self) -> NetworkSettings:
+        for key in NEW_VPC_KEYS:
+            if key in self.model_fields_set:
+                raise FieldProblem(
+                    key,
+                    f"{_shown(getattr(self, key))} configures a new VPC, but existing_vpc "
+                    f"names {self.existing_vpc.id}, which the platform uses as it is: remove "
+                    f"{key}, or existing_vpc to declare a new VPC",
+                )
+        named = []
+        for i, subnet in enumerate(self.existing_vpc.private_subnets):
+            key = f"existing_vpc.private_subnets[{i}].cidr"
+            check_cidr_size(key, subnet.cidr, "subnets")
+            named.append((key, subnet.cidr))
+        problem = _overlaps(named)
+        if problem:
+            raise problem
+        return self
+
+    def routes(self) -> list[RoutedNetwork]:
+        """The networks the private subnets reach through a gateway, in the stack's order."""
+        found = []
+        for kind in ("transit_gateway", "vpn_gateway"):
+            gateway = getattr(self, kind)
+            if gateway is not None:
+                found += [
+                    RoutedNetwork(kind, gateway.id, cidr, f"{kind}.cidrs[{i}]")
+                    for i, cidr in enumerate(gateway.cidrs)
+                ]
+        return found
+
+
+@dataclass(frozen=True)
+class RoutedNetwork:
+    kind: Literal["transit_gateway", "vpn_gateway"]
+    gateway_id: str
+    cidr: IPv4Network
+    key: str  # its key path under network
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, Settings):
+        return str(value.model_dump(mode="json"))
+    if isinstance(value, list):
+        return f"[{', '.join(map(str, value))}]"
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -201,7 +343,24 @@ def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnet
 INTERFACE_ENDPOINT_SERVICES = ("ecr.api", "ecr.dkr", "sts")
 
 
+def private_subnet_cidrs(network: NetworkSettings, zones: list[str]) -> dict[str, IPv4Network]:
+    """Each zone's private subnet block: the existing VPC's as the stack gives them, else the
+    new VPC's layout."""
+    if network.existing_vpc is not None:
+        return {s.zone: s.cidr for s in network.existing_vpc.private_subnets}
+    return {zs.zone: zs.private for zs in subnet_layout(network, zones)}
+
+
 def nat_zones(network: NetworkSettings, zones: list[str]) -> list[str]:
     """Zones that host a NAT gateway; a private subnet routes through its own zone's, else the
-    first one."""
+    first one. None in an existing VPC: its egress is its owner's."""
+    if network.existing_vpc is not None:
+        return []
     return list(zones) if network.nat_gateways == "per_zone" else [zones[0]]
+
+
+def routed_to_vpc(network: NetworkSettings, cidr: IPv4Network) -> bool:
+    """Whether a client in `cidr` reaches a new VPC's private subnets: it is inside the VPC, or
+    in a network routed to it. An existing VPC's routes the stack does not hold: callers ask
+    only of a new one."""
+    return cidr.subnet_of(network.vpc_cidr) or any(cidr.subnet_of(r.cidr) for r in network.routes())

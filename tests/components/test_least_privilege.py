@@ -250,7 +250,7 @@ LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 
 def test_production_keeps_flow_and_audit_logs_for_a_year():
-    cluster = {"admin_principal_arns": [ADMIN], "api_access_cidrs": ["10.8.0.0/24"]}
+    cluster = {"admin_principal_arns": [ADMIN], "api_access_cidrs": ["10.0.240.0/24"]}
     cfg = parse_config({"production": True, "aws": EU_WEST, "cluster": cluster}, "test")
     assert cfg.network.flow_log_retention_days == 365
     assert cfg.cluster.log_retention_days == 365

@@ -6,6 +6,25 @@ counts them with its own."""
 from __future__ import annotations
 
 from tests.helpers.bad_stacks import AWS, NS, aws, case, existing, group, tags
+from tests.helpers.network_stacks import frankfurt_without
+
+TGW_ID = "tgw-0123456789abcdef0"
+
+
+def byo_vpc(*subnets: tuple[str, str]) -> dict:
+    """A network section naming an existing VPC with these (zone, cidr) private subnets."""
+    return {
+        "existing_vpc": {
+            "id": "vpc-0fedcba9876543210",
+            "private_subnets": [
+                {"id": f"subnet-0{i:016x}", "zone": zone, "cidr": cidr}
+                for i, (zone, cidr) in enumerate(subnets)
+            ],
+        }
+    }
+
+
+BYO_VPC = byo_vpc(("us-east-1a", "10.60.0.0/18"), ("us-east-1b", "10.60.64.0/18"))
 
 AWS_LIMITS = [
     # Amazon VPC user guide, "VPC CIDR blocks": a VPC is /16 to /28.
@@ -369,5 +388,118 @@ AWS_LIMITS = [
         "'25:00'",
         "a time of day HH:MM",
         "backup-time",
+    ),
+    # Bring-your-own network (issue 38). Existing subnets are taken as the stack describes
+    # them: one per zone of aws.zones (EKS user guide, "Subnet requirements and
+    # considerations": subnets in at least two zones), each holding every node's pods at
+    # max_size, less the five addresses AWS keeps of every subnet (Amazon VPC user guide,
+    # "Subnet CIDR blocks": the first four and the last; a /24 leaves 256 - 5 = 251).
+    case(
+        aws(network={**BYO_VPC, "vpc_cidr": "10.0.0.0/16"}),
+        "gpu-platform:network.vpc_cidr",
+        "10.0.0.0/16 configures a new VPC",
+        "remove vpc_cidr, or existing_vpc",
+        "existing-vpc-and-vpc-cidr",
+    ),
+    case(
+        aws(network={**BYO_VPC, "transit_gateway": {"id": TGW_ID, "cidrs": ["198.18.0.0/15"]}}),
+        "gpu-platform:network.transit_gateway",
+        "configures a new VPC",
+        "remove transit_gateway",
+        "existing-vpc-and-transit-gateway",
+    ),
+    case(
+        aws(network=byo_vpc(("us-east-1a", "10.60.0.0/18"), ("us-east-1c", "10.60.64.0/18"))),
+        "gpu-platform:network.existing_vpc.private_subnets[1].zone",
+        "'us-east-1c'",
+        "not one of aws.zones ['us-east-1a', 'us-east-1b']",
+        "existing-subnet-zone-outside-the-stack",
+    ),
+    case(
+        aws(network=byo_vpc(("us-east-1a", "10.60.0.0/18"), ("us-east-1a", "10.60.64.0/18"))),
+        "gpu-platform:network.existing_vpc.private_subnets[1].zone",
+        "us-east-1a already has private_subnets[0]",
+        "give one subnet per zone",
+        "existing-subnets-in-one-zone",
+    ),
+    case(
+        aws(
+            network=byo_vpc(("us-east-1a", "10.60.0.0/24"), ("us-east-1b", "10.60.64.0/18")),
+            gpu_node_groups=[
+                {
+                    "name": "g5",
+                    "instance_types": ["g5.2xlarge"],
+                    "scaling": {"min_size": 0, "max_size": 16},
+                }
+            ],
+        ),
+        "gpu-platform:network.existing_vpc.private_subnets[0].cidr",
+        "private subnet 10.60.0.0/24 in us-east-1a",
+        "has 251 usable addresses",
+        "existing-subnet-too-small-for-pods",
+    ),
+    case(
+        aws(network=byo_vpc(("us-east-1a", "10.60.0.0/29"), ("us-east-1b", "10.60.64.0/18"))),
+        "gpu-platform:network.existing_vpc.private_subnets[0].cidr",
+        "10.60.0.0/29",
+        "AWS accepts subnets from /16 to /28",
+        "existing-subnet-too-small-for-aws",
+    ),
+    case(
+        aws(network={"existing_vpc": {**BYO_VPC["existing_vpc"], "id": "vpc-12"}}),
+        "gpu-platform:network.existing_vpc.id",
+        "'vpc-12'",
+        "a VPC id: vpc- and 17 (or 8) lowercase hexadecimal digits",
+        "existing-vpc-id",
+    ),
+    # A route to a block of the VPC is refused by EC2 (the local route covers it), and so is a
+    # second route to one destination in a table (RouteAlreadyExists).
+    case(
+        aws(network={"transit_gateway": {"id": TGW_ID, "cidrs": ["10.0.128.0/17"]}}),
+        "gpu-platform:network.transit_gateway.cidrs[0]",
+        "10.0.128.0/17 overlaps vpc_cidr (10.0.0.0/16)",
+        "overlaps",
+        "routed-inside-the-vpc",
+    ),
+    case(
+        aws(
+            network={
+                "transit_gateway": {"id": TGW_ID, "cidrs": ["198.18.0.0/15"]},
+                "vpn_gateway": {"id": "vgw-0123456789abcdef0", "cidrs": ["198.18.4.0/24"]},
+            }
+        ),
+        "gpu-platform:network.vpn_gateway.cidrs[0]",
+        "198.18.4.0/24 overlaps transit_gateway.cidrs[0] (198.18.0.0/15)",
+        "overlaps",
+        "one-range-two-gateways",
+    ),
+    # EKS API reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: "We recommend that you
+    # specify a block that does not overlap with resources in other networks that are peered or
+    # connected to your VPC" (kube-proxy would take their addresses for Services).
+    case(
+        aws(network={"vpn_gateway": {"id": "vgw-0123456789abcdef0", "cidrs": ["172.20.0.0/24"]}}),
+        "gpu-platform:cluster.service_ipv4_cidr",
+        "172.20.0.0/16 overlaps network.vpn_gateway.cidrs[0] 172.20.0.0/24",
+        "overlaps",
+        "routed-over-the-service-range",
+    ),
+    case(
+        aws(network={"transit_gateway": {"id": "tgw-office", "cidrs": ["198.18.0.0/15"]}}),
+        "gpu-platform:network.transit_gateway.id",
+        "'tgw-office'",
+        "a transit gateway id: tgw- and 17 (or 8) lowercase hexadecimal digits",
+        "transit-gateway-id",
+    ),
+    # A private endpoint is reached only from a network routed into the VPC (EKS user guide,
+    # "Cluster API server endpoint": private access only, the endpoint is reached from within
+    # the VPC or a connected network): the new user's Frankfurt stack without its Transit
+    # Gateway would create the cluster and fail at its first Kubernetes object.
+    case(
+        frankfurt_without("transit_gateway"),
+        "gpu-platform:cluster.api_access_cidrs",
+        "198.18.0.0/15: with endpoint_private_only no route from any of them reaches the VPC",
+        "route the office or VPN range with network.transit_gateway {id, cidrs} or "
+        "network.vpn_gateway {id, cidrs}",
+        "private-endpoint-without-a-route",
     ),
 ]

@@ -13,6 +13,12 @@ from plan.cli import plan_stack
 from plan.model import Plan
 from tests.conftest import AWS_STACKS, make_project, planned, stack_file_config
 from tests.helpers.bad_stacks import NS
+from tests.helpers.network_stacks import (
+    EXISTING_VPC_STACK,
+    FRANKFURT_STACK,
+    existing_vpc_plan,
+    frankfurt_plan,
+)
 
 VARIED_STACK = "varied"
 
@@ -88,40 +94,14 @@ def capacity_kinds_plan() -> Plan:
     return plan_stack(CAPACITY_STACK, root)
 
 
-# A new user's stack outside us-east-1 (issue 38): Frankfurt, a NAT gateway per zone, FSx, a
-# spot GPU group and the default system nodes. Every shipped AWS stack is in us-east-1, so a
-# rate read from us-east-1 wherever the stack is passes all of them; it fails on this one.
-FRANKFURT_STACK = "fra"
-FRANKFURT_CONFIG = {
-    "gpu-platform:aws": {"region": "eu-central-1", "zones": ["eu-central-1a", "eu-central-1b"]},
-    "gpu-platform:cluster": {"admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"]},
-    "gpu-platform:network": {"nat_gateways": "per_zone"},
-    "gpu-platform:storage": {"fsx": {"storage_capacity_gib": 1200}},
-    "gpu-platform:gpu_node_groups": [
-        {
-            "name": "l4",
-            "instance_types": ["g6.2xlarge"],
-            "capacity": "spot",
-            "root_volume_gib": 100,
-            "scaling": {"min_size": 1, "max_size": 4},
-        },
-    ],
-}
-
-
-@functools.cache
-def frankfurt_plan() -> Plan:
-    root = make_project(Path(tempfile.mkdtemp(prefix="fra-")), {FRANKFURT_STACK: FRANKFURT_CONFIG})
-    return plan_stack(FRANKFURT_STACK, root)
-
-
 def every_aws_plan() -> list[tuple[str, Plan]]:
     """(name, plan) of every AWS stack, the varied stack, the capacity-kinds stack and the
-    Frankfurt stack: for the tests of a class of resources, so that a kind (or a region) no
-    shipped stack declares is covered too."""
+    network stacks (Frankfurt through a Transit Gateway, an existing VPC): for the tests of a
+    class of resources, so that a kind (or a region) no shipped stack declares is covered too."""
     return [
         *((s, planned(s)) for s in AWS_STACKS),
         (VARIED_STACK, varied_plan()),
         (CAPACITY_STACK, capacity_kinds_plan()),
         (FRANKFURT_STACK, frankfurt_plan()),
+        (EXISTING_VPC_STACK, existing_vpc_plan()),
     ]

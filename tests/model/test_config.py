@@ -35,13 +35,36 @@ def test_defaults_need_only_region_and_zones():
 
 def test_production_changes_defaults_but_an_explicit_key_wins():
     cluster = {"admin_principal_arns": ADMIN, "api_access_cidrs": ["10.8.0.0/24"]}
-    raw = {**AWS, "production": True, "network": {"flow_logs": False}, "cluster": cluster}
+    # The runners' range reaches the private endpoint through a Transit Gateway.
+    vpn = {"id": "tgw-0123456789abcdef0", "cidrs": ["10.8.0.0/24"]}
+    network = {"flow_logs": False, "transit_gateway": vpn}
+    raw = {**AWS, "production": True, "network": network, "cluster": cluster}
     cfg = parse_config(raw, SOURCE)
     assert cfg.network.nat_gateways == "per_zone"
     assert cfg.cluster.endpoint_private_only is True
     assert cfg.cluster.deletion_protection is True
     assert cfg.network.flow_logs is False
     assert cfg.protect_stateful is True
+
+
+def test_production_in_an_existing_vpc_hardens_what_is_the_platforms_only():
+    """NAT gateways are the existing VPC's owner's: production sets no nat_gateways there (a
+    key an existing VPC refuses), and still turns on flow logs and the private endpoint, which
+    is not refused for want of a route the plan cannot see."""
+    subnets = [
+        {"id": "subnet-0aaaaaaaaaaaaaaa1", "zone": "us-east-1a", "cidr": "10.60.0.0/18"},
+        {"id": "subnet-0bbbbbbbbbbbbbbb2", "zone": "us-east-1b", "cidr": "10.60.64.0/18"},
+    ]
+    raw = {
+        **AWS,
+        "production": True,
+        "network": {"existing_vpc": {"id": "vpc-0fedcba9876543210", "private_subnets": subnets}},
+        "cluster": {"admin_principal_arns": ADMIN, "api_access_cidrs": ["10.8.0.0/24"]},
+    }
+    cfg = parse_config(raw, SOURCE)
+    assert "nat_gateways" not in cfg.network.model_fields_set
+    assert cfg.network.flow_logs is True
+    assert cfg.cluster.endpoint_private_only is True
 
 
 def test_every_field_has_a_description_or_is_a_section():

@@ -22,7 +22,7 @@ AWS = {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]}
 # Every AWS stack names an admin, and a private endpoint (production's) a way in for the runner.
 CLUSTER = {
     "admin_principal_arns": ["arn:aws:iam::210987654321:role/platform-admins"],
-    "api_access_cidrs": ["10.8.0.0/24"],
+    "api_access_cidrs": ["10.0.240.0/24"],
 }
 CEPH = {
     "nodes": [{"name": "s1"}, {"name": "s2"}, {"name": "s3"}],

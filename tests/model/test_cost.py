@@ -36,6 +36,7 @@ from plan.model import build_plan
 from tests.conftest import make_project, planned, stack_config
 from tests.helpers.bad_stacks import ADMIN
 from tests.helpers.leaves import walk
+from tests.helpers.network_stacks import existing_vpc_config, existing_vpc_plan
 
 TODAY = date(2026, 11, 30)
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -248,6 +249,14 @@ def test_the_estimate_counts_the_nat_gateways_the_plan_declares(aws_plan):
     cfg = stack_config(aws_plan.stack)
     count = len(aws_plan.of_type("aws:ec2/natGateway:NatGateway"))
     assert line(cfg, "NAT gateways").item.startswith(f"NAT gateways ({count},")
+
+
+def test_an_existing_vpc_costs_no_nat_gateway_it_does_not_declare():
+    # Its NAT gateways (if any) are its owner's: the plan declares none, the estimate counts none.
+    config = {key.removeprefix("gpu-platform:"): v for key, v in existing_vpc_config().items()}
+    cfg = parse_config(config, "byovpc")
+    assert existing_vpc_plan().of_type("aws:ec2/natGateway:NatGateway") == []
+    assert [x.item for x in cost_lines(cfg, TODAY) if x.item.startswith("NAT")] == []
 
 
 def test_eks_costs_ten_cents_an_hour_and_sixty_in_extended_support():

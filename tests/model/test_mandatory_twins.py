@@ -18,8 +18,9 @@ from tests.conftest import make_project
 from tests.helpers.bad_stacks import GROUP, NS, assert_refused, aws, plan_bad
 
 PROD = {f"{NS}:production": True}
-# A production endpoint is private: the runner's range reaches it.
-PRIVATE = {"api_access_cidrs": ["10.20.0.0/16"]}
+# A production endpoint is private: the runner reaches it from a subnet of the VPC (the default
+# vpc_cidr, 10.0.0.0/16).
+PRIVATE = {"api_access_cidrs": ["10.0.240.0/24"]}
 FSX = {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 2400,
        "per_unit_storage_throughput": 125, "data_repository": None}  # fmt: skip
 RESERVED = {**GROUP, "capacity": "reservation", "capacity_reservation_id": "cr-0123456789abcdef0",

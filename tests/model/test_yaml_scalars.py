@@ -188,7 +188,7 @@ config:
     tags: {window: 1:30, created: 2024-01-31}
   gpu-platform:cluster:
     admin_principal_arns: ["arn:aws:iam::210987654321:role/platform-admins"]
-    api_access_cidrs: [10.20.0.0/16]
+    api_access_cidrs: [10.0.240.0/24]
   gpu-platform:alerts:
     queue_depth: 0o17
   gpu-platform:production: TRUE

@@ -157,6 +157,9 @@ def test_project_defaults_apply_and_the_stack_file_overrides_them(tmp_path):
 def test_project_default_reaches_the_program(tmp_path):
     stack = {
         "gpu-platform:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+        "gpu-platform:network": {
+            "vpn_gateway": {"id": "vgw-0123456789abcdef0", "cidrs": ["10.8.0.0/24"]}
+        },
         "gpu-platform:cluster": {
             "admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-admins"],
             "api_access_cidrs": ["10.8.0.0/24"],

@@ -35,14 +35,25 @@ def test_the_table_is_the_shared_provider_facts_table_unchanged():
 
 
 def test_the_builtin_rows_fill_only_what_the_shared_table_lacks():
-    """replacements_builtin.json adds built-in kinds; a row the shared table also has would be
-    shadowed by it, so a newer shared table that gains one asks for the local row to go."""
+    """replacements_builtin.json adds built-in kinds and AWS types; a row the shared table also
+    has would be shadowed by it, so a newer shared table that gains one asks for the local row
+    to go. Each row is read as the shared table's rows are: a Kubernetes kind from
+    pulumi-kubernetes' forceNew table, an AWS type from its terraform-provider-aws file at a
+    recorded commit, with `region` (every regional AWS type replaces on it)."""
     shared = json.loads(TABLE.read_text())["types"]
     builtin = json.loads(BUILTIN_TABLE.read_text())["types"]
     assert builtin and not set(builtin) & set(shared)
     for token, row in builtin.items():
-        assert row["replace_on"][:2] == ["metadata.name", "metadata.namespace"], token
-        assert "diff.go" in row["source"], token
+        if token.startswith("kubernetes:"):
+            assert row["replace_on"][:2] == ["metadata.name", "metadata.namespace"], token
+            assert "diff.go" in row["source"], token
+        else:
+            assert token.startswith("aws:"), token
+            assert "region" in row["replace_on"], token
+            assert re.fullmatch(
+                r"hashicorp/terraform-provider-aws:internal/service/\S+\.go @ commit [0-9a-f]{40}",
+                row["source"],
+            ), token
 
 
 def test_a_cluster_role_bindings_role_ref_forces_replacement():
@@ -123,6 +134,20 @@ def test_every_path_in_the_table_matches_the_changes_under_it():
         # ... and helm_release.go: a Release's name replaces, its values upgrade in place.
         ("kubernetes:helm.sh/v3:Release", ["values.image.tag"], ()),
         ("kubernetes:helm.sh/v3:Release", ["name"], ("name",)),
+        # ec2/vpc_route.go: route_table_id and the destination are ForceNew; the target is
+        # changed in place (ReplaceRoute).
+        ("aws:ec2/route:Route", ["destinationCidrBlock"], ("destinationCidrBlock",)),
+        ("aws:ec2/route:Route", ["transitGatewayId", "natGatewayId"], ()),
+        # ec2/transitgateway_vpc_attachment.go: transit_gateway_id and vpc_id are ForceNew,
+        # subnet_ids are modified in place (ModifyTransitGatewayVpcAttachment).
+        ("aws:ec2transitgateway/vpcAttachment:VpcAttachment", ["subnetIds[2]"], ()),
+        (
+            "aws:ec2transitgateway/vpcAttachment:VpcAttachment",
+            ["transitGatewayId"],
+            ("transitGatewayId",),
+        ),
+        # ec2/vpnsite_gateway_attachment.go: no update; both arguments ForceNew.
+        ("aws:ec2/vpnGatewayAttachment:VpnGatewayAttachment", ["vpnGatewayId"], ("vpnGatewayId",)),
         # terraform-provider-random resource_password.go: every argument RequiresReplace.
         ("random:index/randomPassword:RandomPassword", ["length"], ("length",)),
     ],

@@ -12,6 +12,7 @@ from plan.cli import main
 from plan.model import Plan, PlannedResource
 from plan.review import decode_user_data, format_detail, format_exposure
 from tests.conftest import find, planned
+from tests.helpers.network_stacks import existing_vpc_plan, frankfurt_plan
 
 RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 
@@ -21,14 +22,17 @@ def with_resources(plan: Plan, resources) -> Plan:
 
 
 def test_shipped_prod_exposure():
-    # stacks/Pulumi.prod.yaml: endpoint_public_access false, api_access_cidrs [10.8.0.0/24],
-    # vpc_cidr 10.30.0.0/16, three zones with a NAT gateway each; the EKS cluster, its secrets
-    # key, the file system and its key protected (production).
+    # stacks/Pulumi.prod.yaml: endpoint_public_access false, api_access_cidrs [10.8.0.0/24]
+    # routed through transit gateway tgw-0a1b2c3d4e5f60718, vpc_cidr 10.30.0.0/16, three zones
+    # with a NAT gateway each; the EKS cluster, its secrets key, the file system and its key
+    # protected (production).
     assert format_exposure(planned("prod")) == (
         "Exposure:\n"
         "  API endpoint of prod-eks: private only (no public endpoint)\n"
         "    admitted through the cluster security group: 10.8.0.0/24 on tcp 443 "
         "(prod-api-access-0)\n"
+        "    `pulumi up` from 10.8.0.0/24: through transit gateway tgw-0a1b2c3d4e5f60718 "
+        "(route prod-private-us-east-1a-to-10-8-0-0-24, to 10.8.0.0/24)\n"
         "  Internet gateways: prod-igw\n"
         "  NAT gateways: prod-nat-us-east-1a, prod-nat-us-east-1b, prod-nat-us-east-1c\n"
         "  Subnets tagged for internet-facing load balancers (kubernetes.io/role/elb): "
@@ -47,6 +51,7 @@ def test_shipped_dev_exposure_names_the_public_endpoint_and_its_cidr():
     # an S3 data bucket behind a full public access block, nothing protected outside production.
     text = format_exposure(planned("dev"))
     assert "  API endpoint of dev-eks: public to 203.0.113.0/24; private access on\n" in text
+    assert "    `pulumi up` reaches it over the internet from 203.0.113.0/24\n" in text
     assert "  NAT gateways: dev-nat-us-east-1a\n" in text
     assert "  Security-group rules open beyond the VPC (10.10.0.0/16): none\n" in text
     assert "  Public buckets: none\n" in text
@@ -58,6 +63,50 @@ def test_shipped_onprem_exposure_has_no_aws_network():
     assert "  API endpoint: none declared here (an existing cluster's own)\n" in text
     assert "  Internet gateways: none\n" in text
     assert "Security-group rules" not in text
+
+
+def test_the_new_users_frankfurt_stack_says_how_the_office_reaches_the_private_endpoint():
+    # tests/helpers/network_stacks.py: a private endpoint, api_access_cidrs [198.18.0.0/15],
+    # the office range routed through transit gateway tgw-0123456789abcdef0.
+    text = format_exposure(frankfurt_plan())
+    assert (
+        "  API endpoint of frankfurt-eks: private only (no public endpoint)\n"
+        "    admitted through the cluster security group: 198.18.0.0/15 on tcp 443 "
+        "(frankfurt-api-access-0)\n"
+        "    `pulumi up` from 198.18.0.0/15: through transit gateway tgw-0123456789abcdef0 "
+        "(route frankfurt-private-eu-central-1a-to-198-18-0-0-15, to 198.18.0.0/15)\n"
+    ) in text
+
+
+def test_a_private_endpoint_no_route_reaches_is_said_unreachable():
+    # The config refuses such a stack (model/config: api_access_cidrs); the summary, read from
+    # what is declared, says so too when a route is missing from the plan.
+    plan = frankfurt_plan()
+    text = format_exposure(
+        with_resources(plan, [r for r in plan.resources if r.type != "aws:ec2/route:Route"])
+    )
+    assert (
+        "    `pulumi up` from 198.18.0.0/15: NO ROUTE into the VPC: unreachable from there\n"
+    ) in text
+
+
+def test_an_existing_vpc_plan_says_why_it_cannot_tell_and_what_its_subnets_need():
+    text = format_exposure(existing_vpc_plan())
+    assert (
+        "    `pulumi up` reaches it: cannot tell here. The VPC is an existing one "
+        "(network.existing_vpc): its route tables are not declared, so the plan cannot see "
+        "whether 10.8.0.0/24 is routed to it."
+    ) in text
+    # AWS Load Balancer Controller, "Subnet auto discovery": private subnets for internal load
+    # balancers carry kubernetes.io/role/internal-elb = 1; the cluster tag is
+    # kubernetes.io/cluster/${cluster-name} = owned or shared.
+    assert (
+        "  Existing subnets of byovpc-eks (not declared here, not checked): "
+        "subnet-0aaaaaaaaaaaaaaa1, subnet-0bbbbbbbbbbbbbbb2, subnet-0ccccccccccccccc3. Before "
+        "`pulumi up` each needs the tags kubernetes.io/role/internal-elb=1 and "
+        "kubernetes.io/cluster/gpu-platform-byovpc=shared"
+    ) in text
+    assert "egress through a NAT gateway or VPC endpoints for ECR (api, dkr), S3 and STS" in text
 
 
 def test_an_ingress_rule_open_to_the_internet_is_listed():

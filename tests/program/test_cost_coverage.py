@@ -41,8 +41,10 @@ BILLED_AS_LINE = {
     "aws:ec2/eip:Eip": "network.public_ipv4",  # public IPv4 address charge, per hour
     "aws:fsx/lustreFileSystem:LustreFileSystem": "storage.fsx",  # FSx pricing, per GB-month
 }
-# Billed by use (GB stored or ingested, requests): the estimate lists them as not priced.
+# Billed by use (GB stored or ingested, requests), or at a rate not recorded (a Transit Gateway
+# attachment's hours): the estimate lists them as not priced.
 BILLED_BY_USE = {
+    "aws:ec2transitgateway/vpcAttachment:VpcAttachment",
     "aws:cloudwatch/logGroup:LogGroup",
     "aws:ec2/flowLog:FlowLog",
     "aws:s3/bucket:Bucket",
@@ -62,6 +64,8 @@ BILLED_OWN_TEST = {
 # bucket settings; Auto Scaling tags; placement groups).
 NOT_BILLED = {
     "aws:autoscaling/tag:Tag",
+    "aws:ec2/route:Route",
+    "aws:ec2/vpnGatewayAttachment:VpnGatewayAttachment",
     "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",
     "aws:ec2/internetGateway:InternetGateway",
     "aws:ec2/placementGroup:PlacementGroup",
@@ -93,8 +97,9 @@ IDS = [name for name, _ in PLANS]
 
 
 def region_of(plan: Plan) -> str:
-    """The stack's region, from the zones its subnets are in (`eu-central-1a`)."""
-    (region,) = {s.inputs["availabilityZone"][:-1] for s in plan.of_type("aws:ec2/subnet:Subnet")}
+    """The stack's region, as its AWS provider is given it (a stack in an existing VPC declares
+    no subnet whose zone would say it)."""
+    (region,) = {p.inputs["region"] for p in plan.of_type("pulumi:providers:aws")}
     return region
 
 

@@ -56,7 +56,7 @@ def test_documentation_cidrs_are_named_with_their_key():
         )
         assert warning in config_warnings(cfg, TODAY)
     private = aws_config(
-        "1.35", endpoint_private_only=True, api_access_cidrs=["10.8.0.0/24", "192.0.2.0/28"]
+        "1.35", endpoint_private_only=True, api_access_cidrs=["10.0.240.0/24", "192.0.2.0/28"]
     )
     (warning,) = documentation_cidrs(private)
     assert warning.startswith("gpu-platform:cluster.api_access_cidrs[1]: 192.0.2.0/28 is in")

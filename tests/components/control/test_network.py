@@ -7,14 +7,28 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from components.control.network import flow_log_write_policy, interface_endpoint_services
+from components.control.network import (
+    flow_log_write_policy,
+    interface_endpoint_services,
+    route_name,
+)
 from model.config import NetworkSettings, subnet_layout
 from model.config.network import nat_zones
 from plan.diff import flatten
 from tests.conftest import AWS_STACKS, planned, stack_config
+from tests.helpers.network_stacks import (
+    EXISTING_SUBNETS,
+    EXISTING_VPC,
+    OFFICE,
+    TGW,
+    existing_vpc_plan,
+    frankfurt_plan,
+)
 from tests.helpers.varied_stacks import every_aws_plan
 
 ZONES3 = ["us-east-1a", "us-east-1b", "us-east-1c"]
+ROUTE = "aws:ec2/route:Route"
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
 
 
 @pytest.mark.parametrize("zones", [ZONES3[:2], ZONES3, [*ZONES3, "us-east-1d", "us-east-1e"]])
@@ -78,9 +92,7 @@ def test_subnets_span_every_zone_and_are_tagged_for_load_balancers(stack):
 def test_shipped_nat_gateways_per_environment(stack, nats):
     plan = planned(stack)
     assert len(plan.of_type("aws:ec2/natGateway:NatGateway")) == nats
-    routes = plan.of_type("aws:ec2/routeTable:RouteTable")
-    private = [r for r in routes if "-private-" in r.name]
-    used = {r.inputs["routes"][0]["natGatewayId"] for r in private}
+    used = {r.inputs["natGatewayId"] for r in plan.of_type(ROUTE) if "natGatewayId" in r.inputs}
     assert len(used) == nats
 
 
@@ -218,3 +230,129 @@ def test_a_stack_without_efa_declares_no_efa_group_nor_output():
     assert not any(g.efa for g in stack_config("dev").gpu_node_groups)
     assert [r.name for r in plan.of_type(SECURITY_GROUP) if "efa" in r.name] == []
     assert "efa_security_group_id" not in plan.outputs
+
+
+# ------------------------------------------------------------------ routes and gateways
+
+
+def test_no_route_table_declares_its_routes_inline():
+    """The class: a route table with inline `routes` owns every route of the table, so the next
+    `up` deletes a route someone added beside them (the pulumi-aws RouteTable docs: inline
+    routes and Route resources cannot be used together). Every route is its own resource."""
+    inline = [
+        f"{stack}: {table.name}"
+        for stack, plan in every_aws_plan()
+        for table in plan.of_type(ROUTE_TABLE)
+        if "routes" in table.inputs
+    ]
+    assert not inline, "route tables with inline routes: " + ", ".join(inline)
+
+
+def test_every_route_table_has_its_default_route_as_a_resource_of_its_own():
+    # Public tables to the internet gateway, private ones to a NAT gateway.
+    plan = planned("dev")
+    defaults = {
+        r.inputs["routeTableId"]: r
+        for r in plan.of_type(ROUTE)
+        if r.inputs["destinationCidrBlock"] == "0.0.0.0/0"
+    }
+    for table in plan.of_type(ROUTE_TABLE):
+        route = defaults[f"(known after apply: {table.name}.id)"]
+        target = "gatewayId" if "-public" in table.name else "natGatewayId"
+        assert target in route.inputs, route.name
+
+
+def test_a_route_is_named_by_its_table_and_destination():
+    # Stable when other routes come or go: a name from the list's order would move them all.
+    assert route_name("fra-private-eu-central-1a", IPv4Network("198.18.0.0/15")) == (
+        "fra-private-eu-central-1a-to-198-18-0-0-15"
+    )
+    assert route_name("dev-public", IPv4Network("0.0.0.0/0")) == "dev-public-to-0-0-0-0-0"
+
+
+def test_every_route_through_a_gateway_waits_for_its_attachment():
+    """EC2 refuses a route to a gateway not yet attached to the VPC: each route through a
+    transit gateway depends on the VPC attachment, each through a virtual private gateway on
+    the VPN gateway attachment."""
+    attachments = {
+        "transitGatewayId": "aws:ec2transitgateway/vpcAttachment:VpcAttachment",
+        "gatewayId": "aws:ec2/vpnGatewayAttachment:VpnGatewayAttachment",
+    }
+    checked = 0
+    for stack, plan in every_aws_plan():
+        for route in plan.of_type(ROUTE):
+            for target, token in attachments.items():
+                gateway = route.inputs.get(target, "")
+                if gateway.startswith(("tgw-", "vgw-")):
+                    (attachment,) = plan.of_type(token)
+                    assert attachment.urn in route.dependencies, f"{stack}: {route.name}"
+                    checked += 1
+    assert checked > 0
+
+
+def test_the_office_reaches_every_private_subnet_through_the_transit_gateway():
+    plan = frankfurt_plan()
+    (attachment,) = plan.of_type("aws:ec2transitgateway/vpcAttachment:VpcAttachment")
+    assert attachment.inputs["transitGatewayId"] == TGW
+    assert attachment.inputs["vpcId"] == "(known after apply: frankfurt-vpc.id)"
+    # Its interfaces in the private subnets, one per zone.
+    assert attachment.inputs["subnetIds"] == [
+        "(known after apply: frankfurt-private-eu-central-1a.id)",
+        "(known after apply: frankfurt-private-eu-central-1b.id)",
+    ]
+    office = {
+        r.inputs["routeTableId"]: r.inputs["transitGatewayId"]
+        for r in plan.of_type(ROUTE)
+        if r.inputs["destinationCidrBlock"] == OFFICE
+    }
+    assert office == {
+        "(known after apply: frankfurt-private-rt-eu-central-1a.id)": TGW,
+        "(known after apply: frankfurt-private-rt-eu-central-1b.id)": TGW,
+    }
+
+
+def test_the_staging_vpn_range_comes_in_through_the_virtual_private_gateway():
+    # stacks/Pulumi.staging.yaml: vpn_gateway vgw-0a1b2c3d4e5f60718 routes 10.8.0.0/24.
+    plan = planned("staging")
+    (attachment,) = plan.of_type("aws:ec2/vpnGatewayAttachment:VpnGatewayAttachment")
+    assert attachment.inputs["vpnGatewayId"] == "vgw-0a1b2c3d4e5f60718"
+    assert attachment.inputs["vpcId"] == "(known after apply: staging-vpc.id)"
+    routed = [r for r in plan.of_type(ROUTE) if r.inputs["destinationCidrBlock"] == "10.8.0.0/24"]
+    assert len(routed) == 3  # one per private route table, three zones
+    assert {r.inputs["gatewayId"] for r in routed} == {"vgw-0a1b2c3d4e5f60718"}
+
+
+# ------------------------------------------------------------------------ existing VPC
+
+NETWORK_OF_ITS_OWN = (
+    "aws:ec2/vpc:Vpc",
+    "aws:ec2/subnet:Subnet",
+    "aws:ec2/internetGateway:InternetGateway",
+    "aws:ec2/natGateway:NatGateway",
+    "aws:ec2/eip:Eip",
+    ROUTE_TABLE,
+    ROUTE,
+    "aws:ec2/routeTableAssociation:RouteTableAssociation",
+    "aws:ec2/vpcEndpoint:VpcEndpoint",
+    "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",
+)
+
+
+def test_an_existing_vpc_is_used_and_nothing_of_a_network_declared():
+    plan = existing_vpc_plan()
+    declared = [f"{r.type} {r.name}" for t in NETWORK_OF_ITS_OWN for r in plan.of_type(t)]
+    assert declared == []
+    ids = [subnet for subnet, _ in EXISTING_SUBNETS.values()]
+    (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    assert cluster.inputs["vpcConfig"]["subnetIds"] == ids
+    # staging's EFA group and its Lustre file system sit in us-east-1c.
+    zone_c = EXISTING_SUBNETS["us-east-1c"][0]
+    (fsx,) = plan.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert fsx.inputs["subnetIds"] == zone_c
+    groups = {g.name: g.inputs for g in plan.of_type("aws:eks/nodeGroup:NodeGroup")}
+    assert all(set(g["subnetIds"]) <= set(ids) for g in groups.values())
+    assert [g["subnetIds"] for n, g in groups.items() if "a100" in n] == [[zone_c]]
+    for group in plan.of_type("aws:ec2/securityGroup:SecurityGroup"):
+        assert group.inputs["vpcId"] == EXISTING_VPC, group.name
+    (flow_log,) = plan.of_type("aws:ec2/flowLog:FlowLog")
+    assert flow_log.inputs["vpcId"] == EXISTING_VPC

@@ -244,7 +244,7 @@ def test_named_bucket_gives_an_exact_path_and_is_protected_in_production(tmp_pat
         "gpu-platform:aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
         "gpu-platform:cluster": {
             "admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-admins"],
-            "api_access_cidrs": ["10.8.0.0/24"],
+            "api_access_cidrs": ["10.0.240.0/24"],
         },
         "gpu-platform:storage": {
             "fsx": {
