@@ -175,6 +175,13 @@ class ExistingClusterSettings(Settings):
         default_factory=ExistingAddonsSettings,
         description="Which add-ons the platform installs and which it takes from the cluster.",
     )
+    namespaces: list[DnsLabel] = Field(
+        default_factory=list,
+        description="Namespaces of the platform's (namespaces.*, scheduling.teams[].name) "
+        "that the cluster already has: the platform patches its labels onto them "
+        "(NamespacePatch) instead of creating them, which `up` would refuse (AlreadyExists), "
+        "and a destroy leaves them and what they hold.",
+    )
 
     @model_validator(mode="after")
     def _one_kubeconfig(self) -> ExistingClusterSettings:

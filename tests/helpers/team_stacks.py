@@ -1,0 +1,88 @@
+"""Stacks whose teams have people (scheduling.teams[].access), planned once per test process:
+on AWS, IAM roles of two teams, one of them in both with a different role in each; on an
+existing cluster, its authenticator's groups, with namespaces the cluster already has."""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+
+from model.config import PlatformConfig
+from plan.cli import plan_stack
+from plan.model import Plan
+from tests.conftest import make_project, stack_config, stack_file_config
+from tests.helpers.bad_stacks import NS
+
+ACCOUNT = "123456789012"
+LLM_ENGINEERS = f"arn:aws:iam::{ACCOUNT}:role/llm-engineers"
+# An IAM Identity Center permission set's role (IAM Identity Center user guide, "Referencing
+# permission sets in resource policies ...": role/aws-reserved/sso.amazonaws.com/<region>/).
+LLM_SSO = (
+    f"arn:aws:iam::{ACCOUNT}:role/aws-reserved/sso.amazonaws.com/eu-central-1/"
+    "AWSReservedSSO_LlmTeam_0123456789abcdef"
+)
+VISION_ENGINEERS = f"arn:aws:iam::{ACCOUNT}:role/vision-engineers"
+# Reads llm's namespace, edits vision's: one access entry, one association per role.
+AUDITORS = f"arn:aws:iam::{ACCOUNT}:role/auditors"
+
+AWS_TEAMS = [
+    {
+        "name": "llm",
+        "access": [
+            {"role": "edit", "principal_arns": [LLM_ENGINEERS, LLM_SSO]},
+            {"role": "view", "principal_arns": [AUDITORS]},
+        ],
+    },
+    {"name": "vision", "access": [{"principal_arns": [VISION_ENGINEERS, AUDITORS]}]},
+]
+
+ONPREM_TEAMS = [
+    {"name": "llm", "access": [{"groups": ["oidc:llm-engineers"]}]},
+    {
+        "name": "vision",
+        "access": [
+            {"groups": ["oidc:vision-engineers"]},
+            {"role": "view", "groups": ["oidc:auditors"]},
+        ],
+    },
+]
+# Namespaces the existing cluster already has: the training namespace and one team's.
+ADOPTED = ["training", "vision"]
+
+AWS_TEAMS_STACK = "teams-aws"
+ONPREM_TEAMS_STACK = "teams-onprem"
+
+
+def aws_teams_config() -> dict:
+    config = stack_file_config("staging")
+    config[f"{NS}:scheduling"] = {**config.get(f"{NS}:scheduling", {}), "teams": AWS_TEAMS}
+    return config
+
+
+def onprem_teams_config() -> dict:
+    config = stack_file_config("onprem")
+    scheduling = config[f"{NS}:scheduling"]
+    scheduling["teams"] = [*scheduling.get("teams", []), *ONPREM_TEAMS]
+    config[f"{NS}:existing"]["namespaces"] = ADOPTED
+    return config
+
+
+TEAM_STACKS = (AWS_TEAMS_STACK, ONPREM_TEAMS_STACK)
+
+
+@functools.cache
+def _root() -> Path:
+    stacks = {AWS_TEAMS_STACK: aws_teams_config(), ONPREM_TEAMS_STACK: onprem_teams_config()}
+    # onprem's MultiKueue worker, whose outputs the plan stands in from its stack file.
+    burst = {"burst": stack_file_config("burst")}
+    return make_project(Path(tempfile.mkdtemp(prefix="teams-")), {**stacks, **burst})
+
+
+@functools.cache
+def team_plan(stack: str) -> Plan:
+    return plan_stack(stack, _root())
+
+
+def team_config(stack: str) -> PlatformConfig:
+    return stack_config(stack, _root())
