@@ -11,7 +11,7 @@ from pathlib import Path
 from model.config import PlatformConfig
 from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import make_project, stack_config, stack_file_config
+from tests.conftest import STACKS, make_project, planned, stack_config, stack_file_config
 from tests.helpers.bad_stacks import NS
 
 ACCOUNT = "123456789012"
@@ -86,3 +86,16 @@ def team_plan(stack: str) -> Plan:
 
 def team_config(stack: str) -> PlatformConfig:
     return stack_config(stack, _root())
+
+
+# Every stack file found and the fixtures above: for the tests that enumerate what stacks
+# declare, so that the team access and adopted namespaces no shipped stack has are covered.
+STACKS_AND_TEAMS = (*STACKS, *TEAM_STACKS)
+
+
+def plan_of(stack: str) -> Plan:
+    return team_plan(stack) if stack in TEAM_STACKS else planned(stack)
+
+
+def config_of(stack: str) -> PlatformConfig:
+    return team_config(stack) if stack in TEAM_STACKS else stack_config(stack)
