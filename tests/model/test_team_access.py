@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from model.config.team_access import team_group
 from tests.helpers.bad_stacks import ADMIN, EXISTING, NS, assert_refused, aws, case, existing
 
 ROLE = "arn:aws:iam::123456789012:role/llm-engineers"
@@ -47,3 +48,9 @@ def test_bad_team_access_and_existing_namespaces_are_refused(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+def test_a_teams_kubernetes_group_is_outside_the_prefixes_eks_reserves():
+    # EKS user guide, "Create access entries": a Kubernetes group name cannot start with
+    # system:, eks:, aws:, amazon: or iam:.
+    assert team_group("llm", "edit") == "gpu-platform:llm:edit"
