@@ -91,7 +91,9 @@ class Platform(PlatformComponent):
         adopted = cfg.existing.namespaces if cfg.existing is not None else ()
         namespaces = Namespaces(
             f"{env}-namespaces",
-            NamespacesArgs(cfg.namespaces, teams, existing, adopted),
+            NamespacesArgs(
+                cfg.namespaces, teams, existing, adopted, check_existing=cfg.provider == "existing"
+            ),
             on_cluster,
         )
         self._export(namespaces)

@@ -63,6 +63,17 @@ def job_namespaces(cfg: PlatformConfig) -> list[str]:
     return found
 
 
+def namespace_check(created: Sequence[str]) -> dict[str, str]:
+    """What the plan says of the namespaces `up` will create on an existing cluster, which it
+    cannot read: how to see whether the cluster has any already, and what to do if so."""
+    return {
+        "creates": ", ".join(created),
+        "check": f"kubectl get namespace {' '.join(created)} --ignore-not-found",
+        "if_found": "list each namespace the check prints under existing.namespaces: `up` "
+        'would stop at AlreadyExists (docs/scheduling.md, "Namespaces a cluster already has")',
+    }
+
+
 @dataclass(frozen=True)
 class NamespacesArgs:
     namespaces: NamespaceSettings
@@ -73,6 +84,8 @@ class NamespacesArgs:
     existing: Sequence[str] = ()
     # Namespaces the cluster already has that the platform still labels (existing.namespaces).
     adopted: Sequence[str] = ()
+    # An existing cluster: the plan cannot see which namespaces it has, so it says how to look.
+    check_existing: bool = False
 
 
 class Namespaces(PlatformComponent):
@@ -91,6 +104,8 @@ class Namespaces(PlatformComponent):
         teams = {t.name: t for t in args.teams}
         self.adopted = frozenset(args.adopted)
         self.team_names = frozenset(teams)
+        # The namespaces `up` creates, which a cluster that has them refuses (AlreadyExists).
+        self.created: list[str] = []
         self.by_purpose: dict[str, NamespaceResource] = {}
         for purpose, ns in sorted(args.namespaces.model_dump().items()):
             if purpose not in args.existing:
@@ -98,6 +113,8 @@ class Namespaces(PlatformComponent):
         self.teams = {team: self._namespace(team, "team", t) for team, t in sorted(teams.items())}
         # Stack outputs: each purpose's namespace (the ones the cluster already has left out).
         self.outputs = {"namespaces": {p: n.metadata.name for p, n in self.by_purpose.items()}}
+        if args.check_existing:
+            self.outputs["namespace_check"] = namespace_check(sorted(self.created))
         self.register_outputs(self.outputs)
 
     def in_purpose(self, purpose: str) -> list[NamespaceResource]:
@@ -118,6 +135,7 @@ class Namespaces(PlatformComponent):
         )
         if ns in self.adopted:
             return k8s.core.v1.NamespacePatch(f"ns-{ns}", metadata=metadata, opts=self.child())
+        self.created.append(ns)
         return k8s.core.v1.Namespace(
             f"ns-{ns}",
             metadata=metadata,

@@ -198,6 +198,8 @@ class TeamAccess(PlatformComponent):
                             type="namespace", namespaces=list(namespaces)
                         ),
                     ),
-                    self.child(depends_on=[entry]),
+                    # EKS holds one association per principal and policy: a replacement
+                    # (a changed scope) created first would be undone by the old one's delete.
+                    self.child(depends_on=[entry], delete_before_replace=True),
                 )
         self.register_outputs({})

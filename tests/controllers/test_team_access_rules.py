@@ -141,9 +141,21 @@ def test_kubernetes_edit_alone_would_not_let_a_team_submit_a_jobset():
     assert not allowed([edit], "create", *JOBSETS, "team")
 
 
-@pytest.mark.parametrize(
-    "stack", [s for s in [*STACKS, *TEAM_STACKS] if of(s)[1].provider == "aws"]
-)
+AWS_PLANS = [s for s in [*STACKS, *TEAM_STACKS] if of(s)[1].provider == "aws"]
+
+
+@pytest.mark.parametrize("stack", AWS_PLANS)
+def test_every_access_policy_association_is_replaced_old_one_first(stack):
+    # EKS holds one association per principal and policy (terraform-provider-aws
+    # internal/service/eks/access_policy_association.go: every argument ForceNew, the id joins
+    # cluster, principal and policy): a new scope created before the old one's delete would be
+    # disassociated with it, and the principal left without access.
+    associations = of(stack)[0].of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert associations
+    assert [r.name for r in associations if not r.delete_before_replace] == []
+
+
+@pytest.mark.parametrize("stack", AWS_PLANS)
 def test_eks_authentication_mode_admits_access_entries(stack):
     # EKS user guide, "Change authentication mode to use access entries": access entries need
     # API or API_AND_CONFIG_MAP.

@@ -97,3 +97,17 @@ def test_destroy_deletes_no_namespace_the_platform_did_not_create_nor_a_teams(st
 def test_the_fixture_cluster_has_a_team_namespace_and_the_training_one():
     # The sweep above must meet adopted namespaces of both kinds.
     assert set(config_of(ONPREM_TEAMS_STACK).existing.namespaces) == {"training", "vision"}
+
+
+def test_the_plan_says_how_to_find_namespaces_an_existing_cluster_already_has():
+    # The plan cannot read the cluster: it names the namespaces `up` creates there, with the
+    # command that shows which exist, leaving out those already listed (training, vision).
+    check = plan_of(ONPREM_TEAMS_STACK).outputs["namespace_check"]
+    assert check["creates"] == "gpu-platform, gpu-platform-selftest, llm, monitoring, research"
+    assert check["check"] == (
+        "kubectl get namespace gpu-platform gpu-platform-selftest llm monitoring research "
+        "--ignore-not-found"
+    )
+    assert "existing.namespaces" in check["if_found"]
+    # On AWS the platform made the cluster: nothing there predates it.
+    assert "namespace_check" not in planned("staging").outputs
