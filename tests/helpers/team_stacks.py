@@ -11,8 +11,8 @@ from pathlib import Path
 from model.config import PlatformConfig
 from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import STACKS, make_project, planned, stack_config, stack_file_config
-from tests.helpers.bad_stacks import NS
+from tests.conftest import STACKS, make_project, planned, stack_config
+from tests.helpers.bad_stacks import GROUP, NS, aws, existing
 
 ACCOUNT = "123456789012"
 LLM_ENGINEERS = f"arn:aws:iam::{ACCOUNT}:role/llm-engineers"
@@ -55,16 +55,14 @@ ONPREM_TEAMS_STACK = "teams-onprem"
 
 
 def aws_teams_config() -> dict:
-    config = stack_file_config("staging")
-    config[f"{NS}:scheduling"] = {**config.get(f"{NS}:scheduling", {}), "teams": AWS_TEAMS}
-    return config
+    """The smallest AWS stack with a GPU pool, and two teams with people."""
+    return aws(gpu_node_groups=[GROUP], scheduling={"teams": AWS_TEAMS})
 
 
 def onprem_teams_config() -> dict:
-    config = stack_file_config("onprem")
-    scheduling = config[f"{NS}:scheduling"]
-    scheduling["teams"] = [*scheduling.get("teams", []), *ONPREM_TEAMS]
-    config[f"{NS}:existing"]["namespaces"] = ADOPTED
+    """The smallest existing-cluster stack, with two teams' groups and namespaces it has."""
+    config = existing(scheduling={"teams": ONPREM_TEAMS})
+    config[f"{NS}:existing"] = {**config[f"{NS}:existing"], "namespaces": ADOPTED}
     return config
 
 
@@ -74,9 +72,7 @@ TEAM_STACKS = (AWS_TEAMS_STACK, ONPREM_TEAMS_STACK)
 @functools.cache
 def _root() -> Path:
     stacks = {AWS_TEAMS_STACK: aws_teams_config(), ONPREM_TEAMS_STACK: onprem_teams_config()}
-    # onprem's MultiKueue worker, whose outputs the plan stands in from its stack file.
-    burst = {"burst": stack_file_config("burst")}
-    return make_project(Path(tempfile.mkdtemp(prefix="teams-")), {**stacks, **burst})
+    return make_project(Path(tempfile.mkdtemp(prefix="teams-")), stacks)
 
 
 @functools.cache

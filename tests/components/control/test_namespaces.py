@@ -103,10 +103,9 @@ def test_the_plan_says_how_to_find_namespaces_an_existing_cluster_already_has():
     # The plan cannot read the cluster: it names the namespaces `up` creates there, with the
     # command that shows which exist, leaving out those already listed (training, vision).
     check = plan_of(ONPREM_TEAMS_STACK).outputs["namespace_check"]
-    assert check["creates"] == "gpu-platform, gpu-platform-selftest, llm, monitoring, research"
+    assert check["creates"] == "gpu-platform, gpu-platform-selftest, llm, monitoring"
     assert check["check"] == (
-        "kubectl get namespace gpu-platform gpu-platform-selftest llm monitoring research "
-        "--ignore-not-found"
+        "kubectl get namespace gpu-platform gpu-platform-selftest llm monitoring --ignore-not-found"
     )
     assert "existing.namespaces" in check["if_found"]
     # On AWS the platform made the cluster: nothing there predates it.
