@@ -21,6 +21,7 @@ from components.control.cluster import (
 )
 from components.control.namespaces import Namespaces, NamespacesArgs, job_namespaces
 from components.control.network import Network, NetworkArgs
+from components.control.team_access import TeamAccess, TeamAccessArgs
 from components.data.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.data.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
 from components.data.fabric import (
@@ -93,8 +94,13 @@ class Platform(PlatformComponent):
         on_cluster = self.child(providers=[cluster.kubernetes])
         teams = cfg.scheduling.all_teams(cfg.namespaces.training)
         existing = [] if cfg.installs("kube_prometheus_stack") else ["monitoring"]
+        adopted = cfg.existing.namespaces if cfg.existing is not None else ()
         namespaces = Namespaces(
-            f"{env}-namespaces", NamespacesArgs(cfg.namespaces, teams, existing), on_cluster
+            f"{env}-namespaces",
+            NamespacesArgs(
+                cfg.namespaces, teams, existing, adopted, check_existing=cfg.provider == "existing"
+            ),
+            on_cluster,
         )
         self._export(namespaces)
         # What a job's pods name is declared in every namespace jobs run in, the training namespace
@@ -102,6 +108,18 @@ class Platform(PlatformComponent):
         self.job_namespaces = job_namespaces(cfg)
         self.declared_namespaces = [*namespaces.by_purpose.values(), *namespaces.teams.values()]
         self.namespaces = namespaces
+        if any(t.access for t in teams):
+            providers = [cluster.kubernetes, *([self.aws_provider] if self.aws_provider else [])]
+            TeamAccess(
+                f"{env}-team-access",
+                TeamAccessArgs(
+                    teams,
+                    on_aws=cfg.provider == "aws",
+                    cluster_name=cluster.name,
+                    after=self.declared_namespaces,
+                ),
+                self.child(providers=providers),
+            )
         self.tested.append(
             Launcher(
                 f"{env}-launcher",

@@ -52,6 +52,9 @@ class ResourceDiff:
     protect: bool
     changes: tuple[Change, ...] = ()
     verdict: Verdict = field(default_factory=Verdict)
+    # A delete of a resource declared with `retain_on_delete`: Pulumi forgets it and leaves the
+    # object where it is.
+    retained: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,10 @@ def diff_plans(
         if old is None:
             diffs.append(ResourceDiff("create", new["type"], new["name"], new["protect"]))
         elif new is None:
-            diffs.append(ResourceDiff("delete", old["type"], old["name"], old["protect"]))
+            retained = bool(old.get("retain_on_delete"))
+            diffs.append(
+                ResourceDiff("delete", old["type"], old["name"], old["protect"], retained=retained)
+            )
         else:
             changes = attribute_changes(old["inputs"], new["inputs"], ignore_changes.get(urn, []))
             found = Verdict()
@@ -277,6 +283,10 @@ def diff_plans(
                 )
             if old["protect"] != new["protect"]:
                 changes += (Change("(protect)", old["protect"], new["protect"]),)
+            # resources.json holds the flag only where it is set.
+            kept = [bool(r.get("retain_on_delete")) for r in (old, new)]
+            if kept[0] != kept[1]:
+                changes += (Change("(retain_on_delete)", *kept),)
             if changes:
                 protect = old["protect"] or new["protect"]
                 action = "replace" if found.replaces else "update"

@@ -71,6 +71,8 @@ def _heading(d: ResourceDiff, rendered: bool) -> str:
         if d.verdict.delete_before_replace:
             line += "; deleted before the new one is created"
         line += ")"
+    if d.retained:
+        line += "  [RETAINED: forgotten, left on the cluster]"
     return line + ("  [PROTECTED]" if d.protect else "")
 
 

@@ -110,6 +110,8 @@ class Registration:
     delete_before_replace: bool = False
     # What it was known by before (`aliases=`): a rename that keeps its state.
     aliases: list[dict[str, Any]] = field(default_factory=list)
+    # Left in place by a delete (`retain_on_delete=`): `pulumi destroy` only forgets it.
+    retain_on_delete: bool = False
 
 
 @dataclass
@@ -168,6 +170,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 replace_on_changes=list(request.replaceOnChanges),
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 aliases=self._aliases(request),
+                retain_on_delete=bool(request.retainOnDelete),
             )
         return super().RegisterResource(request)
 

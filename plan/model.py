@@ -78,9 +78,11 @@ class PlannedResource:
     # What `pulumi up` finds its state under when it was renamed or moved (`aliases=`): whole
     # URNs (`{"urn": ...}`) or alias specs (name, type, parentUrn, noParent, stack, project).
     aliases: tuple[dict[str, Any], ...] = ()
+    # A delete, `pulumi destroy`'s included, leaves it in place and only forgets it.
+    retain_on_delete: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "urn": self.urn,
             "type": self.type,
             "name": self.name,
@@ -89,6 +91,8 @@ class PlannedResource:
             "dependencies": self.dependencies,
             "protect": self.protect,
         }
+        # Only where set, so that the resources a destroy deletes read as before.
+        return {**found, "retain_on_delete": True} if self.retain_on_delete else found
 
 
 @dataclass
@@ -153,6 +157,7 @@ def build_plan(recording: Recording) -> Plan:
                 replace_on_changes=tuple(reg.replace_on_changes),
                 delete_before_replace=reg.delete_before_replace,
                 aliases=tuple(reg.aliases),
+                retain_on_delete=reg.retain_on_delete,
             )
         )
     return Plan(

@@ -230,7 +230,8 @@ class EksControlPlane(PlatformComponent):
                     policy_arn=CLUSTER_ADMIN_POLICY,
                     access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 ),
-                self.child(depends_on=[entry]),
+                # One association per principal and policy: see components/control/team_access.py.
+                self.child(depends_on=[entry], delete_before_replace=True),
             )
             access += [entry, association]
 

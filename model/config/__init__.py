@@ -94,6 +94,7 @@ from model.config.storage import (
     check_storage,
     default_fsx_zone,
 )
+from model.config.team_access import check_existing_namespaces, check_team_access
 
 # What callers imported from the single module this package replaced keeps working.
 __all__ = [
@@ -346,6 +347,8 @@ class PlatformConfig(Settings):
             check_storage,
             check_gpu_operator,
             check_scheduling,
+            check_team_access,
+            check_existing_namespaces,
             check_pods_fit,
             check_multikueue,
             check_workload_autoscaling,

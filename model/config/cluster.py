@@ -185,6 +185,13 @@ class ExistingClusterSettings(Settings):
         "addons.kube_prometheus_stack: existing. Default: a release named "
         "kube-prometheus-stack.",
     )
+    namespaces: list[DnsLabel] = Field(
+        default_factory=list,
+        description="Namespaces of the platform's (namespaces.*, scheduling.teams[].name) "
+        "that the cluster already has: the platform patches its labels onto them "
+        "(NamespacePatch) instead of creating them, which `up` would refuse (AlreadyExists), "
+        "and a destroy leaves them and what they hold.",
+    )
 
     @model_validator(mode="after")
     def _prometheus_only_when_existing(self) -> ExistingClusterSettings:

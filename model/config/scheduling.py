@@ -24,6 +24,7 @@ from model.config.references import (
     names,
     refers,
 )
+from model.config.team_access import TeamAccessSettings
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig
@@ -133,6 +134,12 @@ class TeamSettings(Settings):
         "stay at `restricted`. `privileged` is never offered to a team: it would let anyone "
         "who may create a pod in the namespace run a privileged, host-network pod on a GPU "
         "node.",
+    )
+    access: list[TeamAccessSettings] = Field(
+        default_factory=list,
+        description="Who may use the namespace, and nothing beyond it: IAM roles on AWS, "
+        'groups on an existing cluster (docs/scheduling.md, "Team access"). Empty: only '
+        "cluster admins.",
     )
     pod_security_reason: Reason | None = Field(
         None,

@@ -6,6 +6,14 @@ import pytest
 
 from tests.conftest import validate_kubernetes
 from tests.helpers.crds import is_custom_resource
+from tests.helpers.team_stacks import STACKS_AND_TEAMS, plan_of
+
+
+@pytest.fixture(params=STACKS_AND_TEAMS)
+def stack_plan(request):
+    """Every stack, and the fixtures whose teams have access and whose cluster has namespaces
+    (tests/helpers/team_stacks.py): their RoleBindings, ClusterRoles and namespace patches."""
+    return plan_of(request.param)
 
 
 def test_every_object_is_valid_for_the_cluster_version(stack_plan):

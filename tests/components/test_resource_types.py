@@ -23,13 +23,12 @@ from plan.engine import run_program
 from plan.model import Plan, PlannedResource, build_plan
 from tests.conftest import (
     AWS_STACKS,
-    STACKS,
     make_project,
-    planned,
     stack_config,
     stack_file_config,
 )
 from tests.helpers import crds
+from tests.helpers.team_stacks import STACKS_AND_TEAMS, plan_of
 
 SDKS = ("pulumi_aws", "pulumi_kubernetes", "pulumi_random")
 # What each generated resource class does: `super(Vpc, __self__).__init__('aws:ec2/vpc:Vpc', …`;
@@ -132,9 +131,9 @@ def test_objects_declared_whole_get_the_group_the_provider_splits_out():
     )
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", STACKS_AND_TEAMS)
 def test_every_resource_type_of_every_stack_is_known_to_its_provider(stack):
-    assert unknown_types(planned(stack).resources) == []
+    assert unknown_types(plan_of(stack).resources) == []
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 
 from model.stacks import ROOT
 from tests.conftest import STACKS, planned
+from tests.helpers.team_stacks import STACKS_AND_TEAMS, plan_of
 
 # Input values that make AWS refuse a delete or keep something after it.
 REFUSALS = {
@@ -49,3 +50,19 @@ def test_teardown_says_how_to_lift_protection_and_what_is_left():
     for said in ("pulumi state unprotect", "--exclude-protected", "pulumi stack rm",
                  "final backup", "reclaimPolicy: Retain", "30-day waiting period"):  # fmt: skip
         assert said in section, said
+
+
+@pytest.mark.parametrize("stack", STACKS_AND_TEAMS)
+def test_teardown_names_what_a_destroy_of_the_stack_leaves_on_purpose(stack):
+    # Issue 38: the page said an on-prem destroy deletes only the platform's objects while it
+    # deleted `training` and every team namespace with the teams' work in them.
+    section = " ".join(teardown().split())
+    for resource in plan_of(stack).resources:
+        if resource.retain_on_delete:
+            assert f"`{resource.type}`" in section and "`retain_on_delete`" in section, (
+                stack,
+                resource.name,
+            )
+        if resource.type == "kubernetes:core/v1:NamespacePatch":
+            assert "`existing.namespaces`" in section and "NamespacePatch" in section, stack
+    assert "a destroy deletes only the platform's Kubernetes objects" not in section

@@ -188,6 +188,8 @@ UNMARKED = {
     "workload_autoscaling.gpu[].name": "the user's Deployment, deployed outside the stack",
     "workload_autoscaling.queue[].name": "the user's Deployment, deployed outside the stack",
     "storage.ceph.nodes[].name": "a node of the cluster; ceph.py refuses a host listed twice",
+    "existing.namespaces[]": "names what the Namespaces component declares, not every namespace "
+    "(team_access.py checks it, listing the valid ones)",
 }
 
 

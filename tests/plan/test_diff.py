@@ -168,6 +168,25 @@ def test_created_and_deleted_resources_and_a_lifted_protection():
     assert "Protected resources changed: prod-fsx-key (update), prod-old-key (delete)." in text
 
 
+def test_a_retained_resource_is_said_to_be_forgotten_and_a_new_retention_is_a_change():
+    # Issue 38: a team namespace is retained on delete (docs/operations.md, "Namespaces a
+    # destroy leaves"); the diff of a plan from before says so, and a removed one is not
+    # deleted from the cluster.
+    onprem = [r.as_json() for r in planned("onprem").resources]
+    (training,) = [r for r in onprem if r["name"] == "ns-training"]
+    assert training["retain_on_delete"] is True
+    earlier = edited(onprem, training["urn"], lambda r: r.pop("retain_on_delete"))
+    (diff,) = diff_plans(earlier, onprem)
+    assert (diff.action, diff.changes) == ("update", (Change("(retain_on_delete)", False, True),))
+    gone = diff_plans(onprem, [r for r in onprem if r["urn"] != training["urn"]])
+    assert [(d.action, d.name, d.retained) for d in gone] == [("delete", "ns-training", True)]
+    text = format_diff(gone, "old")
+    assert (
+        "  - kubernetes:core/v1:Namespace ns-training  [RETAINED: forgotten, left on the cluster]\n"
+        in text
+    )
+
+
 @pytest.mark.usefixtures("cli_on_session_plans")
 def test_plan_against_an_earlier_folder_prints_the_diff(tmp_path, capsys):
     current, _ = prod_now()

@@ -19,8 +19,8 @@ from plan.replacements import (
     rules,
     verdict,
 )
-from tests.conftest import STACKS, planned
 from tests.helpers.crds import is_custom_resource
+from tests.helpers.team_stacks import STACKS_AND_TEAMS, plan_of
 from tests.helpers.varied_stacks import every_aws_plan
 
 SHARED_TABLE = ROOT.parent / "shared" / "provider-facts" / "replacements.json"
@@ -68,7 +68,7 @@ def _api_version(token: str) -> str:
     return group_version.removeprefix("core/")
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", STACKS_AND_TEAMS)
 def test_every_resource_type_a_stack_declares_has_its_row(stack):
     """A type without a row would be diffed as an update whatever changed. Kubernetes kinds
     that the API server itself serves need their own row (pulumi-kubernetes' forceNew table
@@ -76,7 +76,7 @@ def test_every_resource_type_a_stack_declares_has_its_row(stack):
     engine's, not a provider's schema: the diff says `pulumi preview` decides."""
     table = rules()
     missing = []
-    for resource in planned(stack).resources:
+    for resource in plan_of(stack).resources:
         token = resource.type
         if not resource.custom or token.startswith("pulumi:providers:") or token in table:
             continue

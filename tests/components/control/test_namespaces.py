@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import STACKS, planned
+from tests.helpers.team_stacks import ONPREM_TEAMS_STACK, STACKS_AND_TEAMS, config_of, plan_of
 
 
 def namespace_labels(stack: str, name: str) -> dict[str, str]:
@@ -69,3 +70,43 @@ def test_team_pod_security_settings_are_refused_with_what_is_valid(team, problem
 
     with pytest.raises((ValidationError, ValueError), match=problem):
         TeamSettings(name="eval", **team)
+
+
+@pytest.mark.parametrize("stack", STACKS_AND_TEAMS)
+def test_destroy_deletes_no_namespace_the_platform_did_not_create_nor_a_teams(stack):
+    # Issue 38: an on-prem destroy deleted `training` and every team namespace with the teams'
+    # jobs, claims and secrets in them. A namespace the cluster had (existing.namespaces) is
+    # only patched: a Namespace resource would be refused at `up` (AlreadyExists, pulumi-
+    # kubernetes 4.29.0 on) and deleted by a destroy. A namespace the platform made for a team
+    # is retained: `pulumi destroy` forgets it and leaves what it holds.
+    plan, cfg = plan_of(stack), config_of(stack)
+    adopted = set(cfg.existing.namespaces) if cfg.existing is not None else set()
+    teams = {t.name for t in cfg.scheduling.all_teams(cfg.namespaces.training)}
+    created = {
+        r.inputs["metadata"]["name"]: r for r in plan.of_type("kubernetes:core/v1:Namespace")
+    }
+    patched = {
+        r.inputs["metadata"]["name"] for r in plan.of_type("kubernetes:core/v1:NamespacePatch")
+    }
+    assert patched == adopted
+    assert not adopted & set(created), "a namespace the cluster has is declared to be created"
+    for name, resource in created.items():
+        assert resource.retain_on_delete == (name in teams), name
+
+
+def test_the_fixture_cluster_has_a_team_namespace_and_the_training_one():
+    # The sweep above must meet adopted namespaces of both kinds.
+    assert set(config_of(ONPREM_TEAMS_STACK).existing.namespaces) == {"training", "vision"}
+
+
+def test_the_plan_says_how_to_find_namespaces_an_existing_cluster_already_has():
+    # The plan cannot read the cluster: it names the namespaces `up` creates there, with the
+    # command that shows which exist, leaving out those already listed (training, vision).
+    check = plan_of(ONPREM_TEAMS_STACK).outputs["namespace_check"]
+    assert check["creates"] == "gpu-platform, gpu-platform-selftest, llm, monitoring"
+    assert check["check"] == (
+        "kubectl get namespace gpu-platform gpu-platform-selftest llm monitoring --ignore-not-found"
+    )
+    assert "existing.namespaces" in check["if_found"]
+    # On AWS the platform made the cluster: nothing there predates it.
+    assert "namespace_check" not in planned("staging").outputs
