@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from model.catalog_offerings import OFFERINGS_READ, offered_zones
-from model.catalog_prices import REGIONAL_PRICE_AS_OF, regional_on_demand
+from model.catalog_prices import regional_on_demand
 from model.catalog_rows import ROWS
 
 PRICE_REGION = "us-east-1"
@@ -220,9 +220,9 @@ def on_demand_rate(name: str, region: str) -> OnDemandRate:
     model/catalog_prices.py's elsewhere, else the us-east-1 rate marked not regional."""
     row = instance(name)
     if region != PRICE_REGION:
-        usd = regional_on_demand(name, region)
-        if usd is not None:
-            return OnDemandRate(usd, region, REGIONAL_PRICE_AS_OF, True)
+        price = regional_on_demand(name, region)
+        if price is not None:
+            return OnDemandRate(price.usd, region, price.as_of, True)
     return OnDemandRate(
         row.on_demand_hourly_usd, PRICE_REGION, row.price_as_of, region == PRICE_REGION
     )

@@ -10,10 +10,15 @@ instances.vantage.sh data, Last updated: 2026-01-21"), read at commit 77fcd9fe1d
 us-east-1 figures equal the catalog's own (model/catalog_rows.py) to the cent, which is why it
 was taken; us-east-1 stays priced from the rows.
 
-Not recorded, so not priced outside us-east-1 (the estimate says so): the system node types
-(m7i, m6i: that data holds GPU types only); p6-b200.48xlarge in ap-south-1, g5 in eu-south-2 and
-eu-west-3, g6e in ap-northeast-3, ap-south-1, ap-south-2 and me-central-1 (the data has no price
-there); p5e.48xlarge nowhere (Capacity Blocks only).
+The system node types (m7i, m6i), which that data does not hold: the same instances.vantage.sh
+data, `linux_on_demand`, as jpetrucciani/awl carries it in `data/ec2_instance_types.json`
+("generated_at": "2026-05-13T23:22:41+00:00"), read at commit faac1318a02d; its us-east-1
+figures equal the catalog's own too. eu-central-1 only is recorded.
+
+Not recorded, so not priced there (the estimate says so): the system node types outside
+us-east-1 and eu-central-1; p6-b200.48xlarge in ap-south-1, g5 in eu-south-2 and eu-west-3, g6e
+in ap-northeast-3, ap-south-1, ap-south-2 and me-central-1 (the data has no price there);
+p5e.48xlarge nowhere (Capacity Blocks only).
 AWS reprices: check a figure against aws.amazon.com/ec2/pricing/on-demand before relying on it.
 """
 
@@ -21,12 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-REGIONAL_PRICE_AS_OF = "2026-01-21"
-REGIONAL_PRICE_SOURCE = "instances.vantage.sh data via tsaol/aws-gpu 77fcd9fe1d06"
+GPU_PRICE_AS_OF = "2026-01-21"
+GPU_PRICE_SOURCE = "instances.vantage.sh data via tsaol/aws-gpu 77fcd9fe1d06"
+SYSTEM_PRICE_AS_OF = "2026-05-13"
+SYSTEM_PRICE_SOURCE = "instances.vantage.sh data via jpetrucciani/awl faac1318a02d"
 
 # Per instance type: `region:<USD per hour>` for each region (other than us-east-1) priced.
 # fmt: off
-_RATES: dict[str, str] = {
+_GPU_RATES: dict[str, str] = {
     "p4d.24xlarge": (
         "ap-northeast-1:30.09784 ap-northeast-2:30.41028 ap-south-1:26.3444 "
         "ap-southeast-2:28.54493 ca-central-1:25.25174 eu-central-1:27.43298 "
@@ -218,17 +225,12 @@ _RATES: dict[str, str] = {
         "eu-north-1:31.96075 eu-south-2:31.75027 us-east-2:30.13118 us-west-2:30.13118"
     ),
 }
+_SYSTEM_RATES: dict[str, str] = {
+    "m7i.xlarge": "eu-central-1:0.2415",
+    "m7i.2xlarge": "eu-central-1:0.483",
+    "m6i.xlarge": "eu-central-1:0.23",
+}
 # fmt: on
-
-
-def regional_on_demand(name: str, region: str) -> float | None:
-    """The on-demand hourly rate of `name` in `region` (not us-east-1), or None where none is
-    recorded."""
-    for entry in _RATES.get(name, "").split():
-        where, usd = entry.split(":")
-        if where == region:
-            return float(usd)
-    return None
 
 
 # ------------------------------------------------------------------------- service rates
@@ -256,6 +258,23 @@ def by_region(*prices: Price) -> dict[str, Price]:
 def rate_in(rates: dict[str, Price], region: str) -> Price | None:
     """The rate of `rates` that applies in `region`, or None: none is recorded there."""
     return rates.get(region) or rates.get(ALL_REGIONS)
+
+
+REGIONAL_PRICE_SOURCES = (GPU_PRICE_SOURCE, SYSTEM_PRICE_SOURCE)
+
+
+def regional_on_demand(name: str, region: str) -> Price | None:
+    """The on-demand hourly rate of `name` in `region` (not us-east-1), with its date and
+    source, or None where none is recorded."""
+    for rates, as_of, source in (
+        (_GPU_RATES, GPU_PRICE_AS_OF, GPU_PRICE_SOURCE),
+        (_SYSTEM_RATES, SYSTEM_PRICE_AS_OF, SYSTEM_PRICE_SOURCE),
+    ):
+        for entry in rates.get(name, "").split():
+            where, usd = entry.split(":")
+            if where == region:
+                return Price(float(usd), "per instance-hour", region, as_of, source)
+    return None
 
 
 # The eu-central-1 rates below are the AWS Price List API's (the offer and usage type are named),

@@ -14,7 +14,7 @@ import sys
 
 from model.catalog import CATALOG, PRICE_REGION, InstanceType, on_demand_rate
 from model.catalog_offerings import OFFERINGS_AS_OF, OFFERINGS_READ
-from model.catalog_prices import REGIONAL_PRICE_SOURCE
+from model.catalog_prices import REGIONAL_PRICE_SOURCES
 from model.config.regions import REGION_ZONES
 
 
@@ -50,7 +50,7 @@ def offers(region: str) -> list[str]:
     lines.append(f"Not offered in {region}: {', '.join(lacking) or 'none'}")
     lines.append(
         f"Prices: on demand, Linux; {PRICE_REGION} from model/catalog_rows.py, other regions "
-        f"from model/catalog_prices.py ({REGIONAL_PRICE_SOURCE})."
+        f"from model/catalog_prices.py ({'; '.join(REGIONAL_PRICE_SOURCES)})."
     )
     return lines
 

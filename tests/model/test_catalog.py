@@ -12,7 +12,8 @@ Sources of the tables below:
   2026-08-01), among the 26 non-GovCloud regions of model/config/regions.py; zones from the same
   commit's `availability-zone-id/<region>.json`.
 - On-demand prices outside us-east-1: instances.vantage.sh data of 2026-01-21 (tsaol/aws-gpu
-  `data/<family>_instances.js`, commit 77fcd9fe1d06).
+  `data/<family>_instances.js`, commit 77fcd9fe1d06); for the system types (m7i, m6i), the same
+  data of 2026-05-13 (jpetrucciani/awl `data/ec2_instance_types.json`, commit faac1318a02d).
 """
 
 from __future__ import annotations
@@ -186,10 +187,27 @@ def test_on_demand_price_in_another_region(name, region):
     )
 
 
+# The system types in eu-central-1: instances.vantage.sh data of 2026-05-13 as
+# jpetrucciani/awl `data/ec2_instance_types.json` carries it (commit faac1318a02d),
+# `linux_on_demand`.
+SYSTEM_PRICES = {
+    ("m7i.xlarge", "eu-central-1"): 0.2415,
+    ("m7i.2xlarge", "eu-central-1"): 0.483,
+    ("m6i.xlarge", "eu-central-1"): 0.23,
+}
+
+
+@pytest.mark.parametrize(("name", "region"), sorted(SYSTEM_PRICES))
+def test_a_system_type_is_priced_in_frankfurt_from_its_own_dated_source(name, region):
+    assert on_demand_rate(name, region) == OnDemandRate(
+        SYSTEM_PRICES[name, region], region, "2026-05-13", True
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "region"),
     [
-        ("m7i.xlarge", "eu-west-1"),  # the data holds GPU types only
+        ("m7i.xlarge", "eu-west-1"),  # system types: eu-central-1's rate only is recorded
         ("g5.xlarge", "eu-west-3"),  # offered there, no price in the data
         ("g6e.xlarge", "me-central-1"),
     ],
@@ -204,10 +222,10 @@ def test_a_type_without_a_regional_price_stands_at_its_us_east_1_rate_marked(nam
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_a_regional_price_is_only_where_the_type_is_offered(name):
     for region in OFFERINGS_READ:
-        usd = regional_on_demand(name, region)
-        if usd is not None:
+        price = regional_on_demand(name, region)
+        if price is not None:
             assert region != "us-east-1" and CATALOG[name].offered_in(region), region
-            assert usd > 0
+            assert price.usd > 0
 
 
 @pytest.mark.parametrize(

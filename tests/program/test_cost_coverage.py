@@ -17,6 +17,8 @@ Rates, written as literals (model/catalog_prices.py records them with their date
 - Interface endpoint per zone-hour: eu-central-1 $0.012 (AmazonVPC EUC1-VpcEndpoint-Hours).
 - Public IPv4 address: $0.005 an hour in every region (AWS Public IPv4 Address Charge, 2024).
 - g6.2xlarge on demand in eu-central-1: $1.22249/h (instances.vantage.sh data of 2026-01-21).
+- m7i.xlarge on demand in eu-central-1: $0.2415/h (instances.vantage.sh data of 2026-05-13, as
+  jpetrucciani/awl `data/ec2_instance_types.json` carries it at commit faac1318a02d).
 """
 
 from __future__ import annotations
@@ -220,11 +222,14 @@ def test_frankfurt_is_priced_at_frankfurt_rates_and_names_what_it_has_no_rate_of
     # System nodes' 50 GiB: 4.76 + 5.95 = 10.71 a node; 2 to 4 nodes.
     root = lines["system_nodes.root_volumes"]
     assert (root["monthly_min"], root["monthly_max"]) == (21.42, 42.84)
-    # No eu-central-1 rate of m7i.xlarge or of FSx for Lustre is recorded: not priced, named,
-    # and out of the totals, never at a us-east-1 rate.
+    # System nodes, m7i.xlarge at $0.2415: 2 x 0.2415 x 730 = 352.59 .. 4 nodes 705.18.
+    system = lines["system_nodes"]
+    assert (system["monthly_min"], system["monthly_max"]) == (352.59, 705.18)
+    assert "on-demand $0.2415/h, eu-central-1, 2026-05-13" in system["basis"]
+    # No eu-central-1 rate of FSx for Lustre is recorded: not priced, named, and out of the
+    # totals, never at a us-east-1 rate.
     unpriced = {x["key"]: x["why"] for x in cost["unpriced"]}
-    assert sorted(unpriced) == ["storage.fsx", "system_nodes"]
-    assert "no eu-central-1 rate of m7i.xlarge on demand" in unpriced["system_nodes"]
+    assert sorted(unpriced) == ["storage.fsx"]
     assert "no eu-central-1 rate of FSx for Lustre SCRATCH_2 at 200" in unpriced["storage.fsx"]
     assert cost["region"] == "eu-central-1"
 
