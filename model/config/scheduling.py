@@ -211,7 +211,11 @@ class FlavorSettings(Settings):
         None,
         ge=1,
         le=2**20,
-        description="Existing clusters only: memory of one node in GiB, for the memory quota.",
+        description="Existing clusters only: memory of one node in GiB, for the memory quota "
+        "and the memory a training pod takes per GPU: the node's, less 3 GiB for a kubelet's "
+        "default reservations and 2 GiB for DaemonSets, shared out among its GPUs. Give the "
+        "node's allocatable memory where its kubelet reserves more. Without it a pod takes "
+        "16 GiB a GPU.",
     )
 
 
