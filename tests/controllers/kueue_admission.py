@@ -450,11 +450,11 @@ def available(
     used = usage.get(name, {}).get((flavor, resource), Fraction(0))
     if not cohort:
         return own.nominal - used
-    members = [
-        q for q in kueue.all("ClusterQueue").values() if q["spec"].get("cohortName") == cohort
+    members = [cq] + [
+        q
+        for q in kueue.all("ClusterQueue").values()
+        if q["spec"].get("cohortName") == cohort and q["metadata"]["name"] != name
     ]
-    if not any(q is cq for q in members):
-        members.append(cq)
     pooled, pooled_usage = Fraction(0), Fraction(0)
     for q in members:
         theirs = quota_of(q, flavor, resource)

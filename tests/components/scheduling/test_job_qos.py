@@ -158,11 +158,12 @@ def trainer(cfg: PlatformConfig, pool: str, **choices: Any) -> dict[str, Any]:
 def test_a_p5_pod_takes_23_cores_a_gpu():
     """p5.48xlarge: 192 vCPUs and 8 H100s (AWS, "Amazon EC2 P5 instances"); the GPU nodes'
     default kubelet reserves 500m + 500m, one whole CPU, and two are kept for DaemonSets:
-    (192 - 1 - 2) // 8 = 23 cores a GPU, 184 for the whole node, 23 x 2 for a 2-GPU pod."""
+    (192 - 1 - 2) // 8 = 23 cores a GPU, 184 for the whole node, 23 x 2 for a 2-GPU pod. Memory:
+    254 GiB a GPU (tests/components/scheduling/test_training_job.py), 2,032 for the node."""
     cfg = stack_config("prod")
     whole = trainer(cfg, "h100-ondemand")
     assert whole["requests"] == whole["limits"]
-    assert (whole["requests"]["cpu"], whole["requests"]["memory"]) == ("184", "128Gi")
+    assert (whole["requests"]["cpu"], whole["requests"]["memory"]) == ("184", "2032Gi")
     assert trainer(cfg, "h100-ondemand", gpus_per_node=2)["limits"]["cpu"] == "46"
 
 
