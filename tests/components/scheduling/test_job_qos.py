@@ -87,18 +87,18 @@ def pool_of(cfg: PlatformConfig, pod_spec: dict[str, Any]) -> GpuPool:
     return pool
 
 
-def daemonset_cpu(stack: str) -> Fraction:
-    """CPU every DaemonSet the stack declares or its charts render requests, whether or not it
-    lands on GPU nodes: an upper bound of what one node's DaemonSets take."""
+def daemonset_cpu(stack: str, resource: str = "cpu") -> Fraction:
+    """CPU (or `resource`) every DaemonSet the stack declares or its charts render requests,
+    whether or not it lands on GPU nodes: an upper bound of what one node's DaemonSets take."""
     objects = [*planned(stack).kubernetes_objects(), *(o for _, o in rendered(stack).objects())]
     total = Fraction(0)
     for obj in objects:
         if obj.get("kind") != "DaemonSet":
             continue
         spec = obj["spec"]["template"]["spec"]
-        cpu = [quantity(c.get("resources", {}).get("requests", {}).get("cpu", 0))
+        cpu = [quantity(c.get("resources", {}).get("requests", {}).get(resource, 0))
                for c in spec.get("containers", [])]  # fmt: skip
-        init = [quantity(c.get("resources", {}).get("requests", {}).get("cpu", 0))
+        init = [quantity(c.get("resources", {}).get("requests", {}).get(resource, 0))
                 for c in spec.get("initContainers", [])]  # fmt: skip
         total += max(sum(cpu), *init, Fraction(0))
     return total
@@ -195,6 +195,14 @@ def test_the_daemonsets_fit_in_the_cpus_kept_for_them(stack):
     add-ons' (VPC CNI, kube-proxy, Pod Identity agent, EBS CSI node, node monitoring agent) and
     the GPU Operator's operands, which its ClusterPolicy creates at run time."""
     assert daemonset_cpu(stack) <= 1, float(daemonset_cpu(stack))
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_the_daemonsets_fit_in_the_memory_kept_for_them(stack):
+    """Two GiB are kept for DaemonSets on every GPU node (model/config/nodes.DAEMONSET_MEMORY_GIB)
+    out of what training pods take; the ones the plan renders request at most one, leaving the
+    other for those it cannot see, as with CPUs above."""
+    assert daemonset_cpu(stack, "memory") <= 2**30, float(daemonset_cpu(stack, "memory"))
 
 
 def test_cpu_quantities_read_as_kubernetes_reads_them():
