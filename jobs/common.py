@@ -291,7 +291,9 @@ def add_delivery_flags(p: argparse.ArgumentParser) -> None:
         "training namespace)",
     )
     p.add_argument("--nodes", type=int, required=True, help="pods, one per node")
-    p.add_argument("--pool", help="a GPU pool of the stack; default: the first that fits")
+    p.add_argument(
+        "--pool", help="a GPU pool of the stack; default: the cheapest that fits (said on stderr)"
+    )
     p.add_argument("--name", help="the job's name; default: <prefix>-<hash of the job>")
     p.add_argument("--apply", action="store_true", help="kubectl apply the job")
     p.add_argument("--kubeconfig", help="default: existing.kubeconfig_path, else KUBECONFIG")
