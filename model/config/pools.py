@@ -93,9 +93,10 @@ def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> Gpu
 
 
 def pool_of_onprem(
-    pool: OnPremGpuPoolSettings, mig_strategy: MigStrategy, memory_gib_per_node: int | None
+    pool: OnPremGpuPoolSettings, mig_strategy: MigStrategy, memory_gib_per_node: int | None = None
 ) -> GpuPool:
-    """`memory_gib_per_node`: what the pool's Kueue flavor states (scheduling.flavors)."""
+    """`memory_gib_per_node`: what the pool's Kueue flavor states (scheduling.flavors), if it
+    does."""
     return GpuPool(
         name=pool.name,
         node_selector=dict(pool.node_selector),
