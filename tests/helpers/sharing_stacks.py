@@ -1,8 +1,8 @@
 """A stack of two teams on two pools, as an organisation adopting the platform has them: an
 on-demand p4d pool and a spot g6 pool, a ClusterQueue per team in one cohort with borrowing and
-lending limits (and a third that only lends), and fair sharing on, both across the queues and among the LocalQueues (Kueue
-v0.19.2's fair sharing and admission fair sharing). Read straight into the config model, so its
-tests plan nothing."""
+lending limits (and a third that only lends), and fair sharing on, both across the queues and
+among the LocalQueues (Kueue v0.19.2's fair sharing and admission fair sharing). Read straight
+into the config model (`teams_config`), or planned as a stack file (`stack_file`)."""
 
 from __future__ import annotations
 
