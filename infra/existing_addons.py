@@ -9,6 +9,7 @@ release sets (the component's `helm_values` / `monitoring_values` / `kueue_value
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ from components.data.gpu_operator import (
 )
 from components.observability.alerts import node_labels_read
 from components.observability.monitoring import DASHBOARD_LABEL
-from components.scheduling.kueue import uncounted_resources
+from components.scheduling.kueue import fair_sharing_config, uncounted_resources
 from components.scheduling.kueue_frameworks import INTEGRATIONS
 from components.scheduling.topology import topology_report
 from components.vocabulary import (
@@ -119,6 +120,13 @@ def _kueue_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]
         settings.append(
             (f"resources.excludeResourcePrefixes lists {', '.join(uncounted)}", _KUEUE_CONFIG)
         )
+    # Kueue's Configuration holds what turns fair sharing on; without it the queues' weights
+    # and the LocalQueues' are read by nothing (components/kueue.fair_sharing_config).
+    for key, value in fair_sharing_config(cfg.scheduling.fair_sharing).items():
+        settings.append((f"{key}: {json.dumps(value, sort_keys=True)}", _KUEUE_CONFIG))
+    if cfg.scheduling.fair_sharing.admission is not None:
+        # Beta and on by default since 0.15 (Kueue pkg/features/kube_features.go).
+        settings.append(("feature gate AdmissionFairSharing not turned off", _KUEUE_GATES))
     if topology_report(cfg):
         crds.append(_kueue("Topology", "topologies"))
         # On by default in 0.19 (beta since 0.14, Kueue pkg/features/kube_features.go).

@@ -24,7 +24,8 @@ from components.scheduling.training_job import TrainingJobSpec, render
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig
-from model.config.scheduling import TeamSettings
+from model.config.scheduling import MULTI_NODE_FABRICS, TeamSettings
+from model.cost import node_hourly
 from model.stacks import stack_config
 
 # What --render-only puts where the image would go: a registry name that cannot resolve
@@ -81,6 +82,35 @@ def pool_problems(
     return found
 
 
+# The annotation a submitted job carries with why its pool was chosen (also said on stderr).
+POOL_CHOICE = "gpu-platform/pool-choice"
+
+
+@dataclass(frozen=True)
+class PoolChoice:
+    pool: GpuPool
+    # Why this pool: asked for, the only one that fits, or the cheapest, with the prices read.
+    why: str
+
+
+def job_hourly(
+    cfg: PlatformConfig, pool: GpuPool, nodes: int, gpus_per_node: int | None
+) -> tuple[float | None, str]:
+    """What the job's share of the pool's nodes costs an hour (USD), and on what basis: the
+    estimate's price of one node (model/cost.node_hourly: the group's dearest type, spot at the
+    assumed discount, in the stack's region) times the nodes and the share of their GPUs it
+    takes. None where no price is known: an existing cluster's nodes, a type not sold on
+    demand."""
+    if cfg.provider != "aws":
+        return None, "an existing cluster's nodes carry no AWS price"
+    group = next(g for g in cfg.gpu_node_groups if g.name == pool.name)
+    line = node_hourly(cfg, group)
+    if line.hourly_max is None:
+        return None, line.basis
+    gpus = gpus_per_node or pool.gpus_per_node
+    return line.hourly_max * nodes * gpus / pool.gpus_per_node, line.basis
+
+
 def choose_pool(
     cfg: PlatformConfig,
     what: str,
@@ -88,8 +118,11 @@ def choose_pool(
     gpus_per_node: int | None,
     name: str | None,
     need: GpuMemoryNeed | None = None,
-) -> GpuPool:
-    """The pool asked for, or the first of the stack's pools that can hold the job."""
+) -> PoolChoice:
+    """The pool asked for, or else the cheapest of the stack's pools that can hold the job, a
+    multi-node job preferring a pool whose nodes share a fabric (EFA, InfiniBand, RoCE) over
+    one that talks TCP, and saying why; an existing cluster's pools, which carry no price, in
+    config order."""
     pools = cfg.gpu_pools
     where = "gpu_node_groups" if cfg.provider == "aws" else "existing.gpu_pools"
     if not pools:
@@ -104,13 +137,52 @@ def choose_pool(
         problems = pool_problems(pool, what, nodes, gpus_per_node, need)
         if problems:
             raise SubmitError([f"--pool {name!r} cannot hold {what}: {'; '.join(problems)}"])
-        return pool
+        return PoolChoice(pool, "asked for with --pool")
     why = {p.name: pool_problems(p, what, nodes, gpus_per_node, need) for p in pools}
     fitting = [p for p in pools if not why[p.name]]
-    if fitting:
-        return fitting[0]
-    listing = "".join(f"\n      {name}: {'; '.join(problems)}" for name, problems in why.items())
-    raise SubmitError([f"no GPU pool of the stack ({where}) can hold {what}:{listing}"])
+    if not fitting:
+        listing = "".join(f"\n      {name}: {'; '.join(found)}" for name, found in why.items())
+        raise SubmitError([f"no GPU pool of the stack ({where}) can hold {what}:{listing}"])
+    prices = {p.name: job_hourly(cfg, p, nodes, gpus_per_node) for p in fitting}
+
+    def rank(pool: GpuPool) -> tuple[bool, bool, float]:
+        hourly = prices[pool.name][0]
+        slow = nodes > 1 and pool.fabric not in MULTI_NODE_FABRICS
+        return slow, hourly is None, hourly or 0.0
+
+    # sorted() is stable: pools that tie stay in config order.
+    chosen, *others = sorted(fitting, key=rank)
+    return PoolChoice(chosen, choice_reason(chosen, others, prices, why, nodes))
+
+
+def choice_reason(
+    chosen: GpuPool,
+    others: list[GpuPool],
+    prices: dict[str, tuple[float | None, str]],
+    why: dict[str, list[str]],
+    nodes: int,
+) -> str:
+    def price(pool: GpuPool) -> str:
+        hourly, basis = prices[pool.name]
+        return f"${hourly:,.2f}/h" if hourly is not None else f"no price ({basis})"
+
+    hourly, basis = prices[chosen.name]
+    if hourly is None:
+        said = f"the first of the stack's pools that fits, in config order ({basis})"
+    elif not others:
+        said = f"the only pool that fits: {price(chosen)} ({basis})"
+    else:
+        said = f"the cheapest pool that fits: {price(chosen)} ({basis})"
+    if nodes > 1 and chosen.fabric in MULTI_NODE_FABRICS:
+        said += f"; its nodes talk over {chosen.fabric}, as a multi-node job needs"
+    if others:
+        said += "; also fit: " + ", ".join(f"{p.name} {price(p)}" for p in others)
+    unfit = {name: found for name, found in why.items() if found}
+    if unfit:
+        said += "; cannot hold it: " + ", ".join(
+            f"{name} ({'; '.join(found)})" for name, found in unfit.items()
+        )
+    return said
 
 
 @dataclass(frozen=True)
@@ -219,7 +291,9 @@ def add_delivery_flags(p: argparse.ArgumentParser) -> None:
         "training namespace)",
     )
     p.add_argument("--nodes", type=int, required=True, help="pods, one per node")
-    p.add_argument("--pool", help="a GPU pool of the stack; default: the first that fits")
+    p.add_argument(
+        "--pool", help="a GPU pool of the stack; default: the cheapest that fits (said on stderr)"
+    )
     p.add_argument("--name", help="the job's name; default: <prefix>-<hash of the job>")
     p.add_argument("--apply", action="store_true", help="kubectl apply the job")
     p.add_argument("--kubeconfig", help="default: existing.kubeconfig_path, else KUBECONFIG")
@@ -270,6 +344,8 @@ def deliver(
     job = workload(objects, spec)
     size = f"{spec.nodes} node(s) x {spec.gpus} GPU(s) of pool {spec.pool.name}"
     print(f"Wrote {path}: {job['kind']} {spec.namespace}/{spec.name}, {size}{detail}")
+    if POOL_CHOICE in spec.annotations:
+        print(f"pool {spec.pool.name}: {spec.annotations[POOL_CHOICE]}", file=sys.stderr)
     sharing = spec.pool.sharing
     if sharing.mode in ("time-slicing", "mps"):
         # Not refused (a dev pool is often shared), but the GPU memory the job needs is not

@@ -33,6 +33,7 @@ from contract.batch import BatchError, accumulation_steps
 from contract.env import RECIPE_SETTINGS
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from jobs.common import (
+    POOL_CHOICE,
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,
     SubmitError,
@@ -122,9 +123,10 @@ def plan_job(
     try:
         where = destination(cfg, team, workers or {})
         need = memory_need(cfg, recipe)
-        chosen = choose_pool(where.runs_on, recipe, nodes, gpus_per_node, pool, need)
+        choice = choose_pool(where.runs_on, recipe, nodes, gpus_per_node, pool, need)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
+    chosen = choice.pool
     section = cfg.recipes.section(recipe)
     # prepare only scores with CLIP: one GPU per node is plenty unless asked for more; a
     # recipe's own size (esrgan: 2) where its node has as many, else the whole node.
@@ -158,6 +160,7 @@ def plan_job(
         priority_class=cfg.recipes.priority_class if scheduled else None,
         env={RECIPE_SETTINGS: json.dumps(settings, sort_keys=True)},
         labels={RECIPE_LABEL: recipe},
+        annotations={POOL_CHOICE: choice.why},
         metrics_port=TRAINING_METRICS_PORT,
         # Time for an evicted or preempted pod to finish its step and save its checkpoint.
         termination_grace_period_seconds=cfg.recipes.grace_period_seconds,

@@ -39,6 +39,7 @@ from components.selftest.preflight import with_preflight
 from contract.env import TRAINKIT_CHECKPOINT_DIR
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from jobs.common import (
+    POOL_CHOICE,
     RENDER_ONLY_IMAGE,
     GpuMemoryNeed,
     SubmitError,
@@ -206,11 +207,12 @@ def plan_job(
     if job.min_gpu_memory_gib is not None:
         need = GpuMemoryNeed(job.min_gpu_memory_gib, "--min-gpu-memory-gib")
     try:
-        chosen = choose_pool(runs_on, "the job", job.nodes, job.gpus_per_node, job.pool, need)
+        choice = choose_pool(runs_on, "the job", job.nodes, job.gpus_per_node, job.pool, need)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     if problems:
         raise SubmitError(problems)
+    chosen = choice.pool
     gpus = job.gpus_per_node or chosen.gpus_per_node
     env = dict(job.env)
     if job.framework == "tensorflow":
@@ -240,6 +242,7 @@ def plan_job(
         priority_class=(job.priority_class or team.priority_class) if scheduled else None,
         env=env,
         labels={JOB_LABEL: name},
+        annotations={POOL_CHOICE: choice.why},
         metrics_port=TRAINING_METRICS_PORT,
         termination_grace_period_seconds=job.grace_period_seconds,
     )

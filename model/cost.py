@@ -39,7 +39,12 @@ from model.catalog_prices import (
 )
 from model.config import PlatformConfig
 from model.config.network import INTERFACE_ENDPOINT_SERVICES, nat_zones
-from model.config.nodes import ROOT_VOLUME_IOPS, ROOT_VOLUME_THROUGHPUT_MBPS, Scaling
+from model.config.nodes import (
+    ROOT_VOLUME_IOPS,
+    ROOT_VOLUME_THROUGHPUT_MBPS,
+    GpuNodeGroupSettings,
+    Scaling,
+)
 from model.config.observability import PUSHGATEWAY_VOLUME_GIB
 from model.config.scheduling import scales_from_zero
 from model.config.selftest_schedule import scheduled_pools, starts_per_month
@@ -232,17 +237,28 @@ def volume_lines(cfg: PlatformConfig) -> list[Line]:
     return lines
 
 
+def node_hourly(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> Line:
+    """One node of the group for an hour, priced as the estimate prices the group: its
+    dearest instance type, bought as the group buys it (spot at the assumed discount), in the
+    stack's region."""
+    name, _ = _dearest(group.instance_types, cfg.aws.region)
+    item = f"a node of {group.name} ({name}, {group.capacity})"
+    key = f"gpu_node_groups.{group.name}"
+    return _capacity_line(key, item, name, group.capacity, None, cfg, cfg.aws.region)
+
+
 def _capacity_line(
     key: str,
     item: str,
     name: str,
     capacity: str,
-    scaling: Scaling,
+    scaling: Scaling | None,
     cfg: PlatformConfig,
     region: str | None,
 ) -> Line:
-    """`scaling` instances of type `name` bought as `capacity`, priced as the `key` line, in
-    the stack's region (`region` None: a burst's workers, whose region this stack lacks)."""
+    """`scaling` instances (None: one) of type `name` bought as `capacity`, priced as the
+    `key` line, in the stack's region (`region` None: a burst's workers, whose region this
+    stack lacks)."""
     hours, cost = cfg.cost.hours_per_month, cfg.cost
     if capacity == "capacity_block":
         return _capacity_block(key, item, name, cfg, scaling, region)
@@ -309,7 +325,12 @@ def burst_warnings(cfg: PlatformConfig) -> list[str]:
 
 
 def _capacity_block(
-    key: str, item: str, name: str, cfg: PlatformConfig, scaling: Scaling, region: str | None
+    key: str,
+    item: str,
+    name: str,
+    cfg: PlatformConfig,
+    scaling: Scaling | None,
+    region: str | None,
 ) -> Line:
     hours = cfg.cost.hours_per_month
     paid = "paid up front for the block's instances and days, whether they run or not"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -18,7 +19,13 @@ from components.scheduling.kueue_frameworks import INTEGRATIONS
 from components.vocabulary import EFA_RESOURCE, GPU_TAINT, GPU_TOLERATION, KUEUE_API, rdma_resource
 from model.catalog import CATALOG
 from model.config import GpuPool, PlatformConfig
-from model.config.scheduling import LOCAL_QUEUE, FlavorSettings, TeamSettings
+from model.config.fair_sharing import PREEMPTION_STRATEGIES, USAGE_BASED, FairSharingSettings
+from model.config.scheduling import (
+    LOCAL_QUEUE,
+    ClusterQueueSettings,
+    FlavorSettings,
+    TeamSettings,
+)
 
 PROVISIONING_CHECK = "gpu-provisioning"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
@@ -102,14 +109,7 @@ def queue_gpus(cfg: PlatformConfig) -> dict[str, dict[str, int]]:
     """ClusterQueue -> pool -> nominal GPUs; a queue that names none holds every pool, but a
     bursting queue none: its workloads run on MultiKueue workers."""
     return {
-        q.name: {
-            p.name: 0
-            if q.burst is not None
-            else p.max_gpus
-            if q.gpus is None
-            else q.gpus.get(p.name, 0)
-            for p in cfg.gpu_pools
-        }
+        q.name: {p.name: q.nominal_gpus(p) for p in cfg.gpu_pools}
         for q in cfg.scheduling.cluster_queues
     }
 
@@ -142,12 +142,44 @@ def pool_flavors(
     }
 
 
+# The queue's settings in GPUs per pool, and the ClusterQueue field each becomes per resource.
+LIMIT_FIELDS = {"borrowing_limit": "borrowingLimit", "lending_limit": "lendingLimit"}
+
+
+def pool_limits(
+    cfg: PlatformConfig, queue: ClusterQueueSettings, offers: dict[str, dict[str, int]]
+) -> dict[str, dict[str, dict[str, str]]]:
+    """Flavor -> ClusterQueue field (borrowingLimit, lendingLimit) -> resource -> amount: the
+    queue's limits in GPUs, every resource in the pool's per-GPU proportion as its nominal
+    quota is; a pool the queue leaves out has no limit."""
+    found: dict[str, dict[str, dict[str, str]]] = {}
+    for pool in cfg.gpu_pools:
+        for key, name in LIMIT_FIELDS.items():
+            gpus = (getattr(queue, key) or {}).get(pool.name)
+            if gpus is not None:
+                amounts = quota(offers[pool.name], gpus, pool.gpus_per_node)
+                found.setdefault(pool.name, {})[name] = amounts
+    return found
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """What a ClusterQueue borrows, lends and weighs beyond its nominal quota: `limits` as
+    pool_limits gives them, its fair-sharing weight (None: Kueue's 1), and whether it orders
+    its workloads by their LocalQueue's usage (admission fair sharing)."""
+
+    limits: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    weight: int | None = None
+    usage_based: bool = False
+
+
 def cluster_queue(
     name: str,
     cohort: str,
     flavors: dict[str, dict[str, str]],
     checks: Sequence[dict[str, Any]],
     namespaces: Sequence[str],
+    sharing: Sharing = Sharing(),
 ) -> dict[str, Any]:
     """A ClusterQueue over `flavors` (flavor -> resource -> nominal quota), with the admission
     checks it waits for (`admissionChecksStrategy.admissionChecks` entries)."""
@@ -171,13 +203,25 @@ def cluster_queue(
                     {
                         "name": flavor,
                         "resources": [
-                            {"name": r, "nominalQuota": amounts.get(r, "0")} for r in covered
+                            {
+                                "name": r,
+                                "nominalQuota": amounts.get(r, "0"),
+                                **{
+                                    key: limit.get(r, "0")
+                                    for key, limit in sharing.limits.get(flavor, {}).items()
+                                },
+                            }
+                            for r in covered
                         ],
                     }
                     for flavor, amounts in flavors.items()
                 ],
             }
         ]
+    if sharing.weight is not None:
+        spec["fairSharing"] = {"weight": sharing.weight}
+    if sharing.usage_based:
+        spec["admissionScope"] = {"admissionMode": USAGE_BASED}
     if namespaces:
         # Only the namespaces of the teams on this queue may submit to it; a queue without
         # teams (no selector: no namespace) only lends its quota to the cohort.
@@ -198,12 +242,16 @@ def provisioning_check(provisioned_flavors: Sequence[str]) -> list[dict[str, Any
     return [{"name": PROVISIONING_CHECK, "onFlavors": sorted(provisioned_flavors)}]
 
 
-def local_queue(team: TeamSettings) -> dict[str, Any]:
+def local_queue(team: TeamSettings, weight: int | None = None) -> dict[str, Any]:
+    """The team's LocalQueue; `weight`: its admission fair-sharing weight (None: Kueue's 1)."""
+    spec: dict[str, Any] = {"clusterQueue": team.cluster_queue}
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": {"name": LOCAL_QUEUE, "namespace": team.name},
-        "spec": {"clusterQueue": team.cluster_queue},
+        "spec": spec,
     }
 
 
@@ -266,7 +314,29 @@ def quota_warnings(cfg: PlatformConfig) -> list[str]:
 # framework's kind on its workers.
 
 
-def manager_config(uncounted: Sequence[str], job_namespaces: Sequence[str]) -> dict[str, Any]:
+def fair_sharing_config(sharing: FairSharingSettings) -> dict[str, Any]:
+    """The Configuration's fair-sharing keys (Kueue v0.19.2 apis/config/v1beta2/
+    configuration_types.go): `fairSharing` turns it on by being there (v1beta2 has no `enable`;
+    pkg/scheduler/preemption/fairsharing/strategy.go `Enabled` is `!= nil`) and must list its
+    preemption strategies (pkg/config/validation.go `validateFairSharing`);
+    `admissionFairSharing` likewise, its half-life always set: Kueue defaults only the sampling
+    interval, and a half-life of 0 records no usage (kubernetes-sigs/kueue#11134)."""
+    found: dict[str, Any] = {}
+    if sharing.enabled:
+        found["fairSharing"] = {"preemptionStrategies": list(PREEMPTION_STRATEGIES)}
+    if sharing.admission is not None:
+        found["admissionFairSharing"] = {
+            "usageHalfLifeTime": sharing.admission.usage_half_life,
+            "usageSamplingInterval": sharing.admission.usage_sampling_interval,
+        }
+    return found
+
+
+def manager_config(
+    uncounted: Sequence[str],
+    job_namespaces: Sequence[str],
+    sharing: FairSharingSettings | None = None,
+) -> dict[str, Any]:
     """`job_namespaces`: every namespace the platform's queued jobs run in
     (components/control/namespaces.job_namespaces)."""
     return {
@@ -303,13 +373,17 @@ def manager_config(uncounted: Sequence[str], job_namespaces: Sequence[str]) -> d
             ]
         },
         "resources": {"excludeResourcePrefixes": list(uncounted)},
+        **fair_sharing_config(sharing or FairSharingSettings()),
     }
 
 
 def kueue_values(
-    node_selector: dict[str, str], uncounted: Sequence[str], job_namespaces: Sequence[str]
+    node_selector: dict[str, str],
+    uncounted: Sequence[str],
+    job_namespaces: Sequence[str],
+    sharing: FairSharingSettings,
 ) -> dict[str, Any]:
-    config = manager_config(uncounted, job_namespaces)
+    config = manager_config(uncounted, job_namespaces, sharing)
     return {
         # Queue depth (kueue_pending_workloads) is what the queue-driven scalers read.
         "enablePrometheus": True,

@@ -24,6 +24,7 @@ from components.data.gpu_operator import advertised_resources as pool_resources
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.scheduling.kueue import (
+    Sharing,
     cluster_queue,
     counts_cpu_and_memory,
     kueue_values,
@@ -31,6 +32,7 @@ from components.scheduling.kueue import (
     node_offer,
     node_size,
     pool_flavors,
+    pool_limits,
     provisioning_check,
     provisioning_objects,
     queue_gpus,
@@ -114,11 +116,19 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
         else:
             flavors = pool_flavors(cfg, gpus, offers)
             checks = provisioning_check([p.name for p in pools_provisioned])
-        queue = cluster_queue(name, sched.cohort, flavors, checks, namespaces)
+        settings = next(q for q in sched.cluster_queues if q.name == name)
+        sharing = Sharing(
+            pool_limits(cfg, settings, offers),
+            settings.fair_sharing_weight,
+            sched.fair_sharing.admission is not None,
+        )
+        queue = cluster_queue(name, sched.cohort, flavors, checks, namespaces, sharing)
         if name in bursts:
             queue["metadata"]["annotations"] = budget_annotations(bursts[name].burst)
         objects.append(queue)
-    objects += [local_queue(t) for t in submitters(cfg)]
+    admission = sched.fair_sharing.admission
+    weights = admission.team_weights if admission is not None else {}
+    objects += [local_queue(t, weights.get(t.name)) for t in submitters(cfg)]
     return objects
 
 
@@ -186,6 +196,7 @@ class Scheduling(PlatformComponent):
                         args.node_selector,
                         uncounted_resources(args.cfg),
                         job_namespaces(args.cfg),
+                        args.cfg.scheduling.fair_sharing,
                     ),
                     self.child(depends_on=before),
                     mirror=args.context.registry_mirror,

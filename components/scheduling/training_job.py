@@ -112,7 +112,6 @@ from contract.launch import FLIGHT_RECORD_PREFIX
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
-from model.config.pod_fit import MEMORY_GIB_PER_GPU
 from model.config.scheduling import JobSettings
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
@@ -170,7 +169,6 @@ class TrainingJobSpec:
     env: dict[str, str] = field(default_factory=dict)
     # The pool's RDMA resource name (components/vocabulary.rdma_resource) on RDMA pools.
     rdma_resource: str | None = None
-    memory_gib_per_gpu: int = MEMORY_GIB_PER_GPU
     backoff_limit: int = 0
     active_deadline_seconds: int | None = None
     labels: dict[str, str] = field(default_factory=dict)
@@ -290,6 +288,21 @@ def cpu_request(spec: TrainingJobSpec) -> str | None:
     return f"{math.floor(1000 * per_slice * spec.gpus)}m"
 
 
+def memory_mib(spec: TrainingJobSpec) -> int:
+    """The pool's memory per GPU (its nodes' memory for pods shared out among their GPUs,
+    GpuPool.memory_gib_per_gpu) times the GPUs the pod takes; on shared GPUs (time-slicing,
+    MPS) per slice, as cpu_request shares out CPUs, so that every slice's pod fits the node."""
+    pool = spec.pool
+    slices = advertised_resources(pool).get(GPU_RESOURCE, pool.gpus_per_node)
+    per_slice = Fraction(pool.memory_gib_per_gpu * 1024 * pool.gpus_per_node, slices)
+    return math.floor(per_slice * spec.gpus)
+
+
+def quantity_mib(mib: int) -> str:
+    """MiB as Kubernetes writes it: in Gi where whole."""
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+
 def resources(spec: TrainingJobSpec) -> dict[str, dict[str, Any]]:
     """Requests equal to limits: the Guaranteed QoS class ("Configure Quality of Service for
     Pods": every container's CPU and memory requests equal their limits), which extended
@@ -297,7 +310,7 @@ def resources(spec: TrainingJobSpec) -> dict[str, dict[str, Any]]:
     cpu = cpu_request(spec)
     wanted: dict[str, Any] = {
         **({"cpu": cpu} if cpu else {}),
-        "memory": f"{spec.memory_gib_per_gpu * spec.gpus}Gi",
+        "memory": quantity_mib(memory_mib(spec)),
         GPU_RESOURCE: spec.gpus,
         **fabric_devices(spec),
     }
@@ -316,7 +329,7 @@ def shm_volume(spec: TrainingJobSpec) -> dict[str, Any]:
         "name": "dshm",
         "emptyDir": {
             "medium": "Memory",
-            "sizeLimit": f"{spec.memory_gib_per_gpu * spec.gpus // 2}Gi",
+            "sizeLimit": quantity_mib(memory_mib(spec) // 2),
         },
     }
 

@@ -45,6 +45,7 @@ from model.config.cluster import (
 from model.config.cluster_autoscaler import AutoscalerSettings
 from model.config.cost import CostSettings, check_cost
 from model.config.fabric import FabricSettings, check_fabric
+from model.config.fair_sharing import check_quota_sharing
 from model.config.gpu_operator import GpuOperatorSettings, check_gpu_operator
 from model.config.images import ImageSettings
 from model.config.keda import WorkloadAutoscalingSettings, check_workload_autoscaling
@@ -349,6 +350,7 @@ class PlatformConfig(Settings):
             check_scheduling,
             check_team_access,
             check_existing_namespaces,
+            check_quota_sharing,
             check_pods_fit,
             check_multikueue,
             check_workload_autoscaling,

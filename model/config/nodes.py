@@ -32,6 +32,10 @@ from model.config.tuning import GpuTuningSettings, check_tuning
 # cannot see: the EKS managed add-ons' (VPC CNI, kube-proxy, Pod Identity agent, EBS CSI node, node
 # monitoring) and the GPU Operator's operands (device plugin, GPU Feature Discovery, DCGM exporter).
 DAEMONSET_CPUS = 2
+# Memory kept on every GPU node for its DaemonSets, on the same terms: the plan's request under
+# 1 GiB together (tests/components/scheduling/test_job_qos.py sums them), the rest is for those it
+# cannot see.
+DAEMONSET_MEMORY_GIB = 2
 
 # EKS service quotas: "Nodes per managed node group", 450 by default. The quota can be raised;
 # a stack that needs more asks AWS first and then raises this with it.

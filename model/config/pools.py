@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from model.catalog import MIG_PROFILES
 from model.config.gpu_operator import MigStrategy
 from model.config.nodes import GpuNodeGroupSettings, GpuSharingSettings
+from model.config.pod_fit import existing_memory_gib_per_gpu, group_memory_gib_per_gpu
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig
@@ -43,6 +44,9 @@ class GpuPool:
     # The cluster's one MIG strategy (gpu_operator.mig_strategy): how a MIG pool's GPUs are cut
     # and advertised.
     mig_strategy: MigStrategy
+    # Memory a training pod takes per GPU: the node's memory for pods shared out among its GPUs
+    # (model/config/pod_fit.py).
+    memory_gib_per_gpu: int
     # 2 MiB hugepages a node reserves at boot (EFA groups, for libfabric); 0 elsewhere.
     hugepages_2mi: int = 0
     # Whole CPUs a training pod takes per GPU (components/jobs.resources); None on an existing
@@ -80,6 +84,7 @@ def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> Gpu
         efa_interfaces=row.efa_interfaces if group.efa else 0,
         sharing=group.gpu_sharing,
         mig_strategy=mig_strategy,
+        memory_gib_per_gpu=group_memory_gib_per_gpu(group),
         hugepages_2mi=group.hugepages_2mi,
         cpus_per_gpu=group.cpus_per_gpu,
         instance_types=tuple(group.instance_types),
@@ -87,7 +92,11 @@ def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> Gpu
     )
 
 
-def pool_of_onprem(pool: OnPremGpuPoolSettings, mig_strategy: MigStrategy) -> GpuPool:
+def pool_of_onprem(
+    pool: OnPremGpuPoolSettings, mig_strategy: MigStrategy, memory_gib_per_node: int | None = None
+) -> GpuPool:
+    """`memory_gib_per_node`: what the pool's Kueue flavor states (scheduling.flavors), if it
+    does."""
     return GpuPool(
         name=pool.name,
         node_selector=dict(pool.node_selector),
@@ -99,6 +108,7 @@ def pool_of_onprem(pool: OnPremGpuPoolSettings, mig_strategy: MigStrategy) -> Gp
         efa_interfaces=0,
         sharing=pool.gpu_sharing,
         mig_strategy=mig_strategy,
+        memory_gib_per_gpu=existing_memory_gib_per_gpu(memory_gib_per_node, pool.gpus_per_node),
         cpus_per_gpu=pool.cpus_per_gpu,
     )
 
@@ -108,4 +118,8 @@ def gpu_pools(cfg: PlatformConfig) -> list[GpuPool]:
     strategy = cfg.gpu_operator.mig_strategy
     if cfg.provider == "aws":
         return [pool_of_group(g, strategy) for g in cfg.gpu_node_groups]
-    return [pool_of_onprem(p, strategy) for p in cfg.existing.gpu_pools]
+    flavors = cfg.scheduling
+    return [
+        pool_of_onprem(p, strategy, flavors.flavor(p.name).memory_gib_per_node)
+        for p in cfg.existing.gpu_pools
+    ]

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from model.catalog import NETWORK_TOPOLOGY_LAYERS
 from model.config.base import DnsLabel, FieldProblem, Int, Reason, Settings, _label_problem
+from model.config.fair_sharing import FairSharingSettings
 from model.config.multikueue import BurstSettings
 from model.config.references import (
     CLUSTER_QUEUE,
@@ -98,6 +99,27 @@ class ClusterQueueSettings(Settings):
         description="Dispatch this queue's workloads to MultiKueue workers (multikueue.workers) "
         "instead of running them here.",
     )
+    borrowing_limit: dict[Annotated[DnsLabel, refers(GPU_POOL)], Int] | None = Field(
+        None,
+        description="Most GPUs of each pool the queue may borrow from the rest of its cohort "
+        "beyond its nominal quota (Kueue `borrowingLimit`; CPU, memory and EFA devices follow "
+        "in the pool's per-GPU proportion); 0: never more than its own. Pools left out: as "
+        "many as the cohort has idle.",
+    )
+    lending_limit: dict[Annotated[DnsLabel, refers(GPU_POOL)], Int] | None = Field(
+        None,
+        description="Most of the queue's idle nominal GPUs of each pool that the rest of the "
+        "cohort may borrow (Kueue `lendingLimit`); the rest stays the queue's alone, however "
+        "long it is idle. At most its nominal quota. Pools left out: all of it may be lent.",
+    )
+    fair_sharing_weight: Int | None = Field(
+        None,
+        ge=0,
+        le=1000,
+        description="With scheduling.fair_sharing.enabled: the queue's weight when the cohort "
+        "shares out idle quota (Kueue ClusterQueue `fairSharing.weight`): its share of what it "
+        "borrows is divided by it; 0 puts it behind every other queue. Default 1.",
+    )
 
     @model_validator(mode="after")
     def _not_negative(self) -> ClusterQueueSettings:
@@ -105,6 +127,15 @@ class ClusterQueueSettings(Settings):
             if count < 0:
                 raise FieldProblem(f"gpus.{pool}", f"{count} GPUs; give 0 or more")
         return self
+
+    def nominal_gpus(self, pool: GpuPool) -> int:
+        """The queue's nominal GPUs of `pool`: none for a bursting queue, whose workloads run
+        on MultiKueue workers; every GPU of the pool where the queue names no pools."""
+        if self.burst is not None:
+            return 0
+        if self.gpus is None:
+            return pool.max_gpus
+        return self.gpus.get(pool.name, 0)
 
 
 def _scheduled(cfg: PlatformConfig) -> bool:
@@ -187,7 +218,11 @@ class FlavorSettings(Settings):
         None,
         ge=1,
         le=2**20,
-        description="Existing clusters only: memory of one node in GiB, for the memory quota.",
+        description="Existing clusters only: memory of one node in GiB, for the memory quota "
+        "and the memory a training pod takes per GPU: the node's, less 3 GiB for a kubelet's "
+        "default reservations and 2 GiB for DaemonSets, shared out among its GPUs. Give the "
+        "node's allocatable memory where its kubelet reserves more. Without it a pod takes "
+        "16 GiB a GPU.",
     )
 
 
@@ -241,6 +276,10 @@ class SchedulingSettings(Settings):
     )
     flavors: list[FlavorSettings] = Field(
         default_factory=list, description="Per-pool flavor settings; pools left out take defaults."
+    )
+    fair_sharing: FairSharingSettings = Field(
+        default_factory=FairSharingSettings,
+        description="How the cohort's idle GPUs are shared out among queues and teams.",
     )
     jobs: JobSettings = Field(
         default_factory=JobSettings,

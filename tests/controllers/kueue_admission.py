@@ -38,8 +38,11 @@ Rules, each a function that returns what it refuses (empty: admitted):
   without a TAS request is refused by a TAS flavor unless every flavor of the queue is one,
   `isTASImplied`); no untolerated NoSchedule taint; the flavor's node labels agree with the
   pod's node selector on the flavor's own keys (`flavorSelector`); and the pod set fits the
-  quota the queue can ever reach (its nominal quota plus what its cohort lends, with no
-  borrowing or lending limit set).
+  quota the queue can ever reach (`available` with nothing admitted: its nominal quota plus
+  what its cohort lends, within each queue's `borrowingLimit` and `lendingLimit`,
+  pkg/cache/scheduler/resource_node.go).
+- `available`: how much more a queue admits once some workloads are admitted in its cohort,
+  the same rule with usage.
 - `node_levels`, a hook: whether a TAS flavor's levels are on the pool's nodes (Kueue
   pkg/cache/scheduler/clusterqueue.go `isTASViolated`, skipped for MultiKueue queues) is the TAS
   helper's model; `flavor_problems` takes its answer per flavor.
@@ -396,23 +399,80 @@ def counted(kueue: Kueue, requests: dict[str, Fraction]) -> dict[str, Fraction]:
     }
 
 
-def reachable_quota(kueue: Kueue, cq: dict[str, Any], flavor: str, resource: str) -> Fraction:
-    """The queue's nominal quota of the flavor's resource plus every cohort member's."""
-    cohort = cq["spec"].get("cohortName")
-    members = [
+@dataclass(frozen=True)
+class Quota:
+    """A ClusterQueue's quota of one flavor's resource: nominal, and its borrowing and lending
+    limits (None: not set, no limit)."""
+
+    nominal: Fraction = Fraction(0)
+    borrowing_limit: Fraction | None = None
+    lending_limit: Fraction | None = None
+
+    @property
+    def local(self) -> Fraction:
+        """What the queue keeps for itself, never lent to the cohort: nominal less the lending
+        limit; 0 without one (resource_node.go `localQuota`)."""
+        if self.lending_limit is None:
+            return Fraction(0)
+        return max(Fraction(0), self.nominal - self.lending_limit)
+
+
+def quota_of(cq: dict[str, Any], flavor: str, resource: str) -> Quota:
+    for group in cq["spec"].get("resourceGroups", []):
+        for f in group["flavors"]:
+            for r in f["resources"] if f["name"] == flavor else []:
+                if r["name"] == resource:
+                    limits = [r.get(k) for k in ("borrowingLimit", "lendingLimit")]
+                    return Quota(
+                        quantity(r["nominalQuota"]),
+                        *(None if v is None else quantity(v) for v in limits),
+                    )
+    return Quota()
+
+
+# What each ClusterQueue has admitted: queue name -> (flavor, resource) -> amount.
+Usage = dict[str, dict[tuple[str, str], Fraction]]
+
+
+def available(
+    kueue: Kueue, cq: dict[str, Any], flavor: str, resource: str, usage: Usage | None = None
+) -> Fraction:
+    """How much more of the flavor's resource the queue can admit now, with `usage` admitted
+    (none: what it can ever reach), in a flat cohort (a cohortName, no Cohort object): Kueue
+    v0.19.2 pkg/cache/scheduler/resource_node.go `available`. Each queue keeps its local quota;
+    the rest of its nominal quota goes to the cohort (`accumulateFromChild`), whose usage is
+    each member's usage past its local quota. A queue takes its local quota left, plus what the
+    cohort has left, capped by its borrowing limit: what it stores in the cohort, less what it
+    uses there, plus the limit."""
+    usage = usage or {}
+    name, cohort = cq["metadata"]["name"], cq["spec"].get("cohortName")
+    own = quota_of(cq, flavor, resource)
+    used = usage.get(name, {}).get((flavor, resource), Fraction(0))
+    if not cohort:
+        return own.nominal - used
+    members = [cq] + [
         q
         for q in kueue.all("ClusterQueue").values()
-        if q is cq or (cohort and q["spec"].get("cohortName") == cohort)
+        if q["spec"].get("cohortName") == cohort and q["metadata"]["name"] != name
     ]
-    total = Fraction(0)
+    pooled, pooled_usage = Fraction(0), Fraction(0)
     for q in members:
-        for group in q["spec"].get("resourceGroups", []):
-            for f in group["flavors"]:
-                if f["name"] == flavor:
-                    for r in f["resources"]:
-                        if r["name"] == resource:
-                            total += quantity(r["nominalQuota"])
-    return total
+        theirs = quota_of(q, flavor, resource)
+        pooled += theirs.nominal - theirs.local
+        spent = usage.get(q["metadata"]["name"], {}).get((flavor, resource), Fraction(0))
+        pooled_usage += max(Fraction(0), spent - theirs.local)
+    from_cohort = pooled - pooled_usage
+    if own.borrowing_limit is not None:
+        stored = own.nominal - own.local
+        used_in_cohort = max(Fraction(0), used - own.local)
+        from_cohort = min(from_cohort, stored - used_in_cohort + own.borrowing_limit)
+    return max(Fraction(0), own.local - used) + from_cohort
+
+
+def reachable_quota(kueue: Kueue, cq: dict[str, Any], flavor: str, resource: str) -> Fraction:
+    """The most of the flavor's resource the queue can ever hold: with nothing admitted
+    anywhere, its nominal quota plus what the cohort lends it, within the limits."""
+    return available(kueue, cq, flavor, resource)
 
 
 def tas_problem(kueue: Kueue, cq: dict[str, Any], ps: PodSet, flavor: dict[str, Any]) -> str | None:

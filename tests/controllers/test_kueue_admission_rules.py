@@ -12,6 +12,7 @@ import pytest
 
 from components.scheduling.kueue_frameworks import FRAMEWORKS
 from components.scheduling.training_job import render, spec_for_pool
+from jobs.team import TeamJob, plan_job
 from model.config.scheduling import LOCAL_QUEUE
 from tests.conftest import STACKS, planned, rendered, stack_config
 from tests.controllers.kueue_admission import (
@@ -19,6 +20,7 @@ from tests.controllers.kueue_admission import (
     KUEUE_GRANTS,
     Kueue,
     admission_problems,
+    available,
     connection_problems,
     flavor_problems,
     kueue_manages,
@@ -27,7 +29,8 @@ from tests.controllers.kueue_admission import (
     queue_problems,
     topology_mirror_problems,
 )
-from tests.helpers.plan_out import manifests, stack_out, with_selftest
+from tests.helpers.job_specs import IMAGE
+from tests.helpers.plan_out import fixture_out, manifests, stack_out, with_selftest
 from tests.helpers.rendered_jobs import (
     burst_jobs,
     bursting_teams,
@@ -35,6 +38,7 @@ from tests.helpers.rendered_jobs import (
     submitted_jobs,
     workers_of,
 )
+from tests.helpers.sharing_stacks import stack_file, teams_config
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
@@ -245,6 +249,68 @@ def test_a_job_larger_than_the_queue_can_ever_hold_is_refused():
     assert flavor_problems(kueue, job(gpus=8, pods=3)) == [
         "ClusterQueue q: flavor f: 3 pods need 24 nvidia.com/gpu, the queue reaches at most 16"
     ]
+
+
+def limited(name, gpus=8, borrowing=None, lending=None, namespaces=("team-a",)):
+    """A ClusterQueue of cohort `org` over flavor f, with its limits where given."""
+    cq = cluster_queue(name, ["f"], gpus=gpus, namespaces=namespaces)
+    cq["spec"]["cohortName"] = "org"
+    (resource,) = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    if borrowing is not None:
+        resource["borrowingLimit"] = str(borrowing)
+    if lending is not None:
+        resource["lendingLimit"] = str(lending)
+    return cq
+
+
+GPU = ("f", "nvidia.com/gpu")
+
+
+def room(kueue, cq, usage=None):
+    """GPUs of flavor f the queue can still admit with `usage` admitted."""
+    return available(kueue, cq, *GPU, usage)
+
+
+def test_a_queue_borrows_up_to_its_borrowing_limit_and_no_further():
+    """Kueue v0.19.2 ClusterQueue schema, `borrowingLimit`: "Workloads in a ClusterQueue can
+    consume a quantity of quota equal to nominalQuota+borrowingLimit, assuming the other
+    ClusterQueues in the cohort have enough unused quota": 8 + 4 of the cohort's 16."""
+    a, b = limited("q", borrowing=4), limited("b", namespaces=("team-b",))
+    kueue = cluster(flavor("f"), a, b, local_queue())
+    assert room(kueue, a) == 12
+    assert flavor_problems(kueue, job(gpus=12)) == []
+    assert flavor_problems(kueue, job(gpus=13)) == [
+        "ClusterQueue q: flavor f: 1 pods need 13 nvidia.com/gpu, the queue reaches at most 12"
+    ]
+    # Once it holds 10 (2 borrowed), 2 more; b's nominal 8 stays b's to reclaim.
+    assert room(kueue, a, {"q": {GPU: 10}}) == 2
+    # What b already uses is not there to borrow: with b at 6, q reaches 8 + 2.
+    assert room(kueue, a, {"b": {GPU: 6}}) == 10
+    # Without the limit it reaches the whole cohort.
+    assert room(cluster(flavor("f"), limited("q"), b, local_queue()), limited("q")) == 16
+
+
+def test_a_lending_limit_caps_what_the_rest_of_the_cohort_borrows():
+    """Kueue v0.19.2 ClusterQueue schema, `lendingLimit`: "ClusterQueue reserves for its
+    exclusive use a quantity of quota equals to nominalQuota - lendingLimit": b lends 2 of its
+    8, so q reaches 8 + 2, and b keeps 6 that no one else ever admits on."""
+    a, b = limited("q"), limited("b", lending=2, namespaces=("team-b",))
+    kueue = cluster(flavor("f"), a, b, local_queue())
+    assert room(kueue, a) == 10
+    assert flavor_problems(kueue, job(gpus=11)) == [
+        "ClusterQueue q: flavor f: 1 pods need 11 nvidia.com/gpu, the queue reaches at most 10"
+    ]
+    # b itself reaches its 8 and all of q's.
+    assert room(kueue, b) == 16
+    # b at 7: 6 of its own, 1 of what it lent; q can have 1 more of it.
+    assert room(kueue, a, {"q": {GPU: 8}, "b": {GPU: 7}}) == 1
+
+
+def test_a_queue_outside_a_cohort_holds_its_nominal_quota_alone():
+    alone = cluster_queue("q", ["f"], gpus=8)
+    kueue = cluster(flavor("f"), alone, limited("b", namespaces=("team-b",)), local_queue())
+    assert room(kueue, alone) == 8
+    assert room(kueue, alone, {"q": {GPU: 5}}) == 3
 
 
 def jobset(replicas=1, pods=2, completions=None, annotations=None, gpus=8, name="trainer"):
@@ -613,3 +679,72 @@ def test_the_worker_grants_the_manager_nothing_beyond_its_frameworks_and_kueues_
         wanted |= {(group, resource), (group, f"{resource}/status")}
     role = worker_role(worker)
     assert {(g, r) for rule in role for g in rule["apiGroups"] for r in rule["resources"]} == wanted
+
+
+# ------------------------------------------------------------ quota beyond nominal, as rendered
+
+
+def teams_kueue() -> tuple[Kueue, Any]:
+    """The teams stack (tests/helpers/sharing_stacks.py) as `python -m plan` writes it: its
+    objects, and the Configuration from its rendered kueue-manager-config ConfigMap."""
+    out = fixture_out("teams", stack_file())
+    config = manager_config_from_rendered(out)
+    assert config is not None, "no rendered release holds Kueue's Configuration"
+    return Kueue.of(manifests(out), config), teams_config()
+
+
+def test_the_platforms_queues_borrow_and_lend_within_the_limits_the_stack_sets():
+    """vision holds 8 A100s and may borrow 4; nlp holds 8 and lends only 2; batch holds 4 and
+    lends them all. In the ClusterQueues the platform renders, read by the admission model:
+    vision reaches 8 + 4 (its borrowing limit, though 6 are idle to lend), batch 4 + 8 + 2
+    (nlp's lending limit), nlp 8 + 8 + 4."""
+    kueue, cfg = teams_kueue()
+    gpus = ("a100", "nvidia.com/gpu")
+    reach = {
+        q: available(kueue, kueue.get("ClusterQueue", q), *gpus) for q in ("vision", "nlp", "batch")
+    }
+    assert reach == {"vision": 12, "nlp": 20, "batch": 14}
+    # Holding 10, vision has 2 more to take and no further, whatever the cohort has idle.
+    assert available(kueue, kueue.get("ClusterQueue", "vision"), *gpus, {"vision": {gpus: 10}}) == 2
+    # A team's job, as `python -m jobs submit` renders it: one whole node is admitted on
+    # vision's queue; two (16 GPUs) are beyond what it may ever hold, and nlp's queue takes them.
+    one, two = (
+        render(plan_job(cfg, TeamJob(IMAGE, ["t.py"], nodes=n, pool="a100", team="vision")))[0]
+        for n in (1, 2)
+    )
+    assert admission_problems(kueue, one) == []
+    (refused,) = admission_problems(kueue, two)
+    assert refused.startswith("ClusterQueue vision: flavor a100: 2 pods need"), refused
+    nlp = render(plan_job(cfg, TeamJob(IMAGE, ["t.py"], nodes=2, pool="a100", team="nlp")))[0]
+    assert admission_problems(kueue, nlp) == []
+
+
+def test_fair_sharing_reaches_the_configuration_kueue_reads_and_every_queue():
+    """Kueue v0.19.2 turns fair sharing on by the Configuration's `fairSharing` being there
+    (pkg/scheduler/preemption/fairsharing/strategy.go `Enabled`), admission fair sharing by
+    `admissionFairSharing` (pkg/util/admissionfairsharing `Enabled`) and, per ClusterQueue, by
+    `admissionScope.admissionMode: UsageBasedAdmissionFairSharing` (`ResourceWeights`); the
+    half-life is set, never Kueue's 0 (kubernetes-sigs/kueue#11134)."""
+    kueue, _ = teams_kueue()
+    assert kueue.config["fairSharing"] == {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    }
+    assert kueue.config["admissionFairSharing"] == {
+        "usageHalfLifeTime": "168h",
+        "usageSamplingInterval": "5m",
+    }
+    queues = kueue.all("ClusterQueue")
+    assert {n: q["spec"].get("fairSharing") for n, q in queues.items()} == {
+        "vision": {"weight": 2},
+        "nlp": None,
+        "batch": None,
+    }
+    assert {n: q["spec"]["admissionScope"] for n, q in queues.items()} == {
+        n: {"admissionMode": "UsageBasedAdmissionFairSharing"} for n in queues
+    }
+    weights = {n: q["spec"].get("fairSharing") for n, q in kueue.all("LocalQueue").items()}
+    assert weights == {
+        "training/default": None,
+        "vision/default": {"weight": 2},
+        "nlp/default": None,
+    }

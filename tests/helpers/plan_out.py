@@ -11,6 +11,8 @@ runs it only with `selftest.image` set): the jobs it then runs must be admitted 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +92,17 @@ def manifests(out: Path) -> tuple[dict[str, Any], ...]:
         yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
         for path in sorted((out / "manifests").glob("*.yaml"))
     )
+
+
+def fixture_out(stack: str, config: dict[str, Any]) -> Path:
+    """out/<stack> of a test's own stack file (`config`: its `gpu-platform:*` keys), planned
+    and rendered as `python -m plan` writes it, once per cache key and content."""
+
+    def write(folder: Path) -> None:
+        (folder / "project").mkdir(parents=True, exist_ok=True)
+        plan = plan_stack(stack, make_project(folder / "project", {stack: config}))
+        write_outputs(plan, folder)
+        write_rendered(render_plan(plan, (SHARED_HELM,)), folder)
+
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    return _written(f"out-{stack}-{digest}", write)

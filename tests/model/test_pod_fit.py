@@ -13,6 +13,7 @@ from tests.conftest import STACKS, stack_config
 from tests.helpers.bad_stacks import assert_refused, case, existing, group
 from tests.helpers.instance_facts import FACTS
 from tests.helpers.selftest_stacks import A100_POOL, LAB
+from tests.helpers.sharing_stacks import teams_config
 
 GIB = 2**30
 # Quantity suffixes as Kubernetes reads them (apimachinery pkg/api/resource/quantity.go).
@@ -34,11 +35,12 @@ def amount(value) -> float:
     return float(text)
 
 
-def node_offers(stack: str, pool) -> list[tuple[str, dict[str, float]]]:
+def node_offers(stack, pool) -> list[tuple[str, dict[str, float]]]:
     """What one node of `pool` offers pods, from outside the code under test: on AWS each
     instance type's documented vCPUs and memory (tests/helpers/instance_facts.py) less the
-    stack's kubelet reservations; on an existing cluster the node size the stack states."""
-    cfg = stack_config(stack)
+    stack's kubelet reservations; on an existing cluster the node size the stack states.
+    `stack`: a shipped stack's name, or a config."""
+    cfg = stack_config(stack) if isinstance(stack, str) else stack
     if cfg.provider != "aws":
         flavor = cfg.scheduling.flavor(pool.name)
         offer = {"nvidia.com/gpu": pool.gpus_per_node}
@@ -87,6 +89,58 @@ def test_the_biggest_training_pod_of_every_pool_fits_one_of_its_nodes(stack):
                     checked.add(resource)
                     assert amount(value) <= offer[resource], (stack, pool.name, node, resource)
     assert {"memory", "nvidia.com/gpu"} <= checked, stack
+
+
+def slices_per_node(pool) -> int:
+    """Pods of one GPU a node holds: a pod per GPU, or per replica of a shared GPU
+    (gpu_sharing.replicas)."""
+    shared = pool.sharing.mode in ("time-slicing", "mps")
+    return pool.gpus_per_node * (pool.sharing.replicas if shared else 1)
+
+
+EVERY_POOL_STACKS = [*STACKS, "teams"]
+
+
+@pytest.mark.parametrize("stack", EVERY_POOL_STACKS)
+def test_a_pod_on_every_gpu_of_a_node_and_one_on_all_of_them_fit_it(stack):
+    """The memory a pod takes follows its pool's nodes: a node full of 1-GPU pods (or of pods
+    on one replica of a shared GPU) fits it as the one pod on every GPU does, on every pool of
+    every stack and of the two-team stack (tests/helpers/sharing_stacks.py)."""
+    cfg = teams_config() if stack == "teams" else stack_config(stack)
+    for pool in cfg.gpu_pools:
+        if pool.sharing.mode == "mig":
+            continue
+
+        whole, one = (
+            resources(spec_for_pool(cfg, pool.name, name="fit", image="r/i:1", command=["t.py"],
+                                    **choices))["requests"]
+            for choices in ({}, {"gpus_per_node": 1})
+        )  # fmt: skip
+        for node, offer in node_offers(cfg, pool):
+            if "memory" not in offer:
+                continue
+            assert amount(whole["memory"]) <= offer["memory"], (stack, pool.name, node)
+            held = slices_per_node(pool) * amount(one["memory"])
+            assert held <= offer["memory"], (stack, pool.name, node, one["memory"])
+
+
+def test_memory_per_gpu_follows_the_pools_nodes_not_a_fixed_16_gib():
+    """Worked examples (AWS EC2 User Guide: p4d.24xlarge 1,152 GiB and 8 A100s, g6.2xlarge
+    32 GiB and 1 L4, p5.48xlarge 2,048 GiB and 8 H100s, EFA's 5,128 hugepages of 2 MiB): less
+    the kubelet's default 1 + 2 GiB, the 100 MiB eviction threshold, hugepages on EFA groups
+    and 2 GiB for DaemonSets, shared out among the GPUs in whole GiB.
+    p4d without EFA: (1152 - 3 - 0.1 - 2) / 8 = 143.4; with EFA: (... - 10.0) / 8 = 142.1;
+    g6.2xlarge: 32 - 5.1 = 26.9; p5 with EFA: (2048 - 15.1) / 8 = 254.1."""
+    teams = teams_config()
+
+    def one_gpu(cfg, pool: str) -> str:
+        spec = spec_for_pool(cfg, pool, name="m", image="r/i:1", command=["t.py"], gpus_per_node=1)
+        return resources(spec)["requests"]["memory"]
+
+    assert one_gpu(teams, "a100") == "143Gi"
+    assert one_gpu(teams, "l4-spot") == "26Gi"
+    assert one_gpu(stack_config("staging"), "a100-efa") == "142Gi"
+    assert one_gpu(stack_config("prod"), "h100-ondemand") == "254Gi"
 
 
 def lab(flavor: dict, **pool) -> dict:

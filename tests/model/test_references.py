@@ -107,6 +107,16 @@ DANGLING = {
     "scheduling.cluster_queues[].gpus.<key>": (
         aws(scheduling={"cluster_queues": [{"name": "q", "gpus": {"h100": 8}}]}),
         "scheduling.cluster_queues[0].gpus.h100", "'h100'"),
+    "scheduling.cluster_queues[].borrowing_limit.<key>": (
+        aws(scheduling={"cluster_queues": [{"name": "q", "borrowing_limit": {"h100": 8}},
+                                           {"name": "r"}]}),
+        "scheduling.cluster_queues[0].borrowing_limit.h100", "'h100'"),
+    "scheduling.cluster_queues[].lending_limit.<key>": (
+        aws(scheduling={"cluster_queues": [{"name": "q", "lending_limit": {"h100": 8}}]}),
+        "scheduling.cluster_queues[0].lending_limit.h100", "'h100'"),
+    "scheduling.fair_sharing.admission.team_weights.<key>": (
+        aws(scheduling={"fair_sharing": {"admission": {"team_weights": {"llm": 2}}}}),
+        "scheduling.fair_sharing.admission.team_weights.llm", "'llm'"),
     "scheduling.teams[].cluster_queue": (
         aws(scheduling={"teams": [{"name": "llm", "cluster_queue": "gpu"}]}),
         "scheduling.teams[0].cluster_queue", "'gpu'"),

@@ -34,6 +34,7 @@ from tests.controllers.kueue_admission import Kueue, admission_problems
 from tests.controllers.references import Cluster, Placed, each_job, problems
 from tests.helpers.crds import CRDS
 from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
+from tests.helpers.sharing_stacks import teams_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
@@ -414,3 +415,19 @@ def test_the_prometheus_check_reads_each_override_from_the_clusters_prometheus(t
     assert f"{{.spec.{field}}}" in command, command
     # The reason names what it breaks on this platform.
     assert any(w in setting for w in ("alerts", "PodMonitor", "dashboards")), setting
+
+
+def test_a_clusters_own_kueue_is_asked_for_the_fair_sharing_the_stack_turns_on():
+    """With Kueue from the cluster, the queues' weights and the LocalQueues' are read only if
+    its Configuration turns fair sharing on: the report lists the keys as the platform's own
+    Kueue gets them (components/kueue.fair_sharing_config), and the AdmissionFairSharing gate."""
+    settings = dict(NEEDS["kueue"](teams_config())[1])
+    assert (
+        'fairSharing: {"preemptionStrategies": ["LessThanOrEqualToFinalShare", '
+        '"LessThanInitialShare"]}'
+    ) in settings
+    assert 'admissionFairSharing: {"usageHalfLifeTime": "168h", "usageSamplingInterval": "5m"}' in (
+        settings
+    )
+    assert "feature gate AdmissionFairSharing not turned off" in settings
+    assert not any("airSharing" in text for text, _ in NEEDS["kueue"](stack_config("onprem"))[1])

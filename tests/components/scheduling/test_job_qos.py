@@ -87,18 +87,18 @@ def pool_of(cfg: PlatformConfig, pod_spec: dict[str, Any]) -> GpuPool:
     return pool
 
 
-def daemonset_cpu(stack: str) -> Fraction:
-    """CPU every DaemonSet the stack declares or its charts render requests, whether or not it
-    lands on GPU nodes: an upper bound of what one node's DaemonSets take."""
+def daemonset_cpu(stack: str, resource: str = "cpu") -> Fraction:
+    """CPU (or `resource`) every DaemonSet the stack declares or its charts render requests,
+    whether or not it lands on GPU nodes: an upper bound of what one node's DaemonSets take."""
     objects = [*planned(stack).kubernetes_objects(), *(o for _, o in rendered(stack).objects())]
     total = Fraction(0)
     for obj in objects:
         if obj.get("kind") != "DaemonSet":
             continue
         spec = obj["spec"]["template"]["spec"]
-        cpu = [quantity(c.get("resources", {}).get("requests", {}).get("cpu", 0))
+        cpu = [quantity(c.get("resources", {}).get("requests", {}).get(resource, 0))
                for c in spec.get("containers", [])]  # fmt: skip
-        init = [quantity(c.get("resources", {}).get("requests", {}).get("cpu", 0))
+        init = [quantity(c.get("resources", {}).get("requests", {}).get(resource, 0))
                 for c in spec.get("initContainers", [])]  # fmt: skip
         total += max(sum(cpu), *init, Fraction(0))
     return total
@@ -158,11 +158,12 @@ def trainer(cfg: PlatformConfig, pool: str, **choices: Any) -> dict[str, Any]:
 def test_a_p5_pod_takes_23_cores_a_gpu():
     """p5.48xlarge: 192 vCPUs and 8 H100s (AWS, "Amazon EC2 P5 instances"); the GPU nodes'
     default kubelet reserves 500m + 500m, one whole CPU, and two are kept for DaemonSets:
-    (192 - 1 - 2) // 8 = 23 cores a GPU, 184 for the whole node, 23 x 2 for a 2-GPU pod."""
+    (192 - 1 - 2) // 8 = 23 cores a GPU, 184 for the whole node, 23 x 2 for a 2-GPU pod. Memory:
+    254 GiB a GPU (tests/components/scheduling/test_training_job.py), 2,032 for the node."""
     cfg = stack_config("prod")
     whole = trainer(cfg, "h100-ondemand")
     assert whole["requests"] == whole["limits"]
-    assert (whole["requests"]["cpu"], whole["requests"]["memory"]) == ("184", "128Gi")
+    assert (whole["requests"]["cpu"], whole["requests"]["memory"]) == ("184", "2032Gi")
     assert trainer(cfg, "h100-ondemand", gpus_per_node=2)["limits"]["cpu"] == "46"
 
 
@@ -194,6 +195,14 @@ def test_the_daemonsets_fit_in_the_cpus_kept_for_them(stack):
     add-ons' (VPC CNI, kube-proxy, Pod Identity agent, EBS CSI node, node monitoring agent) and
     the GPU Operator's operands, which its ClusterPolicy creates at run time."""
     assert daemonset_cpu(stack) <= 1, float(daemonset_cpu(stack))
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_the_daemonsets_fit_in_the_memory_kept_for_them(stack):
+    """Two GiB are kept for DaemonSets on every GPU node (model/config/nodes.DAEMONSET_MEMORY_GIB)
+    out of what training pods take; the ones the plan renders request at most one, leaving the
+    other for those it cannot see, as with CPUs above."""
+    assert daemonset_cpu(stack, "memory") <= 2**30, float(daemonset_cpu(stack, "memory"))
 
 
 def test_cpu_quantities_read_as_kubernetes_reads_them():

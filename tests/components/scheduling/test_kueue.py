@@ -11,13 +11,15 @@ import yaml
 from components.scheduling.kueue import quota_warnings
 from components.scheduling.queues import kueue_objects
 from model.config import parse_config
-from tests.conftest import AWS_STACKS, SHIPPED_STACKS, STACKS, planned
+from tests.conftest import AWS_STACKS, SHIPPED_STACKS, STACKS, planned, stack_config
 from tests.controllers.kueue_admission import manager_config_from_rendered
-from tests.helpers import helm_values
+from tests.helpers import crds, helm_values
 from tests.helpers.bad_stacks import ADMIN
+from tests.helpers.crds import is_custom_resource
 from tests.helpers.kueue_objects import objects
 from tests.helpers.plan_out import stack_out
 from tests.helpers.shared_data import RWX_STORAGE
+from tests.helpers.sharing_stacks import teams_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -295,3 +297,39 @@ def test_kueue_manages_the_namespaces_jobs_run_in_and_leaves_hugepages_to_the_sc
     ]
     # EFA pods ask for hugepages-2Mi (AWS EFA device guide); no queue covers it.
     assert config["resources"]["excludeResourcePrefixes"] == ["ephemeral-storage", "hugepages-"]
+
+
+def test_limits_and_fair_sharing_pass_kueues_schemas_and_cel_rules():
+    """Every Kueue object of the teams stack (tests/helpers/sharing_stacks.py), whose queues set
+    borrowing and lending limits and weights, against Kueue v0.19.2's CRD schemas and CEL rules
+    (ClusterQueue: "borrowingLimit must be nil when cohort is empty"; every flavor lists every
+    covered resource), as the API server checks them; and the limits are the queue's GPUs with
+    CPU and memory in the p4d's proportion (96 vCPUs, 1,152 GiB, 8 GPUs: AWS, "Amazon EC2 P4
+    instances")."""
+    found = kueue_objects(teams_config(), autoscaled=True)
+    assert [e for o in found if is_custom_resource(o) for e in crds.errors(o)] == []
+    vision = next(
+        o for o in found if o["metadata"]["name"] == "vision" and o["kind"] == "ClusterQueue"
+    )
+    a100 = vision["spec"]["resourceGroups"][0]["flavors"][0]
+    assert a100["name"] == "a100"
+    assert a100["resources"] == [
+        {"name": "cpu", "nominalQuota": "96", "borrowingLimit": "48"},
+        {"name": "memory", "nominalQuota": "1152Gi", "borrowingLimit": "576Gi"},
+        {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"},
+    ]
+    nlp = next(o for o in found if o["metadata"]["name"] == "nlp" and o["kind"] == "ClusterQueue")
+    assert nlp["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2] == {
+        "name": "nvidia.com/gpu",
+        "nominalQuota": "8",
+        "lendingLimit": "2",
+    }
+
+
+def test_no_stack_turns_fair_sharing_on_unless_it_says_so():
+    """The default Kueue gets: no fairSharing or admissionFairSharing in its Configuration and
+    no limit on any queue, so a stack that does not ask keeps Kueue's defaults."""
+    for stack in STACKS:
+        cfg = stack_config(stack)
+        assert cfg.scheduling.fair_sharing.enabled is False
+        assert cfg.scheduling.fair_sharing.admission is None

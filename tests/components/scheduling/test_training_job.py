@@ -280,13 +280,15 @@ def test_shipped_p5_pool_requests_eight_gpus_32_efa_and_its_hugepages():
     # AWS EC2 User Guide: p5.48xlarge has 8 H100 and 32 EFA interfaces. AWS's EKS EFA guide:
     # "instances with the EFA driver installed pre-allocate 5128 2MiB Huge Pages" = 10,256 MiB,
     # the whole node's, which a pod taking every GPU takes too. CPU: 23 cores a GPU of its 192
-    # vCPUs (tests/components/scheduling/test_job_qos.py).
+    # vCPUs (tests/components/scheduling/test_job_qos.py). Memory: its 2,048 GiB (AWS, "Amazon
+    # EC2 P5 instances") less the kubelet's 1 + 2 GiB, 100 MiB of eviction threshold, the
+    # hugepages and 2 GiB for DaemonSets is 2,032.9 GiB: 254 GiB a GPU, 2,032 for eight.
     expected = {
         "cpu": "184",
         "nvidia.com/gpu": 8,
         "vpc.amazonaws.com/efa": 32,
         "hugepages-2Mi": "10256Mi",
-        "memory": "128Gi",
+        "memory": "2032Gi",
     }
     assert resources == {"requests": expected, "limits": expected}
 
@@ -302,12 +304,14 @@ def test_half_a_p5_node_takes_half_its_efa_devices_and_hugepages():
 def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_network():
     objects = rendered("onprem", "a100")
     resources = trainer(objects)["resources"]
-    # The stack's cpus_per_gpu: 30 cores a GPU of the DGX's 256 threads.
+    # The stack's cpus_per_gpu: 30 cores a GPU of the DGX's 256 threads; its flavor's 2,048 GiB
+    # (NVIDIA DGX A100 datasheet: 2 TB) less 3 GiB of default kubelet reservations, 100 MiB of
+    # eviction threshold and 2 GiB for DaemonSets: 255 GiB a GPU.
     assert resources["requests"] == {
         "cpu": "240",
         "nvidia.com/gpu": 8,
         "rdma/rdma_shared_device": 1,
-        "memory": "128Gi",
+        "memory": "2040Gi",
     }
     template = jobsets.pod_template(objects[-1])
     # No topology annotation: the shipped stack's topology_levels are EXAMPLEs not yet on the
@@ -317,8 +321,10 @@ def test_shipped_onprem_roce_pool_requests_the_rdma_device_and_joins_the_rdma_ne
 
 def test_shipped_dev_pool_without_efa_requests_no_fabric_nor_hugepages():
     resources = trainer(rendered("dev", "spot-small"))["resources"]
-    # One time-sliced replica of four: a quarter of the one core g6e.xlarge leaves a GPU.
-    assert resources["requests"] == {"cpu": "250m", "nvidia.com/gpu": 1, "memory": "16Gi"}
+    # One time-sliced replica of four: a quarter of the one core g6e.xlarge leaves a GPU, and a
+    # quarter of the 26 GiB its 32 GiB (AWS, "Amazon EC2 G6e instances") leave pods after 3 GiB
+    # of kubelet reservations, 100 MiB of eviction threshold and 2 GiB for DaemonSets: 6,656 MiB.
+    assert resources["requests"] == {"cpu": "250m", "nvidia.com/gpu": 1, "memory": "6656Mi"}
 
 
 def test_pods_land_on_the_pool_and_tolerate_the_gpu_taint():
@@ -364,7 +370,8 @@ def test_shm_in_memory_storage_volumes_nccl_settings_and_a_writable_tmp():
     volumes = {v["name"]: v for v in pod(objects)["volumes"]}
     assert volumes["dshm"] == {
         "name": "dshm",
-        "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"},
+        # Half the pod's 2,032 GiB.
+        "emptyDir": {"medium": "Memory", "sizeLimit": "1016Gi"},
     }
     assert volumes["shared-data"] == {
         "name": "shared-data",
