@@ -13,14 +13,16 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.config import ConfigError, stack_file
 from model.stacks import ROOT
-from model.versions import BUILTIN_APIS_SINCE, CHARTS
+from model.versions import BUILTIN_APIS_SINCE, CHARTS, CRDS_BESIDE_CHART, version_key
 from plan.charts import CACHE, LOCK, archive_name, read_lock
 from plan.manifests import (
     Source,
@@ -37,6 +39,9 @@ CRD = "CustomResourceDefinition"
 # Where the plan looks for chart archives, in order: `make charts` fills .charts/ from each
 # chart's repository; ../shared/helm/ holds the same pinned charts beside a checkout (tests, CI).
 CHART_CACHES = (CACHE, ROOT.parent / "shared" / "helm")
+# The CRD schemas every custom resource of a plan is validated against, at the pins; its README
+# names each chart release they were taken from ("Versions to pin").
+SHARED_CRDS = ROOT.parent / "shared" / "crds"
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ class Rendering:
     warnings: tuple[str, ...]
     api_versions: tuple[str, ...]
     unrendered: tuple[Unrendered, ...] = ()
+    # Per release: why its custom resources were not checked against its own CRDs.
+    unchecked_crds: dict[str, str] = field(default_factory=dict)
 
     def objects(self) -> list[tuple[RenderedRelease, dict[str, Any]]]:
         """Every rendered object, whole."""
@@ -114,6 +121,28 @@ def find_archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path | N
         if path.is_file():
             return path
     return None
+
+
+def cached_versions(chart: str, caches: tuple[Path, ...]) -> list[str]:
+    """Every version of `chart` an archive in the caches holds."""
+    found = {
+        path.name.removeprefix(f"{chart}-").removesuffix(".tgz")
+        for cache in caches
+        for path in cache.glob(archive_name(chart, "*"))
+    }
+    return sorted(found, key=lambda v: (version_key(v), v))
+
+
+def missing_override(chart: str, version: str, caches: tuple[Path, ...]) -> str:
+    """A stack's override (`charts`) no cache holds: it cannot be rendered and validated like
+    the pin, so the plan refuses it rather than leave it unknown."""
+    cached = ", ".join(cached_versions(chart, caches)) or "none"
+    return (
+        f"charts.{chart}.version: {version!r} is in no chart cache ({', '.join(map(str, caches))}"
+        f"; cached versions of {chart}: {cached}), so the plan cannot render and validate it "
+        "like the pin; `make charts` pulls it into .charts/ once model/charts.lock.json records "
+        "it (`make charts-lock charts` where the repository is reachable records and pulls it)"
+    )
 
 
 def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) -> str:
@@ -148,6 +177,34 @@ def existing_addon_apis(plan: Plan) -> set[str]:
             group_version, kind = crd.split(" ")
             apis |= {group_version, f"{group_version}/{kind}"}
     return apis
+
+
+def crds_named(chart: str, version: str, readme: Path) -> bool:
+    """Whether ../shared/crds/README.md says its schemas are the ones `chart` `version` serves:
+    it names the release as `<chart>` <version> or by its git tag <chart>-chart-<version>."""
+    text = readme.read_text() if readme.is_file() else ""
+    named = rf"`{re.escape(chart)}` {re.escape(version)}(?![\w.])"
+    tagged = rf"{re.escape(chart)}-chart-{re.escape(version)}(?![\w.])"
+    return re.search(f"{named}|{tagged}", text) is not None
+
+
+def unchecked_crds(release: RenderedRelease, crds: Path = SHARED_CRDS) -> str | None:
+    """Why the release's custom resources were checked against other CRDs than its version's:
+    the CRD groups it brings (in its chart, or applied from its release's tag) have their
+    schemas in ../shared/crds taken from another release. None when the README names this one,
+    or the release brings no group ../shared/crds holds."""
+    brought = {o["spec"]["group"] for o in release.outlines() if o["kind"] == CRD}
+    brought |= set(CRDS_BESIDE_CHART.get(release.chart, ()))
+    groups = sorted(g for g in brought if (crds / g).is_dir())
+    if not groups or crds_named(release.chart, release.version, crds / "README.md"):
+        return None
+    pinned = CHARTS[release.chart].version if release.chart in CHARTS else "the pin"
+    return (
+        f"CRDs not checked: the custom resources of {', '.join(groups)} were validated against "
+        f"the CRDs of {release.chart} {pinned} (../shared/crds), not those of {release.chart} "
+        f"{release.version}, until ../shared/crds holds them and its README names "
+        f"`{release.chart}` {release.version}"
+    )
 
 
 def builtin_apis(minor: str) -> set[str]:
@@ -204,15 +261,20 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
     releases = sorted(plan.of_type(RELEASE), key=lambda r: r.name)
     archives, warnings, unrendered = {}, [], []
     locked = read_lock(LOCK).get("charts", {})
+    overrides = []
     for release in releases:
         chart, version = chart_of(release)
         path = find_archive(chart, version, caches)
-        if path is None:
+        if path is None and chart in CHARTS and version != CHARTS[chart].version:
+            overrides.append(missing_override(chart, version, caches))
+        elif path is None:
             warnings.append(missing_chart_warning(chart, version, caches))
-            recorded = locked.get(chart, {}).get("version") == version
+            recorded = version in locked.get(chart, {})
             unrendered.append(Unrendered(release.name, chart, version, recorded))
         else:
             archives[release.urn] = path
+    if overrides:
+        raise ConfigError(stack_file(plan.stack), overrides)
     present = [r for r in releases if r.urn in archives]
     declared = [o for o in plan.kubernetes_objects() if o["kind"] == CRD]
     apis = builtin_apis(minor) | served_apis(declared) | existing_addon_apis(plan)
@@ -265,7 +327,8 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
         for release in releases
         if release.urn in renders
     )
-    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)), tuple(unrendered))
+    notes = {r.release: note for r in rendered if (note := unchecked_crds(r)) is not None}
+    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)), tuple(unrendered), notes)
 
 
 def clear_caches() -> None:
@@ -302,4 +365,6 @@ def format_rendered(rendering: Rendering) -> list[str]:
             f"namespace {release.namespace}): {sum(kinds.values())} objects"
         )
         lines.append("    " + ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())))
+        if release.release in rendering.unchecked_crds:
+            lines.append(f"    {rendering.unchecked_crds[release.release]}")
     return lines

@@ -188,7 +188,7 @@ class Scheduling(PlatformComponent):
                         job_namespaces(args.cfg),
                     ),
                     self.child(depends_on=before),
-                    mirror=args.context.registry_mirror,
+                    context=args.context,
                 )
             ]
         for obj in kueue_objects(args.cfg, args.autoscaled):
