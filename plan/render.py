@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model.config import ConfigError, stack_file
+from model.config import NAMESPACE, ConfigError, stack_file
 from model.stacks import ROOT
 from model.versions import BUILTIN_APIS_SINCE, CHARTS, CRDS_BESIDE_CHART, version_key
 from plan.charts import CACHE, LOCK, archive_name, read_lock
@@ -137,8 +137,9 @@ def missing_override(chart: str, version: str, caches: tuple[Path, ...]) -> str:
     """A stack's override (`charts`) no cache holds: it cannot be rendered and validated like
     the pin, so the plan refuses it rather than leave it unknown."""
     cached = ", ".join(cached_versions(chart, caches)) or "none"
+    folders = ", ".join(map(str, caches))
     return (
-        f"charts.{chart}.version: {version!r} is in no chart cache ({', '.join(map(str, caches))}"
+        f"{NAMESPACE}:charts.{chart}.version: {version!r} is in no chart cache ({folders}"
         f"; cached versions of {chart}: {cached}), so the plan cannot render and validate it "
         "like the pin; `make charts` pulls it into .charts/ once model/charts.lock.json records "
         "it (`make charts-lock charts` where the repository is reachable records and pulls it)"
