@@ -16,7 +16,7 @@ import yaml
 
 from model.versions import CHARTS, Chart
 from plan import charts as cache
-from tests.conftest import SHARED_HELM
+from tests.conftest import SHARED_HELM, make_project
 from tests.helpers.loopback import free_port
 
 RECORDED = date(2026, 12, 1)
@@ -349,3 +349,31 @@ def test_a_lock_that_records_a_chart_says_nothing_of_an_empty_one(tmp_path, repo
     lock = recorded_lock(tmp_path, repos, "keda")
     cache.pull(repos.charts("keda"), tmp_path / "charts", lock, timeout=5)
     assert "records no digests" not in capsys.readouterr().out
+
+
+def test_the_lock_takes_every_version_a_stack_file_overrides_a_chart_to(tmp_path, repos, capsys):
+    """A stack's override (gpu-platform:charts) is recorded and pulled beside the pin, under
+    its chart by version: `make charts-lock charts` is how a stack comes to take one. Entries
+    that name no pinned chart, or the pin itself, are not versions to record."""
+    config = {
+        "gpu-platform:charts": {
+            "keda": {"version": "2.20.1"},
+            "kueue": {"version": CHARTS["kueue"].version},
+            "not-a-chart": {"version": "1.0.0"},
+        }
+    }
+    root = make_project(tmp_path, {"dev": config, "prod": {}})
+    assert cache.stack_overrides(root) == [
+        Chart("keda", "https://kedacore.github.io/charts", "2.20.1")
+    ]
+    assert cache.wanted(root)[: len(CHARTS)] == list(CHARTS.values())
+
+    repos.files["/repo/keda-2.20.1.tgz"] = repos.keda  # the index lists 2.20.1 too
+    charts = [*repos.charts("keda"), Chart("keda", repos.url, "2.20.1")]
+    lock = tmp_path / "charts.lock.json"
+    assert cache.record(charts, lock, RECORDED, timeout=5) == []
+    assert set(json.loads(lock.read_text())["charts"]["keda"]) == {"2.20.1", "2.20.2"}
+    assert "+ keda 2.20.1 sha256" in capsys.readouterr().out
+    dest = tmp_path / "charts"
+    assert cache.pull(charts, dest, lock, timeout=5) == []
+    assert sorted(p.name for p in dest.iterdir()) == ["keda-2.20.1.tgz", "keda-2.20.2.tgz"]
