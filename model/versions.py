@@ -295,6 +295,18 @@ def minor_tuple(minor: str) -> tuple[int, int]:
     return int(major), int(rest)
 
 
+# Chart values the platform sets whole, replacing the chart's own default, by chart: each written
+# against the pin's default and kept from it but for what the platform means to change (where).
+# Another version's chart with another default would lose the new defaults without a word, so
+# the plan refuses an override whose default differs (plan/render.py).
+WHOLE_VALUES: dict[str, dict[tuple[str, ...], str]] = {
+    "kueue": {
+        ("managerConfig", "controllerManagerConfigYaml"): (
+            "components/scheduling/kueue.py manager_config"
+        )
+    },
+}
+
 # CRDs the platform applies from a chart release's tag that the chart itself does not render:
 # the cluster-autoscaler's ProvisioningRequest CRD (components/data/cluster_autoscaler.py).
 CRDS_BESIDE_CHART: dict[str, tuple[str, ...]] = {"cluster-autoscaler": ("autoscaling.x-k8s.io",)}

@@ -4,25 +4,31 @@ Kubernetes minor, and the API versions the stack installs (built-in ones gated b
 every CRD the stack brings), so capability-gated templates render as on the cluster.
 
 Rendering goes through helm-python-sdk (Helm v4's Go SDK behind a C ABI; no helm binary, no
-cluster). A chart missing from the cache is a warning that says how to get it, never an error:
-the plan of the program stays whole without it.
+cluster). A pinned chart missing from the cache is a warning that says how to get it, never an
+error: the plan of the program stays whole without it. A stack's override (`charts`) renders
+through the same path; one no cache holds, or whose chart changed a default the platform sets
+whole, is refused like a bad value: it could not be checked as the pin is.
 """
 
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import re
+import tarfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from model.config import NAMESPACE, ConfigError, stack_file
 from model.stacks import ROOT
-from model.versions import BUILTIN_APIS_SINCE, CHARTS, CRDS_BESIDE_CHART, version_key
+from model.versions import BUILTIN_APIS_SINCE, CHARTS, CRDS_BESIDE_CHART, WHOLE_VALUES, version_key
 from plan.charts import CACHE, LOCK, archive_name, read_lock
 from plan.manifests import (
     Source,
@@ -146,6 +152,74 @@ def missing_override(chart: str, version: str, caches: tuple[Path, ...]) -> str:
     )
 
 
+def values_of(data: bytes) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(the chart's own values.yaml, each subchart's by name) from a chart archive's bytes: what
+    Helm merges a release's values over. A subchart sits unpacked under charts/<name>/, or
+    packed as charts/<name>-<version>.tgz."""
+    own: dict[str, Any] = {}
+    subs: dict[str, dict[str, Any]] = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            parts = member.name.split("/")
+            if parts[1:] == ["values.yaml"]:
+                own = yaml.safe_load(tar.extractfile(member).read()) or {}
+            elif len(parts) == 4 and parts[1] == "charts" and parts[3] == "values.yaml":
+                subs[parts[2]] = yaml.safe_load(tar.extractfile(member).read()) or {}
+            elif len(parts) == 3 and parts[1] == "charts" and parts[2].endswith(".tgz"):
+                packed = tar.extractfile(member).read()
+                with tarfile.open(fileobj=io.BytesIO(packed)) as inner:
+                    name = inner.getmembers()[0].name.split("/")[0]
+                subs[name] = values_of(packed)[0]
+    return own, subs
+
+
+@functools.cache
+def chart_values(archive: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    return values_of(archive.read_bytes())
+
+
+def _at(values: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        values = values.get(key) if isinstance(values, dict) else None
+    return values
+
+
+def _changed_keys(pinned: Any, other: Any) -> str:
+    """The top-level keys two defaults differ in; a YAML string is compared as what it holds."""
+    old, new = (yaml.safe_load(v) if isinstance(v, str) else v for v in (pinned, other))
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return "the whole value"
+    return ", ".join(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
+
+
+def replaced_defaults(
+    chart: str, version: str, archive: Path, caches: tuple[Path, ...]
+) -> list[str]:
+    """An override's chart whose default differs, at a value the platform sets whole, from the
+    pin's that value was written against: the new defaults would be dropped."""
+    problems = []
+    pin = CHARTS[chart].version
+    for path, where in WHOLE_VALUES.get(chart, {}).items():
+        key = f"{NAMESPACE}:charts.{chart}.version: {version!r}"
+        pinned = find_archive(chart, pin, caches)
+        if pinned is None:
+            problems.append(
+                f"{key}: the platform sets {'.'.join(path)} whole, written against {chart} "
+                f"{pin}'s default ({where}), and no chart cache holds {chart} {pin} to compare "
+                "this version's default with; `make charts` pulls it"
+            )
+            continue
+        old, new = (_at(chart_values(a)[0], path) for a in (pinned, archive))
+        if old != new:
+            problems.append(
+                f"{key}: the chart's default {'.'.join(path)} differs from {chart} {pin}'s "
+                f"(changed: {_changed_keys(old, new)}), and the platform sets it whole, written "
+                f"against {pin}'s ({where}): the new defaults would be dropped. Take this "
+                "version in model/versions.py, with that value brought up to its defaults"
+            )
+    return problems
+
+
 def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) -> str:
     pinned = CHARTS.get(chart)
     source = f" from {pinned.repository}" if pinned else ""
@@ -266,7 +340,8 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
     for release in releases:
         chart, version = chart_of(release)
         path = find_archive(chart, version, caches)
-        if path is None and chart in CHARTS and version != CHARTS[chart].version:
+        override = chart in CHARTS and version != CHARTS[chart].version
+        if path is None and override:
             overrides.append(missing_override(chart, version, caches))
         elif path is None:
             warnings.append(missing_chart_warning(chart, version, caches))
@@ -274,6 +349,8 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
             unrendered.append(Unrendered(release.name, chart, version, recorded))
         else:
             archives[release.urn] = path
+            if override:
+                overrides += replaced_defaults(chart, version, path, caches)
     if overrides:
         raise ConfigError(stack_file(plan.stack), overrides)
     present = [r for r in releases if r.urn in archives]

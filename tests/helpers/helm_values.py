@@ -22,16 +22,12 @@ instead, at the stack's Kubernetes version: a chart's default list or `{}` says 
 
 from __future__ import annotations
 
-import functools
-import io
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
-import yaml
 
-from plan.render import CHART_CACHES, find_archive
+from plan.render import CHART_CACHES, chart_values, find_archive
 
 Path_ = tuple[str, ...]
 
@@ -90,43 +86,16 @@ def _archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path:
     return path
 
 
-def _values_of(data: bytes) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """(the chart's values.yaml, each subchart's by name) from a chart archive's bytes; a
-    subchart sits unpacked under charts/<name>/ or packed as charts/<name>-<version>.tgz."""
-    own, subs = {}, {}
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        for member in tar.getmembers():
-            parts = member.name.split("/")
-            if parts[1:] == ["values.yaml"]:
-                own = yaml.safe_load(tar.extractfile(member).read()) or {}
-            elif len(parts) == 4 and parts[1] == "charts" and parts[3] == "values.yaml":
-                subs[parts[2]] = yaml.safe_load(tar.extractfile(member).read()) or {}
-            elif len(parts) == 3 and parts[1] == "charts" and parts[2].endswith(".tgz"):
-                packed = tar.extractfile(member).read()
-                subs[_top_folder(packed)] = _values_of(packed)[0]
-    return own, subs
-
-
-def _top_folder(data: bytes) -> str:
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        return tar.getmembers()[0].name.split("/")[0]
-
-
-@functools.cache
-def _chart_values(archive: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    return _values_of(archive.read_bytes())
-
-
 def defaults(chart: str, version: str, caches: tuple[Path, ...] = CHART_CACHES) -> dict[str, Any]:
     """The chart's own values.yaml at `version`."""
-    return _chart_values(_archive(chart, version, caches))[0]
+    return chart_values(_archive(chart, version, caches))[0]
 
 
 def subcharts(
     chart: str, version: str, caches: tuple[Path, ...] = CHART_CACHES
 ) -> dict[str, dict[str, Any]]:
     """Each subchart's own values.yaml, by the subchart's name."""
-    return _chart_values(_archive(chart, version, caches))[1]
+    return chart_values(_archive(chart, version, caches))[1]
 
 
 def _merge(parent: Any, sub: Any) -> Any:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from model.config import ConfigError
 from model.config.charts import installed_charts
 from model.versions import CHARTS
 from plan.charts import archive_name
@@ -86,9 +87,10 @@ STACK_OF = {
 }
 
 
-def repackaged(chart: str, pinned: str, version: str, dest: Path) -> Path:
+def repackaged(chart: str, pinned: str, version: str, dest: Path, values=None) -> Path:
     """The pinned archive with its Chart.yaml's `version:` line set to `version`, every other
-    file as packaged: the stand-in of the chart's next release."""
+    file as packaged (but values.yaml, through `values`, where given): the stand-in of the
+    chart's next release."""
     source = SHARED_HELM / archive_name(chart, pinned)
     target = dest / archive_name(chart, version)
     with tarfile.open(source) as old, tarfile.open(target, "w:gz") as new:
@@ -100,6 +102,9 @@ def repackaged(chart: str, pinned: str, version: str, dest: Path) -> Path:
                 )
                 assert count == 1, f"{chart}: no version line in Chart.yaml"
                 data = text.encode()
+                member.size = len(data)
+            if member.name == f"{chart}/values.yaml" and values is not None:
+                data = values(data.decode()).encode()
                 member.size = len(data)
             new.addfile(member, io.BytesIO(data) if data is not None else None)
     return target
@@ -300,3 +305,35 @@ def test_an_override_of_a_chart_the_stack_does_not_install_is_refused(
     (tmp_path / "2").mkdir()
     assert_refused(tmp_path / "2", monkeypatch, capsys, stack, "gpu-platform:charts.helm",
                    "not a chart the platform pins", valid)  # fmt: skip
+
+
+def test_an_override_whose_chart_changed_a_default_the_platform_sets_whole_is_refused(tmp_path):
+    """Kueue's manager configuration is set whole (components/scheduling/kueue.py), written
+    against the 0.19.2 chart's default: a release whose default gains a setting (here the
+    waitForPodsReady block of Kueue's Configuration API) would lose it without a word."""
+
+    def gains_a_setting(text: str) -> str:
+        anchor = "  controllerManagerConfigYaml: |-\n"
+        assert anchor in text, "kueue 0.19.2's values.yaml changed shape"
+        return text.replace(anchor, anchor + "    waitForPodsReady:\n      enable: true\n")
+
+    cache = tmp_path / "charts"
+    cache.mkdir()
+    repackaged("kueue", "0.19.2", "0.19.4", cache, values=gains_a_setting)
+    shipped = planned(STACK)
+    resources = [
+        dataclasses.replace(r, inputs={**r.inputs, "version": "0.19.4"})
+        if r.type == RELEASE and chart_of(r)[0] == "kueue"
+        else r
+        for r in shipped.resources
+    ]
+    bumped = Plan(shipped.stack, shipped.project, resources, shipped.outputs)
+    with pytest.raises(ConfigError) as refused:
+        render_plan(bumped, (cache, SHARED_HELM))
+    assert refused.value.source == "stacks/Pulumi.dev.yaml"
+    (problem,) = refused.value.problems
+    assert problem.startswith(
+        "gpu-platform:charts.kueue.version: '0.19.4': the chart's default "
+        "managerConfig.controllerManagerConfigYaml differs from kueue 0.19.2's "
+        "(changed: waitForPodsReady), and the platform sets it whole"
+    )
