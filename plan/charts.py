@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from model.config import ConfigError
 from model.config.loading import read_yaml
 from model.stacks import ROOT
 from model.versions import CHART_LOCK, CHARTS, Chart, read_chart_lock, version_key
@@ -288,7 +289,11 @@ def main(argv: list[str] | None = None) -> int:
         "record", help="record the published digest of every pin and override in the lock"
     )
     args = parser.parse_args(argv)
-    charts = wanted()
+    try:
+        charts = wanted()
+    except ConfigError as error:  # a stack file that is no YAML: its overrides cannot be read
+        print(error, file=sys.stderr)
+        return 2
     if args.command == "pull":
         errors = pull(charts, args.dest, args.lock)
     else:
