@@ -6,6 +6,7 @@ One table per kind of version, so that an upgrade is a one-line diff that review
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -284,10 +285,16 @@ def chart_floor(chart_key: str) -> str | None:
     """The oldest Kubernetes minor a pinned chart's kubeVersion admits ("1.25"), or None: the
     chart states no kubeVersion. Every constraint above is a single `>= X.Y.Z-0`."""
     constraint = CHART_KUBE_VERSIONS.get(chart_key)
-    if constraint is None:
-        return None
-    major, minor = constraint.removeprefix(">=").strip().removeprefix("v").split(".")[:2]
-    return f"{major}.{minor}"
+    return None if constraint is None else kube_floor(constraint)
+
+
+def kube_floor(constraint: str) -> str | None:
+    """The minor a kubeVersion of one lower bound (`>= 1.16.0-0`, `>=v1.23.0-0`) admits first,
+    or None for any other constraint (a range, an upper bound), which this does not read."""
+    match = re.fullmatch(
+        r">=\s*v?([0-9]+)\.([0-9]+)(\.[0-9]+)?(-[0-9A-Za-z.-]+)?", constraint.strip()
+    )
+    return None if match is None else f"{match.group(1)}.{match.group(2)}"
 
 
 def minor_tuple(minor: str) -> tuple[int, int]:

@@ -28,7 +28,15 @@ import yaml
 
 from model.config import NAMESPACE, ConfigError, stack_file
 from model.stacks import ROOT
-from model.versions import BUILTIN_APIS_SINCE, CHARTS, CRDS_BESIDE_CHART, WHOLE_VALUES, version_key
+from model.versions import (
+    BUILTIN_APIS_SINCE,
+    CHARTS,
+    CRDS_BESIDE_CHART,
+    WHOLE_VALUES,
+    kube_floor,
+    minor_tuple,
+    version_key,
+)
 from plan.charts import CACHE, LOCK, archive_name, read_lock
 from plan.manifests import (
     Source,
@@ -220,6 +228,32 @@ def replaced_defaults(
     return problems
 
 
+def kube_version_refusal(chart: str, version: str, archive: Path, minor: str) -> str | None:
+    """An override whose chart's kubeVersion (its Chart.yaml) does not admit the stack's minor:
+    Helm refuses to install it, and the offline render does not check it (shared/helm/README.md).
+    The pins' are in model/versions.py CHART_KUBE_VERSIONS, checked by the config."""
+    with tarfile.open(archive) as tar:
+        meta = yaml.safe_load(tar.extractfile(f"{chart}/Chart.yaml").read()) or {}
+    constraint = meta.get("kubeVersion")
+    if constraint is None:
+        return None
+    floor = kube_floor(str(constraint))
+    key = f"{NAMESPACE}:charts.{chart}.version: {version!r}"
+    if floor is None:
+        return (
+            f"{key}: its Chart.yaml's kubeVersion {constraint!r} is not a single lower bound "
+            f"the plan can check Kubernetes {minor} against; take this version in code, with "
+            "its kubeVersion in model/versions.py CHART_KUBE_VERSIONS"
+        )
+    if minor_tuple(minor) < minor_tuple(floor):
+        return (
+            f"{key}: its Chart.yaml's kubeVersion {constraint!r} does not admit the stack's "
+            f"Kubernetes {minor}, so Helm would refuse to install it; keep the pin "
+            f"({CHARTS[chart].version}) until the cluster runs {floor} or later"
+        )
+    return None
+
+
 def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) -> str:
     pinned = CHARTS.get(chart)
     source = f" from {pinned.repository}" if pinned else ""
@@ -351,6 +385,8 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
             archives[release.urn] = path
             if override:
                 overrides += replaced_defaults(chart, version, path, caches)
+                refusal = kube_version_refusal(chart, version, path, minor)
+                overrides += [refusal] if refusal else []
     if overrides:
         raise ConfigError(stack_file(plan.stack), overrides)
     present = [r for r in releases if r.urn in archives]

@@ -25,7 +25,7 @@ import pytest
 
 from model.config import ConfigError
 from model.config.charts import installed_charts
-from model.versions import CHARTS
+from model.versions import CHARTS, kube_floor
 from plan.charts import archive_name
 from plan.cli import plan_stack
 from plan.diff import PreviousPlan
@@ -87,10 +87,10 @@ STACK_OF = {
 }
 
 
-def repackaged(chart: str, pinned: str, version: str, dest: Path, values=None) -> Path:
+def repackaged(chart: str, pinned: str, version: str, dest: Path, edits=None) -> Path:
     """The pinned archive with its Chart.yaml's `version:` line set to `version`, every other
-    file as packaged (but values.yaml, through `values`, where given): the stand-in of the
-    chart's next release."""
+    file as packaged but those `edits` rewrites (by path in the chart: "values.yaml"): the
+    stand-in of the chart's next release."""
     source = SHARED_HELM / archive_name(chart, pinned)
     target = dest / archive_name(chart, version)
     with tarfile.open(source) as old, tarfile.open(target, "w:gz") as new:
@@ -103,8 +103,9 @@ def repackaged(chart: str, pinned: str, version: str, dest: Path, values=None) -
                 assert count == 1, f"{chart}: no version line in Chart.yaml"
                 data = text.encode()
                 member.size = len(data)
-            if member.name == f"{chart}/values.yaml" and values is not None:
-                data = values(data.decode()).encode()
+            edit = (edits or {}).get(member.name.removeprefix(f"{chart}/"))
+            if edit is not None:
+                data = edit(data.decode()).encode()
                 member.size = len(data)
             new.addfile(member, io.BytesIO(data) if data is not None else None)
     return target
@@ -157,6 +158,17 @@ def overridden(tmp_path_factory) -> Overridden:
         plan = plan_stack(STACK, root)
     caches = (cache, SHARED_HELM)
     return Overridden(plan, render_plan(plan, caches), caches)
+
+
+def with_release_version(plan: Plan, chart: str, version: str) -> Plan:
+    """`plan` with the chart's release at `version`, as the program declares an override."""
+    resources = [
+        dataclasses.replace(r, inputs={**r.inputs, "version": version})
+        if r.type == RELEASE and chart_of(r)[0] == chart
+        else r
+        for r in plan.resources
+    ]
+    return Plan(plan.stack, plan.project, resources, plan.outputs)
 
 
 def releases_by_chart(plan: Plan) -> dict[str, object]:
@@ -319,15 +331,8 @@ def test_an_override_whose_chart_changed_a_default_the_platform_sets_whole_is_re
 
     cache = tmp_path / "charts"
     cache.mkdir()
-    repackaged("kueue", "0.19.2", "0.19.4", cache, values=gains_a_setting)
-    shipped = planned(STACK)
-    resources = [
-        dataclasses.replace(r, inputs={**r.inputs, "version": "0.19.4"})
-        if r.type == RELEASE and chart_of(r)[0] == "kueue"
-        else r
-        for r in shipped.resources
-    ]
-    bumped = Plan(shipped.stack, shipped.project, resources, shipped.outputs)
+    repackaged("kueue", "0.19.2", "0.19.4", cache, {"values.yaml": gains_a_setting})
+    bumped = with_release_version(planned(STACK), "kueue", "0.19.4")
     with pytest.raises(ConfigError) as refused:
         render_plan(bumped, (cache, SHARED_HELM))
     assert refused.value.source == "stacks/Pulumi.dev.yaml"
@@ -337,3 +342,35 @@ def test_an_override_whose_chart_changed_a_default_the_platform_sets_whole_is_re
         "managerConfig.controllerManagerConfigYaml differs from kueue 0.19.2's "
         "(changed: waitForPodsReady), and the platform sets it whole"
     )
+
+
+def test_an_override_whose_kube_version_does_not_admit_the_stacks_minor_is_refused(tmp_path):
+    """Helm refuses a chart whose Chart.yaml kubeVersion the cluster does not satisfy (Helm
+    docs, "The Chart.yaml File"); the SDK's render does not check it (shared/helm/README.md)."""
+    minor = planned(STACK).outputs["kubernetes_version"]
+    assert minor == "1.35"  # stacks/Pulumi.dev.yaml, the default minor
+    cache = tmp_path / "charts"
+    cache.mkdir()
+    needs = {"Chart.yaml": lambda text: text + 'kubeVersion: ">=1.36.0-0"\n'}
+    repackaged("kueue", "0.19.2", "0.19.5", cache, needs)
+    with pytest.raises(ConfigError) as refused:
+        render_plan(with_release_version(planned(STACK), "kueue", "0.19.5"), (cache, SHARED_HELM))
+    assert refused.value.problems == [
+        "gpu-platform:charts.kueue.version: '0.19.5': its Chart.yaml's kubeVersion '>=1.36.0-0' "
+        "does not admit the stack's Kubernetes 1.35, so Helm would refuse to install it; keep "
+        "the pin (0.19.2) until the cluster runs 1.36 or later"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("constraint", "floor"),
+    [
+        (">= 1.16.0-0", "1.16"),  # gpu-operator v26.7.0's Chart.yaml
+        (">=v1.23.0-0", "1.23"),  # keda 2.20.2's
+        (">=1.25.0-0", "1.25"),  # kube-prometheus-stack 88.5.3's
+        (">=1.25.0-0 <1.37.0-0", None),  # a range: not read, so an override with it is refused
+        ("~1.30", None),
+    ],
+)
+def test_the_floor_of_a_kube_version_constraint(constraint, floor):
+    assert kube_floor(constraint) == floor
