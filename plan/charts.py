@@ -3,17 +3,21 @@ version a stack file takes ahead of its pin (`gpu-platform:charts`), kept only w
 matches the digest its repository publishes and the one review committed in
 model/charts.lock.json (so a chart re-published under the same version fails). `make
 charts-lock` (`record`) writes the lock: those same versions, each under its chart. Never
-../shared/helm's digests: those archives are repackaged (its README, "Digests").
+../shared/helm's digests: those archives are repackaged (its README, "Digests"). The plan finds
+and reads archives in its caches through the same module (`find_archive`, `chart_values`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
+import io
 import json
 import os
 import re
 import sys
+import tarfile
 import tempfile
 import urllib.error
 import urllib.parse
@@ -22,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -52,6 +57,50 @@ class ChartError(Exception):
 
 def archive_name(chart: str, version: str) -> str:
     return f"{chart}-{version}.tgz"
+
+
+def find_archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path | None:
+    for cache in caches:
+        path = cache / archive_name(chart, version)
+        if path.is_file():
+            return path
+    return None
+
+
+def cached_versions(chart: str, caches: tuple[Path, ...]) -> list[str]:
+    """Every version of `chart` an archive in the caches holds."""
+    found = {
+        path.name.removeprefix(f"{chart}-").removesuffix(".tgz")
+        for cache in caches
+        for path in cache.glob(archive_name(chart, "*"))
+    }
+    return sorted(found, key=lambda v: (version_key(v), v))
+
+
+def values_of(data: bytes) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(the chart's own values.yaml, each subchart's by name) from a chart archive's bytes: what
+    Helm merges a release's values over. A subchart sits unpacked under charts/<name>/, or
+    packed as charts/<name>-<version>.tgz."""
+    own: dict[str, Any] = {}
+    subs: dict[str, dict[str, Any]] = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            parts = member.name.split("/")
+            if parts[1:] == ["values.yaml"]:
+                own = yaml.safe_load(tar.extractfile(member).read()) or {}
+            elif len(parts) == 4 and parts[1] == "charts" and parts[3] == "values.yaml":
+                subs[parts[2]] = yaml.safe_load(tar.extractfile(member).read()) or {}
+            elif len(parts) == 3 and parts[1] == "charts" and parts[2].endswith(".tgz"):
+                packed = tar.extractfile(member).read()
+                with tarfile.open(fileobj=io.BytesIO(packed)) as inner:
+                    name = inner.getmembers()[0].name.split("/")[0]
+                subs[name] = values_of(packed)[0]
+    return own, subs
+
+
+@functools.cache
+def chart_values(archive: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    return values_of(archive.read_bytes())
 
 
 def label(chart: Chart) -> str:

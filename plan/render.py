@@ -13,32 +13,23 @@ whole, is refused like a bad value: it could not be checked as the pin is.
 from __future__ import annotations
 
 import functools
-import io
 import json
 import os
-import re
-import tarfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from model.config import NAMESPACE, ConfigError, stack_file
+from model.config import ConfigError, stack_file
 from model.stacks import ROOT
 from model.versions import (
     BUILTIN_APIS_SINCE,
     CHARTS,
-    CRDS_BESIDE_CHART,
-    WHOLE_VALUES,
-    kube_floor,
-    minor_tuple,
-    version_key,
 )
-from plan.charts import CACHE, LOCK, archive_name, read_lock
+from plan.charts import CACHE, LOCK, find_archive, read_lock
 from plan.manifests import (
+    CRD,
     Source,
     manifest_text,
     outline_source,
@@ -47,15 +38,12 @@ from plan.manifests import (
     parse_sources,
 )
 from plan.model import Plan, PlannedResource
+from plan.overrides import is_override, override_problems, unchecked_crds
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-CRD = "CustomResourceDefinition"
 # Where the plan looks for chart archives, in order: `make charts` fills .charts/ from each
 # chart's repository; ../shared/helm/ holds the same pinned charts beside a checkout (tests, CI).
 CHART_CACHES = (CACHE, ROOT.parent / "shared" / "helm")
-# The CRD schemas every custom resource of a plan is validated against, at the pins; its README
-# names each chart release they were taken from ("Versions to pin").
-SHARED_CRDS = ROOT.parent / "shared" / "crds"
 
 
 @dataclass(frozen=True)
@@ -129,131 +117,6 @@ def chart_of(release: PlannedResource) -> tuple[str, str]:
     return release.inputs["chart"].rsplit("/", 1)[-1], release.inputs["version"]
 
 
-def find_archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path | None:
-    for cache in caches:
-        path = cache / archive_name(chart, version)
-        if path.is_file():
-            return path
-    return None
-
-
-def cached_versions(chart: str, caches: tuple[Path, ...]) -> list[str]:
-    """Every version of `chart` an archive in the caches holds."""
-    found = {
-        path.name.removeprefix(f"{chart}-").removesuffix(".tgz")
-        for cache in caches
-        for path in cache.glob(archive_name(chart, "*"))
-    }
-    return sorted(found, key=lambda v: (version_key(v), v))
-
-
-def missing_override(chart: str, version: str, caches: tuple[Path, ...]) -> str:
-    """A stack's override (`charts`) no cache holds: it cannot be rendered and validated like
-    the pin, so the plan refuses it rather than leave it unknown."""
-    cached = ", ".join(cached_versions(chart, caches)) or "none"
-    folders = ", ".join(map(str, caches))
-    return (
-        f"{NAMESPACE}:charts.{chart}.version: {version!r} is in no chart cache ({folders}"
-        f"; cached versions of {chart}: {cached}), so the plan cannot render and validate it "
-        "like the pin; `make charts` pulls it into .charts/ once model/charts.lock.json records "
-        "it (`make charts-lock charts` where the repository is reachable records and pulls it)"
-    )
-
-
-def values_of(data: bytes) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """(the chart's own values.yaml, each subchart's by name) from a chart archive's bytes: what
-    Helm merges a release's values over. A subchart sits unpacked under charts/<name>/, or
-    packed as charts/<name>-<version>.tgz."""
-    own: dict[str, Any] = {}
-    subs: dict[str, dict[str, Any]] = {}
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        for member in tar.getmembers():
-            parts = member.name.split("/")
-            if parts[1:] == ["values.yaml"]:
-                own = yaml.safe_load(tar.extractfile(member).read()) or {}
-            elif len(parts) == 4 and parts[1] == "charts" and parts[3] == "values.yaml":
-                subs[parts[2]] = yaml.safe_load(tar.extractfile(member).read()) or {}
-            elif len(parts) == 3 and parts[1] == "charts" and parts[2].endswith(".tgz"):
-                packed = tar.extractfile(member).read()
-                with tarfile.open(fileobj=io.BytesIO(packed)) as inner:
-                    name = inner.getmembers()[0].name.split("/")[0]
-                subs[name] = values_of(packed)[0]
-    return own, subs
-
-
-@functools.cache
-def chart_values(archive: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    return values_of(archive.read_bytes())
-
-
-def _at(values: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        values = values.get(key) if isinstance(values, dict) else None
-    return values
-
-
-def _changed_keys(pinned: Any, other: Any) -> str:
-    """The top-level keys two defaults differ in; a YAML string is compared as what it holds."""
-    old, new = (yaml.safe_load(v) if isinstance(v, str) else v for v in (pinned, other))
-    if not (isinstance(old, dict) and isinstance(new, dict)):
-        return "the whole value"
-    return ", ".join(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
-
-
-def replaced_defaults(
-    chart: str, version: str, archive: Path, caches: tuple[Path, ...]
-) -> list[str]:
-    """An override's chart whose default differs, at a value the platform sets whole, from the
-    pin's that value was written against: the new defaults would be dropped."""
-    problems = []
-    pin = CHARTS[chart].version
-    for path, where in WHOLE_VALUES.get(chart, {}).items():
-        key = f"{NAMESPACE}:charts.{chart}.version: {version!r}"
-        pinned = find_archive(chart, pin, caches)
-        if pinned is None:
-            problems.append(
-                f"{key}: the platform sets {'.'.join(path)} whole, written against {chart} "
-                f"{pin}'s default ({where}), and no chart cache holds {chart} {pin} to compare "
-                "this version's default with; `make charts` pulls it"
-            )
-            continue
-        old, new = (_at(chart_values(a)[0], path) for a in (pinned, archive))
-        if old != new:
-            problems.append(
-                f"{key}: the chart's default {'.'.join(path)} differs from {chart} {pin}'s "
-                f"(changed: {_changed_keys(old, new)}), and the platform sets it whole, written "
-                f"against {pin}'s ({where}): the new defaults would be dropped. Take this "
-                "version in model/versions.py, with that value brought up to its defaults"
-            )
-    return problems
-
-
-def kube_version_refusal(chart: str, version: str, archive: Path, minor: str) -> str | None:
-    """An override whose chart's kubeVersion (its Chart.yaml) does not admit the stack's minor:
-    Helm refuses to install it, and the offline render does not check it (shared/helm/README.md).
-    The pins' are in model/versions.py CHART_KUBE_VERSIONS, checked by the config."""
-    with tarfile.open(archive) as tar:
-        meta = yaml.safe_load(tar.extractfile(f"{chart}/Chart.yaml").read()) or {}
-    constraint = meta.get("kubeVersion")
-    if constraint is None:
-        return None
-    floor = kube_floor(str(constraint))
-    key = f"{NAMESPACE}:charts.{chart}.version: {version!r}"
-    if floor is None:
-        return (
-            f"{key}: its Chart.yaml's kubeVersion {constraint!r} is not a single lower bound "
-            f"the plan can check Kubernetes {minor} against; take this version in code, with "
-            "its kubeVersion in model/versions.py CHART_KUBE_VERSIONS"
-        )
-    if minor_tuple(minor) < minor_tuple(floor):
-        return (
-            f"{key}: its Chart.yaml's kubeVersion {constraint!r} does not admit the stack's "
-            f"Kubernetes {minor}, so Helm would refuse to install it; keep the pin "
-            f"({CHARTS[chart].version}) until the cluster runs {floor} or later"
-        )
-    return None
-
-
 def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) -> str:
     pinned = CHARTS.get(chart)
     source = f" from {pinned.repository}" if pinned else ""
@@ -286,34 +149,6 @@ def existing_addon_apis(plan: Plan) -> set[str]:
             group_version, kind = crd.split(" ")
             apis |= {group_version, f"{group_version}/{kind}"}
     return apis
-
-
-def crds_named(chart: str, version: str, readme: Path) -> bool:
-    """Whether ../shared/crds/README.md says its schemas are the ones `chart` `version` serves:
-    it names the release as `<chart>` <version> or by its git tag <chart>-chart-<version>."""
-    text = readme.read_text() if readme.is_file() else ""
-    named = rf"`{re.escape(chart)}` {re.escape(version)}(?![\w.])"
-    tagged = rf"{re.escape(chart)}-chart-{re.escape(version)}(?![\w.])"
-    return re.search(f"{named}|{tagged}", text) is not None
-
-
-def unchecked_crds(release: RenderedRelease, crds: Path = SHARED_CRDS) -> str | None:
-    """Why the release's custom resources were checked against other CRDs than its version's:
-    the CRD groups it brings (in its chart, or applied from its release's tag) have their
-    schemas in ../shared/crds taken from another release. None when the README names this one,
-    or the release brings no group ../shared/crds holds."""
-    brought = {o["spec"]["group"] for o in release.outlines() if o["kind"] == CRD}
-    brought |= set(CRDS_BESIDE_CHART.get(release.chart, ()))
-    groups = sorted(g for g in brought if (crds / g).is_dir())
-    if not groups or crds_named(release.chart, release.version, crds / "README.md"):
-        return None
-    pinned = CHARTS[release.chart].version if release.chart in CHARTS else "the pin"
-    return (
-        f"CRDs not checked: the custom resources of {', '.join(groups)} were validated against "
-        f"the CRDs of {release.chart} {pinned} (../shared/crds), not those of {release.chart} "
-        f"{release.version}, until ../shared/crds holds them and its README names "
-        f"`{release.chart}` {release.version}"
-    )
 
 
 def builtin_apis(minor: str) -> set[str]:
@@ -374,19 +209,14 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
     for release in releases:
         chart, version = chart_of(release)
         path = find_archive(chart, version, caches)
-        override = chart in CHARTS and version != CHARTS[chart].version
-        if path is None and override:
-            overrides.append(missing_override(chart, version, caches))
-        elif path is None:
+        if is_override(chart, version):
+            overrides += override_problems(chart, version, path, caches, minor)
+        if path is None and not is_override(chart, version):
             warnings.append(missing_chart_warning(chart, version, caches))
             recorded = version in locked.get(chart, {})
             unrendered.append(Unrendered(release.name, chart, version, recorded))
-        else:
+        elif path is not None:
             archives[release.urn] = path
-            if override:
-                overrides += replaced_defaults(chart, version, path, caches)
-                refusal = kube_version_refusal(chart, version, path, minor)
-                overrides += [refusal] if refusal else []
     if overrides:
         raise ConfigError(stack_file(plan.stack), overrides)
     present = [r for r in releases if r.urn in archives]
@@ -441,7 +271,11 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
         for release in releases
         if release.urn in renders
     )
-    notes = {r.release: note for r in rendered if (note := unchecked_crds(r)) is not None}
+    notes = {
+        r.release: note
+        for r in rendered
+        if (note := unchecked_crds(r.chart, r.version, r.outlines())) is not None
+    }
     return Rendering(rendered, tuple(warnings), tuple(sorted(apis)), tuple(unrendered), notes)
 
 

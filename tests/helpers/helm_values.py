@@ -27,7 +27,8 @@ from typing import Any
 
 import kubernetes_validate
 
-from plan.render import CHART_CACHES, chart_values, find_archive
+from plan.charts import chart_values, find_archive
+from plan.render import CHART_CACHES
 
 Path_ = tuple[str, ...]
 

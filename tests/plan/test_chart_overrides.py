@@ -31,7 +31,8 @@ from plan.cli import plan_stack
 from plan.diff import PreviousPlan
 from plan.diff_report import changes_block
 from plan.model import Plan
-from plan.render import RELEASE, chart_of, render_plan, unchecked_crds
+from plan.overrides import unchecked_crds
+from plan.render import RELEASE, chart_of, render_plan
 from plan.rendered_diff import current_sources
 from tests.conftest import (
     SHARED_HELM,
@@ -253,9 +254,9 @@ def test_the_note_goes_once_shared_crds_holds_the_new_versions_crds(overridden, 
     readme = tmp_path / "README.md"
     # The row shared/crds/README.md has for the pin, as it would read for the bump.
     readme.write_text("| kubernetes-sigs/kueue | v0.19.3 | `0` | chart `kueue` 0.19.3 |\n")
-    assert unchecked_crds(kueue, tmp_path) is None
+    assert unchecked_crds(kueue.chart, kueue.version, kueue.outlines(), tmp_path) is None
     readme.write_text("| kubernetes-sigs/kueue | v0.19.2 | `0` | chart `kueue` 0.19.2 |\n")
-    assert unchecked_crds(kueue, tmp_path) is not None
+    assert unchecked_crds(kueue.chart, kueue.version, kueue.outlines(), tmp_path)
 
 
 @pytest.mark.parametrize("stack", ["dev", "onprem", "prod"])
