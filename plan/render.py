@@ -27,6 +27,7 @@ from model.versions import (
     BUILTIN_APIS_SINCE,
     CHARTS,
 )
+from plan.chart_overrides import is_override, override_problems, unchecked_crds
 from plan.charts import CACHE, LOCK, find_archive, read_lock
 from plan.manifests import (
     CRD,
@@ -38,7 +39,6 @@ from plan.manifests import (
     parse_sources,
 )
 from plan.model import Plan, PlannedResource
-from plan.overrides import is_override, override_problems, unchecked_crds
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 # Where the plan looks for chart archives, in order: `make charts` fills .charts/ from each

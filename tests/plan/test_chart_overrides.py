@@ -26,12 +26,12 @@ import pytest
 from model.config import ConfigError
 from model.config.charts import installed_charts
 from model.versions import CHARTS, kube_floor
+from plan.chart_overrides import unchecked_crds
 from plan.charts import archive_name
 from plan.cli import plan_stack
 from plan.diff import PreviousPlan
 from plan.diff_report import changes_block
 from plan.model import Plan
-from plan.overrides import unchecked_crds
 from plan.render import RELEASE, chart_of, render_plan
 from plan.rendered_diff import current_sources
 from tests.conftest import (
