@@ -75,8 +75,10 @@ def installed_charts(cfg: PlatformConfig) -> list[str]:
 
 def chart_versions(cfg: PlatformConfig) -> dict[str, str]:
     """The version the stack installs of each pinned chart: its override, else the pin."""
-    return {key: cfg.charts[key].version if key in cfg.charts else c.version
-            for key, c in CHARTS.items()}  # fmt: skip
+    return {
+        key: cfg.charts[key].version if key in cfg.charts else chart.version
+        for key, chart in CHARTS.items()
+    }
 
 
 def _add_hint(chart_key: str) -> str:
