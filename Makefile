@@ -88,15 +88,17 @@ plan-venv-size: $(VENV)/.installed
 	if $(PY) -c "import torch" 2>/dev/null; then echo "error: $(VENV) holds torch" >&2; exit 1; fi; \
 	[ $$size -le $(PLAN_VENV_LIMIT_MB) ] || { echo "error: $(VENV) is over the limit" >&2; exit 1; }
 
-# .charts/: every pinned chart from its repository, kept only when its sha256 matches the digest
-# the repository publishes and the one in plan/charts.lock.json (docs/review.md). The lock
+# .charts/: every pinned chart, and every version a stack file overrides one to (charts), from
+# its repository, kept only when its sha256 matches the digest the repository publishes and the
+# one in model/charts.lock.json (docs/review.md). The lock
 # is committed EMPTY (no chart repository was reachable where it was made), so this refuses every
 # chart until `make charts-lock charts` runs where the repositories are reachable; meanwhile the
 # plan renders from ../shared/helm and `--against` shows an uncached chart bump as unknown.
 charts: $(VENV)/.installed
 	$(PY) -m plan.charts pull
 
-# Records each chart's published digest in the lock (needs the repositories); review, commit.
+# Records the published digest of every pin and every stack's override in the lock (needs the
+# repositories); review, commit.
 charts-lock: $(VENV)/.installed
 	$(PY) -m plan.charts record
 

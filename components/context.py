@@ -7,9 +7,10 @@ components/data/system_node_group.add_on_nodes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from model.config import NAMESPACE, PlatformConfig
+from model.versions import CHARTS, Chart
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class StackContext:
     # On every AWS resource: the provider's default tags, and the launch templates' tag
     # specifications (provider default tags stop at the launch template); none on-prem.
     tags: dict[str, str] = field(default_factory=dict)
+    # `charts`: the versions this stack takes ahead of the pins, by chart (model/versions.CHARTS).
+    chart_overrides: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, env: str, cfg: PlatformConfig) -> StackContext:
@@ -34,7 +37,14 @@ class StackContext:
             if cfg.aws is not None
             else {}
         )
-        return cls(env, cfg.images.registry_mirror, cfg.protect_stateful, tags)
+        overrides = {key: override.version for key, override in cfg.charts.items()}
+        return cls(env, cfg.images.registry_mirror, cfg.protect_stateful, tags, overrides)
+
+    def chart(self, key: str) -> Chart:
+        """The chart as this stack installs it: the pin, at the stack's version where it
+        overrides it."""
+        pinned = CHARTS[key]
+        return replace(pinned, version=self.chart_overrides.get(key, pinned.version))
 
     @property
     def cluster_name(self) -> str:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.registry_mirror import mirrored_values
-from model.versions import CHARTS
+
+if TYPE_CHECKING:
+    from components.context import StackContext
 
 
 def pinned_release(
@@ -16,12 +20,13 @@ def pinned_release(
     values: dict,
     opts: pulumi.ResourceOptions,
     *,
-    mirror: str | None,
+    context: StackContext,
 ) -> k8s.helm.v3.Release:
-    """A Helm release of an upstream chart at the version pinned in model/versions.py, named
-    after the chart so its objects keep upstream names; its images from `mirror`, where the
-    stack has one (`images.registry_mirror`)."""
-    chart = CHARTS[chart_key]
+    """A Helm release of an upstream chart at the version pinned in model/versions.py, or the
+    one the stack takes ahead of it (`charts`), named after the chart so its objects keep
+    upstream names; its images from the stack's mirror, where it has one
+    (`images.registry_mirror`)."""
+    chart = context.chart(chart_key)
     # An OCI chart is named by its full reference, without repository options (Helm has no
     # `repo add` for OCI registries).
     oci = chart.repository.startswith("oci://")
@@ -33,7 +38,7 @@ def pinned_release(
             version=chart.version,
             repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=namespace,
-            values=mirrored_values(chart_key, values, mirror),
+            values=mirrored_values(chart_key, values, context.registry_mirror),
         ),
         opts,
     )

@@ -12,8 +12,9 @@ from typing import Any
 from components.control.namespaces import job_namespaces
 from infra.existing_addons import existing_addon_warnings
 from model.config import PlatformConfig
+from model.config.charts import chart_versions, installed_charts
 from model.config.fabric import RDMA_FABRICS
-from model.config.kubernetes_minor import below_eks_window, existing_cluster_charts
+from model.config.kubernetes_minor import below_eks_window
 from model.versions import (
     CHART_KUBE_VERSIONS,
     CHARTS,
@@ -113,7 +114,7 @@ def untested_minor(cfg: PlatformConfig) -> list[str]:
         return []
     minor = cfg.cluster.kubernetes_version
     window = f"{SUPPORTED_KUBERNETES_VERSIONS[0]} to {SUPPORTED_KUBERNETES_VERSIONS[-1]}"
-    charts = existing_cluster_charts(cfg)
+    charts = installed_charts(cfg)
     admitted = [
         f"{CHARTS[c].name} {CHARTS[c].version} ({CHART_KUBE_VERSIONS[c]})"
         for c in charts
@@ -164,7 +165,7 @@ def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
         )
     return [
         f"gpu-platform:gpu_operator.install_driver: false, and gpu-operator "
-        f"{CHARTS['gpu-operator'].version} loads nvidia-peermem only in its own driver "
+        f"{chart_versions(cfg)['gpu-operator']} loads nvidia-peermem only in its own driver "
         f"container: the GPU pools on {rdma[0].fabric} ({', '.join(p.name for p in rdma)}) get "
         f"GPUDirect RDMA only from the nodes. {remedy}; without it NCCL "
         "stages every transfer through host memory and the self-test fails the pool "

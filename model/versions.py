@@ -5,8 +5,11 @@ One table per kind of version, so that an upgrade is a one-line diff that review
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 
 # Kubernetes minors that EKS serves (standard or extended support) on the date below, and for
 # which kubernetes-validate ships a schema (1.37.0 ships 1.33 to 1.37). Oldest first.
@@ -211,6 +214,60 @@ CHARTS: dict[str, Chart] = {
     ),
 }
 
+# The digests review trusts: each chart version `make charts-lock` recorded from its repository
+# (the pins, and every version a stack file overrides one to). `make charts` pulls only these,
+# and a stack may override a chart only to a version recorded here (model/config/charts.py).
+CHART_LOCK = Path(__file__).with_name("charts.lock.json")
+
+
+def read_chart_lock(path: Path | None = None) -> dict:
+    """The lock as written: {"note": ..., "charts": {chart name: {version: entry}}}, each entry
+    the version's repository, sha256 and the date it was recorded."""
+    path = path or CHART_LOCK
+    return json.loads(path.read_text()) if path.is_file() else {"charts": {}}
+
+
+def locked_versions(chart_key: str) -> dict[str, dict[str, str]]:
+    """Every version of the chart the lock records, from the chart's pinned repository."""
+    chart = CHARTS[chart_key]
+    entries = read_chart_lock().get("charts", {}).get(chart.name, {})
+    return {v: e for v, e in entries.items() if e.get("repository") == chart.repository}
+
+
+# Charts a stack may not override (`charts`), and why: another pinned fact is tied to the
+# chart's release, and an override would keep the fact of the pin beside the chart of another.
+# A bump of one of these is a change to this file, made for every stack at once.
+OVERRIDE_REFUSED: dict[str, str] = {
+    "network-operator": "the NicClusterPolicy's images are the ones network-operator 26.4.1 "
+    "deploys (NETWORK_OPERATOR_IMAGES: DOCA driver doca3.4.1-26.04-1.1.0.0-1, the "
+    "network-operator-v26.4.1 component images)",
+    "rook-ceph": "the Ceph image (CEPH_IMAGE, quay.io/ceph/ceph:v20.2.4) and the "
+    "ceph-csi-drivers chart (1.0.4) are the ones Rook v1.20.6 deploys and tests",
+    "ceph-csi-drivers": "it is the version Rook v1.20.6's own Helm tests pin beside "
+    "ceph-csi-operator 1.0.4, the rook-ceph chart's subchart",
+    "aws-efa-k8s-device-plugin": "its image tag is pinned beside the chart "
+    "(EFA_DEVICE_PLUGIN_IMAGE_TAG v0.5.20, the tag chart v0.5.30 ships)",
+    "prometheus-pushgateway": "its image tag is pinned beside the chart "
+    "(PUSHGATEWAY_IMAGE_TAG v1.11.3, chart 3.8.0's appVersion)",
+}
+
+# The oldest version a stack may override a chart to, and why: what the platform renders
+# needs at least that release.
+OVERRIDE_FLOORS: dict[str, tuple[str, str]] = {
+    # kubernetes-sigs/kueue v0.19.2 go.mod requires sigs.k8s.io/jobset v0.12.0 (shared/PINS.md,
+    # "JobSet (0.12.0)"), and the platform's JobSets set failurePolicy fields of v0.10.0
+    # (infra/existing_addons.JOBSET_FIELDS_SINCE).
+    "jobset": ("0.12.0", "Kueue 0.19.2 requires JobSet 0.12.0 (its go.mod)"),
+}
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """`v0.19.2` -> (0, 19, 2): the numeric release of a chart version, for ordering;
+    a pre-release or build suffix (`-rc.1`, `+1`) is left out."""
+    core = version.removeprefix("v").split("-", 1)[0].split("+", 1)[0]
+    return tuple(int(part) for part in core.split(".") if part.isdigit())
+
+
 # Each pinned chart's `kubeVersion`, the literal of its Chart.yaml at the pin (the packaged
 # chart, ../shared/helm/<chart>-<version>.tgz); a chart without one is absent. Helm refuses to
 # install a chart whose kubeVersion the cluster's version does not satisfy (Helm docs, "The
@@ -228,16 +285,38 @@ def chart_floor(chart_key: str) -> str | None:
     """The oldest Kubernetes minor a pinned chart's kubeVersion admits ("1.25"), or None: the
     chart states no kubeVersion. Every constraint above is a single `>= X.Y.Z-0`."""
     constraint = CHART_KUBE_VERSIONS.get(chart_key)
-    if constraint is None:
-        return None
-    major, minor = constraint.removeprefix(">=").strip().removeprefix("v").split(".")[:2]
-    return f"{major}.{minor}"
+    return None if constraint is None else kube_floor(constraint)
+
+
+def kube_floor(constraint: str) -> str | None:
+    """The minor a kubeVersion of one lower bound (`>= 1.16.0-0`, `>=v1.23.0-0`) admits first,
+    or None for any other constraint (a range, an upper bound), which this does not read."""
+    match = re.fullmatch(
+        r">=\s*v?([0-9]+)\.([0-9]+)(\.[0-9]+)?(-[0-9A-Za-z.-]+)?", constraint.strip()
+    )
+    return None if match is None else f"{match.group(1)}.{match.group(2)}"
 
 
 def minor_tuple(minor: str) -> tuple[int, int]:
     major, rest = minor.split(".")
     return int(major), int(rest)
 
+
+# Chart values the platform sets whole, replacing the chart's own default, by chart: each written
+# against the pin's default and kept from it but for what the platform means to change (where).
+# Another version's chart with another default would lose the new defaults without a word, so
+# the plan refuses an override whose default differs (plan/render.py).
+WHOLE_VALUES: dict[str, dict[tuple[str, ...], str]] = {
+    "kueue": {
+        ("managerConfig", "controllerManagerConfigYaml"): (
+            "components/scheduling/kueue.py manager_config"
+        )
+    },
+}
+
+# CRDs the platform applies from a chart release's tag that the chart itself does not render:
+# the cluster-autoscaler's ProvisioningRequest CRD (components/data/cluster_autoscaler.py).
+CRDS_BESIDE_CHART: dict[str, tuple[str, ...]] = {"cluster-autoscaler": ("autoscaling.x-k8s.io",)}
 
 # The Pushgateway chart 3.8.0's appVersion (its Chart.yaml; the chart's default `image.tag` is
 # empty and falls back to it), set explicitly so a chart bump cannot change the server unseen.

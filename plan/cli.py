@@ -244,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         plan = plan_stack(args.stack, ROOT)
+        # Before anything is written: a chart override no cache holds is refused like a bad
+        # value (plan/render.py).
+        rendering = render_plan(plan)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
@@ -266,7 +269,6 @@ def main(argv: list[str] | None = None) -> int:
     except deploy_policy.DeployPolicyError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    rendering = render_plan(plan)
     plan.warnings.extend(rendering.warnings)
     rendered, images = write_rendering(plan, rendering, out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []

@@ -110,11 +110,14 @@ def format_diff(
     rendered: bool = False,
     unknown: dict[str, str] | None = None,
     knock_on: list[KnockOn] = (),
+    unchecked: dict[str, str] | None = None,
 ) -> str:
     """The program's resources, or (`rendered`) what the Helm releases render. `unknown` maps
     each release this plan could not render to why: its objects are unknown, said at the
-    release and in the totals, never counted as deleted."""
-    unknown = unknown or {}
+    release and in the totals, never counted as deleted. `unchecked` maps each release whose
+    custom resources were validated against another release's CRDs to why, said at the
+    release."""
+    unknown, unchecked = unknown or {}, unchecked or {}
     if rendered:
         lines = [f"Rendered objects against {against}:"]
         none = "  none: the releases render what they rendered"
@@ -131,6 +134,8 @@ def format_diff(
         lines += _notes(d)
         if not rendered and d.name in unknown:
             lines.append(f"      what it renders: unknown ({unknown[d.name]})")
+        if not rendered and d.name in unchecked:
+            lines.append(f"      {unchecked[d.name]}")
     lines += format_knock_on(list(knock_on), rendered)
     counts = {a: sum(d.action == a for d in diffs) for a in _SYMBOL}
     unknown_count = f", {len(unknown)} unknown" if rendered and unknown else ""
@@ -175,8 +180,9 @@ def changes_block(
     }
     diffs = diff_plans(previous.resources, current, ignored, declared)
     unknown = {u.release: u.why() for u in rendering.unrendered} if rendering else {}
+    unchecked = rendering.unchecked_crds if rendering else {}
     effects = [*own_rolls(diffs), *flowing(diffs, current)]
-    blocks = [format_diff(diffs, against, unknown=unknown, knock_on=effects)]
+    blocks = [format_diff(diffs, against, unknown=unknown, knock_on=effects, unchecked=unchecked)]
     if rendering is not None and previous.rendered:
         found = diff_rendered(previous.rendered, current_sources(rendering), frozenset(unknown))
         blocks.append(

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 Source = tuple[str, str]  # (file in the chart, its rendered text)
+CRD = "CustomResourceDefinition"
 
 
 class _Loader(yaml.CSafeLoader):

@@ -4,8 +4,10 @@ Kubernetes minor, and the API versions the stack installs (built-in ones gated b
 every CRD the stack brings), so capability-gated templates render as on the cluster.
 
 Rendering goes through helm-python-sdk (Helm v4's Go SDK behind a C ABI; no helm binary, no
-cluster). A chart missing from the cache is a warning that says how to get it, never an error:
-the plan of the program stays whole without it.
+cluster). A pinned chart missing from the cache is a warning that says how to get it, never an
+error: the plan of the program stays whole without it. A stack's override (`charts`) renders
+through the same path; one no cache holds, or whose chart changed a default the platform sets
+whole, is refused like a bad value: it could not be checked as the pin is.
 """
 
 from __future__ import annotations
@@ -15,14 +17,20 @@ import json
 import os
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.config import ConfigError, stack_file
 from model.stacks import ROOT
-from model.versions import BUILTIN_APIS_SINCE, CHARTS
-from plan.charts import CACHE, LOCK, archive_name, read_lock
+from model.versions import (
+    BUILTIN_APIS_SINCE,
+    CHARTS,
+)
+from plan.chart_overrides import is_override, override_problems, unchecked_crds
+from plan.charts import CACHE, LOCK, find_archive, read_lock
 from plan.manifests import (
+    CRD,
     Source,
     manifest_text,
     outline_source,
@@ -33,7 +41,6 @@ from plan.manifests import (
 from plan.model import Plan, PlannedResource
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-CRD = "CustomResourceDefinition"
 # Where the plan looks for chart archives, in order: `make charts` fills .charts/ from each
 # chart's repository; ../shared/helm/ holds the same pinned charts beside a checkout (tests, CI).
 CHART_CACHES = (CACHE, ROOT.parent / "shared" / "helm")
@@ -92,6 +99,8 @@ class Rendering:
     warnings: tuple[str, ...]
     api_versions: tuple[str, ...]
     unrendered: tuple[Unrendered, ...] = ()
+    # Per release: why its custom resources were not checked against its own CRDs.
+    unchecked_crds: dict[str, str] = field(default_factory=dict)
 
     def objects(self) -> list[tuple[RenderedRelease, dict[str, Any]]]:
         """Every rendered object, whole."""
@@ -106,14 +115,6 @@ class Rendering:
 def chart_of(release: PlannedResource) -> tuple[str, str]:
     """(chart name, version): an OCI release names its chart by full reference."""
     return release.inputs["chart"].rsplit("/", 1)[-1], release.inputs["version"]
-
-
-def find_archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path | None:
-    for cache in caches:
-        path = cache / archive_name(chart, version)
-        if path.is_file():
-            return path
-    return None
 
 
 def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) -> str:
@@ -204,15 +205,20 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
     releases = sorted(plan.of_type(RELEASE), key=lambda r: r.name)
     archives, warnings, unrendered = {}, [], []
     locked = read_lock(LOCK).get("charts", {})
+    overrides = []
     for release in releases:
         chart, version = chart_of(release)
         path = find_archive(chart, version, caches)
-        if path is None:
+        if is_override(chart, version):
+            overrides += override_problems(chart, version, path, caches, minor)
+        if path is None and not is_override(chart, version):
             warnings.append(missing_chart_warning(chart, version, caches))
-            recorded = locked.get(chart, {}).get("version") == version
+            recorded = version in locked.get(chart, {})
             unrendered.append(Unrendered(release.name, chart, version, recorded))
-        else:
+        elif path is not None:
             archives[release.urn] = path
+    if overrides:
+        raise ConfigError(stack_file(plan.stack), overrides)
     present = [r for r in releases if r.urn in archives]
     declared = [o for o in plan.kubernetes_objects() if o["kind"] == CRD]
     apis = builtin_apis(minor) | served_apis(declared) | existing_addon_apis(plan)
@@ -265,7 +271,12 @@ def render_plan(plan: Plan, caches: tuple[Path, ...] = CHART_CACHES) -> Renderin
         for release in releases
         if release.urn in renders
     )
-    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)), tuple(unrendered))
+    notes = {
+        r.release: note
+        for r in rendered
+        if (note := unchecked_crds(r.chart, r.version, r.outlines())) is not None
+    }
+    return Rendering(rendered, tuple(warnings), tuple(sorted(apis)), tuple(unrendered), notes)
 
 
 def clear_caches() -> None:
@@ -302,4 +313,6 @@ def format_rendered(rendering: Rendering) -> list[str]:
             f"namespace {release.namespace}): {sum(kinds.values())} objects"
         )
         lines.append("    " + ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())))
+        if release.release in rendering.unchecked_crds:
+            lines.append(f"    {rendering.unchecked_crds[release.release]}")
     return lines

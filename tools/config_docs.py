@@ -62,7 +62,8 @@ def _type_name(annotation: Any) -> str:
 
 
 def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, str]:
-    """The model a field holds, directly, optionally or as list items ("[]" then)."""
+    """The model a field holds, directly, optionally, as list items ("[]" then) or as a map's
+    values (".<key>" then)."""
     annotation, _ = _unwrap(annotation)
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -75,6 +76,9 @@ def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, str]:
     if origin is list:
         model, _ = _model_of(args[0])
         return model, "[]"
+    if origin is dict:
+        model, _ = _model_of(args[1])
+        return model, ".<key>"
     return None, ""
 
 
@@ -166,10 +170,11 @@ def reference() -> str:
         "",
         f"Every key a stack file sets, under `{NAMESPACE}:` (a key without a namespace means "
         "the same). Nested keys are written as `pulumi config set --path` reads them; `[]` "
-        "is any item of a list. *Production default* is what `production: true` sets on AWS "
-        "unless the stack sets the key itself (`PRODUCTION_DEFAULTS` in "
-        "`model/config/__init__.py`). Rules that tie several keys together are checked too "
-        "and named in the error when broken; they are not repeated here.",
+        "is any item of a list, `<key>` any key of a map. *Production default* is what "
+        "`production: true` sets on AWS unless the stack sets the key itself "
+        "(`PRODUCTION_DEFAULTS` in `model/config/__init__.py`). Rules that tie several keys "
+        "together are checked too and named in the error when broken; they are not repeated "
+        "here.",
         "",
         "The stack files' JSON Schema, for editors: [stack-schema.json](stack-schema.json).",
         "",

@@ -19,7 +19,7 @@ from components.data.system_node_group import SYSTEM_LABELS
 from components.helm import pinned_release
 from components.iam import account_id, pod_identity_trust_policy, role_with_policies
 from model.config import AutoscalerSettings, GpuNodeGroupSettings
-from model.versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE_TAGS
+from model.versions import CLUSTER_AUTOSCALER_IMAGE_TAGS
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
@@ -46,7 +46,8 @@ WRITE_ACTIONS = (
 )
 
 # The ProvisioningRequest CRD, which the chart does not install, from the autoscaler's own
-# repository at the tag of the pinned chart release: a chart bump moves the CRD with it.
+# repository at the tag of the chart release the stack installs: a chart bump (or a stack's
+# override, `charts`) moves the CRD with it.
 PROVISIONING_REQUEST_CRD = (
     "https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-chart-{version}/"
     "cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml"
@@ -173,7 +174,9 @@ class ClusterAutoscaler(PlatformComponent):
         )
         self.provisioning_request_crd = crd = k8s.yaml.v2.ConfigFile(
             f"{args.context.env}-provisioning-request-crd",
-            file=PROVISIONING_REQUEST_CRD.format(version=CHARTS["cluster-autoscaler"].version),
+            file=PROVISIONING_REQUEST_CRD.format(
+                version=args.context.chart("cluster-autoscaler").version
+            ),
             opts=self.child(providers=[args.cluster.kubernetes]),
         )
         self.release = pinned_release(
@@ -191,6 +194,6 @@ class ClusterAutoscaler(PlatformComponent):
             self.child(
                 provider=args.cluster.kubernetes, depends_on=[association, crd, *args.after]
             ),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
         self.register_outputs({"release": self.release.name})

@@ -79,6 +79,6 @@ class EfaDevicePlugin(PlatformComponent):
             NAMESPACE,
             helm_values(args.groups, args.region),
             self.child(provider=args.cluster.kubernetes, depends_on=list(args.after)),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
         self.register_outputs({"release": self.release.name})

@@ -250,7 +250,7 @@ class NetworkOperator(PlatformComponent):
                 ns,
                 network_operator_values(),
                 self.child(depends_on=[namespace]),
-                mirror=args.context.registry_mirror,
+                context=args.context,
             )
             policy = [
                 KubernetesObject(

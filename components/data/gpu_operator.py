@@ -257,6 +257,6 @@ class GpuOperator(PlatformComponent):
             ns,
             helm_values(args.pools, args.settings, args.on_aws, args.host_mofed),
             self.child(depends_on=[namespace, *args.after]),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
         self.register_outputs({"release": self.release.name})

@@ -319,7 +319,7 @@ class Monitoring(PlatformComponent):
                 args.node_labels,
             ),
             self.child(depends_on=before_release),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
         self._training_monitor(args, [self.release])
         self.register_outputs({"release": self.release.name, **self.outputs})

@@ -207,7 +207,7 @@ class Pushgateway(PlatformComponent):
             cfg.namespaces.monitoring,
             pushgateway_values(cfg, args.node_selector),
             self.child(depends_on=list(args.after), aliases=moved),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
         for obj in sweep_objects(cfg, args.node_selector, args.context.registry_mirror):
             KubernetesObject(

@@ -67,6 +67,6 @@ class JobSetController(PlatformComponent):
             args.namespace,
             jobset_values(args.node_selector, args.monitoring_namespace),
             self.child(depends_on=list(args.after)),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
         self.register_outputs({})

@@ -202,7 +202,7 @@ class WorkloadAutoscaling(PlatformComponent):
                     args.cfg.namespaces.system,
                     keda_values(args.node_selector),
                     self.child(depends_on=before),
-                    mirror=args.context.registry_mirror,
+                    context=args.context,
                 )
             ]
         reports: dict[str, dict[str, Any]] = {}

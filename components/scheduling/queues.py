@@ -199,7 +199,7 @@ class Scheduling(PlatformComponent):
                         args.cfg.scheduling.fair_sharing,
                     ),
                     self.child(depends_on=before),
-                    mirror=args.context.registry_mirror,
+                    context=args.context,
                 )
             ]
         for obj in kueue_objects(args.cfg, args.autoscaled):

@@ -242,7 +242,7 @@ class RookCeph(PlatformComponent):
             ns,
             rook_operator_values(),
             self.child(depends_on=[namespace]),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
         drivers = pinned_release(
             f"{env}-ceph-csi-drivers",
@@ -250,7 +250,7 @@ class RookCeph(PlatformComponent):
             ns,
             ceph_csi_drivers_values(ns),
             self.child(depends_on=[operator]),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )
 
         multus = multus_networks(ceph)

@@ -443,5 +443,5 @@ class FsxLustre(PlatformComponent):
             CSI_NAMESPACE,
             fsx_csi_values(args.region, args.cluster.name, dynamic),
             self.child(depends_on=after),
-            mirror=args.context.registry_mirror,
+            context=args.context,
         )

@@ -36,6 +36,7 @@ from model.config.ceph import (
     CephNodeSettings,
     CephSettings,
 )
+from model.config.charts import ChartOverride, check_charts
 from model.config.cluster import (
     CONTROL_PLANE_LOG_TYPES,
     ClusterSettings,
@@ -115,6 +116,7 @@ __all__ = [
     "CephNetworkSettings",
     "CephNodeSettings",
     "CephSettings",
+    "ChartOverride",
     "ClusterSettings",
     "ConfigError",
     "CostSettings",
@@ -224,6 +226,14 @@ class PlatformConfig(Settings):
     cost: CostSettings = Field(default_factory=CostSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     images: ImageSettings = Field(default_factory=ImageSettings)
+    charts: dict[str, ChartOverride] = Field(
+        default_factory=dict,
+        description="Chart versions this stack takes ahead of the pins in model/versions.py, "
+        "by chart: `kueue: {version: 0.19.3}`, so dev runs a bump before prod. Only a version "
+        "recorded in model/charts.lock.json; the plan renders and validates it like the pin "
+        "and says, until ../shared/crds holds that version's CRDs, that the custom resources "
+        'were checked against the pin\'s (docs/operations.md, "Chart versions").',
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -359,6 +369,7 @@ class PlatformConfig(Settings):
             check_selftest,
             check_cost,
             check_shared_data,
+            check_charts,
         ):
             check(self)
         problems = mandatory_problems(self)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from model.config.base import FieldProblem
-from model.config.fabric import RDMA_FABRICS
+from model.config.charts import installed_charts
 from model.versions import CHART_KUBE_VERSIONS, CHARTS, SUPPORTED_KUBERNETES_VERSIONS, chart_floor
 from model.versions import minor_tuple as _minor
 
@@ -22,35 +22,10 @@ if TYPE_CHECKING:
 KEY = "cluster.kubernetes_version"
 
 
-def existing_cluster_charts(cfg: PlatformConfig) -> list[str]:
-    """The pinned charts (infra/versions.CHARTS keys) the platform installs on an existing
-    cluster, as the components declare them."""
-    ceph = cfg.storage.ceph
-    multus = ceph is not None and ceph.network.provider == "multus"
-    wanted = {
-        "gpu-operator": cfg.installs("gpu_operator"),
-        "kube-prometheus-stack": cfg.installs("kube_prometheus_stack"),
-        "kueue": cfg.scheduling.enabled and cfg.installs("kueue"),
-        "keda": cfg.workload_autoscaling.enabled and cfg.installs("keda"),
-        "jobset": cfg.installs("jobset"),
-        # RDMA pools need its device plugin; Ceph Multus networks its nv-ipam
-        # (components/fabric.needs_network_operator).
-        "network-operator": (any(p.fabric in RDMA_FABRICS for p in cfg.gpu_pools) or multus)
-        and cfg.installs("network_operator"),
-        # Every stack's goodput and self-test history (components/observability/pushgateway.py).
-        "prometheus-pushgateway": True,
-        "rook-ceph": ceph is not None,
-        "ceph-csi-drivers": ceph is not None,
-    }
-    return [chart for chart, installed in wanted.items() if installed]
-
-
 def chart_floors(cfg: PlatformConfig) -> dict[str, str]:
     """The oldest minor each installed chart admits, for those that state one."""
     return {
-        chart: floor
-        for chart in existing_cluster_charts(cfg)
-        if (floor := chart_floor(chart)) is not None
+        chart: floor for chart in installed_charts(cfg) if (floor := chart_floor(chart)) is not None
     }
 
 

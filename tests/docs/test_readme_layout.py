@@ -41,6 +41,8 @@ def settings_class(path: str) -> type[BaseModel] | None:
             annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
         if typing.get_origin(annotation) is list:
             (annotation,) = typing.get_args(annotation)
+        if typing.get_origin(annotation) is dict:  # keyed by names the stack chooses
+            annotation = typing.get_args(annotation)[1]
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return None
         model = annotation

@@ -4,6 +4,7 @@ through `python -m plan`'s main()."""
 from __future__ import annotations
 
 import re
+import typing
 
 import pytest
 from pydantic import BaseModel
@@ -87,9 +88,13 @@ def assert_is_a_key(path: str) -> None:
     """A reported path must be one the user can set: every part a field of the model, down to
     a field that is not a section (the rest names a key inside its value: an instance type)."""
     model = PlatformConfig
-    for part in re.split(r"\.|\[\d+\]", path):
+    parts = iter(re.split(r"\.|\[\d+\]", path))
+    for part in parts:
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             return
         if part:
             assert part in model.model_fields, f"{path}: {part} is not a key of {model.__name__}"
-            model = unwrap(model.model_fields[part].annotation)
+            annotation = model.model_fields[part].annotation
+            if typing.get_origin(annotation) is dict:  # the next part is a key the user names
+                next(parts, None)
+            model = unwrap(annotation)

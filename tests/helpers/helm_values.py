@@ -1,4 +1,7 @@
-"""Check Helm values against a chart's own defaults at the pinned version (../shared/charts).
+"""Check Helm values against the chart's own defaults: the values.yaml of the archive the plan
+renders (plan/render.py CHART_CACHES), at the pin or at a stack's override alike, so an override
+is checked exactly as the pin is. For the pins these are ../shared/charts' files as packaged
+(shared/charts/README.md: kueue's and jobset's as their release steps package them).
 
 Helm ignores a value key the chart never reads, without a word: a misspelt or renamed key simply
 has no effect. A key the project sets must therefore exist in the chart's `values.yaml`, except
@@ -19,16 +22,13 @@ instead, at the stack's Kubernetes version: a chart's default list or `{}` says 
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
-import yaml
 
-from model.stacks import ROOT
-
-CHARTS = ROOT.parent / "shared" / "charts"
+from plan.charts import chart_values, find_archive
+from plan.render import CHART_CACHES
 
 Path_ = tuple[str, ...]
 
@@ -74,34 +74,29 @@ def pod_spec_problems(field: str, value: Any, kubernetes_version: str) -> list[s
     return []
 
 
-def chart_dir(chart: str, version: str) -> Path:
-    """The stored defaults of `chart` at `version`; the EFA chart's `v0.5.30` is stored as
-    `0.5.30` (README, caveat 7). An OCI chart is stored under its last path segment."""
+def _archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path:
+    """The archive the plan renders `chart` `version` from; an OCI chart is named by its full
+    reference, and found by its last path segment."""
     chart = chart.rsplit("/", 1)[-1]
-    for candidate in (version, version.removeprefix("v"), f"v{version}"):
-        path = CHARTS / chart / candidate
-        if (path / "values.yaml").is_file():
-            return path
-    raise AssertionError(
-        f"no stored defaults for chart {chart} {version} under {CHARTS}: store the chart's "
-        "values.yaml at the pinned version (shared/charts/README.md) or fix the pin"
-    )
+    path = find_archive(chart, version, caches)
+    if path is None:
+        raise AssertionError(
+            f"chart {chart} {version} is in no chart cache ({', '.join(map(str, caches))}): "
+            "`make charts` pulls the pins and every stack's override"
+        )
+    return path
 
 
-@functools.cache
-def _load(path: Path) -> Any:
-    return yaml.safe_load(path.read_text())
+def defaults(chart: str, version: str, caches: tuple[Path, ...] = CHART_CACHES) -> dict[str, Any]:
+    """The chart's own values.yaml at `version`."""
+    return chart_values(_archive(chart, version, caches))[0]
 
 
-def defaults(chart: str, version: str) -> dict[str, Any]:
-    return _load(chart_dir(chart, version) / "values.yaml") or {}
-
-
-def subcharts(chart: str, version: str) -> dict[str, dict[str, Any]]:
-    folder = chart_dir(chart, version) / "charts"
-    if not folder.is_dir():
-        return {}
-    return {p.parent.name: _load(p) or {} for p in sorted(folder.glob("*/values.yaml"))}
+def subcharts(
+    chart: str, version: str, caches: tuple[Path, ...] = CHART_CACHES
+) -> dict[str, dict[str, Any]]:
+    """Each subchart's own values.yaml, by the subchart's name."""
+    return chart_values(_archive(chart, version, caches))[1]
 
 
 def _merge(parent: Any, sub: Any) -> Any:
@@ -149,12 +144,16 @@ def _walk(value: Any, default: Any, path: Path_, chart: str, k8s: str, found: li
 
 
 def unknown_keys(
-    chart: str, version: str, values: dict[str, Any], kubernetes_version: str
+    chart: str,
+    version: str,
+    values: dict[str, Any],
+    kubernetes_version: str,
+    caches: tuple[Path, ...] = CHART_CACHES,
 ) -> list[str]:
     """Every value key Helm would ignore, or pod spec value the API server would refuse, as
     `chart: key.path: why`; empty when all are good."""
-    base = defaults(chart, version)
-    subs = subcharts(chart, version)
+    base = defaults(chart, version, caches)
+    subs = subcharts(chart, version, caches)
     merged = {**base, **{name: _merge(base.get(name), sub) for name, sub in subs.items()}}
     found: list[str] = []
     _walk(values, merged, (), chart, kubernetes_version, found)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from model.config import ConfigError
-from model.config.kubernetes_minor import existing_cluster_charts
+from model.config.charts import installed_charts
 from model.versions import CHART_KUBE_VERSIONS, CHARTS, chart_floor
 from plan.cli import plan_stack
 from tests.conftest import (
@@ -56,15 +56,12 @@ def test_the_floor_of_each_chart_is_its_chart_yaml_literal():
         assert chart_floor(chart) is None
 
 
-EXISTING_STACKS = [s for s in STACKS if stack_config(s).provider == "existing"]
-
-
-@pytest.mark.parametrize("stack", EXISTING_STACKS)
-def test_the_charts_the_floor_reads_are_the_releases_the_stack_declares(stack):
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_charts_the_config_reads_are_the_releases_the_stack_declares(stack):
     """The config's list of installed charts is the plan's: a release it missed would not
-    constrain the minor."""
+    constrain the minor, and a stack could not override its version (`charts`)."""
     declared = {r.inputs["chart"].rsplit("/", 1)[-1] for r in planned(stack).of_type(RELEASE)}
-    assert set(existing_cluster_charts(stack_config(stack))) == declared
+    assert set(installed_charts(stack_config(stack))) == declared
 
 
 def test_the_pushgateway_constrains_the_minor_without_a_self_test_schedule(tmp_path):
@@ -76,7 +73,7 @@ def test_the_pushgateway_constrains_the_minor_without_a_self_test_schedule(tmp_p
     declared = {
         r.inputs["chart"].rsplit("/", 1)[-1] for r in plan_stack("onprem", root).of_type(RELEASE)
     }
-    charts = existing_cluster_charts(stack_config("onprem", root))
+    charts = installed_charts(stack_config("onprem", root))
     assert "prometheus-pushgateway" in charts
     assert set(charts) == declared
 

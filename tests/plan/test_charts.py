@@ -16,7 +16,7 @@ import yaml
 
 from model.versions import CHARTS, Chart
 from plan import charts as cache
-from tests.conftest import SHARED_HELM
+from tests.conftest import SHARED_HELM, make_project
 from tests.helpers.loopback import free_port
 
 RECORDED = date(2026, 12, 1)
@@ -112,13 +112,13 @@ class FakeRepositories:
             return 200, {}, self.files[path]
         return 404, {}, b"not found"
 
-    def charts(self, *names: str) -> dict[str, Chart]:
+    def charts(self, *names: str) -> list[Chart]:
         every = {
             "keda": Chart("keda", self.url, "2.20.2"),
             "prometheus-pushgateway": Chart("prometheus-pushgateway", self.url, "3.8.0"),
             "kueue": Chart("kueue", f"oci://{self.host}/kueue/charts", "0.19.2"),
         }
-        return {name: every[name] for name in names or every}
+        return [every[name] for name in names or every]
 
 
 @pytest.fixture
@@ -159,8 +159,9 @@ def test_record_then_pull_lands_every_chart_verified(tmp_path, repos, capsys):
     assert "make charts-lock" in written["note"]
     assert set(written["charts"]) == {"keda", "prometheus-pushgateway", "kueue"}
     for name, prefix in README_SHA256.items():
-        assert written["charts"][name]["sha256"].startswith(prefix)
-        assert written["charts"][name]["recorded"] == "2026-12-01"
+        (entry,) = written["charts"][name].values()
+        assert entry["sha256"].startswith(prefix)
+        assert entry["recorded"] == "2026-12-01"
     assert f"+ keda 2.20.2 sha256 {README_SHA256['keda']}" in capsys.readouterr().out
 
     dest = tmp_path / "charts"
@@ -242,11 +243,11 @@ def test_chart_missing_from_the_lock_fails_with_the_instruction(tmp_path, repos)
 def test_lock_of_another_version_fails(tmp_path, repos):
     lock = recorded_lock(tmp_path, repos, "keda")
     data = json.loads(lock.read_text())
-    data["charts"]["keda"]["version"] = "2.20.1"
+    data["charts"]["keda"] = {"2.20.1": data["charts"]["keda"]["2.20.2"]}
     lock.write_text(json.dumps(data))
     errors = cache.pull(repos.charts("keda"), tmp_path / "charts", lock, timeout=5)
     assert len(errors) == 1
-    assert "keda 2.20.2 from" in errors[0] and "records 2.20.1" in errors[0]
+    assert "keda 2.20.2 from" in errors[0] and "(it records 2.20.1)" in errors[0]
 
 
 def test_version_missing_from_the_index_fails(tmp_path, repos):
@@ -261,7 +262,7 @@ def test_version_missing_from_the_index_fails(tmp_path, repos):
 def test_unreachable_repository_fails_clearly(tmp_path):
     port = free_port()
     chart = Chart("keda", f"http://127.0.0.1:{port}/repo", "2.20.2")
-    errors = cache.record({"keda": chart}, tmp_path / "lock.json", RECORDED, timeout=5)
+    errors = cache.record([chart], tmp_path / "lock.json", RECORDED, timeout=5)
     assert len(errors) == 1
     assert (
         f"keda 2.20.2 from http://127.0.0.1:{port}/repo: cannot reach the repository" in errors[0]
@@ -271,7 +272,7 @@ def test_unreachable_repository_fails_clearly(tmp_path):
 
 def test_repository_answering_404_names_the_url(tmp_path, repos):
     chart = Chart("keda", repos.url + "/moved", "2.20.2")
-    errors = cache.record({"keda": chart}, tmp_path / "lock.json", RECORDED, timeout=5)
+    errors = cache.record([chart], tmp_path / "lock.json", RECORDED, timeout=5)
     assert len(errors) == 1
     assert f"{repos.url}/moved/index.yaml answered HTTP 404" in errors[0]
 
@@ -297,13 +298,10 @@ def test_record_keeps_an_unchanged_digests_date_and_prints_the_changes(tmp_path,
     repos.keda = republished(repos.keda)
     repos.publish()
     assert cache.record(repos.charts(), lock, date(2027, 2, 1), timeout=5) == []
-    assert (
-        capsys.readouterr().out
-        == f"~ keda 2.20.2 -> 2.20.2, sha256 {old} -> {digest(repos.keda)}\n"
-    )
+    assert capsys.readouterr().out == f"~ keda 2.20.2, sha256 {old} -> {digest(repos.keda)}\n"
     entries = json.loads(lock.read_text())["charts"]
-    assert entries["keda"]["recorded"] == "2027-02-01"
-    assert entries["kueue"]["recorded"] == "2026-12-01"
+    assert entries["keda"]["2.20.2"]["recorded"] == "2027-02-01"
+    assert entries["kueue"]["0.19.2"]["recorded"] == "2026-12-01"
 
 
 def test_make_charts_without_a_recorded_digest_says_so_for_every_pinned_chart(tmp_path, capsys):
@@ -317,19 +315,18 @@ def test_make_charts_without_a_recorded_digest_says_so_for_every_pinned_chart(tm
     assert err.strip().endswith(f"{len(CHARTS)} of {len(CHARTS)} chart(s) failed")
 
 
-def test_the_committed_lock_records_only_pinned_charts_at_their_pins():
-    """Filled by `make charts-lock`; a pin bumped without re-recording fails here, before
-    `make charts` would."""
+def test_the_committed_lock_records_only_pins_and_the_stacks_overrides():
+    """Filled by `make charts-lock`; a pin bumped, or an override removed, without
+    re-recording fails here, before `make charts` would."""
     lock = json.loads(cache.LOCK.read_text())
     assert set(lock) == {"note", "charts"} and "make charts-lock" in lock["note"]
-    for name, entry in lock["charts"].items():
-        assert name in CHARTS, f"{name} is in the lock but no longer pinned"
-        assert (entry["version"], entry["repository"]) == (
-            CHARTS[name].version,
-            CHARTS[name].repository,
-        )
-        assert re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]), entry
-        date.fromisoformat(entry["recorded"])
+    wanted = {(c.name, c.version): c.repository for c in cache.wanted()}
+    for name, versions in lock["charts"].items():
+        for version, entry in versions.items():
+            assert (name, version) in wanted, f"{name} {version}: neither a pin nor an override"
+            assert entry["repository"] == wanted[name, version]
+            assert re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]), entry
+            date.fromisoformat(entry["recorded"])
 
 
 def test_an_empty_lock_is_said_first_with_the_command_that_fills_it(tmp_path, repos, capsys):
@@ -352,3 +349,31 @@ def test_a_lock_that_records_a_chart_says_nothing_of_an_empty_one(tmp_path, repo
     lock = recorded_lock(tmp_path, repos, "keda")
     cache.pull(repos.charts("keda"), tmp_path / "charts", lock, timeout=5)
     assert "records no digests" not in capsys.readouterr().out
+
+
+def test_the_lock_takes_every_version_a_stack_file_overrides_a_chart_to(tmp_path, repos, capsys):
+    """A stack's override (gpu-platform:charts) is recorded and pulled beside the pin, under
+    its chart by version: `make charts-lock charts` is how a stack comes to take one. Entries
+    that name no pinned chart, or the pin itself, are not versions to record."""
+    config = {
+        "gpu-platform:charts": {
+            "keda": {"version": "2.20.1"},
+            "kueue": {"version": CHARTS["kueue"].version},
+            "not-a-chart": {"version": "1.0.0"},
+        }
+    }
+    root = make_project(tmp_path, {"dev": config, "prod": {}})
+    assert cache.stack_overrides(root) == [
+        Chart("keda", "https://kedacore.github.io/charts", "2.20.1")
+    ]
+    assert cache.wanted(root)[: len(CHARTS)] == list(CHARTS.values())
+
+    repos.files["/repo/keda-2.20.1.tgz"] = repos.keda  # the index lists 2.20.1 too
+    charts = [*repos.charts("keda"), Chart("keda", repos.url, "2.20.1")]
+    lock = tmp_path / "charts.lock.json"
+    assert cache.record(charts, lock, RECORDED, timeout=5) == []
+    assert set(json.loads(lock.read_text())["charts"]["keda"]) == {"2.20.1", "2.20.2"}
+    assert "+ keda 2.20.1 sha256" in capsys.readouterr().out
+    dest = tmp_path / "charts"
+    assert cache.pull(charts, dest, lock, timeout=5) == []
+    assert sorted(p.name for p in dest.iterdir()) == ["keda-2.20.1.tgz", "keda-2.20.2.tgz"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from model.versions import CHARTS
 from plan.diff import PreviousPlan, read_previous
 from plan.diff_report import changes_block, format_diff
 from plan.model import Plan
@@ -93,10 +94,13 @@ def test_the_changes_block_adds_the_rendered_diff_where_both_plans_rendered():
     assert "Rendered objects" not in without  # a bare resources.json holds no renders
 
 
-def test_a_chart_bump_to_a_version_not_in_the_cache_is_unknown_never_deleted():
+def test_a_chart_bump_to_a_version_not_in_the_cache_is_unknown_never_deleted(monkeypatch):
     """Issue 26: kueue bumped to a version no cache holds printed its 81 objects as deleted.
     ../shared/helm holds kueue-0.19.2.tgz alone (shared/helm/README.md), so 0.19.3 is not
-    rendered: the release's objects are unknown, at the release and in the totals."""
+    rendered: the release's objects are unknown, at the release and in the totals. The bump
+    is the pin's (model/versions.py); a stack's override no cache holds is refused instead
+    (tests/plan/test_chart_overrides.py)."""
+    monkeypatch.setitem(CHARTS, "kueue", dataclasses.replace(CHARTS["kueue"], version="0.19.3"))
     shipped = planned("prod")
     resources = [
         dataclasses.replace(r, inputs={**r.inputs, "version": "0.19.3"})

@@ -17,7 +17,7 @@ from components.scheduling.training_job import render
 from infra.existing_addons import NEEDS, existing_addon_report
 from jobs.team import TeamJob, plan_job
 from model.config import ConfigError, PlatformConfig
-from model.config.kubernetes_minor import existing_cluster_charts
+from model.config.charts import installed_charts
 from model.config.onprem import EXISTING_ADDONS
 from plan.cli import plan_stack
 from plan.model import Plan
@@ -190,7 +190,7 @@ def test_an_existing_add_on_gets_no_release_and_keeps_what_the_platform_owns(tmp
     assert ("nvidia-network-operator" in names) == ("network_operator" not in addons)
     # The charts the Kubernetes minor's floor reads (model/config/kubernetes_minor.py) are the
     # releases declared: a chart the cluster runs no longer constrains it.
-    assert set(existing_cluster_charts(brownfield_config(tmp_root, addons))) == installed
+    assert set(installed_charts(brownfield_config(tmp_root, addons))) == installed
 
 
 @pytest.mark.parametrize("addons", CASES, ids="+".join)

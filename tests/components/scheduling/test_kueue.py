@@ -264,7 +264,7 @@ def test_kueue_keeps_its_charts_default_configuration_where_the_platform_does_no
 ):
     """The value replaces the chart's whole configuration: every default it does not mean to
     change must survive, read from the chart's own values.yaml at the pinned version."""
-    chart = yaml.safe_load((helm_values.chart_dir("kueue", "0.19.2") / "values.yaml").read_text())
+    chart = helm_values.defaults("kueue", "0.19.2")
     default = yaml.safe_load(chart["managerConfig"]["controllerManagerConfigYaml"])
     ours = shipped_manager_config(stack)
     changed = {"resources", "managedJobsNamespaceSelector", "metrics", "integrations"}
