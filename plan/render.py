@@ -21,6 +21,7 @@ from typing import Any
 
 from model.stacks import ROOT
 from model.versions import BUILTIN_APIS_SINCE, CHARTS
+from model.warning_kinds import warning
 from plan.charts import CACHE, LOCK, archive_name, read_lock
 from plan.manifests import (
     Source,
@@ -119,9 +120,10 @@ def find_archive(chart: str, version: str, caches: tuple[Path, ...]) -> Path | N
 def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) -> str:
     pinned = CHARTS.get(chart)
     source = f" from {pinned.repository}" if pinned else ""
-    return (
+    return warning(
+        "chart-not-cached",
         f"chart {chart} {version} is not in the chart cache ({', '.join(map(str, caches))}): "
-        f"its release is not rendered; `make charts` pulls it{source} into .charts/"
+        f"its release is not rendered; `make charts` pulls it{source} into .charts/",
     )
 
 
