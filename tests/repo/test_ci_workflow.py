@@ -26,6 +26,8 @@ GITLAB = yaml.safe_load(GITLAB_TEXT)
 # GitLab's top-level keywords; every other top-level key is a job.
 GITLAB_GLOBAL = {"workflow", "stages", "variables", "default", "include"}
 GITLAB_JOBS = {k: v for k, v in GITLAB.items() if k not in GITLAB_GLOBAL}
+# The preview job each stack's child-pipeline job extends (.ci/gitlab-previews writes them).
+GITLAB_PREVIEW = yaml.safe_load((ROOT / ".ci" / "gitlab-preview.yml").read_text())[".preview"]
 
 
 def steps_using(job: str, action: str) -> list[dict]:
@@ -153,7 +155,8 @@ def github_shell(job: str | None = None) -> list[str]:
 
 
 def gitlab_shell(job: str | None = None) -> list[str]:
-    jobs = [GITLAB_JOBS[job]] if job else GITLAB_JOBS.values()
+    named = {**GITLAB_JOBS, "preview": GITLAB_PREVIEW, "previews": GITLAB_JOBS["previews"]}
+    jobs = [named[job]] if job else named.values()
     return [line for j in jobs for key in ("before_script", "script") for line in j.get(key, [])]
 
 
@@ -165,7 +168,8 @@ def test_gitlab_runs_the_same_commands_as_github_job_by_job():
     # GitHub's jobs and their GitLab namesakes; the stack list is GitHub's own matrix input.
     for job in ("test", "plan", "preview"):
         assert commands(gitlab_shell(job)) == commands(github_shell(job)), job
-    assert commands(github_shell()) == commands(gitlab_shell())
+    # GitHub lists the stacks in a step of its own; GitLab's child pipeline in a script.
+    assert commands(github_shell()) == commands(gitlab_shell()) - {".ci/gitlab-previews"}
     assert {".ci/run", ".ci/fetch-shared", ".ci/plan"} <= commands(gitlab_shell())
 
 
@@ -191,7 +195,7 @@ def test_gitlab_gates_merge_requests_and_previews_the_default_branch():
     main = {"if": "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"}
     assert GITLAB["workflow"]["rules"] == [mr, main]
     assert GITLAB_JOBS["test"]["rules"] == [mr] and GITLAB_JOBS["plan"]["rules"] == [mr]
-    assert GITLAB_JOBS["preview"]["rules"] == [main]
+    assert GITLAB_JOBS["previews"]["rules"] == GITLAB_JOBS["preview"]["rules"] == [main]
     assert set(GITLAB["stages"]) == {job["stage"] for job in GITLAB_JOBS.values()}
     assert gitlab_shell("test")[-1] == ".ci/run"
     # Every stack file, planned against the target branch's checkout.
@@ -202,9 +206,27 @@ def test_gitlab_gates_merge_requests_and_previews_the_default_branch():
 
 
 def test_gitlab_previews_every_stack_file_with_the_policy_pack():
-    (matrix,) = GITLAB_JOBS["preview"]["parallel"]["matrix"]
-    assert matrix["STACK"] == STACKS, "add each stack file's name to the preview matrix"
-    assert GITLAB_JOBS["preview"]["environment"]["name"] == "$STACK"
+    # GitLab Docs, "Downstream pipelines": a child pipeline from a job's artifact.
+    assert GITLAB_JOBS["previews"]["script"] == [".ci/gitlab-previews > previews.yml"]
+    assert GITLAB_JOBS["preview"]["trigger"]["include"] == [
+        {"artifact": "previews.yml", "job": "previews"}
+    ]
+    assert GITLAB_JOBS["preview"]["trigger"]["strategy"] == "depend"
+    run = subprocess.run(
+        [str(ROOT / ".ci" / "gitlab-previews")], capture_output=True, text=True, check=True
+    )
+    child = yaml.safe_load(run.stdout)
+    assert child.pop("include") == [{"local": ".ci/gitlab-preview.yml"}]
+    assert sorted(child) == [f"preview {stack}" for stack in STACKS]
+    for name, job in child.items():
+        stack = name.removeprefix("preview ")
+        assert job == {
+            "extends": ".preview",
+            "variables": {"STACK": stack},
+            "environment": {"name": stack, "action": "prepare"},
+        }
+    assert GITLAB_PREVIEW["image"] == f"python:{GITLAB['variables']['PYTHON_VERSION']}-bookworm"
+    assert GITLAB["variables"]["PYTHON_VERSION"] == WORKFLOW["env"]["PYTHON_VERSION"]
     preview = " ".join(gitlab_shell("preview"))
     assert 'GPU_PLATFORM_STACK="$STACK"' in preview
     assert "pulumi preview" in preview and "--policy-pack policy" in preview
@@ -213,8 +235,8 @@ def test_gitlab_previews_every_stack_file_with_the_policy_pack():
 def test_gitlab_cloud_credentials_come_from_the_preview_jobs_oidc_token_only():
     # GitLab Docs, "OpenID Connect (OIDC) Authentication Using ID Tokens": `id_tokens` with the
     # audience AWS STS expects; the AWS SDKs read AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE.
-    assert GITLAB_JOBS["preview"]["id_tokens"] == {"AWS_ID_TOKEN": {"aud": "sts.amazonaws.com"}}
-    assert [name for name, job in GITLAB_JOBS.items() if "id_tokens" in job] == ["preview"]
+    assert GITLAB_PREVIEW["id_tokens"] == {"AWS_ID_TOKEN": {"aud": "sts.amazonaws.com"}}
+    assert [name for name, job in GITLAB_JOBS.items() if "id_tokens" in job] == []
     assert "AWS_WEB_IDENTITY_TOKEN_FILE" in " ".join(gitlab_shell("preview"))
     assert not re.search(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", GITLAB_TEXT)
     assert not re.search(r"\bpul-[0-9a-f]{40}\b", GITLAB_TEXT)
