@@ -83,16 +83,21 @@ def support_ending() -> list[str]:
     return kubernetes_support(cfg.model_copy(update={"cluster": cluster}), date(2026, 11, 30))
 
 
-def capacity_block_roll(tmp: Path) -> list[str]:
-    """prod against an earlier plan whose Capacity Block group had other user data."""
-    plan = copy.deepcopy(planned("prod"))
-    doc = json.loads(plan.to_json())
+def earlier_prod_plan(folder: Path) -> Path:
+    """An earlier plan of prod in `folder` whose Capacity Block group had other user data."""
+    doc = json.loads(planned("prod").to_json())
     for resource in doc["resources"]:
         if resource["name"] == "prod-h100-block" and "launchTemplate" in resource["type"]:
             resource["inputs"]["userData"] = "b2xk"
-    (tmp / "resources.json").write_text(json.dumps(doc))
+    (folder / "resources.json").write_text(json.dumps(doc))
+    return folder
+
+
+def capacity_block_roll(tmp: Path) -> list[str]:
+    """prod against an earlier plan whose Capacity Block group had other user data."""
+    plan = copy.deepcopy(planned("prod"))
     plan.warnings[:] = []
-    compare_with_previous(plan, tmp / "resources.json")
+    compare_with_previous(plan, earlier_prod_plan(tmp) / "resources.json")
     return plan.warnings
 
 

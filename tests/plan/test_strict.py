@@ -17,6 +17,7 @@ from tests.helpers.bad_stacks import NS, first_round
 from tests.helpers.warning_stacks import (
     FIXTURES,
     LOUD_AWS,
+    earlier_prod_plan,
     every_warning,
     loud_aws,
     loud_plan,
@@ -129,3 +130,29 @@ def test_the_cli_fails_strict_on_the_stacks_warnings_then_passes_with_its_waiver
     assert len(waived) >= len(kinds) and all(
         line.endswith(f"(reason: {REASON})") for line in waived
     )
+
+
+def test_a_waiver_no_warning_of_the_plan_needs_is_said_stale(warnings):
+    dev = [w for w in warnings if warning_kind(w) == "documentation-account"]
+    check = strict_check(dev, waive("documentation-account", "over-budget"), NO_POLICY_FINDINGS)
+    assert check.status == 0
+    assert check.stale == ["policy.waivers[1]: no over-budget warning in this plan"]
+    assert "stale waiver, waives nothing: policy.waivers[1]: no over-budget warning" in (
+        "\n".join(check.lines())
+    )
+
+
+@pytest.mark.usefixtures("cli_on_session_plans")
+def test_capacity_block_rolls_are_found_against_the_plan_a_change_is_reviewed_against(
+    tmp_path, capsys
+):
+    """CI plans each stack in a fresh checkout, --against the target branch's plan: that plan,
+    not an out/<stack>/ a fresh checkout never has, is the one a Capacity Block roll is found
+    against, so the warning reaches CI."""
+    (tmp_path / "earlier").mkdir()
+    earlier = earlier_prod_plan(tmp_path / "earlier")
+    code = main(["prod", "--quiet", "--against", str(earlier), "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (roll,) = [line for line in out.splitlines() if line.endswith("[warning capacity-block-roll]")]
+    assert roll.startswith("warning: node group prod-h100-block (Capacity Block): userData changed")
