@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from model.stacks import ROOT
 from model.warning_kinds import WARNINGS, warning, warning_kind
 
 
@@ -29,3 +30,10 @@ def test_ids_are_words_a_stack_file_can_spell_and_each_says_what_it_warns_of():
     for kind, words in WARNINGS.items():
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", kind), kind
         assert words and not words.endswith("."), kind
+
+
+def test_docs_list_every_id_a_stack_may_waive():
+    # docs/review.md, "Strict mode": the ids a stack file names, each with what it warns of.
+    page = (ROOT / "docs" / "review.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `([a-z0-9-]+)` \| (.+) \|$", page, re.MULTILINE))
+    assert rows == WARNINGS

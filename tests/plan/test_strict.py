@@ -5,10 +5,13 @@ warning and advisory on a line of its own."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from model.config import ConfigError, parse_config
 from model.config.policy import WarningWaiver
+from model.stacks import ROOT
 from model.warning_kinds import WARNINGS, warning_kind
 from plan.cli import main
 from plan.policy import EXIT_STRICT, PolicyCheck, strict_check
@@ -156,3 +159,15 @@ def test_capacity_block_rolls_are_found_against_the_plan_a_change_is_reviewed_ag
     assert code == 0, out
     (roll,) = [line for line in out.splitlines() if line.endswith("[warning capacity-block-roll]")]
     assert roll.startswith("warning: node group prod-h100-block (Capacity Block): userData changed")
+
+
+@pytest.mark.parametrize(
+    ("variables", "flags"), [((), "--quiet"), (("STRICT=1",), "--quiet --strict")]
+)
+def test_make_plan_all_plans_every_stack_strict_on_request(variables, flags):
+    printed = subprocess.run(
+        ["make", "-n", "-s", "-C", str(ROOT), "plan-all", *variables],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    (loop,) = [line for line in printed.splitlines() if "-m plan $s" in line]
+    assert f"-m plan $s {flags} || exit 1" in " ".join(loop.split())
