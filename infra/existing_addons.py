@@ -40,6 +40,7 @@ from components.vocabulary import (
 from model.config import PlatformConfig
 from model.config.fabric import RDMA_FABRICS, FabricSettings
 from model.versions import CHARTS
+from model.warning_kinds import warning
 
 # The Helm chart each add-on's release would have installed (infra/versions.CHARTS).
 CHART_OF = {
@@ -463,11 +464,14 @@ def existing_addon_warnings(cfg: PlatformConfig) -> list[str]:
     found = []
     for addon, needs in existing_addon_report(cfg).items():
         found.append(
-            f"gpu-platform:existing.addons.{addon}: uses existing {addon}: needs CRDs "
-            f"{'; '.join(needs['needs_crds'])}; needs settings "
-            f"{'; '.join(needs['needs_settings'])}. The plan cannot read the cluster: confirm "
-            f"each with the kubectl commands in the plan's existing_addons output before "
-            f"`pulumi up` (tested with {needs['tested_with']}; docs/operations.md, "
-            f'"Using add-ons a cluster already runs")'
+            warning(
+                "existing-addon-unchecked",
+                f"gpu-platform:existing.addons.{addon}: uses existing {addon}: needs CRDs "
+                f"{'; '.join(needs['needs_crds'])}; needs settings "
+                f"{'; '.join(needs['needs_settings'])}. The plan cannot read the cluster: confirm "
+                f"each with the kubectl commands in the plan's existing_addons output before "
+                f"`pulumi up` (tested with {needs['tested_with']}; docs/operations.md, "
+                f'"Using add-ons a cluster already runs")',
+            )
         )
     return found

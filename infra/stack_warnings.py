@@ -24,6 +24,7 @@ from model.versions import (
     SUPPORTED_KUBERNETES_VERSIONS,
     confirm_command,
 )
+from model.warning_kinds import warning
 
 # Account ids AWS documentation uses in its examples: no one can deploy into them.
 DOCUMENTATION_ACCOUNT_IDS = ("111122223333", "123456789012", "444455556666", "777788889999")
@@ -56,8 +57,11 @@ def documentation_accounts(cfg: PlatformConfig) -> list[str]:
         for account in DOCUMENTATION_ACCOUNT_IDS:
             if isinstance(value, str) and account in value:
                 found.append(
-                    f"gpu-platform:{path}: {value} names {account}, an AWS documentation "
-                    "example account; replace it with your own before `pulumi up`"
+                    warning(
+                        "documentation-account",
+                        f"gpu-platform:{path}: {value} names {account}, an AWS documentation "
+                        "example account; replace it with your own before `pulumi up`",
+                    )
                 )
     return found
 
@@ -72,8 +76,11 @@ def documentation_cidrs(cfg: PlatformConfig) -> list[str]:
         "api_access_cidrs": cfg.cluster.api_access_cidrs,
     }
     return [
-        f"gpu-platform:cluster.{key}[{i}]: {cidr} is in {block}, an RFC 5737 documentation "
-        "range no runner or office is in; replace it with your own ranges before `pulumi up`"
+        warning(
+            "documentation-cidr",
+            f"gpu-platform:cluster.{key}[{i}]: {cidr} is in {block}, an RFC 5737 documentation "
+            "range no runner or office is in; replace it with your own ranges before `pulumi up`",
+        )
         for key, cidrs in lists.items()
         for i, cidr in enumerate(cidrs)
         for block in DOCUMENTATION_CIDRS
@@ -93,15 +100,21 @@ def kubernetes_support(cfg: PlatformConfig, today: date) -> list[str]:
     key = "gpu-platform:cluster.kubernetes_version"
     if today > ends:
         return [
-            f"{key}: {minor} left EKS standard support on {ends.isoformat()} and runs in "
-            f"extended support, billed extra per cluster hour; upgrade to "
-            f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)"
+            warning(
+                "kubernetes-extended-support",
+                f"{key}: {minor} left EKS standard support on {ends.isoformat()} and runs in "
+                f"extended support, billed extra per cluster hour; upgrade to "
+                f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)",
+            )
         ]
     if (ends - today).days <= SUPPORT_NOTICE_DAYS:
         return [
-            f"{key}: {minor} leaves EKS standard support on {ends.isoformat()}; after that "
-            f"the cluster runs in extended support, billed extra, unless upgraded to "
-            f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)"
+            warning(
+                "kubernetes-support-ending",
+                f"{key}: {minor} leaves EKS standard support on {ends.isoformat()}; after that "
+                f"the cluster runs in extended support, billed extra, unless upgraded to "
+                f"{DEFAULT_KUBERNETES_VERSION} (docs/operations.md, Upgrades)",
+            )
         ]
     return []
 
@@ -123,7 +136,7 @@ def untested_minor(cfg: PlatformConfig) -> list[str]:
     unstated = [
         f"{CHARTS[c].name} {CHARTS[c].version}" for c in charts if c not in CHART_KUBE_VERSIONS
     ]
-    return [
+    message = (
         f"gpu-platform:cluster.kubernetes_version: {minor} is older than the minors EKS serves "
         f"and the platform is tested on ({window}). Untested on {minor}: the charts whose "
         f"kubeVersion admits it ({', '.join(admitted) or 'none'}), those that state none "
@@ -131,7 +144,8 @@ def untested_minor(cfg: PlatformConfig) -> list[str]:
         f"the Kubernetes {window} schemas) and the self-test. Run the self-test (selftest.mode: "
         'block) after `pulumi up`, and upgrade the cluster (docs/operations.md, "Using add-ons '
         'a cluster already runs")'
-    ]
+    )
+    return [warning("kubernetes-untested-minor", message)]
 
 
 def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
@@ -163,14 +177,15 @@ def host_driver_rdma(cfg: PlatformConfig) -> list[str]:
             "Load nvidia-peermem at every boot (/etc/modules-load.d/), after the hosts' MOFED, "
             "or use DMA-BUF (open kernel modules)"
         )
-    return [
+    message = (
         f"gpu-platform:gpu_operator.install_driver: false, and gpu-operator "
         f"{chart_versions(cfg)['gpu-operator']} loads nvidia-peermem only in its own driver "
         f"container: the GPU pools on {rdma[0].fabric} ({', '.join(p.name for p in rdma)}) get "
         f"GPUDirect RDMA only from the nodes. {remedy}; without it NCCL "
         "stages every transfer through host memory and the self-test fails the pool "
         "(docs/gpu-nodes.md, GPU Operator)"
-    ]
+    )
+    return [warning("host-driver-rdma", message)]
 
 
 def unconfirmed_addon_builds(cfg: PlatformConfig) -> list[str]:
@@ -180,9 +195,13 @@ def unconfirmed_addon_builds(cfg: PlatformConfig) -> list[str]:
         return []
     minor = cfg.cluster.kubernetes_version
     return [
-        f"UNCONFIRMED add-on build: {addon.name} {build} (Kubernetes {minor}) is in no listing "
-        f"model/versions.py records; run `{confirm_command(addon.name, minor)}`, pin a build it "
-        "lists and record where in its `confirmed`, or `pulumi up` may fail creating the add-on"
+        warning(
+            "unconfirmed-addon-build",
+            f"UNCONFIRMED add-on build: {addon.name} {build} (Kubernetes {minor}) is in no "
+            f"listing model/versions.py records; run `{confirm_command(addon.name, minor)}`, pin "
+            "a build it lists and record where in its `confirmed`, or `pulumi up` may fail "
+            "creating the add-on",
+        )
         for addon in MANAGED_ADDONS
         if (build := addon.versions[minor]) not in addon.confirmed
     ]
@@ -238,8 +257,12 @@ def capacity_block_rolls(previous: list[dict], current: list[dict]) -> list[str]
             changed.append("version")
         if changed:
             rolls.append(
-                f"node group {name} (Capacity Block): {', '.join(changed)} changed since the "
-                "previous plan, so `pulumi up` rolls its nodes; EKS asks that a Capacity Block "
-                "group's desired size be 0 during the update (docs/operations.md, Operations)"
+                warning(
+                    "capacity-block-roll",
+                    f"node group {name} (Capacity Block): {', '.join(changed)} changed since "
+                    "the previous plan, so `pulumi up` rolls its nodes; EKS asks that a Capacity "
+                    "Block group's desired size be 0 during the update (docs/operations.md, "
+                    "Operations)",
+                )
             )
     return rolls

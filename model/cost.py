@@ -49,6 +49,7 @@ from model.config.observability import PUSHGATEWAY_VOLUME_GIB
 from model.config.scheduling import scales_from_zero
 from model.config.selftest_schedule import scheduled_pools, starts_per_month
 from model.versions import in_extended_support
+from model.warning_kinds import warning
 
 LEFT_OUT = (
     "data transfer (NAT gateway and endpoint processing per GB, cross-zone and internet "
@@ -317,9 +318,13 @@ def burst_warnings(cfg: PlatformConfig) -> list[str]:
         if line.monthly_max is None or line.monthly_max <= budget:
             continue
         found.append(
-            f"gpu-platform:scheduling.cluster_queues: burst of queue {queue} may spend "
-            f"${line.monthly_max:,.2f}/month on its workers ({line.item}), over its "
-            f"burst.monthly_budget_usd of ${budget:,.2f}; lower burst.gpus or raise the budget"
+            warning(
+                "burst-over-budget",
+                f"gpu-platform:scheduling.cluster_queues: burst of queue {queue} may spend "
+                f"${line.monthly_max:,.2f}/month on its workers ({line.item}), over its "
+                f"burst.monthly_budget_usd of ${budget:,.2f}; lower burst.gpus or raise the "
+                "budget",
+            )
         )
     return found
 
@@ -552,9 +557,12 @@ def budget_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         return burst_warnings(cfg)
     return [
         *burst_warnings(cfg),
-        f"gpu-platform:cost.monthly_budget_usd: the estimate at max size, "
-        f"${report['total_monthly_max']:,.2f}/month, is over the budget of ${budget:,.2f} "
-        f"(at min size ${report['total_monthly_min']:,.2f}); lower gpu_node_groups[].scaling."
-        "max_size, use spot or a smaller file system, or raise the budget (docs/review.md, "
-        "Cost estimate)",
+        warning(
+            "over-budget",
+            f"gpu-platform:cost.monthly_budget_usd: the estimate at max size, "
+            f"${report['total_monthly_max']:,.2f}/month, is over the budget of ${budget:,.2f} "
+            f"(at min size ${report['total_monthly_min']:,.2f}); lower gpu_node_groups[].scaling."
+            "max_size, use spot or a smaller file system, or raise the budget (docs/review.md, "
+            "Cost estimate)",
+        ),
     ]

@@ -1,7 +1,7 @@
 """Offline plan: run the Pulumi program of one stack under Pulumi's mock engine.
 
-    python -m plan <stack> [--out DIR] [--quiet] [--against DIR [--changes-only]] [--detail]
-                             [--graph]
+    python -m plan <stack> [--out DIR] [--quiet] [--strict] [--against DIR [--changes-only]]
+                             [--detail] [--graph]
 
 No Pulumi CLI, no cloud account. It reads the files the CLI reads (Pulumi.yaml and its project
 config, then stacks/Pulumi.<stack>.yaml), loads `main: infra` the way the Python language host does
@@ -13,10 +13,12 @@ out/<stack>/deploy-policy.json (plan/deploy_policy.py); it prints the critical p
 first `pulumi up` with its estimate (plan/critical_path.py). Every refusal of the config (a
 missing or broken stack file, a bad value) exits 2 with one message naming the file and the key.
 Then the policy pack's rules run on every planned resource (plan/policy.py): a mandatory
-violation makes the last line FAILED and exits 3. Every plan shows an exposure summary; `--against`
+violation makes the last line FAILED and exits 3; with `--strict`, so does a warning the stack's
+`policy.waivers` do not name or an advisory its exemptions do not waive, exit 4 (the gate CI runs).
+Every plan shows an exposure summary; `--against`
 adds a diff with an earlier plan, `--detail` every input, `--graph` the resource graph
-(plan/diff.py, plan/review.py, plan/graph.py); `--quiet` prints only the last
-line.
+(plan/diff.py, plan/review.py, plan/graph.py); `--quiet` prints the warnings and unwaived
+advisories one line each, then the last line.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import yaml
 
 from infra.stack_warnings import capacity_block_rolls
 from model.config import ConfigError, config_from_pulumi, stack_file
-from model.stacks import ROOT, read_project, read_stack_config
+from model.stacks import ROOT, read_project, read_stack_config, stack_config
 from plan import deploy_policy, diff_report
 from plan import diff as plan_diff
 from plan import graph as plan_graph
@@ -43,7 +45,7 @@ from plan.cost_text import format_cost
 from plan.critical_path import format_critical_path
 from plan.engine import DuplicateResourceError, StackOutputs, run_program
 from plan.model import Plan, PlannedResource, build_plan, is_secret, render
-from plan.policy import check_plan
+from plan.policy import EXIT_STRICT, StrictCheck, check_plan, strict_check
 from plan.render import Rendering, format_rendered, render_plan, write_rendered
 
 
@@ -153,8 +155,13 @@ def compare_with_previous(plan: Plan, previous_path: Path) -> str | None:
     return None
 
 
-def format_warnings(warnings: list[str]) -> str:
-    return "\n".join(["Warnings:", *(f"  - {w}" for w in warnings)])
+def format_warnings(strict: StrictCheck) -> str:
+    """The warnings not waived, then the waived ones with their reasons: a waiver is a decision
+    a reviewer should keep seeing."""
+    lines = ["Warnings:", *(f"  - {w}" for w in strict.warnings)]
+    lines += [f"  waived: {w} (reason: {reason})" for w, reason in strict.waived]
+    lines += [f"  stale waiver, waives nothing: {line}" for line in strict.stale]
+    return "\n".join(lines)
 
 
 def image_sources(plan: Plan, rendering: Rendering) -> list[str]:
@@ -226,7 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quiet",
         action="store_true",
-        help="print only the summary line (FAILED on a mandatory policy violation)",
+        help="print the warnings and unwaived advisories one line each, and the summary line "
+        "(FAILED on a mandatory policy violation)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit {EXIT_STRICT} on any warning not in policy.waivers and any advisory not in "
+        "policy.exemptions (the CI gate)",
     )
     parser.add_argument("--against", type=Path, help="an earlier plan folder to diff with")
     parser.add_argument(
@@ -254,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     out_dir = args.out or ROOT / "out" / args.stack
-    note = compare_with_previous(plan, out_dir / "resources.json")
+    # The earlier plan a change is reviewed against, else this stack's last one here.
+    note = compare_with_previous(plan, (args.against or out_dir) / "resources.json")
     try:  # Read before writing: the earlier plan may be the one this run replaces.
         previous = plan_diff.read_previous(args.against) if args.against else None
     except (OSError, ValueError, KeyError) as error:
@@ -274,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
     policies = check_plan(plan, ROOT, rendering)
+    strict = strict_check(plan.warnings, stack_config(args.stack, ROOT).policy.waivers, policies)
     if previous is not None and not args.quiet:  # first: what this change does
         changes = diff_report.changes_block(plan, previous, str(args.against), rendering)
         print(changes + ("" if args.changes_only else "\n"))
@@ -293,12 +309,18 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + deploy_policy.format_policy(plan, policy))
         print("\n" + format_critical_path(plan))
         print("\n" + plan_review.format_exposure(plan))
-        if plan.warnings:
-            print(format_warnings(plan.warnings))
+        if plan.warnings or strict.stale:
+            print(format_warnings(strict))
         print(policies.report)
+    elif args.quiet and strict.lines():
+        print("\n".join(strict.lines()))
     count = sum(r.custom for r in plan.resources)
-    print(policies.summary(args.stack, count, elapsed))
-    return policies.status
+    summary = policies.summary(args.stack, count, elapsed)
+    if args.strict and not policies.status:
+        strict_line = strict.summary(args.stack, count, elapsed)
+        summary = strict_line if strict.status else f"{summary}; {strict_line}"
+    print(summary)
+    return policies.status or (strict.status if args.strict else 0)
 
 
 if __name__ == "__main__":

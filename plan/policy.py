@@ -3,7 +3,9 @@
 `python -m plan <stack>` calls `check_plan` after planning; it prints the violations
 grouped by level (mandatory first), each naming the resource, the rule and the remediation, then
 what the stack's exemptions waive with their reasons; a mandatory violation makes the plan's last
-line a FAILED line and its exit status 3. The CrossGuard pack (`policy/__main__.py`) runs the
+line a FAILED line and its exit status 3. `--strict` (`strict_check`) fails, exit 4, on any
+warning the stack's `policy.waivers` do not name and any advisory its exemptions do not waive:
+the gate a CI holds. The CrossGuard pack (`policy/__main__.py`) runs the
 same rules under `pulumi preview --policy-pack policy`.
 """
 
@@ -13,13 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.config import PlatformConfig
+from model.config.policy import WarningWaiver
 from model.cost import estimated_monthly_usd
 from model.stacks import stack_config
+from model.warning_kinds import warning_kind
 from plan.model import Plan
 from plan.render import Rendering
 from policy.rules import BY_NAME, Context, Subject, Violation, review
 
 EXIT_MANDATORY = 3
+# `--strict`: a warning or an advisory the stack did not waive (docs/review.md, "Strict mode").
+EXIT_STRICT = 4
 
 
 def subjects(plan: Plan) -> tuple[Subject, ...]:
@@ -97,8 +103,12 @@ class PolicyCheck:
 
     report: str
     failed: list[Violation]
-    advisory: int
+    advisories: list[Violation]
     waived: int
+
+    @property
+    def advisory(self) -> int:
+        return len(self.advisories)
 
     @property
     def status(self) -> int:
@@ -133,6 +143,68 @@ def check_plan(plan: Plan, root: Path, rendering: Rendering | None = None) -> Po
     return PolicyCheck(
         "\n".join(report),
         failed=[v for v in active if v.rule.level == "mandatory"],
-        advisory=sum(v.rule.level == "advisory" for v in active),
+        advisories=[v for v in active if v.rule.level == "advisory"],
         waived=sum(v.waived is not None for v in found),
+    )
+
+
+@dataclass(frozen=True)
+class StrictCheck:
+    """`--strict`'s verdict: the warnings and advisories the stack did not waive."""
+
+    warnings: list[str]
+    waived: list[tuple[str, str]]
+    advisories: list[Violation]
+    stale: list[str]
+
+    @property
+    def status(self) -> int:
+        return EXIT_STRICT if self.warnings or self.advisories else 0
+
+    def lines(self) -> list[str]:
+        """One line for each warning and each advisory not waived, then each waived warning
+        with its reason: what `--quiet` prints above the last line."""
+        ads = self.advisories
+        return [
+            *(f"warning: {w}" for w in self.warnings),
+            *(f"advisory: {v.rule.name} on {v.resource.name}: {v.message}" for v in ads),
+            *(f"waived warning: {w} (reason: {reason})" for w, reason in self.waived),
+            *(f"stale waiver, waives nothing: {line}" for line in self.stale),
+        ]
+
+    def summary(self, stack: str, resources: int, seconds: float) -> str:
+        if not self.status:
+            return f"strict: no warning or advisory unwaived ({len(self.waived)} warnings waived)"
+        kinds = sorted({warning_kind(w) or "no id" for w in self.warnings})
+        rules = sorted({v.rule.name for v in self.advisories})
+        which = "; ".join(
+            part
+            for part in (
+                f"{len(self.warnings)} warnings ({', '.join(kinds)})" if kinds else "",
+                f"{len(self.advisories)} advisories ({', '.join(rules)})" if rules else "",
+            )
+            if part
+        )
+        return (
+            f"FAILED {stack} (strict): not waived: {which}; {resources} resources planned in "
+            f"{seconds:.2f} s; exit {EXIT_STRICT}"
+        )
+
+
+def strict_check(
+    warnings: list[str], waivers: list[WarningWaiver], policies: PolicyCheck
+) -> StrictCheck:
+    """Each warning waived by its id, or not (a warning with no id cannot be waived); the
+    advisories the stack's exemptions left; the waivers that waive nothing."""
+    reasons = {w.id: w.reason for w in waivers}
+    kinds = {warning_kind(w) for w in warnings}
+    return StrictCheck(
+        warnings=[w for w in warnings if warning_kind(w) not in reasons],
+        waived=[(w, reasons[kind]) for w in warnings if (kind := warning_kind(w)) in reasons],
+        advisories=policies.advisories,
+        stale=[
+            f"policy.waivers[{i}]: no {w.id} warning in this plan"
+            for i, w in enumerate(waivers)
+            if w.id not in kinds
+        ],
     )

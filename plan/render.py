@@ -27,6 +27,7 @@ from model.versions import (
     BUILTIN_APIS_SINCE,
     CHARTS,
 )
+from model.warning_kinds import warning
 from plan.chart_overrides import is_override, override_problems, unchecked_crds
 from plan.charts import CACHE, LOCK, find_archive, read_lock
 from plan.manifests import (
@@ -120,9 +121,10 @@ def chart_of(release: PlannedResource) -> tuple[str, str]:
 def missing_chart_warning(chart: str, version: str, caches: tuple[Path, ...]) -> str:
     pinned = CHARTS.get(chart)
     source = f" from {pinned.repository}" if pinned else ""
-    return (
+    return warning(
+        "chart-not-cached",
         f"chart {chart} {version} is not in the chart cache ({', '.join(map(str, caches))}): "
-        f"its release is not rendered; `make charts` pulls it{source} into .charts/"
+        f"its release is not rendered; `make charts` pulls it{source} into .charts/",
     )
 
 

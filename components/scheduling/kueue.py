@@ -26,6 +26,7 @@ from model.config.scheduling import (
     FlavorSettings,
     TeamSettings,
 )
+from model.warning_kinds import warning
 
 PROVISIONING_CHECK = "gpu-provisioning"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
@@ -290,19 +291,25 @@ def quota_warnings(cfg: PlatformConfig) -> list[str]:
     found = []
     if not counts_cpu_and_memory(cfg):
         found.append(
-            "gpu-platform:scheduling.flavors: no cpus_per_node and memory_gib_per_node for "
-            "every pool, so Kueue's queues count GPUs only and leave CPU and memory to the "
-            "scheduler; give both for each pool to hold teams to CPU and memory quotas too"
+            warning(
+                "quota-gpus-only",
+                "gpu-platform:scheduling.flavors: no cpus_per_node and memory_gib_per_node for "
+                "every pool, so Kueue's queues count GPUs only and leave CPU and memory to the "
+                "scheduler; give both for each pool to hold teams to CPU and memory quotas too",
+            )
         )
     for pool in cfg.gpu_pools:
         total = sum(gpus[pool.name] for gpus in per_queue.values())
         if total > pool.max_gpus:
             shares = ", ".join(f"{q} {g[pool.name]}" for q, g in per_queue.items())
             found.append(
-                f"gpu-platform:scheduling.cluster_queues: nominal quotas of pool {pool.name} "
-                f"add up to {total} GPUs ({shares}), but the pool holds at most "
-                f"{pool.max_gpus} ({pool.max_nodes} nodes x {pool.gpus_per_node}); Kueue would "
-                "admit workloads that can never run"
+                warning(
+                    "quota-over-pool",
+                    f"gpu-platform:scheduling.cluster_queues: nominal quotas of pool {pool.name} "
+                    f"add up to {total} GPUs ({shares}), but the pool holds at most "
+                    f"{pool.max_gpus} ({pool.max_nodes} nodes x {pool.gpus_per_node}); Kueue "
+                    "would admit workloads that can never run",
+                )
             )
     return found
 

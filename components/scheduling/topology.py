@@ -27,6 +27,7 @@ from components.vocabulary import KUEUE_API
 from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import topology_levels as pool_topology
 from model.config.scheduling import wanted_topology
+from model.warning_kinds import warning
 
 PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
@@ -76,11 +77,14 @@ def topology_warnings(cfg: PlatformConfig) -> list[str]:
         levels = tuple(row["node_labels"])
         selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
         found.append(
-            f"gpu-platform:scheduling.topology_labels_applied: pool {name}'s nodes "
-            f"({selector}) need the labels {', '.join(levels[:-1])} before Kueue may place jobs "
-            f"by topology: on each node `{label_command(levels)}` (check with "
-            f"`{row['check']}`), then set scheduling.topology_labels_applied: true. Until then "
-            "Kueue admits by quota alone (docs/scheduling.md, Topology-aware placement)"
+            warning(
+                "topology-labels-unapplied",
+                f"gpu-platform:scheduling.topology_labels_applied: pool {name}'s nodes "
+                f"({selector}) need the labels {', '.join(levels[:-1])} before Kueue may place "
+                f"jobs by topology: on each node `{label_command(levels)}` (check with "
+                f"`{row['check']}`), then set scheduling.topology_labels_applied: true. Until "
+                "then Kueue admits by quota alone (docs/scheduling.md, Topology-aware placement)",
+            )
         )
     return found
 

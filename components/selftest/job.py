@@ -73,6 +73,7 @@ from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.selftest import floors, selftest_pool
 from model.config.selftest_schedule import scheduled, scheduled_pools
+from model.warning_kinds import warning
 
 PART_OF = plane_labels("selftest")
 SKIP_AWAIT = "pulumi.com/skipAwait"
@@ -287,14 +288,20 @@ class SelfTest(PlatformComponent):
         mode = cfg.selftest.resolved_mode(cfg.production)
         if mode != "off" and is_example_image(cfg.selftest.image):
             pulumi.warn(
-                f"selftest.image {cfg.selftest.image} has the all-zero EXAMPLE digest: push "
-                "bootstrap/Dockerfile and give its digest, or the Job cannot pull its image"
+                warning(
+                    "selftest-example-image",
+                    f"selftest.image {cfg.selftest.image} has the all-zero EXAMPLE digest: push "
+                    "bootstrap/Dockerfile and give its digest, or the Job cannot pull its image",
+                )
             )
         if mode != "off":
             if mode == "warn":
                 pulumi.warn(
-                    "selftest.mode is warn: the self-test Job runs, but pulumi up does not wait "
-                    "for it; read its report under /mnt/shared-data/selftest/ or its log"
+                    warning(
+                        "selftest-mode-warn",
+                        "selftest.mode is warn: the self-test Job runs, but pulumi up does not "
+                        "wait for it; read its report under /mnt/shared-data/selftest/ or its log",
+                    )
                 )
             (job,) = render(selftest_spec(cfg))
             timeout = f"{cfg.selftest.up_wait_minutes}m"

@@ -12,7 +12,8 @@ path, the bad value and what would be valid.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Literal
 
 import pulumi
@@ -52,7 +53,7 @@ from model.config.images import ImageSettings
 from model.config.keda import WorkloadAutoscalingSettings, check_workload_autoscaling
 from model.config.kubernetes_minor import check_kubernetes_minor
 from model.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
-from model.config.loading import describe_all, split_namespaces
+from model.config.loading import describe_all, past_field_problems, split_namespaces
 from model.config.mandatory import mandatory_problems
 from model.config.multikueue import MultiKueueSettings, check_multikueue
 from model.config.names import check_names
@@ -255,7 +256,41 @@ class PlatformConfig(Settings):
         return data
 
     @model_validator(mode="after")
-    def _required_sections(self) -> PlatformConfig:
+    def _rules_across_sections(self) -> PlatformConfig:
+        """Every rule that reads more than one section, in stages: the sections the provider
+        needs, then names and references, then each provider's sections (layout, the region's
+        offers, zones, the API's reachability), then each plane's rules against the rest, then
+        what the policy pack holds mandatory. Every stage runs and every problem is reported at
+        once (four mistakes, one run); only a missing provider section stops the rest, since
+        every name it would declare is missing too. A rule that cannot run on what an earlier
+        problem left (a name that does not resolve) is named as not checked, never guessed at."""
+        self._required_sections()
+        found: list[FieldProblem] = []
+        unchecked: list[str] = []
+        for stage, rule in self._rules():
+            try:
+                found += rule() or []
+            except FieldProblems as error:
+                found += error.problems
+            except FieldProblem as error:
+                found.append(error)
+            except Exception:
+                # Only where an earlier problem left the config incomplete; otherwise a bug.
+                if not found:
+                    raise
+                unchecked.append(stage)
+        if unchecked:
+            found.append(
+                FieldProblem(
+                    "",
+                    f"not checked until the problems above are fixed: {', '.join(unchecked)}",
+                )
+            )
+        if found:
+            raise FieldProblems(found)
+        return self
+
+    def _required_sections(self) -> None:
         """First of all: a section the provider needs and the stack lacks. Until it exists,
         every name it would declare is missing too, and a reference into it ('a100' is not a
         GPU pool; pools: none) would send the user after the wrong key."""
@@ -266,49 +301,83 @@ class PlatformConfig(Settings):
             raise FieldProblem(
                 section, f"required with provider {self.provider}; {required[section]}"
             )
-        return self
 
-    @model_validator(mode="after")
-    def _names_resolve(self) -> PlatformConfig:
-        """Before every other cross-section rule, which may then look names up: every
-        reference resolves, every name is declared once, no two pools take the same nodes, and
-        every nv-ipam pool has a block for each of its nodes. Every problem at once."""
-        problems = check_names(self)
-        if problems:
-            raise FieldProblems(problems)
-        return self
-
-    @model_validator(mode="after")
-    def _provider_sections(self) -> PlatformConfig:
-        check_kubernetes_minor(self)
+    def _rules(self) -> list[tuple[str, Callable[[], list[FieldProblem] | None]]]:
+        """(what the rule checks, the rule) in the order the stages run. Before the other
+        cross-section rules, which may then look names up: every reference resolves, every name
+        is declared once, no two pools take the same nodes, and every nv-ipam pool has a block
+        for each of its nodes."""
+        rules: list[tuple[str, Callable[[], list[FieldProblem] | None]]] = [
+            ("names and references", lambda: check_names(self)),
+            ("the Kubernetes minor", lambda: check_kubernetes_minor(self)),
+        ]
         if self.provider == "aws":
-            if self.existing is not None:
-                raise FieldProblem("existing", "only valid with provider existing")
-            if self.fabric is not None:
-                raise FieldProblem(
+            rules += [
+                ("sections of provider existing", self._no_existing_sections),
+                ("the network layout", lambda: check_aws_layout(self)),
+                ("the region's instance types", lambda: check_region_offers(self)),
+                ("the GPU groups' zones", lambda: check_gpu_group_zones(self)),
+                ("the API endpoint's reachability", self._check_api_reachable),
+            ]
+        else:
+            rules += [
+                ("sections of provider aws", self._no_aws_sections),
+                ("the fabric", lambda: check_fabric(self)),
+            ]
+        # Each plane's rules that need the rest of the stack, in the order of the planes.
+        for check in (
+            check_storage,
+            check_gpu_operator,
+            check_scheduling,
+            check_team_access,
+            check_existing_namespaces,
+            check_quota_sharing,
+            check_pods_fit,
+            check_multikueue,
+            check_workload_autoscaling,
+            check_observability,
+            check_alerts,
+            check_selftest,
+            check_cost,
+            check_shared_data,
+            check_charts,
+        ):
+            rules.append(
+                (check.__name__.removeprefix("check_").replace("_", " "), partial(check, self))
+            )
+        rules.append(("the policy pack's mandatory rules", lambda: mandatory_problems(self)))
+        return rules
+
+    def _no_existing_sections(self) -> list[FieldProblem]:
+        found = []
+        if self.existing is not None:
+            found.append(FieldProblem("existing", "only valid with provider existing"))
+        if self.fabric is not None:
+            found.append(
+                FieldProblem(
                     "fabric",
                     "only valid with provider existing; on AWS the fabric is EFA, set per "
                     "node group with gpu_node_groups[].efa",
                 )
-            check_aws_layout(self)
-            check_region_offers(self)
-            check_gpu_group_zones(self)
-            self._check_api_reachable()
-        else:
-            for section in ("aws", "network", "system_nodes", "gpu_node_groups", "autoscaler"):
-                if section in self.model_fields_set:
-                    raise FieldProblem(
-                        section, "only valid with provider aws; remove it for provider existing"
-                    )
-            eks_only = sorted(self.cluster.model_fields_set - set(EXISTING_CLUSTER_KEYS))
-            if eks_only:
-                raise FieldProblem(
+            )
+        return found
+
+    def _no_aws_sections(self) -> list[FieldProblem]:
+        found = [
+            FieldProblem(section, "only valid with provider aws; remove it for provider existing")
+            for section in ("aws", "network", "system_nodes", "gpu_node_groups", "autoscaler")
+            if section in self.model_fields_set
+        ]
+        eks_only = sorted(self.cluster.model_fields_set - set(EXISTING_CLUSTER_KEYS))
+        if eks_only:
+            found.append(
+                FieldProblem(
                     f"cluster.{eks_only[0]}",
                     "configures EKS, only valid with provider aws; an existing cluster takes "
                     f"only cluster.{', cluster.'.join(EXISTING_CLUSTER_KEYS)}",
                 )
-            check_fabric(self)
-        return self
+            )
+        return found
 
     def _check_api_reachable(self) -> None:
         """The first `up` creates Kubernetes objects from the runner: it must be let in, and
@@ -351,32 +420,6 @@ class PlatformConfig(Settings):
                 "the endpoint public with public_access_cidrs",
             )
 
-    @model_validator(mode="after")
-    def _planes_fit_together(self) -> PlatformConfig:
-        """Each plane's rules that need the rest of the stack, in the order of the planes."""
-        for check in (
-            check_storage,
-            check_gpu_operator,
-            check_scheduling,
-            check_team_access,
-            check_existing_namespaces,
-            check_quota_sharing,
-            check_pods_fit,
-            check_multikueue,
-            check_workload_autoscaling,
-            check_observability,
-            check_alerts,
-            check_selftest,
-            check_cost,
-            check_shared_data,
-            check_charts,
-        ):
-            check(self)
-        problems = mandatory_problems(self)
-        if problems:
-            raise FieldProblems(problems)
-        return self
-
     def group_zones(self, group: GpuNodeGroupSettings) -> list[str]:
         """Zones a GPU group spans: its own zone; EFA groups one zone (EFA traffic stays in a
         subnet); other groups every zone."""
@@ -414,7 +457,11 @@ def parse_config(raw: dict[str, Any], source: str, problems: Sequence[str] = ())
     except ValidationError as error:
         raise ConfigError(
             source,
-            [*problems, *(m for e in error.errors() for m in describe_all(e, PlatformConfig))],
+            [
+                *problems,
+                *(m for e in error.errors() for m in describe_all(e, PlatformConfig)),
+                *past_field_problems(PlatformConfig, raw, error),
+            ],
         ) from None
     if problems:
         raise ConfigError(source, list(problems))

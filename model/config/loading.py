@@ -13,6 +13,7 @@ a key is refused with the key to set instead.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 import types
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
@@ -294,7 +295,8 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> str:
     cause = error.get("ctx", {}).get("error")
     if isinstance(cause, FieldProblem):
         loc += tuple(int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]", cause.field) if p)
-        return f"{NAMESPACE}:{_path(loc)}: {cause}"
+        # A problem of no one key (a rule not checked) is the namespace's.
+        return f"{NAMESPACE}:{_path(loc)}: {cause}" if loc else f"{NAMESPACE}: {cause}"
     path = f"{NAMESPACE}:{_path(loc)}" if loc else NAMESPACE
     kind, value = error["type"], error.get("input")
     if kind == "extra_forbidden":
@@ -335,3 +337,83 @@ def keys_at(root: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         if isinstance(part, str):
             model = unwrap(model.model_fields[part].annotation)
     return sorted(model.model_fields) if isinstance(model, type) else []
+
+
+# ------------------------------------------------------------------- past a field's problem
+
+# What is said when the rules across sections cannot run on what the fields left.
+NOT_CHECKED = (
+    f"{NAMESPACE}: the rules across sections (references, the region's instance types and "
+    "zones, each plane's rules) are not checked until the problems above are fixed"
+)
+
+
+# Said of a problem found with keys set aside: it may go once they are fixed.
+ON_DEFAULTS = " (found with the keys above that have problems left at their defaults)"
+# Rounds of setting problems aside: a nested model's rule runs a round after its fields pass.
+PAST_ROUNDS = 4
+
+
+def full_loc(error: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Where each problem of one pydantic error is: its loc, and for a rule's FieldProblem
+    the field it names under that loc."""
+    cause = error.get("ctx", {}).get("error")
+    causes = cause.problems if isinstance(cause, FieldProblems) else [cause]
+    return [
+        tuple(error["loc"])
+        + (
+            tuple(int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]", c.field) if p)
+            if isinstance(c, FieldProblem)
+            else ()
+        )
+        for c in causes
+    ]
+
+
+def without(raw: dict[str, Any], errors: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """`raw` less every key a problem is at, so the keys left take their defaults; None when a
+    problem is not at a key that can go (an item of a list: removing it would renumber the
+    others, and the rules would name the wrong one)."""
+    pruned = copy.deepcopy(raw)
+    for loc in (loc for error in errors for loc in full_loc(error)):
+        if not loc or not isinstance(loc[-1], str):
+            return None
+        container: Any = pruned
+        for part in loc[:-1]:
+            try:
+                container = container[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+        if not isinstance(container, dict):
+            return None
+        container.pop(loc[-1], None)
+    return pruned
+
+
+def past_field_problems(root: type[BaseModel], raw: dict[str, Any], error: Any) -> list[str]:
+    """The problems found once the fields' problems are set aside: pydantic runs a model's
+    rules only on fields that all validated, so without this a stack with a bad value, a
+    dangling reference and a type its region lacks took a run for each. The keys with a problem
+    go (their defaults stand in) and the config is validated again, round by round, each round
+    adding what the rules it reached found, each said to be found so (a rule may read a key set
+    aside: a pool's fabric at its default). A key the removal left missing (a required one)
+    stops it, and that the rules were not checked is said instead of guessed at."""
+    found: list[str] = []
+    errors = [e for e in error.errors() if e["loc"]]
+    for _ in range(PAST_ROUNDS):
+        if not errors:
+            return found
+        pruned = without(raw, errors)
+        if pruned is None:
+            break
+        raw = pruned
+        try:
+            root.model_validate(raw)
+        except ValidationError as again:
+            if any(e["type"] == "missing" for e in again.errors()):
+                break
+            found += [f"{m}{ON_DEFAULTS}" for e in again.errors() for m in describe_all(e, root)]
+            errors = [e for e in again.errors() if e["loc"]]
+        else:
+            return found
+    return [*found, NOT_CHECKED]

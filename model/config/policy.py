@@ -6,9 +6,16 @@ an exemption is a reviewed line in a stack file with its reason, never an edit t
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from model.config.base import DnsLabel, Int, Reason, Settings
+from model.warning_kinds import WARNINGS
+
+# Every warning id, so that a misspelt waiver is refused with the valid ones, and the stack
+# files' JSON Schema lists them.
+WarningId = Literal[tuple(WARNINGS)]
 
 
 class PolicyExemption(Settings):
@@ -19,7 +26,23 @@ class PolicyExemption(Settings):
     reason: Reason = Field(min_length=10, description="Why the rule does not apply here.")
 
 
+class WarningWaiver(Settings):
+    """One kind of warning accepted for this stack, with the reason a reviewer accepted: the
+    plan still prints it (as waived), and `python -m plan --strict` no longer fails on it."""
+
+    id: WarningId = Field(
+        description="The warning's id, as the plan prints it at the end of the warning "
+        "(`[warning over-budget]`); docs/review.md lists them."
+    )
+    reason: Reason = Field(min_length=10, description="Why the warning is accepted here.")
+
+
 class PolicySettings(Settings):
+    waivers: list[WarningWaiver] = Field(
+        default_factory=list,
+        description="Warnings accepted for this stack, by id, each with its reason: "
+        "`python -m plan <stack> --strict` fails on every other warning.",
+    )
     exemptions: list[PolicyExemption] = Field(
         default_factory=list,
         description="Rules waived for named resources (for instance an ingress rule that must "

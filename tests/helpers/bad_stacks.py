@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from model.config import PlatformConfig
-from model.config.loading import unwrap
+from model.config.loading import NOT_CHECKED, ON_DEFAULTS, unwrap
 from plan.cli import main
 from tests.conftest import make_project
 from tests.helpers.shared_data import RWX_STORAGE
@@ -28,6 +28,13 @@ EXISTING = {
     f"{NS}:storage": RWX_STORAGE,
 }
 GROUP = {"name": "a100", "instance_types": ["p4d.24xlarge"]}
+
+
+def first_round(problems: list[str]) -> list[str]:
+    """The problems a stack's keys have, less what the rules across sections then found with
+    those keys set aside, or that they could not run (model/config/loading.py,
+    past_field_problems): a test of one key's refusal reads its own."""
+    return [p for p in problems if p != NOT_CHECKED and not p.endswith(ON_DEFAULTS)]
 
 
 def aws(**sections) -> dict:

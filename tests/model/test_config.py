@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel
 
 from model.config import ConfigError, GpuNodeGroupSettings, PlatformConfig, parse_config
-from model.config.loading import unwrap
+from model.config.loading import ON_DEFAULTS, unwrap
 from model.stacks import read_project
 from model.versions import SUPPORTED_KUBERNETES_VERSIONS
 from plan.cli import main
@@ -219,7 +219,14 @@ def test_several_problems_are_reported_together():
     # A minor newer than any supported is a field's own problem; an older one is the provider's
     # to judge, once every field is valid (model/config/kubernetes_minor.py).
     found = problems({**AWS, "netwrk": {}, "cluster": {"kubernetes_version": "1.99"}})
-    assert len(found) == 2
+    # Issue 38: and in the same run, the rules across sections, with those two set aside: this
+    # cluster section lists no admin principal.
+    assert [p.split(": ")[0] for p in found] == [
+        "gpu-platform:cluster.kubernetes_version",
+        "gpu-platform:netwrk",
+        "gpu-platform:cluster.admin_principal_arns",
+    ]
+    assert found[2].endswith(ON_DEFAULTS)
 
 
 def test_bad_stack_declares_nothing_and_exits_2(tmp_path, capsys, monkeypatch):

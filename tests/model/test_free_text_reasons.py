@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from model.config import PlatformConfig
 from model.config.loading import unwrap
-from model.config.policy import PolicyExemption
+from model.config.policy import PolicyExemption, WarningWaiver
 from model.config.repair import RepairOverride
 from model.config.scheduling import TeamSettings
 from tests.helpers.bad_stacks import assert_refused, aws, case
@@ -45,6 +45,7 @@ def reason_fields(model: type[BaseModel] = PlatformConfig, seen=None) -> set[tup
 VALID = {
     (TeamSettings, "pod_security_reason"): {"name": "vendor", "pod_security": "baseline"},
     (PolicyExemption, "reason"): {"rule": "no-open-ingress", "resource": "dev-lb"},
+    (WarningWaiver, "reason"): {"id": "over-budget"},
     (RepairOverride, "reason"): {"condition": "AcceleratedHardwareReady", "action": "Replace"},
 }
 

@@ -120,8 +120,10 @@ def test_every_type_the_region_lacks_is_reported_in_one_run(tmp_path, monkeypatc
     )
     code, output = plan_bad(tmp_path, monkeypatch, capsys, stack)
     assert code == 2, output
-    assert "(3 problems)" in output.splitlines()[0], output
     problems = [line for line in output.splitlines() if line.startswith("  - ")]
+    # Issue 38: the rules after this one run in the same run (these 1-GPU types leave a pod
+    # too little memory), so count the region's problems alone.
+    assert len([line for line in problems if "is not offered in region" in line]) == 3, output
     for path, name in EU_WEST_1_UNOFFERED.items():
         said = f"{name} is not offered in region eu-west-1"
         assert any(line.startswith(f"  - {path}: ") and said in line for line in problems), output

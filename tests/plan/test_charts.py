@@ -330,7 +330,7 @@ def test_the_committed_lock_records_only_pins_and_the_stacks_overrides():
 
 
 def test_an_empty_lock_is_said_first_with_the_command_that_fills_it(tmp_path, repos, capsys):
-    """Issue 26: the lock is committed empty (plan/charts.lock.json), so `make charts`
+    """Issue 26: the lock is committed empty (model/charts.lock.json), so `make charts`
     cannot succeed out of the box; its output says so before the per-chart refusals."""
     lock = tmp_path / "charts.lock.json"
     lock.write_text(json.dumps({"note": cache.LOCK_NOTE, "charts": {}}))

@@ -117,7 +117,7 @@ def test_a_chart_bump_to_a_version_not_in_the_cache_is_unknown_never_deleted(mon
         current_sources(rendered("prod")),
     )
     text = changes_block(bumped, previous, "out/prod", rendering)
-    # plan/charts.lock.json records no kueue digest: `make charts` alone would refuse it.
+    # model/charts.lock.json records no kueue digest: `make charts` alone would refuse it.
     why = (
         "not rendered: chart kueue version 0.19.3 is not in the cache; fill it with "
         "`make charts-lock charts` where its repository is reachable (the lock records no "

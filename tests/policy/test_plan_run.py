@@ -162,7 +162,7 @@ def test_an_exemption_is_listed_even_when_nothing_else_is_reported():
 
 
 @pytest.mark.parametrize("failing", [False, True], ids=["passing", "failing"])
-def test_quiet_prints_only_the_summary_line_the_full_output_ends_with(
+def test_quiet_prints_the_warnings_and_advisories_a_line_each_then_the_summary_line(
     failing, tmp_path, monkeypatch, capsys, request
 ):
     # A stack with a bit of everything above the summary: warnings (an AWS documentation
@@ -180,10 +180,18 @@ def test_quiet_prints_only_the_summary_line_the_full_output_ends_with(
     quiet_code, quiet = rerun(tmp_path, capsys, "--quiet", *against)
     assert "Warnings:" in full and "stale exemption" in full
     assert (code, quiet_code) == ((3, 3) if failing else (0, 0))
-    assert len(quiet.splitlines()) == 1, quiet
+    # Issue 38: a CI log sees what it is warned of, not only a count of it.
+    *said, last = quiet.splitlines()
+    assert said[0].startswith("warning: gpu-platform:cluster.admin_principal_arns[0]: ")
+    assert said[0].endswith("[warning documentation-account]")
+    advisories = [line for line in said if line.startswith("advisory: ")]
+    warned = [line for line in said if line.startswith("warning: ")]
+    assert len(warned) == full.count("[warning ") and len(warned) + len(advisories) == len(said)
+    assert "advisory: spot-outside-prod on bad-a100: " in quiet
+    assert f"{len(advisories)} advisory" in last
     timing = re.compile(r"\d+\.\d\d s")
-    assert timing.sub("T s", quiet.strip()) == timing.sub("T s", full.rstrip().splitlines()[-1])
-    assert quiet.startswith(FAILED_IMDSV1 if failing else "Planned bad: ")
+    assert timing.sub("T s", last) == timing.sub("T s", full.rstrip().splitlines()[-1])
+    assert last.startswith(FAILED_IMDSV1 if failing else "Planned bad: ")
 
 
 def test_an_exemption_that_waives_nothing_is_reported(tmp_path, monkeypatch, capsys):
