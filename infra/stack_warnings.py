@@ -207,19 +207,39 @@ def unconfirmed_addon_builds(cfg: PlatformConfig) -> list[str]:
     ]
 
 
-def existing_claim_warnings(cfg: PlatformConfig) -> list[str]:
-    """The admin's claim behind shared-data: the plan cannot see it, and a namespace without it
-    leaves every pod there Pending."""
-    shared = cfg.storage.shared_data
-    if shared is None or shared.existing_claim is None:
-        return []
-    return [
-        f"gpu-platform:storage.shared_data.existing_claim: every job and the self-test mount "
-        f"the claim {shared.existing_claim}, which the platform does not declare: it must exist, "
-        f"ReadWriteMany and Bound, in each of {', '.join(job_namespaces(cfg))} before their pods "
-        "can start. The plan cannot read the cluster: confirm it with the kubectl commands in "
-        "the plan's storage_shared_data output (docs/storage.md)"
-    ]
+def shared_data_warnings(cfg: PlatformConfig) -> list[str]:
+    """What stands behind the shared-data claim every job and the self-test mount, where the
+    plan cannot see it. An existing cluster with nothing behind it is refused
+    (model/config/storage.check_shared_data); an AWS stack without storage.fsx or
+    storage.shared_data plans (its minimal form needs only a region and zones) but is warned,
+    so that --strict holds it until FSx, a StorageClass or a claim is named or it is waived."""
+    storage = cfg.storage
+    shared = storage.shared_data
+    if shared is not None and shared.existing_claim is not None:
+        return [
+            warning(
+                "shared-data-claim-unchecked",
+                f"gpu-platform:storage.shared_data.existing_claim: every job and the self-test "
+                f"mount the claim {shared.existing_claim}, which the platform does not declare: "
+                f"it must exist, ReadWriteMany and Bound, in each of "
+                f"{', '.join(job_namespaces(cfg))} before their pods can start. The plan cannot "
+                "read the cluster: confirm it with the kubectl commands in the plan's "
+                "storage_shared_data output (docs/storage.md)",
+            )
+        ]
+    if cfg.provider == "aws" and shared is None and storage.fsx is None:
+        return [
+            warning(
+                "shared-data-unprovided",
+                "gpu-platform:storage: no storage.fsx and no storage.shared_data, so nothing "
+                "provides the shared-data claim every job and the self-test mount and checkpoint "
+                f"to: their pods in {', '.join(job_namespaces(cfg))} would stay Pending. Set "
+                "storage.fsx (FSx for Lustre), or storage.shared_data.storage_class (a "
+                "ReadWriteMany StorageClass the cluster has, such as EFS) or "
+                "storage.shared_data.existing_claim (docs/storage.md)",
+            )
+        ]
+    return []
 
 
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
@@ -230,7 +250,7 @@ def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         *host_driver_rdma(cfg),
         *unconfirmed_addon_builds(cfg),
         *existing_addon_warnings(cfg),
-        *existing_claim_warnings(cfg),
+        *shared_data_warnings(cfg),
     ]
 
 

@@ -30,6 +30,8 @@ WARNINGS: dict[str, str] = {
     "selftest-mode-warn": "selftest.mode warn: `pulumi up` does not wait for the self-test",
     "capacity-block-roll": "a Capacity Block group rolls its nodes since the previous plan",
     "chart-not-cached": "a pinned chart is not in the chart cache: its release is not rendered",
+    "shared-data-unprovided": "an AWS stack declares no shared-data: its jobs' pods stay Pending",
+    "shared-data-claim-unchecked": "shared-data is the admin's claim, which the plan cannot see",
 }
 
 _TAG = re.compile(r" \[warning ([a-z0-9-]+)\]$")

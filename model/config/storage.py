@@ -373,7 +373,8 @@ def check_shared_data(cfg: PlatformConfig) -> None:
     """Something provides the claim every pod template the platform renders mounts
     (components/storage/volumes.training_volumes): with nothing behind it, every job's and the
     self-test's pods would stay Pending. Checked last, so that a stack's other problems come
-    first. On AWS a stack without storage.fsx is left as it was (the minimal stacks have none)."""
+    first. On AWS a stack without storage.fsx plans (a minimal stack needs only a region and
+    zones) and is warned instead (infra/stack_warnings.shared_data_warnings)."""
     storage = cfg.storage
     if cfg.provider == "existing" and storage.ceph is None and storage.shared_data is None:
         raise FieldProblem(

@@ -19,15 +19,17 @@ from plan.model import Plan
 from plan.render import render_plan
 from tests.conftest import _plans, make_project, planned, stack_config, stack_file_config
 from tests.helpers.bad_stacks import NS
+from tests.helpers.brownfield_stacks import CLAIM_STACK, brownfield_plan
 
 LOUD_AWS, LOUD_ONPREM = "loud-aws", "loud-onprem"
 
 
 def loud_aws() -> dict:
     """The shipped dev (an example account, a documentation CIDR, an unconfirmed add-on build)
-    on a minor past standard support, over a small budget, its self-test not waited for, and a
-    queue asking for more GPUs than its pool holds."""
+    on a minor past standard support, over a small budget, its self-test not waited for, a
+    queue asking for more GPUs than its pool holds, and no shared-data (its FSx taken out)."""
     config = stack_file_config("dev")
+    del config[f"{NS}:storage"]["fsx"]
     # EKS "Kubernetes version lifecycle": 1.33 left standard support on 2026-07-29.
     config[f"{NS}:cluster"]["kubernetes_version"] = "1.33"
     config[f"{NS}:cost"] = {"monthly_budget_usd": 100}
@@ -111,6 +113,7 @@ def every_warning(tmp: Path) -> list[str]:
     return [
         *loud_plan(LOUD_AWS).warnings,
         *loud_plan(LOUD_ONPREM).warnings,
+        *brownfield_plan(CLAIM_STACK).warnings,
         *support_ending(),
         *capacity_block_roll(tmp),
         *chart_not_cached(tmp),

@@ -5,6 +5,7 @@ warning and advisory on a line of its own."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 
 import pytest
@@ -17,6 +18,19 @@ from plan.cli import main
 from plan.policy import EXIT_STRICT, PolicyCheck, strict_check
 from tests.conftest import STACKS, planned
 from tests.helpers.bad_stacks import NS, first_round
+from tests.helpers.brownfield_stacks import BROWNFIELD_STACKS, brownfield_plan
+from tests.helpers.network_stacks import (
+    EXISTING_VPC_STACK,
+    FRANKFURT_STACK,
+    existing_vpc_plan,
+    frankfurt_plan,
+)
+from tests.helpers.varied_stacks import (
+    CAPACITY_STACK,
+    VARIED_STACK,
+    capacity_kinds_plan,
+    varied_plan,
+)
 from tests.helpers.warning_stacks import (
     FIXTURES,
     LOUD_AWS,
@@ -55,9 +69,25 @@ def test_each_kind_of_warning_fails_strict_until_its_waiver(kind, warnings):
     assert rest.warnings == of_kind
 
 
-@pytest.mark.parametrize("stack", [*STACKS, *FIXTURES])
+# The fixture stacks of other kinds (brownfield, a network a user brings, AWS variants): a
+# warning only they give is named too.
+OTHER_FIXTURES = {
+    **{s: functools.partial(brownfield_plan, s) for s in BROWNFIELD_STACKS},
+    FRANKFURT_STACK: frankfurt_plan,
+    EXISTING_VPC_STACK: existing_vpc_plan,
+    VARIED_STACK: varied_plan,
+    CAPACITY_STACK: capacity_kinds_plan,
+}
+
+
+@pytest.mark.parametrize("stack", [*STACKS, *FIXTURES, *OTHER_FIXTURES])
 def test_every_warning_a_plan_gives_names_its_kind(stack):
-    plan = loud_plan(stack) if stack in FIXTURES else planned(stack)
+    if stack in FIXTURES:
+        plan = loud_plan(stack)
+    elif stack in OTHER_FIXTURES:
+        plan = OTHER_FIXTURES[stack]()
+    else:
+        plan = planned(stack)
     assert [w for w in plan.warnings if warning_kind(w) not in WARNINGS] == []
 
 
@@ -107,6 +137,7 @@ def test_the_cli_fails_strict_on_the_stacks_warnings_then_passes_with_its_waiver
         "over-budget",
         "quota-over-pool",
         "selftest-mode-warn",
+        "shared-data-unprovided",
     )
     for kind in kinds:
         assert [line for line in lines if line.startswith("warning: ") and line.endswith(
