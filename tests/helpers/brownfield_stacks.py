@@ -65,6 +65,8 @@ def _config() -> dict:
                 "grafana_service": GRAFANA_SERVICE,
                 "grafana_datasource_uid": DATASOURCE_UID,
             },
+            # The cluster had the training and the team's namespace before the platform came.
+            "namespaces": ["training", "vision"],
         },
         f"{NS}:cluster": {"kubernetes_version": "1.33"},
         f"{NS}:namespaces": {"monitoring": MONITORING_NAMESPACE},

@@ -13,6 +13,7 @@ from plan.cli import plan_stack
 from plan.model import Plan
 from tests.conftest import STACKS, make_project, planned, stack_config
 from tests.helpers.bad_stacks import GROUP, NS, aws, existing
+from tests.helpers.brownfield_stacks import BROWNFIELD_STACKS, brownfield_config, brownfield_plan
 
 ACCOUNT = "123456789012"
 LLM_ENGINEERS = f"arn:aws:iam::{ACCOUNT}:role/llm-engineers"
@@ -86,12 +87,18 @@ def team_config(stack: str) -> PlatformConfig:
 
 # Every stack file found and the fixtures above: for the tests that enumerate what stacks
 # declare, so that the team access and adopted namespaces no shipped stack has are covered.
-STACKS_AND_TEAMS = (*STACKS, *TEAM_STACKS)
+# The shipped stacks, the team fixtures and the brownfield ones (a cluster with its own
+# add-ons, storage and namespaces).
+STACKS_AND_TEAMS = (*STACKS, *TEAM_STACKS, *BROWNFIELD_STACKS)
 
 
 def plan_of(stack: str) -> Plan:
+    if stack in BROWNFIELD_STACKS:
+        return brownfield_plan(stack)
     return team_plan(stack) if stack in TEAM_STACKS else planned(stack)
 
 
 def config_of(stack: str) -> PlatformConfig:
+    if stack in BROWNFIELD_STACKS:
+        return brownfield_config(stack)
     return team_config(stack) if stack in TEAM_STACKS else stack_config(stack)
