@@ -5,7 +5,8 @@
 # reference and the stack files' JSON Schema, from the config model), `make gpu-check` (the
 # self-test and both benchmarks with a GPU machine's own Python, offline), `make
 # selftest-bootstrap STACK=<stack> PYTORCH_DIGEST=sha256:<digest>` (up, build and push the
-# self-test's image, pin its digest, up again).
+# self-test's image, pin its digest, up again), `make trainkit-wheel` (trainkit as a wheel a team
+# installs into its own image, in dist/).
 #
 # Three virtual environments, each with what its targets run:
 #   .venv        the program alone (pulumi and providers, pydantic, jinja2, PyYAML): `make plan`,
@@ -30,7 +31,7 @@ PLAN_VENV_LIMIT_MB := 500
 PYTEST_WORKERS ?= auto
 
 .PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test test-image lint check-promtool bench selftest bench-selftest \
-	selftest-bootstrap recipes-smoke bench-recipes gpu-check gpu-wheels clean
+	selftest-bootstrap recipes-smoke bench-recipes gpu-check gpu-wheels trainkit-wheel clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
 # needs it (from TORCH_INDEX), then the file. The plan's venv skips pip's bytecode for every
@@ -219,6 +220,17 @@ GPU_WHEELS_PYTHON ?= 3.12
 gpu-wheels:
 	PYTHONPATH=bootstrap $(PYTHON) -m gpu_check.wheels $(GPU_WHEELS_DIR) \
 		--python-version $(GPU_WHEELS_PYTHON)
+
+# trainkit and the contract/ it reads as one wheel, gpu_platform_trainkit-<platform version>-
+# py3-none-any.whl in TRAINKIT_DIST (bootstrap/pyproject.toml; docs/trainkit.md installs it into
+# a team's image). Built offline: hatchling comes from the test venv, not from an index
+# (--no-build-isolation), and torch is no requirement of the wheel (the image has its own).
+# The test venv is made when missing, never remade for a wheel (an order-only prerequisite
+# would still remake it when a requirements file is newer).
+TRAINKIT_DIST ?= dist
+trainkit-wheel: $(if $(wildcard $(TEST_VENV)/.installed),,$(TEST_VENV)/.installed)
+	$(TEST_PY) -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(TRAINKIT_DIST) \
+		./bootstrap
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

@@ -9,7 +9,8 @@ repository root in this interpreter, and their output read back.
 - `every_rendered_job()`: every job the platform and `python -m jobs` render on every stack,
   (stack, what, object), as the controller models sweep them (tests/helpers/rendered_jobs.py);
 - `trainer_pod(job)`, `configmaps(stack, namespace)`: a rendered job's trainer pod and
-  container, and the ConfigMaps the plan writes in a namespace (what its pods mount and read).
+  container, and the ConfigMaps the plan writes in a namespace (what its pods mount and read);
+  `POD_FIELDS`, what the downward API gives its first pod.
 """
 
 from __future__ import annotations
@@ -28,6 +29,19 @@ import yaml
 from tests.helpers.hang import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
+# What the downward API gives a rendered job's pod of index 0, before any restart: the values of
+# its `valueFrom` variables (tests/helpers/image_layout.py, container_env).
+POD_FIELDS = {
+    "JOB_COMPLETION_INDEX": "0",
+    "NODE_NAME": "node-0",
+    "POD_NAME": "pod-0",
+    "POD_NAMESPACE": "training",
+    "CPU_REQUEST_MILLICORES": "1000",
+    "CPU_LIMIT_MILLICORES": "1000",
+    "MEMORY_REQUEST_MIB": "16384",
+    "MEMORY_LIMIT_MIB": "16384",
+    "JOBSET_RESTART_ATTEMPT": "",
+}
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:

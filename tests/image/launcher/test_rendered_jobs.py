@@ -38,7 +38,13 @@ from tests.helpers.image_layout import (
 )
 from tests.helpers.job_commands import ACCEPTED
 from tests.helpers.loopback import free_port
-from tests.helpers.program_cli import configmaps, every_rendered_job, submit, trainer_pod
+from tests.helpers.program_cli import (
+    POD_FIELDS,
+    configmaps,
+    every_rendered_job,
+    submit,
+    trainer_pod,
+)
 
 STACK = "onprem"
 TRAIN = """\
@@ -57,20 +63,6 @@ FROM ${BASE}
 COPY train.py /opt/team/train.py
 WORKDIR /opt/team
 """
-# What the downward API gives this one pod (the Job's index 0, no restart yet).
-FIELDS = {
-    "JOB_COMPLETION_INDEX": "0",
-    "NODE_NAME": "node-0",
-    "POD_NAME": "pod-0",
-    "POD_NAMESPACE": "training",
-    "CPU_REQUEST_MILLICORES": "1000",
-    "CPU_LIMIT_MILLICORES": "1000",
-    "MEMORY_REQUEST_MIB": "16384",
-    "MEMORY_LIMIT_MIB": "16384",
-    "JOBSET_RESTART_ATTEMPT": "",
-}
-
-
 # Kubernetes API reference, PodSpec `terminationGracePeriodSeconds`: "Defaults to 30 seconds."
 KUBERNETES_GRACE_S = 30
 # What the launcher keeps of the grace period to exit itself after its workers' time is up
@@ -190,7 +182,7 @@ def run_pod(base: Path, command: list[str]) -> Pod:
     box = ContainerRoot(base / "root")
     box.install(team)
     box.mount_all(pod, container, mounted)
-    env = container_env(container, FIELDS, mounted)
+    env = container_env(container, POD_FIELDS, mounted)
     port = str(free_port())
     command = rewrite(
         box.command(container, env),
