@@ -1,5 +1,5 @@
 """docs/trainkit.md's promises that need no run (its scripts, commands and Dockerfile are run in
-tests/image/trainkit/test_wheel.py): trainkit takes five lines of a plain DDP script, and the
+tests/cluster/test_trainkit_wheel.py): trainkit takes five lines of a plain DDP script, and the
 team image it installs into is built on the bootstrap image's base."""
 
 from __future__ import annotations

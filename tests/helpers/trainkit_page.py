@@ -1,7 +1,7 @@
 """docs/trainkit.md as a reader copies it: the plain DDP script and the same script with trainkit
 (its first two ```python blocks, in that order), its shell commands (each ```sh block's lines)
 and the Dockerfile lines that install the wheel (its ```dockerfile block), for the tests that
-run them (tests/image/trainkit/test_wheel.py) and check them (tests/docs/test_trainkit_page.py).
+run them (tests/cluster/test_trainkit_wheel.py) and check them (tests/docs/test_trainkit_page.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """trainkit's wheel as bootstrap/pyproject.toml declares it, without building it (the build and
-the installed wheel are tests/image/trainkit/test_wheel.py's): versioned with the platform, each
+the installed wheel are tests/cluster/test_trainkit_wheel.py's): versioned with the platform, each
 package from the one folder the bootstrap image copies too, torch left to the image."""
 
 from __future__ import annotations
