@@ -137,21 +137,105 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def correctness(ctx: SelfTestContext, numel: int = 1 << 16) -> CheckResult:
-    """Rank r contributes r+1 everywhere: every element must equal n(n+1)/2, exactly."""
+# Fault injection for the tests (SELFTEST_INJECT_FAULTS, context.py): this rank's contribution
+# gets the lowest bit of one element flipped before the all-reduce.
+FAULT = "sdc-allreduce"
+CORRECT_SOURCE = (
+    "rank r's own segment carries r+1+(i mod 1024), exact zeros elsewhere: every segment of the "
+    "sum must equal its owner's pattern bit for bit (nccl-tests -c)"
+)
+
+
+def pattern(rank: int, segment: int) -> torch.Tensor:
+    """Rank `rank`'s values, small integers an fp32 sum holds exactly."""
+    return (rank + 1 + torch.arange(segment) % 1024).float()
+
+
+def contribution(rank: int, world: int, segment: int) -> torch.Tensor:
+    """Rank `rank`'s all-reduce input: its pattern in its own segment, exact zeros elsewhere, so
+    each segment of the sum is one rank's contribution and a wrong one names its rank."""
+    buf = torch.zeros(world * segment, dtype=torch.float32)
+    buf[rank * segment : (rank + 1) * segment] = pattern(rank, segment)
+    return buf
+
+
+def wrong_segments(result: torch.Tensor, world: int, segment: int) -> dict[int, int]:
+    """Wrong elements of the sum, by the rank whose segment holds them."""
+    wrong = {}
+    for owner in range(world):
+        got = result[owner * segment : (owner + 1) * segment]
+        count = int((got != pattern(owner, segment)).sum())
+        if count:
+            wrong[owner] = count
+    return wrong
+
+
+def culprits(seen: list[dict[int, int]]) -> tuple[list[int], list[int]]:
+    """From each receiver's wrong segments: (the ranks whose contribution arrived wrong at more
+    than half the receivers, the receivers that alone saw other segments wrong). With two ranks
+    a segment wrong at both is its owner's; wrong at one, that receiver's."""
+    n = len(seen)
+    contributors = sorted({s for wrong in seen for s in wrong
+                           if 2 * sum(s in other for other in seen) > n})  # fmt: skip
+    receivers = [r for r, wrong in enumerate(seen) if set(wrong) - set(contributors)]
+    return contributors, receivers
+
+
+def correctness(ctx: SelfTestContext, name: str, group=None, numel: int = 1 << 16) -> CheckResult:
+    """One all-reduce over `group` of every rank's contribution, each rank's view of it gathered:
+    FAIL on the ranks named as the culprit, WARN on the others that received the wrong sum."""
     started = time.perf_counter()
-    n = ctx.world_size
-    buf = torch.full((numel,), float(ctx.rank + 1), dtype=torch.float32, device=_dev(ctx))
-    dist.all_reduce(buf)
-    expected = n * (n + 1) / 2
-    wrong = int((buf != expected).sum().item())
-    status = "PASS" if wrong == 0 else "FAIL"
-    reason = "" if wrong == 0 else f"{wrong} of {numel} elements differ from the expected sum"
+    n, me = dist.get_world_size(group), dist.get_rank(group)
+    segment = max(1, numel // n)
+    buf = contribution(me, n, segment)
+    if FAULT in ctx.faults:
+        buf.view(torch.int32)[me * segment] ^= 1
+    buf = buf.to(_dev(ctx))
+    dist.all_reduce(buf, group=group)
+    wrong = wrong_segments(buf.cpu(), n, segment)
+    seen: list = [None] * n
+    dist.all_gather_object(seen, (ctx.node, ctx.local_rank, ctx.rank, wrong), group=group)
+    contributors, receivers = culprits([view[3] for view in seen])
+
+    def who(r: int) -> str:
+        node, gpu, rank, _ = seen[r]
+        return f"rank {rank} (node {node}, GPU {gpu})"
+
+    reasons = [
+        f"the contribution of {who(s)} arrived wrong at "
+        f"{sum(s in view[3] for view in seen)} of {n} ranks "
+        f"({max(view[3].get(s, 0) for view in seen)} of {segment} elements)"
+        for s in contributors
+    ] + [f"{who(r)} received a sum the others did not" for r in receivers]
+    count = sum(wrong.values())
+    if me in contributors or me in receivers:
+        status = "FAIL"
+    elif count:
+        status = "WARN"
+        reasons.insert(0, f"received a wrong sum ({count} elements) through no fault of its own")
+    else:
+        status = "PASS"
     return CheckResult(
-        "collectives.allreduce_correct", status, wrong, "wrong elements", 0,
-        "every element equals the sum of the ranks' values", reason,
-        time.perf_counter() - started,
+        name, status, count, "wrong elements", 0, CORRECT_SOURCE,
+        "; ".join(reasons) if status != "PASS" else "", time.perf_counter() - started,
+        details={"contributors": [seen[s][2] for s in contributors],
+                 "receivers": [seen[r][2] for r in receivers]},
     )  # fmt: skip
+
+
+def correctness_checks(ctx: SelfTestContext, local: int) -> list[CheckResult]:
+    """The sum checked across the whole group and, on several nodes, within each node (the
+    transports the bandwidth checks measure: the network and the node's own links)."""
+    groups, mine = node_group(ctx, local)
+    results = [correctness(ctx, "collectives.allreduce_correct")]
+    intra = "collectives.allreduce_correct_intra_node"
+    if len(groups) == 1:
+        why = "single node: the whole group's all-reduce is the node's"
+        return [*results, CheckResult(intra, "SKIP", reason=why)]
+    if dist.get_world_size(mine) == 1:
+        why = "one rank per node: nothing to check inside a node"
+        return [*results, CheckResult(intra, "SKIP", reason=why)]
+    return [*results, correctness(ctx, intra, mine)]
 
 
 def _dev(ctx: SelfTestContext) -> torch.device:
@@ -195,18 +279,24 @@ def node_groups(world_size: int, local_world_size: int) -> list[list[int]]:
     ]
 
 
+def node_group(ctx: SelfTestContext, local: int) -> tuple[list[list[int]], object]:
+    """Every node's ranks, and the process group of this rank's node. Every rank creates every
+    node's group (new_group is collective)."""
+    groups = node_groups(ctx.world_size, local)
+    handles = [dist.new_group(ranks) for ranks in groups]
+    return groups, next(h for ranks, h in zip(groups, handles, strict=True) if ctx.rank in ranks)
+
+
 def scoped_sweeps(
     ctx: SelfTestContext, sizes: list[int], iters: int, local: int
 ) -> dict[str, tuple[list[dict] | None, float, str]]:
     """The sweep within this rank's node and across all nodes: scope -> (rows, seconds, why
-    there are none). Every rank creates every node's group (new_group is collective)."""
-    groups = node_groups(ctx.world_size, local)
-    handles = [dist.new_group(ranks) for ranks in groups]
-    mine = next(i for i, ranks in enumerate(groups) if ctx.rank in ranks)
+    there are none)."""
+    groups, mine = node_group(ctx, local)
     out: dict[str, tuple[list[dict] | None, float, str]] = {}
     started = time.perf_counter()
-    if len(groups[mine]) > 1:
-        rows = sweep(ctx, sizes, handles[mine], len(groups[mine]), iters)
+    if dist.get_world_size(mine) > 1:
+        rows = sweep(ctx, sizes, mine, dist.get_world_size(mine), iters)
         out["intra"] = (rows, time.perf_counter() - started, "")
     else:
         out["intra"] = (None, 0.0, "one rank per node: nothing to measure inside a node")
@@ -228,10 +318,9 @@ def run(
 ) -> list[CheckResult]:
     """Correctness, then busbw within each node and across all nodes, then the fallback check."""
     sizes = sizes or (GPU_SIZES if ctx.device == "cuda" else CPU_SIZES)
-    results = [correctness(ctx)]
-    for scope, (rows, seconds, why) in scoped_sweeps(
-        ctx, sizes, iters, local_world_size or ctx.world_size
-    ).items():
+    local = local_world_size or ctx.world_size
+    results = correctness_checks(ctx, local)
+    for scope, (rows, seconds, why) in scoped_sweeps(ctx, sizes, iters, local).items():
         name = f"collectives.allreduce_busbw_{scope}_node"
         results.append(bandwidth_check(ctx, scope, rows, seconds) if rows
                        else CheckResult(name, "SKIP", reason=why))  # fmt: skip
@@ -239,10 +328,13 @@ def run(
     return results
 
 
-def preflight(ctx: SelfTestContext, nccl_log: Path | None = None) -> list[CheckResult]:
-    """The preflight's part: one small all-reduce across the whole group, then the transport
-    it used (NCCL's log), without the bandwidth sweeps."""
-    return [correctness(ctx), fallback_check(ctx, nccl_log), gpudirect_check(ctx, nccl_log)]
+def preflight(
+    ctx: SelfTestContext, nccl_log: Path | None = None, local_world_size: int | None = None
+) -> list[CheckResult]:
+    """The preflight's part: the small all-reduces checked across the whole group and within
+    each node, then the transport they used (NCCL's log), without the bandwidth sweeps."""
+    return [*correctness_checks(ctx, local_world_size or ctx.world_size),
+            fallback_check(ctx, nccl_log), gpudirect_check(ctx, nccl_log)]  # fmt: skip
 
 
 def latency_floor(ctx: SelfTestContext, scope: str) -> tuple[float | None, str]:

@@ -16,6 +16,21 @@ from contract.env import (
 )
 from contract.mounts import NVME_CACHE_MOUNT_PATH, SHARED_DATA_MOUNT_PATH
 
+# Test-only fault injection into a spawned run: comma-separated fault names, each for every rank
+# or, as `name@rank`, for one (`sdc-compute@1,sdc-allreduce@2`). The program never sets it; the
+# image-tier tests do (tests/image/selftest/test_sdc.py).
+INJECT_FAULTS = "SELFTEST_INJECT_FAULTS"
+
+
+def injected_faults(text: str, rank: int) -> tuple[str, ...]:
+    """The faults `SELFTEST_INJECT_FAULTS` injects into `rank`."""
+    faults = []
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        name, _, only = entry.partition("@")
+        if not only or int(only) == rank:
+            faults.append(name)
+    return tuple(faults)
+
 
 @dataclass
 class SelfTestContext:
@@ -55,7 +70,8 @@ class SelfTestContext:
     # Storage check sizes: one sequential file of `storage_bytes`, then `small_files` 4 KiB files.
     storage_bytes: int = 64 * 1024 * 1024
     small_files: int = 200
-    # Faults the tests inject into a real run, by name (training knows "corrupt-checkpoint").
+    # Faults the tests inject into a real run, by name, for this rank (training knows
+    # "corrupt-checkpoint", agreement "sdc-compute", collectives "sdc-allreduce").
     faults: tuple[str, ...] = ()
 
     @property
@@ -76,5 +92,6 @@ class SelfTestContext:
             "shared_data": Path(env.get(SELFTEST_SHARED_DATA, SHARED_DATA_MOUNT_PATH)),
             "nvme_cache": Path(env.get(SELFTEST_NVME_CACHE, NVME_CACHE_MOUNT_PATH)),
         }
+        values["faults"] = injected_faults(env.get(INJECT_FAULTS, ""), values["rank"])
         values.update(overrides)
         return cls(**values)

@@ -20,10 +20,11 @@ message instead (`write_verdict`), and the platform's watcher (selftest/watch.py
 the node the pod ran on (`node_fault`).
 
 Only a fault of the node itself quarantines it: its GPUs, their links and memory, its fabric
-devices, its NVMe cache, and the collectives inside it. A FAIL of the fabric's settings (NCCL on
-sockets, no GPUDirect RDMA), of the shared file system, of a cross-node figure (which node would
-it be?), of training, or a check that crashed (a fault of the check, not a finding) leaves the
-node schedulable."""
+devices, its NVMe cache, the collectives inside it, a GPU whose results differ from its peers'
+and an all-reduce contribution that arrived wrong (each FAILs on the rank it names only). A
+FAIL of the fabric's settings (NCCL on sockets, no GPUDirect RDMA), of the shared file system,
+of a cross-node figure (which node would it be?), of training, or a check that crashed (a fault
+of the check, not a finding) leaves the node schedulable."""
 
 from __future__ import annotations
 
@@ -46,6 +47,11 @@ HARDWARE_CHECKS = frozenset(
         "inventory.gpu_count",
         "inventory.fabric_devices",
         "inventory.gpu_model",
+        # A GPU whose results differ from its peers', and a rank whose all-reduce contribution
+        # arrived wrong: each FAILs only on the rank it names (agreement.py, collectives.py).
+        "agreement.gpu_results",
+        "collectives.allreduce_correct",
+        "collectives.allreduce_correct_intra_node",
         "collectives.allreduce_busbw_intra_node",
         "collectives.allreduce_latency_intra_node",
     }

@@ -40,6 +40,7 @@ from contract.env import (
 )
 from contract.mounts import NVME_CACHE_MOUNT_PATH, SHARED_DATA_MOUNT_PATH
 from selftest import (
+    agreement,
     bundle,
     collectives,
     compute,
@@ -57,22 +58,23 @@ from selftest.result import CheckResult, merge, run_check, worst
 
 # The issue's order. Storage and training come from their own modules (another helper's);
 # a group whose module is absent from the image is a WARN, never a crash.
-GROUPS = ["inventory", "hardware", "compute", "collectives", "latency", "storage", "nvme",
-          "metrics", "training"]  # fmt: skip
+GROUPS = ["inventory", "hardware", "compute", "agreement", "collectives", "latency", "storage",
+          "nvme", "metrics", "training"]  # fmt: skip
 # `--checks short`: the periodic run, a few minutes on an idle node: the node's health, its
 # GPUs' and fabric's figures and its NVMe cache, without the shared-data storage and training
 # runs (minutes of their own, and load on the shared file system from every node at once).
 # `--checks preflight`: before a new or restarted multi-node job trains, on its own nodes (the
 # JobSet's preflight, docs/training.md): the GPUs are visible, one small all-reduce across the
 # whole group is right, and NCCL's transport is the fabric's (collectives.preflight: the same
-# checks, without the bandwidth sweeps). Seconds, and the failed node named.
+# checks, without the bandwidth sweeps), and every GPU of the job's nodes computes what the
+# others do (agreement: silent data corruption). Seconds, and the failed node named.
 PREFLIGHT = "preflight"
 CHECK_SETS = {
     "full": GROUPS,
-    "short": ["inventory", "hardware", "compute", "collectives", "latency", "nvme", "metrics"],
-    PREFLIGHT: ["inventory", "collectives"],
+    "short": [group for group in GROUPS if group not in ("storage", "training")],
+    PREFLIGHT: ["inventory", "agreement", "collectives"],
 }
-NEEDS_PEERS = {"collectives", "latency", "storage", "training"}
+NEEDS_PEERS = {"agreement", "collectives", "latency", "storage", "training"}
 
 
 def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespace:
@@ -241,15 +243,15 @@ def group_runner(name: str, ctx: SelfTestContext, args: argparse.Namespace):
     local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
     if name == "collectives" and args.checks == PREFLIGHT:
         log = nccl_log_path(ctx, os.getpid()) if ctx.device == "cuda" else None
-        return lambda: collectives.preflight(ctx, log)
+        return lambda: collectives.preflight(ctx, log, local)
     if name == "collectives":
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
         log = nccl_log_path(ctx, os.getpid()) if ctx.device == "cuda" else None
         return lambda: collectives.run(ctx, sizes, args.iters, local, log)
     if name == "latency":
         return lambda: collectives.latency_run(ctx, args.iters, local)
-    module = {"inventory": inventory, "hardware": hardware, "compute": compute, "nvme": nvme,
-              "metrics": metrics}.get(name)  # fmt: skip
+    module = {"inventory": inventory, "hardware": hardware, "compute": compute,
+              "agreement": agreement, "nvme": nvme, "metrics": metrics}.get(name)  # fmt: skip
     if module is not None:
         return lambda: module.run(ctx)
     if importlib.util.find_spec(f"selftest.{name}") is None:

@@ -1,9 +1,10 @@
 """The preflight a team's or a recipe's multi-node job runs before it trains: the self-test's
-`--checks preflight` (bootstrap/selftest/runner.py: the GPUs visible, one small all-reduce
-across the whole group, NCCL's transport on the fabric), in the self-test's own image, as the
-init container of every pod (components/scheduling/training_job.preflight_container). It reuses
-the self-test's checks rather than copying them into each team's image, and is told what the
-pool promises as the self-test is.
+`--checks preflight` (bootstrap/selftest/runner.py: the GPUs visible, every GPU computing what
+the others do, small all-reduces across the group and within each node with every contribution
+checked, NCCL's transport on the fabric), in the self-test's own image, as the init container
+of every pod (components/scheduling/training_job.preflight_container). It reuses the self-test's
+checks rather than copying them into each team's image, and is told what the pool promises as
+the self-test is.
 
 A node that fails is named in the pod's log (`preflight FAIL: node <node>: <checks>`) and the pod
 fails before any rank trains, so a bad node costs the group seconds, not the GPU-hours of a run

@@ -217,6 +217,7 @@ def test_the_short_set_leaves_out_shared_storage_and_training():
         "inventory",
         "hardware",
         "compute",
+        "agreement",
         "collectives",
         "latency",
         "nvme",

@@ -65,7 +65,7 @@ def runs(tmp_path_factory) -> dict:
 
 
 def test_the_preflight_set_is_the_self_tests_own_checks_without_the_sweeps():
-    assert runner.selected_groups("preflight") == ["inventory", "collectives"]
+    assert runner.selected_groups("preflight") == ["inventory", "agreement", "collectives"]
 
 
 def test_a_healthy_group_passes_its_preflight(runs):
