@@ -356,10 +356,12 @@ def out_of_service(cfg: PlatformConfig) -> str:
 
 def fleet_rules(cfg: PlatformConfig) -> list[Rule]:
     """Time between failures and time to repair per node and per pool over alerts.fleet_window,
-    from each node's recorded state: a failure is a change into service's end (a change that is
-    not a reset: the state is 0 or 1), in-service and out-of-service time the samples of each
-    state times the interval. MTBF is in-service time over failures, MTTR out-of-service time
-    over failures; neither exists for a node or pool with no failure in the window."""
+    from each node's recorded state: a failure is a change from 0 to 1 (a change that is not a
+    reset, the state being 0 or 1), in-service and out-of-service time the samples of each state
+    times the interval. A node replaced while out of service leaves its downtime in the window
+    and no repair: MTTR counts the time to its replacement. MTBF is in-service time over
+    failures, MTTR out-of-service time over failures; neither exists for a node or pool with no
+    failure in the window."""
     if not cfg.gpu_pools:
         return []
     w = f"{OUT_OF_SERVICE}[{cfg.alerts.fleet_window}]"
