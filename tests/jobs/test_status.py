@@ -243,3 +243,12 @@ def test_a_job_whose_pool_had_no_failure_has_no_young_daly_interval(kubectl, cap
         "checkpoint interval: 600 s of steps, each save holding the ranks 10.0 s; Young–Daly: "
         "unknown (no failure in its pool over alerts.fleet_window)"
     )
+
+
+def test_the_documented_interval_line_is_what_status_prints(kubectl, capsys):
+    """docs/training.md, "How often to checkpoint", shows the line for these figures."""
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
+    kubectl.answer("get", "--raw", PROXY, stdout=FIGURES)
+    assert status("llama") == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert f"```text\n{line}\n```" in (ROOT / "docs" / "training.md").read_text()
