@@ -16,7 +16,7 @@ import yaml
 from components.observability.alerts import prometheus_rule_spec
 from components.observability.monitoring import DASHBOARDS, dashboards
 from contract.training_metrics import GOODPUT_PUSH_JOB, GOODPUT_SERIES, RANK_STEP_SECONDS
-from tests.components.observability.test_alerts import scheduled_config
+from tests.helpers.alert_stacks import scheduled_config
 from tests.helpers.metric_sources import dashboard_queries
 from tests.helpers.tools import promtool
 

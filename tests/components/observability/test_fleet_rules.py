@@ -11,8 +11,8 @@ import pytest
 
 from components.observability.alerts import prometheus_rule_spec
 from model.config import PlatformConfig
-from tests.components.observability.test_alerts import aws_config, promtool_cases
 from tests.conftest import STACKS, stack_config
+from tests.helpers.alert_stacks import aws_config, promtool_cases
 from tests.helpers.bad_stacks import GROUP
 
 FLEET_TESTS = Path(__file__).parents[2] / "promtool" / "fleet_test.yaml"
