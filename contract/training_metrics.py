@@ -20,6 +20,12 @@ RESTARTS = "gpu_platform_job_restarts"
 # Seconds from an attempt's last step to the next attempt's first.
 RESTART_SECONDS = "gpu_platform_job_restart_seconds"
 LAST_CHECKPOINT_STEP = "gpu_platform_job_last_checkpoint_step"
+# What a checkpoint costs the job: the seconds rank 0 waited on its last save (what the
+# Young–Daly interval reads), the step time between its last two saves (the interval it uses),
+# and the nodes of its current attempt (a job on N nodes fails N times as often as one node).
+CHECKPOINT_SECONDS = "gpu_platform_job_checkpoint_seconds"
+CHECKPOINT_INTERVAL_SECONDS = "gpu_platform_job_checkpoint_interval_seconds"
+JOB_NODES = "gpu_platform_job_nodes"
 
 # Served by each node's local rank 0 with the other gauges (trainkit.metrics): every rank's
 # last step time, labelled `rank` and `node`, for the straggler view and alert.
@@ -27,5 +33,6 @@ RANK_STEP_SECONDS = "gpu_platform_training_rank_step_seconds"
 
 GOODPUT_SERIES = (
     ALLOCATED_GPU_SECONDS, PRODUCTIVE_GPU_SECONDS, LOST_GPU_SECONDS, RESTARTS,
-    RESTART_SECONDS, LAST_CHECKPOINT_STEP,
+    RESTART_SECONDS, LAST_CHECKPOINT_STEP, CHECKPOINT_SECONDS, CHECKPOINT_INTERVAL_SECONDS,
+    JOB_NODES,
 )  # fmt: skip

@@ -1,9 +1,12 @@
 """`python -m jobs status NAME --stack S [--team T]`: what a submitted job is (jobs/state.py), its
-restarts and their causes, its goodput, and the checkpoint it would resume from.
+restarts and their causes, its goodput, the checkpoint it would resume from, and its checkpoint
+interval beside the Young–Daly interval from its pool's failure rate.
 
 The cluster's object says the state and JobSet's restart counts; trainkit's goodput series
 (contract/training_metrics.py, pushed to the Pushgateway as push job `training-goodput`) say the
-causes, the GPU-seconds and the last checkpoint's step. They are read from the stack's
+causes, the GPU-seconds, the last checkpoint's step and what a save costs; the recorded
+Young–Daly interval (components/observability/alerts.py, checkpoint_rules) comes with them. They
+are read from the stack's
 Prometheus through the API server's service proxy (`kubectl get --raw /api/v1/namespaces/<ns>/
 services/<service>:<port>/proxy/...`, Kubernetes API "proxy" subresource of a Service), so the
 command needs nothing but the kubeconfig `--apply` uses. Without Prometheus the state and
@@ -24,11 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from components.observability.alerts import YOUNG_DALY
 from components.vocabulary import prometheus_service
 from contract.training_metrics import (
     ALLOCATED_GPU_SECONDS,
+    CHECKPOINT_INTERVAL_SECONDS,
+    CHECKPOINT_SECONDS,
     GOODPUT_PUSH_JOB,
     GOODPUT_SERIES,
+    JOB_NODES,
     LAST_CHECKPOINT_STEP,
     LOST_GPU_SECONDS,
     PRODUCTIVE_GPU_SECONDS,
@@ -58,12 +65,24 @@ def prometheus_proxy(cfg: PlatformConfig) -> tuple[str, str]:
 
 def goodput_query(namespace: str, name: str) -> str:
     """Every goodput series of the job, by its identity (the Pushgateway's grouping labels,
-    kept by the ServiceMonitor's honorLabels), in one instant query."""
+    kept by the ServiceMonitor's honorLabels), and its recorded Young–Daly interval (which keeps
+    the identity, not the push's `job`), in one instant query."""
     names = "|".join(GOODPUT_SERIES)
-    return (
-        f'{{__name__=~"{names}",job="{GOODPUT_PUSH_JOB}",'
-        f'namespace="{namespace}",job_name="{name}"}}'
-    )
+    job = f'namespace="{namespace}",job_name="{name}"'
+    return f'{{__name__=~"{names}",job="{GOODPUT_PUSH_JOB}",{job}}} or {YOUNG_DALY}{{{job}}}'
+
+
+def interval_line(goodput: Goodput) -> str:
+    """The interval the job checkpoints at and what each save costs it, beside the interval
+    that loses least to its pool's failures (docs/training.md, "How often to checkpoint")."""
+    used, cost = goodput.total(CHECKPOINT_INTERVAL_SECONDS), goodput.total(CHECKPOINT_SECONDS)
+    if used is None or cost is None:
+        return "checkpoint interval: unknown until the job has saved twice"
+    line = f"checkpoint interval: {used:.0f} s of steps, each save holding the ranks {cost:.1f} s"
+    best, nodes = goodput.total(YOUNG_DALY), goodput.total(JOB_NODES)
+    if best is None:
+        return f"{line}; Young–Daly: unknown (no failure in its pool over alerts.fleet_window)"
+    return f"{line}; Young–Daly on {nodes:.0f} node(s) of its pool: {best:.0f} s"
 
 
 @dataclass
@@ -155,6 +174,8 @@ def report(state: JobState, goodput: Goodput | None, missing: str) -> list[str]:
     folder = state.checkpoint_dir or "no TRAINKIT_CHECKPOINT_DIR in its pods"
     at = f"step {step:.0f} in " if step is not None else ""
     lines.append(f"resumes from: {at}{folder}")
+    if goodput is not None and allocated:
+        lines.append(interval_line(goodput))
     return lines
 
 

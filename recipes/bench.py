@@ -96,7 +96,7 @@ def bench_goodput(started_at: float, times: list[float], ended_at: float) -> flo
     attempt of one GPU that kept every step: step time over wall time from the model's move to
     the device, so the warm-up and the set-up between steps count against it (no checkpoints or
     restarts here: a job's own ledger adds those)."""
-    attempt = attempt_record(0, 0, 1, started_at, 0)
+    attempt = attempt_record(0, 0, 1, started_at, 0, nodes=1)
     attempt.update(step_seconds=sum(times), saves={"0": 0.0, str(len(times)): sum(times)},
                    completed_step=len(times), end=COMPLETED, ended_at=ended_at)  # fmt: skip
     return figures([attempt])["goodput"]

@@ -16,7 +16,11 @@ From the records (`figures`), in GPU-seconds (world size × seconds):
   time up to the checkpoint the next attempt resumed from (the last attempt: its newest
   complete checkpoint);
 - lost, by cause: each restarted attempt's step time after that checkpoint;
-- restarts by cause, and restart seconds: from an attempt's last step to the next one's first.
+- restarts by cause, and restart seconds: from an attempt's last step to the next one's first;
+- what a checkpoint costs: the seconds rank 0 waited on the newest save, the step time between
+  the newest two saves of an attempt (the interval the job uses), and the nodes of the newest
+  attempt; the Young–Daly rule reads them beside its pool's failure rate
+  (components/observability/alerts.py, checkpoint_rules). None until there is one.
 
 Rank 0 pushes the figures to the Pushgateway (TRAINKIT_PUSHGATEWAY_URL) as group
 `training-goodput` with the job's identity (contract/training_metrics.py)."""
@@ -41,8 +45,11 @@ from contract.env import (
 from contract.exits import HUNG, RANK_FAILED, RESTART_CAUSES
 from contract.training_metrics import (
     ALLOCATED_GPU_SECONDS,
+    CHECKPOINT_INTERVAL_SECONDS,
+    CHECKPOINT_SECONDS,
     GOODPUT_PUSH_JOB,
     IDENTITY_LABELS,
+    JOB_NODES,
     LAST_CHECKPOINT_STEP,
     LOST_GPU_SECONDS,
     PRODUCTIVE_GPU_SECONDS,
@@ -61,6 +68,9 @@ HELP = {
     RESTARTS: "Restarts of the job's group, by cause.",
     RESTART_SECONDS: "Seconds from an attempt's last step to the next attempt's first, summed.",
     LAST_CHECKPOINT_STEP: "The step of the job's newest complete checkpoint.",
+    CHECKPOINT_SECONDS: "Seconds rank 0 waited on the job's newest checkpoint save.",
+    CHECKPOINT_INTERVAL_SECONDS: "Step seconds between the job's newest two checkpoint saves.",
+    JOB_NODES: "Nodes of the job's newest attempt.",
 }
 
 
@@ -91,11 +101,13 @@ def process_started_at() -> float:
 
 
 def attempt_record(
-    index: int, restart_attempt: int, world_size: int, started_at: float, resumed_from: int
-) -> dict:
+    index: int, restart_attempt: int, world_size: int, started_at: float, resumed_from: int,
+    nodes: int,
+) -> dict:  # fmt: skip
     """A new attempt's record, before its first step."""
     return {
         "index": index, "restart_attempt": restart_attempt, "world_size": world_size,
+        "nodes": nodes, "save_seconds": None,
         "started_at": started_at, "resumed_from": resumed_from,
         "first_step_at": None, "last_step_at": None, "last_step": resumed_from,
         "step_seconds": 0.0, "saves": {str(resumed_from): 0.0},
@@ -131,7 +143,22 @@ def figures(attempts: list[dict]) -> dict:
         "lost_gpu_seconds": lost, "restarts": restarts, "restart_seconds": restart_s,
         "last_checkpoint_step": attempts[-1]["completed_step"] if attempts else 0,
         "goodput": productive / allocated if allocated else None,
+        **checkpoint_figures(attempts),
     }  # fmt: skip
+
+
+def checkpoint_figures(attempts: list[dict]) -> dict:
+    """What the newest checkpoints cost and how far apart they were (module docstring); a
+    ledger written before these were recorded has none."""
+    waits = [a["save_seconds"] for a in attempts if a.get("save_seconds") is not None]
+    gaps = [
+        at[-1] - at[-2] for at in (sorted(a["saves"].values()) for a in attempts) if len(at) > 1
+    ]
+    return {
+        "checkpoint_seconds": waits[-1] if waits else None,
+        "checkpoint_interval_seconds": gaps[-1] if gaps else None,
+        "nodes": attempts[-1].get("nodes") if attempts else None,
+    }
 
 
 def exposition(numbers: dict) -> str:
@@ -144,6 +171,14 @@ def exposition(numbers: dict) -> str:
         RESTARTS: [(labels(cause=c), v) for c, v in numbers["restarts"].items()],
         RESTART_SECONDS: [("", numbers["restart_seconds"])],
         LAST_CHECKPOINT_STEP: [("", numbers["last_checkpoint_step"])],
+        **{
+            name: [("", numbers[key])] if numbers[key] is not None else []
+            for name, key in (
+                (CHECKPOINT_SECONDS, "checkpoint_seconds"),
+                (CHECKPOINT_INTERVAL_SECONDS, "checkpoint_interval_seconds"),
+                (JOB_NODES, "nodes"),
+            )
+        },
     }
     lines = []
     for name, series in samples.items():
@@ -157,7 +192,7 @@ class Ledger:
     checkpoint and end, pushed at each checkpoint and at the end."""
 
     def __init__(self, root: Path, *, restart_attempt: int, world_size: int, resumed_from: int,
-                 identity: dict[str, str], environ=os.environ) -> None:  # fmt: skip
+                 nodes: int, identity: dict[str, str], environ=os.environ) -> None:  # fmt: skip
         self.path, self.root = root / LEDGER, root
         self.identity = identity
         self.url = environ.get(TRAINKIT_PUSHGATEWAY_URL)
@@ -172,7 +207,7 @@ class Ledger:
                 previous["ended_at"] = min((t for t in fired if t), default=None)
         self.index = len(self.attempts)
         self.attempt = attempt_record(
-            self.index, restart_attempt, world_size, process_started_at(), resumed_from
+            self.index, restart_attempt, world_size, process_started_at(), resumed_from, nodes
         )
         self.attempts.append(self.attempt)
         self._push_thread: threading.Thread | None = None
@@ -185,6 +220,10 @@ class Ledger:
 
     def saving(self, step: int, step_seconds: float) -> None:
         self.attempt["saves"][str(step)] = step_seconds
+
+    def saved(self, waited_s: float) -> None:
+        """The save just started held the ranks `waited_s` seconds (what it costs the job)."""
+        self.attempt["save_seconds"] = waited_s
 
     def checkpointed(self, step: int) -> None:
         self.attempt["completed_step"] = step

@@ -122,7 +122,8 @@ class Session:
             self.checkpoints.root.mkdir(parents=True, exist_ok=True)
             self.ledger = Ledger(
                 self.checkpoints.root, restart_attempt=self.restart_attempt,
-                world_size=self.world, resumed_from=self.step, identity=identity(name),
+                world_size=self.world, resumed_from=self.step, nodes=len(set(self._nodes)),
+                identity=identity(name),
             )  # fmt: skip
             # A log line, not JSON: rank 0's JSON lines are the steps' figures.
             print(
@@ -200,7 +201,11 @@ class Session:
             trainer["scaler"] = self.scaler.state_dict()
         if self.ledger is not None:
             self.ledger.saving(self.step, self._step_seconds)
-        return self.checkpoints.save(self.step, self.model, self.optimizer, trainer, self.modules)
+        started = time.perf_counter()
+        folder = self.checkpoints.save(self.step, self.model, self.optimizer, trainer, self.modules)
+        if self.ledger is not None:
+            self.ledger.saved(time.perf_counter() - started)
+        return folder
 
     def _read_losses(self) -> int | None:
         """Each step's loss not read yet, averaged over every rank (one all-reduce, one read for

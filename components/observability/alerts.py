@@ -28,9 +28,15 @@ from components.data.gpu_operator import (
     device_plugin_config_key,
 )
 from components.kubernetes_object import KubernetesObject
-from components.observability.rule_types import Alert, Rule
-from components.observability.training_alerts import goodput_rules, straggler_rules
-from components.vocabulary import MONITORING_API
+from components.observability.rule_types import Alert, Record, Rule
+from components.observability.training_alerts import (
+    JOB,
+    PUSHED,
+    goodput_rules,
+    straggler_rules,
+)
+from components.vocabulary import MONITORING_API, QUARANTINE_LABEL
+from contract.training_metrics import CHECKPOINT_SECONDS, JOB_NODES
 from model.config import PlatformConfig
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
@@ -57,9 +63,9 @@ NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL,)
 
 
 def node_labels_read(cfg: PlatformConfig) -> tuple[str, ...]:
-    """Every node label the stack's alerts read: the device-plugin config, and the labels
-    that select each scheduled pool's nodes (SelfTestStale)."""
-    keys = {k for p in cfg.gpu_pools if p.name in scheduled_pools(cfg) for k in p.node_selector}
+    """Every node label the stack's rules read: the device-plugin config, and the labels that
+    select each pool's nodes (SelfTestStale, the Fleet health records)."""
+    keys = {k for p in cfg.gpu_pools for k in p.node_selector}
     return (*NODE_LABELS_READ, *sorted(keys - set(NODE_LABELS_READ)))
 
 
@@ -313,6 +319,80 @@ def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
     ]
 
 
+# ---------------------------------------------------------------------------- fleet health
+# Each node's state is recorded once a minute (the group's interval, FLEET_INTERVAL): a sample
+# stands for that many seconds of the node's life.
+FLEET_GROUP = "gpu-platform.fleet"
+FLEET_INTERVAL, FLEET_INTERVAL_SECONDS = "1m", 60
+OUT_OF_SERVICE = "gpu_platform_node:out_of_service:bool"
+NODE_FAILURES = "gpu_platform_node:failures:window"
+NODE_UP = "gpu_platform_node:in_service_seconds:window"
+NODE_DOWN = "gpu_platform_node:out_of_service_seconds:window"
+NODE_MTBF = "gpu_platform_node:mtbf_seconds:window"
+NODE_MTTR = "gpu_platform_node:mttr_seconds:window"
+POOL_MTBF = "gpu_platform_pool:mtbf_seconds:window"
+POOL_MTTR = "gpu_platform_pool:mttr_seconds:window"
+YOUNG_DALY = "gpu_platform_job:checkpoint_interval_seconds:young_daly"
+NODE = "node, pool"
+
+
+def out_of_service(cfg: PlatformConfig) -> str:
+    """1 while a pool's node is out of service, 0 while it serves, by (node, pool): quarantined
+    by the self-test (its taint, kube-state-metrics' kube_node_spec_taint, present only while the
+    node carries it) or, on AWS, failing a condition the EKS node monitoring agent reports,
+    which EKS node repair acts on. Every other node of the pool counts 0 (kube_node_labels)."""
+    faults = [f'kube_node_spec_taint{{key="{QUARANTINE_LABEL}"}}']
+    if cfg.provider == "aws":
+        conditions = "|".join(EKS_AGENT_CONDITIONS)
+        faults.append(f'kube_node_status_condition{{condition=~"{conditions}", status="false"}}')
+    state = f"max by (node) ({' or '.join(faults)} or 0 * kube_node_labels)"
+    terms = [
+        f'label_replace({state} and on(node) {_pool_nodes(p.node_selector)}, "pool", "{p.name}",'
+        ' "", "")'
+        for p in cfg.gpu_pools
+    ]
+    return f"max by ({NODE}) ({' or '.join(terms)})"
+
+
+def fleet_rules(cfg: PlatformConfig) -> list[Rule]:
+    """Time between failures and time to repair per node and per pool over alerts.fleet_window,
+    from each node's recorded state: a failure is a change from 0 to 1 (a change that is not a
+    reset, the state being 0 or 1), in-service and out-of-service time the samples of each state
+    times the interval. A node replaced while out of service leaves its downtime in the window
+    and no repair: MTTR counts the time to its replacement. MTBF is in-service time over
+    failures, MTTR out-of-service time over failures; neither exists for a node or pool with no
+    failure in the window."""
+    if not cfg.gpu_pools:
+        return []
+    w = f"{OUT_OF_SERVICE}[{cfg.alerts.fleet_window}]"
+    step = FLEET_INTERVAL_SECONDS
+    per_pool = "sum by (pool)"
+    return [
+        Record(OUT_OF_SERVICE, out_of_service(cfg)),
+        Record(NODE_FAILURES, f"sum by ({NODE}) (changes({w}) - resets({w}))"),
+        Record(NODE_UP, f"sum by ({NODE}) (count_over_time({w}) - sum_over_time({w})) * {step}"),
+        Record(NODE_DOWN, f"sum by ({NODE}) (sum_over_time({w})) * {step}"),
+        Record(NODE_MTBF, f"sum by ({NODE}) ({NODE_UP}) / ({NODE_FAILURES} > 0)"),
+        Record(NODE_MTTR, f"sum by ({NODE}) ({NODE_DOWN}) / ({NODE_FAILURES} > 0)"),
+        Record(POOL_MTBF, f"{per_pool} ({NODE_UP}) / ({per_pool} ({NODE_FAILURES}) > 0)"),
+        Record(POOL_MTTR, f"{per_pool} ({NODE_DOWN}) / ({per_pool} ({NODE_FAILURES}) > 0)"),
+    ]
+
+
+def checkpoint_rules(cfg: PlatformConfig) -> list[Rule]:
+    """Each job's checkpoint interval that loses least, from what it pays per checkpoint (C,
+    the seconds its ranks wait on a save) and its pool's MTBF per node over its nodes (a job on
+    N nodes stops at any one's failure: M = MTBF / N): sqrt(2 C M) (J. W. Young, "A first
+    order approximation to the optimum checkpoint interval", CACM 17(9), 1974; J. T. Daly, "A
+    higher order estimate of the optimum checkpoint interval for restart dumps", FGCS 22(3),
+    2006, whose higher-order terms change it by under C while C is small beside M)."""
+    if not cfg.gpu_pools:
+        return []
+    cost = f"max by ({JOB}) ({CHECKPOINT_SECONDS}{PUSHED})"
+    nodes = f"max by ({JOB}) ({JOB_NODES}{PUSHED})"
+    return [Record(YOUNG_DALY, f"sqrt(2 * {cost} * on(pool) group_left {POOL_MTBF} / {nodes})")]
+
+
 def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
     """The stack's rules, one group per source of metrics; a group's records come before the
     alerts that read them (Prometheus evaluates a group's rules in order)."""
@@ -323,6 +403,7 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
         "gpu-platform.selftest": selftest_rules(cfg),
         "gpu-platform.goodput": goodput_rules(cfg),
         "gpu-platform.stragglers": straggler_rules(cfg),
+        FLEET_GROUP: [*fleet_rules(cfg), *checkpoint_rules(cfg)],
     }
     return {name: rules for name, rules in groups.items() if rules}
 
@@ -331,7 +412,12 @@ def prometheus_rule_spec(cfg: PlatformConfig) -> dict[str, Any]:
     """The PrometheusRule's spec."""
     return {
         "groups": [
-            {"name": name, "rules": [rule.rule(cfg.alerts) for rule in rules]}
+            {
+                "name": name,
+                # The fleet records count samples as time: they are evaluated at a set interval.
+                **({"interval": FLEET_INTERVAL} if name == FLEET_GROUP else {}),
+                "rules": [rule.rule(cfg.alerts) for rule in rules],
+            }
             for name, rules in alert_groups(cfg).items()
         ]
     }

@@ -140,6 +140,15 @@ class AlertSettings(Settings):
         "10m",
         description="How long a node stays that slow before TrainingStraggler names it.",
     )
+    fleet_window: Duration = Field(
+        # A week holds a few failures of a large pool (Llama 3 405B: 419 unexpected
+        # interruptions in 54 days on 16,384 GPUs, about 54 a week; "The Llama 3 Herd of
+        # Models", arXiv:2407.21783, section 3.3.4) and fits the default retention (15 days).
+        "7d",
+        description="The window the Fleet health rules measure each node's and pool's time "
+        'between failures and time to repair over (docs/monitoring.md, "Fleet health"): '
+        "failures that began in it, and the time its nodes spent in and out of service.",
+    )
 
 
 # Every duration field (named `*_for` or `*_window`), for the retention check.

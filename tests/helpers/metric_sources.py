@@ -24,6 +24,8 @@ Sources, at the pinned versions (../shared/PINS.md):
 - kube-state-metrics (kube-prometheus-stack 88.5.3, subchart 8.4.0, on by default through
   `kubeStateMetrics.enabled`): kube_node_status_capacity{node, resource, unit},
   kube_node_status_condition{node, condition, status}, kube_node_created{node},
+  kube_node_spec_taint{node, key, value, effect} (one series per taint the node carries, on by
+  default: kube-state-metrics docs/metrics/cluster/node-metrics.md, STABLE),
   kube_node_labels{node} plus
   `label_<key>` for each node label key in `--metric-labels-allowlist` (chart value
   `metricLabelsAllowlist`, entries `nodes=[k1,k2]`), every character outside [a-zA-Z0-9_] of
@@ -46,7 +48,10 @@ Sources, at the pinned versions (../shared/PINS.md):
   `serviceMonitor.honorLabels: true` (Prometheus docs, `honor_labels`: otherwise it is renamed
   `exported_job`).
 - The stack's own recording rules (the PrometheusRule's `record`s), labelled by their outermost
-  aggregation's `by (...)`.
+  aggregation's `by (...)`, and ALERTS{alertname, alertstate, <the alert's labels>}, which
+  Prometheus keeps for each of its alerts while pending or firing (Prometheus docs, "Alerting
+  rules", "Inspecting alerts during runtime"); the labels of an alert's expression are left out,
+  each alert's own.
 Prometheus picks other releases' ServiceMonitors and PodMonitors only with
 `prometheusSpec.{serviceMonitor,podMonitor}SelectorNilUsesHelmValues: false`.
 """
@@ -112,6 +117,7 @@ NODE_METRICS = {
     "kube_node_created": {"node"},
     "kube_node_status_capacity": {"node", "resource", "unit"},
     "kube_node_status_condition": {"node", "condition", "status"},
+    "kube_node_spec_taint": {"node", "key", "value", "effect"},
 }
 RECIPE_METRICS = [
     "gpu_platform_training_step",
@@ -166,6 +172,13 @@ def configuration(plan: Plan) -> dict[str, Any]:
             for rule in group["rules"]
             if "record" in rule
         },
+        "alerts": {
+            rule["alert"]: set(rule.get("labels", {}))
+            for r in plan.of_type(PROMETHEUS_RULE)
+            for group in r.inputs["spec"]["groups"]
+            for rule in group["rules"]
+            if "alert" in rule
+        },
     }
 
 
@@ -202,6 +215,18 @@ def _by_labels(expr: str) -> set[str]:
     """The labels a recorded series keeps: its outermost aggregation's `by (...)`."""
     found = re.search(r"\bby\s*\(([^)]*)\)", expr)
     return {label.strip() for label in found.group(1).split(",")} if found else set()
+
+
+# label_replace(v, "dst", "replacement", "src", "regex") (PromQL functions): its last four
+# arguments are strings, the first of them the label it writes.
+LABEL_REPLACE_DST = re.compile(
+    r',\s*"([A-Za-z_][A-Za-z0-9_]*)"(?:\s*,\s*"(?:[^"\\]|\\.)*"){3}\s*\)'
+)
+
+
+def _written_labels(expr: str) -> set[str]:
+    """Labels a query writes itself (label_replace's destination): carried whatever it reads."""
+    return set(LABEL_REPLACE_DST.findall(expr))
 
 
 def _selects(kps: dict[str, Any] | None, kind: str) -> bool:
@@ -353,6 +378,11 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
         else None,
     )
     found.update(config.get("records", {}))
+    alerts = config.get("alerts", {})
+    source(
+        {"ALERTS": {"alertname", "alertstate"}.union(*alerts.values())},
+        None if alerts else "the stack declares no alerting rule",
+    )
     return found, missing
 
 
@@ -419,7 +449,7 @@ def problems(
     if found:
         # The labels of a metric that is not there say nothing more.
         return found
-    carried = set().union(*(known.get(n, set()) for n in names))
+    carried = set().union(*(known.get(n, set()) for n in names)) | _written_labels(expr)
     labels = {m.split("=")[0].split("!")[0].strip() for ms in matchers for m in ms.split(",")}
     labels |= {label.strip() for g in groupings for label in g.split(",")}
     found += [f"label {lbl} not on {sorted(names)}" for lbl in sorted(labels - carried - {""})]

@@ -27,8 +27,12 @@ TYPES = "jobset.v1alpha2.jobset.x-k8s.io,job.v1.batch"
 QUERY = (
     '{__name__=~"gpu_platform_job_allocated_gpu_seconds|gpu_platform_job_productive_gpu_seconds'
     "|gpu_platform_job_lost_gpu_seconds|gpu_platform_job_restarts"
-    '|gpu_platform_job_restart_seconds|gpu_platform_job_last_checkpoint_step",'
-    'job="training-goodput",namespace="training",job_name="llama"}'
+    "|gpu_platform_job_restart_seconds|gpu_platform_job_last_checkpoint_step"
+    "|gpu_platform_job_checkpoint_seconds|gpu_platform_job_checkpoint_interval_seconds"
+    '|gpu_platform_job_nodes",job="training-goodput",namespace="training",job_name="llama"}'
+    # The recorded Young–Daly interval keeps the job's identity, not the push's `job`.
+    ' or gpu_platform_job:checkpoint_interval_seconds:young_daly{namespace="training",'
+    'job_name="llama"}'
 )
 # kube-prometheus-stack 88.5.3: Service `<fullname>-prometheus` (templates/prometheus/
 # service.yaml; fullname is the release name when it contains the chart's), port 9090
@@ -48,6 +52,13 @@ FIGURES = vector(
     goodput_sample("gpu_platform_job_restarts", "1", cause="hung"),
     goodput_sample("gpu_platform_job_restart_seconds", "45"),
     goodput_sample("gpu_platform_job_last_checkpoint_step", "1200"),
+    # Saves every 600 s of steps, each holding the ranks 10 s, on 4 nodes of a pool whose node
+    # MTBF is 11520 s: Young–Daly sqrt(2 × 10 × 11520 / 4) = sqrt(57600) = 240 s, as
+    # Prometheus's record would hold it (tests/promtool/fleet_test.yaml works one by hand).
+    goodput_sample("gpu_platform_job_checkpoint_interval_seconds", "600"),
+    goodput_sample("gpu_platform_job_checkpoint_seconds", "10"),
+    goodput_sample("gpu_platform_job_nodes", "4"),
+    goodput_sample("gpu_platform_job:checkpoint_interval_seconds:young_daly", "240"),
 )
 
 
@@ -78,6 +89,8 @@ def test_a_restarted_job_shows_its_restarts_causes_goodput_and_checkpoint(kubect
         "goodput: 75.0% (1200 of 1600 GPU-seconds productive); lost: hung 240 GPU-s, "
         "preempted 160 GPU-s",
         "resumes from: step 1200 in /mnt/shared-data/runs/jobs/llama",
+        "checkpoint interval: 600 s of steps, each save holding the ranks 10.0 s; Young–Daly on "
+        "4 node(s) of its pool: 240 s",
     ]
     assert kubectl.verbs() == ["get", "get"]
 
@@ -213,3 +226,29 @@ def test_a_long_run_prints_whole_figures_and_counts_a_series_scraped_twice_once(
     # 5529600 / 6912000 = 0.8 (8 GPUs for 10 days allocated).
     assert lines[2] == "goodput: 80.0% (5529600 of 6912000 GPU-seconds productive)"
     assert lines[3] == "resumes from: step 1250000 in /mnt/shared-data/runs/jobs/llama"
+    # A job that has not saved twice has no interval to compare.
+    assert lines[4] == "checkpoint interval: unknown until the job has saved twice"
+
+
+def test_a_job_whose_pool_had_no_failure_has_no_young_daly_interval(kubectl, capsys):
+    """The pool's MTBF exists only with a failure in alerts.fleet_window: no record, and the
+    interval the job uses is still printed."""
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
+    young_daly = "gpu_platform_job:checkpoint_interval_seconds:young_daly"
+    kept = [r for r in FIGURES["data"]["result"] if r["metric"]["__name__"] != young_daly]
+    figures = vector(*[(r["metric"], r["value"][1]) for r in kept])
+    kubectl.answer("get", "--raw", PROXY, stdout=figures)
+    assert status("llama") == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "checkpoint interval: 600 s of steps, each save holding the ranks 10.0 s; Young–Daly: "
+        "unknown (no failure in its pool over alerts.fleet_window)"
+    )
+
+
+def test_the_documented_interval_line_is_what_status_prints(kubectl, capsys):
+    """docs/training.md, "How often to checkpoint", shows the line for these figures."""
+    kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
+    kubectl.answer("get", "--raw", PROXY, stdout=FIGURES)
+    assert status("llama") == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert f"```text\n{line}\n```" in (ROOT / "docs" / "training.md").read_text()

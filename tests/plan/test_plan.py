@@ -66,6 +66,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
     names = sorted(p.name for p in (tmp_path / "manifests").iterdir())
     assert names == [
         "clusterqueue-cluster-shared.yaml",
+        "configmap-monitoring-dashboard-fleet-health.yaml",
         "configmap-monitoring-dashboard-gpu-fleet.yaml",
         "configmap-monitoring-dashboard-queues.yaml",
         "configmap-monitoring-dashboard-training-job.yaml",

@@ -29,6 +29,7 @@ VARIED = {
     "goodput_window": "3h",
     "straggler_percent": 175,
     "straggler_for": "25m",
+    "fleet_window": "3d",
 }
 
 
@@ -73,6 +74,8 @@ def test_every_alert_setting_is_the_stack_s_not_the_default():
     (ratio,) = [x for x in records() if x["record"] == "gpu_platform_job:goodput:ratio"]
     assert "[3h]" in ratio["expr"] and "[1h]" not in ratio["expr"]
     assert ratio["expr"].endswith("offset 3h")
+    (failures,) = [x for x in records() if x["record"] == "gpu_platform_node:failures:window"]
+    assert failures["expr"].count("[3d]") == 2 and "[7d]" not in failures["expr"]
     assert " > 1.75 and on" in r["TrainingStraggler"]["expr"]
     assert r["TrainingStraggler"]["for"] == "25m"
     for name, rule in r.items():

@@ -21,6 +21,11 @@ from model.config.base import FieldProblem
 from model.config.observability import ObservabilitySettings
 from model.stacks import ROOT
 from tests.conftest import STACKS, check_golden, planned, stack_config
+from tests.helpers.alert_stacks import (
+    aws_config,
+    promtool_cases,
+    scheduled_config,
+)
 from tests.helpers.bad_stacks import ADMIN, GROUP, assert_refused, aws, case, existing
 from tests.helpers.tools import promtool
 
@@ -55,32 +60,9 @@ def run_promtool(*args: str, cwd: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-# One A100 group per way of sharing a GPU that the promtool cases hold nodes of: whole GPUs,
-# time-slicing 4, MPS 2, MIG single (the cluster's one MIG strategy; mixed has its own file).
-SHARING_GROUPS = [
-    GROUP,
-    {**GROUP, "name": "a100-ts", "gpu_sharing": {"mode": "time-slicing", "replicas": 4}},
-    {**GROUP, "name": "a100-mps", "gpu_sharing": {"mode": "mps", "replicas": 2}},
-    {**GROUP, "name": "a100-mig", "gpu_sharing": {"mode": "mig"}},
-]
 MIG_MIXED_TESTS = Path(__file__).parents[2] / "promtool" / "gpu_missing_mig_mixed_test.yaml"
 SELFTEST_TESTS = Path(__file__).parents[2] / "promtool" / "selftest_alerts_test.yaml"
 TRAINING_TESTS = Path(__file__).parents[2] / "promtool" / "training_alerts_test.yaml"
-IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
-
-
-def aws_config(groups=SHARING_GROUPS, mig_strategy="single", **alerts) -> PlatformConfig:
-    """An AWS stack with the given GPU groups, MIG strategy and alert settings, defaults
-    elsewhere."""
-    return PlatformConfig.model_validate(
-        {
-            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
-            "cluster": {"admin_principal_arns": [ADMIN]},
-            "gpu_node_groups": groups,
-            "gpu_operator": {"mig_strategy": mig_strategy},
-            "alerts": alerts,
-        }
-    )
 
 
 def rules_by_name(cfg: PlatformConfig) -> dict[str, dict]:
@@ -101,31 +83,6 @@ def test_promtool_unit_tests_fire_and_stay_silent(tmp_path):
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(prometheus_rule_spec(aws_config())))
     shutil.copy(PROMTOOL_TESTS, tmp_path / "alerts_test.yaml")
     run_promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
-
-
-def scheduled_config() -> PlatformConfig:
-    """An AWS stack with an image, so its self-test runs on a schedule and pushes results."""
-    return PlatformConfig.model_validate(
-        {
-            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
-            "cluster": {"admin_principal_arns": [ADMIN]},
-            "gpu_node_groups": [GROUP],
-            "selftest": {"image": IMAGE},
-        }
-    )
-
-
-def promtool_cases(tmp_path, rules: dict, cases: Path) -> subprocess.CompletedProcess:
-    """`promtool test rules` of `cases` (which reads rules.yaml) against `rules`."""
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
-    shutil.copy(cases, tmp_path / "alerts_test.yaml")
-    return subprocess.run(
-        [promtool(), "test", "rules", "alerts_test.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def test_selftest_alerts_fire_on_a_failed_run_or_a_figure_below_floor_and_stay_silent(tmp_path):
@@ -338,7 +295,9 @@ def test_every_training_alert_has_a_firing_and_a_silent_promtool_case():
     assert fires == silent == TRAINING_ALERTS
     assert records == TRAINING_RECORDS
     spec = prometheus_rule_spec(scheduled_config())
-    assert {r["record"] for g in spec["groups"] for r in g["rules"] if "record" in r} == (
+    # The fleet's records have their own cases (tests/promtool/fleet_test.yaml).
+    training = [g for g in spec["groups"] if g["name"] != "gpu-platform.fleet"]
+    assert {r["record"] for g in training for r in g["rules"] if "record" in r} == (
         TRAINING_RECORDS
     )
 
@@ -437,16 +396,22 @@ def test_bad_alert_settings_are_refused(tmp_path, monkeypatch, capsys, stack, pa
 
 def test_a_retention_shorter_than_the_longest_alert_window_is_refused():
     # Prometheus would have dropped the start of a 2-day window after 1 day of retention.
+    # The Fleet health window (a week by default) is one of them.
+    short_fleet = {"fleet_window": "1d"}
     with pytest.raises(FieldProblem) as raised:
-        check_retention(1, AlertSettings(idle_for="2d"))
+        check_retention(1, AlertSettings(idle_for="2d", **short_fleet))
     assert raised.value.field == "observability.retention_days"
     assert "alerts.idle_for (2d)" in str(raised.value)
-    check_retention(2, AlertSettings(idle_for="2d"))
+    check_retention(2, AlertSettings(idle_for="2d", **short_fleet))
+    with pytest.raises(FieldProblem, match=r"alerts.fleet_window \(7d\)"):
+        check_retention(6, AlertSettings())
     check_retention(15, AlertSettings())
 
 
 def test_the_stack_refuses_a_retention_shorter_than_an_alert_window(tmp_path, monkeypatch, capsys):
-    stack = aws(observability={"retention_days": 1}, alerts={"idle_for": "2d"})
+    stack = aws(
+        observability={"retention_days": 1}, alerts={"idle_for": "2d", "fleet_window": "1d"}
+    )
     assert_refused(
         tmp_path, monkeypatch, capsys, stack, "gpu-platform:observability.retention_days", "", "2d"
     )

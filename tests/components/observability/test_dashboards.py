@@ -13,8 +13,10 @@ import subprocess
 import pytest
 import yaml
 
+from components.observability.alerts import prometheus_rule_spec
 from components.observability.monitoring import DASHBOARDS, dashboards
 from contract.training_metrics import GOODPUT_PUSH_JOB, GOODPUT_SERIES, RANK_STEP_SECONDS
+from tests.helpers.alert_stacks import scheduled_config
 from tests.helpers.metric_sources import dashboard_queries
 from tests.helpers.tools import promtool
 
@@ -57,8 +59,8 @@ def test_dashboard_is_json_grafana_loads_with_unique_panel_ids(stem):
             assert target["datasource"] == {"type": "prometheus", "uid": "prometheus"}
 
 
-def test_the_three_views_the_issue_asks_for_are_there():
-    assert STEMS == ["gpu-fleet", "queues", "training-job"]
+def test_the_views_the_issues_ask_for_are_there():
+    assert STEMS == ["fleet-health", "gpu-fleet", "queues", "training-job"]
 
 
 def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_and_recipe():
@@ -102,7 +104,7 @@ def test_the_training_view_has_goodput_rows_of_what_trainkit_pushes():
     (tests/components/observability/test_pushgateway.py)."""
     board = load("training-job")
     rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
-    assert rows == ["Goodput", "Goodput by team, queue and pool"]
+    assert rows == ["Goodput", "Goodput by team, queue and pool", "Checkpoint interval"]
     goodput = [e for w, e in expressions() if w.startswith("training-job/") and "_gpu_" in e]
     for metric in GOODPUT_SERIES:
         reads = [e for _, e in expressions() if metric in e]
@@ -151,3 +153,45 @@ def test_promtool_refuses_a_broken_query(tmp_path):
         [promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False
     )
     assert result.returncode != 0
+
+
+# The seed's alerts on the fleet's nodes: the GPUs' faults, the EKS agent's conditions and the
+# self-test's verdicts (components/observability/alerts.py).
+FLEET_ALERTS = {
+    "GpuXidError",
+    "GpuMissing",
+    "EksNodeConditionFailed",
+    "SelfTestFailed",
+    "SelfTestBelowFloor",
+    "SelfTestStale",
+}
+
+
+def test_the_fleet_health_view_shows_mtbf_and_mttr_per_pool_beside_the_fleet_alerts():
+    board = load("fleet-health")
+    exprs = {expr for _, _, expr in dashboard_queries(board)}
+    assert "gpu_platform_pool:mtbf_seconds:window" in exprs
+    assert "gpu_platform_pool:mttr_seconds:window" in exprs
+    assert "gpu_platform_node:mtbf_seconds:window" in exprs
+    assert "gpu_platform_node:mttr_seconds:window" in exprs
+    (alerts,) = [e for e in exprs if "ALERTS{" in e]
+    listed = set(re.search(r'alertname=~"([^"]*)"', alerts).group(1).split("|"))
+    assert listed == FLEET_ALERTS
+    # Each is an alert the platform declares: a misspelt name would never show.
+    cfg = scheduled_config()
+    declared = {r["alert"] for g in prometheus_rule_spec(cfg)["groups"] for r in g["rules"]
+                if "alert" in r}  # fmt: skip
+    assert listed <= declared
+
+
+def test_the_training_view_shows_the_interval_a_job_uses_beside_young_daly():
+    """One panel, both lines: what the job does and what would lose least."""
+    board = load("training-job")
+    (panel,) = [p for p in board["panels"] if p["title"].startswith("Checkpoint interval:")]
+    exprs = [t["expr"] for t in panel["targets"]]
+    assert exprs == [
+        "max by (namespace, job_name) "
+        '(gpu_platform_job_checkpoint_interval_seconds{job="training-goodput"})',
+        "max by (namespace, job_name) (gpu_platform_job:checkpoint_interval_seconds:young_daly)",
+    ]
+    assert panel["fieldConfig"]["defaults"]["unit"] == "s"

@@ -251,3 +251,22 @@ def test_a_recorded_series_carries_only_the_labels_its_rule_keeps():
     goodput = "gpu_platform_job:goodput:ratio"
     assert known[goodput] == {"namespace", "job_name", "team", "queue", "pool"}
     assert problems(f'{goodput}{{cause="hung"}}', known) == [f"label cause not on ['{goodput}']"]
+
+
+def test_a_label_a_query_writes_itself_is_carried():
+    """label_replace's destination (the Fleet health records' `pool`) is the query's own."""
+    known, _ = emitted(configuration(planned("dev")))
+    written = 'max by (node, pool) (label_replace(kube_node_labels, "pool", "a100", "", ""))'
+    assert problems(written, known) == []
+    assert problems("max by (node, pool) (kube_node_labels)", known) == [
+        "label pool not on ['kube_node_labels']"
+    ]
+
+
+def test_taints_and_alerts_are_known_with_their_labels():
+    """kube-state-metrics' kube_node_spec_taint (docs/metrics/cluster/node-metrics.md) and
+    Prometheus's own ALERTS, labelled alertname, alertstate and the rules' own labels."""
+    known, _ = emitted(configuration(planned("dev")))
+    assert known["kube_node_spec_taint"] == {"node", "key", "value", "effect"}
+    assert known["ALERTS"] == {"alertname", "alertstate", "severity"}
+    assert problems('ALERTS{alertstat="firing"}', known) == ["label alertstat not on ['ALERTS']"]

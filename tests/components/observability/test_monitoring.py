@@ -123,6 +123,7 @@ def test_grafana_loads_every_dashboard_through_its_sidecar(stack):
     }
     maps = [c for c in objects(stack, "ConfigMap") if c["metadata"]["name"].startswith("dash")]
     assert sorted(c["metadata"]["name"] for c in maps) == [
+        "dashboard-fleet-health",
         "dashboard-gpu-fleet",
         "dashboard-queues",
         "dashboard-training-job",
@@ -159,7 +160,7 @@ def test_the_plan_says_retention_storage_grafana_and_dashboards():
         "storage": "50Gi on StorageClass gp3",
         "prometheus": "http://kube-prometheus-stack-prometheus.monitoring.svc:9090",
         "grafana_service": "monitoring/kube-prometheus-stack-grafana",
-        "dashboards": ["GPU fleet", "Queues", "Training job"],
+        "dashboards": ["Fleet health", "GPU fleet", "Queues", "Training job"],
     }
 
 

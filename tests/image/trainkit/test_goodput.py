@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 from trainkit import watchdog
-from trainkit.goodput import LEDGER, Ledger, figures
+from trainkit.goodput import LEDGER, Ledger, exposition, figures
 from trainkit.metrics import MetricsServer
 from trainkit.pushgateway import group_path
 
@@ -51,12 +51,45 @@ def test_an_attempt_that_saved_nothing_loses_all_its_steps():
     assert got["productive_gpu_seconds"] == 2 * 18
 
 
+def test_what_a_checkpoint_costs_and_the_interval_the_job_uses():
+    """The newest save's wait, and the step time between an attempt's newest two saves:
+    FINISHED saved step 10 at 18 s of steps after resuming at 0 s, so its interval is 18 s.
+    A ledger written before these were recorded (KILLED, FINISHED) has no wait and no nodes,
+    and the push leaves those series out rather than claim 0."""
+    got = figures([KILLED, FINISHED])
+    assert got["checkpoint_interval_seconds"] == 18.0
+    assert got["checkpoint_seconds"] is None and got["nodes"] is None
+    waited = {**FINISHED, "save_seconds": 4.5, "nodes": 3}
+    got = figures([{**KILLED, "save_seconds": 9.0}, waited])
+    assert (got["checkpoint_seconds"], got["nodes"]) == (4.5, 3)
+    text = exposition(got)
+    assert "gpu_platform_job_checkpoint_seconds 4.5\n" in text
+    assert "gpu_platform_job_checkpoint_interval_seconds 18.0\n" in text
+    assert "gpu_platform_job_nodes 3.0\n" in text
+    assert "\ngpu_platform_job_checkpoint_seconds " not in exposition(figures([KILLED]))
+
+
+def test_a_save_records_its_wait_and_the_attempt_its_nodes(tmp_path):
+    ledger = Ledger(tmp_path, restart_attempt=0, world_size=16, resumed_from=0, nodes=2,
+                    identity={}, environ={})  # fmt: skip
+    ledger.saving(100, 250.0)
+    ledger.saved(6.25)
+    written = json.loads((tmp_path / LEDGER).read_text())["attempts"][0]
+    assert written["nodes"] == 2
+    got = ledger.figures()
+    assert (got["checkpoint_seconds"], got["checkpoint_interval_seconds"], got["nodes"]) == (
+        6.25,
+        250.0,
+        2,
+    )
+
+
 def test_the_next_attempt_reads_a_watchdog_dump_as_a_hang(tmp_path):
     (tmp_path / LEDGER).write_text(json.dumps({"attempts": [KILLED]}))
     (tmp_path / "hangs" / "attempt-0").mkdir(parents=True)
     (tmp_path / "hangs" / "attempt-0" / "rank-1.json").write_text('{"fired_at": 161.5}')
     (tmp_path / "hangs" / "attempt-0" / "rank-0.json").write_text('{"fired_at": 160.0}')
-    ledger = Ledger(tmp_path, restart_attempt=1, world_size=2, resumed_from=4,
+    ledger = Ledger(tmp_path, restart_attempt=1, world_size=2, resumed_from=4, nodes=1,
                     identity={}, environ={})  # fmt: skip
     assert ledger.index == 1
     written = json.loads((tmp_path / LEDGER).read_text())
@@ -68,7 +101,8 @@ def test_the_next_attempt_reads_a_watchdog_dump_as_a_hang(tmp_path):
 
 def test_an_attempt_that_never_said_how_it_ended_is_a_rank_failure(tmp_path):
     (tmp_path / LEDGER).write_text(json.dumps({"attempts": [KILLED]}))
-    Ledger(tmp_path, restart_attempt=1, world_size=2, resumed_from=4, identity={}, environ={})
+    Ledger(tmp_path, restart_attempt=1, world_size=2, resumed_from=4, nodes=1, identity={},
+           environ={})  # fmt: skip
     written = json.loads((tmp_path / LEDGER).read_text())
     assert written["figures"]["restarts"] == {"preempted": 0, "hung": 0, "rank_failed": 1}
 

@@ -335,6 +335,17 @@ def test_rank_0_pushes_the_ledgers_figures_with_the_jobs_identity(runs):
         pytest.approx(figures["lost_gpu_seconds"]["rank_failed"])
     )
     assert float(samples["gpu_platform_job_last_checkpoint_step"]) == STEPS
+    # What the Young–Daly record reads: the two nodes (NODE_NAME node-0, node-1), the newest
+    # save's wait (a real wait, however short) and the interval the ledger saw.
+    assert float(samples["gpu_platform_job_nodes"]) == NODES
+    assert (
+        0
+        < float(samples["gpu_platform_job_checkpoint_seconds"])
+        == pytest.approx(figures["checkpoint_seconds"])
+    )
+    assert float(samples["gpu_platform_job_checkpoint_interval_seconds"]) == pytest.approx(
+        figures["checkpoint_interval_seconds"]
+    )
 
 
 # --- the controllers' rules, one failing and one passing case each ------------------------------
