@@ -34,6 +34,9 @@ SELFTEST_CHECKS = "SELFTEST_CHECKS"
 SELFTEST_TOPOLOGY_LABELS = "SELFTEST_TOPOLOGY_LABELS"
 SELFTEST_CORDON_ON_FAIL = "SELFTEST_CORDON_ON_FAIL"
 SELFTEST_CORDON_LABEL = "SELFTEST_CORDON_LABEL"
+# The node-join check (components/selftest/node_join.py, bootstrap/selftest/node_join.py): "true"
+# where the run settles its node's startup taint (contract/node_join.py).
+SELFTEST_NODE_JOIN = "SELFTEST_NODE_JOIN"
 # The quarantine watcher (bootstrap/selftest/watch.py; components/selftest/access.py deploys it):
 # the team namespaces, comma-separated, whose failed preflights it reads.
 SELFTEST_WATCH_NAMESPACES = "SELFTEST_WATCH_NAMESPACES"

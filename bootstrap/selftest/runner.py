@@ -46,6 +46,7 @@ from selftest import (
     hardware,
     inventory,
     metrics,
+    node_join,
     nvme,
     placement,
     push,
@@ -354,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         cordoned = quarantine.report_row([o for o in outcomes if o is not None])
         if cordoned is not None:
             results.append(cordoned)
+        if node_join.enabled(env):  # one node: rank 0 is its local rank 0
+            results.append(node_join.settle(env, ctx.node, passed=not failed))
         results.append(push.push(args.pushgateway_url, per_rank, time.time()))
     doc = report.report_doc(results, ctx.run_id, ctx.image, ctx.nodes,
                             time.perf_counter() - started)  # fmt: skip

@@ -1,0 +1,61 @@
+"""The node-join check (components/selftest/node_join.py): every new GPU node joins with a
+startup taint (contract/node_join.py) and takes no job until the self-test's node set has passed
+on it. Left unset, `enabled` follows the image, as the scheduled runs do: there is nothing to
+run, and so nothing that would ever remove the taint, without one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from model.config.base import FieldProblem, Int, Settings
+
+if TYPE_CHECKING:
+    from model.config import PlatformConfig
+    from model.config.pools import GpuPool
+
+
+class NodeJoinSettings(Settings):
+    """The self-test on every new GPU node before it takes a job (docs/selftest.md, "When a
+    node joins")."""
+
+    enabled: bool | None = Field(
+        None,
+        description="Taint every new GPU node (the platform's node groups on AWS; the admin's "
+        "nodes on an existing cluster, docs/selftest.md) until the self-test's node set has "
+        "passed on it. Default: on once selftest.image is set.",
+    )
+    timeout_minutes: Int = Field(
+        30,
+        ge=5,
+        le=240,
+        description="How long the check may take on one node (5-240); a node still tainted "
+        "after it alerts (NodeJoinStuck).",
+    )
+
+
+def joins_tested(cfg: PlatformConfig) -> bool:
+    """New GPU nodes join tainted and are tested: asked for, or left unset with an image."""
+    settings = cfg.selftest.node_join
+    if settings.enabled is not None:
+        return settings.enabled and bool(cfg.gpu_pools)
+    return cfg.selftest.image is not None and bool(cfg.gpu_pools)
+
+
+def pools_tested_on_join(cfg: PlatformConfig) -> list[GpuPool]:
+    """The pools whose new nodes are tested: every pool without MIG, as the scheduled runs (the
+    self-test measures whole GPUs). A MIG pool's nodes join untainted."""
+    if not joins_tested(cfg):
+        return []
+    return [p for p in cfg.gpu_pools if p.sharing.mode != "mig"]
+
+
+def check_node_join(cfg: PlatformConfig) -> None:
+    if cfg.selftest.node_join.enabled and cfg.selftest.image is None:
+        raise FieldProblem(
+            "selftest.node_join.enabled",
+            "true, but selftest.image is not set: nothing would test a new node or remove its "
+            "taint, so no GPU node would ever take a job; give the image's digest "
+            "(docs/selftest.md) or remove enabled",
+        )

@@ -1,0 +1,130 @@
+"""No job on an untested node (issue 39 §1): every GPU node joins with a startup taint and takes
+no job until the self-test's node set has passed on it. Over every stack (the shipped ones and
+one of every setting, tests/helpers/pod_security_stacks.py): every AWS GPU node group declares
+the taint where new nodes are tested; everything that must run on a node before its test can
+pass (every DaemonSet that runs on GPU nodes, the program's and every chart's, the GPU
+Operator's operands, the node-join check) tolerates it; no job does. Tolerations are read with
+the scheduler's rule (tests/controllers/tas.py, `tolerates`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.config.node_join import joins_tested, pools_tested_on_join
+from tests.controllers.pod_security import pod_templates
+from tests.controllers.tas import tolerates
+from tests.helpers.pod_security_stacks import (
+    ALL_STACKS,
+    builder_jobs,
+    config_of,
+    declared_pods,
+    plan_of,
+    rendering_of,
+)
+
+# cluster-autoscaler FAQ.md, "Startup taints", at cluster-autoscaler-1.35.0 (the chart
+# 9.59.0's appVersion) and 1.36.1: "all taints with the prefix
+# `startup-taint.cluster-autoscaler.kubernetes.io/`" are startup taints. The name after the
+# prefix is the platform's (docs/selftest.md, "When a node joins").
+NODE_JOIN_TAINT = {
+    "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-node-join",
+    "value": "pending",
+    "effect": "NoSchedule",
+}
+# EKS API reference, "Taint": effect NO_SCHEDULE is the node's NoSchedule.
+NODE_GROUP_TAINT = {**NODE_JOIN_TAINT, "effect": "NO_SCHEDULE"}
+NODE_JOIN_LABEL = ("gpu-platform/node-join", "pending")
+# components/data/gpu_node_group.py taints every GPU node group so; admins taint theirs alike.
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPU_NODE_GROUP_TAINT = {**GPU_TAINT, "effect": "NO_SCHEDULE"}
+# Operator custom resources whose operands are DaemonSets on the GPU nodes, and where each
+# keeps its operands' tolerations: the GPU Operator's ClusterPolicy (v26.7.0 CRD,
+# spec.daemonsets.tolerations) and the Network Operator's NicClusterPolicy (26.4.1 CRD,
+# spec.tolerations).
+OPERAND_TOLERATIONS = {
+    "ClusterPolicy": ("daemonsets", "tolerations"),
+    "NicClusterPolicy": ("tolerations",),
+}
+
+
+def _tolerated(taint: dict, tolerations) -> bool:
+    return any(tolerates(t, taint) for t in tolerations or ())
+
+
+def _operand_tolerations(stack: str):
+    """(where, tolerations) of each operator custom resource the stack declares or renders."""
+    objects = [("plan", o) for o in plan_of(stack).kubernetes_objects()]
+    objects += [(r.release, o) for r, o in rendering_of(stack).objects()]
+    for source, obj in objects:
+        path = OPERAND_TOLERATIONS.get(obj["kind"])
+        if path is None:
+            continue
+        found = obj.get("spec") or {}
+        for key in path:
+            found = found.get(key) or {}
+        yield f"{source}: {obj['kind']} {obj['metadata']['name']}", found or []
+
+
+def test_the_model_reads_a_toleration_as_the_scheduler_does():
+    exists = {"key": NODE_JOIN_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}
+    assert _tolerated(NODE_JOIN_TAINT, [exists])
+    assert _tolerated(NODE_JOIN_TAINT, [{"operator": "Exists"}])
+    assert not _tolerated(NODE_JOIN_TAINT, [{**GPU_TAINT, "operator": "Equal"}])
+    assert not _tolerated(NODE_JOIN_TAINT, [{**exists, "effect": "NoExecute"}])
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_every_gpu_node_group_joins_with_the_startup_taint_where_nodes_are_tested(stack):
+    """EKS applies a node group's taints as the node registers: none of the group's nodes takes
+    a pod before its test, and the autoscaler, reading the prefix, waits for it."""
+    cfg = config_of(stack)
+    groups = plan_of(stack).of_type("aws:eks/nodeGroup:NodeGroup")
+    gpu = [g for g in groups if GPU_NODE_GROUP_TAINT in g.inputs.get("taints", [])]
+    assert len(gpu) == (len(cfg.gpu_node_groups) if cfg.provider == "aws" else 0)
+    for group in gpu:
+        taints, labels = group.inputs["taints"], group.inputs["labels"]
+        if group.name.removeprefix(f"{stack}-") in {p.name for p in pools_tested_on_join(cfg)}:
+            assert NODE_GROUP_TAINT in taints, group.name
+            assert labels.get(NODE_JOIN_LABEL[0]) == NODE_JOIN_LABEL[1], group.name
+        else:
+            assert NODE_GROUP_TAINT not in taints, group.name
+    others = [g for g in groups if g not in gpu]
+    assert all(NODE_GROUP_TAINT not in g.inputs.get("taints", []) for g in others)
+
+
+def test_the_every_setting_aws_stack_tests_its_new_nodes():
+    """So that the test above sees the taint it guards."""
+    assert joins_tested(config_of("every-aws"))
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_every_daemonset_on_gpu_nodes_tolerates_the_node_join_taint(stack):
+    """A DaemonSet that runs on GPU nodes (it tolerates the GPU taint) must run there before the
+    node's test: the device plugins, DCGM and its exporter, the fabric's plugins, the storage
+    node plugins, node monitoring, and the node-join check itself."""
+    found, missing = [], []
+    for where, _namespace, (_meta, spec) in declared_pods(stack):
+        if "DaemonSet " not in where or not _tolerated(GPU_TAINT, spec.get("tolerations")):
+            continue
+        found.append(where)
+        if not _tolerated(NODE_JOIN_TAINT, spec.get("tolerations")):
+            missing.append(where)
+    for where, tolerations in _operand_tolerations(stack):
+        found.append(where)
+        if not _tolerated(NODE_JOIN_TAINT, tolerations):
+            missing.append(where)
+    assert found, f"{stack}: no DaemonSet on GPU nodes to check"
+    assert missing == []
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_no_job_tolerates_the_node_join_taint(stack):
+    """Recipes, `jobs submit` in every team namespace on every pool, the self-test and its
+    schedule: none lands on a node whose test has not passed."""
+    tolerating = [
+        what
+        for what, obj in builder_jobs(stack)
+        for _meta, spec in pod_templates(obj)
+        if _tolerated(NODE_JOIN_TAINT, spec.get("tolerations"))
+    ]
+    assert tolerating == []
