@@ -30,9 +30,10 @@ from components.data.gpu_operator import (
 from components.kubernetes_object import KubernetesObject
 from components.observability.rule_types import Alert, Rule
 from components.observability.training_alerts import goodput_rules, straggler_rules
-from components.vocabulary import MONITORING_API
+from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
 from model.config import PlatformConfig
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL
+from model.config.node_join import pools_tested_on_join
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 RULE_NAME = "gpu-platform-alerts"
@@ -313,6 +314,40 @@ def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
     ]
 
 
+def node_join_limit_seconds(cfg: PlatformConfig) -> int:
+    """How long a node may keep the startup taint before it alerts: twice the check's limit,
+    one run cut off by it and the next (the DaemonSet starts it again), which also covers the
+    node's start, its DaemonSets and the pull of the self-test's image."""
+    return 2 * cfg.selftest.node_join.timeout_minutes * 60
+
+
+def node_join_rules(cfg: PlatformConfig) -> list[Alert]:
+    """A GPU node that still carries the node-join startup taint after its limit: its check
+    never passed (a FAIL keeps it, and the node is quarantined), never ran (its pod waits on a
+    DaemonSet, an image or the GPUs) or cannot remove it. kube-state-metrics exports every
+    node taint as kube_node_spec_taint{node, key, value, effect} and the node's creation time
+    as kube_node_created (kube-state-metrics docs/metrics/cluster/node-metrics.md)."""
+    if not pools_tested_on_join(cfg):
+        return []
+    limit = node_join_limit_seconds(cfg)
+    tainted = f'kube_node_spec_taint{{key="{NODE_JOIN_TAINT["key"]}"}}'
+    expr = f"time() - kube_node_created > {limit} and on(node) {tainted}"
+    return [
+        Alert(
+            "NodeJoinStuck",
+            _as_hostname(expr),
+            "0s",
+            "warning",
+            "A new GPU node is still untested after its limit",
+            "{{ $labels.Hostname }} joined {{ $value | humanizeDuration }} ago and still "
+            "carries the node-join startup taint: its self-test has not passed, so no job "
+            "lands there; its node-join pod's log and the node's "
+            f"{QUARANTINE_LABEL} label say why.",
+            f"a GPU node still carries the node-join taint {limit // 60} min after it joined",
+        )
+    ]
+
+
 def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
     """The stack's rules, one group per source of metrics; a group's records come before the
     alerts that read them (Prometheus evaluates a group's rules in order)."""
@@ -321,6 +356,7 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
         "gpu-platform.queues": queue_rules(cfg),
         "gpu-platform.nodes": node_rules(cfg),
         "gpu-platform.selftest": selftest_rules(cfg),
+        "gpu-platform.node-join": node_join_rules(cfg),
         "gpu-platform.goodput": goodput_rules(cfg),
         "gpu-platform.stragglers": straggler_rules(cfg),
     }

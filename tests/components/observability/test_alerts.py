@@ -40,6 +40,8 @@ AWS_ALERTS = {
 }
 # Where the periodic self-test pushes its results (selftest.schedule).
 SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
+# Where new GPU nodes are tested before they take a job (selftest.node_join).
+NODE_JOIN_ALERTS = {"NodeJoinStuck"}
 # Read from the training jobs' own series (tests/promtool/training_alerts_test.yaml).
 TRAINING_ALERTS = {"TrainingStraggler", "JobGoodputLow"}
 TRAINING_RECORDS = {
@@ -66,6 +68,7 @@ SHARING_GROUPS = [
 MIG_MIXED_TESTS = Path(__file__).parents[2] / "promtool" / "gpu_missing_mig_mixed_test.yaml"
 SELFTEST_TESTS = Path(__file__).parents[2] / "promtool" / "selftest_alerts_test.yaml"
 TRAINING_TESTS = Path(__file__).parents[2] / "promtool" / "training_alerts_test.yaml"
+NODE_JOIN_TESTS = Path(__file__).parents[2] / "promtool" / "node_join_alerts_test.yaml"
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
 
 
@@ -149,9 +152,31 @@ def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
         for check in test["alert_rule_test"]:
             (fires if check.get("exp_alerts") else silent).add(check["alertname"])
     assert fires == silent == SELFTEST_ALERTS
-    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS
+    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS | NODE_JOIN_ALERTS
     # Without an image nothing runs on a schedule, nothing is pushed: no self-test alert.
     assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
+
+
+def test_a_node_still_tainted_after_twice_its_check_limit_alerts_and_others_stay_silent(
+    tmp_path,
+):
+    result = promtool_cases(tmp_path, prometheus_rule_spec(scheduled_config()), NODE_JOIN_TESTS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    cases = yaml.safe_load(NODE_JOIN_TESTS.read_text())["tests"]
+    fires = {c["alertname"] for t in cases for c in t["alert_rule_test"] if c["exp_alerts"]}
+    silent = {c["alertname"] for t in cases for c in t["alert_rule_test"] if not c["exp_alerts"]}
+    assert fires == silent == NODE_JOIN_ALERTS
+    # Without an image no node joins tainted: nothing to alert on.
+    assert not set(rules_by_name(aws_config())) & NODE_JOIN_ALERTS
+
+
+def test_the_node_join_alert_waits_twice_the_configured_limit():
+    """selftest.node_join.timeout_minutes 45: 90 minutes, 5400 s."""
+    cfg = scheduled_config().model_copy(deep=True)
+    raw = cfg.model_dump(exclude_unset=True)
+    raw["selftest"]["node_join"] = {"timeout_minutes": 45}
+    rule = rules_by_name(PlatformConfig.model_validate(raw))["NodeJoinStuck"]
+    assert "time() - kube_node_created > 5400 and on(node)" in rule["expr"]
 
 
 def test_gpu_missing_counts_physical_gpus_under_mig_mixed(tmp_path):
@@ -226,7 +251,7 @@ def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
     """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM, and
     from the self-test it runs on a schedule."""
     assert set(rules_by_name(stack_config("onprem"))) == (
-        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS
+        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS | NODE_JOIN_ALERTS
     )
 
 
