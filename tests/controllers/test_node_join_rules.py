@@ -11,8 +11,14 @@ from __future__ import annotations
 import pytest
 
 from model.config.node_join import joins_tested, pools_tested_on_join
+from tests.controllers.node_join import (
+    ca_startup_taint,
+    ca_template_taints,
+    daemon_refusal,
+    settled,
+)
 from tests.controllers.pod_security import pod_templates
-from tests.controllers.tas import tolerates
+from tests.controllers.tas import node_from, scheduler_refusal, tolerates
 from tests.helpers.pod_security_stacks import (
     ALL_STACKS,
     builder_jobs,
@@ -128,3 +134,132 @@ def test_no_job_tolerates_the_node_join_taint(stack):
         if _tolerated(NODE_JOIN_TAINT, spec.get("tolerations"))
     ]
     assert tolerating == []
+
+
+# ------------------------------------------------------------- the controllers, modelled
+
+# tests/controllers/test_quarantine_rules.py's quarantine, as docs/monitoring.md names it.
+QUARANTINE_TAINT = {
+    "key": "gpu-platform/selftest-failed",
+    "value": "inventory.gpu_count",
+    "effect": "NoSchedule",
+}
+# EKS API reference, "Taint".
+EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute"}
+
+
+def new_node(stack: str, pool) -> dict:
+    """A node of `pool` as it joins: on AWS with its node group's labels and taints as planned;
+    on an existing cluster with the pool's labels, the GPU taint, and the startup taint and
+    label docs/selftest.md ("When a node joins") has the admin set."""
+    cfg = config_of(stack)
+    if cfg.provider == "aws":
+        (group,) = [
+            g.inputs
+            for g in plan_of(stack).of_type("aws:eks/nodeGroup:NodeGroup")
+            if g.name == f"{stack}-{pool.name}"
+        ]
+        labels = dict(group["labels"])
+        taints = [{**t, "effect": EKS_EFFECTS[t["effect"]]} for t in group["taints"]]
+    else:
+        labels = {**pool.node_selector, NODE_JOIN_LABEL[0]: NODE_JOIN_LABEL[1]}
+        taints = [GPU_TAINT, NODE_JOIN_TAINT]
+    name = f"{pool.name}-new"
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {**labels, "kubernetes.io/hostname": name}},
+        "spec": {"taints": taints},
+    }
+
+
+def join_daemon_sets(stack: str) -> dict[str, dict]:
+    return {
+        o["metadata"]["name"]: o
+        for o in plan_of(stack).kubernetes_objects()
+        if o["kind"] == "DaemonSet" and o["metadata"]["name"].startswith("node-join-")
+    }
+
+
+def pool_jobs(stack: str, pool) -> list[tuple[str, dict]]:
+    """Every pod spec the builder renders onto `pool`, with the tolerations Kueue adds from the
+    pool's flavor."""
+    flavor = next(
+        (o["spec"].get("tolerations", []) for o in plan_of(stack).kubernetes_objects()
+         if o["kind"] == "ResourceFlavor" and o["metadata"]["name"] == pool.name),
+        [],
+    )  # fmt: skip
+    found = []
+    for what, obj in builder_jobs(stack):
+        for _meta, spec in pod_templates(obj):
+            if pool.node_selector.items() <= spec.get("nodeSelector", {}).items():
+                tolerations = [*spec.get("tolerations", []), *flavor]
+                found.append((what, {**spec, "tolerations": tolerations}))
+    return found
+
+
+def test_the_autoscaler_reads_the_taint_as_a_startup_taint_and_plans_without_it():
+    """cluster-autoscaler utils/taints/taints.go (1.35.0): a key with the prefix, no flag."""
+    assert ca_startup_taint(NODE_JOIN_TAINT["key"])
+    assert not ca_startup_taint(GPU_TAINT["key"])
+    assert not ca_startup_taint("gpu-platform/node-join")
+    assert ca_startup_taint("gpu-platform/node-join", ["gpu-platform/node-join"])
+    assert ca_template_taints([GPU_TAINT, NODE_JOIN_TAINT]) == [GPU_TAINT]
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_a_new_node_is_tested_then_released_or_held_on_every_pool(stack):
+    """On every tested pool: the pool's check, and no other pool's, runs on a new node, where
+    no job lands; a PASS releases it to every job of the pool and the check leaves it; a FAIL
+    holds it (quarantined, still tainted) and the check leaves it too; a node whose check never
+    settles stays tainted (and alerts: NodeJoinStuck, tests/promtool)."""
+    cfg = config_of(stack)
+    pools = pools_tested_on_join(cfg)
+    daemon_sets = join_daemon_sets(stack)
+    assert sorted(daemon_sets) == sorted(f"node-join-{p.name}" for p in pools)
+    problems = []
+    for pool in pools:
+        joining = new_node(stack, pool)
+        new = node_from(joining, 8)
+        for name, ds in daemon_sets.items():
+            runs = daemon_refusal(ds, new) is None
+            if runs != (name == f"node-join-{pool.name}"):
+                problems.append(f"{stack} {pool.name}: {name} runs there: {runs}")
+        jobs = pool_jobs(stack, pool)
+        assert jobs, f"{stack}: no job renders onto {pool.name}"
+        passed = node_from(settled(joining, True, NODE_JOIN_LABEL[0], NODE_JOIN_TAINT["key"],
+                                   QUARANTINE_TAINT), 8)  # fmt: skip
+        failed = node_from(settled(joining, False, NODE_JOIN_LABEL[0], NODE_JOIN_TAINT["key"],
+                                   QUARANTINE_TAINT), 8)  # fmt: skip
+        for what, pod in jobs:
+            if scheduler_refusal(pod, new) is None:
+                problems.append(f"{stack} {pool.name}: {what} lands on an untested node")
+            why = scheduler_refusal(pod, passed)
+            if why is not None:
+                problems.append(f"{stack} {pool.name}: {what} refused once it passed: {why}")
+            if scheduler_refusal(pod, failed) is None:
+                problems.append(f"{stack} {pool.name}: {what} lands on a node that failed")
+        ds = daemon_sets[f"node-join-{pool.name}"]
+        for state, node in (("passed", passed), ("failed", failed)):
+            if daemon_refusal(ds, node) is None:
+                problems.append(f"{stack} {pool.name}: the check stays on a {state} node")
+    assert not problems, "\n".join(problems[:10])
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_the_autoscaler_plans_a_new_node_of_each_group_with_the_check_and_no_startup_taint(stack):
+    """Scale from zero (cluster-autoscaler cloudprovider/aws/README.md, node-template tags): the
+    template node of a tested group carries the label, so the check's pod is counted in it,
+    and not the startup taint, which SanitizeTaints would drop anyway."""
+    cfg = config_of(stack)
+    prefix = "k8s.io/cluster-autoscaler/node-template"
+    label = f"{prefix}/label/{NODE_JOIN_LABEL[0]}"
+    tags = [
+        (t.name, t.inputs["tag"]["key"], t.inputs["tag"]["value"])
+        for t in plan_of(stack).of_type("aws:autoscaling/tag:Tag")
+    ]
+    assert not [k for _, k, _ in tags if k.startswith(f"{prefix}/taint/startup-taint.")]
+    for pool in pools_tested_on_join(cfg) if cfg.provider == "aws" else []:
+        labels = [
+            v for name, k, v in tags if name.startswith(f"{stack}-{pool.name}-") and k == label
+        ]
+        assert labels == [NODE_JOIN_LABEL[1]], (stack, pool.name)
