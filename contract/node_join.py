@@ -21,3 +21,5 @@ LABEL = "gpu-platform/node-join"
 PENDING = "pending"
 PASSED = "passed"
 FAILED = "failed"
+# A FAIL past the pool's breaker (selftest.node_join.max_failed_share): released untested.
+RELEASED = "released"

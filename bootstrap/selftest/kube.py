@@ -95,6 +95,11 @@ class ApiServer:
                     raise
         raise AssertionError("unreachable")  # the last try returns or raises
 
+    def nodes(self, label_selector: str) -> list[dict[str, Any]]:
+        """The nodes that carry the labels."""
+        query = urllib.parse.urlencode({"labelSelector": label_selector})
+        return self.request("GET", f"/api/v1/nodes?{query}").get("items") or []
+
     def failed_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         """The namespace's pods in phase Failed that carry the labels (the API's list with a
         label and a field selector: `status.phase` is one the API serves for pods)."""

@@ -16,9 +16,13 @@ have no activeDeadlineSeconds (the API refuses it outside restartPolicy Never an
 the pool's time limit is the container's: `timeout` stops the run and the pod starts it again; a
 node still tainted after the limit alerts (components/observability/alerts.py, NodeJoinStuck).
 
-Its account may `get` and `patch` nodes, nothing else (components/selftest/access.py). Kubernetes
-RBAC cannot narrow that to the node a pod runs on: `resourceNames` is a fixed list, and the
-nodes that join are not known in advance (Kubernetes docs, "Using RBAC Authorization",
+A circuit breaker (selftest.node_join.max_failed_share): where the pool's nodes already held
+for a failed check would pass the share with one more, a FAIL releases the node instead of
+quarantining it, so a bad image or floor cannot take the pool out.
+
+Its account may `get`, `list` (the breaker counts the pool's nodes) and `patch` nodes, nothing
+else. Kubernetes RBAC cannot narrow that to the node a pod runs on: `resourceNames` is a fixed
+list, and the nodes that join are not known in advance (Kubernetes docs, "Using RBAC Authorization",
 "Referring to resources"). The account lives in the self-test's namespace, where no team's pods
 run, and the image patches only the node of the downward API's spec.nodeName."""
 
@@ -36,6 +40,8 @@ from contract.env import (
     SELFTEST_CORDON_LABEL,
     SELFTEST_CORDON_ON_FAIL,
     SELFTEST_NODE_JOIN,
+    SELFTEST_NODE_JOIN_MAX_FAILED_SHARE,
+    SELFTEST_NODE_JOIN_POOL_SELECTOR,
     SELFTEST_OUT,
     SELFTEST_RUN_ID,
 )
@@ -45,8 +51,9 @@ from model.config.node_join import joins_tested, pools_tested_on_join
 
 ACCOUNT = "node-join"
 ROLE = "gpu-platform-node-join"
-# Read the node as it is and patch it: its taints are one list, which a patch replaces whole.
-RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+# Read the node as it is and patch it (its taints are one list, which a patch replaces whole),
+# and list the pool's nodes for the circuit breaker.
+RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}]
 CHECKS = "short"
 # What the container's time limit adds to the run's: torchrun's agent lets its workers stop.
 KILL_AFTER_S = 60
@@ -56,10 +63,11 @@ def daemon_set_name(pool: str) -> str:
     return f"node-join-{pool}"
 
 
-def join_env(pool: GpuPool, env: dict[str, str]) -> dict[str, str]:
+def join_env(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[str, str]:
     """`env`, the self-test's for one node of `pool`, run as a node-join check: quarantine on a
     FAIL whatever selftest.cordon_on_fail says (a node that fails before its first job must
-    never take one), a report folder per pod."""
+    never take one) unless the pool's breaker is open, a report folder per pod."""
+    selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
     return {
         **env,
         SELFTEST_CHECKS: CHECKS,
@@ -68,6 +76,8 @@ def join_env(pool: GpuPool, env: dict[str, str]) -> dict[str, str]:
         SELFTEST_NODE_JOIN: "true",
         SELFTEST_CORDON_ON_FAIL: "true",
         SELFTEST_CORDON_LABEL: CORDON_LABEL,
+        SELFTEST_NODE_JOIN_POOL_SELECTOR: selector,
+        SELFTEST_NODE_JOIN_MAX_FAILED_SHARE: str(cfg.selftest.node_join.max_failed_share),
     }
 
 
@@ -80,7 +90,7 @@ def join_spec(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> Traini
         command=["-m", "selftest"],
         nodes=1,
         standalone=True,
-        env=join_env(pool, env),
+        env=join_env(cfg, pool, env),
         labels={**PART_OF, "gpu-platform/node-join-pool": pool.name},
         service_account=ACCOUNT,
         namespace=cfg.namespaces.selftest,

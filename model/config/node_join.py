@@ -34,6 +34,17 @@ class NodeJoinSettings(Settings):
         "after it alerts (NodeJoinStuck).",
     )
 
+    max_failed_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="The circuit breaker, as a fraction (0-1]: the share of a pool's nodes that "
+        "may be held for a failed check. A FAIL that would pass it releases the node "
+        "untested instead of quarantining it (label gpu-platform/node-join=released): when "
+        "most new nodes fail, the check (its image, a floor) is the likelier fault, and "
+        "holding every node would take the pool out.",
+    )
+
 
 def joins_tested(cfg: PlatformConfig) -> bool:
     """New GPU nodes join tainted and are tested: asked for, or left unset with an image."""

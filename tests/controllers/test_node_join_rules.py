@@ -263,3 +263,22 @@ def test_the_autoscaler_plans_a_new_node_of_each_group_with_the_check_and_no_sta
             v for name, k, v in tags if name.startswith(f"{stack}-{pool.name}-") and k == label
         ]
         assert labels == [NODE_JOIN_LABEL[1]], (stack, pool.name)
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_each_pools_breaker_counts_exactly_its_pools_nodes(stack):
+    """The circuit breaker lists the nodes its selector (`k=v,...`, the API's equality-based
+    label selector) selects and counts those held failed: a selector that also caught another
+    pool's nodes would dilute the share, one that missed its own would trip at once."""
+    cfg = config_of(stack)
+    pools = pools_tested_on_join(cfg)
+    nodes = {p.name: new_node(stack, p)["metadata"]["labels"] for p in pools}
+    for pool in pools:
+        (container,) = join_daemon_sets(stack)[f"node-join-{pool.name}"]["spec"]["template"][
+            "spec"
+        ]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        wanted = dict(kv.split("=", 1) for kv in env["SELFTEST_NODE_JOIN_POOL_SELECTOR"].split(","))
+        selected = [name for name, labels in nodes.items() if wanted.items() <= labels.items()]
+        assert selected == [pool.name], (stack, pool.name, selected)
+        assert float(env["SELFTEST_NODE_JOIN_MAX_FAILED_SHARE"]) == 0.5  # the default

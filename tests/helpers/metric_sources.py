@@ -24,6 +24,7 @@ Sources, at the pinned versions (../shared/PINS.md):
 - kube-state-metrics (kube-prometheus-stack 88.5.3, subchart 8.4.0, on by default through
   `kubeStateMetrics.enabled`): kube_node_status_capacity{node, resource, unit},
   kube_node_status_condition{node, condition, status}, kube_node_created{node},
+  kube_node_spec_taint{node, key, value, effect} (docs/metrics/cluster/node-metrics.md, stable),
   kube_node_labels{node} plus
   `label_<key>` for each node label key in `--metric-labels-allowlist` (chart value
   `metricLabelsAllowlist`, entries `nodes=[k1,k2]`), every character outside [a-zA-Z0-9_] of
@@ -110,6 +111,7 @@ KUEUE_RESOURCE_LABELS = {"cohort", "cluster_queue", "flavor", "resource", "repli
 KUEUE_RESOURCE_METRICS = ["kueue_cluster_queue_resource_usage", "kueue_cluster_queue_nominal_quota"]
 NODE_METRICS = {
     "kube_node_created": {"node"},
+    "kube_node_spec_taint": {"node", "key", "value", "effect"},
     "kube_node_status_capacity": {"node", "resource", "unit"},
     "kube_node_status_condition": {"node", "condition", "status"},
 }

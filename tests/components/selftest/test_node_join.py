@@ -58,13 +58,19 @@ def test_a_daemonset_per_whole_gpu_pool_on_its_untested_nodes_only(joined):
     # A FAIL quarantines, whatever selftest.cordon_on_fail (left false here) says.
     assert env["SELFTEST_CORDON_ON_FAIL"] == "true"
     assert env["SELFTEST_CORDON_LABEL"] == "gpu-platform/selftest-failed"
+    # The circuit breaker: the pool's nodes, and the default share (0.5).
+    assert env["SELFTEST_NODE_JOIN_POOL_SELECTOR"] == "gpu-platform/node-group=h100"
+    assert env["SELFTEST_NODE_JOIN_MAX_FAILED_SHARE"] == "0.5"
 
 
-def test_its_account_may_get_and_patch_nodes_and_nothing_else(joined):
+def test_its_account_may_get_list_and_patch_nodes_and_nothing_else(joined):
     """Kubernetes RBAC cannot name nodes that do not exist yet (resourceNames is a fixed list):
-    the verbs and the resource are the narrowest it allows."""
+    the verbs and the resource are the narrowest it allows. `list`: the circuit breaker counts
+    the pool's nodes."""
     (role,) = _objects(joined, "ClusterRole").values()
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}
+    ]
     (binding,) = _objects(joined, "ClusterRoleBinding").values()
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "node-join", "namespace": "gpu-platform-selftest"}
@@ -95,6 +101,22 @@ def test_it_follows_the_image_unless_set():
 
 
 REFUSED = [
+    *(
+        pytest.param(
+            aws(
+                gpu_node_groups=[P5],
+                selftest={"image": IMAGE, "node_join": {"max_failed_share": share}},
+            ),
+            f"{NS}:selftest.node_join.max_failed_share",
+            text,
+            valid,
+            id=f"share-{share}",
+        )
+        for share, text, valid in [
+            (0, "0", "greater than 0"),
+            (1.5, "1.5", "less than or equal to 1"),
+        ]
+    ),
     pytest.param(
         aws(gpu_node_groups=[P5], selftest={"node_join": {"enabled": True}}),
         f"{NS}:selftest.node_join.enabled",

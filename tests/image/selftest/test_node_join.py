@@ -6,6 +6,7 @@ keeps the taint and labels the node `failed`, so the check's DaemonSet leaves it
 from __future__ import annotations
 
 import sys
+import urllib.parse
 
 from selftest import node_join
 
@@ -56,22 +57,51 @@ def test_a_node_that_changed_in_between_is_read_again(tmp_path):
     assert row.status == "WARN" and "HTTP 409" in row.reason
 
 
-def test_a_failing_run_quarantines_its_node_and_keeps_the_startup_taint(tmp_path):
-    """8 GPUs expected on this CPU: inventory.gpu_count FAILs, a fault of the node. The run
-    quarantines the node with the reason, then labels it failed; the taint stays."""
+POOL = "gpu-platform/node-group=h100"
+POOL_PATH = "/api/v1/nodes?" + urllib.parse.urlencode({"labelSelector": POOL})
+QUARANTINE = {"SELFTEST_CORDON_ON_FAIL": "true",
+              "SELFTEST_CORDON_LABEL": "gpu-platform/selftest-failed"}  # fmt: skip
+BREAKER = {"SELFTEST_NODE_JOIN_POOL_SELECTOR": POOL, "SELFTEST_NODE_JOIN_MAX_FAILED_SHARE": "0.5"}
+
+
+def pool_of(*states: str) -> dict:
+    """The pool's nodes as the API lists them, each labelled with its node-join state."""
+    return {"kind": "NodeList", "items": [node(f"n{i}", {JOIN_LABEL: s}) for i, s in
+                                          enumerate(states)]}  # fmt: skip
+
+
+def failing_run(tmp_path, pool: dict):
+    """8 GPUs expected on this CPU: inventory.gpu_count FAILs, a fault of the node."""
     out = tmp_path / "out"
-    quarantine = {"SELFTEST_CORDON_ON_FAIL": "true",
-                  "SELFTEST_CORDON_LABEL": "gpu-platform/selftest-failed"}  # fmt: skip
-    with ApiServer(tmp_path / "api", ANSWERS) as api:
+    answers = {**ANSWERS, ("GET", POOL_PATH): (200, pool)}
+    with ApiServer(tmp_path / "api", answers) as api:
         done = run([sys.executable, "-m", "selftest", "--out", str(out), "--checks", "inventory",
                     "--expected-gpus", "8"],
                    RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", NODE_NAME="node-a",
-                   **api.env(), **quarantine, **ON)  # fmt: skip
+                   **api.env(), **QUARANTINE, **BREAKER, **ON)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
-    patches = [body for method, _, _, body in api.received if method == "PATCH"]
-    cordon, settled = patches
+    return done, [body for method, _, _, body in api.received if method == "PATCH"]
+
+
+def test_a_failing_run_quarantines_its_node_and_keeps_the_startup_taint(tmp_path):
+    """Breaker closed: with this one, 1 of the pool's 4 nodes failed (0.25 <= 0.5)."""
+    done, (cordon, settled) = failing_run(tmp_path, pool_of("pending", "passed", "passed",
+                                                            "passed"))  # fmt: skip
     assert cordon["metadata"]["labels"] == {"gpu-platform/selftest-failed": "inventory.gpu_count"}
     assert cordon["spec"]["unschedulable"] is True
     assert STARTUP_TAINT in cordon["spec"]["taints"]
     assert settled == {"metadata": {"labels": {JOIN_LABEL: "failed"}, "resourceVersion": "815"}}
-    assert "node-a: failed, startup taint kept" in done.stdout
+    assert "node-a: failed, startup taint kept; breaker closed: 1 of the pool's 4" in done.stdout
+
+
+def test_past_the_pools_share_a_failing_run_releases_its_node_unquarantined(tmp_path):
+    """Breaker open: with this one, 2 of the pool's 3 nodes failed (0.67 > 0.5): a bad image
+    must not hold the whole pool. No quarantine; the taint goes; the row is a WARN."""
+    done, patches = failing_run(tmp_path, pool_of("pending", "failed", "passed"))
+    assert patches == [
+        {"metadata": {"labels": {JOIN_LABEL: "released"}, "resourceVersion": "815"},
+         "spec": {"taints": [GPU_TAINT]}},
+    ]  # fmt: skip
+    assert "node-a: released, startup taint removed; breaker open: 2 of the pool's 3" in (
+        done.stdout
+    )
