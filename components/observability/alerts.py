@@ -33,7 +33,7 @@ from components.observability.training_alerts import goodput_rules, straggler_ru
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
 from model.config import PlatformConfig
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL
-from model.config.node_join import pools_tested_on_join
+from model.config.node_join import join_timeout_minutes, pools_tested_on_join
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 RULE_NAME = "gpu-platform-alerts"
@@ -59,8 +59,10 @@ NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL,)
 
 def node_labels_read(cfg: PlatformConfig) -> tuple[str, ...]:
     """Every node label the stack's alerts read: the device-plugin config, and the labels
-    that select each scheduled pool's nodes (SelfTestStale)."""
-    keys = {k for p in cfg.gpu_pools if p.name in scheduled_pools(cfg) for k in p.node_selector}
+    that select each scheduled pool's nodes (SelfTestStale) and each tested pool's
+    (NodeJoinStuck)."""
+    read = set(scheduled_pools(cfg)) | {p.name for p in pools_tested_on_join(cfg)}
+    keys = {k for p in cfg.gpu_pools if p.name in read for k in p.node_selector}
     return (*NODE_LABELS_READ, *sorted(keys - set(NODE_LABELS_READ)))
 
 
@@ -314,36 +316,49 @@ def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
     ]
 
 
-def node_join_limit_seconds(cfg: PlatformConfig) -> int:
-    """How long a node may keep the startup taint before it alerts: twice the check's limit,
-    one run cut off by it and the next (the DaemonSet starts it again), which also covers the
-    node's start, its DaemonSets and the pull of the self-test's image."""
-    return 2 * cfg.selftest.node_join.timeout_minutes * 60
+def node_join_limit_seconds(cfg: PlatformConfig, pool: str) -> int:
+    """How long a node of `pool` may keep the startup taint before it alerts: twice the
+    check's limit there, one run cut off by it and the next (the DaemonSet starts it again),
+    which also covers the node's start, its DaemonSets and the pull of the self-test's image."""
+    return 2 * join_timeout_minutes(cfg, pool) * 60
+
+
+def stuck_nodes(cfg: PlatformConfig) -> str:
+    """Seconds since each node joined, for the nodes of each tested pool that still carry the
+    startup taint past that pool's limit, by `pool`. kube-state-metrics exports every node taint
+    as kube_node_spec_taint{node, key, value, effect} and the node's creation time as
+    kube_node_created (kube-state-metrics docs/metrics/cluster/node-metrics.md)."""
+    tainted = f'kube_node_spec_taint{{key="{NODE_JOIN_TAINT["key"]}"}}'
+    terms = []
+    for pool in pools_tested_on_join(cfg):
+        limit = node_join_limit_seconds(cfg, pool.name)
+        stuck = (
+            f"time() - kube_node_created > {limit} and on(node) {tainted} "
+            f"and on(node) {_pool_nodes(pool.node_selector)}"
+        )
+        terms.append(f'label_replace({stuck}, "pool", "{pool.name}", "", "")')
+    return " or ".join(terms)
 
 
 def node_join_rules(cfg: PlatformConfig) -> list[Alert]:
-    """A GPU node that still carries the node-join startup taint after its limit: its check
-    never passed (a FAIL keeps it, and the node is quarantined), never ran (its pod waits on a
-    DaemonSet, an image or the GPUs) or cannot remove it. kube-state-metrics exports every
-    node taint as kube_node_spec_taint{node, key, value, effect} and the node's creation time
-    as kube_node_created (kube-state-metrics docs/metrics/cluster/node-metrics.md)."""
+    """A GPU node that still carries the node-join startup taint after its pool's limit: its
+    check never passed (a FAIL keeps it, and the node is quarantined), never ran (its pod waits
+    on a DaemonSet, an image or the GPUs) or cannot remove it."""
     if not pools_tested_on_join(cfg):
         return []
-    limit = node_join_limit_seconds(cfg)
-    tainted = f'kube_node_spec_taint{{key="{NODE_JOIN_TAINT["key"]}"}}'
-    expr = f"time() - kube_node_created > {limit} and on(node) {tainted}"
     return [
         Alert(
             "NodeJoinStuck",
-            _as_hostname(expr),
+            _as_hostname(stuck_nodes(cfg)),
             "0s",
             "warning",
             "A new GPU node is still untested after its limit",
-            "{{ $labels.Hostname }} joined {{ $value | humanizeDuration }} ago and still "
-            "carries the node-join startup taint: its self-test has not passed, so no job "
-            "lands there; its node-join pod's log and the node's "
-            f"{QUARANTINE_LABEL} label say why.",
-            f"a GPU node still carries the node-join taint {limit // 60} min after it joined",
+            "{{ $labels.Hostname }} (pool {{ $labels.pool }}) joined "
+            "{{ $value | humanizeDuration }} ago and still carries the node-join startup taint: "
+            "its self-test has not passed, so no job lands there; its node-join pod's log and "
+            f"the node's {QUARANTINE_LABEL} label say why.",
+            "a GPU node still carries the node-join taint twice its pool's check limit after "
+            "it joined",
         )
     ]
 

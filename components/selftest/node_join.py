@@ -47,7 +47,7 @@ from contract.env import (
 )
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
-from model.config.node_join import joins_tested, pools_tested_on_join
+from model.config.node_join import join_timeout_minutes, joins_tested, pools_tested_on_join
 
 ACCOUNT = "node-join"
 ROLE = "gpu-platform-node-join"
@@ -107,7 +107,7 @@ def daemon_set(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[
     pod["nodeSelector"] = {**pod["nodeSelector"], join.LABEL: join.PENDING}
     pod["tolerations"] = [dict(GPU_TOLERATION), dict(NODE_JOIN_TOLERATION)]
     (container,) = pod["containers"]
-    limit = cfg.selftest.node_join.timeout_minutes * 60
+    limit = join_timeout_minutes(cfg, pool.name) * 60
     container["command"] = [
         "timeout", f"--kill-after={KILL_AFTER_S}", str(limit), *container["command"]
     ]  # fmt: skip

@@ -5,11 +5,12 @@ run, and so nothing that would ever remove the taint, without one."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from model.config.base import FieldProblem, Int, Settings
+from model.config.base import DnsLabel, FieldProblem, Int, Settings
+from model.config.references import GPU_POOL, refers
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig
@@ -34,6 +35,13 @@ class NodeJoinSettings(Settings):
         "after it alerts (NodeJoinStuck).",
     )
 
+    pool_timeout_minutes: dict[
+        Annotated[DnsLabel, refers(GPU_POOL)], Annotated[Int, Field(ge=5, le=240)]
+    ] = Field(
+        default_factory=dict,
+        description="A pool's own limit where it differs from timeout_minutes (5-240): a pool "
+        "of more GPUs, or whose NVMe array is larger, takes longer.",
+    )
     max_failed_share: float = Field(
         0.5,
         gt=0,
@@ -60,6 +68,12 @@ def pools_tested_on_join(cfg: PlatformConfig) -> list[GpuPool]:
     if not joins_tested(cfg):
         return []
     return [p for p in cfg.gpu_pools if p.sharing.mode != "mig"]
+
+
+def join_timeout_minutes(cfg: PlatformConfig, pool: str) -> int:
+    """The check's limit on one node of `pool`."""
+    settings = cfg.selftest.node_join
+    return settings.pool_timeout_minutes.get(pool, settings.timeout_minutes)
 
 
 def check_node_join(cfg: PlatformConfig) -> None:

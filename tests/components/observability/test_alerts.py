@@ -157,10 +157,22 @@ def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
     assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
 
 
-def test_a_node_still_tainted_after_twice_its_check_limit_alerts_and_others_stay_silent(
+def node_join_config() -> PlatformConfig:
+    """Two tested pools: a100 at the default limit, a100-slow at its own 60 minutes."""
+    return PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": [GROUP, {**GROUP, "name": "a100-slow"}],
+            "selftest": {"image": IMAGE, "node_join": {"pool_timeout_minutes": {"a100-slow": 60}}},
+        }
+    )
+
+
+def test_a_node_still_tainted_after_twice_its_pools_check_limit_alerts_and_others_stay_silent(
     tmp_path,
 ):
-    result = promtool_cases(tmp_path, prometheus_rule_spec(scheduled_config()), NODE_JOIN_TESTS)
+    result = promtool_cases(tmp_path, prometheus_rule_spec(node_join_config()), NODE_JOIN_TESTS)
     assert result.returncode == 0, result.stdout + result.stderr
     cases = yaml.safe_load(NODE_JOIN_TESTS.read_text())["tests"]
     fires = {c["alertname"] for t in cases for c in t["alert_rule_test"] if c["exp_alerts"]}
@@ -170,13 +182,12 @@ def test_a_node_still_tainted_after_twice_its_check_limit_alerts_and_others_stay
     assert not set(rules_by_name(aws_config())) & NODE_JOIN_ALERTS
 
 
-def test_the_node_join_alert_waits_twice_the_configured_limit():
-    """selftest.node_join.timeout_minutes 45: 90 minutes, 5400 s."""
-    cfg = scheduled_config().model_copy(deep=True)
-    raw = cfg.model_dump(exclude_unset=True)
-    raw["selftest"]["node_join"] = {"timeout_minutes": 45}
-    rule = rules_by_name(PlatformConfig.model_validate(raw))["NodeJoinStuck"]
-    assert "time() - kube_node_created > 5400 and on(node)" in rule["expr"]
+def test_the_node_join_alert_waits_twice_each_pools_limit():
+    """a100 at the default 30 minutes: 3600 s; a100-slow at 60: 7200 s."""
+    expr = rules_by_name(node_join_config())["NodeJoinStuck"]["expr"]
+    assert "time() - kube_node_created > 3600 and on(node)" in expr
+    assert "time() - kube_node_created > 7200 and on(node)" in expr
+    assert 'label_gpu_platform_node_group="a100-slow"' in expr
 
 
 def test_gpu_missing_counts_physical_gpus_under_mig_mixed(tmp_path):

@@ -63,6 +63,20 @@ def test_a_daemonset_per_whole_gpu_pool_on_its_untested_nodes_only(joined):
     assert env["SELFTEST_NODE_JOIN_MAX_FAILED_SHARE"] == "0.5"
 
 
+def test_a_pool_with_its_own_limit_gets_it(tmp_path):
+    """selftest.node_join.pool_timeout_minutes: 90 minutes is 5400 s for that pool alone."""
+    other = {**P5, "name": "h100-b", "efa": False}
+    join = {"pool_timeout_minutes": {"h100-b": 90}}
+    stack = aws(gpu_node_groups=[P5, other], storage=FSX,
+                selftest={"image": IMAGE, "node_join": join})  # fmt: skip
+    plan = build_plan(run_program("nj", make_project(tmp_path, {"nj": stack})))
+    limits = {
+        name: ds["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        for name, ds in _objects(plan, "DaemonSet").items()
+    }
+    assert limits == {"node-join-h100": "1800", "node-join-h100-b": "5400"}
+
+
 def test_its_account_may_get_list_and_patch_nodes_and_nothing_else(joined):
     """Kubernetes RBAC cannot name nodes that do not exist yet (resourceNames is a fixed list):
     the verbs and the resource are the narrowest it allows. `list`: the circuit breaker counts
@@ -116,6 +130,26 @@ REFUSED = [
             (0, "0", "greater than 0"),
             (1.5, "1.5", "less than or equal to 1"),
         ]
+    ),
+    pytest.param(
+        aws(
+            gpu_node_groups=[P5],
+            selftest={"image": IMAGE, "node_join": {"pool_timeout_minutes": {"h100": 500}}},
+        ),
+        f"{NS}:selftest.node_join.pool_timeout_minutes.h100",
+        "500",
+        "less than or equal to 240",
+        id="pool-limit-too-long",
+    ),
+    pytest.param(
+        aws(
+            gpu_node_groups=[P5],
+            selftest={"image": IMAGE, "node_join": {"pool_timeout_minutes": {"a100": 60}}},
+        ),
+        f"{NS}:selftest.node_join.pool_timeout_minutes",
+        "a100",
+        "h100",
+        id="pool-limit-of-no-pool",
     ),
     pytest.param(
         aws(gpu_node_groups=[P5], selftest={"node_join": {"enabled": True}}),
