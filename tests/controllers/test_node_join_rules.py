@@ -8,9 +8,16 @@ the scheduler's rule (tests/controllers/tas.py, `tolerates`)."""
 
 from __future__ import annotations
 
+import functools
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from model.config.node_join import joins_tested, pools_tested_on_join
+from plan.engine import run_program
+from plan.model import build_plan
+from tests.conftest import make_project
 from tests.controllers.node_join import (
     ca_startup_taint,
     ca_template_taints,
@@ -18,7 +25,15 @@ from tests.controllers.node_join import (
     settled,
 )
 from tests.controllers.pod_security import pod_templates
+from tests.controllers.references import (
+    Cluster,
+    claim_problems,
+    configmap_item_problems,
+    missing,
+    pod_references,
+)
 from tests.controllers.tas import node_from, scheduler_refusal, tolerates
+from tests.helpers.bad_stacks import aws
 from tests.helpers.pod_security_stacks import (
     ALL_STACKS,
     builder_jobs,
@@ -27,6 +42,7 @@ from tests.helpers.pod_security_stacks import (
     plan_of,
     rendering_of,
 )
+from tests.helpers.selftest_stacks import FSX, IMAGE, P5
 
 # cluster-autoscaler FAQ.md, "Startup taints", at cluster-autoscaler-1.35.0 (the chart
 # 9.59.0's appVersion) and 1.36.1: "all taints with the prefix
@@ -282,3 +298,36 @@ def test_each_pools_breaker_counts_exactly_its_pools_nodes(stack):
         selected = [name for name, labels in nodes.items() if wanted.items() <= labels.items()]
         assert selected == [pool.name], (stack, pool.name, selected)
         assert float(env["SELFTEST_NODE_JOIN_MAX_FAILED_SHARE"]) == 0.5  # the default
+
+
+# ------------------------------------------------------- what the check's pod names exists
+
+# A stack whose only self-test is the node-join check: no post-deploy run, no schedule.
+JOIN_ONLY = "join-only"
+
+
+@functools.cache
+def _join_only_plan():
+    selftest = {"image": IMAGE, "mode": "off", "schedule": {"enabled": False}}
+    stack = aws(gpu_node_groups=[P5], storage=FSX, selftest=selftest)
+    root = make_project(Path(tempfile.mkdtemp(prefix="node-join-")), {JOIN_ONLY: stack})
+    return build_plan(run_program(JOIN_ONLY, root))
+
+
+@pytest.mark.parametrize("stack", [*ALL_STACKS, JOIN_ONLY])
+def test_the_checks_pod_finds_what_it_names_in_the_self_tests_namespace(stack):
+    """tests/controllers/references.py: the launcher's ConfigMap and its keys, the pool's NCCL
+    ConfigMap, shared-data's claim, the ServiceAccount, in the namespace the pod runs in."""
+    plan = _join_only_plan() if stack == JOIN_ONLY else plan_of(stack)
+    objects = plan.kubernetes_objects()
+    cluster = Cluster(stack, objects)
+    found = []
+    daemon_sets = [o for o in objects if o["kind"] == "DaemonSet"
+                   and o["metadata"]["name"].startswith("node-join-")]  # fmt: skip
+    for ds in daemon_sets:
+        template, namespace = ds["spec"]["template"], ds["metadata"]["namespace"]
+        refs = pod_references(template, namespace)
+        found += missing(refs, cluster) + claim_problems(refs, cluster)
+        found += configmap_item_problems(refs, template, cluster)
+    assert daemon_sets or stack not in (JOIN_ONLY, "every-aws")
+    assert found == []
