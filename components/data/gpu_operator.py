@@ -40,9 +40,6 @@ SHARED_MODES = {"time-slicing": "timeSlicing", "mps": "mps"}
 DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
 DCGM_EXPORTER_PORT = 9400
 PART_OF = plane_labels("data")
-
-# --------------------------------------------------------------------------- pure builders
-
 # The chart's own NFD worker toleration (gpu-operator v26.7.0 values.yaml,
 # node-feature-discovery.worker.tolerations), kept where the list is replaced.
 CONTROL_PLANE_TOLERATION = {
@@ -51,6 +48,8 @@ CONTROL_PLANE_TOLERATION = {
     "value": "",
     "effect": "NoSchedule",
 }
+
+# --------------------------------------------------------------------------- pure builders
 
 
 def device_plugin_config_key(pool: GpuPool) -> str:
