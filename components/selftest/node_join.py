@@ -33,6 +33,7 @@ from typing import Any
 from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, pod_template, spec_for_pool
 from components.selftest.access import CORDON_LABEL, PART_OF
+from components.selftest.schedule import history_env
 from components.vocabulary import GPU_TOLERATION, NODE_JOIN_TOLERATION
 from contract import node_join as join
 from contract.env import (
@@ -70,6 +71,9 @@ def join_env(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[st
     selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
     return {
         **env,
+        # Its result is pushed like any run's, to the stack's Pushgateway (every stack has one,
+        # which admits the self-test's namespace wherever new nodes are tested).
+        **history_env(cfg),
         SELFTEST_CHECKS: CHECKS,
         SELFTEST_RUN_ID: "$(POD_NAME)",
         SELFTEST_OUT: f"{SHARED_DATA_MOUNT_PATH}/selftest/node-join/{pool.name}/$(POD_NAME)",

@@ -331,3 +331,11 @@ def test_the_checks_pod_finds_what_it_names_in_the_self_tests_namespace(stack):
         found += configmap_item_problems(refs, template, cluster)
     assert daemon_sets or stack not in (JOIN_ONLY, "every-aws")
     assert found == []
+    # Its result is pushed like any run's, where no scheduled run pushes too; the Pushgateway
+    # admits the namespace (components/observability/pushgateway.py, job namespaces).
+    for ds in daemon_sets:
+        (container,) = ds["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["SELFTEST_PUSHGATEWAY_URL"] == (
+            "http://prometheus-pushgateway.monitoring.svc:9091"
+        ), ds["metadata"]["name"]
