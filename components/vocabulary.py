@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contract import node_join
 from model.config import PlatformConfig
 from model.config.fabric import FabricSettings
 from model.config.onprem import ExistingKubePrometheusStackSettings
@@ -36,6 +37,17 @@ GPU_TOLERATION = {**GPU_TAINT, "operator": "Equal"}
 # A DaemonSet that must run on every GPU node tolerates the key whatever its value, as the GPU
 # Operator's own DaemonSets do (shared/PINS.md).
 GPU_DAEMONSET_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+# Every GPU node joins with this startup taint and takes no job until the self-test's node set
+# has passed on it (contract/node_join.py). What runs before the test (the check itself, the GPU
+# stack's DaemonSets) tolerates the key whatever its value; no job does.
+NODE_JOIN_TAINT = {
+    "key": node_join.TAINT_KEY,
+    "value": node_join.TAINT_VALUE,
+    "effect": node_join.TAINT_EFFECT,
+}
+NODE_JOIN_TOLERATION = {"key": node_join.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+# The tolerations of a DaemonSet that must run on every GPU node, the untested ones too.
+GPU_NODE_DAEMONSET_TOLERATIONS = (GPU_DAEMONSET_TOLERATION, NODE_JOIN_TOLERATION)
 
 # --------------------------------------------------------------------------- API versions
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

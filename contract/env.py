@@ -34,6 +34,13 @@ SELFTEST_CHECKS = "SELFTEST_CHECKS"
 SELFTEST_TOPOLOGY_LABELS = "SELFTEST_TOPOLOGY_LABELS"
 SELFTEST_CORDON_ON_FAIL = "SELFTEST_CORDON_ON_FAIL"
 SELFTEST_CORDON_LABEL = "SELFTEST_CORDON_LABEL"
+# The node-join check (components/selftest/node_join.py, bootstrap/selftest/node_join.py): "true"
+# where the run settles its node's startup taint (contract/node_join.py).
+SELFTEST_NODE_JOIN = "SELFTEST_NODE_JOIN"
+# Its circuit breaker: the label selector of the pool's nodes (`k=v,k=v`), and the share (0-1] of
+# them that may be held for a failed check.
+SELFTEST_NODE_JOIN_POOL_SELECTOR = "SELFTEST_NODE_JOIN_POOL_SELECTOR"
+SELFTEST_NODE_JOIN_MAX_FAILED_SHARE = "SELFTEST_NODE_JOIN_MAX_FAILED_SHARE"
 # The quarantine watcher (bootstrap/selftest/watch.py; components/selftest/access.py deploys it):
 # the team namespaces, comma-separated, whose failed preflights it reads.
 SELFTEST_WATCH_NAMESPACES = "SELFTEST_WATCH_NAMESPACES"

@@ -55,6 +55,7 @@ from components.vocabulary import (
 )
 from infra.existing_addons import existing_addon_report
 from model.config import PlatformConfig, default_fsx_zone
+from model.config.node_join import pools_tested_on_join
 from model.config.selftest_schedule import scheduled
 
 C = TypeVar("C", bound=PlatformComponent)
@@ -393,6 +394,7 @@ class Platform(PlatformComponent):
                     ],
                     efa_security_group_id=network.efa_security_group_id,
                     mig_strategy=cfg.gpu_operator.mig_strategy,
+                    tested_on_join=group.name in {p.name for p in pools_tested_on_join(cfg)},
                     after=before_nodes,
                 ),
                 on_aws,

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from contract import node_join
+
 # Kubernetes minors that EKS serves (standard or extended support) on the date below, and for
 # which kubernetes-validate ships a schema (1.37.0 ships 1.33 to 1.37). Oldest first.
 KUBERNETES_VERSIONS_CHECKED_ON = date(2026, 11, 30)
@@ -151,7 +153,9 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
         configuration={
             "dcgmAgent": {
                 "tolerations": [
-                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                    # The node-join check runs DCGM diagnostics before the node is released.
+                    {"key": node_join.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
                 ]
             }
         },

@@ -15,6 +15,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,24 @@ class ApiServer:
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         return self.request("PATCH", _node_path(name), patch, MERGE_PATCH)
+
+    def patch_node_as_read(
+        self, name: str, make_patch: Callable[[dict[str, Any]], dict[str, Any]], tries: int = 3
+    ) -> dict[str, Any]:
+        """Read the node, patch it with `make_patch(node)`, again if it changed in between (the
+        patch carries the resourceVersion read, so the API answers 409 to a stale one)."""
+        for tries_left in reversed(range(tries)):
+            try:
+                return self.patch_node(name, make_patch(self.get_node(name)))
+            except KubeError as error:
+                if not tries_left or "HTTP 409" not in str(error):
+                    raise
+        raise AssertionError("unreachable")  # the last try returns or raises
+
+    def nodes(self, label_selector: str) -> list[dict[str, Any]]:
+        """The nodes that carry the labels."""
+        query = urllib.parse.urlencode({"labelSelector": label_selector})
+        return self.request("GET", f"/api/v1/nodes?{query}").get("items") or []
 
     def failed_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         """The namespace's pods in phase Failed that carry the labels (the API's list with a

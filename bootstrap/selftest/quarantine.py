@@ -132,14 +132,9 @@ def quarantine(env: dict[str, str], node: str, failed: list[str]) -> Outcome:
     `enabled`): read the node, patch it, again if it changed in between."""
     label = env.get(SELFTEST_CORDON_LABEL) or DEFAULT_LABEL
     try:
-        api = ApiServer.in_cluster(env)
-        for tries_left in reversed(range(CONFLICT_TRIES)):
-            try:
-                api.patch_node(node, quarantine_patch(api.get_node(node), label, failed))
-                break
-            except KubeError as error:
-                if not tries_left or "HTTP 409" not in str(error):
-                    raise
+        ApiServer.in_cluster(env).patch_node_as_read(
+            node, lambda found: quarantine_patch(found, label, failed), CONFLICT_TRIES
+        )
     except KubeError as error:
         return Outcome(node, tuple(failed), False, f"could not cordon: {error}", problem=True)
     value = label_value(failed[0])

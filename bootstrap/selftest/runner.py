@@ -47,6 +47,7 @@ from selftest import (
     hardware,
     inventory,
     metrics,
+    node_join,
     nvme,
     placement,
     push,
@@ -328,12 +329,18 @@ def main(argv: list[str] | None = None) -> int:
     if together:
         dist.broadcast_object_list(shared, src=0)
     any_failed, node_failures = shared
-    outcome = None
+    outcome = tripped = None
     if ctx.local_rank == 0:
         if any_failed:
             node_ranks = range(ctx.rank, ctx.rank + int(env.get("LOCAL_WORLD_SIZE", "1")))
             bundle.write(ctx.out_dir, ctx.node, node_ranks, env)
-        if node_failures.get(ctx.node) and quarantine.enabled(env):
+        # A node-join FAIL asks the pool's circuit breaker first: open, it quarantines nothing.
+        tripped = node_join.breaker(env) if node_join.enabled(env) and any_failed else None
+        if (
+            node_failures.get(ctx.node)
+            and quarantine.enabled(env)
+            and not (tripped and tripped.open)
+        ):
             outcome = quarantine.quarantine(env, ctx.node, node_failures[ctx.node])
         elif (
             node_failures.get(ctx.node)
@@ -356,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
         cordoned = quarantine.report_row([o for o in outcomes if o is not None])
         if cordoned is not None:
             results.append(cordoned)
+        if node_join.enabled(env):  # one node: rank 0 is its local rank 0
+            results.append(node_join.settle(env, ctx.node, not failed, tripped))
         results.append(push.push(args.pushgateway_url, per_rank, time.time()))
     doc = report.report_doc(results, ctx.run_id, ctx.image, ctx.nodes,
                             time.perf_counter() - started)  # fmt: skip

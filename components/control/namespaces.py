@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 
 from components.base import PLATFORM_LABELS, PlatformComponent
 from model.config import NamespaceSettings, PlatformConfig
+from model.config.node_join import joins_tested
 from model.config.scheduling import TeamSettings
 from model.config.selftest import runs
 from model.config.selftest_schedule import scheduled
@@ -52,13 +53,14 @@ def team_pod_security(team: TeamSettings) -> tuple[dict[str, str], dict[str, str
 
 def job_namespaces(cfg: PlatformConfig) -> list[str]:
     """Every namespace jobs run in, the training namespace first, then each team's, then the
-    self-test's where it runs (after deploys or on a schedule): each holds what a job's pods
-    name (the launcher ConfigMap, the NCCL ConfigMaps, `shared-data`, the RDMA network), since
-    a pod finds them only in its own namespace, on the cluster where it runs."""
+    self-test's where it runs (after deploys, on a schedule, or on each new node): each holds
+    what a job's pods name (the launcher ConfigMap, the NCCL ConfigMaps, `shared-data`, the
+    RDMA network), since a pod finds them only in its own namespace, on the cluster where it
+    runs."""
     training = cfg.namespaces.training
     teams = cfg.scheduling.all_teams(training)
     found = [training, *(t.name for t in teams if t.name != training)]
-    if runs(cfg) or scheduled(cfg):
+    if runs(cfg) or scheduled(cfg) or joins_tested(cfg):
         found.append(cfg.namespaces.selftest)
     return found
 

@@ -12,7 +12,7 @@ from components.base import PlatformComponent
 from components.context import StackContext
 from components.control.cluster import ClusterHandle
 from components.helm import pinned_release
-from components.vocabulary import GPU_DAEMONSET_TOLERATION
+from components.vocabulary import GPU_NODE_DAEMONSET_TOLERATIONS
 from model.config import GpuNodeGroupSettings
 from model.versions import EFA_DEVICE_PLUGIN_IMAGE_TAG, eks_image_registry
 
@@ -49,7 +49,7 @@ def helm_values(groups: Sequence[GpuNodeGroupSettings], region: str) -> dict:
             "values": sorted({t for g in efa for t in g.instance_types}),
         },
         # The chart tolerates only CriticalAddonsOnly; EFA groups carry the GPU taint.
-        "tolerations": [dict(GPU_DAEMONSET_TOLERATION)],
+        "tolerations": [dict(t) for t in GPU_NODE_DAEMONSET_TOLERATIONS],
     }
 
 

@@ -23,7 +23,7 @@ from components.helm import pinned_release, privileged_namespace
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.storage.ceph import SecondaryNetworks, multus_networks, network_attachment_name
-from components.vocabulary import GPU_DAEMONSET_TOLERATION, MULTUS_API, RDMA_NETWORK
+from components.vocabulary import GPU_NODE_DAEMONSET_TOLERATIONS, MULTUS_API, RDMA_NETWORK
 from model.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS, FabricSettings
 from model.versions import NETWORK_OPERATOR_IMAGES
@@ -110,7 +110,7 @@ def nic_cluster_policy_spec(cfg: PlatformConfig) -> dict[str, Any]:
         "nvIpam": {**_image("nvIpam", mirror), "enableWebhook": False},
         # The RDMA device plugin and CNI DaemonSets run on the GPU nodes, as the GPU
         # Operator's do.
-        "tolerations": [GPU_DAEMONSET_TOLERATION],
+        "tolerations": list(GPU_NODE_DAEMONSET_TOLERATIONS),
     }
     fabric = cfg.fabric
     if fabric is None:

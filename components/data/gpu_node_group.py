@@ -23,7 +23,8 @@ from components.data.nodes import (
     node_repair_config,
     user_data,
 )
-from components.vocabulary import EFA_RESOURCE, GPU_TAINT
+from components.vocabulary import EFA_RESOURCE, GPU_TAINT, NODE_JOIN_TAINT
+from contract import node_join as join
 from model.catalog import InstanceType
 from model.config import GpuNodeGroupSettings
 from model.config.gpu_operator import MigStrategy
@@ -103,7 +104,16 @@ def gpu_tuning_report(group: GpuNodeGroupSettings) -> dict:
     }
 
 
-def node_labels(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[str, str]:
+def node_taints(tested_on_join: bool) -> tuple[dict[str, str], ...]:
+    """The GPU taint, and the node-join startup taint where new nodes are tested before they
+    take a job: EKS applies a node group's taints as the node registers, so no pod lands there
+    before the taint does."""
+    return (GPU_TAINT, NODE_JOIN_TAINT) if tested_on_join else (GPU_TAINT,)
+
+
+def node_labels(
+    group: GpuNodeGroupSettings, mig_strategy: MigStrategy, tested_on_join: bool = False
+) -> dict[str, str]:
     labels = {
         "nvidia.com/gpu.present": "true",
         "gpu-platform/node-group": group.name,
@@ -117,13 +127,21 @@ def node_labels(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[
         labels["gpu-platform/gpu-model"] = models.pop()
     # The GPU Operator's device plugin and MIG manager configure the node by these.
     labels.update(operator_labels(pool_of_group(group, mig_strategy)))
+    if tested_on_join:
+        # What the node-join check's DaemonSet selects; the check sets it to passed or failed.
+        labels[join.LABEL] = join.PENDING
     return {**labels, **group.labels}
 
 
-def autoscaler_tags(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[str, str]:
+def autoscaler_tags(
+    group: GpuNodeGroupSettings, mig_strategy: MigStrategy, tested_on_join: bool = False
+) -> dict[str, str]:
     """ASG tags that describe a node of this group to cluster-autoscaler while the group has
-    none, so it can scale from zero: its labels, taints and extended resources."""
-    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in node_labels(group, mig_strategy).items()}
+    none, so it can scale from zero: its labels, taints and extended resources. The node-join
+    startup taint is left out: the autoscaler drops startup taints from the nodes it plans
+    with (FAQ.md, "Startup taints"); the label stays, so that it counts the check's pod."""
+    labels = node_labels(group, mig_strategy, tested_on_join)
+    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in labels.items()}
     taint = f"{NODE_TEMPLATE}/taint/{GPU_TAINT['key']}"
     tags[taint] = f"{GPU_TAINT['value']}:{GPU_TAINT['effect']}"
     for resource, count in advertised_resources(group, mig_strategy).items():
@@ -171,6 +189,8 @@ class GpuNodeGroupArgs:
     efa_security_group_id: pulumi.Input[str] | None  # set where a group uses EFA
     # gpu_operator.mig_strategy: the cluster's one, which a MIG group's labels and tags name.
     mig_strategy: MigStrategy
+    # selftest.node_join: new nodes join with the startup taint until the self-test passes.
+    tested_on_join: bool = False
     after: Sequence[pulumi.Resource] = ()
 
 
@@ -210,8 +230,8 @@ class GpuNodeGroup(PlatformComponent):
                 scaling=group.scaling,
                 root_volume_gib=group.root_volume_gib,
                 user_data=group_user_data(group),
-                labels=node_labels(group, args.mig_strategy),
-                taints=(GPU_TAINT,),
+                labels=node_labels(group, args.mig_strategy, args.tested_on_join),
+                taints=node_taints(args.tested_on_join),
                 tags={**args.context.tags, "gpu-platform/node-group": group.name},
                 node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
                 network_interfaces=(
@@ -230,7 +250,7 @@ class GpuNodeGroup(PlatformComponent):
         # Managed node groups do not pass their tags on to the ASG, where the autoscaler
         # reads them; tag the ASG directly.
         asg_name = self.node_group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in autoscaler_tags(group, args.mig_strategy).items():
+        for key, value in autoscaler_tags(group, args.mig_strategy, args.tested_on_join).items():
             aws.autoscaling.Tag(
                 f"{ng_name}-{key.removeprefix(NODE_TEMPLATE + '/')}",
                 aws.autoscaling.TagArgs(

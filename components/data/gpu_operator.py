@@ -22,7 +22,7 @@ from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.data.system_node_group import SYSTEM_LABELS
 from components.helm import pinned_release, privileged_namespace
-from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE
+from components.vocabulary import EFA_RESOURCE, GPU_NODE_DAEMONSET_TOLERATIONS, GPU_RESOURCE
 from model.catalog import MIG_SLICES
 from model.config import GpuOperatorSettings, GpuPool
 from model.config.fabric import RDMA_FABRICS
@@ -40,6 +40,14 @@ SHARED_MODES = {"time-slicing": "timeSlicing", "mps": "mps"}
 DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
 DCGM_EXPORTER_PORT = 9400
 PART_OF = plane_labels("data")
+# The chart's own NFD worker toleration (gpu-operator v26.7.0 values.yaml,
+# node-feature-discovery.worker.tolerations), kept where the list is replaced.
+CONTROL_PLANE_TOLERATION = {
+    "key": "node-role.kubernetes.io/control-plane",
+    "operator": "Equal",
+    "value": "",
+    "effect": "NoSchedule",
+}
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -173,6 +181,19 @@ def helm_values(
         # One for the whole cluster (NVIDIA GPU Operator docs, "GPU Operator with MIG").
         "mig": {"strategy": settings.mig_strategy},
         "devicePlugin": device_plugin,
+        # Every operand (device plugin, DCGM and its exporter, GFD, MIG manager, validator) and
+        # NFD's worker, which labels the node for them, must run on a node before its node-join
+        # check can pass. Each list replaces the chart's, whose entries are kept (chart
+        # values.yaml: `daemonsets.tolerations`, `node-feature-discovery.worker.tolerations`).
+        "daemonsets": {"tolerations": [dict(t) for t in GPU_NODE_DAEMONSET_TOLERATIONS]},
+        "node-feature-discovery": {
+            "worker": {
+                "tolerations": [
+                    dict(CONTROL_PLANE_TOLERATION),
+                    *(dict(t) for t in GPU_NODE_DAEMONSET_TOLERATIONS),
+                ]
+            }
+        },
     }
     if any(p.sharing.mode == "mig" for p in pools):
         values["migManager"] = {

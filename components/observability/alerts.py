@@ -35,10 +35,11 @@ from components.observability.training_alerts import (
     goodput_rules,
     straggler_rules,
 )
-from components.vocabulary import MONITORING_API, QUARANTINE_LABEL
+from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
 from contract.training_metrics import CHECKPOINT_SECONDS, JOB_NODES
 from model.config import PlatformConfig
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL
+from model.config.node_join import join_timeout_minutes, pools_tested_on_join
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 RULE_NAME = "gpu-platform-alerts"
@@ -64,7 +65,7 @@ NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL,)
 
 def node_labels_read(cfg: PlatformConfig) -> tuple[str, ...]:
     """Every node label the stack's rules read: the device-plugin config, and the labels that
-    select each pool's nodes (SelfTestStale, the Fleet health records)."""
+    select each pool's nodes (SelfTestStale, NodeJoinStuck, the Fleet health records)."""
     keys = {k for p in cfg.gpu_pools for k in p.node_selector}
     return (*NODE_LABELS_READ, *sorted(keys - set(NODE_LABELS_READ)))
 
@@ -393,6 +394,53 @@ def checkpoint_rules(cfg: PlatformConfig) -> list[Rule]:
     return [Record(YOUNG_DALY, f"sqrt(2 * {cost} * on(pool) group_left {POOL_MTBF} / {nodes})")]
 
 
+def node_join_limit_seconds(cfg: PlatformConfig, pool: str) -> int:
+    """How long a node of `pool` may keep the startup taint before it alerts: twice the
+    check's limit there, one run cut off by it and the next (the DaemonSet starts it again),
+    which also covers the node's start, its DaemonSets and the pull of the self-test's image."""
+    return 2 * join_timeout_minutes(cfg, pool) * 60
+
+
+def stuck_nodes(cfg: PlatformConfig) -> str:
+    """Seconds since each node joined, for the nodes of each tested pool that still carry the
+    startup taint past that pool's limit, by `pool`. kube-state-metrics exports every node taint
+    as kube_node_spec_taint{node, key, value, effect} and the node's creation time as
+    kube_node_created (kube-state-metrics docs/metrics/cluster/node-metrics.md)."""
+    tainted = f'kube_node_spec_taint{{key="{NODE_JOIN_TAINT["key"]}"}}'
+    terms = []
+    for pool in pools_tested_on_join(cfg):
+        limit = node_join_limit_seconds(cfg, pool.name)
+        stuck = (
+            f"time() - kube_node_created > {limit} and on(node) {tainted} "
+            f"and on(node) {_pool_nodes(pool.node_selector)}"
+        )
+        terms.append(f'label_replace({stuck}, "pool", "{pool.name}", "", "")')
+    return " or ".join(terms)
+
+
+def node_join_rules(cfg: PlatformConfig) -> list[Alert]:
+    """A GPU node that still carries the node-join startup taint after its pool's limit: its
+    check never passed (a FAIL keeps it, and the node is quarantined), never ran (its pod waits
+    on a DaemonSet, an image or the GPUs) or cannot remove it."""
+    if not pools_tested_on_join(cfg):
+        return []
+    return [
+        Alert(
+            "NodeJoinStuck",
+            _as_hostname(stuck_nodes(cfg)),
+            "0s",
+            "warning",
+            "A new GPU node is still untested after its limit",
+            "{{ $labels.Hostname }} (pool {{ $labels.pool }}) joined "
+            "{{ $value | humanizeDuration }} ago and still carries the node-join startup taint: "
+            "its self-test has not passed, so no job lands there; its node-join pod's log and "
+            f"the node's {QUARANTINE_LABEL} label say why.",
+            "a GPU node still carries the node-join taint twice its pool's check limit after "
+            "it joined",
+        )
+    ]
+
+
 def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
     """The stack's rules, one group per source of metrics; a group's records come before the
     alerts that read them (Prometheus evaluates a group's rules in order)."""
@@ -401,6 +449,7 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
         "gpu-platform.queues": queue_rules(cfg),
         "gpu-platform.nodes": node_rules(cfg),
         "gpu-platform.selftest": selftest_rules(cfg),
+        "gpu-platform.node-join": node_join_rules(cfg),
         "gpu-platform.goodput": goodput_rules(cfg),
         "gpu-platform.stragglers": straggler_rules(cfg),
         FLEET_GROUP: [*fleet_rules(cfg), *checkpoint_rules(cfg)],

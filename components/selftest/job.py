@@ -43,6 +43,7 @@ from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
 from components.selftest.access import access_all, access_env, account
+from components.selftest.node_join import node_join_objects
 from components.selftest.schedule import (
     IDLE_QUEUE,
     cron_job_name,
@@ -282,6 +283,13 @@ class SelfTest(PlatformComponent):
             )
             for obj in access_all(cfg)
         ]
+        # New GPU nodes are tested before any job lands there (components/selftest/node_join.py).
+        for obj in node_join_objects(cfg, lambda pool: pool_env(cfg, pool)):
+            KubernetesObject(
+                f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                obj,
+                self.child(depends_on=list(args.after)),
+            )
         history = (
             self._history(cfg, args.context, list(args.after), access) if scheduled(cfg) else []
         )

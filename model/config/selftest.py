@@ -19,6 +19,7 @@ from pydantic import Field
 from contract.floors import INTER_NODE_BUSBW_GBPS, INTRA_NODE_BUSBW_GBPS, SOURCE
 from model.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from model.config.bounds import MAX_CLUSTER_NODES
+from model.config.node_join import NodeJoinSettings, check_node_join
 from model.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
 from model.config.selftest_schedule import ScheduleSettings, check_schedule, scheduled
 
@@ -138,6 +139,7 @@ class SelfTestSettings(Settings):
         description="nvme-cache small-file p99 latency ceiling, µs.",
     )
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    node_join: NodeJoinSettings = Field(default_factory=NodeJoinSettings)
     cordon_on_fail: bool = Field(
         False,
         description="Quarantine: a node that fails a hardware check in any run (post-deploy "
@@ -217,6 +219,7 @@ def check_selftest(cfg: PlatformConfig) -> None:
     """The self-test's rules that need the pools: each run must fit the pools it names."""
     _check_post_deploy(cfg)
     check_schedule(cfg)
+    check_node_join(cfg)
 
 
 def _check_post_deploy(cfg: PlatformConfig) -> None:

@@ -49,6 +49,23 @@ def test_the_gpu_taint_and_its_tolerations():
     }  # fmt: skip
 
 
+def test_the_node_join_taint_is_a_startup_taint_and_its_toleration_matches_any_value():
+    """cluster-autoscaler FAQ.md, "Startup taints", at cluster-autoscaler-1.35.0: "all taints
+    with the prefix `startup-taint.cluster-autoscaler.kubernetes.io/`"; a DaemonSet that runs
+    before the test tolerates the key whatever its value (Kubernetes "Taints and
+    Tolerations", `Exists`)."""
+    assert vocabulary.NODE_JOIN_TAINT == {
+        "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-node-join",
+        "value": "pending",
+        "effect": "NoSchedule",
+    }
+    assert vocabulary.NODE_JOIN_TOLERATION == {
+        "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-node-join",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    }
+
+
 def test_api_versions():
     # Kueue v0.19.2 CRDs (shared/crds): kueue.x-k8s.io/v1beta2; Multus' NetworkAttachmentDefinition
     # k8s.cni.cncf.io/v1; prometheus-operator's monitoring.coreos.com/v1; Kubernetes Job batch/v1;

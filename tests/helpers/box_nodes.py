@@ -2,7 +2,8 @@
 scheduler's fit of a pod onto one.
 
 A node of an AWS pool carries its managed node group's `labels` and `taints` as planned
-(out/<stack>/resources.json; EKS maps NO_SCHEDULE to NoSchedule, API reference "Taint") and the
+(out/<stack>/resources.json; EKS maps NO_SCHEDULE to NoSchedule, API reference "Taint"), as
+they are once its node-join check has passed (the startup taint gone, the label `passed`), and the
 labels EKS adds (`kubernetes.io/hostname`, `node.kubernetes.io/instance-type`,
 `eks.amazonaws.com/nodegroup`); a node of an existing cluster's pool the pool's `node_selector`
 labels, which the admin's nodes carry. Allocatable: the GPUs the device plugin advertises
@@ -32,6 +33,7 @@ from typing import Any
 
 from components.data.gpu_operator import advertised_resources
 from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE, rdma_resource
+from contract import node_join
 from contract.env import (
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
@@ -180,7 +182,13 @@ def pool_nodes(
             taints = [
                 {"key": t["key"], "value": t.get("value", ""), "effect": EFFECTS[t["effect"]]}
                 for t in group.get("taints", [])
+                # The box's nodes are up and tested: the node-join check has passed on each and
+                # removed its startup taint (tests/controllers/test_node_join_rules.py models
+                # the join itself; tests/image/selftest/test_node_join.py its patch).
+                if t["key"] != node_join.TAINT_KEY
             ]
+            if node_join.LABEL in labels:
+                labels[node_join.LABEL] = node_join.PASSED
         else:
             flavor = cfg.scheduling.flavor(pool.name)
             alloc["cpu"] = str(flavor.cpus_per_node) if flavor.cpus_per_node else "1024"

@@ -109,7 +109,13 @@ def test_rdma_daemonsets_run_on_tainted_gpu_nodes():
     # (shared/PINS.md): the RDMA device plugin must run beside the GPUs it serves.
     spec = nic_cluster_policy_spec(onprem(ROCE))
     assert spec["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        # and before the node's test, which checks the fabric (docs/selftest.md).
+        {
+            "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-node-join",
+            "operator": "Exists",
+            "effect": "NoSchedule",
+        },
     ]
 
 

@@ -105,6 +105,15 @@ def test_mofed_detection_is_off_where_efa_runs_or_the_device_plugin_clashes_with
     assert {"name": "MOFED_ENABLED", "value": "false"} in staging["env"]
 
 
+# The node-join startup taint (docs/selftest.md, "When a node joins"; cluster-autoscaler FAQ.md,
+# "Startup taints", the prefix).
+NODE_JOIN_TOLERATION = {
+    "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-node-join",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
+
+
 def test_operator_daemonsets_keep_the_charts_gpu_taint_toleration():
     # The chart's daemonsets.tolerations tolerates nvidia.com/gpu (shared/PINS.md); the GPU
     # nodes carry that taint, so overriding the list would strand every operand.
@@ -113,8 +122,18 @@ def test_operator_daemonsets_keep_the_charts_gpu_taint_toleration():
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_no_stack_overrides_the_operator_daemonsets_tolerations(stack):
-    assert "daemonsets" not in operator_release(stack).inputs["values"]
+def test_operands_and_nfd_keep_the_charts_tolerations_and_run_on_untested_nodes(stack):
+    """Both lists replace the chart's: every entry of the chart's is kept, and the node-join
+    taint is added, or no operand would run on a node before its test, which then never
+    passes (the device plugin advertises no GPU)."""
+    given = operator_release(stack).inputs["values"]
+    defaults = chart.defaults(*CHART)
+    for path in (("daemonsets",), ("node-feature-discovery", "worker")):
+        ours, theirs = given, defaults
+        for key in path:
+            ours, theirs = ours[key], theirs[key]
+        assert all(t in ours["tolerations"] for t in theirs["tolerations"]), path
+        assert NODE_JOIN_TOLERATION in ours["tolerations"], path
 
 
 @pytest.mark.parametrize("stack", STACKS)

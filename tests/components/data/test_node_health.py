@@ -23,6 +23,13 @@ CLUSTER = {"admin_principal_arns": ["arn:aws:iam::111122223333:role/platform-adm
 BLOCK = "cr-0123456789abcdef0"
 # The GPU node groups' taint, as the GPU node group tests pin it.
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+# The node-join startup taint (docs/selftest.md, "When a node joins"): DCGM diagnostics run on a
+# node before its test releases it.
+NODE_JOIN_TOLERATION = {
+    "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-node-join",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
 
 
 def gpu_group(**fields):
@@ -67,7 +74,9 @@ def test_agent_waits_for_nodes_because_it_is_a_daemonset():
 
 def test_agent_dcgm_server_tolerates_the_gpu_taint_so_gpu_diagnostics_run():
     # The chart's dcgmAgent.tolerations default is [], unlike nodeAgent's `operator: Exists`.
-    assert agent().configuration == {"dcgmAgent": {"tolerations": [GPU_TOLERATION]}}
+    assert agent().configuration == {
+        "dcgmAgent": {"tolerations": [GPU_TOLERATION, NODE_JOIN_TOLERATION]}
+    }
 
 
 def test_agent_is_declared_with_its_configuration_on_every_aws_stack(aws_plan):
@@ -77,7 +86,7 @@ def test_agent_is_declared_with_its_configuration_on_every_aws_stack(aws_plan):
         if r.inputs["addonName"] == "eks-node-monitoring-agent"
     ]
     assert json.loads(addon.inputs["configurationValues"]) == {
-        "dcgmAgent": {"tolerations": [GPU_TOLERATION]}
+        "dcgmAgent": {"tolerations": [GPU_TOLERATION, NODE_JOIN_TOLERATION]}
     }
 
 

@@ -45,6 +45,8 @@ AWS_ALERTS = {
 }
 # Where the periodic self-test pushes its results (selftest.schedule).
 SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
+# Where new GPU nodes are tested before they take a job (selftest.node_join).
+NODE_JOIN_ALERTS = {"NodeJoinStuck"}
 # Read from the training jobs' own series (tests/promtool/training_alerts_test.yaml).
 TRAINING_ALERTS = {"TrainingStraggler", "JobGoodputLow"}
 TRAINING_RECORDS = {
@@ -63,6 +65,8 @@ def run_promtool(*args: str, cwd: Path) -> None:
 MIG_MIXED_TESTS = Path(__file__).parents[2] / "promtool" / "gpu_missing_mig_mixed_test.yaml"
 SELFTEST_TESTS = Path(__file__).parents[2] / "promtool" / "selftest_alerts_test.yaml"
 TRAINING_TESTS = Path(__file__).parents[2] / "promtool" / "training_alerts_test.yaml"
+NODE_JOIN_TESTS = Path(__file__).parents[2] / "promtool" / "node_join_alerts_test.yaml"
+IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "0" * 64
 
 
 def rules_by_name(cfg: PlatformConfig) -> dict[str, dict]:
@@ -106,9 +110,42 @@ def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
         for check in test["alert_rule_test"]:
             (fires if check.get("exp_alerts") else silent).add(check["alertname"])
     assert fires == silent == SELFTEST_ALERTS
-    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS
+    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS | NODE_JOIN_ALERTS
     # Without an image nothing runs on a schedule, nothing is pushed: no self-test alert.
     assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
+
+
+def node_join_config() -> PlatformConfig:
+    """Two tested pools: a100 at the default limit, a100-slow at its own 60 minutes."""
+    return PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": [GROUP, {**GROUP, "name": "a100-slow"}],
+            "selftest": {"image": IMAGE, "node_join": {"pool_timeout_minutes": {"a100-slow": 60}}},
+        }
+    )
+
+
+def test_a_node_still_tainted_after_twice_its_pools_check_limit_alerts_and_others_stay_silent(
+    tmp_path,
+):
+    result = promtool_cases(tmp_path, prometheus_rule_spec(node_join_config()), NODE_JOIN_TESTS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    cases = yaml.safe_load(NODE_JOIN_TESTS.read_text())["tests"]
+    fires = {c["alertname"] for t in cases for c in t["alert_rule_test"] if c["exp_alerts"]}
+    silent = {c["alertname"] for t in cases for c in t["alert_rule_test"] if not c["exp_alerts"]}
+    assert fires == silent == NODE_JOIN_ALERTS
+    # Without an image no node joins tainted: nothing to alert on.
+    assert not set(rules_by_name(aws_config())) & NODE_JOIN_ALERTS
+
+
+def test_the_node_join_alert_waits_twice_each_pools_limit():
+    """a100 at the default 30 minutes: 3600 s; a100-slow at 60: 7200 s."""
+    expr = rules_by_name(node_join_config())["NodeJoinStuck"]["expr"]
+    assert "time() - kube_node_created > 3600 and on(node)" in expr
+    assert "time() - kube_node_created > 7200 and on(node)" in expr
+    assert 'label_gpu_platform_node_group="a100-slow"' in expr
 
 
 def test_gpu_missing_counts_physical_gpus_under_mig_mixed(tmp_path):
@@ -183,7 +220,7 @@ def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
     """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM, and
     from the self-test it runs on a schedule."""
     assert set(rules_by_name(stack_config("onprem"))) == (
-        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS
+        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS | NODE_JOIN_ALERTS
     )
 
 
