@@ -71,6 +71,10 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # selects them).
 METRICS_PORT_NAME = "metrics"
 METRICS_LABEL = {"gpu-platform/metrics": "training"}
+# The label every training pod carries, whoever submits it (the self-test, a recipe, a team's
+# job): the GPU Operator's driver upgrade waits for the pods it selects to end before it
+# touches their node (components/data/gpu_operator.py, DRIVER_UPGRADE_POLICY).
+TRAINING_POD_LABEL = ("gpu-platform/workload", "training")
 # The Multus network RDMA pods attach (components/data/fabric.py declares it).
 RDMA_NETWORK = "rdma"
 # The label the self-test puts on a node it quarantines, with the check that failed

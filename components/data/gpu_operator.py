@@ -22,7 +22,12 @@ from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.data.system_node_group import SYSTEM_LABELS
 from components.helm import pinned_release, privileged_namespace
-from components.vocabulary import EFA_RESOURCE, GPU_NODE_DAEMONSET_TOLERATIONS, GPU_RESOURCE
+from components.vocabulary import (
+    EFA_RESOURCE,
+    GPU_NODE_DAEMONSET_TOLERATIONS,
+    GPU_RESOURCE,
+    TRAINING_POD_LABEL,
+)
 from model.catalog import MIG_SLICES
 from model.config import GpuOperatorSettings, GpuPool
 from model.config.fabric import RDMA_FABRICS
@@ -47,6 +52,38 @@ CONTROL_PLANE_TOLERATION = {
     "operator": "Equal",
     "value": "",
     "effect": "NoSchedule",
+}
+
+# How the operator rolls a new driver onto nodes where it installs the driver (chart
+# `driver.upgradePolicy`, v26.7.0; ../shared/PINS.md "Driver upgrades"). On the AL2023 NVIDIA
+# AMI none of it runs: the operator runs no driver pods there, and a driver change is an AMI
+# change that the node group rolls.
+DRIVER_UPGRADE_POLICY: dict[str, Any] = {
+    # The controller must run for the rest to apply (`false` leaves the driver pods to their
+    # own OnDelete rollout).
+    "autoUpgrade": True,
+    # One node at a time: a driver that fails validation stops at that node, in
+    # upgrade-failed, instead of reaching the fleet.
+    "maxParallelUpgrades": 1,
+    "waitForCompletion": {
+        # The node is cordoned first, so no new job lands there; the upgrade then waits for
+        # its running training pods to end rather than evicting them: one evicted pod restarts
+        # the whole job from its last checkpoint. 0 = no timeout, as long as the job runs.
+        "podSelector": "=".join(TRAINING_POD_LABEL),
+        "timeoutSeconds": 0,
+    },
+    "gpuPodDeletion": {
+        # Every training pod mounts a memory-backed emptyDir as /dev/shm; without this the
+        # kubectl drain filter refuses to delete it and the node stays cordoned in
+        # upgrade-failed. Its contents die with the pod anyway.
+        "deleteEmptyDir": True,
+        # Every training pod has a controller (a Job, a JobSet's Job): a pod without one is
+        # no platform pod, and stays.
+        "force": False,
+    },
+    # No full drain: it would evict the node's non-GPU pods too, and only as a fallback when
+    # GPU pod deletion failed. A failure then stays visible (upgrade-failed) instead.
+    "drain": {"enable": False},
 }
 
 # --------------------------------------------------------------------------- pure builders
@@ -127,6 +164,12 @@ def mig_parted_config(pools: Sequence[GpuPool]) -> dict[str, Any]:
     return {"version": "v1", "mig-configs": layouts}
 
 
+def installs_driver(settings: GpuOperatorSettings, on_aws: bool) -> bool:
+    """Whether the operator installs the nodes' driver: never on AWS, whose AL2023 NVIDIA AMI
+    ships it; on an existing cluster, where the stack says the nodes lack one."""
+    return settings.install_driver and not on_aws
+
+
 def helm_values(
     pools: Sequence[GpuPool],
     settings: GpuOperatorSettings,
@@ -153,7 +196,7 @@ def helm_values(
         # The AL2023 NVIDIA AMI ships the driver and the toolkit; on an existing cluster the
         # stack says whether the nodes have them.
         "driver": {
-            "enabled": settings.install_driver and not on_aws,
+            "enabled": installs_driver(settings, on_aws),
             # GPUDirect RDMA (nvidia-peermem) for InfiniBand / RoCE pools.
             "rdma": {"enabled": rdma, "useHostMofed": rdma and host_mofed},
         },
@@ -195,6 +238,8 @@ def helm_values(
             }
         },
     }
+    if installs_driver(settings, on_aws):
+        values["driver"]["upgradePolicy"] = DRIVER_UPGRADE_POLICY
     if any(p.sharing.mode == "mig" for p in pools):
         values["migManager"] = {
             "config": {

@@ -38,7 +38,7 @@ from components.observability.training_alerts import (
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
 from contract.training_metrics import CHECKPOINT_SECONDS, JOB_NODES
 from model.config import PlatformConfig
-from model.config.gpu_operator import DEVICE_PLUGIN_LABEL
+from model.config.gpu_operator import DEVICE_PLUGIN_LABEL, MIG_CONFIG_STATE_LABEL
 from model.config.node_join import join_timeout_minutes, pools_tested_on_join
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
@@ -56,16 +56,18 @@ EKS_AGENT_CONDITIONS = (
 # [a-zA-Z0-9_] turned into `_` (nvidia.com/gpu: `nvidia_com_gpu`; nvidia.com/mig-1g.10gb:
 # `nvidia_com_mig_1g_10gb`). What the device plugin advertises, per node: whole GPUs, shared
 # replicas of them, or MIG slices.
-GPU_DEVICES = 'kube_node_status_capacity{resource=~"nvidia_com_gpu|nvidia_com_mig_.+"}'
+GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.+"'
+GPU_DEVICES = f"kube_node_status_capacity{{{GPU_RESOURCES}}}"
 # Node labels the alerts read. kube-state-metrics exports a node label only when its key is in
 # `--metric-labels-allowlist` (monitoring_values sets it from this tuple), as `label_<key>`
 # with the same character rule as resources.
-NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL,)
+NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL, MIG_CONFIG_STATE_LABEL)
 
 
 def node_labels_read(cfg: PlatformConfig) -> tuple[str, ...]:
-    """Every node label the stack's rules read: the device-plugin config, and the labels that
-    select each pool's nodes (SelfTestStale, NodeJoinStuck, the Fleet health records)."""
+    """Every node label the stack's rules read: the device-plugin config, the MIG manager's
+    state, and the labels that select each pool's nodes (SelfTestStale, NodeJoinStuck,
+    MigNodeNoAllocatableGpu, the Fleet health records)."""
     keys = {k for p in cfg.gpu_pools for k in p.node_selector}
     return (*NODE_LABELS_READ, *sorted(keys - set(NODE_LABELS_READ)))
 
@@ -188,6 +190,34 @@ def gpu_rules(cfg: PlatformConfig) -> list[Alert]:
             f"reports fewer (or none) for {a.gpu_missing_for}.",
             "DCGM exporter reports fewer GPUs than the node has",
         ),
+    ]
+
+
+def mig_rules(cfg: PlatformConfig) -> list[Alert]:
+    """A node of a MIG pool that the MIG manager left advertising no GPU (gpu-operator issue
+    2833): its allocatable GPUs and MIG slices stay 0, or the manager labelled the node
+    `nvidia.com/mig.config.state=failed`. No series counts as 0: a device plugin that never
+    registered leaves no allocatable series at all."""
+    pools = [p for p in cfg.gpu_pools if p.sharing.mode == "mig"]
+    if not pools:
+        return []
+    a = cfg.alerts
+    nodes = " or ".join(_pool_nodes(p.node_selector) for p in pools)
+    allocatable = f"sum by (node) (kube_node_status_allocatable{{{GPU_RESOURCES}}})"
+    none = f"({allocatable} or on(node) 0 * ({nodes})) == 0"
+    failed = f'kube_node_labels{{{node_label(MIG_CONFIG_STATE_LABEL)}="failed"}}'
+    return [
+        Alert(
+            "MigNodeNoAllocatableGpu",
+            _as_hostname(f"max by (node) (({none} or on(node) {failed}) and on(node) ({nodes}))"),
+            a.mig_unallocatable_for,
+            "critical",
+            "MIG node advertises no GPU: the MIG manager left it unconfigured",
+            "{{ $labels.Hostname }}, a node of a MIG pool, has advertised no GPU or MIG slice "
+            "(or its MIG manager reported nvidia.com/mig.config.state=failed) for "
+            f"{a.mig_unallocatable_for}.",
+            "a MIG pool's node with 0 allocatable GPUs or MIG slices, or mig.config.state failed",
+        )
     ]
 
 
@@ -446,6 +476,7 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
     alerts that read them (Prometheus evaluates a group's rules in order)."""
     groups = {
         "gpu-platform.gpus": gpu_rules(cfg),
+        "gpu-platform.mig": mig_rules(cfg),
         "gpu-platform.queues": queue_rules(cfg),
         "gpu-platform.nodes": node_rules(cfg),
         "gpu-platform.selftest": selftest_rules(cfg),

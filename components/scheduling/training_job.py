@@ -86,6 +86,7 @@ from components.vocabulary import (
     QUARANTINE_LABEL,
     QUEUE_LABEL,
     RDMA_NETWORK,
+    TRAINING_POD_LABEL,
     pushgateway_url,
     rdma_resource,
 )
@@ -547,6 +548,7 @@ def ports(spec: TrainingJobSpec) -> list[dict[str, Any]]:
 
 def pod_labels(spec: TrainingJobSpec) -> dict[str, str]:
     labels = dict(spec.labels)
+    labels.update([TRAINING_POD_LABEL])
     if spec.metrics_port is not None:
         labels.update(METRICS_LABEL)
     if runs_preflight(spec):

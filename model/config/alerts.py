@@ -84,6 +84,12 @@ class AlertSettings(Settings):
         description="How long a GPU node may advertise more GPUs than the DCGM exporter reports "
         "(exporter down or GPU fallen off the bus) before GpuMissing fires.",
     )
+    mig_unallocatable_for: Duration = Field(
+        "15m",
+        description="How long a node of a MIG pool may advertise no GPU (or carry "
+        "nvidia.com/mig.config.state=failed) before MigNodeNoAllocatableGpu fires: longer than "
+        "the MIG manager takes to apply a layout, which stops the GPU pods and may reboot.",
+    )
     queue_depth: Int = Field(
         10,
         ge=1,

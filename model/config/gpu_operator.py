@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 # platform derives them from `gpu_sharing`; a hand-set one could name a config nobody defines.
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# What the MIG manager says of the layout it last applied: pending, rebooting, success or
+# failed (NVIDIA/mig-parted deployments/gpu-operator reconfigure-mig.sh, which the mig-manager
+# image runs; NVIDIA GPU Operator docs, "GPU Operator with MIG").
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 # The GPU Operator's ClusterPolicy `mig.strategy` (NVIDIA GPU Operator docs, "GPU Operator with
 # MIG"): one value for the whole cluster, read by every MIG node's device plugin and GFD.
 MigStrategy = Literal["single", "mixed"]

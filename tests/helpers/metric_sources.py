@@ -23,6 +23,7 @@ Sources, at the pinned versions (../shared/PINS.md):
   chart creates its ServiceMonitor only with `enablePrometheus: true` (default false).
 - kube-state-metrics (kube-prometheus-stack 88.5.3, subchart 8.4.0, on by default through
   `kubeStateMetrics.enabled`): kube_node_status_capacity{node, resource, unit},
+  kube_node_status_allocatable{node, resource, unit},
   kube_node_status_condition{node, condition, status}, kube_node_created{node},
   kube_node_spec_taint{node, key, value, effect} (one series per taint the node carries, on by
   default: kube-state-metrics docs/metrics/cluster/node-metrics.md, STABLE),
@@ -116,6 +117,7 @@ KUEUE_RESOURCE_METRICS = ["kueue_cluster_queue_resource_usage", "kueue_cluster_q
 NODE_METRICS = {
     "kube_node_created": {"node"},
     "kube_node_status_capacity": {"node", "resource", "unit"},
+    "kube_node_status_allocatable": {"node", "resource", "unit"},
     "kube_node_status_condition": {"node", "condition", "status"},
     "kube_node_spec_taint": {"node", "key", "value", "effect"},
 }

@@ -3,6 +3,8 @@ configurations the GPU pools' labels name, and the cluster's one DCGM exporter."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -10,9 +12,13 @@ from components.data.gpu_node_group import node_labels
 from components.data.gpu_operator import helm_values, operator_labels
 from model.config import GpuNodeGroupSettings, GpuOperatorSettings, OnPremGpuPoolSettings
 from model.config.pools import pool_of_group, pool_of_onprem
-from tests.conftest import STACKS, planned, stack_config
+from plan.render import render_chart
+from tests.conftest import AWS_STACKS, SHARED_HELM, STACKS, planned, stack_config
+from tests.controllers.label_selector import label_selector_matches
+from tests.controllers.pod_security import pod_templates
 from tests.helpers import crds
 from tests.helpers import helm_values as chart
+from tests.helpers.rendered_jobs import every_job
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART = ("gpu-operator", "v26.7.0")
@@ -357,3 +363,83 @@ def test_each_stack_runs_exactly_one_dcgm_exporter(stack):
     ]
     found += [r.name for r in planned(stack).of_type(RELEASE) if "dcgm" in r.inputs["chart"]]
     assert found == [f"{stack}-gpu-operator: dcgmExporter"]
+
+
+# ------------------------------------------------------------------------- driver upgrades
+
+# Stacks on an existing cluster, where the operator may install the driver.
+EXISTING_STACKS = [s for s in STACKS if s not in AWS_STACKS]
+
+# ClusterPolicy.spec.driver.upgradePolicy as the chart writes it (gpu-operator v26.7.0 chart
+# templates/clusterpolicy.yaml l. 227-249; the chart's `gpuPodDeletion` becomes the CR's
+# `podDeletion`), with the platform's choices (../shared/PINS.md "Driver upgrades") and the
+# chart's values.yaml defaults (l. 167-200) where the platform keeps them: maxUnavailable 25%,
+# gpuPodDeletion.timeoutSeconds 300, drain force false / timeoutSeconds 300 / deleteEmptyDir false.
+UPGRADE_POLICY = {
+    "autoUpgrade": True,
+    "maxParallelUpgrades": 1,
+    "maxUnavailable": "25%",
+    "waitForCompletion": {"timeoutSeconds": 0, "podSelector": "gpu-platform/workload=training"},
+    "podDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": True},
+    "drain": {"enable": False, "force": False, "timeoutSeconds": 300, "deleteEmptyDir": False},
+}
+
+
+def driver_installing_values(stack: str) -> dict:
+    """The stack's gpu-operator values with the operator installing the driver."""
+    cfg = stack_config(stack)
+    settings = cfg.gpu_operator.model_copy(update={"install_driver": True})
+    return helm_values(cfg.gpu_pools, settings, on_aws=False)
+
+
+def cluster_policy(vals: dict) -> dict:
+    """The ClusterPolicy the pinned chart renders from `vals`."""
+    templates, _ = render_chart(
+        SHARED_HELM / "gpu-operator-v26.7.0.tgz",
+        json.dumps(vals, sort_keys=True),
+        "gpu-operator",
+        "gpu-operator",
+        K8S,
+        (),
+    )
+    docs = [d for _, text in templates for d in yaml.safe_load_all(text) if d]
+    (policy,) = [d for d in docs if d["kind"] == "ClusterPolicy"]
+    return policy
+
+
+def selector_of(text: str) -> dict:
+    """A label selector string of `key=value` terms (the operator parses podSelector with
+    labels.Parse) as a matchLabels selector; anything else is refused, not guessed."""
+    terms = [t.split("=") for t in text.split(",")]
+    assert all(len(t) == 2 for t in terms), f"not key=value terms: {text!r}"
+    return {"matchLabels": dict(terms)}
+
+
+@pytest.mark.parametrize("stack", EXISTING_STACKS)
+def test_driver_upgrades_wait_for_training_pods_and_delete_their_shm(stack):
+    vals = driver_installing_values(stack)
+    assert chart.unknown_keys(*CHART, vals, K8S) == []
+    assert cluster_policy(vals)["spec"]["driver"]["upgradePolicy"] == UPGRADE_POLICY
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_upgrade_policy_is_set_exactly_where_the_operator_installs_the_driver(stack):
+    # PINS.md: the upgrade controller works on the operator's driver pods; with none (the
+    # AL2023 NVIDIA AMI, or nodes with their own driver) a policy would promise what never runs.
+    driver = operator_release(stack).inputs["values"]["driver"]
+    assert ("upgradePolicy" in driver) == driver["enabled"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_driver_upgrade_waits_for_every_training_pod_the_platform_renders(stack):
+    text = cluster_policy(driver_installing_values(EXISTING_STACKS[0]))["spec"]["driver"][
+        "upgradePolicy"
+    ]["waitForCompletion"]["podSelector"]
+    selector = selector_of(text)
+    unmatched = [
+        what
+        for what, obj in every_job(stack)
+        for meta, _ in pod_templates(obj)
+        if not label_selector_matches(selector, meta.get("labels") or {})
+    ]
+    assert unmatched == []

@@ -1,6 +1,6 @@
 """Every alert setting reaches the PrometheusRule (STYLE.md §14): every stack and golden file
 uses the defaults, so a duration or threshold written into components/observability/alerts.py
-as a literal would pass them; test_alerts.py varies five of the seventeen. Here one stack sets
+as a literal would pass them; test_alerts.py varies five of them. Here one stack sets
 every one to a value no default has, and each rule follows it."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ VARIED = {
     "migration_for": "12m",
     "xid_window": "20m",
     "gpu_missing_for": "15m",
+    "mig_unallocatable_for": "25m",
     "queue_depth": 12,
     "queue_depth_for": "6m",
     "node_condition_for": "8m",
@@ -38,7 +39,14 @@ def config() -> PlatformConfig:
         {
             "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
             "cluster": {"admin_principal_arns": [ADMIN]},
-            "gpu_node_groups": [{"name": "a100", "instance_types": ["p4d.24xlarge"]}],
+            "gpu_node_groups": [
+                {"name": "a100", "instance_types": ["p4d.24xlarge"]},
+                {
+                    "name": "a100-mig",
+                    "instance_types": ["p4d.24xlarge"],
+                    "gpu_sharing": {"mode": "mig"},
+                },
+            ],
             "alerts": VARIED,
         }
     )
@@ -67,6 +75,7 @@ def test_every_alert_setting_is_the_stack_s_not_the_default():
     assert r["GpuMigrationCandidate"]["for"] == "12m"
     assert r["GpuXidError"]["expr"] == "max_over_time(DCGM_FI_DEV_XID_ERRORS[20m]) > 0"
     assert r["GpuMissing"]["for"] == "15m"
+    assert r["MigNodeNoAllocatableGpu"]["for"] == "25m"
     assert r["KueueQueueBacklog"]["expr"].endswith("> 12")
     assert r["KueueQueueBacklog"]["for"] == "6m"
     assert r["EksNodeConditionFailed"]["for"] == "8m"

@@ -43,6 +43,9 @@ AWS_ALERTS = {
     # Every stack's Pushgateway holds the goodput trainkit pushes.
     "JobGoodputLow",
 }
+# Only where a pool is cut by MIG (aws_config's a100-mig group).
+MIG_ALERTS = {"MigNodeNoAllocatableGpu"}
+AWS_ALERTS |= MIG_ALERTS
 # Where the periodic self-test pushes its results (selftest.schedule).
 SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
 # Where new GPU nodes are tested before they take a job (selftest.node_join).
@@ -110,7 +113,9 @@ def test_every_selftest_alert_has_a_firing_and_a_silent_promtool_case():
         for check in test["alert_rule_test"]:
             (fires if check.get("exp_alerts") else silent).add(check["alertname"])
     assert fires == silent == SELFTEST_ALERTS
-    assert set(rules_by_name(scheduled_config())) == AWS_ALERTS | SELFTEST_ALERTS | NODE_JOIN_ALERTS
+    assert set(rules_by_name(scheduled_config())) == (
+        AWS_ALERTS - MIG_ALERTS | SELFTEST_ALERTS | NODE_JOIN_ALERTS
+    )
     # Without an image nothing runs on a schedule, nothing is pushed: no self-test alert.
     assert not set(rules_by_name(aws_config())) & SELFTEST_ALERTS
 
@@ -167,7 +172,7 @@ def test_gpu_missing_reads_the_device_plugin_config_label_kube_state_metrics_exp
     assert 'kube_node_labels{label_nvidia_com_device_plugin_config=~"mig-single"}' in expr
     values = monitoring_values(ObservabilitySettings(), None, {})
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
-        "nodes=[nvidia.com/device-plugin.config]"
+        "nodes=[nvidia.com/device-plugin.config,nvidia.com/mig.config.state]"
     ]
 
 
@@ -220,7 +225,7 @@ def test_existing_cluster_gets_gpu_and_queue_alerts_but_no_agent_alert():
     """No EKS node monitoring agent on an existing cluster: its GPU health comes from DCGM, and
     from the self-test it runs on a schedule."""
     assert set(rules_by_name(stack_config("onprem"))) == (
-        AWS_ALERTS - {"EksNodeConditionFailed"} | SELFTEST_ALERTS | NODE_JOIN_ALERTS
+        AWS_ALERTS - {"EksNodeConditionFailed"} - MIG_ALERTS | SELFTEST_ALERTS | NODE_JOIN_ALERTS
     )
 
 
@@ -288,9 +293,10 @@ def test_training_defaults_follow_their_sources():
     assert a.straggler_for == "10m"
 
 
-def test_every_alert_names_severity_summary_description_and_a_runbook():
+@pytest.mark.parametrize("cfg", [scheduled_config, aws_config])
+def test_every_alert_names_severity_summary_description_and_a_runbook(cfg):
     runbooks = (ROOT / "docs" / "monitoring.md").read_text()
-    for name, rule in rules_by_name(scheduled_config()).items():
+    for name, rule in rules_by_name(cfg()).items():
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}, name
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], name
         assert rule["annotations"]["runbook_url"] == f"docs/monitoring.md#{name.lower()}"
@@ -305,7 +311,7 @@ def severity_table() -> dict[str, str]:
     return dict(rows)
 
 
-@pytest.mark.parametrize("cfg", [scheduled_config, lambda: stack_config("onprem")])
+@pytest.mark.parametrize("cfg", [scheduled_config, aws_config, lambda: stack_config("onprem")])
 def test_every_alert_is_in_the_severity_table_at_its_severity(cfg):
     """The table operators route by says what each rule pages at: a rule whose severity moves,
     or a rule the table lacks, fails here."""
@@ -389,7 +395,7 @@ def test_the_rule_lives_in_the_monitoring_namespace():
 
 def test_plan_lists_every_alert_with_threshold_and_duration():
     alerts = planned("dev").outputs["alerts"]
-    assert set(alerts) == AWS_ALERTS
+    assert set(alerts) == AWS_ALERTS - MIG_ALERTS
     assert alerts["GpuIdle"] == "GPU utilisation (a pod's GPU) < 30 % for 30m"
     assert alerts["KueueQueueBacklog"] == "pending workloads per ClusterQueue > 10 for 300s"
     assert alert_report(stack_config("onprem"))["GpuTemperatureHigh"] == (
