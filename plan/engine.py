@@ -7,6 +7,7 @@ emits. Rendering and the command line live in plan/cli.py.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import runpy
@@ -227,6 +228,20 @@ def run_program(
     return recording
 
 
+def _unread_refusal(
+    raised: list[BaseException], loop: asyncio.AbstractEventLoop, context: dict[str, Any]
+) -> None:
+    """The loop's handler of what nothing awaited: the error that stopped the program (a
+    refused stack's ConfigError) reaches the caller, while the SDK's futures that also hold it
+    are dropped unread. Reporting each would format its traceback inside the garbage collector,
+    wherever it runs, and CPython 3.11's traceback parses source lines there: a parse nested in
+    another thread's or frame's ast.parse upsets the interpreter's one AST depth counter, and
+    that parse fails with "SystemError: AST constructor recursion depth mismatch" (cpython
+    gh-106905). Anything else is reported as asyncio would."""
+    if not any(context.get("exception") is error for error in raised):
+        loop.default_exception_handler(context)
+
+
 def record(
     project: Project,
     recording: Recording,
@@ -259,6 +274,8 @@ def record(
     # The SDK sends each registration through the loop's executor; the mock monitor answers
     # at once, so one worker saves the GIL hand-offs of a pool without queueing anything.
     loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    raised: list[BaseException] = []
+    loop.set_exception_handler(functools.partial(_unread_refusal, raised))
     asyncio.set_event_loop(loop)
     saved_cwd, saved_argv = os.getcwd(), sys.argv
     os.chdir(root)
@@ -273,6 +290,9 @@ def record(
             await _settle()
 
         loop.run_until_complete(run_in_stack(main))
+    except BaseException as error:
+        raised.append(error)
+        raise
     finally:
         os.chdir(saved_cwd)
         sys.argv = saved_argv

@@ -126,6 +126,9 @@ DANGLING = {
     "scheduling.flavors[].pool": (
         aws(scheduling={"flavors": [{"pool": "a10"}]}), "scheduling.flavors[0].pool", "'a10'"),
     "selftest.pool": (aws(selftest={"image": IMAGE, "pool": "h100"}), "selftest.pool", "'h100'"),
+    "selftest.node_join.pool_timeout_minutes.<key>": (
+        aws(selftest={"image": IMAGE, "node_join": {"pool_timeout_minutes": {"h100": 30}}}),
+        "selftest.node_join.pool_timeout_minutes.h100", "'h100'"),
     "selftest.queue": (aws(selftest={"image": IMAGE, "queue": "fast"}), "selftest.queue",
                        "'fast'"),
     "selftest.priority_class": (aws(selftest={"image": IMAGE, "priority_class": "urgent"}),

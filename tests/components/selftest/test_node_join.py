@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.selftest.node_join import join_env
 from model.config import parse_config
 from model.config.node_join import joins_tested, pools_tested_on_join
 from plan.engine import run_program
@@ -172,3 +173,18 @@ REFUSED = [
 def test_bad_node_join_exits_2_naming_the_key(tmp_path, monkeypatch, capsys, stack, path, value,
                                               valid):  # fmt: skip
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+def test_a_node_join_check_quarantines_on_a_fail_even_where_scheduled_runs_only_report():
+    # docs/selftest.md, "When a node joins": a node that fails before its first job must never
+    # take one, whatever selftest.cordon_on_fail says of scheduled runs.
+    stack = aws(
+        gpu_node_groups=[P5], storage=FSX, selftest={"image": IMAGE, "cordon_on_fail": False}
+    )
+    cfg = parse_config({k.removeprefix(f"{NS}:"): v for k, v in stack.items()}, "Pulumi.nj.yaml")
+    (pool,) = pools_tested_on_join(cfg)
+    env = join_env(cfg, pool, {"SELFTEST_CORDON_ON_FAIL": "false", "KEPT": "1"})
+    assert env["SELFTEST_CORDON_ON_FAIL"] == "true"
+    assert env["SELFTEST_NODE_JOIN"] == "true"
+    assert env["SELFTEST_CHECKS"] == "short"
+    assert env["KEPT"] == "1"
