@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from components.observability.alerts import YOUNG_DALY
+from components.observability.fleet_health import YOUNG_DALY
 from components.vocabulary import prometheus_service
 from contract.training_metrics import (
     ALLOCATED_GPU_SECONDS,

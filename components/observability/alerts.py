@@ -8,12 +8,12 @@ and `pod` are the exporter's). Alerts built on kube-state-metrics copy its `node
 `Hostname`, so every alert names a node the same way.
 
 The training jobs' rules (goodput, stragglers) are components/observability/training_alerts.py;
-the rule types both build, components/observability/rule_types.py.
+the fleet's failure rate and the checkpoint interval it advises, fleet_health.py; the node series
+they share, node_series.py; the rule types all build, rule_types.py.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,30 +28,22 @@ from components.data.gpu_operator import (
     device_plugin_config_key,
 )
 from components.kubernetes_object import KubernetesObject
-from components.observability.rule_types import Alert, Record, Rule
-from components.observability.training_alerts import (
-    JOB,
-    PUSHED,
-    goodput_rules,
-    straggler_rules,
+from components.observability.fleet_health import (
+    FLEET_GROUP,
+    FLEET_INTERVAL,
+    checkpoint_rules,
+    fleet_rules,
 )
+from components.observability.node_series import EKS_AGENT_CONDITIONS, node_label, pool_nodes
+from components.observability.rule_types import Alert, Rule
+from components.observability.training_alerts import goodput_rules, straggler_rules
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
-from contract.training_metrics import CHECKPOINT_SECONDS, JOB_NODES
 from model.config import PlatformConfig
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL, MIG_CONFIG_STATE_LABEL
 from model.config.node_join import join_timeout_minutes, pools_tested_on_join
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 RULE_NAME = "gpu-platform-alerts"
-# The EKS node monitoring agent's conditions (EKS User Guide, "Detect node health issues":
-# node conditions reported by the agent).
-EKS_AGENT_CONDITIONS = (
-    "AcceleratedHardwareReady",
-    "ContainerRuntimeReady",
-    "KernelReady",
-    "NetworkingReady",
-    "StorageReady",
-)
 # kube-state-metrics writes an extended resource's name with every character outside
 # [a-zA-Z0-9_] turned into `_` (nvidia.com/gpu: `nvidia_com_gpu`; nvidia.com/mig-1g.10gb:
 # `nvidia_com_mig_1g_10gb`). What the device plugin advertises, per node: whole GPUs, shared
@@ -80,11 +72,6 @@ POD = "pod {{ $labels.exported_namespace }}/{{ $labels.exported_pod }}"
 
 def _as_hostname(expr: str) -> str:
     return f'label_replace({expr}, "Hostname", "$1", "node", "(.+)")'
-
-
-def node_label(key: str) -> str:
-    """A node label as kube-state-metrics names it on `kube_node_labels`."""
-    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
 def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
@@ -202,7 +189,7 @@ def mig_rules(cfg: PlatformConfig) -> list[Alert]:
     if not pools:
         return []
     a = cfg.alerts
-    nodes = " or ".join(_pool_nodes(p.node_selector) for p in pools)
+    nodes = " or ".join(pool_nodes(p.node_selector) for p in pools)
     allocatable = f"sum by (node) (kube_node_status_allocatable{{{GPU_RESOURCES}}})"
     none = f"({allocatable} or on(node) 0 * ({nodes})) == 0"
     failed = f'kube_node_labels{{{node_label(MIG_CONFIG_STATE_LABEL)}="failed"}}'
@@ -271,11 +258,6 @@ SELFTEST_JOB = 'job="gpu-platform-selftest"'
 STILL_A_NODE = "and on(node) kube_node_labels"
 
 
-def _pool_nodes(labels: dict[str, str]) -> str:
-    match = ", ".join(f'{node_label(k)}="{v}"' for k, v in sorted(labels.items()))
-    return f"kube_node_labels{{{match}}}"
-
-
 def stale_pools(cfg: PlatformConfig) -> str:
     """Seconds since any node of each scheduled pool last pushed, over twice the schedule's
     longest gap, by `pool`. A node that never pushed counts from its creation
@@ -289,7 +271,7 @@ def stale_pools(cfg: PlatformConfig) -> str:
     for name in scheduled_pools(cfg):
         seen = (
             f"max by (node) (push_time_seconds{{{SELFTEST_JOB}}} or kube_node_created) "
-            f"and on(node) {_pool_nodes(pools[name].node_selector)}"
+            f"and on(node) {pool_nodes(pools[name].node_selector)}"
         )
         terms.append(f'label_replace(time() - max({seen}) > {limit}, "pool", "{name}", "", "")')
     return " or ".join(terms)
@@ -350,80 +332,6 @@ def selftest_rules(cfg: PlatformConfig) -> list[Alert]:
     ]
 
 
-# ---------------------------------------------------------------------------- fleet health
-# Each node's state is recorded once a minute (the group's interval, FLEET_INTERVAL): a sample
-# stands for that many seconds of the node's life.
-FLEET_GROUP = "gpu-platform.fleet"
-FLEET_INTERVAL, FLEET_INTERVAL_SECONDS = "1m", 60
-OUT_OF_SERVICE = "gpu_platform_node:out_of_service:bool"
-NODE_FAILURES = "gpu_platform_node:failures:window"
-NODE_UP = "gpu_platform_node:in_service_seconds:window"
-NODE_DOWN = "gpu_platform_node:out_of_service_seconds:window"
-NODE_MTBF = "gpu_platform_node:mtbf_seconds:window"
-NODE_MTTR = "gpu_platform_node:mttr_seconds:window"
-POOL_MTBF = "gpu_platform_pool:mtbf_seconds:window"
-POOL_MTTR = "gpu_platform_pool:mttr_seconds:window"
-YOUNG_DALY = "gpu_platform_job:checkpoint_interval_seconds:young_daly"
-NODE = "node, pool"
-
-
-def out_of_service(cfg: PlatformConfig) -> str:
-    """1 while a pool's node is out of service, 0 while it serves, by (node, pool): quarantined
-    by the self-test (its taint, kube-state-metrics' kube_node_spec_taint, present only while the
-    node carries it) or, on AWS, failing a condition the EKS node monitoring agent reports,
-    which EKS node repair acts on. Every other node of the pool counts 0 (kube_node_labels)."""
-    faults = [f'kube_node_spec_taint{{key="{QUARANTINE_LABEL}"}}']
-    if cfg.provider == "aws":
-        conditions = "|".join(EKS_AGENT_CONDITIONS)
-        faults.append(f'kube_node_status_condition{{condition=~"{conditions}", status="false"}}')
-    state = f"max by (node) ({' or '.join(faults)} or 0 * kube_node_labels)"
-    terms = [
-        f'label_replace({state} and on(node) {_pool_nodes(p.node_selector)}, "pool", "{p.name}",'
-        ' "", "")'
-        for p in cfg.gpu_pools
-    ]
-    return f"max by ({NODE}) ({' or '.join(terms)})"
-
-
-def fleet_rules(cfg: PlatformConfig) -> list[Rule]:
-    """Time between failures and time to repair per node and per pool over alerts.fleet_window,
-    from each node's recorded state: a failure is a change from 0 to 1 (a change that is not a
-    reset, the state being 0 or 1), in-service and out-of-service time the samples of each state
-    times the interval. A node replaced while out of service leaves its downtime in the window
-    and no repair: MTTR counts the time to its replacement. MTBF is in-service time over
-    failures, MTTR out-of-service time over failures; neither exists for a node or pool with no
-    failure in the window."""
-    if not cfg.gpu_pools:
-        return []
-    w = f"{OUT_OF_SERVICE}[{cfg.alerts.fleet_window}]"
-    step = FLEET_INTERVAL_SECONDS
-    per_pool = "sum by (pool)"
-    return [
-        Record(OUT_OF_SERVICE, out_of_service(cfg)),
-        Record(NODE_FAILURES, f"sum by ({NODE}) (changes({w}) - resets({w}))"),
-        Record(NODE_UP, f"sum by ({NODE}) (count_over_time({w}) - sum_over_time({w})) * {step}"),
-        Record(NODE_DOWN, f"sum by ({NODE}) (sum_over_time({w})) * {step}"),
-        Record(NODE_MTBF, f"sum by ({NODE}) ({NODE_UP}) / ({NODE_FAILURES} > 0)"),
-        Record(NODE_MTTR, f"sum by ({NODE}) ({NODE_DOWN}) / ({NODE_FAILURES} > 0)"),
-        Record(POOL_MTBF, f"{per_pool} ({NODE_UP}) / ({per_pool} ({NODE_FAILURES}) > 0)"),
-        Record(POOL_MTTR, f"{per_pool} ({NODE_DOWN}) / ({per_pool} ({NODE_FAILURES}) > 0)"),
-    ]
-
-
-def checkpoint_rules(cfg: PlatformConfig) -> list[Rule]:
-    """Each job's checkpoint interval that loses least, from what it pays per checkpoint (C,
-    the seconds its ranks wait on a save) and its pool's MTBF per node over its nodes (a job on
-    N nodes stops at any one's failure: M = MTBF / N): sqrt(2 C M) (J. W. Young, "A first
-    order approximation to the optimum checkpoint interval", CACM 17(9), 1974; J. T. Daly, "A
-    higher order estimate of the optimum checkpoint interval for restart dumps", FGCS 22(3),
-    2006, whose higher-order terms change it by under C while C is small beside M)."""
-    if not cfg.gpu_pools:
-        return []
-    cost = f"max by ({JOB}) ({CHECKPOINT_SECONDS}{PUSHED})"
-    nodes = f"max by ({JOB}) ({JOB_NODES}{PUSHED})"
-    return [Record(YOUNG_DALY, f"sqrt(2 * {cost} * on(pool) group_left {POOL_MTBF} / {nodes})")]
-
-
 def node_join_limit_seconds(cfg: PlatformConfig, pool: str) -> int:
     """How long a node of `pool` may keep the startup taint before it alerts: twice the
     check's limit there, one run cut off by it and the next (the DaemonSet starts it again),
@@ -442,7 +350,7 @@ def stuck_nodes(cfg: PlatformConfig) -> str:
         limit = node_join_limit_seconds(cfg, pool.name)
         stuck = (
             f"time() - kube_node_created > {limit} and on(node) {tainted} "
-            f"and on(node) {_pool_nodes(pool.node_selector)}"
+            f"and on(node) {pool_nodes(pool.node_selector)}"
         )
         terms.append(f'label_replace({stuck}, "pool", "{pool.name}", "", "")')
     return " or ".join(terms)

@@ -1,6 +1,6 @@
-"""The Fleet health records (time between failures and time to repair per node and pool) and the
-Young–Daly checkpoint interval: promtool runs the hand-worked cases of
-tests/promtool/fleet_test.yaml, and every pool of every stack is measured."""
+"""The Fleet health records (components/observability/fleet_health.py: time between failures and
+time to repair per node and pool) and the Young–Daly checkpoint interval: promtool runs the
+hand-worked cases of tests/promtool/fleet_test.yaml, and every pool of every stack is measured."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from components.observability.alerts import prometheus_rule_spec
+from components.observability.fleet_health import checkpoint_rules, fleet_rules
 from model.config import PlatformConfig
 from tests.conftest import STACKS, stack_config
 from tests.helpers.alert_stacks import aws_config, promtool_cases
@@ -82,3 +83,11 @@ def test_a_quarantine_and_on_aws_a_failed_agent_condition_put_a_node_out_of_serv
 
 def test_the_default_window_is_a_week():
     assert fleet_group(aws_config())["rules"][1]["expr"].count("[7d]") == 2
+
+
+def test_a_stack_without_gpu_pools_records_no_fleet_state():
+    # Nothing to measure: no group of empty records, no interval without a pool's MTBF.
+    cfg = aws_config(groups=[])
+    assert fleet_rules(cfg) == []
+    assert checkpoint_rules(cfg) == []
+    assert FLEET_GROUP not in {g["name"] for g in prometheus_rule_spec(cfg)["groups"]}

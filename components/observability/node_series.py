@@ -1,0 +1,28 @@
+"""The node series of kube-state-metrics and the EKS node monitoring agent that the platform's
+rules read to find a pool's nodes and their health: the alerts (alerts.py) and the fleet's
+failure rate (fleet_health.py)."""
+
+from __future__ import annotations
+
+import re
+
+# The EKS node monitoring agent's conditions (EKS User Guide, "Detect node health issues":
+# node conditions reported by the agent).
+EKS_AGENT_CONDITIONS = (
+    "AcceleratedHardwareReady",
+    "ContainerRuntimeReady",
+    "KernelReady",
+    "NetworkingReady",
+    "StorageReady",
+)
+
+
+def node_label(key: str) -> str:
+    """A node label as kube-state-metrics names it on `kube_node_labels`."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def pool_nodes(labels: dict[str, str]) -> str:
+    """The kube_node_labels series of the nodes that carry every one of `labels`."""
+    match = ", ".join(f'{node_label(k)}="{v}"' for k, v in sorted(labels.items()))
+    return f"kube_node_labels{{{match}}}"
