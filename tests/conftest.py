@@ -6,9 +6,11 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import hashlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,18 @@ def _plans() -> DiskCache:
 @functools.cache
 def planned(stack: str) -> Plan:
     return _plans().get(f"plan-{stack}", lambda: plan_stack(stack))
+
+
+def project_plan(stack: str, stacks: dict[str, dict[str, Any]]) -> Plan:
+    """`stack` planned in a project of a test's own stack files (`stacks`: each one's
+    `gpu-platform:*` keys, `stack` among them), once per content across the test processes:
+    the plan cache keeps it beside the shipped stacks' plans."""
+    digest = hashlib.sha256(json.dumps(stacks, sort_keys=True).encode()).hexdigest()[:16]
+
+    def fresh() -> Plan:
+        return plan_stack(stack, make_project(Path(tempfile.mkdtemp(prefix=f"{stack}-")), stacks))
+
+    return _plans().get(f"plan-{stack}-{digest}", fresh)
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from model.config import PlatformConfig
 from model.stacks import stack_config
-from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import make_project, stack_file_config
+from tests.conftest import make_project, project_plan, stack_file_config
 from tests.helpers.bad_stacks import NS
 from tests.helpers.shared_data import RWX_CLASS
 
@@ -93,15 +92,18 @@ def _claim_config() -> dict:
     return config
 
 
+def _stacks() -> dict[str, dict]:
+    return {BROWNFIELD_STACK: _config(), CLAIM_STACK: _claim_config()}
+
+
 @functools.cache
 def _root() -> Path:
-    stacks = {BROWNFIELD_STACK: _config(), CLAIM_STACK: _claim_config()}
-    return make_project(Path(tempfile.mkdtemp(prefix="brownfield-")), stacks)
+    return make_project(Path(tempfile.mkdtemp(prefix="brownfield-")), _stacks())
 
 
 @functools.cache
 def brownfield_plan(stack: str = BROWNFIELD_STACK) -> Plan:
-    return plan_stack(stack, _root())
+    return project_plan(stack, _stacks())
 
 
 @functools.cache

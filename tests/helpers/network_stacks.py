@@ -5,12 +5,9 @@ existing VPC. Each planned once per test process."""
 from __future__ import annotations
 
 import functools
-import tempfile
-from pathlib import Path
 
-from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import make_project, stack_file_config
+from tests.conftest import project_plan, stack_file_config
 from tests.helpers.bad_stacks import ADMIN, NS
 
 # The new user's stack: eu-central-1, a private endpoint, the office network 198.18.0.0/15
@@ -54,8 +51,7 @@ def frankfurt_without(key: str) -> dict:
 
 @functools.cache
 def frankfurt_plan() -> Plan:
-    root = make_project(Path(tempfile.mkdtemp(prefix="fra-")), {FRANKFURT_STACK: FRANKFURT_CONFIG})
-    return plan_stack(FRANKFURT_STACK, root)
+    return project_plan(FRANKFURT_STACK, {FRANKFURT_STACK: FRANKFURT_CONFIG})
 
 
 # Staging (three zones, EFA group and Lustre in us-east-1c, flow logs, a private endpoint)
@@ -87,7 +83,4 @@ def existing_vpc_config() -> dict:
 
 @functools.cache
 def existing_vpc_plan() -> Plan:
-    root = make_project(
-        Path(tempfile.mkdtemp(prefix="byovpc-")), {EXISTING_VPC_STACK: existing_vpc_config()}
-    )
-    return plan_stack(EXISTING_VPC_STACK, root)
+    return project_plan(EXISTING_VPC_STACK, {EXISTING_VPC_STACK: existing_vpc_config()})

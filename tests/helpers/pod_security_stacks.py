@@ -18,7 +18,6 @@ from jobs.common import SubmitError
 from jobs.recipe import plan_job as plan_recipe
 from model.config import PlatformConfig
 from model.config.recipes import RECIPES
-from plan.cli import plan_stack
 from plan.model import Plan
 from plan.render import Rendering, render_plan
 from tests.conftest import (
@@ -26,6 +25,7 @@ from tests.conftest import (
     STACKS,
     make_project,
     planned,
+    project_plan,
     rendered,
     stack_config,
     stack_file_config,
@@ -101,7 +101,7 @@ def _root() -> Path:
 
 @functools.cache
 def plan_of(stack: str) -> Plan:
-    return plan_stack(stack, _root()) if stack in SYNTHETIC else planned(stack)
+    return project_plan(stack, SYNTHETIC) if stack in SYNTHETIC else planned(stack)
 
 
 @functools.cache

@@ -9,9 +9,8 @@ import tempfile
 from pathlib import Path
 
 from model.config import PlatformConfig
-from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import STACKS, make_project, planned, stack_config
+from tests.conftest import STACKS, make_project, planned, project_plan, stack_config
 from tests.helpers.bad_stacks import GROUP, NS, aws, existing
 from tests.helpers.brownfield_stacks import BROWNFIELD_STACKS, brownfield_config, brownfield_plan
 
@@ -70,15 +69,18 @@ def onprem_teams_config() -> dict:
 TEAM_STACKS = (AWS_TEAMS_STACK, ONPREM_TEAMS_STACK)
 
 
+def _stacks() -> dict[str, dict]:
+    return {AWS_TEAMS_STACK: aws_teams_config(), ONPREM_TEAMS_STACK: onprem_teams_config()}
+
+
 @functools.cache
 def _root() -> Path:
-    stacks = {AWS_TEAMS_STACK: aws_teams_config(), ONPREM_TEAMS_STACK: onprem_teams_config()}
-    return make_project(Path(tempfile.mkdtemp(prefix="teams-")), stacks)
+    return make_project(Path(tempfile.mkdtemp(prefix="teams-")), _stacks())
 
 
 @functools.cache
 def team_plan(stack: str) -> Plan:
-    return plan_stack(stack, _root())
+    return project_plan(stack, _stacks())
 
 
 def team_config(stack: str) -> PlatformConfig:

@@ -6,12 +6,9 @@ fails on this one."""
 from __future__ import annotations
 
 import functools
-import tempfile
-from pathlib import Path
 
-from plan.cli import plan_stack
 from plan.model import Plan
-from tests.conftest import AWS_STACKS, make_project, planned, stack_file_config
+from tests.conftest import AWS_STACKS, planned, project_plan, stack_file_config
 from tests.helpers.bad_stacks import NS
 from tests.helpers.network_stacks import (
     EXISTING_VPC_STACK,
@@ -51,8 +48,7 @@ def _config() -> dict:
 
 @functools.cache
 def varied_plan() -> Plan:
-    root = make_project(Path(tempfile.mkdtemp(prefix="varied-")), {VARIED_STACK: _config()})
-    return plan_stack(VARIED_STACK, root)
+    return project_plan(VARIED_STACK, {VARIED_STACK: _config()})
 
 
 # One GPU group of each capacity kind the model takes (STYLE.md §14: every member of an
@@ -90,8 +86,7 @@ CAPACITY_CONFIG = {
 
 @functools.cache
 def capacity_kinds_plan() -> Plan:
-    root = make_project(Path(tempfile.mkdtemp(prefix="cap-")), {CAPACITY_STACK: CAPACITY_CONFIG})
-    return plan_stack(CAPACITY_STACK, root)
+    return project_plan(CAPACITY_STACK, {CAPACITY_STACK: CAPACITY_CONFIG})
 
 
 def every_aws_plan() -> list[tuple[str, Plan]]:

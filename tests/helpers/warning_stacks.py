@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import json
-import tempfile
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
 from infra.stack_warnings import kubernetes_support
-from plan.cli import compare_with_previous, plan_stack
+from plan.cli import compare_with_previous
 from plan.model import Plan
 from plan.render import render_plan
-from tests.conftest import _plans, make_project, planned, stack_config, stack_file_config
+from tests.conftest import (
+    make_project,
+    planned,
+    project_plan,
+    stack_config,
+    stack_file_config,
+)
 from tests.helpers.bad_stacks import NS
 from tests.helpers.brownfield_stacks import CLAIM_STACK, brownfield_plan
 
@@ -63,18 +67,16 @@ FIXTURES: dict[str, Callable[[], dict]] = {LOUD_AWS: loud_aws, LOUD_ONPREM: loud
 
 def project(root: Path, stack: str, config: dict) -> Path:
     """A project holding `stack` and the shipped burst worker the onprem stack refers to."""
-    return make_project(root, {stack: config, "burst": stack_file_config("burst")})
+    return make_project(root, with_worker(stack, config))
+
+
+def with_worker(stack: str, config: dict) -> dict[str, dict]:
+    return {stack: config, "burst": stack_file_config("burst")}
 
 
 @functools.cache
 def loud_plan(stack: str) -> Plan:
-    config = FIXTURES[stack]()
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
-
-    def fresh() -> Plan:
-        return plan_stack(stack, project(Path(tempfile.mkdtemp(prefix=f"{stack}-")), stack, config))
-
-    return _plans().get(f"plan-{stack}-{digest}", fresh)
+    return project_plan(stack, with_worker(stack, FIXTURES[stack]()))
 
 
 def support_ending() -> list[str]:
