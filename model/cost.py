@@ -459,7 +459,7 @@ def service_lines(cfg: PlatformConfig, today: date) -> list[Line]:
                 cfg,
             ),
         ]
-    if cfg.network.vpc_endpoints and cfg.network.existing_vpc is None:
+    if cfg.network.declares_endpoints():
         # One endpoint per service, in every zone's private subnet; billed per zone.
         zones = len(cfg.aws.zones)
         services = len(INTERFACE_ENDPOINT_SERVICES)

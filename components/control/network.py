@@ -243,7 +243,7 @@ class Network(PlatformComponent):
             )
             private_rts.append(rt)
 
-        if net.vpc_endpoints:
+        if net.declares_endpoints():
             self._endpoints(env, args.aws.region, net, vpc, private_subnets, private_rts)
         self.vpc_id = vpc.id
         self.public_subnet_ids = [public_subnets[z].id for z in self.zones]

@@ -282,6 +282,11 @@ class NetworkSettings(Settings):
             raise problem
         return self
 
+    def declares_endpoints(self) -> bool:
+        """Whether the platform declares the VPC endpoints: vpc_endpoints, in a VPC of its own
+        (an existing VPC's endpoints are its owner's; its default stays true)."""
+        return self.vpc_endpoints and self.existing_vpc is None
+
     def routes(self) -> list[RoutedNetwork]:
         """The networks the private subnets reach through a gateway, in the stack's order."""
         found = []
