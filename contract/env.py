@@ -41,6 +41,11 @@ SELFTEST_NODE_JOIN = "SELFTEST_NODE_JOIN"
 # them that may be held for a failed check.
 SELFTEST_NODE_JOIN_POOL_SELECTOR = "SELFTEST_NODE_JOIN_POOL_SELECTOR"
 SELFTEST_NODE_JOIN_MAX_FAILED_SHARE = "SELFTEST_NODE_JOIN_MAX_FAILED_SHARE"
+# A GPU-stack change's canary (components/selftest/canary.py, bootstrap/selftest/baseline.py): the
+# pool whose stored baseline (its nodes' last passing figures) the run is held to, and the
+# fraction (0-1) a figure may fall below it.
+SELFTEST_BASELINE_POOL = "SELFTEST_BASELINE_POOL"
+SELFTEST_BASELINE_TOLERANCE = "SELFTEST_BASELINE_TOLERANCE"
 # The quarantine watcher (bootstrap/selftest/watch.py; components/selftest/access.py deploys it):
 # the team namespaces, comma-separated, whose failed preflights it reads.
 SELFTEST_WATCH_NAMESPACES = "SELFTEST_WATCH_NAMESPACES"
