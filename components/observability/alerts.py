@@ -38,6 +38,7 @@ from components.observability.node_series import EKS_AGENT_CONDITIONS, node_labe
 from components.observability.rule_types import Alert, Rule
 from components.observability.training_alerts import goodput_rules, straggler_rules
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
+from contract import node_join as join
 from model.config import PlatformConfig
 from model.config.gpu_operator import DEVICE_PLUGIN_LABEL, MIG_CONFIG_STATE_LABEL
 from model.config.node_join import join_timeout_minutes, pools_tested_on_join
@@ -58,9 +59,12 @@ NODE_LABELS_READ = (DEVICE_PLUGIN_LABEL, MIG_CONFIG_STATE_LABEL)
 
 def node_labels_read(cfg: PlatformConfig) -> tuple[str, ...]:
     """Every node label the stack's rules read: the device-plugin config, the MIG manager's
-    state, and the labels that select each pool's nodes (SelfTestStale, NodeJoinStuck,
-    MigNodeNoAllocatableGpu, the Fleet health records)."""
+    state, the labels that select each pool's nodes (SelfTestStale, NodeJoinStuck,
+    MigNodeNoAllocatableGpu, the Fleet health records) and, where new nodes are tested, where
+    each node's check stands (NodeJoinBreakerOpen)."""
     keys = {k for p in cfg.gpu_pools for k in p.node_selector}
+    if pools_tested_on_join(cfg):
+        keys.add(join.LABEL)
     return (*NODE_LABELS_READ, *sorted(keys - set(NODE_LABELS_READ)))
 
 
@@ -356,13 +360,39 @@ def stuck_nodes(cfg: PlatformConfig) -> str:
     return " or ".join(terms)
 
 
+def released_nodes(cfg: PlatformConfig) -> str:
+    """How many nodes of each tested pool the circuit breaker released untested, by `pool`: the
+    label bootstrap/selftest/node_join.py sets on a FAIL past selftest.node_join.max_failed_share
+    (kube_node_labels carries it: node_labels_read)."""
+    return " or ".join(
+        f"label_replace(count({pool_nodes({**pool.node_selector, join.LABEL: join.RELEASED})}), "
+        f'"pool", "{pool.name}", "", "")'
+        for pool in pools_tested_on_join(cfg)
+    )
+
+
 def node_join_rules(cfg: PlatformConfig) -> list[Alert]:
     """A GPU node that still carries the node-join startup taint after its pool's limit: its
     check never passed (a FAIL keeps it, and the node is quarantined), never ran (its pod waits
-    on a DaemonSet, an image or the GPUs) or cannot remove it."""
+    on a DaemonSet, an image or the GPUs) or cannot remove it. And a pool whose breaker opened:
+    its nodes failed the check so often that the latest ones were released untested, and take
+    jobs; the alert is the breaker's state, since only the node labels record it."""
     if not pools_tested_on_join(cfg):
         return []
     return [
+        Alert(
+            "NodeJoinBreakerOpen",
+            released_nodes(cfg),
+            "0s",
+            "warning",
+            "A pool's node-join breaker released nodes untested",
+            "{{ $value }} node(s) of pool {{ $labels.pool }} failed their node-join check past "
+            "the pool's circuit breaker (selftest.node_join.max_failed_share) and were released "
+            "untested: they take jobs. When most new nodes fail, the check itself (its image, a "
+            "floor) is the likelier fault.",
+            "a tested pool has nodes its node-join breaker released untested "
+            "(gpu-platform/node-join=released)",
+        ),
         Alert(
             "NodeJoinStuck",
             _as_hostname(stuck_nodes(cfg)),
@@ -375,7 +405,7 @@ def node_join_rules(cfg: PlatformConfig) -> list[Alert]:
             f"the node's {QUARANTINE_LABEL} label say why.",
             "a GPU node still carries the node-join taint twice its pool's check limit after "
             "it joined",
-        )
+        ),
     ]
 
 

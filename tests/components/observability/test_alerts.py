@@ -13,8 +13,14 @@ import pytest
 import yaml
 
 from components.observability import alerts, training_alerts
-from components.observability.alerts import alert_report, prometheus_rule, prometheus_rule_spec
+from components.observability.alerts import (
+    alert_report,
+    node_labels_read,
+    prometheus_rule,
+    prometheus_rule_spec,
+)
 from components.observability.monitoring import monitoring_values
+from components.observability.node_series import node_label
 from model.config import PlatformConfig
 from model.config.alerts import AlertSettings, check_retention
 from model.config.base import FieldProblem
@@ -49,7 +55,7 @@ AWS_ALERTS |= MIG_ALERTS
 # Where the periodic self-test pushes its results (selftest.schedule).
 SELFTEST_ALERTS = {"SelfTestFailed", "SelfTestBelowFloor", "SelfTestStale"}
 # Where new GPU nodes are tested before they take a job (selftest.node_join).
-NODE_JOIN_ALERTS = {"NodeJoinStuck"}
+NODE_JOIN_ALERTS = {"NodeJoinStuck", "NodeJoinBreakerOpen"}
 # Read from the training jobs' own series (tests/promtool/training_alerts_test.yaml).
 TRAINING_ALERTS = {"TrainingStraggler", "JobGoodputLow"}
 TRAINING_RECORDS = {
@@ -174,6 +180,22 @@ def test_gpu_missing_reads_the_device_plugin_config_label_kube_state_metrics_exp
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
         "nodes=[nvidia.com/device-plugin.config,nvidia.com/mig.config.state]"
     ]
+
+
+@pytest.mark.parametrize(
+    "cfg", [node_join_config, scheduled_config, aws_config], ids=lambda c: c.__name__
+)
+def test_every_node_label_a_rule_reads_is_one_kube_state_metrics_exports(cfg):
+    """A `label_<key>` matcher on kube_node_labels that is not allow-listed matches no series,
+    and its alert is silent for ever: every one read must come from node_labels_read."""
+    config = cfg()
+    exported = {node_label(key) for key in node_labels_read(config)}
+    read = set()
+    for rule in rules_by_name(config).values():
+        for selector in re.findall(r"kube_node_labels\{([^}]*)\}", rule["expr"]):
+            read |= set(re.findall(r"(label_\w+)\s*=", selector))
+    assert read, "no rule reads a node label: the test reads nothing"
+    assert read <= exported, sorted(read - exported)
 
 
 def test_promtool_unit_tests_can_fail(tmp_path):
