@@ -8,13 +8,14 @@ Pushgateway keeps one group per node, its last run, and Prometheus scrapes it fo
 group is there. A node's figure counts only while its check's status in the same group is PASS,
 so a node whose last run failed keeps its last passing figure from earlier runs in the window.
 
-Gone nodes: the Pushgateway keeps a group after its node left (no TTL; only the training jobs'
-groups are swept, components/observability/pushgateway_sweep.py, and the sweep runs on the
-goodput job alone). The first rule reads a figure only while kube-state-metrics still lists
-the node in the pool (kube_node_labels), so a gone node's group stops counting the moment the
-node goes, whatever the Pushgateway still holds; its last passing figures then count until
-they fall out of the window, as the figures of a node scaled away in the window should: a pool
-that scaled to zero keeps its baseline for the canary that starts it again."""
+Gone nodes: the Pushgateway keeps a group after its node left (no TTL; the sweep,
+components/observability/pushgateway_sweep.py, deletes the training jobs' goodput groups, not
+the self-test's), and Prometheus goes on scraping it. The first rule reads a figure only while
+kube-state-metrics still lists the node in the pool (kube_node_labels), so a gone node's group
+stops counting the moment the node goes, whether or not anything ever deletes it; its last
+passing figures then count until they fall out of the window, as the figures of a node scaled
+away in the window should: a pool that scaled to zero keeps its baseline for the canary that
+starts it again."""
 
 from __future__ import annotations
 
