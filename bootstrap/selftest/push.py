@@ -47,6 +47,23 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
+def by_node(per_rank: Iterable[RankResults]) -> dict[str, list[tuple[int, list[CheckResult]]]]:
+    """Each node's ranks: (GPU index, results)."""
+    nodes: dict[str, list[tuple[int, list[CheckResult]]]] = {}
+    for node, gpu, results in per_rank:
+        nodes.setdefault(node, []).append((gpu, results))
+    return nodes
+
+
+def figure_rows(ranks: list[tuple[int, list[CheckResult]]]) -> list[CheckResult]:
+    """The rows one node's figures are pushed from: a node's figure once, from the rank whose
+    result the node reports; a per-GPU figure (its rank put its GPU index in details["gpu"])
+    from every rank."""
+    merged = merge([results for _, results in sorted(ranks, key=lambda r: r[0])])
+    per_gpu = [r for _, results in ranks for r in results if "gpu" in r.details]
+    return [r for r in merged if "gpu" not in r.details] + per_gpu
+
+
 def samples(node: str, ranks: list[tuple[int, list[CheckResult]]]) -> dict[str, list[str]]:
     """Sample lines by metric for one node, from each of its ranks' results."""
     out: dict[str, list[str]] = {name: [] for name in HELP}
@@ -59,11 +76,7 @@ def samples(node: str, ranks: list[tuple[int, list[CheckResult]]]) -> dict[str, 
             )
     figures: dict[str, float] = {}
     floors: dict[str, float] = {}
-    # A node's figure once, from the rank whose result the node reports; a per-GPU figure (its
-    # rank put its GPU index in details["gpu"]) from every rank.
-    per_gpu = [r for _, results in ranks for r in results if "gpu" in r.details]
-    node_level = [r for r in merged if "gpu" not in r.details]
-    for result in node_level + per_gpu:
+    for result in figure_rows(ranks):
         gpu = str(result.details.get("gpu", ""))
         _figure(figures, node, result.name, gpu, result.unit, result.value)
         if "fraction" in result.details:
@@ -111,11 +124,8 @@ def push(base_url: str | None, per_rank: Iterable[RankResults], ended_at: float)
     name = "metrics.pushgateway"
     if not base_url:
         return CheckResult(name, "SKIP", reason="no Pushgateway configured (--pushgateway-url)")
-    nodes: dict[str, list[tuple[int, list[CheckResult]]]] = {}
-    for node, gpu, results in per_rank:
-        nodes.setdefault(node, []).append((gpu, results))
     pushed, problems = 0, []
-    for node, ranks in nodes.items():
+    for node, ranks in by_node(per_rank).items():
         body, url = exposition(node, ranks, ended_at), group_url(base_url, node)
         try:
             put(url, body)

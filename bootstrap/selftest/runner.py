@@ -41,6 +41,7 @@ from contract.env import (
 from contract.mounts import NVME_CACHE_MOUNT_PATH, SHARED_DATA_MOUNT_PATH
 from selftest import (
     agreement,
+    baseline,
     bundle,
     collectives,
     compute,
@@ -306,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     args = parse_args(argv, env)
     selected_groups(args.checks)  # a bad --checks stops here, before the process group forms
+    baseline.tolerance(env)  # and so does a bad SELFTEST_BASELINE_TOLERANCE
     ctx = build_context(args, env)
     rendezvous = init_group(ctx, env)
     grouped = rendezvous.status == "PASS"
@@ -321,6 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     results = merge([r for _, _, r in per_rank]) if ctx.is_rank0 else mine
     if ctx.is_rank0:  # which domain each node ran in, and those the cross-node figure spanned
         results = placement.name_domains(per_rank, results)
+    # A canary's figures against its pool's baseline: a FAIL fails the run (and keeps a node
+    # the run tests on joining tainted), but is no fault of the node's hardware: quarantine
+    # reads each rank's own results, which these rows are not part of.
+    held = {}
+    if ctx.is_rank0 and baseline.enabled(env):
+        held = baseline.hold(env, ctx.prometheus_url, per_rank)
+        results += baseline.report_rows(held)
     failed = [r.name for r in results if r.status == "FAIL"]
     # Every node's local rank 0 writes its own node's bundle and, with quarantine on, cordons
     # its own node for the hardware checks it failed: rank 0, which holds every rank's results,
@@ -365,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
             results.append(cordoned)
         if node_join.enabled(env):  # one node: rank 0 is its local rank 0
             results.append(node_join.settle(env, ctx.node, not failed, tripped))
-        results.append(push.push(args.pushgateway_url, per_rank, time.time()))
+        # Each node's baseline rows go with its group: the pool's baseline leaves out a figure
+        # its node's run FAILed (components/observability/baseline.py).
+        pushed = [*per_rank, *((node, 0, rows) for node, rows in held.items())]
+        results.append(push.push(args.pushgateway_url, pushed, time.time()))
     doc = report.report_doc(results, ctx.run_id, ctx.image, ctx.nodes,
                             time.perf_counter() - started)  # fmt: skip
     if ctx.is_rank0:

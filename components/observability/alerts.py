@@ -8,8 +8,9 @@ and `pod` are the exporter's). Alerts built on kube-state-metrics copy its `node
 `Hostname`, so every alert names a node the same way.
 
 The training jobs' rules (goodput, stragglers) are components/observability/training_alerts.py;
-the fleet's failure rate and the checkpoint interval it advises, fleet_health.py; the node series
-they share, node_series.py; the rule types all build, rule_types.py.
+the fleet's failure rate and the checkpoint interval it advises, fleet_health.py; each pool's
+baseline of self-test figures, baseline.py; the node series they share, node_series.py; the rule
+types all build, rule_types.py.
 """
 
 from __future__ import annotations
@@ -28,13 +29,19 @@ from components.data.gpu_operator import (
     device_plugin_config_key,
 )
 from components.kubernetes_object import KubernetesObject
+from components.observability.baseline import BASELINE_GROUP, BASELINE_INTERVAL, baseline_rules
 from components.observability.fleet_health import (
     FLEET_GROUP,
     FLEET_INTERVAL,
     checkpoint_rules,
     fleet_rules,
 )
-from components.observability.node_series import EKS_AGENT_CONDITIONS, node_label, pool_nodes
+from components.observability.node_series import (
+    EKS_AGENT_CONDITIONS,
+    SELFTEST_JOB,
+    node_label,
+    pool_nodes,
+)
 from components.observability.rule_types import Alert, Rule
 from components.observability.training_alerts import goodput_rules, straggler_rules
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
@@ -254,9 +261,6 @@ def node_rules(cfg: PlatformConfig) -> list[Alert]:
     ]
 
 
-# What every self-test run pushes (the contract with bootstrap/selftest), under this job; the
-# Pushgateway's ServiceMonitor keeps the pushed `job` (honorLabels true).
-SELFTEST_JOB = 'job="gpu-platform-selftest"'
 # The Pushgateway keeps a node's last push until someone deletes it: only nodes still in the
 # cluster alert, or a node scaled away would fire for ever.
 STILL_A_NODE = "and on(node) kube_node_labels"
@@ -422,8 +426,14 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
         "gpu-platform.goodput": goodput_rules(cfg),
         "gpu-platform.stragglers": straggler_rules(cfg),
         FLEET_GROUP: [*fleet_rules(cfg), *checkpoint_rules(cfg)],
+        BASELINE_GROUP: baseline_rules(cfg),
     }
     return {name: rules for name, rules in groups.items() if rules}
+
+
+# The groups evaluated at a set interval: the fleet records count samples as time; the
+# baseline reads a long window of its own samples.
+GROUP_INTERVALS = {FLEET_GROUP: FLEET_INTERVAL, BASELINE_GROUP: BASELINE_INTERVAL}
 
 
 def prometheus_rule_spec(cfg: PlatformConfig) -> dict[str, Any]:
@@ -432,8 +442,7 @@ def prometheus_rule_spec(cfg: PlatformConfig) -> dict[str, Any]:
         "groups": [
             {
                 "name": name,
-                # The fleet records count samples as time: they are evaluated at a set interval.
-                **({"interval": FLEET_INTERVAL} if name == FLEET_GROUP else {}),
+                **({"interval": GROUP_INTERVALS[name]} if name in GROUP_INTERVALS else {}),
                 "rules": [rule.rule(cfg.alerts) for rule in rules],
             }
             for name, rules in alert_groups(cfg).items()

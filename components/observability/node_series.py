@@ -1,6 +1,7 @@
 """The node series of kube-state-metrics and the EKS node monitoring agent that the platform's
-rules read to find a pool's nodes and their health: the alerts (alerts.py) and the fleet's
-failure rate (fleet_health.py)."""
+rules read to find a pool's nodes and their health, and the job every node's self-test pushes
+under: the alerts (alerts.py), the fleet's failure rate (fleet_health.py) and the pools'
+baselines (baseline.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ EKS_AGENT_CONDITIONS = (
     "NetworkingReady",
     "StorageReady",
 )
+
+# What every self-test run pushes (the contract with bootstrap/selftest), under this job; the
+# Pushgateway's ServiceMonitor keeps the pushed `job` (honorLabels true).
+SELFTEST_JOB = 'job="gpu-platform-selftest"'
 
 
 def node_label(key: str) -> str:

@@ -155,6 +155,17 @@ class AlertSettings(Settings):
         'between failures and time to repair over (docs/monitoring.md, "Fleet health"): '
         "failures that began in it, and the time its nodes spent in and out of service.",
     )
+    baseline_window: Duration = Field(
+        # Two weeks: a pool that scaled to zero keeps its baseline that long after its last
+        # node went (the cluster-autoscaler starts GPU groups from zero, so a canary may be
+        # the pool's only node), the default schedule (every 4 h) refreshes it 84 times in it,
+        # and it fits the default retention (15 days). Older figures are of a GPU stack
+        # two changes back more often than not.
+        "14d",
+        description="How far back each node's last passing self-test figure counts toward its "
+        "pool's baseline, which a GPU-stack change's canary is held to (docs/selftest.md, "
+        '"Held to the pool\'s baseline").',
+    )
 
 
 # Every duration field (named `*_for` or `*_window`), for the retention check.

@@ -39,14 +39,15 @@ def aws_config(groups=SHARING_GROUPS, mig_strategy="single", **alerts) -> Platfo
     )
 
 
-def scheduled_config() -> PlatformConfig:
+def scheduled_config(groups=(GROUP,), **alerts) -> PlatformConfig:
     """An AWS stack with an image, so its self-test runs on a schedule and pushes results."""
     return PlatformConfig.model_validate(
         {
             "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
             "cluster": {"admin_principal_arns": [ADMIN]},
-            "gpu_node_groups": [GROUP],
+            "gpu_node_groups": list(groups),
             "selftest": {"image": IMAGE},
+            "alerts": alerts,
         }
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from components.observability.alerts import prometheus_rule_spec
 from model.config import PlatformConfig
 from model.config.alerts import AlertSettings
+from tests.helpers.alert_stacks import IMAGE
 from tests.helpers.bad_stacks import ADMIN
 
 VARIED = {
@@ -31,6 +32,7 @@ VARIED = {
     "straggler_percent": 175,
     "straggler_for": "25m",
     "fleet_window": "3d",
+    "baseline_window": "5d",
 }
 
 
@@ -47,6 +49,9 @@ def config() -> PlatformConfig:
                     "gpu_sharing": {"mode": "mig"},
                 },
             ],
+            # An image: the self-test runs on a schedule and pushes, so the pools' baselines
+            # are recorded.
+            "selftest": {"image": IMAGE},
             "alerts": VARIED,
         }
     )
@@ -85,6 +90,8 @@ def test_every_alert_setting_is_the_stack_s_not_the_default():
     assert ratio["expr"].endswith("offset 3h")
     (failures,) = [x for x in records() if x["record"] == "gpu_platform_node:failures:window"]
     assert failures["expr"].count("[3d]") == 2 and "[7d]" not in failures["expr"]
+    (last,) = [x for x in records() if x["record"].endswith(":last_over_window")]
+    assert "[5d]" in last["expr"] and "[14d]" not in last["expr"]
     assert " > 1.75 and on" in r["TrainingStraggler"]["expr"]
     assert r["TrainingStraggler"]["for"] == "25m"
     for name, rule in r.items():

@@ -360,8 +360,10 @@ def test_every_training_alert_has_a_firing_and_a_silent_promtool_case():
     assert fires == silent == TRAINING_ALERTS
     assert records == TRAINING_RECORDS
     spec = prometheus_rule_spec(scheduled_config())
-    # The fleet's records have their own cases (tests/promtool/fleet_test.yaml).
-    training = [g for g in spec["groups"] if g["name"] != "gpu-platform.fleet"]
+    # The fleet's records and the pools' baselines have their own cases
+    # (tests/promtool/fleet_test.yaml, baseline_test.yaml).
+    own = {"gpu-platform.fleet", "gpu-platform.baseline"}
+    training = [g for g in spec["groups"] if g["name"] not in own]
     assert {r["record"] for g in training for r in g["rules"] if "record" in r} == (
         TRAINING_RECORDS
     )
@@ -461,21 +463,24 @@ def test_bad_alert_settings_are_refused(tmp_path, monkeypatch, capsys, stack, pa
 
 def test_a_retention_shorter_than_the_longest_alert_window_is_refused():
     # Prometheus would have dropped the start of a 2-day window after 1 day of retention.
-    # The Fleet health window (a week by default) is one of them.
-    short_fleet = {"fleet_window": "1d"}
+    # The Fleet health window (a week by default) and the baseline's (two weeks) are two.
+    short_fleet = {"fleet_window": "1d", "baseline_window": "1d"}
     with pytest.raises(FieldProblem) as raised:
         check_retention(1, AlertSettings(idle_for="2d", **short_fleet))
     assert raised.value.field == "observability.retention_days"
     assert "alerts.idle_for (2d)" in str(raised.value)
     check_retention(2, AlertSettings(idle_for="2d", **short_fleet))
     with pytest.raises(FieldProblem, match=r"alerts.fleet_window \(7d\)"):
-        check_retention(6, AlertSettings())
+        check_retention(6, AlertSettings(baseline_window="1d"))
+    with pytest.raises(FieldProblem, match=r"alerts.baseline_window \(14d\)"):
+        check_retention(13, AlertSettings())
     check_retention(15, AlertSettings())
 
 
 def test_the_stack_refuses_a_retention_shorter_than_an_alert_window(tmp_path, monkeypatch, capsys):
     stack = aws(
-        observability={"retention_days": 1}, alerts={"idle_for": "2d", "fleet_window": "1d"}
+        observability={"retention_days": 1},
+        alerts={"idle_for": "2d", "fleet_window": "1d", "baseline_window": "1d"},
     )
     assert_refused(
         tmp_path, monkeypatch, capsys, stack, "gpu-platform:observability.retention_days", "", "2d"
