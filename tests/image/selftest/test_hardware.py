@@ -397,14 +397,49 @@ def test_dcgm_skips_without_a_host_engine_or_when_it_does_not_answer(tmp_path):
     assert closed.reason.startswith(f"DCGM host engine at 127.0.0.1:{port} unreachable")
 
 
-@pytest.mark.parametrize(("check_set", "level"), [("short", "1"), ("full", "2")])
-def test_the_short_set_runs_diag_level_1_and_the_full_set_level_2(tmp_path, monkeypatch,
-                                                                   check_set, level):  # fmt: skip
+# `dcgmi diag` reference (docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference
+# /dcgmi/dcgmi-diag.html): level 1 "normally lasting seconds", 2 "approximately two minutes", 3
+# "approximately 15 minutes". The tool may take twice that, never under the 600 s every level had.
+@pytest.mark.parametrize(
+    ("check_set", "level", "timeout"), [("short", "1", 600), ("full", "2", 600)]
+)
+def test_the_short_set_runs_diag_level_1_and_the_full_set_level_2(
+    tmp_path, monkeypatch, check_set, level, timeout
+):
     ran = []
     monkeypatch.setattr(dcgm, "reachable", lambda address: None)
     monkeypatch.setattr(
-        dcgm, "run_tool", lambda argv, timeout: ran.append(argv) or ToolRun(DIAG_PASS)
+        dcgm, "run_tool", lambda argv, timeout: ran.append((argv, timeout)) or ToolRun(DIAG_PASS)
     )
     c = ctx(tmp_path, device="cuda", dcgm_hostengine="node-a:5555", check_set=check_set)
     assert dcgm.run(c).status == "PASS"
-    assert ran == [["dcgmi", "diag", "--host", "node-a:5555", "-r", level]]
+    assert ran == [(["dcgmi", "diag", "--host", "node-a:5555", "-r", level], timeout)]
+
+
+@pytest.mark.parametrize("check_set", ["short", "full"])
+def test_selftest_dcgm_level_3_runs_the_long_diagnostic_for_up_to_30_minutes(
+    tmp_path, monkeypatch, check_set
+):
+    """The node-join check sets its pool's level (SELFTEST_DCGM_LEVEL, as its DaemonSet renders
+    it) over the check set's; level 3 is about 15 minutes, so the tool gets twice that."""
+    from selftest import runner
+
+    ran = []
+    monkeypatch.setattr(dcgm, "reachable", lambda address: None)
+    monkeypatch.setattr(
+        dcgm, "run_tool", lambda argv, timeout: ran.append((argv, timeout)) or ToolRun(DIAG_PASS)
+    )
+    host = "nvidia-dcgm.gpu-operator.svc:5555"
+    env = {"SELFTEST_DCGM_LEVEL": "3", "SELFTEST_DCGM_HOSTENGINE": host,
+           "SELFTEST_CHECKS": check_set, "SELFTEST_OUT": str(tmp_path)}  # fmt: skip
+    c = runner.build_context(runner.parse_args([], env), env)
+    assert dcgm.run(c).status == "PASS"
+    assert ran == [(["dcgmi", "diag", "--host", host, "-r", "3"], 1800)]
+
+
+@pytest.mark.parametrize("level", ["4", "0"])
+def test_a_dcgm_level_outside_1_to_3_stops_the_run_naming_it(level):
+    from selftest import runner
+
+    with pytest.raises(SystemExit, match=f"SELFTEST_DCGM_LEVEL {level}: valid: 1, 2, 3"):
+        runner.parse_args([], {"SELFTEST_DCGM_LEVEL": level})
