@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 
 from contract.dcgm import CHECK_SET_LEVELS, DIAG_TIMEOUT_S, HOSTENGINE_PORT
 from selftest.context import SelfTestContext
@@ -66,14 +67,29 @@ def diag_check(tests: list[dict], level: int) -> CheckResult:
     )
 
 
-def reachable(address: str) -> str | None:
-    """None when the host engine accepts a connection, else why not."""
+# The engine's pod starts with the node's other GPU Operator pods, after the container toolkit
+# is validated, and is ready 15 s later (its probes, gpu-operator v26.7.0 assets/state-dcgm/
+# 0400_dcgm.yml): a node-join run on a node that has just joined may ask before it answers, and
+# a SKIP then would release the node without DCGM's diagnostic.
+ENGINE_WAIT_S = 120.0
+RETRY_S = 5.0
+
+
+def reachable(
+    address: str, wait_s: float = 0.0, clock=time.monotonic, sleep=time.sleep
+) -> str | None:
+    """None when the host engine accepts a connection within `wait_s`, else why not."""
     host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
-    try:
-        with socket.create_connection((host, int(port or HOSTENGINE_PORT)), timeout=3):
-            return None
-    except OSError as error:
-        return f"DCGM host engine at {address} unreachable: {error}"
+    deadline = clock() + wait_s
+    while True:
+        try:
+            with socket.create_connection((host, int(port or HOSTENGINE_PORT)), timeout=3):
+                return None
+        except OSError as error:
+            if clock() >= deadline:
+                waited = f" after {wait_s:g} s" if wait_s else ""
+                return f"DCGM host engine at {address} unreachable{waited}: {error}"
+        sleep(RETRY_S)
 
 
 def run(ctx: SelfTestContext) -> CheckResult:
@@ -82,7 +98,7 @@ def run(ctx: SelfTestContext) -> CheckResult:
         return CheckResult(
             name, "SKIP", reason="no DCGM host engine configured (--dcgm-hostengine)"
         )
-    problem = reachable(ctx.dcgm_hostengine)
+    problem = reachable(ctx.dcgm_hostengine, ENGINE_WAIT_S)
     if problem:
         return CheckResult(name, "SKIP", reason=problem)
     level = ctx.dcgm_level or CHECK_SET_LEVELS[ctx.check_set]

@@ -114,7 +114,12 @@ def test_the_engine_the_address_names_is_the_one_the_pinned_operator_runs(stack)
     chart's default) leaves only the exporter's embedded engine, which nothing else reaches."""
     cfg = every_run_config() if stack == EVERY_RUN else stack_config(stack)
     vals = helm_values(cfg.gpu_pools, cfg.gpu_operator, cfg.provider == "aws")
-    assert cluster_policy(vals)["spec"]["dcgm"]["enabled"] is True
+    dcgm = cluster_policy(vals)["spec"]["dcgm"]
+    assert dcgm["enabled"] is True
+    # In the pod's own network, as the Service expects (chart default `dcgm.hostNetwork: false`):
+    # on AWS the node monitoring agent's dcgm-server already holds the node's port 5555
+    # (aws/eks-node-monitoring-agent v1.7.0 templates/dcgm-daemonset.yaml, hostPort 5555).
+    assert dcgm.get("hostNetwork") in (None, False)
 
 
 def test_a_node_join_run_takes_its_pools_level_and_the_others_the_default():

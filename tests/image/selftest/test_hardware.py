@@ -5,6 +5,7 @@ same documents with the one value a fault changes."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -387,14 +388,56 @@ def test_dcgm_diag_passes_or_fails_naming_the_test_and_its_error():
     assert dcgm.diag_check([], 1).status == "WARN"
 
 
-def test_dcgm_skips_without_a_host_engine_or_when_it_does_not_answer(tmp_path):
+def test_dcgm_skips_without_a_host_engine_or_when_it_does_not_answer(tmp_path, monkeypatch):
     none = dcgm.run(ctx(tmp_path, device="cuda"))
     assert (none.status, none.reason) == (
         "SKIP", "no DCGM host engine configured (--dcgm-hostengine)")  # fmt: skip
+    monkeypatch.setattr(dcgm, "ENGINE_WAIT_S", 0.0)
     port = free_port()
     closed = dcgm.run(ctx(tmp_path, device="cuda", dcgm_hostengine=f"127.0.0.1:{port}"))
     assert closed.status == "SKIP"
     assert closed.reason.startswith(f"DCGM host engine at 127.0.0.1:{port} unreachable")
+
+
+class Clock:
+    """A clock that moves only when the code under test sleeps."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_an_engine_that_starts_answering_within_the_wait_is_asked(monkeypatch):
+    """A node that has just joined: its engine's pod is ready a little after the check starts.
+    The check retries until the engine answers, within ENGINE_WAIT_S, instead of SKIPping."""
+    clock, attempts = Clock(), []
+
+    def connect(address, timeout):
+        attempts.append(clock.now)
+        if len(attempts) < 4:
+            raise ConnectionRefusedError(111, "Connection refused")
+        return socket.socket()
+
+    monkeypatch.setattr(dcgm.socket, "create_connection", connect)
+    assert dcgm.reachable("nvidia-dcgm.gpu-operator.svc:5555", 120, clock, clock.sleep) is None
+    assert attempts == [0.0, 5.0, 10.0, 15.0]
+
+    def refused(address, timeout):
+        attempts.append(clock.now)
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    attempts.clear()
+    clock.now = 0.0
+    monkeypatch.setattr(dcgm.socket, "create_connection", refused)
+    problem = dcgm.reachable("nvidia-dcgm.gpu-operator.svc:5555", 12, clock, clock.sleep)
+    assert problem == ("DCGM host engine at nvidia-dcgm.gpu-operator.svc:5555 unreachable after "
+                       "12 s: [Errno 111] Connection refused")  # fmt: skip
+    assert attempts == [0.0, 5.0, 10.0, 15.0]
 
 
 # `dcgmi diag` reference (docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference
@@ -407,7 +450,7 @@ def test_the_short_set_runs_diag_level_1_and_the_full_set_level_2(
     tmp_path, monkeypatch, check_set, level, timeout
 ):
     ran = []
-    monkeypatch.setattr(dcgm, "reachable", lambda address: None)
+    monkeypatch.setattr(dcgm, "reachable", lambda address, wait_s: None)
     monkeypatch.setattr(
         dcgm, "run_tool", lambda argv, timeout: ran.append((argv, timeout)) or ToolRun(DIAG_PASS)
     )
@@ -425,7 +468,7 @@ def test_selftest_dcgm_level_3_runs_the_long_diagnostic_for_up_to_30_minutes(
     from selftest import runner
 
     ran = []
-    monkeypatch.setattr(dcgm, "reachable", lambda address: None)
+    monkeypatch.setattr(dcgm, "reachable", lambda address, wait_s: None)
     monkeypatch.setattr(
         dcgm, "run_tool", lambda argv, timeout: ran.append((argv, timeout)) or ToolRun(DIAG_PASS)
     )
