@@ -28,6 +28,11 @@ SELFTEST_INSTANCE_TYPE = "SELFTEST_INSTANCE_TYPE"
 SELFTEST_FLOORS = "SELFTEST_FLOORS"
 SELFTEST_FLOOR_SOURCES = "SELFTEST_FLOOR_SOURCES"
 SELFTEST_DCGM_URL = "SELFTEST_DCGM_URL"
+# The node's own DCGM host engine (`host:port`) that `dcgmi diag` asks; unset: the diagnostic
+# SKIPs. And the diagnostic's level (contract/dcgm.py), where a run sets its own instead of its
+# check set's (the node-join check: the pool's, selftest.node_join.dcgm_level).
+SELFTEST_DCGM_HOSTENGINE = "SELFTEST_DCGM_HOSTENGINE"
+SELFTEST_DCGM_LEVEL = "SELFTEST_DCGM_LEVEL"
 SELFTEST_PROMETHEUS_URL = "SELFTEST_PROMETHEUS_URL"
 SELFTEST_PUSHGATEWAY_URL = "SELFTEST_PUSHGATEWAY_URL"
 SELFTEST_CHECKS = "SELFTEST_CHECKS"

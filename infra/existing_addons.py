@@ -23,6 +23,7 @@ from components.data.fabric import (
 )
 from components.data.gpu_operator import (
     DCGM_EXPORTER_SERVICE,
+    DCGM_SERVICE,
     DEFAULT_CONFIG,
     device_plugin_config_key,
 )
@@ -242,6 +243,12 @@ def _gpu_operator_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str,
             f"the operator runs in {ns} (gpu_operator.namespace), serving Service "
             f"{DCGM_EXPORTER_SERVICE}",
             f"kubectl -n {ns} get service {DCGM_EXPORTER_SERVICE}",
+        ),
+        (
+            f"dcgm.enabled: true (the standalone host engine, Service {DCGM_SERVICE} on port "
+            "5555, whose dcgmi diag the self-test runs on its own node; off, the exporter's "
+            "embedded engine answers no other client and the diagnostic SKIPs)",
+            f"kubectl -n {ns} get service {DCGM_SERVICE}",
         ),
     ]
     keys = sorted({device_plugin_config_key(p) for p in cfg.gpu_pools} - {DEFAULT_CONFIG})

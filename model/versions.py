@@ -154,7 +154,10 @@ MANAGED_ADDONS: tuple[ManagedAddon, ...] = (
             "dcgmAgent": {
                 "tolerations": [
                     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                    # The node-join check runs DCGM diagnostics before the node is released.
+                    # The agent's own DCGM diagnostics (its node conditions) run on a node
+                    # still held by the node-join check. The check's own dcgmi diag asks the
+                    # GPU Operator's engine instead: this one lacks DCGM's CUDA plugins
+                    # (components/data/gpu_operator.py, `dcgm`).
                     {"key": node_join.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
                 ]
             }

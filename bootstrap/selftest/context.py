@@ -61,6 +61,8 @@ class SelfTestContext:
     prometheus_url: str | None = None
     # The node's DCGM host engine (host[:port]) for `dcgmi diag`; None skips it.
     dcgm_hostengine: str | None = None
+    # Its diagnostic's level (contract/dcgm.py) where the run sets one; None: the check set's.
+    dcgm_level: int | None = None
     # "short" (the periodic run: DCGM diag level 1, 5 s fio runs) or "full" (level 2, 20 s).
     check_set: str = "full"
     # The Kubernetes node this rank runs on (downward API NODE_NAME), else the host's name.

@@ -21,8 +21,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from contract.dcgm import LEVELS as DCGM_LEVELS
 from contract.env import (
     SELFTEST_CHECKS,
+    SELFTEST_DCGM_HOSTENGINE,
+    SELFTEST_DCGM_LEVEL,
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
     SELFTEST_EXPECTED_GPUS,
@@ -134,11 +137,23 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
     )
     p.add_argument(
         "--dcgm-hostengine",
-        default=e("SELFTEST_DCGM_HOSTENGINE"),
+        default=e(SELFTEST_DCGM_HOSTENGINE),
         help="host[:port] of the node's DCGM host engine, for dcgmi diag",
     )
+    p.add_argument(
+        "--dcgm-level",
+        type=int,
+        choices=DCGM_LEVELS,
+        default=_int(e(SELFTEST_DCGM_LEVEL)),
+        help="dcgmi diag's run level; default: the check set's (short 1, full 2)",
+    )
     p.add_argument("--bench", action="store_true", help="also print the benchmark figures")
-    return p.parse_args(argv)  # fmt: skip
+    args = p.parse_args(argv)
+    # argparse holds a flag to its choices, not a default read from the environment.
+    if args.dcgm_level not in (None, *DCGM_LEVELS):
+        raise SystemExit(f"--dcgm-level / {SELFTEST_DCGM_LEVEL} {args.dcgm_level}: valid: "
+                         f"{', '.join(map(str, DCGM_LEVELS))}")  # fmt: skip
+    return args
 
 
 def _int(text: str | None) -> int | None:
@@ -189,6 +204,7 @@ def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestCont
         floor_sources={name: sources.get(name, "selftest config") for name in floors},
         dcgm_exporter_url=args.dcgm_url, prometheus_url=args.prometheus_url,
         join_timeout_s=args.join_timeout, dcgm_hostengine=args.dcgm_hostengine,
+        dcgm_level=args.dcgm_level,
         check_set="short" if args.checks in ("short", PREFLIGHT) else "full",
     )  # fmt: skip
 

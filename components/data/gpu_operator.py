@@ -28,6 +28,7 @@ from components.vocabulary import (
     GPU_RESOURCE,
     TRAINING_POD_LABEL,
 )
+from contract.dcgm import HOSTENGINE_PORT
 from model.catalog import MIG_SLICES
 from model.config import GpuOperatorSettings, GpuPool
 from model.config.fabric import RDMA_FABRICS
@@ -44,6 +45,9 @@ SHARED_MODES = {"time-slicing": "timeSlicing", "mps": "mps"}
 # The Service the GPU Operator creates for its DCGM exporter, and the exporter's port.
 DCGM_EXPORTER_SERVICE = "nvidia-dcgm-exporter"
 DCGM_EXPORTER_PORT = 9400
+# The Service the operator creates for its standalone DCGM host engine (`dcgm.enabled`): port
+# 5555, internalTrafficPolicy Local (gpu-operator v26.7.0 assets/state-dcgm/0500_service.yaml).
+DCGM_SERVICE = "nvidia-dcgm"
 PART_OF = plane_labels("data")
 # The chart's own NFD worker toleration (gpu-operator v26.7.0 values.yaml,
 # node-feature-discovery.worker.tolerations), kept where the list is replaced.
@@ -221,6 +225,16 @@ def helm_values(
             # endpoints directly, so scraping is unaffected.
             "service": {"internalTrafficPolicy": "Local"},
         },
+        # The standalone DCGM host engine on every GPU node, whose `dcgmi diag` the self-test
+        # runs on its own node through the engine's Service (Local traffic policy, as the
+        # exporter's above). Off (the chart's default) the exporter embeds its own engine,
+        # which no other client can reach; on, the operator points the exporter at this one
+        # (DCGM_REMOTE_HOSTENGINE_INFO=nvidia-dcgm:5555: gpu-operator v26.7.0
+        # controllers/object_controls.go, TransformDCGMExporter). On AWS the node monitoring
+        # agent runs an engine too (hostPort 5555), but without DCGM's CUDA plugins (its
+        # Dockerfile at v1.7.0 installs only -core and -proprietary), so it cannot run the
+        # PCIe and memory tests of levels 2 and 3: the operator's serves every provider.
+        "dcgm": {"enabled": True},
         # One for the whole cluster (NVIDIA GPU Operator docs, "GPU Operator with MIG").
         "mig": {"strategy": settings.mig_strategy},
         "devicePlugin": device_plugin,
@@ -290,6 +304,12 @@ def dcgm_exporter_url(namespace: str) -> str:
     """The operator's DCGM exporter Service (`nvidia-dcgm-exporter`, port 9400); with the
     Local traffic policy above it answers with the caller's own node's GPUs."""
     return f"http://{DCGM_EXPORTER_SERVICE}.{namespace}.svc:{DCGM_EXPORTER_PORT}/metrics"
+
+
+def dcgm_hostengine(namespace: str) -> str:
+    """The operator's standalone DCGM host engine, as `dcgmi --host` takes it: through the
+    Local traffic policy of its Service, the caller's own node's engine."""
+    return f"{DCGM_SERVICE}.{namespace}.svc:{HOSTENGINE_PORT}"
 
 
 # ------------------------------------------------------------------------------ component

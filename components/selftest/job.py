@@ -38,7 +38,7 @@ import pulumi_aws as aws
 
 from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
-from components.data.gpu_operator import dcgm_exporter_url
+from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
@@ -55,6 +55,7 @@ from components.selftest.schedule import (
 )
 from components.vocabulary import prometheus_service, pushgateway_url
 from contract.env import (
+    SELFTEST_DCGM_HOSTENGINE,
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
     SELFTEST_EXPECTED_GPUS,
@@ -129,6 +130,8 @@ def selftest_env(
         SELFTEST_FLOOR_SOURCES: json.dumps({k: s for k, (_, s) in table.items()}, sort_keys=True),
         "NCCL_DEBUG": "INFO",
         SELFTEST_DCGM_URL: dcgm_exporter_url(cfg.gpu_operator.namespace),
+        # Every run of the hardware group asks its own node's engine for DCGM's diagnostic.
+        SELFTEST_DCGM_HOSTENGINE: dcgm_hostengine(cfg.gpu_operator.namespace),
     }
     if cfg.workload_autoscaling.gpu:
         # The GPU autoscalers' metric must be served for the self-test's own pods too.

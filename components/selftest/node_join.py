@@ -40,6 +40,7 @@ from contract.env import (
     SELFTEST_CHECKS,
     SELFTEST_CORDON_LABEL,
     SELFTEST_CORDON_ON_FAIL,
+    SELFTEST_DCGM_LEVEL,
     SELFTEST_NODE_JOIN,
     SELFTEST_NODE_JOIN_MAX_FAILED_SHARE,
     SELFTEST_NODE_JOIN_POOL_SELECTOR,
@@ -48,7 +49,12 @@ from contract.env import (
 )
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
-from model.config.node_join import join_timeout_minutes, joins_tested, pools_tested_on_join
+from model.config.node_join import (
+    join_dcgm_level,
+    join_timeout_minutes,
+    joins_tested,
+    pools_tested_on_join,
+)
 
 ACCOUNT = "node-join"
 ROLE = "gpu-platform-node-join"
@@ -82,6 +88,9 @@ def join_env(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[st
         SELFTEST_CORDON_LABEL: CORDON_LABEL,
         SELFTEST_NODE_JOIN_POOL_SELECTOR: selector,
         SELFTEST_NODE_JOIN_MAX_FAILED_SHARE: str(cfg.selftest.node_join.max_failed_share),
+        # DCGM's diagnostic at the pool's level, not the short set's quick checks: a node is
+        # tested once, before its first job.
+        SELFTEST_DCGM_LEVEL: str(join_dcgm_level(cfg, pool.name)),
     }
 
 

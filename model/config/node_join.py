@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
+from contract.dcgm import DIAG_TIMEOUT_S
 from model.config.base import DnsLabel, FieldProblem, Int, Settings
 from model.config.references import GPU_POOL, refers
 
@@ -53,6 +54,23 @@ class NodeJoinSettings(Settings):
         "holding every node would take the pool out.",
     )
 
+    # DCGM's diagnostic on a new node (contract/dcgm.py: levels and the tool's limit at each).
+    dcgm_level: Int = Field(
+        2,
+        ge=1,
+        le=3,
+        description="dcgmi diag's run level on a new node (1-3): 1 deployment checks (seconds), "
+        "2 adds the PCIe and GPU memory tests (about two minutes), 3 the long hardware "
+        "diagnostics (about 15 minutes; the pool's limit must then exceed 30 minutes). A node "
+        "is tested once, before its first job, so the medium validation is the default.",
+    )
+    pool_dcgm_level: dict[
+        Annotated[DnsLabel, refers(GPU_POOL)], Annotated[Int, Field(ge=1, le=3)]
+    ] = Field(
+        default_factory=dict,
+        description="A pool's own level where it differs from dcgm_level (1-3).",
+    )
+
 
 def joins_tested(cfg: PlatformConfig) -> bool:
     """New GPU nodes join tainted and are tested: asked for, or left unset with an image."""
@@ -83,4 +101,36 @@ def check_node_join(cfg: PlatformConfig) -> None:
             "true, but selftest.image is not set: nothing would test a new node or remove its "
             "taint, so no GPU node would ever take a job; give the image's digest "
             "(docs/selftest.md) or remove enabled",
+        )
+
+
+def join_dcgm_level(cfg: PlatformConfig, pool: str) -> int:
+    """dcgmi diag's run level on a new node of `pool`."""
+    settings = cfg.selftest.node_join
+    return settings.pool_dcgm_level.get(pool, settings.dcgm_level)
+
+
+def check_join_dcgm_level(cfg: PlatformConfig) -> None:
+    """A pool's limit must outlast the diagnostic's own (contract/dcgm.py), or the container's
+    timeout would stop every run mid-diagnostic and no node of the pool would ever pass."""
+    settings = cfg.selftest.node_join
+    for pool in pools_tested_on_join(cfg):
+        level = join_dcgm_level(cfg, pool.name)
+        minutes = join_timeout_minutes(cfg, pool.name)
+        needs = DIAG_TIMEOUT_S[level] // 60
+        if minutes > needs:
+            continue
+        field = (
+            f"pool_dcgm_level.{pool.name}" if pool.name in settings.pool_dcgm_level
+            else "dcgm_level"
+        )  # fmt: skip
+        limit = (
+            f"pool_timeout_minutes.{pool.name}" if pool.name in settings.pool_timeout_minutes
+            else "timeout_minutes"
+        )  # fmt: skip
+        raise FieldProblem(
+            f"selftest.node_join.{field}",
+            f"level {level} on pool {pool.name}: dcgmi diag may take up to {needs} minutes "
+            f"there, and the node's whole check only {minutes} (selftest.node_join.{limit}); "
+            f"give selftest.node_join.{limit} more than {needs} minutes or a lower level",
         )

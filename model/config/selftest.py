@@ -19,7 +19,7 @@ from pydantic import Field
 from contract.floors import INTER_NODE_BUSBW_GBPS, INTRA_NODE_BUSBW_GBPS, SOURCE
 from model.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from model.config.bounds import MAX_CLUSTER_NODES
-from model.config.node_join import NodeJoinSettings, check_node_join
+from model.config.node_join import NodeJoinSettings, check_join_dcgm_level, check_node_join
 from model.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
 from model.config.selftest_schedule import ScheduleSettings, check_schedule, scheduled
 
@@ -220,6 +220,7 @@ def check_selftest(cfg: PlatformConfig) -> None:
     _check_post_deploy(cfg)
     check_schedule(cfg)
     check_node_join(cfg)
+    check_join_dcgm_level(cfg)
 
 
 def _check_post_deploy(cfg: PlatformConfig) -> None:

@@ -129,6 +129,9 @@ DANGLING = {
     "selftest.node_join.pool_timeout_minutes.<key>": (
         aws(selftest={"image": IMAGE, "node_join": {"pool_timeout_minutes": {"h100": 30}}}),
         "selftest.node_join.pool_timeout_minutes.h100", "'h100'"),
+    "selftest.node_join.pool_dcgm_level.<key>": (
+        aws(selftest={"image": IMAGE, "node_join": {"pool_dcgm_level": {"h100": 1}}}),
+        "selftest.node_join.pool_dcgm_level.h100", "'h100'"),
     "selftest.queue": (aws(selftest={"image": IMAGE, "queue": "fast"}), "selftest.queue",
                        "'fast'"),
     "selftest.priority_class": (aws(selftest={"image": IMAGE, "priority_class": "urgent"}),

@@ -77,7 +77,13 @@ ON_TOP = {
 # ClusterPolicy's `dcgmExporter.serviceMonitor.honorLabels` (shared/crds/nvidia.com), and the
 # APIService KEDA 2.20.2's chart registers.
 SETTINGS = {
-    "gpu_operator": ("honorLabels: false", "internalTrafficPolicy: Local", "driver.rdma.enabled"),
+    # ... and its `dcgm.enabled` (the standalone host engine, gpu-operator v26.7.0 values.yaml).
+    "gpu_operator": (
+        "honorLabels: false",
+        "internalTrafficPolicy: Local",
+        "driver.rdma.enabled",
+        "dcgm.enabled: true",
+    ),
     # network-operator 26.4.1's NicClusterPolicy CRD: spec.secondaryNetwork.multus, spec.nvIpam,
     # spec.rdmaSharedDevicePlugin (shared/crds/mellanox.com); the plugin's resource is the
     # stack's fabric.resource_name under the `rdma/` prefix.

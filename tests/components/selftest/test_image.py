@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import yaml
+
 from components.scheduling.training_job import RUN_AS
 from model.stacks import ROOT
 
@@ -57,6 +59,27 @@ def test_fio_is_installed_for_the_nvme_checks_and_its_version_recorded():
     assert "apt-get install -y --no-install-recommends fio;" in DOCKERFILE
     assert "fio --version | tee /opt/bootstrap/fio.version" in DOCKERFILE
     assert 'grep -qx "fio-${FIO_VERSION}" /opt/bootstrap/fio.version' in DOCKERFILE
+
+
+# The DCGM host engine the self-test's dcgmi asks: the GPU Operator's standalone nv-hostengine,
+# image `dcgm` at version 4.6.0-1-ubuntu24.04 (gpu-operator v26.7.0 values.yaml, `dcgm.version`);
+# its exporter 4.6.0-4.8.3 is built on the same DCGM 4.6.0 (shared/PINS.md).
+ENGINE_DCGM = "4.6.0-1"
+OPERATOR_VALUES = ROOT.parent / "shared" / "charts" / "gpu-operator" / "v26.7.0" / "values.yaml"
+
+
+def test_dcgmi_is_installed_at_the_engines_dcgm_version_and_checked_by_the_build():
+    """hardware.dcgm_diag runs `dcgmi diag --host <engine>`: without dcgmi in the image every
+    run SKIPs; with another DCGM than the engine's, requests may not be understood. The build
+    stops unless dcgmi reports the pinned version."""
+    assert args()["DCGM_VERSION"] == ENGINE_DCGM
+    chart = yaml.safe_load(OPERATOR_VALUES.read_text())
+    assert chart["dcgm"]["version"].startswith(ENGINE_DCGM + "-")
+    # The client only asks; the diagnostic and its CUDA plugins are the engine's.
+    package = '"datacenter-gpu-manager-4-core=1:${DCGM_VERSION}";'
+    assert f"apt-get install -y --no-install-recommends {package}" in DOCKERFILE
+    assert "dcgmi --version | tee /opt/bootstrap/dcgmi.version" in DOCKERFILE
+    assert 'grep -q "version: ${DCGM_VERSION%-*}$" /opt/bootstrap/dcgmi.version' in DOCKERFILE
 
 
 def copied_onto_the_path(dockerfile: str, folder: str) -> bool:

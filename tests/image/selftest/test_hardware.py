@@ -5,6 +5,7 @@ same documents with the one value a fault changes."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -387,24 +388,101 @@ def test_dcgm_diag_passes_or_fails_naming_the_test_and_its_error():
     assert dcgm.diag_check([], 1).status == "WARN"
 
 
-def test_dcgm_skips_without_a_host_engine_or_when_it_does_not_answer(tmp_path):
+def test_dcgm_skips_without_a_host_engine_or_when_it_does_not_answer(tmp_path, monkeypatch):
     none = dcgm.run(ctx(tmp_path, device="cuda"))
     assert (none.status, none.reason) == (
         "SKIP", "no DCGM host engine configured (--dcgm-hostengine)")  # fmt: skip
+    monkeypatch.setattr(dcgm, "ENGINE_WAIT_S", 0.0)
     port = free_port()
     closed = dcgm.run(ctx(tmp_path, device="cuda", dcgm_hostengine=f"127.0.0.1:{port}"))
     assert closed.status == "SKIP"
     assert closed.reason.startswith(f"DCGM host engine at 127.0.0.1:{port} unreachable")
 
 
-@pytest.mark.parametrize(("check_set", "level"), [("short", "1"), ("full", "2")])
-def test_the_short_set_runs_diag_level_1_and_the_full_set_level_2(tmp_path, monkeypatch,
-                                                                   check_set, level):  # fmt: skip
+class Clock:
+    """A clock that moves only when the code under test sleeps."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_an_engine_that_starts_answering_within_the_wait_is_asked(monkeypatch):
+    """A node that has just joined: its engine's pod is ready a little after the check starts.
+    The check retries until the engine answers, within ENGINE_WAIT_S, instead of SKIPping."""
+    clock, attempts = Clock(), []
+
+    def connect(address, timeout):
+        attempts.append(clock.now)
+        if len(attempts) < 4:
+            raise ConnectionRefusedError(111, "Connection refused")
+        return socket.socket()
+
+    monkeypatch.setattr(dcgm.socket, "create_connection", connect)
+    assert dcgm.reachable("nvidia-dcgm.gpu-operator.svc:5555", 120, clock, clock.sleep) is None
+    assert attempts == [0.0, 5.0, 10.0, 15.0]
+
+    def refused(address, timeout):
+        attempts.append(clock.now)
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    attempts.clear()
+    clock.now = 0.0
+    monkeypatch.setattr(dcgm.socket, "create_connection", refused)
+    problem = dcgm.reachable("nvidia-dcgm.gpu-operator.svc:5555", 12, clock, clock.sleep)
+    assert problem == ("DCGM host engine at nvidia-dcgm.gpu-operator.svc:5555 unreachable after "
+                       "12 s: [Errno 111] Connection refused")  # fmt: skip
+    assert attempts == [0.0, 5.0, 10.0, 15.0]
+
+
+# `dcgmi diag` reference (docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference
+# /dcgmi/dcgmi-diag.html): level 1 "normally lasting seconds", 2 "approximately two minutes", 3
+# "approximately 15 minutes". The tool may take twice that, never under the 600 s every level had.
+@pytest.mark.parametrize(
+    ("check_set", "level", "timeout"), [("short", "1", 600), ("full", "2", 600)]
+)
+def test_the_short_set_runs_diag_level_1_and_the_full_set_level_2(
+    tmp_path, monkeypatch, check_set, level, timeout
+):
     ran = []
-    monkeypatch.setattr(dcgm, "reachable", lambda address: None)
+    monkeypatch.setattr(dcgm, "reachable", lambda address, wait_s: None)
     monkeypatch.setattr(
-        dcgm, "run_tool", lambda argv, timeout: ran.append(argv) or ToolRun(DIAG_PASS)
+        dcgm, "run_tool", lambda argv, timeout: ran.append((argv, timeout)) or ToolRun(DIAG_PASS)
     )
     c = ctx(tmp_path, device="cuda", dcgm_hostengine="node-a:5555", check_set=check_set)
     assert dcgm.run(c).status == "PASS"
-    assert ran == [["dcgmi", "diag", "--host", "node-a:5555", "-r", level]]
+    assert ran == [(["dcgmi", "diag", "--host", "node-a:5555", "-r", level], timeout)]
+
+
+@pytest.mark.parametrize("check_set", ["short", "full"])
+def test_selftest_dcgm_level_3_runs_the_long_diagnostic_for_up_to_30_minutes(
+    tmp_path, monkeypatch, check_set
+):
+    """The node-join check sets its pool's level (SELFTEST_DCGM_LEVEL, as its DaemonSet renders
+    it) over the check set's; level 3 is about 15 minutes, so the tool gets twice that."""
+    from selftest import runner
+
+    ran = []
+    monkeypatch.setattr(dcgm, "reachable", lambda address, wait_s: None)
+    monkeypatch.setattr(
+        dcgm, "run_tool", lambda argv, timeout: ran.append((argv, timeout)) or ToolRun(DIAG_PASS)
+    )
+    host = "nvidia-dcgm.gpu-operator.svc:5555"
+    env = {"SELFTEST_DCGM_LEVEL": "3", "SELFTEST_DCGM_HOSTENGINE": host,
+           "SELFTEST_CHECKS": check_set, "SELFTEST_OUT": str(tmp_path)}  # fmt: skip
+    c = runner.build_context(runner.parse_args([], env), env)
+    assert dcgm.run(c).status == "PASS"
+    assert ran == [(["dcgmi", "diag", "--host", host, "-r", "3"], 1800)]
+
+
+@pytest.mark.parametrize("level", ["4", "0"])
+def test_a_dcgm_level_outside_1_to_3_stops_the_run_naming_it(level):
+    from selftest import runner
+
+    with pytest.raises(SystemExit, match=f"SELFTEST_DCGM_LEVEL {level}: valid: 1, 2, 3"):
+        runner.parse_args([], {"SELFTEST_DCGM_LEVEL": level})
