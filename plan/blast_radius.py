@@ -30,7 +30,7 @@ from model.config.scheduling import MULTI_NODE_FABRICS
 from plan.diff import ResourceDiff
 from plan.knock_on import NODE_GROUP, KnockOn, own_rolls
 from plan.manifests import Source, outline_source, parse_source
-from plan.replacements import path_pattern
+from plan.replacements import GONE_UNTIL_CREATED, path_pattern
 
 CLUSTER_POLICY = "kubernetes:nvidia.com/v1:ClusterPolicy"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
@@ -404,6 +404,7 @@ def disturbances(
     previous_pools: dict[str, dict[str, Any]],
     previous: list[dict[str, Any]],
     current: list[dict[str, Any]],
+    diffs: list[ResourceDiff],
     effects: list[KnockOn],
     rendered: list[ResourceDiff],
     rendered_rolls: list[KnockOn],
@@ -412,11 +413,22 @@ def disturbances(
     """Everything the changes do to each pool's nodes, in a fixed order: node rolls, the MIG
     manager, the node-join taint, the operator's DaemonSets, the other DaemonSets."""
     found: list[Disturbance] = []
-    rolled = {k.name: k for k in effects if k.type == NODE_GROUP and k.effect == "rolls every node"}
+    rolled = {k.name for k in effects if k.type == NODE_GROUP and k.effect == "rolls every node"}
+    replaced = {k.name for k in effects if k.type == NODE_GROUP and k.effect == "is replaced"}
+    replaced |= {d.name for d in diffs if d.type == NODE_GROUP and d.action == "replace"}
     before_groups = {g["name"]: g["inputs"] for g in _by_type(previous, NODE_GROUP)}
     layouts = changed_mig_layouts(rendered)
     for pool in pools:
-        if pool.node_group in rolled:
+        if pool.node_group in replaced:
+            found.append(
+                Disturbance(
+                    pool.name,
+                    f"node group {pool.node_group} is replaced",
+                    GONE_UNTIL_CREATED[NODE_GROUP],
+                    EVICTED,
+                )
+            )
+        elif pool.node_group in rolled:
             found.append(
                 Disturbance(
                     pool.name, f"node group {pool.node_group} rolls every node", NODE_ROLL, EVICTED
@@ -583,18 +595,21 @@ def blast_radius(
     previous_outputs: dict[str, Any],
     current: list[dict[str, Any]],
     outputs: dict[str, Any],
+    diffs: list[ResourceDiff],
     effects: list[KnockOn],
     rendered: list[ResourceDiff] = (),
     sources: dict[str, tuple[Source, ...]] | None = None,
 ) -> list[str]:
-    """The section's lines (none where no change reaches a GPU pool). `rendered`: the rendered
-    objects' diff, `sources` this plan's rendered releases."""
+    """The section's lines (none where no change reaches a GPU pool). `diffs` and `effects`:
+    the program's diff and its knock-on; `rendered`: the rendered objects' diff, `sources` this
+    plan's rendered releases."""
     pools = pools_of(current, outputs)
     found = disturbances(
         pools,
         previous_outputs.get("gpu_pools") or {},
         previous,
         current,
+        diffs,
         effects,
         list(rendered),
         own_rolls(list(rendered)),

@@ -228,19 +228,27 @@ def _group_changed(stack: str, name: str, path: str, value) -> PreviousPlan:
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
 @pytest.mark.parametrize(
-    ("path", "earlier"), [("releaseVersion", "1.30.0-20240101"), ("version", "1.30")]
+    ("path", "earlier", "says"),
+    [
+        ("releaseVersion", "1.30.0-20240101", "rolls every node: every node is replaced"),
+        ("version", "1.30", "rolls every node: every node is replaced"),
+        # terraform-provider-aws internal/service/eks/node_group.go: instance_types ForceNew.
+        ("instanceTypes", ["g4dn.xlarge"], "is replaced: no node of this group until"),
+    ],
+    ids=["ami", "kubernetes-version", "instance-types"],
 )
-def test_a_gpu_node_group_roll_evicts_the_pools_jobs_with_their_restart(stack, path, earlier):
+def test_a_gpu_node_group_roll_evicts_the_pools_jobs_with_their_restart(stack, path, earlier, says):
     """An AMI (releaseVersion) or Kubernetes version change of a GPU group replaces every node,
-    draining it (EKS User Guide, "Understand each phase of node updates"): its pool's queues
-    are named, with the restart the failure policy gives; no other pool is named."""
+    draining it (EKS User Guide, "Understand each phase of node updates"), and a new instance
+    type replaces the group: its pool's queues are named, with the restart the failure policy
+    gives; no other pool is named."""
     cfg = stack_config(stack)
     for pool in cfg.gpu_pools:
         group = f"{stack}-{pool.name}"
         text = changes_block(planned(stack), _group_changed(stack, group, path, earlier), "x")
         section = _section(text)
         block = _block(section, pool.name)
-        assert f"node group {group} rolls every node: every node is replaced" in block
+        assert f"node group {group} {says}" in block
         assert "      jobs: evicts any running: " in block
         _names_the_queues(stack, pool, block)
         assert TRAINKIT_RESTART in block
