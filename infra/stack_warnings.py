@@ -252,8 +252,9 @@ def mig_fabric_pools(cfg: PlatformConfig) -> list[str]:
         warning(
             "mig-fabric-pool",
             f"GPU pool {p.name}: gpu_sharing.mode mig on a pool with fabric {p.fabric} locks "
-            f"out its multi-node jobs ({MIG_TAKES_NO_DISTRIBUTED_JOB}), so its {p.fabric} fabric serves "
-            "no job; give the MIG slices a pool without a fabric, or keep this one whole",
+            f"out its multi-node jobs ({MIG_TAKES_NO_DISTRIBUTED_JOB}), so its {p.fabric} "
+            "fabric serves no job; give the MIG slices a pool without a fabric, or keep this one "
+            "whole",
         )
         for p in cfg.gpu_pools
         if p.sharing.mode == "mig" and p.fabric in MULTI_NODE_FABRICS
