@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from components.data.gpu_operator import DRIVER_UPGRADE_POLICY
+from components.data.gpu_operator import DRIVER_UPGRADE_POLICY, MIG_PARTED_CONFIGMAP
 from components.scheduling.failure_policy import RESTARTS_AFTER_EVICTION
 from contract import node_join as join
 from model.config.gpu_operator import MIG_CONFIG_LABEL
@@ -38,9 +38,8 @@ _FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 _CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 _LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 _CRON_JOB = "kubernetes:batch/v1:CronJob"
-# The MIG manager's ConfigMap (components/data/gpu_operator.py MIG_PARTED_CONFIGMAP), whose
-# entries the pools' nvidia.com/mig.config labels name.
-_MIG_PARTED = "ConfigMap gpu-operator/gpu-platform-mig-parted"
+# The operator's own Deployment (the gpu-operator chart's templates/operator.yaml).
+_OPERATOR = "gpu-operator"
 # What happens to a pool's jobs: they are evicted (and restart), waited for, or in the way.
 EVICTED, WAITED_FOR, IN_THE_WAY = "evicted", "waited for", "in the way"
 _VERB = {
@@ -49,9 +48,7 @@ _VERB = {
     IN_THE_WAY: "fails on a node while any of these runs there",
 }
 
-_OBJECT_CONTROLS = "NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go"
 _KEEP = "running pods are untouched"
-_PUSH_BACK = "running pods keep the devices they hold; a new GPU pod waits until the new plugin "
 _UPGRADE = DRIVER_UPGRADE_POLICY
 
 
@@ -60,43 +57,48 @@ class Operand:
     """One DaemonSet the GPU Operator creates on GPU nodes, and what its roll does to them."""
 
     daemonset: str
-    # The ClusterPolicy spec key whose `enabled: false` leaves it out; spec paths that roll it.
+    # The ClusterPolicy spec key whose `enabled: false` leaves it out.
     component: str
+    # ClusterPolicy spec paths whose change rolls it (the Transform<Operand> that reads them).
     paths: tuple[str, ...]
+    # The operator's asset it is made from (NVIDIA/gpu-operator v26.7.0).
+    asset: str
+    effect: str
+    jobs: str = ""  # EVICTED, WAITED_FOR, IN_THE_WAY or "" (none disturbed)
     # Where it runs: every GPU pool, or only pools of MIG-capable GPUs (the operator labels
     # those nodes nvidia.com/gpu.deploy.mig-manager: state_manager.go addGPUStateLabels).
-    mig_capable_only: bool
-    effect: str
-    jobs: str  # EVICTED, WAITED_FOR, IN_THE_WAY or "" (none disturbed)
-    source: str
+    mig_capable_only: bool = False
 
 
 # Every operand of the container workload config (state_manager.go gpuStateLabels
-# "container", plus the MIG manager); spec.daemonsets (tolerations, priority class, update
-# strategy: object_controls.go applyCommonDaemonsetConfig, applyUpdateStrategyConfig) rolls all.
+# "container", plus the MIG manager), each rewritten from its part of the ClusterPolicy by
+# object_controls.go Transform<Operand>; spec.mig.strategy reaches the device plugin, GFD and
+# the validator (applyMIGConfiguration, TransformValidatorComponent: MIG_STRATEGY), and
+# spec.daemonsets (tolerations, priority class, update strategy: applyCommonDaemonsetConfig,
+# applyUpdateStrategyConfig) every one.
 OPERANDS: tuple[Operand, ...] = (
+    # ../shared/PINS.md "Driver upgrades": the upgrade controller acts on the operator's driver
+    # pods alone, as the platform's policy sets it.
     Operand(
         "nvidia-driver-daemonset",
         "driver",
         ("spec.driver",),
-        False,
+        "assets/state-driver/0500_daemonset.yaml",
         f"the upgrade controller takes {_UPGRADE['maxParallelUpgrades']} node at a time: cordons "
         f"it, waits for its pods {_UPGRADE['waitForCompletion']['podSelector']} to end (no time "
         "limit), then deletes its other GPU pods and reloads the driver (driver.upgradePolicy, "
         "components/data/gpu_operator.py DRIVER_UPGRADE_POLICY)",
         WAITED_FOR,
-        "assets/state-driver/0500_daemonset.yaml; TransformDriver; ../shared/PINS.md "
-        '"Driver upgrades"',
     ),
+    # The node's other operands wait for it: their toolkit-validation init container waits for
+    # /run/nvidia/validations/toolkit-ready (assets/state-device-plugin/0500_daemonset.yaml).
     Operand(
         "nvidia-container-toolkit-daemonset",
         "toolkit",
         ("spec.toolkit",),
-        False,
-        f"it reinstalls the toolkit and reconfigures the container runtime: {_KEEP}; a new "
-        "GPU container waits for it",
-        "",
-        "assets/state-container-toolkit/0500_daemonset.yaml; TransformToolkit",
+        "assets/state-container-toolkit/0500_daemonset.yaml",
+        "it installs the toolkit and configures the container runtime again; the node's GPU "
+        "operands wait for it",
     ),
     # The kubelet keeps the devices it allocated in its checkpoint across a plugin's restart
     # (kubernetes/kubernetes pkg/kubelet/cm/devicemanager/manager.go, checkpoint; Kubernetes
@@ -106,67 +108,55 @@ OPERANDS: tuple[Operand, ...] = (
         "nvidia-device-plugin-daemonset",
         "devicePlugin",
         ("spec.devicePlugin", "spec.mig.strategy"),
-        False,
-        _PUSH_BACK + "registers with the kubelet",
-        "",
-        "assets/state-device-plugin/0500_daemonset.yaml; TransformDevicePlugin "
-        "(applyMIGConfiguration: MIG_STRATEGY)",
+        "assets/state-device-plugin/0500_daemonset.yaml",
+        "running pods keep the devices they hold; a new GPU pod waits until the new plugin "
+        "registers with the kubelet",
     ),
     Operand(
         "gpu-feature-discovery",
         "gfd",
         ("spec.gfd", "spec.mig.strategy"),
-        False,
+        "assets/gpu-feature-discovery/0500_daemonset.yaml",
         f"the node's nvidia.com/gpu.* labels are written again; {_KEEP}",
-        "",
-        "assets/gpu-feature-discovery/0500_daemonset.yaml; TransformGPUDiscoveryPlugin",
     ),
     Operand(
         "nvidia-dcgm",
         "dcgm",
         ("spec.dcgm",),
-        False,
+        "assets/state-dcgm/0400_dcgm.yml",
         f"a gap in the node's GPU metrics and health checks; {_KEEP}",
-        "",
-        "assets/state-dcgm/0400_dcgm.yml; TransformDCGM",
     ),
     Operand(
         "nvidia-dcgm-exporter",
         "dcgmExporter",
         ("spec.dcgmExporter",),
-        False,
+        "assets/state-dcgm-exporter/0800_daemonset.yaml",
         f"a gap in the node's GPU metrics (and the alerts on them); {_KEEP}",
-        "",
-        "assets/state-dcgm-exporter/0800_daemonset.yaml; TransformDCGMExporter",
     ),
+    # NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go Run: isConfigAlreadyApplied
+    # ends the run with state success and nothing touched.
     Operand(
         "nvidia-mig-manager",
         "migManager",
         ("spec.migManager",),
-        True,
+        "assets/state-mig-manager/0600_daemonset.yaml",
         "the new pod applies the node's nvidia.com/mig.config again, which is a no-op where it "
         f"is applied already; {_KEEP}",
-        "",
-        "assets/state-mig-manager/0600_daemonset.yaml; TransformMIGManager; NVIDIA/mig-parted "
-        "v0.15.0 pkg/mig/reconfigure/reconfigure.go isConfigAlreadyApplied",
+        mig_capable_only=True,
     ),
     Operand(
         "nvidia-operator-validator",
         "validator",
         ("spec.validator", "spec.mig.strategy"),
-        False,
+        "assets/state-operator-validation/0500_daemonset.yaml",
         f"the node's validations run again; {_KEEP}",
-        "",
-        "assets/state-operator-validation/0500_daemonset.yaml; TransformValidator",
     ),
     Operand(
         "nvidia-node-status-exporter",
         "nodeStatusExporter",
         ("spec.nodeStatusExporter",),
-        False,
+        "assets/state-node-status-exporter/0700_daemonset.yaml",
         f"a gap in the node's status metrics; {_KEEP}",
-        "",
-        "assets/state-node-status-exporter/0700_daemonset.yaml; TransformNodeStatusExporter",
     ),
 )
 _EVERY_OPERAND = ("spec.daemonsets",)
@@ -198,6 +188,14 @@ EKS_RETAINTS = (
 )
 # An existing cluster's nodes are the admin's: the label takes effect when set on them.
 ADMIN_RELABELS = "takes effect on each node as the admin sets the label on it (docs/gpu-nodes.md)"
+# NVIDIA/mig-parted v0.15.0 cmd/nvidia-mig-manager/main.go: the MIG manager reconfigures when
+# the node's label changes (ContinuouslySyncMigConfigChanges watches the node), and once when it
+# starts; it does not watch its ConfigMap, and the operator puts no hash of it on the pod
+# (gpu-operator v26.7.0 object_controls.go TransformMIGManager).
+LAYOUT_CHANGED = (
+    "the label is unchanged, so each node takes the new layout when its MIG manager pod next "
+    "starts (it watches the label, not the ConfigMap)"
+)
 # EKS User Guide, "Understand each phase of node updates": the upgrade phase drains each old
 # node (the eviction API, PodDisruptionBudgets respected) and terminates it.
 NODE_ROLL = (
@@ -216,7 +214,6 @@ class Pool:
     node_labels: dict[str, str]  # the GPU Operator's labels (gpu_pools output)
     fabric: str
     mig_capable: bool
-    sharing: str
     node_group: str | None  # the EKS managed node group's name, on AWS
 
 
@@ -273,7 +270,6 @@ def pools_of(resources: list[dict[str, Any]], outputs: dict[str, Any]) -> list[P
                 dict(report.get("node_labels", {})),
                 report.get("fabric", "tcp"),
                 bool(report.get("mig_capable")),
-                report.get("sharing", "none"),
                 group["name"] if group is not None else None,
             )
         )
@@ -300,6 +296,12 @@ def _runs_on(pod: dict[str, Any], pool: Pool) -> bool:
 
 
 # ------------------------------------------------------------------ what the changes disturb
+
+
+def _rendered_name(d: ResourceDiff) -> tuple[str, str]:
+    """A rendered object's kind and name, from `Kind namespace/name (release)`."""
+    kind, _, rest = d.name.partition(" ")
+    return kind, rest.rpartition(" (")[0].rpartition("/")[2]
 
 
 def _enabled(policy: dict[str, Any], component: str) -> bool:
@@ -339,9 +341,7 @@ def operand_rolls(
                     found.setdefault(
                         operand.daemonset, (operand, f"ClusterPolicy {', '.join(own)}")
                     )
-        elif d.type == "kubernetes:apps/v1:Deployment" and d.name.startswith(
-            "Deployment gpu-operator/gpu-operator "
-        ):
+        elif _rendered_name(d) == ("Deployment", _OPERATOR):
             image = [p for p in paths if p.endswith(".image")]
             if image:
                 for operand in OPERANDS:
@@ -390,7 +390,7 @@ def changed_mig_layouts(rendered: list[ResourceDiff]) -> set[str]:
     """The MIG manager's layouts whose entry changed in its ConfigMap."""
     changed = set()
     for d in rendered:
-        if d.action == "update" and d.name.startswith(_MIG_PARTED + " "):
+        if d.action == "update" and _rendered_name(d) == ("ConfigMap", MIG_PARTED_CONFIGMAP):
             for c in d.changes:
                 before, after = _mig_layouts(c.before), _mig_layouts(c.after)
                 changed |= {
@@ -446,7 +446,7 @@ def disturbances(
             )
             how = EKS_RELABELS if pool.node_group and before != after else ADMIN_RELABELS
             if before == after:
-                how = "each node applies it as the MIG manager reads it again"
+                how = LAYOUT_CHANGED
             found.append(Disturbance(pool.name, cause, f"{how}; {MIG_RECONFIGURES}", IN_THE_WAY))
             if after and not before and pool.fabric in MULTI_NODE_FABRICS:
                 found.append(
@@ -485,7 +485,7 @@ def disturbances(
                 Disturbance(
                     pool.name,
                     f"DaemonSet {operand.daemonset} rolls ({why})",
-                    f"{operand.effect} [gpu-operator {operand.source.split(';')[0]}]",
+                    f"{operand.effect} [gpu-operator {operand.asset}]",
                     operand.jobs,
                 )
             )

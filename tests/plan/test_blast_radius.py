@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import re
 
@@ -18,7 +19,7 @@ from plan.diff import Change, PreviousPlan, ResourceDiff
 from plan.diff_report import changes_block
 from plan.manifests import parse_source
 from plan.model import Plan
-from plan.render import render_plan
+from plan.render import Rendering, render_plan
 from plan.rendered_diff import current_sources
 from tests.conftest import AWS_STACKS, SHARED_HELM, STACKS, planned, rendered, stack_config
 from tests.helpers.plan_diff_helpers import edited_render
@@ -285,12 +286,17 @@ def test_an_unchanged_plan_prints_no_blast_radius():
     assert HEADING not in changes_block(planned("prod"), _shipped_previous("prod"), "x")
 
 
+@functools.cache
+def _mig_rendered() -> Rendering:
+    return render_plan(mig_on_fabric_plan(), (SHARED_HELM,))
+
+
 def test_staging_turning_mig_on_prints_the_section():
     """The whole section for one change, literal: staging's EFA group of A100 40 GB GPUs cut
     into MIG slices (tests/helpers/warning_stacks.mig_on_fabric)."""
     plan = mig_on_fabric_plan()
     previous = _shipped_previous("staging", current_sources(rendered("staging")))
-    text = changes_block(plan, previous, "out/staging", render_plan(plan, (SHARED_HELM,)))
+    text = changes_block(plan, previous, "out/staging", _mig_rendered())
     assert _section(text) == "\n".join(
         [
             "GPU-stack blast radius (per pool: what the changes do to its nodes, the jobs that "
@@ -355,3 +361,19 @@ def test_a_chart_daemonset_that_rolls_is_named_on_the_pools_it_tolerates():
         block = _block(section, pool.name)
         assert "DaemonSet gpu-operator/gpu-operator-node-feature-discovery-worker rolls" in block
         assert "      jobs: none disturbed" in block
+
+
+def test_a_changed_mig_layout_reconfigures_the_pools_that_name_it():
+    """The label stays, the layout it names changes in the MIG manager's ConfigMap (the chart's
+    templates/mig_config.yaml): the MIG manager repartitions that pool's GPUs as well."""
+    plan = mig_on_fabric_plan()
+    sources = dict(current_sources(_mig_rendered()))
+    files = dict(sources["staging-gpu-operator"])
+    path = "gpu-operator/templates/mig_config.yaml"
+    assert "          1g.5gb: 7\n" in files[path]
+    files[path] = files[path].replace("          1g.5gb: 7\n", "          1g.5gb: 6\n", 1)
+    sources["staging-gpu-operator"] = tuple(files.items())
+    previous = PreviousPlan([r.as_json() for r in plan.resources], plan.outputs, sources)
+    block = _block(_section(changes_block(plan, previous, "x", _mig_rendered())), "a100-efa")
+    assert "MIG layout all-1g.5gb changed in the MIG manager's ConfigMap" in block
+    assert MIG_FAILED in block
