@@ -27,7 +27,7 @@ from contract import node_join as join
 from model.config.gpu_operator import MIG_CONFIG_LABEL
 from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
 from model.config.scheduling import MULTI_NODE_FABRICS
-from plan.diff import ResourceDiff
+from plan.diff import PreviousPlan, ResourceDiff
 from plan.knock_on import NODE_GROUP, KnockOn, own_rolls
 from plan.manifests import Source, outline_source, parse_source
 from plan.replacements import GONE_UNTIL_CREATED, path_pattern
@@ -399,108 +399,107 @@ def changed_mig_layouts(rendered: list[ResourceDiff]) -> set[str]:
     return changed
 
 
+def _node_group_changes(
+    pool: Pool, diffs: list[ResourceDiff], effects: list[KnockOn]
+) -> list[Disturbance]:
+    """The pool's node group replaced, or rolled (a new AMI, version or launch template)."""
+    mine = [k.effect for k in effects if k.type == NODE_GROUP and k.name == pool.node_group]
+    mine += [
+        "is replaced"
+        for d in diffs
+        if (d.type, d.name, d.action) == (NODE_GROUP, pool.node_group, "replace")
+    ]
+    if "is replaced" in mine:
+        cause, effect = "is replaced", GONE_UNTIL_CREATED[NODE_GROUP]
+    elif "rolls every node" in mine:
+        cause, effect = "rolls every node", NODE_ROLL
+    else:
+        return []
+    return [Disturbance(pool.name, f"node group {pool.node_group} {cause}", effect, EVICTED)]
+
+
+def _mig_changes(pool: Pool, before: str | None, layouts: set[str]) -> list[Disturbance]:
+    """The pool's MIG layout changed: its label (`before` the earlier plan's), or the layout
+    the label names; and MIG turned on where a fabric then serves no job."""
+    after = pool.node_labels.get(MIG_CONFIG_LABEL)
+    if before == after and after not in layouts:
+        return []
+    if before == after:
+        cause, how = f"MIG layout {after} changed in the MIG manager's ConfigMap", LAYOUT_CHANGED
+    else:
+        cause = f"{MIG_CONFIG_LABEL}: {before or '(none)'} -> {after or '(none)'}"
+        how = EKS_RELABELS if pool.node_group else ADMIN_RELABELS
+    found = [Disturbance(pool.name, cause, f"{how}; {MIG_RECONFIGURES}", IN_THE_WAY)]
+    if after and not before and pool.fabric in MULTI_NODE_FABRICS:
+        found.append(
+            Disturbance(
+                pool.name,
+                f"MIG on a pool with fabric {pool.fabric}",
+                f"multi-node jobs are locked out ({MIG_TAKES_NO_DISTRIBUTED_JOB}): its "
+                f"{pool.fabric} fabric serves no job (plan warning mig-fabric-pool)",
+                "",
+            )
+        )
+    return found
+
+
+def _node_join_turned_on(pool: Pool, earlier_group: dict[str, Any]) -> list[Disturbance]:
+    """The pool's running node group takes the node-join startup taint."""
+    had = {t["key"] for t in earlier_group.get("taints") or []}
+    if not earlier_group or join.TAINT_KEY in had or join.TAINT_KEY not in dict(pool.taints):
+        return []
+    return [
+        Disturbance(
+            pool.name,
+            "selftest.node_join turned on",
+            f"{EKS_RETAINTS}: every serving node becomes tainted {join.TAINT_EFFECT} (running "
+            f"pods stay; no new pod lands) and labelled {join.LABEL}={join.PENDING}, so the "
+            "node-join DaemonSet tests each node as its jobs end",
+            "",
+        )
+    ]
+
+
 def disturbances(
     pools: list[Pool],
-    previous_pools: dict[str, dict[str, Any]],
-    previous: list[dict[str, Any]],
+    previous: PreviousPlan,
     current: list[dict[str, Any]],
     diffs: list[ResourceDiff],
     effects: list[KnockOn],
     rendered: list[ResourceDiff],
-    rendered_rolls: list[KnockOn],
     sources: dict[str, tuple[Source, ...]],
 ) -> list[Disturbance]:
-    """Everything the changes do to each pool's nodes, in a fixed order: node rolls, the MIG
-    manager, the node-join taint, the operator's DaemonSets, the other DaemonSets."""
+    """Everything the changes do to each pool's nodes, in a fixed order: the node group, the
+    MIG manager, the node-join taint, the operator's DaemonSets, the other DaemonSets."""
     found: list[Disturbance] = []
-    rolled = {k.name for k in effects if k.type == NODE_GROUP and k.effect == "rolls every node"}
-    replaced = {k.name for k in effects if k.type == NODE_GROUP and k.effect == "is replaced"}
-    replaced |= {d.name for d in diffs if d.type == NODE_GROUP and d.action == "replace"}
-    before_groups = {g["name"]: g["inputs"] for g in _by_type(previous, NODE_GROUP)}
+    earlier_pools = previous.outputs.get("gpu_pools") or {}
+    earlier_groups = {g["name"]: g["inputs"] for g in _by_type(previous.resources, NODE_GROUP)}
     layouts = changed_mig_layouts(rendered)
     for pool in pools:
-        if pool.node_group in replaced:
-            found.append(
-                Disturbance(
-                    pool.name,
-                    f"node group {pool.node_group} is replaced",
-                    GONE_UNTIL_CREATED[NODE_GROUP],
-                    EVICTED,
-                )
+        found += _node_group_changes(pool, diffs, effects)
+        if pool.name in earlier_pools:  # a new pool runs nothing yet
+            before = earlier_pools[pool.name].get("node_labels", {}).get(MIG_CONFIG_LABEL)
+            found += _mig_changes(pool, before, layouts)
+            found += _node_join_turned_on(pool, earlier_groups.get(pool.node_group or "", {}))
+    for operand, why in operand_rolls(rendered, _cluster_policy(sources)):
+        found += [
+            Disturbance(
+                pool.name,
+                f"DaemonSet {operand.daemonset} rolls ({why})",
+                f"{operand.effect} [gpu-operator {operand.asset}]",
+                operand.jobs,
             )
-        elif pool.node_group in rolled:
-            found.append(
-                Disturbance(
-                    pool.name, f"node group {pool.node_group} rolls every node", NODE_ROLL, EVICTED
-                )
+            for pool in pools
+            if pool.mig_capable or not operand.mig_capable_only
+        ]
+    for label, obj in _daemonsets([*effects, *own_rolls(rendered)], current, sources):
+        found += [
+            Disturbance(
+                pool.name, f"DaemonSet {label} rolls", f"its pod on each node restarts; {_KEEP}", ""
             )
-        if pool.name not in previous_pools:
-            continue  # a new pool: nothing runs there yet
-        before = previous_pools[pool.name].get("node_labels", {}).get(MIG_CONFIG_LABEL)
-        after = pool.node_labels.get(MIG_CONFIG_LABEL)
-        if before != after or (after in layouts):
-            cause = (
-                f"{MIG_CONFIG_LABEL}: {before or '(none)'} -> {after or '(none)'}"
-                if before != after
-                else f"MIG layout {after} changed in the MIG manager's ConfigMap"
-            )
-            how = EKS_RELABELS if pool.node_group and before != after else ADMIN_RELABELS
-            if before == after:
-                how = LAYOUT_CHANGED
-            found.append(Disturbance(pool.name, cause, f"{how}; {MIG_RECONFIGURES}", IN_THE_WAY))
-            if after and not before and pool.fabric in MULTI_NODE_FABRICS:
-                found.append(
-                    Disturbance(
-                        pool.name,
-                        f"MIG on a pool with fabric {pool.fabric}",
-                        f"multi-node jobs are locked out ({MIG_TAKES_NO_DISTRIBUTED_JOB}): its "
-                        f"{pool.fabric} fabric serves no job [warning mig-fabric-pool]",
-                        "",
-                    )
-                )
-        earlier = before_groups.get(pool.node_group or "", {})
-        had = {t["key"] for t in earlier.get("taints") or []}
-        if (
-            pool.node_group
-            and earlier
-            and join.TAINT_KEY in dict(pool.taints)
-            and join.TAINT_KEY not in had
-        ):
-            found.append(
-                Disturbance(
-                    pool.name,
-                    "selftest.node_join turned on",
-                    f"{EKS_RETAINTS}: every serving node becomes tainted {join.TAINT_EFFECT} "
-                    f"(running pods stay; no new pod lands) and labelled {join.LABEL}="
-                    f"{join.PENDING}, so the node-join DaemonSet tests each node as its jobs end",
-                    "",
-                )
-            )
-    policy = _cluster_policy(sources)
-    for operand, why in operand_rolls(rendered, policy):
-        for pool in pools:
-            if operand.mig_capable_only and not pool.mig_capable:
-                continue
-            found.append(
-                Disturbance(
-                    pool.name,
-                    f"DaemonSet {operand.daemonset} rolls ({why})",
-                    f"{operand.effect} [gpu-operator {operand.asset}]",
-                    operand.jobs,
-                )
-            )
-    for label, obj in _daemonsets([*effects, *rendered_rolls], current, sources):
-        pod = _pod_of(obj)
-        for pool in pools:
-            if _runs_on(pod, pool):
-                found.append(
-                    Disturbance(
-                        pool.name,
-                        f"DaemonSet {label} rolls",
-                        f"its pod on each node restarts; {_KEEP}",
-                        "",
-                    )
-                )
+            for pool in pools
+            if _runs_on(_pod_of(obj), pool)
+        ]
     return found
 
 
@@ -510,13 +509,11 @@ def disturbances(
 def queues_on(pool: Pool, resources: list[dict[str, Any]]) -> list[str]:
     """`ClusterQueue X (LocalQueues ns/a, ns/b) on flavor F` for each queue that admits
     workloads to the pool: through a flavor whose node labels hold the pool's."""
-    flavors = [
-        f["inputs"]["metadata"]["name"]
-        for f in _by_type(resources, _FLAVOR)
-        if pool.labels
-        and (f["inputs"]["spec"].get("nodeLabels") or {}).items() <= pool.labels.items()
-        and f["inputs"]["spec"].get("nodeLabels")
-    ]
+    flavors = []
+    for f in _by_type(resources, _FLAVOR):
+        labels = f["inputs"]["spec"].get("nodeLabels") or {}
+        if labels and labels.items() <= pool.labels.items():
+            flavors.append(f["inputs"]["metadata"]["name"])
     local = {}
     for q in _by_type(resources, _LOCAL_QUEUE):
         meta = q["inputs"]["metadata"]
@@ -591,8 +588,7 @@ def format_blast_radius(
 
 
 def blast_radius(
-    previous: list[dict[str, Any]],
-    previous_outputs: dict[str, Any],
+    previous: PreviousPlan,
     current: list[dict[str, Any]],
     outputs: dict[str, Any],
     diffs: list[ResourceDiff],
@@ -600,19 +596,9 @@ def blast_radius(
     rendered: list[ResourceDiff] = (),
     sources: dict[str, tuple[Source, ...]] | None = None,
 ) -> list[str]:
-    """The section's lines (none where no change reaches a GPU pool). `diffs` and `effects`:
-    the program's diff and its knock-on; `rendered`: the rendered objects' diff, `sources` this
-    plan's rendered releases."""
+    """The section's lines (none where no change reaches a GPU pool): `current` and `outputs`
+    this plan's, `diffs` and `effects` its diff against `previous` and the knock-on,
+    `rendered` the rendered objects' diff and `sources` this plan's rendered releases."""
     pools = pools_of(current, outputs)
-    found = disturbances(
-        pools,
-        previous_outputs.get("gpu_pools") or {},
-        previous,
-        current,
-        diffs,
-        effects,
-        list(rendered),
-        own_rolls(list(rendered)),
-        sources or {},
-    )
+    found = disturbances(pools, previous, current, diffs, effects, list(rendered), sources or {})
     return format_blast_radius(found, pools, current)

@@ -190,8 +190,6 @@ def changes_block(
         blocks.append(
             format_diff(found, against, rendered=True, unknown=unknown, knock_on=own_rolls(found))
         )
-    blocks += blast_radius(
-        previous.resources, previous.outputs, current, plan.outputs, diffs, effects, found, sources
-    )
+    blocks += blast_radius(previous, current, plan.outputs, diffs, effects, found, sources)
     cost = format_cost_change(previous.outputs.get("cost"), plan.outputs.get("cost"))
     return "\n".join([*blocks, *cost])

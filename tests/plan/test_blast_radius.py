@@ -311,7 +311,7 @@ def test_staging_turning_mig_on_prints_the_section():
             "(NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go)",
             "      - MIG on a pool with fabric efa: multi-node jobs are locked out (its GPUs are "
             "cut into MIG slices; distributed jobs train on whole GPUs): its efa fabric serves "
-            "no job [warning mig-fabric-pool]",
+            "no job (plan warning mig-fabric-pool)",
             "      - DaemonSet nvidia-mig-manager rolls (ClusterPolicy "
             "spec.migManager.config.name): the new pod applies the node's nvidia.com/mig.config "
             "again, which is a no-op where it is applied already; running pods are untouched "
