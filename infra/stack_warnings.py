@@ -15,6 +15,8 @@ from model.config import PlatformConfig
 from model.config.charts import chart_versions, installed_charts
 from model.config.fabric import RDMA_FABRICS
 from model.config.kubernetes_minor import below_eks_window
+from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
+from model.config.scheduling import MULTI_NODE_FABRICS
 from model.versions import (
     CHART_KUBE_VERSIONS,
     CHARTS,
@@ -242,6 +244,23 @@ def shared_data_warnings(cfg: PlatformConfig) -> list[str]:
     return []
 
 
+def mig_fabric_pools(cfg: PlatformConfig) -> list[str]:
+    """One warning per MIG pool with a multi-node fabric: no distributed job runs on MIG
+    slices, so the fabric (and what it costs: EFA interfaces, a placement group, RDMA NICs)
+    serves no job there."""
+    return [
+        warning(
+            "mig-fabric-pool",
+            f"GPU pool {p.name}: gpu_sharing.mode mig on a pool with fabric {p.fabric} locks "
+            f"out its multi-node jobs ({MIG_TAKES_NO_DISTRIBUTED_JOB}), so its {p.fabric} "
+            "fabric serves no job; give the MIG slices a pool without a fabric, or keep this one "
+            "whole",
+        )
+        for p in cfg.gpu_pools
+        if p.sharing.mode == "mig" and p.fabric in MULTI_NODE_FABRICS
+    ]
+
+
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
     return [
         *documentation_accounts(cfg),
@@ -251,6 +270,7 @@ def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         *unconfirmed_addon_builds(cfg),
         *existing_addon_warnings(cfg),
         *shared_data_warnings(cfg),
+        *mig_fabric_pools(cfg),
     ]
 
 

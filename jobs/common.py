@@ -24,6 +24,7 @@ from components.scheduling.training_job import TrainingJobSpec, render
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig
+from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
 from model.config.scheduling import MULTI_NODE_FABRICS, TeamSettings
 from model.cost import node_hourly
 from model.stacks import stack_config
@@ -67,7 +68,7 @@ def pool_problems(
     """Why `pool` cannot hold the job; empty when it can."""
     found = []
     if pool.sharing.mode == "mig":
-        found.append("its GPUs are cut into MIG slices; distributed jobs train on whole GPUs")
+        found.append(MIG_TAKES_NO_DISTRIBUTED_JOB)
     if need is not None and pool.gpu_memory_gib < need.gib:
         found.append(
             f"{pool.gpu_model} with {pool.gpu_memory_gib} GiB, below the {need.gib} GiB "

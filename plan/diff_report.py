@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from plan.blast_radius import blast_radius
 from plan.cost_change import format_cost_change
 from plan.diff import (
     ABSENT,
@@ -183,10 +184,12 @@ def changes_block(
     unchecked = rendering.unchecked_crds if rendering else {}
     effects = [*own_rolls(diffs), *flowing(diffs, current)]
     blocks = [format_diff(diffs, against, unknown=unknown, knock_on=effects, unchecked=unchecked)]
+    found, sources = [], current_sources(rendering) if rendering is not None else {}
     if rendering is not None and previous.rendered:
-        found = diff_rendered(previous.rendered, current_sources(rendering), frozenset(unknown))
+        found = diff_rendered(previous.rendered, sources, frozenset(unknown))
         blocks.append(
             format_diff(found, against, rendered=True, unknown=unknown, knock_on=own_rolls(found))
         )
+    blocks += blast_radius(previous, current, plan.outputs, diffs, effects, found, sources)
     cost = format_cost_change(previous.outputs.get("cost"), plan.outputs.get("cost"))
     return "\n".join([*blocks, *cost])

@@ -297,6 +297,11 @@ def pool_report(pool: GpuPool) -> dict[str, Any]:
         "max_nodes": pool.max_nodes,
         "sharing": pool.sharing.mode,
         "node_labels": operator_labels(pool),
+        # What the plan's blast radius (plan/blast_radius.py) reads of the pool: which nodes are
+        # its, whether a MIG change on it locks out multi-node jobs, where the MIG manager runs.
+        "node_selector": dict(pool.node_selector),
+        "fabric": pool.fabric,
+        "mig_capable": pool.mig_profiles is not None,
     }
 
 

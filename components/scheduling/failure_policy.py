@@ -39,6 +39,28 @@ from contract.exits import PREEMPTED, UNFIXABLE
 FAIL_JOB_RULE_MESSAGE = "matching FailJob rule at index {index}$"
 # Rule 1, the disrupted pod, is Ignore: it never fails the Job, so it has no message.
 UNFIXABLE_RULE, PREEMPTED_RULE = 0, 2
+# The JobSet's action on a group stopped from outside (the `preempted` rule below).
+RESTART_UNCOUNTED = "RestartJobSetAndIgnoreMaxRestarts"
+
+# What an eviction (a node drained or replaced, a GPU pod deleted for a driver upgrade) does to
+# a running job under the rules below, as this module's docstring derives it: (which job, the
+# restart it takes). The plan's blast radius says it of the jobs a GPU-stack change evicts
+# (plan/blast_radius.py).
+RESTARTS_AFTER_EVICTION: tuple[tuple[str, str], ...] = (
+    (
+        "a multi-node job on trainkit",
+        f"its other ranks exit {PREEMPTED}: the JobSet restarts it whole from its last "
+        f"checkpoint ({RESTART_UNCOUNTED}), not counted toward maxRestarts",
+    ),
+    (
+        "a multi-node script without trainkit",
+        "its other ranks fail on the lost peer (exit 1): the restart counts toward maxRestarts",
+    ),
+    (
+        "a 1-node job",
+        "the Job replaces its evicted pod (DisruptionTarget: Ignore); the JobSet does not restart",
+    ),
+)
 
 
 def pod_failure_policy(container: str) -> dict[str, Any]:
@@ -88,6 +110,6 @@ def failure_policy(max_restarts: int, replicated_job: str) -> dict[str, Any]:
         "restartStrategy": "BlockingRecreate",
         "rules": [
             rule("unfixable", "FailJobSet", UNFIXABLE_RULE),
-            rule("preempted", "RestartJobSetAndIgnoreMaxRestarts", PREEMPTED_RULE),
+            rule("preempted", RESTART_UNCOUNTED, PREEMPTED_RULE),
         ],
     }

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 Fabric = Literal["efa", "infiniband", "roce", "tcp"]
 # The label every AWS GPU node carries with its group's name; on-prem pools bring their own.
 NODE_GROUP_LABEL = "gpu-platform/node-group"
+# Why a MIG pool takes no distributed job: `python -m jobs` refuses one there (jobs/common.py),
+# and the plan warns of MIG on a pool with a multi-node fabric (infra/stack_warnings.py).
+MIG_TAKES_NO_DISTRIBUTED_JOB = (
+    "its GPUs are cut into MIG slices; distributed jobs train on whole GPUs"
+)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ from plan.diff import PreviousPlan
 from plan.diff_report import changes_block
 from plan.engine import run_program
 from plan.model import build_plan
-from tests.conftest import make_project, planned, stack_file_config
+from plan.rendered_diff import current_sources
+from tests.conftest import make_project, planned, rendered, stack_file_config
 
 
 def prod_changed(tmp_path, group: str, **settings) -> str:
@@ -19,3 +20,13 @@ def prod_changed(tmp_path, group: str, **settings) -> str:
     shipped = planned("prod")
     earlier = PreviousPlan([r.as_json() for r in shipped.resources], shipped.outputs)
     return changes_block(changed, earlier, "out/prod")
+
+
+def edited_render(stack: str, release: str, path: str, old: str, new: str) -> dict:
+    """The stack's rendered releases with one chart file's text edited: an earlier render."""
+    sources = dict(current_sources(rendered(stack)))
+    files = dict(sources[release])
+    assert old in files[path], f"{stack}: {path} no longer holds {old!r}"
+    files[path] = files[path].replace(old, new, 1)
+    sources[release] = tuple(files.items())
+    return sources

@@ -105,6 +105,19 @@ def capacity_block_roll(tmp: Path) -> list[str]:
     return plan.warnings
 
 
+def mig_on_fabric() -> dict:
+    """The shipped staging with MIG turned on for its one group, an EFA group of p4d.24xlarge
+    (A100 40 GB, which MIG partitions): its multi-node jobs are locked out."""
+    config = stack_file_config("staging")
+    (group,) = config[f"{NS}:gpu_node_groups"]
+    group["gpu_sharing"] = {"mode": "mig"}
+    return config
+
+
+def mig_on_fabric_plan() -> Plan:
+    return project_plan("staging", {"staging": mig_on_fabric()})
+
+
 def chart_not_cached(tmp: Path) -> list[str]:
     """dev rendered from an empty chart cache."""
     return list(render_plan(planned("dev"), (tmp,)).warnings)
@@ -119,4 +132,5 @@ def every_warning(tmp: Path) -> list[str]:
         *support_ending(),
         *capacity_block_roll(tmp),
         *chart_not_cached(tmp),
+        *mig_on_fabric_plan().warnings,
     ]

@@ -10,8 +10,9 @@ from xml.etree import ElementTree
 import pytest
 
 from components.data.gpu_operator import pool_report
-from infra.stack_warnings import host_driver_rdma
+from infra.stack_warnings import host_driver_rdma, mig_fabric_pools
 from model.config import GpuOperatorSettings, OnPremGpuPoolSettings
+from model.config.nodes import GpuSharingSettings
 from model.config.pools import pool_of_onprem
 from model.stacks import ROOT
 from tests.conftest import AWS_STACKS, STACKS, planned, stack_config
@@ -109,6 +110,11 @@ def test_shipped_staging_pool_report_names_gpus_and_efa_devices():
             "max_nodes": 2,
             "sharing": "none",
             "node_labels": {},
+            # components/data/gpu_node_group.py labels every node with its group's name.
+            "node_selector": {"gpu-platform/node-group": "a100-efa"},
+            "fabric": "efa",
+            # NVIDIA MIG User Guide, "Supported GPUs": the A100 (40 GB, 80 GB) partitions.
+            "mig_capable": True,
         }
     }
 
@@ -313,3 +319,27 @@ def test_docs_hostdev_snippet_is_a_managed_pci_passthrough_libvirt_accepts():
     assert hostdev.attrib == {"mode": "subsystem", "type": "pci", "managed": "yes"}
     address = hostdev.find("source/address")
     assert sorted(address.attrib) == ["bus", "domain", "function", "slot"]
+
+
+@pytest.mark.parametrize("fabric", ["infiniband", "roce", "tcp"])
+@pytest.mark.parametrize("mode", ["mig", "none"])
+def test_mig_on_a_pool_with_a_multi_node_fabric_warns_that_it_locks_out_multi_node_jobs(
+    fabric, mode
+):
+    """`python -m jobs` refuses a distributed job on a MIG pool (jobs/common.py pool_problems),
+    so a MIG pool's RDMA fabric serves no job: the plan says so (EFA, on AWS: the staging
+    fixture of tests/helpers/warning_stacks.py)."""
+    cfg = stack_config("onprem")
+    (pool,) = cfg.existing.gpu_pools
+    pool = pool.model_copy(update={"fabric": fabric, "gpu_sharing": GpuSharingSettings(mode=mode)})
+    existing = cfg.existing.model_copy(update={"gpu_pools": [pool]})
+    found = mig_fabric_pools(cfg.model_copy(update={"existing": existing}))
+    if mode == "mig" and fabric != "tcp":
+        (warning,) = found
+        assert warning.startswith(
+            f"GPU pool a100: gpu_sharing.mode mig on a pool with fabric {fabric} locks out its "
+            "multi-node jobs"
+        )
+        assert warning.endswith("[warning mig-fabric-pool]")
+    else:
+        assert found == []

@@ -4,6 +4,7 @@ field, with the replacement marks of the same tables as the program's own object
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from model.versions import CHARTS
 from plan.diff import PreviousPlan, read_previous
@@ -12,19 +13,13 @@ from plan.model import Plan
 from plan.render import RELEASE, render_plan, write_rendered
 from plan.rendered_diff import current_sources, diff_rendered
 from tests.conftest import SHARED_HELM, planned, rendered
+from tests.helpers.plan_diff_helpers import edited_render
 
 KUEUE = "prod-kueue"
 MANAGER = "kueue/templates/manager/manager.yaml"
 
 
-def edited(release: str, path: str, old: str, new: str) -> dict:
-    """prod's rendered releases with one chart file's text edited: an earlier render."""
-    sources = dict(current_sources(rendered("prod")))
-    files = dict(sources[release])
-    assert old in files[path], f"{path} no longer holds {old!r}"
-    files[path] = files[path].replace(old, new, 1)
-    sources[release] = tuple(files.items())
-    return sources
+edited = functools.partial(edited_render, "prod")
 
 
 def test_a_plan_folder_read_back_renders_the_same(tmp_path):
