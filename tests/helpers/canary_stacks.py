@@ -1,0 +1,29 @@
+"""Stacks whose GPU-stack changes roll through a canary (selftest.node_join.canary): every AWS
+stack this repository ships and the capacity-kinds stack (a group of every capacity kind), each
+given a self-test image, which turns the node-join check and with it the canary on. No shipped
+AWS stack sets an image, so without these the canary's tests would have no pool to read."""
+
+from __future__ import annotations
+
+import functools
+
+from plan.model import Plan
+from tests.conftest import AWS_STACKS, project_plan, stack_file_config
+from tests.helpers.bad_stacks import NS
+from tests.helpers.selftest_stacks import IMAGE
+from tests.helpers.varied_stacks import CAPACITY_CONFIG, CAPACITY_STACK
+
+CANARY_STACKS = (*AWS_STACKS, CAPACITY_STACK)
+
+
+def canary_config(stack: str) -> dict:
+    """`stack`'s config with the self-test image set."""
+    config = stack_file_config(stack) if stack in AWS_STACKS else dict(CAPACITY_CONFIG)
+    config[f"{NS}:selftest"] = {**config.get(f"{NS}:selftest", {}), "image": IMAGE}
+    return config
+
+
+@functools.cache
+def canary_plan(stack: str) -> Plan:
+    name = f"{stack}-roll"
+    return project_plan(name, {name: canary_config(stack)})
