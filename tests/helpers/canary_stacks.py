@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+from model.config import PlatformConfig, parse_config
 from plan.model import Plan
 from tests.conftest import AWS_STACKS, project_plan, stack_file_config
 from tests.helpers.bad_stacks import NS
@@ -25,5 +26,12 @@ def canary_config(stack: str) -> dict:
 
 @functools.cache
 def canary_plan(stack: str) -> Plan:
-    name = f"{stack}-roll"
+    name = canary_env_and_config(stack)[0]
     return project_plan(name, {name: canary_config(stack)})
+
+
+def canary_env_and_config(stack: str) -> tuple[str, PlatformConfig]:
+    """The name `stack`'s canary variant is planned under, and its validated config."""
+    name = f"{stack}-roll"
+    raw = {k.removeprefix(f"{NS}:"): v for k, v in canary_config(stack).items()}
+    return name, parse_config(raw, f"Pulumi.{name}.yaml")

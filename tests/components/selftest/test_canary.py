@@ -17,7 +17,7 @@ from tests.controllers.pod_security import pod_templates, violations
 from tests.controllers.qos import qos_class
 from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
-from tests.helpers.canary_stacks import CANARY_STACKS, canary_config, canary_plan
+from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config, canary_plan
 from tests.helpers.selftest_stacks import IMAGE, MIG, P5, env_of
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -44,15 +44,9 @@ SAME_TEMPLATE = (
 SAME_GROUP = ("amiType", "capacityType", "instanceTypes", "version", "subnetIds", "clusterName")
 
 
-def config(stack: str):
-    name = f"{stack}-roll"
-    raw = {k.removeprefix(f"{NS}:"): v for k, v in canary_config(stack).items()}
-    return name, parse_config(raw, f"Pulumi.{name}.yaml")
-
-
 def cases():
     for stack in CANARY_STACKS:
-        env, cfg = config(stack)
+        env, cfg = canary_env_and_config(stack)
         pools = canary_pools(cfg)
         assert pools, f"{stack}: no pool rolls through a canary"
         for pool in pools:
