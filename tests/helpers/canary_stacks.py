@@ -11,7 +11,7 @@ from model.config import PlatformConfig, parse_config
 from plan.model import Plan
 from tests.conftest import AWS_STACKS, project_plan, stack_file_config
 from tests.helpers.bad_stacks import NS
-from tests.helpers.selftest_stacks import IMAGE
+from tests.helpers.selftest_stacks import FSX, IMAGE
 from tests.helpers.varied_stacks import CAPACITY_CONFIG, CAPACITY_STACK
 
 CANARY_STACKS = (*AWS_STACKS, CAPACITY_STACK)
@@ -19,7 +19,12 @@ CANARY_STACKS = (*AWS_STACKS, CAPACITY_STACK)
 
 def canary_config(stack: str) -> dict:
     """`stack`'s config with the self-test image set."""
-    config = stack_file_config(stack) if stack in AWS_STACKS else dict(CAPACITY_CONFIG)
+    if stack in AWS_STACKS:
+        config = stack_file_config(stack)
+    else:
+        # The self-test's runs keep their reports on shared-data, which the capacity-kinds
+        # stack leaves out.
+        config = {**CAPACITY_CONFIG, f"{NS}:storage": FSX}
     config[f"{NS}:selftest"] = {**config.get(f"{NS}:selftest", {}), "image": IMAGE}
     return config
 

@@ -15,6 +15,7 @@ from model.config.node_join import canary_pools
 from tests.conftest import find, validate_kubernetes
 from tests.controllers.pod_security import pod_templates, violations
 from tests.controllers.qos import qos_class
+from tests.controllers.references import Cluster, Placed, problems
 from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
 from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config, canary_plan
@@ -196,6 +197,15 @@ def test_the_canary_job_is_valid_admitted_and_guaranteed(stack, env, pool):
     for pod in pod_templates(obj):
         assert violations(pod, "restricted") == []
     assert qos_class(obj["spec"]["template"]["spec"]) == "Guaranteed"
+
+
+@pytest.mark.parametrize(("stack", "env", "pool"), CASES)
+def test_the_canary_job_finds_what_its_pods_name(stack, env, pool):
+    """Its claims, ConfigMaps (the launcher's, the pool's NCCL settings) and namespace, as the
+    stack declares them (tests/controllers/references.py)."""
+    plan = canary_plan(stack)
+    obj = canary_job(stack, env, pool).inputs
+    assert problems(Placed(obj, env), {env: Cluster(env, plan.kubernetes_objects())}, {}) == []
 
 
 def test_the_canary_env_drops_what_would_call_the_api():
