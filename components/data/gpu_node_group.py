@@ -281,6 +281,7 @@ class GpuNodeGroup(PlatformComponent):
             capacity_reservation=capacity_reservation(group),
             capacity_block=group.capacity == "capacity_block",
             update_strategy=UPDATE_STRATEGIES[group.capacity],
+            release_version=group.ami_release,
             after=args.after,
         )
         gate: Sequence[pulumi.Resource] = ()

@@ -36,23 +36,30 @@ def checks_on_the_pool(plan: Plan, pool) -> set[str]:
     }
 
 
-def gpu_stack_change(plan: Plan) -> set[str]:
+def gpu_groups(plan: Plan) -> list:
+    return [ng for ng in plan.of_type(NODE_GROUP) if ng.inputs["amiType"].endswith("NVIDIA")]
+
+
+def new_launch_templates(plan: Plan) -> set[str]:
     """Every GPU group's launch template, changed (the system group's is left alone)."""
-    return {
-        t.urn
-        for t in plan.of_type(LAUNCH_TEMPLATE)
-        if any(
-            ng.name in t.name and ng.inputs["amiType"].endswith("NVIDIA")
-            for ng in plan.of_type(NODE_GROUP)
-        )
-    }
+    names = {ng.name for ng in gpu_groups(plan)}
+    return {t.urn for t in plan.of_type(LAUNCH_TEMPLATE) if t.name in names}
 
 
+def new_ami_release(plan: Plan) -> set[str]:
+    """Every GPU group's releaseVersion, changed (gpu_node_groups[].ami_release): a driver."""
+    return {ng.urn for ng in gpu_groups(plan)}
+
+
+CHANGES = {"launch-templates": new_launch_templates, "ami-release": new_ami_release}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize(("stack", "env", "pool"), list(cases()))
-def test_a_failed_canary_keeps_the_pools_nodes_on_the_old_template(stack, env, pool):
+def test_a_failed_canary_keeps_the_pools_nodes_on_the_old_template(stack, env, pool, change):
     plan = canary_plan(stack)
     (main,) = [g for g in plan.of_type(NODE_GROUP) if g.name == f"{env}-{pool.name}"]
-    result = update(plan, gpu_stack_change(plan), fails=checks_on_the_pool(plan, pool))
+    result = update(plan, CHANGES[change](plan), fails=checks_on_the_pool(plan, pool))
     assert main.urn not in result.done, (
         f"{main.name} took the new launch template although the check on {pool.name}'s new "
         "image failed: the change rolled the whole pool"
@@ -65,7 +72,7 @@ def test_a_passed_canary_lets_the_pools_nodes_follow(stack, env, pool):
     plan = canary_plan(stack)
     (main,) = [g for g in plan.of_type(NODE_GROUP) if g.name == f"{env}-{pool.name}"]
     checks = checks_on_the_pool(plan, pool)
-    result = update(plan, gpu_stack_change(plan), fails=set())
+    result = update(plan, new_launch_templates(plan), fails=set())
     assert main.urn in result.done
     ran = [u for u in result.done if u in checks]
     assert ran, f"no check ran on {pool.name}'s new image"
@@ -73,5 +80,5 @@ def test_a_passed_canary_lets_the_pools_nodes_follow(stack, env, pool):
     # The other pools' rolls do not wait on this pool's canary, nor it on theirs.
     others = {c for p in pools_tested_on_join(canary_env_and_config(stack)[1]) if p != pool
               for c in checks_on_the_pool(plan, p)}  # fmt: skip
-    failed_elsewhere = update(plan, gpu_stack_change(plan), fails=others)
+    failed_elsewhere = update(plan, new_launch_templates(plan), fails=others)
     assert main.urn in failed_elsewhere.done

@@ -12,14 +12,14 @@ import pytest
 from components.selftest.canary import canary_env
 from model.config import parse_config
 from model.config.node_join import canary_pools
-from tests.conftest import find, validate_kubernetes
+from tests.conftest import find, project_plan, validate_kubernetes
 from tests.controllers.pod_security import pod_templates, violations
 from tests.controllers.qos import qos_class
 from tests.controllers.references import Cluster, Placed, problems
 from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
 from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config, canary_plan
-from tests.helpers.selftest_stacks import IMAGE, MIG, P5, env_of
+from tests.helpers.selftest_stacks import FSX, IMAGE, MIG, P5, env_of
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -225,7 +225,39 @@ def test_a_mig_pool_has_no_canary_and_its_group_waits_for_none():
     assert [p.name for p in canary_pools(cfg)] == ["h100"]
 
 
+def test_a_pinned_ami_release_boots_the_canary_and_the_pool_alike():
+    """gpu_node_groups[].ami_release is the node group's releaseVersion (EKS API,
+    CreateNodegroup: "releaseVersion: The AMI version of the Amazon EKS optimized AMI to
+    use"), on the pool's group and its canary alike."""
+    stack = aws(
+        cluster={"kubernetes_version": "1.35"},
+        gpu_node_groups=[{**P5, "ami_release": "1.35.3-20260724"}],
+        storage=FSX,
+        selftest={"image": IMAGE},
+    )
+    plan = project_plan("pin", {"pin": stack})
+    for name in ("pin-h100", "pin-h100-canary"):
+        assert find(plan, NODE_GROUP, name).inputs["releaseVersion"] == "1.35.3-20260724"
+
+
 REFUSED = [
+    pytest.param(
+        aws(
+            cluster={"kubernetes_version": "1.35"},
+            gpu_node_groups=[{**P5, "ami_release": "1.34.2-20260724"}],
+        ),
+        f"{NS}:gpu_node_groups[0].ami_release",
+        "'1.34.2-20260724' is a release of Kubernetes 1.34",
+        "pin a 1.35.<patch>-<date> release",
+        id="ami-release-of-another-minor",
+    ),
+    pytest.param(
+        aws(gpu_node_groups=[{**P5, "ami_release": "v20260724"}]),
+        f"{NS}:gpu_node_groups[0].ami_release",
+        "v20260724",
+        "1.35.3-20260724",
+        id="ami-release-not-a-release",
+    ),
     pytest.param(
         aws(gpu_node_groups=[P5], selftest={"node_join": {"canary": True}}),
         f"{NS}:selftest.node_join.canary",
