@@ -177,7 +177,7 @@ class Canary(PlatformComponent):
         super().__init__(name, opts)
         group = args.node_group
         image = canary_node_image(
-            group.launch_template.apply(lambda t: t.version if t else None),
+            group.launch_template.apply(lambda t: t.version),
             group.version,
             group.release_version,
         )
