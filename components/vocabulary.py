@@ -46,8 +46,21 @@ NODE_JOIN_TAINT = {
     "effect": node_join.TAINT_EFFECT,
 }
 NODE_JOIN_TOLERATION = {"key": node_join.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
-# The tolerations of a DaemonSet that must run on every GPU node, the untested ones too.
-GPU_NODE_DAEMONSET_TOLERATIONS = (GPU_DAEMONSET_TOLERATION, NODE_JOIN_TOLERATION)
+# A pool's canary node (components/data/gpu_node_group.py) carries this label and a taint of
+# the same key, valued with its group: only the canary's Job (components/selftest/canary.py)
+# tolerates it, so no job and no node-join check lands there, and cluster-autoscaler adds a
+# canary node only for that Job. Not a startup taint: it never goes.
+CANARY_LABEL = "gpu-platform/canary"
+CANARY_TOLERATION = {"key": CANARY_LABEL, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def canary_taint(group: str) -> dict[str, str]:
+    return {"key": CANARY_LABEL, "value": group, "effect": "NoSchedule"}
+
+
+# The tolerations of a DaemonSet that must run on every GPU node, the untested ones and the
+# canaries too (the canary is measured with the GPU stack it would roll out).
+GPU_NODE_DAEMONSET_TOLERATIONS = (GPU_DAEMONSET_TOLERATION, NODE_JOIN_TOLERATION, CANARY_TOLERATION)
 
 # --------------------------------------------------------------------------- API versions
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

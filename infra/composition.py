@@ -42,7 +42,8 @@ from components.scheduling.jobset import JobSetController, JobSetControllerArgs
 from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.scheduling.launcher import Launcher, LauncherArgs
 from components.scheduling.queues import Scheduling, SchedulingArgs
-from components.selftest.job import SelfTest, SelfTestArgs
+from components.selftest.canary import Canary, CanaryArgs
+from components.selftest.job import SelfTest, SelfTestArgs, pool_env
 from components.storage.ceph import RookCeph, RookCephArgs
 from components.storage.cluster_class import ClusterClassArgs, ClusterClassSharedData
 from components.storage.fsx import FsxLustre, FsxLustreArgs
@@ -54,8 +55,8 @@ from components.vocabulary import (
     rdma_resource,
 )
 from infra.existing_addons import existing_addon_report
-from model.config import PlatformConfig, default_fsx_zone
-from model.config.node_join import pools_tested_on_join
+from model.config import GpuPool, PlatformConfig, default_fsx_zone
+from model.config.node_join import canary_pools, pools_tested_on_join
 from model.config.selftest_schedule import scheduled
 
 C = TypeVar("C", bound=PlatformComponent)
@@ -145,6 +146,8 @@ class Platform(PlatformComponent):
         if cfg.workload_autoscaling.enabled:
             self._workload_autoscaling(ctx, cfg, cluster, namespaces)
         self._alerts(ctx, cfg, monitoring, on_cluster)
+        if cfg.provider == "aws":
+            self._gpu_node_groups(ctx, cfg, cluster, on_cluster)
         self._selftest(ctx, cfg, on_cluster)
         if existing_addon_report(cfg):
             self.outputs["existing_addons"] = existing_addon_report(cfg)
@@ -380,27 +383,9 @@ class Platform(PlatformComponent):
             on_aws,
         )
         cluster = dataclasses.replace(cluster, schedulable=[system])
-        self.outputs["gpu_tuning"] = {}
-        for group in cfg.gpu_node_groups:
-            gpu_group = GpuNodeGroup(
-                f"{env}-gpu-{group.name}",
-                GpuNodeGroupArgs(
-                    context=ctx,
-                    group=group,
-                    cluster=cluster,
-                    node_role_arn=node_role.role.arn,
-                    subnet_ids=[
-                        network.private_subnet_ids_by_zone[z] for z in cfg.group_zones(group)
-                    ],
-                    efa_security_group_id=network.efa_security_group_id,
-                    mig_strategy=cfg.gpu_operator.mig_strategy,
-                    tested_on_join=group.name in {p.name for p in pools_tested_on_join(cfg)},
-                    after=before_nodes,
-                ),
-                on_aws,
-            )
-            self.outputs["gpu_tuning"].update(gpu_group.outputs["gpu_tuning"])
-            self.tested.append(gpu_group)
+        # The GPU node groups come once the software their nodes run is declared
+        # (_gpu_node_groups): a canary's check needs all of it.
+        self.before_gpu_nodes, self.node_role = before_nodes, node_role
         if efa_groups(cfg.gpu_node_groups):
             efa = EfaDevicePlugin(
                 f"{env}-efa-device-plugin",
@@ -437,6 +422,57 @@ class Platform(PlatformComponent):
         self._export(control)
         self._export(network)
         return cluster
+
+    def _gpu_node_groups(
+        self, ctx: StackContext, cfg: PlatformConfig, cluster: ClusterHandle, on_cluster
+    ) -> None:
+        """The GPU node groups, each after its pool's canary where it has one
+        (selftest.node_join.canary): the canary's Job runs on the new image with everything the
+        platform runs on a GPU node, so it is declared after all of it."""
+        env, network = ctx.env, self.network
+        tested = {p.name for p in pools_tested_on_join(cfg)}
+        canaried = {p.name: p for p in canary_pools(cfg)}
+        software = [*self.tested, *self.declared_namespaces]
+        self.outputs["gpu_tuning"] = {}
+        for group in cfg.gpu_node_groups:
+            pool = canaried.get(group.name)
+            gpu_group = GpuNodeGroup(
+                f"{env}-gpu-{group.name}",
+                GpuNodeGroupArgs(
+                    context=ctx,
+                    group=group,
+                    cluster=cluster,
+                    node_role_arn=self.node_role.role.arn,
+                    subnet_ids=[
+                        network.private_subnet_ids_by_zone[z] for z in cfg.group_zones(group)
+                    ],
+                    efa_security_group_id=network.efa_security_group_id,
+                    mig_strategy=cfg.gpu_operator.mig_strategy,
+                    tested_on_join=group.name in tested,
+                    after=self.before_gpu_nodes,
+                    canary=(
+                        None if pool is None else self._canary(ctx, cfg, pool, software, on_cluster)
+                    ),
+                ),
+                self.child(providers=[self.aws_provider]),
+            )
+            self.outputs["gpu_tuning"].update(gpu_group.outputs["gpu_tuning"])
+            self.tested.append(gpu_group)
+
+    def _canary(
+        self, ctx: StackContext, cfg: PlatformConfig, pool: GpuPool, after: list, on_cluster
+    ):
+        """What declares `pool`'s canary Job for its canary node group."""
+
+        def declare(node_group: aws.eks.NodeGroup) -> list[pulumi.Resource]:
+            canary = Canary(
+                f"{ctx.env}-canary-{pool.name}",
+                CanaryArgs(ctx, cfg, pool, pool_env(cfg, pool.name), node_group, after),
+                on_cluster,
+            )
+            return [canary.job]
+
+        return declare
 
     def _jobset(
         self,

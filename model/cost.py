@@ -39,6 +39,7 @@ from model.catalog_prices import (
 )
 from model.config import PlatformConfig
 from model.config.network import INTERFACE_ENDPOINT_SERVICES, nat_zones
+from model.config.node_join import canary_pools, join_timeout_minutes
 from model.config.nodes import (
     ROOT_VOLUME_IOPS,
     ROOT_VOLUME_THROUGHPUT_MBPS,
@@ -170,6 +171,7 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
         ),
         _root_volumes("system_nodes", "system nodes", system.root_volume_gib, system.scaling, cfg),
     ]
+    canaried = {p.name for p in canary_pools(cfg)}
     for group in cfg.gpu_node_groups:
         name, _ = _dearest(group.instance_types, region)
         key = f"gpu_node_groups.{group.name}"
@@ -180,7 +182,30 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
                 key, f"GPU node group {group.name}", group.root_volume_gib, group.scaling, cfg
             )
         )
+        if group.name in canaried:
+            lines.append(canary_line(cfg, group))
     return lines
+
+
+def canary_line(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> Line:
+    """A tested pool's canary group (selftest.node_join.canary): no node at rest, so nothing a
+    month at any size; each roll of a GPU-stack change runs one node for the check (the pool's
+    join limit at most) and the autoscaler's scale-down wait, which the basis prices."""
+    one = node_hourly(cfg, group)
+    check = join_timeout_minutes(cfg, group.name)
+    wait = group.scale_down_unneeded_minutes
+    item = f"canary of GPU node group {group.name} (one node per roll, none at rest)"
+    per_roll = (
+        "unknown: " + one.basis
+        if one.hourly_max is None
+        else f"{_usd(round(one.hourly_max * (check + wait) / 60, 2))} ({one.basis})"
+    )
+    basis = (
+        f"per roll of a GPU-stack change, at most one node for the check ({check} min) and the "
+        f"autoscaler's scale-down wait ({wait} min): {per_roll}"
+    )
+    key = f"gpu_node_groups.{group.name}.canary"
+    return Line(key, item, basis, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, region=one.region, estimate=True)
 
 
 def _gp3_month(gib: int, iops: int, throughput: int, region: str) -> tuple[float | None, str]:

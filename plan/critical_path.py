@@ -63,6 +63,13 @@ CREATE_TIMES: dict[str, CreateTime] = {
         "estimated: Pulumi waits for the release's workloads to be ready (pulumi-kubernetes "
         "Release `skipAwait` false, default `timeout` 300 s); image pulls dominate",
     ),
+    "kubernetes:batch/v1:Job": CreateTime(
+        10,
+        "estimated: a pool's canary Job waits for cluster-autoscaler to add its GPU node from "
+        "zero and for the node-join checks there, before the pool's node group "
+        "(components/selftest/canary.py; bounded by selftest.provisioning_minutes + the pool's "
+        "join limit)",
+    ),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": CreateTime(
         10,
         "estimated: the self-test JobSet waits for Kueue admission, GPU nodes scaled from zero "

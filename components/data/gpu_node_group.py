@@ -4,7 +4,8 @@ tags cluster-autoscaler needs to scale it from zero."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -23,10 +24,16 @@ from components.data.nodes import (
     node_repair_config,
     user_data,
 )
-from components.vocabulary import EFA_RESOURCE, GPU_TAINT, NODE_JOIN_TAINT
+from components.vocabulary import (
+    CANARY_LABEL,
+    EFA_RESOURCE,
+    GPU_TAINT,
+    NODE_JOIN_TAINT,
+    canary_taint,
+)
 from contract import node_join as join
 from model.catalog import InstanceType
-from model.config import GpuNodeGroupSettings
+from model.config import GpuNodeGroupSettings, Scaling
 from model.config.gpu_operator import MigStrategy
 from model.config.pools import pool_of_group
 
@@ -133,17 +140,43 @@ def node_labels(
     return {**labels, **group.labels}
 
 
+def canary_labels(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[str, str]:
+    """A canary node's labels: the pool's, so that it is measured as one of its nodes, and the
+    canary label its Job selects; not the node-join label, so that no node-join check runs
+    there (the canary's Job is its check)."""
+    return {**node_labels(group, mig_strategy), CANARY_LABEL: group.name}
+
+
+def canary_taints(group: GpuNodeGroupSettings) -> tuple[dict[str, str], ...]:
+    """The GPU taint and the canary's own, which only the canary's Job tolerates: no job lands
+    on a node of an untried image, and cluster-autoscaler adds one only for that Job."""
+    return (GPU_TAINT, canary_taint(group.name))
+
+
+# A canary group holds no node but while its Job runs: the autoscaler adds it for the Job's
+# pod and removes it once unneeded.
+CANARY_SCALING = Scaling(min_size=0, max_size=1, desired_size=0)
+
+
 def autoscaler_tags(
-    group: GpuNodeGroupSettings, mig_strategy: MigStrategy, tested_on_join: bool = False
+    group: GpuNodeGroupSettings,
+    mig_strategy: MigStrategy,
+    tested_on_join: bool = False,
+    canary: bool = False,
 ) -> dict[str, str]:
-    """ASG tags that describe a node of this group to cluster-autoscaler while the group has
-    none, so it can scale from zero: its labels, taints and extended resources. The node-join
-    startup taint is left out: the autoscaler drops startup taints from the nodes it plans
-    with (FAQ.md, "Startup taints"); the label stays, so that it counts the check's pod."""
-    labels = node_labels(group, mig_strategy, tested_on_join)
+    """ASG tags that describe a node of this group (or of its canary group) to
+    cluster-autoscaler while the group has none, so it can scale from zero: its labels, taints
+    and extended resources. The node-join startup taint is left out: the autoscaler drops
+    startup taints from the nodes it plans with (FAQ.md, "Startup taints"); the label stays, so
+    that it counts the check's pod."""
+    labels = (
+        canary_labels(group, mig_strategy)
+        if canary
+        else node_labels(group, mig_strategy, tested_on_join)
+    )
     tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in labels.items()}
-    taint = f"{NODE_TEMPLATE}/taint/{GPU_TAINT['key']}"
-    tags[taint] = f"{GPU_TAINT['value']}:{GPU_TAINT['effect']}"
+    for taint in canary_taints(group) if canary else (GPU_TAINT,):
+        tags[f"{NODE_TEMPLATE}/taint/{taint['key']}"] = f"{taint['value']}:{taint['effect']}"
     for resource, count in advertised_resources(group, mig_strategy).items():
         tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
     if group.efa:
@@ -171,6 +204,10 @@ def node_group_name(env: str, group: GpuNodeGroupSettings) -> str:
     return f"{env}-{group.name}"
 
 
+def canary_group_name(env: str, group: GpuNodeGroupSettings) -> str:
+    return f"{node_group_name(env, group)}-canary"
+
+
 def asg_name_pattern(env: str, group: GpuNodeGroupSettings) -> str:
     """EKS names a managed node group's ASG `eks-<node group name>-<uuid>`."""
     return f"^eks-{node_group_name(env, group)}-.*"
@@ -192,6 +229,9 @@ class GpuNodeGroupArgs:
     # selftest.node_join: new nodes join with the startup taint until the self-test passes.
     tested_on_join: bool = False
     after: Sequence[pulumi.Resource] = ()
+    # selftest.node_join.canary: given the canary node group, declares the pool's canary Job
+    # (components/selftest/canary.py) and returns what the group's own node group waits for.
+    canary: Callable[[aws.eks.NodeGroup], Sequence[pulumi.Resource]] | None = None
 
 
 class GpuNodeGroup(PlatformComponent):
@@ -215,50 +255,80 @@ class GpuNodeGroup(PlatformComponent):
                 self.child(),
             ).name
 
-        self.node_group = declare_node_group(
-            self,
-            ManagedNodeGroupSpec(
-                name=ng_name,
-                cluster_name=args.cluster.name,
-                kubernetes_version=args.cluster.eks_version,
-                node_role_arn=args.node_role_arn,
-                subnet_ids=args.subnet_ids,
-                security_group_ids=node_sgs,
-                ami_type="AL2023_x86_64_NVIDIA",
-                capacity_type=CAPACITY_TYPES[group.capacity],
-                instance_types=group.instance_types,
-                scaling=group.scaling,
-                root_volume_gib=group.root_volume_gib,
-                user_data=group_user_data(group),
-                labels=node_labels(group, args.mig_strategy, args.tested_on_join),
-                taints=node_taints(args.tested_on_join),
-                tags={**args.context.tags, "gpu-platform/node-group": group.name},
-                node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
-                network_interfaces=(
-                    efa_interfaces(instance, [*node_sgs, args.efa_security_group_id])
-                    if group.efa
-                    else None
-                ),
-                placement_group=placement_group,
-                capacity_reservation=capacity_reservation(group),
-                capacity_block=group.capacity == "capacity_block",
-                update_strategy=UPDATE_STRATEGIES[group.capacity],
-                after=args.after,
+        spec = ManagedNodeGroupSpec(
+            name=ng_name,
+            cluster_name=args.cluster.name,
+            kubernetes_version=args.cluster.eks_version,
+            node_role_arn=args.node_role_arn,
+            subnet_ids=args.subnet_ids,
+            security_group_ids=node_sgs,
+            ami_type="AL2023_x86_64_NVIDIA",
+            capacity_type=CAPACITY_TYPES[group.capacity],
+            instance_types=group.instance_types,
+            scaling=group.scaling,
+            root_volume_gib=group.root_volume_gib,
+            user_data=group_user_data(group),
+            labels=node_labels(group, args.mig_strategy, args.tested_on_join),
+            taints=node_taints(args.tested_on_join),
+            tags={**args.context.tags, "gpu-platform/node-group": group.name},
+            node_repair=node_repair_config(group.node_repair, group.repair_reboot_only),
+            network_interfaces=(
+                efa_interfaces(instance, [*node_sgs, args.efa_security_group_id])
+                if group.efa
+                else None
             ),
+            placement_group=placement_group,
+            capacity_reservation=capacity_reservation(group),
+            capacity_block=group.capacity == "capacity_block",
+            update_strategy=UPDATE_STRATEGIES[group.capacity],
+            release_version=group.ami_release,
+            after=args.after,
         )
+        gate: Sequence[pulumi.Resource] = ()
+        if args.canary is not None:
+            canary_name = canary_group_name(args.context.env, group)
+            self.canary_group = declare_node_group(
+                self,
+                dataclasses.replace(
+                    spec,
+                    name=canary_name,
+                    scaling=CANARY_SCALING,
+                    labels=canary_labels(group, args.mig_strategy),
+                    taints=canary_taints(group),
+                    tags={**spec.tags, CANARY_LABEL: group.name},
+                    # A node under test is the verdict's subject: repaired, it would be
+                    # replaced before the check could fail it.
+                    node_repair=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=False),
+                ),
+            )
+            self._tag_asg(
+                canary_name,
+                self.canary_group,
+                autoscaler_tags(group, args.mig_strategy, canary=True),
+            )
+            gate = args.canary(self.canary_group)
+        self.node_group = declare_node_group(
+            self, dataclasses.replace(spec, after=[*args.after, *gate])
+        )
+        self._tag_asg(
+            ng_name,
+            self.node_group,
+            autoscaler_tags(group, args.mig_strategy, args.tested_on_join),
+        )
+        # Stack output, merged over the groups: its boot-time GPU settings.
+        self.outputs = {"gpu_tuning": {group.name: gpu_tuning_report(group)}}
+        self.register_outputs({"node_group": self.node_group.node_group_name, **self.outputs})
 
-        # Managed node groups do not pass their tags on to the ASG, where the autoscaler
-        # reads them; tag the ASG directly.
-        asg_name = self.node_group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in autoscaler_tags(group, args.mig_strategy, args.tested_on_join).items():
+    def _tag_asg(self, name: str, node_group: aws.eks.NodeGroup, tags: dict[str, str]) -> None:
+        """Managed node groups do not pass their tags on to the ASG, where the autoscaler reads
+        them; tag the ASG directly."""
+        asg_name = node_group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
+        for key, value in tags.items():
             aws.autoscaling.Tag(
-                f"{ng_name}-{key.removeprefix(NODE_TEMPLATE + '/')}",
+                f"{name}-{key.removeprefix(NODE_TEMPLATE + '/')}",
                 aws.autoscaling.TagArgs(
                     autoscaling_group_name=asg_name,
                     tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
                 ),
                 self.child(),
             )
-        # Stack output, merged over the groups: its boot-time GPU settings.
-        self.outputs = {"gpu_tuning": {group.name: gpu_tuning_report(group)}}
-        self.register_outputs({"node_group": self.node_group.node_group_name, **self.outputs})

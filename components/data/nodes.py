@@ -207,6 +207,8 @@ class ManagedNodeGroupSpec:
     capacity_block: bool = False
     # EKS's updateStrategy; None keeps its default (new instances before old ones go).
     update_strategy: str | None = None
+    # The EKS AMI release (releaseVersion); None: EKS's latest for the version.
+    release_version: str | None = None
     after: Sequence[pulumi.Resource] = ()
 
     @property
@@ -278,6 +280,7 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
             node_role_arn=spec.node_role_arn,
             subnet_ids=list(spec.subnet_ids),
             version=spec.kubernetes_version,
+            release_version=spec.release_version,
             ami_type=spec.ami_type,
             capacity_type=spec.capacity_type,
             instance_types=spec.node_group_instance_types,

@@ -40,6 +40,7 @@ def check_kubernetes_minor(cfg: PlatformConfig) -> None:
     if cfg.provider == "aws":
         if minor not in SUPPORTED_KUBERNETES_VERSIONS:
             raise FieldProblem(KEY, f"{minor!r} is not supported; valid: {valid}")
+        check_ami_releases(cfg)
         return
     if not below_eks_window(cfg):
         return
@@ -58,3 +59,18 @@ def check_kubernetes_minor(cfg: PlatformConfig) -> None:
             f"The oldest minor they all admit is {oldest} (tested: {valid}); upgrade the "
             "cluster, or set existing.addons.<add-on>: existing where the cluster runs its own",
         )
+
+
+def check_ami_releases(cfg: PlatformConfig) -> None:
+    """A pinned AMI release is built for one Kubernetes minor; EKS refuses a node group whose
+    releaseVersion is of another minor than its version (the cluster's)."""
+    minor = cfg.cluster.kubernetes_version
+    for i, group in enumerate(cfg.gpu_node_groups):
+        release = group.ami_release
+        if release is not None and ".".join(release.split(".")[:2]) != minor:
+            raise FieldProblem(
+                f"gpu_node_groups[{i}].ami_release",
+                f"{release!r} is a release of Kubernetes {'.'.join(release.split('.')[:2])}, "
+                f"not of the cluster's {minor} (cluster.kubernetes_version): pin a "
+                f"{minor}.<patch>-<date> release, and change both together on an upgrade",
+            )

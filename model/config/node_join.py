@@ -53,6 +53,23 @@ class NodeJoinSettings(Settings):
         "most new nodes fail, the check (its image, a floor) is the likelier fault, and "
         "holding every node would take the pool out.",
     )
+    canary: bool | None = Field(
+        None,
+        description="Roll a GPU-stack change (launch template, AMI, Kubernetes version) through "
+        "one canary node per tested pool first: a canary node group of at most one node runs "
+        "the node-join check set against the pool's stored baseline, and only a pass lets the "
+        'pool\'s own node group update (docs/operations.md, "Rolling a GPU-stack change"). '
+        "Default: on wherever new nodes are tested on AWS; an existing cluster has no node "
+        "groups to declare it on.",
+    )
+    canary_tolerance: float = Field(
+        0.1,
+        gt=0,
+        le=0.5,
+        description="How far below the pool's baseline (its nodes' last passing figures) the "
+        "canary may measure, as a fraction (0-0.5]: the canary passes where its GEMM, HBM and "
+        "collective figures are each at least (1 - canary_tolerance) x the baseline.",
+    )
 
     # DCGM's diagnostic on a new node (contract/dcgm.py: levels and the tool's limit at each).
     dcgm_level: Int = Field(
@@ -94,6 +111,14 @@ def join_timeout_minutes(cfg: PlatformConfig, pool: str) -> int:
     return settings.pool_timeout_minutes.get(pool, settings.timeout_minutes)
 
 
+def canary_pools(cfg: PlatformConfig) -> list[GpuPool]:
+    """The pools whose GPU-stack changes roll through a canary node first: the pools tested on
+    join, on AWS (where the platform declares the node groups), unless turned off."""
+    if cfg.provider != "aws" or cfg.selftest.node_join.canary is False:
+        return []
+    return pools_tested_on_join(cfg)
+
+
 def check_node_join(cfg: PlatformConfig) -> None:
     if cfg.selftest.node_join.enabled and cfg.selftest.image is None:
         raise FieldProblem(
@@ -102,6 +127,23 @@ def check_node_join(cfg: PlatformConfig) -> None:
             "taint, so no GPU node would ever take a job; give the image's digest "
             "(docs/selftest.md) or remove enabled",
         )
+    if cfg.selftest.node_join.canary:
+        if cfg.provider != "aws":
+            raise FieldProblem(
+                "selftest.node_join.canary",
+                f"true, but provider is {cfg.provider}: the platform declares no node group "
+                "there to roll a canary through; where the GPU Operator installs the driver, "
+                'docs/operations.md ("Rolling a GPU-stack change") says how to hold the rest '
+                "while one node is tested. Valid: false, or unset",
+            )
+        if not pools_tested_on_join(cfg):
+            raise FieldProblem(
+                "selftest.node_join.canary",
+                "true, but no pool's new nodes are tested on join (node_join needs "
+                "selftest.image, not enabled: false, and a pool without MIG): the canary runs "
+                "the node-join check, so nothing would test it. Valid: false, or unset, or "
+                "turn the node-join check on",
+            )
 
 
 def join_dcgm_level(cfg: PlatformConfig, pool: str) -> int:

@@ -295,6 +295,24 @@ class GpuNodeGroupSettings(Settings):
     kubelet: KubeletSettings = Field(default_factory=KubeletSettings)
     gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
     gpu_tuning: GpuTuningSettings = Field(default_factory=GpuTuningSettings)
+    ami_release: (
+        Annotated[
+            str,
+            shaped(
+                r"[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}",
+                "an EKS AMI release: the Kubernetes version and the build date, as 1.35.3-20260724",
+            ),
+        ]
+        | None
+    ) = Field(
+        None,
+        description="The EKS-optimized AMI release the group's nodes boot (the node group's "
+        "releaseVersion, as EKS's AMI releases name it: 1.35.3-20260724); its minor must be "
+        "cluster.kubernetes_version. Pinned, a new driver is an explicit change of this value, "
+        "which rolls through the pool's canary first (docs/operations.md, \"Rolling a "
+        "GPU-stack change\"). Default: the latest release for the cluster's version when the "
+        "group is created or its version changes.",
+    )
     scale_down_unneeded_minutes: Int = Field(
         30,
         ge=1,

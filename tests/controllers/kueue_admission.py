@@ -198,6 +198,18 @@ def kueue_manages(config: dict[str, Any], namespace: dict[str, Any]) -> bool:
     return label_selector_matches(managed_selector(config), namespace_labels(namespace))
 
 
+def kueue_suspends(config: dict[str, Any], namespace: dict[str, Any], job: dict[str, Any]) -> bool:
+    """Whether Kueue takes a batch Job created in the Namespace object `namespace` (its webhook
+    suspends it until admitted): one that names a queue, or any, with
+    `manageJobsWithoutQueueName`, in a namespace it manages (v0.19.2 pkg/controller/
+    jobframework/defaults.go `ApplyDefaultForSuspend`; the Configuration's default is false,
+    apis/config/v1beta2/defaults.go). Any other Job runs as the Job controller starts it."""
+    if not kueue_manages(config, namespace):
+        return False
+    named = QUEUE_LABEL in (job["metadata"].get("labels") or {})
+    return named or bool(config.get("manageJobsWithoutQueueName", False))
+
+
 @dataclass(frozen=True)
 class Kueue:
     """What one cluster's Kueue holds: its objects by kind and name, its configuration, and

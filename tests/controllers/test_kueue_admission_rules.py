@@ -14,7 +14,7 @@ from components.scheduling.kueue_frameworks import FRAMEWORKS
 from components.scheduling.training_job import render, spec_for_pool
 from jobs.team import TeamJob, plan_job
 from model.config.scheduling import LOCAL_QUEUE
-from tests.conftest import STACKS, planned, rendered, stack_config
+from tests.conftest import AWS_STACKS, STACKS, planned, rendered, stack_config
 from tests.controllers.kueue_admission import (
     ADAPTERS,
     KUEUE_GRANTS,
@@ -24,6 +24,7 @@ from tests.controllers.kueue_admission import (
     connection_problems,
     flavor_problems,
     kueue_manages,
+    kueue_suspends,
     manager_config_from_rendered,
     pod_sets,
     queue_problems,
@@ -164,6 +165,17 @@ def test_a_job_of_a_framework_kueue_does_not_run_is_never_admitted():
 
 def namespace(name, labels=None):
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def test_kueue_takes_a_job_without_a_queue_only_when_told_to_manage_those():
+    managed = {"managedJobsNamespaceSelector": {"matchLabels": {"queued": "yes"}}}
+    ns = namespace("selftest", {"queued": "yes"})
+    plain = {"metadata": {"name": "j", "namespace": "selftest", "labels": {}}}
+    named = {"metadata": {"name": "j", "namespace": "selftest", "labels": {QUEUE_LABEL: "q"}}}
+    assert not kueue_suspends(managed, ns, plain)
+    assert kueue_suspends(managed, ns, named)
+    assert kueue_suspends({**managed, "manageJobsWithoutQueueName": True}, ns, plain)
+    assert not kueue_suspends(managed, namespace("other"), named)
 
 
 def test_kueue_reconciles_jobs_only_in_the_namespaces_its_manager_config_selects():
@@ -748,3 +760,20 @@ def test_fair_sharing_reaches_the_configuration_kueue_reads_and_every_queue():
         "vision/default": {"weight": 2},
         "nlp/default": None,
     }
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_the_canary_jobs_start_at_once_kueue_leaves_them_alone(stack):
+    """A pool's canary Job (components/selftest/canary.py) has its node to itself and no
+    queue: Kueue, as its rendered Configuration runs it, must not suspend it, or the pool's
+    roll would wait on a quota it never asks for. Over the stack with the self-test on."""
+    out = with_selftest(stack)
+    config = manager_config_from_rendered(out)
+    kueue = Kueue.of(manifests(out), config or {})
+    canaries = [o for o in manifests(out) if o["kind"] == "Job"
+                and o["metadata"]["name"].startswith("canary-")]  # fmt: skip
+    assert canaries, f"{stack}: no canary Job with the self-test on"
+    for job in canaries:
+        namespace = kueue.namespace(job["metadata"]["namespace"])
+        assert not kueue_suspends(config or {}, namespace, job), job["metadata"]["name"]
+        assert job["spec"]["suspend"] is False

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from model.config.node_join import joins_tested, pools_tested_on_join
+from model.config.node_join import canary_pools, joins_tested, pools_tested_on_join
 from plan.engine import run_program
 from plan.model import build_plan
 from tests.conftest import make_project
@@ -59,6 +59,10 @@ NODE_JOIN_LABEL = ("gpu-platform/node-join", "pending")
 # components/data/gpu_node_group.py taints every GPU node group so; admins taint theirs alike.
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GPU_NODE_GROUP_TAINT = {**GPU_TAINT, "effect": "NO_SCHEDULE"}
+# A pool's canary node (components/data/gpu_node_group.py; docs/operations.md, "Rolling a
+# GPU-stack change"): the label and a taint of the same key, valued with its pool.
+CANARY_LABEL = "gpu-platform/canary"
+CANARY_TAINT = {"key": CANARY_LABEL, "value": "h100", "effect": "NoSchedule"}
 # Operator custom resources whose operands are DaemonSets on the GPU nodes, and where each
 # keeps its operands' tolerations: the GPU Operator's ClusterPolicy (v26.7.0 CRD,
 # spec.daemonsets.tolerations) and the Network Operator's NicClusterPolicy (26.4.1 CRD,
@@ -102,6 +106,14 @@ def test_every_gpu_node_group_joins_with_the_startup_taint_where_nodes_are_teste
     cfg = config_of(stack)
     groups = plan_of(stack).of_type("aws:eks/nodeGroup:NodeGroup")
     gpu = [g for g in groups if GPU_NODE_GROUP_TAINT in g.inputs.get("taints", [])]
+    # A pool's canary group (components/selftest/canary.py) is tested by its own Job, never by
+    # the node-join check: neither the startup taint nor the label.
+    canaries = [g for g in gpu if CANARY_LABEL in g.inputs["labels"]]
+    assert len(canaries) == len(canary_pools(cfg))
+    for group in canaries:
+        assert NODE_GROUP_TAINT not in group.inputs["taints"], group.name
+        assert NODE_JOIN_LABEL[0] not in group.inputs["labels"], group.name
+    gpu = [g for g in gpu if g not in canaries]
     assert len(gpu) == (len(cfg.gpu_node_groups) if cfg.provider == "aws" else 0)
     for group in gpu:
         taints, labels = group.inputs["taints"], group.inputs["labels"]
@@ -137,6 +149,24 @@ def test_every_daemonset_on_gpu_nodes_tolerates_the_node_join_taint(stack):
             missing.append(where)
     assert found, f"{stack}: no DaemonSet on GPU nodes to check"
     assert missing == []
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_every_daemonset_on_gpu_nodes_runs_on_the_canary_but_the_node_join_check(stack):
+    """The canary is measured with the GPU stack it would roll out: every DaemonSet of a GPU
+    node runs on it too, but the node-join check, which would untaint and label it."""
+    missing, joining = [], []
+    for where, _namespace, (meta, spec) in declared_pods(stack):
+        if "DaemonSet " not in where or not _tolerated(GPU_TAINT, spec.get("tolerations")):
+            continue
+        tolerated = _tolerated(CANARY_TAINT, spec.get("tolerations"))
+        if meta.get("name", "").startswith("node-join-") or "node-join-" in where:
+            joining += [where] if tolerated else []
+        elif not tolerated:
+            missing.append(where)
+    missing += [w for w, t in _operand_tolerations(stack) if not _tolerated(CANARY_TAINT, t)]
+    assert missing == []
+    assert joining == []
 
 
 @pytest.mark.parametrize("stack", ALL_STACKS)

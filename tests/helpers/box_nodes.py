@@ -48,6 +48,7 @@ from tests.controllers.label_selector import label_selector_matches
 
 HOSTNAME = "kubernetes.io/hostname"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+CANARY_LABEL = "gpu-platform/canary"
 EFFECTS = {
     "NO_SCHEDULE": "NoSchedule",
     "NO_EXECUTE": "NoExecute",
@@ -156,10 +157,14 @@ def pool_nodes(
     cfg: PlatformConfig, resources: list[dict[str, Any]], objects: list[dict[str, Any]]
 ) -> list[Node]:
     """Every pool's nodes at its largest, named <pool>-<i>."""
+    # A pool's canary group (components/selftest/canary.py) carries the pool's labels too, but
+    # holds a node only while a GPU-stack change rolls: the box's nodes are the pool's own.
     groups = {
         r["inputs"]["labels"].get("gpu-platform/node-group"): r["inputs"]
         for r in resources
-        if r["type"] == NODE_GROUP and r["inputs"].get("labels")
+        if r["type"] == NODE_GROUP
+        and r["inputs"].get("labels")
+        and CANARY_LABEL not in r["inputs"]["labels"]
     }
     found = []
     for pool in cfg.gpu_pools:

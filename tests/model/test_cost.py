@@ -22,6 +22,7 @@ from datetime import date
 import pytest
 
 from model.config import ConfigError, PlatformConfig, parse_config
+from model.config.node_join import canary_pools
 from model.cost import (
     budget_warnings,
     cost_lines,
@@ -35,6 +36,7 @@ from plan.engine import run_program
 from plan.model import build_plan
 from tests.conftest import make_project, planned, stack_config
 from tests.helpers.bad_stacks import ADMIN
+from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config
 from tests.helpers.leaves import walk
 from tests.helpers.network_stacks import existing_vpc_config, existing_vpc_plan
 
@@ -598,3 +600,31 @@ def test_scheduled_self_test_nodes_are_priced_at_the_stack_regions_rate():
     elsewhere = line(eu_west_1(group("a10g", ["g5.12xlarge"], 4), selftest=selftest), "scheduled")
     assert elsewhere.monthly_max is None
     assert "no eu-west-1 rate of gp3 storage" in elsewhere.basis
+
+
+@pytest.mark.parametrize("stack", CANARY_STACKS)
+def test_a_canary_group_is_listed_at_nothing_a_month_and_priced_per_roll(stack):
+    """A tested pool's canary group (selftest.node_join.canary) holds no node at rest: the
+    month's totals are those of the stack without it, and its line says what a roll costs: one
+    node for the check (selftest.node_join.timeout_minutes' default, 30) and the scale-down
+    wait (gpu_node_groups[].scale_down_unneeded_minutes' default, 30, where the stack keeps
+    it)."""
+    _, cfg = canary_env_and_config(stack)
+    off = cfg.model_copy(
+        update={
+            "selftest": cfg.selftest.model_copy(
+                update={"node_join": cfg.selftest.node_join.model_copy(update={"canary": False})}
+            )
+        }
+    )
+    today = date(2026, 12, 5)
+    with_canary, without = cost_report(cfg, today), cost_report(off, today)
+    canaries = [line for line in with_canary["lines"] if line["key"].endswith(".canary")]
+    assert [line["key"] for line in canaries] == [
+        f"gpu_node_groups.{p.name}.canary" for p in canary_pools(cfg)
+    ]
+    for line in canaries:
+        assert {line[f"monthly_{size}"] for size in ("min", "desired", "max")} == {0}
+        assert "per roll" in line["basis"] and "the check (30 min)" in line["basis"]
+    for size in ("min", "desired", "max"):
+        assert with_canary[f"total_monthly_{size}"] == without[f"total_monthly_{size}"]

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from model.config.node_join import canary_pools
 from plan.critical_path import CREATE_TIMES, chains, critical_path, waits_for
 from plan.model import Plan, PlannedResource
-from tests.conftest import STACKS, planned, stack_config
+from tests.conftest import STACKS, find, planned, stack_config
+from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config, canary_plan
 
 # (resources in the chain, minutes) per shipped stack, with the create times of
 # plan/critical_path.py. Before the file system stopped waiting for the node-side rules,
@@ -117,3 +119,19 @@ def test_a_dependency_on_a_component_waits_for_all_its_resources():
     path = critical_path(plan)
     assert [r.name for r in path.chain] == ["cluster", "fs"]
     assert path.minutes == 25  # 15 (EKS cluster) + 10 (FSx), the table's cited figures
+
+
+@pytest.mark.parametrize("stack", CANARY_STACKS)
+def test_on_the_first_up_a_pools_node_group_waits_for_its_canary(stack):
+    """A tested pool's node group comes after its canary Job (components/selftest/canary.py),
+    which waits for a node and the check: the first `up` of such a stack is longer by the
+    canary's run, and the plan's critical path counts it as no quick API call."""
+    plan = canary_plan(stack)
+    env, cfg = canary_env_and_config(stack)
+    paths = chains(plan)
+    for pool in canary_pools(cfg):
+        main = find(plan, "aws:eks/nodeGroup:NodeGroup", f"{env}-{pool.name}")
+        job = find(plan, "kubernetes:batch/v1:Job", f"{env}-job-canary-{pool.name}")
+        assert job in paths[main.urn].chain
+        assert paths[main.urn].minutes > paths[job.urn].minutes
+        assert "canary" in CREATE_TIMES["kubernetes:batch/v1:Job"].source

@@ -116,6 +116,9 @@ def test_rdma_daemonsets_run_on_tainted_gpu_nodes():
             "operator": "Exists",
             "effect": "NoSchedule",
         },
+        # and on a pool's canary node, measured with the GPU stack it would roll out
+        # (docs/operations.md, "Rolling a GPU-stack change").
+        {"key": "gpu-platform/canary", "operator": "Exists", "effect": "NoSchedule"},
     ]
 
 
