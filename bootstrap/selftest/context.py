@@ -59,6 +59,8 @@ class SelfTestContext:
     floor_sources: dict[str, str] = field(default_factory=dict)
     dcgm_exporter_url: str | None = None
     prometheus_url: str | None = None
+    # Whether the GPU autoscalers' metric must be served for this run's own pod.
+    autoscaler_metric: bool = False
     # The node's DCGM host engine (host[:port]) for `dcgmi diag`; None skips it.
     dcgm_hostengine: str | None = None
     # Its diagnostic's level (contract/dcgm.py) where the run sets one; None: the check set's.

@@ -102,8 +102,11 @@ def prometheus_series(prometheus_url: str, query: str) -> list[dict]:
 
 def autoscaler_check(ctx: SelfTestContext, namespace: str, pod: str) -> CheckResult:
     name = "metrics.autoscaler_metric"
-    if not ctx.prometheus_url:
+    if not ctx.autoscaler_metric:
         return CheckResult(name, "SKIP", reason="no GPU autoscaler configured")
+    if not ctx.prometheus_url:
+        return CheckResult(name, "FAIL", reason="a GPU autoscaler is configured, but no "
+                           "Prometheus URL to ask for its metric")  # fmt: skip
     started = time.perf_counter()
     query = autoscaler_query(namespace, pod)
     try:

@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 from contract.dcgm import LEVELS as DCGM_LEVELS
 from contract.env import (
+    SELFTEST_AUTOSCALER_METRIC,
     SELFTEST_CHECKS,
     SELFTEST_DCGM_HOSTENGINE,
     SELFTEST_DCGM_LEVEL,
@@ -111,6 +112,13 @@ def parse_args(argv: list[str] | None, env: dict[str, str]) -> argparse.Namespac
     )
     p.add_argument("--dcgm-url", default=e(SELFTEST_DCGM_URL))
     p.add_argument("--prometheus-url", default=e(SELFTEST_PROMETHEUS_URL))
+    p.add_argument(
+        "--autoscaler-metric",
+        action="store_true",
+        default=e(SELFTEST_AUTOSCALER_METRIC, "").lower() == "true",
+        help="check that the GPU autoscalers' metric is served for this pod (needs "
+        "--prometheus-url)",
+    )
     p.add_argument("--join-timeout", type=float, default=float(e("SELFTEST_JOIN_TIMEOUT", "60")))
     p.add_argument(
         "--sizes",
@@ -203,6 +211,7 @@ def build_context(args: argparse.Namespace, env: dict[str, str]) -> SelfTestCont
         fabric=args.fabric, instance_type=args.instance_type, floors=floors,
         floor_sources={name: sources.get(name, "selftest config") for name in floors},
         dcgm_exporter_url=args.dcgm_url, prometheus_url=args.prometheus_url,
+        autoscaler_metric=args.autoscaler_metric,
         join_timeout_s=args.join_timeout, dcgm_hostengine=args.dcgm_hostengine,
         dcgm_level=args.dcgm_level,
         check_set="short" if args.checks in ("short", PREFLIGHT) else "full",

@@ -23,7 +23,7 @@ from components.observability.node_series import SELFTEST_JOB, pool_nodes
 from components.observability.rule_types import Record, Rule
 from contract.baseline import BASELINE_RECORD, HELD_FIGURES, ROW_PREFIX
 from model.config import PlatformConfig
-from model.config.selftest_schedule import scheduled
+from model.config.node_join import canary_pools
 
 BASELINE_GROUP = "gpu-platform.baseline"
 # The last rule reads a window of the first's samples at each evaluation: one every 5 minutes
@@ -63,13 +63,14 @@ def passing_figures(cfg: PlatformConfig) -> str:
 
 
 def baseline_rules(cfg: PlatformConfig) -> list[Rule]:
-    """The pool's baseline, where the self-test pushes its runs (on a schedule; the node-join
-    check and the canary push with it). A median over the pool's nodes and GPUs, not a max: one
-    fast node (a better-cooled slot, a luckier part) would set a bar most of the pool's own
-    nodes miss, and every canary that lands on an ordinary node would fail; nor a min or a mean,
-    which one slow node not yet quarantined drags down until a regressed stack passes. The
-    median moves only when half the pool does."""
-    if not (scheduled(cfg) and cfg.gpu_pools):
+    """The pool's baseline, where a canary reads it (every pool that rolls through one; the
+    scheduled runs, the node-join checks and the canaries push the figures it is made of). A
+    median over the pool's nodes and GPUs, not a max: one fast node (a better-cooled slot, a
+    luckier part) would set a bar most of the pool's own nodes miss, and every canary that
+    lands on an ordinary node would fail; nor a min or a mean, which one slow node not yet
+    quarantined drags down until a regressed stack passes. The median moves only when half the
+    pool does."""
+    if not canary_pools(cfg):
         return []
     window = cfg.alerts.baseline_window
     return [

@@ -48,6 +48,7 @@ from contract.env import (
     SELFTEST_CHECKS,
     SELFTEST_CORDON_LABEL,
     SELFTEST_CORDON_ON_FAIL,
+    SELFTEST_DCGM_LEVEL,
     SELFTEST_OUT,
     SELFTEST_PROMETHEUS_URL,
     SELFTEST_RUN_ID,
@@ -55,7 +56,7 @@ from contract.env import (
 )
 from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
-from model.config.node_join import join_timeout_minutes
+from model.config.node_join import join_dcgm_level, join_timeout_minutes
 
 # The pod annotation that carries the canary node group's image: a new one replaces the Job.
 NODE_IMAGE_ANNOTATION = "gpu-platform/canary-node-image"
@@ -92,6 +93,8 @@ def canary_env(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[
         SELFTEST_OUT: f"{SHARED_DATA_MOUNT_PATH}/selftest/canary/{pool.name}/$(POD_NAME)",
         SELFTEST_BASELINE_POOL: pool.name,
         SELFTEST_BASELINE_TOLERANCE: str(cfg.selftest.node_join.canary_tolerance),
+        # DCGM's diagnostic at the level a new node of the pool gets.
+        SELFTEST_DCGM_LEVEL: str(join_dcgm_level(cfg, pool.name)),
         # Where the baseline's recording rule is served, as the post-deploy run is told.
         SELFTEST_PROMETHEUS_URL: prometheus_service(cfg).url,
     }

@@ -55,6 +55,7 @@ from components.selftest.schedule import (
 )
 from components.vocabulary import prometheus_service, pushgateway_url
 from contract.env import (
+    SELFTEST_AUTOSCALER_METRIC,
     SELFTEST_DCGM_HOSTENGINE,
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
@@ -136,6 +137,7 @@ def selftest_env(
     if cfg.workload_autoscaling.gpu:
         # The GPU autoscalers' metric must be served for the self-test's own pods too.
         env[SELFTEST_PROMETHEUS_URL] = prometheus_service(cfg).url
+        env[SELFTEST_AUTOSCALER_METRIC] = "true"
     if pool.instance_types:
         env[SELFTEST_INSTANCE_TYPE] = pool.instance_types[0]
     if scheduled(cfg):

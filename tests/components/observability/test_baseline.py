@@ -13,10 +13,11 @@ from components.observability.alerts import prometheus_rule_spec
 from components.observability.baseline import baseline_rules
 from contract.baseline import BASELINE_RECORD
 from model.config import PlatformConfig
-from model.config.selftest_schedule import scheduled
+from model.config.node_join import canary_pools
 from tests.conftest import STACKS, stack_config
 from tests.helpers.alert_stacks import aws_config, promtool_cases, scheduled_config
 from tests.helpers.bad_stacks import GROUP
+from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config
 
 BASELINE_TESTS = Path(__file__).parents[2] / "promtool" / "baseline_test.yaml"
 BASELINE_GROUP = "gpu-platform.baseline"
@@ -69,18 +70,19 @@ def test_the_default_window_is_two_weeks_within_the_default_retention():
     assert cfg.observability.retention_days == 15
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_every_pool_of_a_stack_whose_selftest_pushes_has_a_baseline(stack):
-    """Where the self-test pushes (its schedule: the node-join check and the canary push with
-    it), each pool's nodes (its node selector on kube_node_labels) feed its baseline; elsewhere
-    there is nothing to record."""
-    cfg = stack_config(stack)
+@pytest.mark.parametrize("stack", [*STACKS, *(f"{s}-roll" for s in CANARY_STACKS)])
+def test_every_pool_a_canary_rolls_through_has_a_baseline(stack):
+    """Where a canary reads the baseline (the pools that roll through one), each pool's nodes
+    (its node selector on kube_node_labels) feed it; where no canary reads it (an existing
+    cluster, a stack without the self-test) there is nothing to record."""
+    roll = stack.removesuffix("-roll")
+    cfg = canary_env_and_config(roll)[1] if stack != roll else stack_config(stack)
     group = baseline_group(cfg)
-    if not scheduled(cfg):
+    if not canary_pools(cfg):
         assert group is None
         return
     passing = group["rules"][0]["expr"]
-    for pool in cfg.gpu_pools:
+    for pool in canary_pools(cfg):
         assert f'"pool", "{pool.name}", "", ""' in passing
 
 

@@ -165,6 +165,11 @@ def test_the_canary_job_runs_the_node_join_checks_on_the_whole_canary_node(stack
     )
     for name in ("SELFTEST_NODE_JOIN", "SELFTEST_CORDON_ON_FAIL", "SELFTEST_TOPOLOGY_LABELS"):
         assert name not in env_vars, name
+    # The URL is for the baseline: whether the GPU autoscalers' metric must be served for the
+    # pod is the stack's (workload_autoscaling.gpu), as for every run; without one the image
+    # must not check it, or every canary would FAIL on a metric nothing serves.
+    scaled = bool(canary_env_and_config(stack)[1].workload_autoscaling.gpu)
+    assert (env_vars.get("SELFTEST_AUTOSCALER_METRIC") == "true") == scaled
 
 
 @pytest.mark.parametrize(("stack", "env", "pool"), CASES)

@@ -24,7 +24,7 @@ ENGINE_PORT = 5555
 # bootstrap/selftest/runner.py CHECK_SETS: `short` and `full` run the hardware group, `preflight`
 # (inventory, agreement, collectives) does not; unset, a run is `full`.
 WITH_HARDWARE = {"short", "full"}
-KINDS = {"JobSet", "CronJob", "DaemonSet"}
+KINDS = {"JobSet", "CronJob", "DaemonSet", "Job"}
 
 # An AWS stack with every self-test run on (the post-deploy JobSet, a schedule, the node-join
 # DaemonSets) and the operator in a namespace of its own (STYLE.md §14): the address must follow
@@ -100,8 +100,9 @@ def test_every_selftest_pod_running_the_hardware_group_names_its_nodes_dcgm_engi
 
 
 def test_the_sweep_sees_every_kind_of_run():
-    """The stack above runs the post-deploy JobSet, a CronJob per pool and a node-join DaemonSet
-    per pool: the sweep must find each, or it proves nothing of that kind."""
+    """The stack above runs the post-deploy JobSet, a CronJob per pool, a node-join DaemonSet
+    per pool and, on AWS, a canary Job per pool: the sweep must find each, or it proves nothing
+    of that kind."""
     kinds = {what.split(" ")[0] for what, c in selftest_containers(every_run_plan())
              if runs_hardware(c)}  # fmt: skip
     assert kinds == KINDS
@@ -138,13 +139,21 @@ def test_a_node_join_run_takes_its_pools_level_and_the_others_the_default():
 
 
 def test_the_post_deploy_and_scheduled_runs_keep_their_check_sets_level():
-    """Only the node-join check sets a level; the others run their set's (short 1, full 2)."""
+    """Only the runs of the node-join set on a new node (the node-join check, the canary) set a
+    level, the pool's; the others run their set's (short 1, full 2)."""
     found = {
-        what: {e["name"] for e in c["env"]}
+        what: {e["name"]: e.get("value") for e in c["env"]}
         for what, c in selftest_containers(every_run_plan())
-        if not what.startswith("DaemonSet")
     }
-    assert found and all("SELFTEST_DCGM_LEVEL" not in names for names in found.values())
+    joining = {w for w in found if w.startswith(("DaemonSet node-join-", "Job canary-"))}
+    assert {w.split(" ")[0] for w in joining} == {"DaemonSet", "Job"}
+    for what, env in found.items():
+        assert ("SELFTEST_DCGM_LEVEL" in env) == (what in joining), what
+    # A pool's canary is diagnosed as deeply as its new nodes are.
+    level = {w.split(" ")[1].split("/")[0]: found[w]["SELFTEST_DCGM_LEVEL"] for w in joining}
+    for name, value in level.items():
+        if name.startswith("canary-"):
+            assert value == level["node-join-" + name.removeprefix("canary-")], name
 
 
 REFUSED = [

@@ -341,17 +341,35 @@ def test_unreachable_dcgm_exporter_is_a_fail_with_reason(tmp_path):
     )
 
 
+def test_a_prometheus_url_alone_asks_no_autoscaler_metric(tmp_path):
+    """A canary reads its pool's baseline from Prometheus on a stack whose GPUs no autoscaler
+    scales: the URL must not turn on a check of a metric nothing serves for its pod (it would
+    FAIL the canary and stop every GPU-stack roll)."""
+    c = ctx(tmp_path, prometheus_url="http://127.0.0.1:9")
+    result = metrics.autoscaler_check(c, "selftest", "canary-a100-x")
+    assert (result.status, result.reason) == ("SKIP", "no GPU autoscaler configured")
+    asked = ctx(tmp_path, autoscaler_metric=True)
+    assert metrics.autoscaler_check(asked, "ns", "p").status == "FAIL"
+    env = {"SELFTEST_AUTOSCALER_METRIC": "true", "SELFTEST_PROMETHEUS_URL": "http://p:9090"}
+    assert runner.parse_args([], env).autoscaler_metric is True
+    assert (
+        runner.parse_args([], {"SELFTEST_PROMETHEUS_URL": "http://p:9090"}).autoscaler_metric
+        is False
+    )
+
+
 def test_autoscaler_metric_served_for_the_selftests_pod(tmp_path):
     # Prometheus HTTP API, instant query: {"status":"success","data":{"resultType":"vector",…}}.
     answer = {"status": "success", "data": {"resultType": "vector", "result": [
         {"metric": {"exported_pod": "selftest-0"}, "value": [1700000000, "87"]}]}}  # fmt: skip
     with _Serve(json.dumps(answer)) as server:
-        c = ctx(tmp_path, prometheus_url=server.url)
+        c = ctx(tmp_path, prometheus_url=server.url, autoscaler_metric=True)
         assert metrics.autoscaler_check(c, "selftest", "selftest-0").status == "PASS"
         assert server.server.paths[0].startswith("/api/v1/query?query=DCGM_FI_DEV_GPU_UTIL")
     empty = {"status": "success", "data": {"resultType": "vector", "result": []}}
     with _Serve(json.dumps(empty)) as server:
-        result = metrics.autoscaler_check(ctx(tmp_path, prometheus_url=server.url), "ns", "p")
+        c = ctx(tmp_path, prometheus_url=server.url, autoscaler_metric=True)
+        result = metrics.autoscaler_check(c, "ns", "p")
         assert (result.status, result.reason) == (
             "FAIL",
             "no DCGM_FI_DEV_GPU_UTIL series for pod ns/p",
