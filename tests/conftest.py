@@ -114,6 +114,7 @@ TIERS = {
     "jobs": "program",
     "plan": "program",
     "program": "program",
+    "suite": "program",
     "policy": "policy",
     "image": "selftest",
     "cluster": "selftest",
@@ -124,7 +125,7 @@ TIERS = {
 # xdist's loadscope hands modules out in collection order, so these go first, and no worker is
 # left running one of them alone at the end.
 LONGEST_FIRST = (
-    "tests/program/test_user_stacks.py",
+    "tests/suite/test_user_stacks.py",
     "tests/image/recipes/test_training.py",
     "tests/image/trainkit/test_resilience.py",
     "tests/cluster/test_recovery.py",

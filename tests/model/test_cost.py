@@ -583,7 +583,7 @@ def test_scheduled_self_test_nodes_are_priced_at_the_stack_regions_rate():
     volume at $0.0952 per GB-month and $0.0476 per MB/s-month (AWS Price List API queried for
     eu-central-1, 2026-08-26). Its pricing once called the region-aware helpers without the
     region, a TypeError on any AWS stack that asks the schedule to provision nodes
-    (tests/program/test_user_stacks.py met it). In eu-west-1, whose gp3 rate is not recorded,
+    (tests/suite/test_user_stacks.py met it). In eu-west-1, whose gp3 rate is not recorded,
     the line is not priced and says so, rather than dropped."""
     image = "210987654321.dkr.ecr.eu-central-1.amazonaws.com/selftest@sha256:" + "0" * 64
     selftest = {"image": image, "mode": "off", "schedule": {"provision_nodes": True}}

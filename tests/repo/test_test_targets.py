@@ -53,7 +53,9 @@ def test_the_two_targets_run_every_test_module_exactly_once():
     assert collected(arguments["test-image"], TESTS / "image/trainkit/test_resilience.py")
     # The rendered plan run whole (the cluster in a box) starts real processes too.
     assert collected(arguments["test-image"], TESTS / "cluster/test_selftest.py")
-    assert collected(arguments["test"], TESTS / "program/test_user_stacks.py")
+    # So does the suite run whole on a copy of the project with a user's stacks added.
+    assert collected(arguments["test-image"], TESTS / "suite/test_user_stacks.py")
+    assert collected(arguments["test"], TESTS / "program/test_canary_roll.py")
 
 
 def test_ci_and_the_readme_run_both_targets():

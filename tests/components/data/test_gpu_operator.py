@@ -3,8 +3,6 @@ configurations the GPU pools' labels name, and the cluster's one DCGM exporter."
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
 
@@ -12,17 +10,16 @@ from components.data.gpu_node_group import node_labels
 from components.data.gpu_operator import helm_values, operator_labels
 from model.config import GpuNodeGroupSettings, GpuOperatorSettings, OnPremGpuPoolSettings
 from model.config.pools import pool_of_group, pool_of_onprem
-from plan.render import render_chart
-from tests.conftest import AWS_STACKS, SHARED_HELM, STACKS, planned, stack_config
+from tests.conftest import AWS_STACKS, STACKS, planned, stack_config
 from tests.controllers.label_selector import label_selector_matches
 from tests.controllers.pod_security import pod_templates
 from tests.helpers import crds
 from tests.helpers import helm_values as chart
+from tests.helpers.gpu_operator_policy import K8S, cluster_policy
 from tests.helpers.rendered_jobs import every_job
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART = ("gpu-operator", "v26.7.0")
-K8S = "1.35"
 
 
 def operator_release(stack: str):
@@ -390,21 +387,6 @@ def driver_installing_values(stack: str) -> dict:
     cfg = stack_config(stack)
     settings = cfg.gpu_operator.model_copy(update={"install_driver": True})
     return helm_values(cfg.gpu_pools, settings, on_aws=False)
-
-
-def cluster_policy(vals: dict) -> dict:
-    """The ClusterPolicy the pinned chart renders from `vals`."""
-    templates, _ = render_chart(
-        SHARED_HELM / "gpu-operator-v26.7.0.tgz",
-        json.dumps(vals, sort_keys=True),
-        "gpu-operator",
-        "gpu-operator",
-        K8S,
-        (),
-    )
-    docs = [d for _, text in templates for d in yaml.safe_load_all(text) if d]
-    (policy,) = [d for d in docs if d["kind"] == "ClusterPolicy"]
-    return policy
 
 
 def selector_of(text: str) -> dict:

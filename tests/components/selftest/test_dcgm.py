@@ -9,10 +9,10 @@ import pytest
 from components.data.gpu_operator import helm_values
 from model.config import parse_config
 from model.config.node_join import join_dcgm_level
-from tests.components.data.test_gpu_operator import cluster_policy
 from tests.conftest import SHIPPED_STACKS, planned, project_plan, stack_config
 from tests.controllers.pod_security import pod_templates
 from tests.helpers.bad_stacks import NS, assert_refused, aws
+from tests.helpers.gpu_operator_policy import cluster_policy
 from tests.helpers.selftest_stacks import FSX, IMAGE, P5
 
 # gpu-operator v26.7.0 assets/state-dcgm/0500_service.yaml: the standalone host engine's Service

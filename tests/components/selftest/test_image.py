@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
 from components.scheduling.training_job import RUN_AS
 from model.stacks import ROOT
+from plan.charts import chart_values
+from tests.conftest import SHARED_HELM
 
 DOCKERFILE = (ROOT / "bootstrap" / "Dockerfile").read_text()
 
@@ -65,7 +65,7 @@ def test_fio_is_installed_for_the_nvme_checks_and_its_version_recorded():
 # image `dcgm` at version 4.6.0-1-ubuntu24.04 (gpu-operator v26.7.0 values.yaml, `dcgm.version`);
 # its exporter 4.6.0-4.8.3 is built on the same DCGM 4.6.0 (shared/PINS.md).
 ENGINE_DCGM = "4.6.0-1"
-OPERATOR_VALUES = ROOT.parent / "shared" / "charts" / "gpu-operator" / "v26.7.0" / "values.yaml"
+OPERATOR_CHART = SHARED_HELM / "gpu-operator-v26.7.0.tgz"
 
 
 def test_dcgmi_is_installed_at_the_engines_dcgm_version_and_checked_by_the_build():
@@ -73,7 +73,7 @@ def test_dcgmi_is_installed_at_the_engines_dcgm_version_and_checked_by_the_build
     run SKIPs; with another DCGM than the engine's, requests may not be understood. The build
     stops unless dcgmi reports the pinned version."""
     assert args()["DCGM_VERSION"] == ENGINE_DCGM
-    chart = yaml.safe_load(OPERATOR_VALUES.read_text())
+    chart, _ = chart_values(OPERATOR_CHART)
     assert chart["dcgm"]["version"].startswith(ENGINE_DCGM + "-")
     # The client only asks; the diagnostic and its CUDA plugins are the engine's.
     package = '"datacenter-gpu-manager-4-core=1:${DCGM_VERSION}";'
