@@ -23,6 +23,8 @@ import yaml
 
 from components.data.gpu_operator import DRIVER_UPGRADE_POLICY, MIG_PARTED_CONFIGMAP
 from components.scheduling.failure_policy import RESTARTS_AFTER_EVICTION
+from components.selftest.canary import job_name as canary_job_name
+from components.vocabulary import CANARY_LABEL
 from contract import node_join as join
 from model.config.gpu_operator import MIG_CONFIG_LABEL
 from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
@@ -38,6 +40,7 @@ _FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 _CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 _LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 _CRON_JOB = "kubernetes:batch/v1:CronJob"
+_JOB = "kubernetes:batch/v1:Job"
 # The operator's own Deployment (the gpu-operator chart's templates/operator.yaml).
 _OPERATOR = "gpu-operator"
 # What happens to a pool's jobs: they are evicted (and restart), waited for, or in the way.
@@ -215,6 +218,9 @@ class Pool:
     fabric: str
     mig_capable: bool
     node_group: str | None  # the EKS managed node group's name, on AWS
+    # The group a change of its nodes' image rolls through first (components/selftest/canary.py)
+    # and the Job that tests it there; None where the pool has no canary.
+    canary: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -237,7 +243,17 @@ def _taint_effect(effect: str) -> str:
 def pools_of(resources: list[dict[str, Any]], outputs: dict[str, Any]) -> list[Pool]:
     """The plan's GPU pools: each with its node group where the plan declares one (the group
     whose labels carry the pool's selector), else its selector alone (an existing cluster)."""
-    groups = _by_type(resources, NODE_GROUP)
+    # A canary group carries its pool's labels too; only the pool's own group runs its jobs.
+    all_groups = _by_type(resources, NODE_GROUP)
+    groups = [g for g in all_groups if CANARY_LABEL not in (g["inputs"].get("labels") or {})]
+    canaries = {
+        g["inputs"]["labels"][CANARY_LABEL]: g["name"] for g in all_groups if g not in groups
+    }
+    canary_jobs = {
+        j["inputs"]["metadata"]["name"]
+        for j in _by_type(resources, _JOB)
+        if CANARY_LABEL in (j["inputs"]["spec"]["template"]["spec"].get("nodeSelector") or {})
+    }
     flavors = {
         f["inputs"]["metadata"]["name"]: f["inputs"]["spec"] for f in _by_type(resources, _FLAVOR)
     }
@@ -271,6 +287,9 @@ def pools_of(resources: list[dict[str, Any]], outputs: dict[str, Any]) -> list[P
                 report.get("fabric", "tcp"),
                 bool(report.get("mig_capable")),
                 group["name"] if group is not None else None,
+                (canaries[name], canary_job_name(name))
+                if name in canaries and canary_job_name(name) in canary_jobs
+                else None,
             )
         )
     return found
@@ -415,6 +434,13 @@ def _node_group_changes(
         cause, effect = "rolls every node", NODE_ROLL
     else:
         return []
+    if pool.canary is not None:
+        group, job = pool.canary
+        effect = (
+            f"only once its canary passed: {group} takes the change first, and Job {job} tests "
+            "one new node against the pool's baseline; a failure stops `pulumi up` before this "
+            f'group (docs/operations.md, "Rolling a GPU-stack change"). Then {effect}'
+        )
     return [Disturbance(pool.name, f"node group {pool.node_group} {cause}", effect, EVICTED)]
 
 

@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from model.config.node_join import canary_pools
 from plan.blast_radius import CLUSTER_POLICY, operand_rolls
 from plan.diff import Change, PreviousPlan, ResourceDiff
 from plan.diff_report import changes_block
@@ -22,6 +23,7 @@ from plan.model import Plan
 from plan.render import Rendering, render_plan
 from plan.rendered_diff import current_sources
 from tests.conftest import AWS_STACKS, SHARED_HELM, STACKS, planned, rendered, stack_config
+from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config, canary_plan
 from tests.helpers.plan_diff_helpers import edited_render
 from tests.helpers.warning_stacks import mig_on_fabric_plan
 
@@ -377,3 +379,27 @@ def test_a_changed_mig_layout_reconfigures_the_pools_that_name_it():
     block = _block(_section(changes_block(plan, previous, "x", _mig_rendered())), "a100-efa")
     assert "MIG layout all-1g.5gb changed in the MIG manager's ConfigMap" in block
     assert MIG_FAILED in block
+
+
+@pytest.mark.parametrize("stack", CANARY_STACKS)
+def test_a_pool_that_rolls_through_a_canary_names_its_own_group_and_the_canary_first(stack):
+    """A pool's canary group carries the pool's labels too: the pool's entry must name the
+    pool's own node group (whose nodes run its jobs), and say that the change reaches it only
+    after the canary's Job passed (components/selftest/canary.py; docs/operations.md, "Rolling a
+    GPU-stack change")."""
+    env, cfg = canary_env_and_config(stack)
+    plan = canary_plan(stack)
+    earlier = copy.deepcopy([r.as_json() for r in plan.resources])
+    for r in earlier:
+        if r["type"] == "aws:eks/nodeGroup:NodeGroup":
+            r["inputs"]["releaseVersion"] = "1.30.0-20240101"
+    previous = PreviousPlan(earlier, plan.outputs, {})
+    section = _section(changes_block(plan, previous, "x"))
+    pools = canary_pools(cfg)
+    assert pools, stack
+    for pool in pools:
+        block = _block(section, pool.name)
+        assert f"node group {env}-{pool.name} rolls every node" in block, block
+        assert f"node group {env}-{pool.name}-canary" not in block, block
+        assert f"Job canary-{pool.name}" in block, block
+    assert section.count("  ! pool ") == len(cfg.gpu_pools), section
