@@ -19,7 +19,7 @@ starts it again."""
 
 from __future__ import annotations
 
-from components.observability.node_series import SELFTEST_JOB, pool_nodes
+from components.observability.node_series import SELFTEST_JOB, by_pool
 from components.observability.rule_types import Record, Rule
 from contract.baseline import BASELINE_RECORD, HELD_FIGURES, ROW_PREFIX
 from model.config import PlatformConfig
@@ -54,12 +54,7 @@ def passing_figures(cfg: PlatformConfig) -> str:
         f'"check", "$1", "check", "{row}[.](.+)")'
     )
     figures = f"(({held}) and on(job, node, check) ({passed}) unless on(job, node, check) {below})"
-    terms = [
-        f'label_replace({figures} and on(node) {pool_nodes(p.node_selector)}, "pool", "{p.name}",'
-        ' "", "")'
-        for p in cfg.gpu_pools
-    ]
-    return f"max by ({FIGURE_LABELS}) ({' or '.join(terms)})"
+    return f"max by ({FIGURE_LABELS}) ({by_pool(figures, cfg.gpu_pools)})"
 
 
 def baseline_rules(cfg: PlatformConfig) -> list[Rule]:

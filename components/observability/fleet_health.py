@@ -5,7 +5,7 @@ that loses least for each job (the Fleet health dashboard, the Training job dash
 
 from __future__ import annotations
 
-from components.observability.node_series import EKS_AGENT_CONDITIONS, pool_nodes
+from components.observability.node_series import EKS_AGENT_CONDITIONS, by_pool
 from components.observability.rule_types import Record, Rule
 from components.observability.training_alerts import JOB, PUSHED
 from components.vocabulary import QUARANTINE_LABEL
@@ -38,12 +38,7 @@ def out_of_service(cfg: PlatformConfig) -> str:
         conditions = "|".join(EKS_AGENT_CONDITIONS)
         faults.append(f'kube_node_status_condition{{condition=~"{conditions}", status="false"}}')
     state = f"max by (node) ({' or '.join(faults)} or 0 * kube_node_labels)"
-    terms = [
-        f'label_replace({state} and on(node) {pool_nodes(p.node_selector)}, "pool", "{p.name}",'
-        ' "", "")'
-        for p in cfg.gpu_pools
-    ]
-    return f"max by ({NODE}) ({' or '.join(terms)})"
+    return f"max by ({NODE}) ({by_pool(state, cfg.gpu_pools)})"
 
 
 def fleet_rules(cfg: PlatformConfig) -> list[Rule]:

@@ -6,6 +6,11 @@ baselines (baseline.py)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from model.config.pools import GpuPool
 
 # The EKS node monitoring agent's conditions (EKS User Guide, "Detect node health issues":
 # node conditions reported by the agent).
@@ -31,3 +36,13 @@ def pool_nodes(labels: dict[str, str]) -> str:
     """The kube_node_labels series of the nodes that carry every one of `labels`."""
     match = ", ".join(f'{node_label(k)}="{v}"' for k, v in sorted(labels.items()))
     return f"kube_node_labels{{{match}}}"
+
+
+def by_pool(expr: str, pools: Iterable[GpuPool]) -> str:
+    """`expr`'s series of each pool's nodes, labelled with the pool's name as `pool`: one term a
+    pool, joined with `or` (a node belongs to one pool, so no series is dropped)."""
+    return " or ".join(
+        f'label_replace({expr} and on(node) {pool_nodes(p.node_selector)}, "pool", "{p.name}", '
+        '"", "")'
+        for p in pools
+    )

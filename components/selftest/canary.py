@@ -36,10 +36,9 @@ import pulumi_aws as aws
 from components.base import PlatformComponent
 from components.context import StackContext
 from components.kubernetes_object import KubernetesObject
-from components.registry_mirror import mirrored
-from components.scheduling.training_job import TrainingJobSpec, job, spec_for_pool
+from components.scheduling.training_job import TrainingJobSpec, job
 from components.selftest.access import PART_OF
-from components.selftest.node_join import CHECKS
+from components.selftest.node_join import CHECKS, whole_node_spec
 from components.selftest.schedule import history_env
 from components.vocabulary import CANARY_LABEL, GPU_TOLERATION, prometheus_service
 from contract.env import (
@@ -101,18 +100,13 @@ def canary_env(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[
 
 
 def canary_spec(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> TrainingJobSpec:
-    return spec_for_pool(
+    return whole_node_spec(
         cfg,
-        pool.name,
-        name=job_name(pool.name),
-        image=mirrored(cfg.selftest.image, cfg.images.registry_mirror),
-        command=["-m", "selftest"],
-        nodes=1,
-        standalone=True,
-        env=canary_env(cfg, pool, env),
+        pool,
+        job_name(pool.name),
+        canary_env(cfg, pool, env),
         active_deadline_seconds=join_timeout_minutes(cfg, pool.name) * 60,
         labels={**PART_OF, CANARY_LABEL: pool.name},
-        namespace=cfg.namespaces.selftest,
         # No queue: the canary node is there for this Job alone, and Kueue leaves a Job without
         # its queue label to start at once.
         queue=None,

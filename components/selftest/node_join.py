@@ -94,19 +94,33 @@ def join_env(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[st
     }
 
 
-def join_spec(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> TrainingJobSpec:
+def whole_node_spec(
+    cfg: PlatformConfig, pool: GpuPool, name: str, env: dict[str, str], **options: Any
+) -> TrainingJobSpec:
+    """The self-test on one whole new node of `pool`, in the self-test's namespace, as the job
+    builder lays out a one-node run: the node-join check's and the canary's (canary.py)."""
     return spec_for_pool(
         cfg,
         pool.name,
-        name=daemon_set_name(pool.name),
+        name=name,
         image=mirrored(cfg.selftest.image, cfg.images.registry_mirror),
         command=["-m", "selftest"],
         nodes=1,
         standalone=True,
-        env=join_env(cfg, pool, env),
+        env=env,
+        namespace=cfg.namespaces.selftest,
+        **options,
+    )
+
+
+def join_spec(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> TrainingJobSpec:
+    return whole_node_spec(
+        cfg,
+        pool,
+        daemon_set_name(pool.name),
+        join_env(cfg, pool, env),
         labels={**PART_OF, "gpu-platform/node-join-pool": pool.name},
         service_account=ACCOUNT,
-        namespace=cfg.namespaces.selftest,
     )
 
 
