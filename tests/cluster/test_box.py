@@ -10,6 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.box_cluster import Cluster, Refused
 from tests.helpers.box_image import BASE_PATH, Image, PathMap, lay_out, read_image
 from tests.helpers.box_kubelet import (
     Kubelet,
@@ -102,6 +105,33 @@ def test_a_cpu_node_runs_two_ranks_a_job_and_expects_no_gpu():
     assert seen == {"SELFTEST_EXPECTED_GPUS": "0"}
     words, _ = stand_in(["torchrun", "--standalone", "--nproc_per_node", "4", "x.py"], {})
     assert words[3] == "2"
+
+
+def test_a_cpu_node_keeps_the_prometheus_url_of_a_run_held_to_its_pools_baseline():
+    url = "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+    _, seen = stand_in(["python"], {"SELFTEST_PROMETHEUS_URL": url})
+    assert seen == {}
+    held = {"SELFTEST_PROMETHEUS_URL": url, "SELFTEST_BASELINE_POOL": "h100"}
+    _, seen = stand_in(["python"], {**held, "SELFTEST_DCGM_URL": "http://x:9400/metrics"})
+    assert seen == held
+
+
+def test_the_box_serves_only_a_url_a_rendered_service_answers(tmp_path):
+    service = {
+        "kind": "Service",
+        "metadata": {"name": "prometheus-pushgateway", "namespace": "monitoring"},
+        "spec": {"ports": [{"port": 9091}]},
+    }
+    cluster = Cluster(None, tmp_path, [service], [], [], {})  # type: ignore[arg-type]
+    cluster.serve("http://prometheus-pushgateway.monitoring.svc:9091", 40001)
+    assert cluster.network.ports == {9091: 40001}
+    for url in (
+        "http://prometheus-pushgateway.monitoring.svc:9090",  # no such port
+        "http://pushgateway.monitoring.svc:9091",  # no such Service
+        "http://prometheus-pushgateway.default.svc:9091",  # not in that namespace
+    ):
+        with pytest.raises(Refused, match="no rendered Service"):
+            cluster.serve(url, 40002)
 
 
 def node(**kw) -> Node:

@@ -60,14 +60,14 @@ from tests.conftest import (
     stack_config,
     stack_file_config,
 )
-from tests.controllers.kueue_admission import Kueue, admission_problems
+from tests.controllers.kueue_admission import Kueue, admission_problems, kueue_suspends
 from tests.controllers.pod_security import enforce_level, violations
 from tests.helpers.box_image import Image, PathMap, lay_out, read_image
 from tests.helpers.box_kubelet import Kubelet, Network, Objects, sandbox_processes
 from tests.helpers.box_kueue import manager_config, namespace_managed
 from tests.helpers.box_nodes import Node, misfit, pool_nodes, requests, stand_in
 from tests.helpers.hang import HANG_S
-from tests.helpers.jobset_harness import POLL_S, JobSetHarness, Outcome, Pod
+from tests.helpers.jobset_harness import POLL_S, JobSetHarness, Outcome, Pod, job_failure
 from tests.helpers.kube_api import ApiServer, failed_pods_path
 from tests.helpers.loopback import free_port
 
@@ -165,13 +165,21 @@ class Cluster:
 
     # ------------------------------------------------------------------ Kueue
 
-    def admit(self, job: dict[str, Any]) -> None:
-        """Kueue unsuspends the job, or Refused says why it never will."""
+    def namespace_of(self, job: dict[str, Any]) -> dict[str, Any]:
+        """The Namespace object the job is created in, or Refused as the API server says."""
         meta = job["metadata"]
-        what = f"{job['kind']} {meta['namespace']}/{meta['name']}"
         namespace = self.get("Namespace", meta["namespace"])
         if namespace is None:
-            raise Refused(f'{what}: namespaces "{meta["namespace"]}" not found (API server)')
+            raise Refused(
+                f"{job['kind']} {meta['namespace']}/{meta['name']}: namespaces "
+                f'"{meta["namespace"]}" not found (API server)'
+            )
+        return namespace
+
+    def admit(self, job: dict[str, Any]) -> None:
+        """Kueue unsuspends the job, or Refused says why it never will."""
+        what = f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
+        namespace = self.namespace_of(job)
         config = manager_config(self.rendered)
         why = namespace_managed(config, namespace, self.kueue_namespace())
         if why:
@@ -464,9 +472,87 @@ class Cluster:
         )  # fmt: skip
         return harness.run(fault)
 
+    def run_job(self, job: dict[str, Any]) -> Outcome:
+        """A batch/v1 Job of one pod (parallelism 1) that Kueue leaves alone, run by the Job
+        controller to its end: its pod (Indexed: <job>-<index>-<suffix>, the completion index
+        as label and annotation) placed and run, its failure by the Job's podFailurePolicy and
+        backoffLimit (tests/helpers/jobset_harness.job_failure)."""
+        meta, spec = job["metadata"], job["spec"]
+        what = f"Job {meta['namespace']}/{meta['name']}"
+        config = manager_config(self.rendered)
+        if kueue_suspends(config, self.namespace_of(job), job):
+            raise Refused(
+                f"{what}: Kueue v0.19.2 suspends it until a queue admits it (rendered ConfigMap "
+                f"{self.kueue_namespace()}/kueue-manager-config: manageJobsWithoutQueueName "
+                f"{config.get('manageJobsWithoutQueueName', False)}, labels {meta.get('labels')})"
+            )
+        if spec.get("parallelism", 1) != 1:
+            raise Refused(f"{what}: the box runs Jobs of one pod")
+        template = spec["template"]
+        index = "0"
+        pod = {
+            "metadata": {
+                "name": f"{meta['name']}-{index}-{secrets.token_hex(3)[:5]}",
+                "namespace": meta["namespace"],
+                "uid": str(uuid.uuid4()),
+                "labels": {
+                    **template.get("metadata", {}).get("labels", {}),
+                    COMPLETION_INDEX_LABEL: index,
+                    "batch.kubernetes.io/job-name": meta["name"],
+                },
+                "annotations": {
+                    **template.get("metadata", {}).get("annotations", {}),
+                    COMPLETION_INDEX_LABEL: index,
+                },
+            },
+            # An Indexed Job's pod is named <job>-<index> on its host (Kubernetes docs, "Jobs",
+            # "Completion mode").
+            "spec": {
+                **json.loads(json.dumps(template["spec"])),
+                "hostname": f"{meta['name']}-{index}",
+            },
+        }
+        logs = self.box / "logs" / meta["name"]
+        logs.mkdir(parents=True, exist_ok=True)
+        log = logs / f"{pod['metadata']['name']}.log"
+        started = time.monotonic()
+        process = self.run_pod(pod, log)
+        try:
+            process.wait(timeout=HANG_S)
+        finally:
+            for pid in sandbox_processes(self.sandboxes[process.pid]):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        ended = Pod(0, 0, process, log, started, time.monotonic(), jobset=meta["name"])
+        # backoffLimit's default is 6 (batch/v1 JobSpec).
+        failure = (
+            job_failure([ended], spec.get("podFailurePolicy", {"rules": []}),
+                        spec.get("backoffLimit", 6), meta["namespace"])
+            if ended.exit_code else None
+        )  # fmt: skip
+        if failure is None:
+            return Outcome("Completed", "", 0, 0, [[ended]])
+        return Outcome("Failed", failure[0], 0, 0, [[ended]], [(*failure, "")])
+
     def serve(self, url: str, port: int) -> None:
-        """A Service the pods reach at `url` answered by a server of this machine on `port`."""
+        """A Service the pods reach at `url` answered by a server of this machine on `port`.
+        Only a rendered Service answers in a cluster: a URL whose host
+        (<service>.<namespace>.svc[.cluster.local], Kubernetes docs "DNS for Services and
+        Pods") and port no rendered Service has is one the pods could not reach."""
         parts = urllib.parse.urlsplit(url)
+        name, namespace, *_ = [*parts.hostname.split("."), ""]
+        service = self.get("Service", name, namespace)
+        ports = [p["port"] for p in (service or {}).get("spec", {}).get("ports", [])]
+        if parts.port not in ports:
+            offered = sorted(
+                f"{o['metadata']['name']}:{[p['port'] for p in o['spec'].get('ports', [])]}"
+                for o in self.objects()
+                if o["kind"] == "Service" and o["metadata"].get("namespace") == namespace
+            )
+            raise Refused(
+                f"{url}: no rendered Service {namespace}/{name} with port {parts.port} "
+                f"(cluster DNS): the namespace's Services are {offered}"
+            )
         self.network.hosts[parts.hostname] = "127.0.0.1"
         self.network.ports[parts.port] = port
 

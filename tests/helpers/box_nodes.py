@@ -35,6 +35,7 @@ from components.data.gpu_operator import advertised_resources
 from components.vocabulary import EFA_RESOURCE, GPU_RESOURCE, rdma_resource
 from contract import node_join
 from contract.env import (
+    SELFTEST_BASELINE_POOL,
     SELFTEST_DCGM_URL,
     SELFTEST_EXPECTED_FABRIC_DEVICES,
     SELFTEST_EXPECTED_GPUS,
@@ -42,7 +43,7 @@ from contract.env import (
     SELFTEST_FLOORS,
     SELFTEST_PROMETHEUS_URL,
 )
-from model.config import PlatformConfig
+from model.config import GpuPool, PlatformConfig
 from tests.controllers.kueue_admission import quantity
 from tests.controllers.label_selector import label_selector_matches
 
@@ -61,7 +62,10 @@ EFFECTS = {
 # and no fabric device on a CPU node, gloo over loopback; the GPUs' telemetry (the DCGM exporter,
 # the autoscaler's GPU series in Prometheus) is not there to check, so its URLs are not set, as
 # on any CPU run. Its floors are the pool's GPU, fabric and disk figures, which this machine's
-# CPU and disk do not speak for: its figures are reported, not judged.
+# CPU and disk do not speak for: its figures are reported, not judged. A run held to its pool's
+# stored baseline (a canary's: bootstrap/selftest/baseline.py) keeps its Prometheus URL: the
+# baseline is the platform's own recording rule, which a stand-in Prometheus serves
+# (tests/cluster/test_canary.py), not the GPUs' telemetry.
 STAND_IN_ENV = {
     SELFTEST_EXPECTED_GPUS: "0",
     SELFTEST_EXPECTED_FABRIC_DEVICES: "0",
@@ -89,7 +93,8 @@ def stand_in(
         elif match:
             value_next = True
         words.append(word)
-    env = {k: v for k, v in env.items() if k not in NOT_ON_A_CPU}
+    kept = (SELFTEST_PROMETHEUS_URL,) if env.get(SELFTEST_BASELINE_POOL) else ()
+    env = {k: v for k, v in env.items() if k not in NOT_ON_A_CPU or k in kept}
     env.update({k: v for k, v in STAND_IN_ENV.items() if k in env})
     if node is not None and node.lost_gpu and SELFTEST_EXPECTED_GPUS in env:
         env[SELFTEST_EXPECTED_GPUS] = "1"
@@ -168,33 +173,11 @@ def pool_nodes(
     }
     found = []
     for pool in cfg.gpu_pools:
-        alloc: dict[str, Any] = dict(advertised_resources(pool))
-        alloc.setdefault(GPU_RESOURCE, pool.gpus_per_node)
-        if pool.efa_interfaces:
-            alloc[EFA_RESOURCE] = pool.efa_interfaces
-        if cfg.fabric is not None and rdma_devices(objects, rdma_resource(cfg.fabric)):
-            alloc[rdma_resource(cfg.fabric)] = rdma_devices(objects, rdma_resource(cfg.fabric))
-        if pool.hugepages_2mi:
-            alloc["hugepages-2Mi"] = f"{2 * pool.hugepages_2mi}Mi"
         group = groups.get(pool.name)
         if group is not None:
-            (settings,) = [g for g in cfg.gpu_node_groups if g.name == pool.name]
-            smallest = min(settings.instances, key=lambda i: i.vcpus)
-            alloc["cpu"] = str(smallest.vcpus - settings.kubelet.reserved_cpus)
-            alloc["memory"] = f"{smallest.memory_gib}Gi"
-            labels = {**group["labels"], "eks.amazonaws.com/nodegroup": group["nodeGroupName"]}
-            labels["node.kubernetes.io/instance-type"] = smallest.name
-            taints = [
-                {"key": t["key"], "value": t.get("value", ""), "effect": EFFECTS[t["effect"]]}
-                for t in group.get("taints", [])
-                # The box's nodes are up and tested: the node-join check has passed on each and
-                # removed its startup taint (tests/controllers/test_node_join_rules.py models
-                # the join itself; tests/image/selftest/test_node_join.py its patch).
-                if t["key"] != node_join.TAINT_KEY
-            ]
-            if node_join.LABEL in labels:
-                labels[node_join.LABEL] = node_join.PASSED
+            labels, taints, alloc = group_node(cfg, pool, group, objects)
         else:
+            alloc = gpu_allocatable(cfg, pool, objects)
             flavor = cfg.scheduling.flavor(pool.name)
             alloc["cpu"] = str(flavor.cpus_per_node) if flavor.cpus_per_node else "1024"
             memory = flavor.memory_gib_per_node
@@ -204,6 +187,62 @@ def pool_nodes(
             name = f"{pool.name}-{i}"
             found.append(Node(name, pool.name, {**labels, HOSTNAME: name}, taints, dict(alloc)))
     return found
+
+
+def canary_node(
+    cfg: PlatformConfig, resources: list[dict[str, Any]], objects: list[dict[str, Any]], pool: str
+) -> Node:
+    """The one node of `pool`'s canary group (components/selftest/canary.py), as the planned
+    group declares its labels and taints, named <pool>-canary-0."""
+    (group,) = [
+        r["inputs"]
+        for r in resources
+        if r["type"] == NODE_GROUP and (r["inputs"].get("labels") or {}).get(CANARY_LABEL) == pool
+    ]
+    (settings,) = [p for p in cfg.gpu_pools if p.name == pool]
+    labels, taints, alloc = group_node(cfg, settings, group, objects)
+    name = f"{pool}-canary-0"
+    return Node(name, pool, {**labels, HOSTNAME: name}, taints, alloc)
+
+
+def gpu_allocatable(
+    cfg: PlatformConfig, pool: GpuPool, objects: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """What a node of `pool` advertises besides its CPUs and memory."""
+    alloc: dict[str, Any] = dict(advertised_resources(pool))
+    alloc.setdefault(GPU_RESOURCE, pool.gpus_per_node)
+    if pool.efa_interfaces:
+        alloc[EFA_RESOURCE] = pool.efa_interfaces
+    if cfg.fabric is not None and rdma_devices(objects, rdma_resource(cfg.fabric)):
+        alloc[rdma_resource(cfg.fabric)] = rdma_devices(objects, rdma_resource(cfg.fabric))
+    if pool.hugepages_2mi:
+        alloc["hugepages-2Mi"] = f"{2 * pool.hugepages_2mi}Mi"
+    return alloc
+
+
+def group_node(
+    cfg: PlatformConfig, pool: GpuPool, group: dict[str, Any], objects: list[dict[str, Any]]
+) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Any]]:
+    """(labels, taints, allocatable) of a node of the planned managed node group `group`
+    (its resource's inputs), which serves `pool`."""
+    alloc = gpu_allocatable(cfg, pool, objects)
+    (settings,) = [g for g in cfg.gpu_node_groups if g.name == pool.name]
+    smallest = min(settings.instances, key=lambda i: i.vcpus)
+    alloc["cpu"] = str(smallest.vcpus - settings.kubelet.reserved_cpus)
+    alloc["memory"] = f"{smallest.memory_gib}Gi"
+    labels = {**group["labels"], "eks.amazonaws.com/nodegroup": group["nodeGroupName"]}
+    labels["node.kubernetes.io/instance-type"] = smallest.name
+    taints = [
+        {"key": t["key"], "value": t.get("value", ""), "effect": EFFECTS[t["effect"]]}
+        for t in group.get("taints", [])
+        # The box's nodes are up and tested: the node-join check has passed on each and
+        # removed its startup taint (tests/controllers/test_node_join_rules.py models
+        # the join itself; tests/image/selftest/test_node_join.py its patch).
+        if t["key"] != node_join.TAINT_KEY
+    ]
+    if node_join.LABEL in labels:
+        labels[node_join.LABEL] = node_join.PASSED
+    return labels, taints, alloc
 
 
 # ------------------------------------------------------------------------------ the fit
