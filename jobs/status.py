@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ from contract.training_metrics import (
 )
 from jobs.common import SubmitError, destination, kubeconfig, load_workers
 from jobs.kubectl import Kubectl, KubectlError, resource_type
+from jobs.platform_ledger import platform_lines
 from jobs.state import JobState, job_state
 from model.config import ConfigError, PlatformConfig
 from model.stacks import ROOT, stack_config
@@ -230,4 +232,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     except PrometheusError as error:
         missing = str(error)
     print("\n".join(report(state, goodput, missing)))
+    try:
+        print("\n".join(platform_lines(cfg, cluster, found[0], int(time.time()))))
+    except KubectlError as error:
+        print(f"platform ledger: unknown: the Workload or pods could not be read: {error}")
     return 0
