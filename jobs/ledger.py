@@ -215,11 +215,13 @@ class Refined:
 
 def refine(book: JobLedger, productive: float, lost: Mapping[str, float]) -> Refined:
     """trainkit's ledger (bootstrap/trainkit/goodput.py `figures`: productive GPU-seconds, lost
-    GPU-seconds by cause) refines the running time the platform saw (its goodput and any
-    failure loss it measured): the platform's goodput bounds trainkit's productive time, and
-    the difference is what the process spent off its steps."""
+    GPU-seconds by cause, over every attempt) refines the running time the platform saw (its
+    goodput, any failure loss it measured, and the earlier attempts it no longer holds): that
+    time bounds trainkit's productive time, and the difference is what the process spent off
+    its steps (and, for unrecorded attempts, between them)."""
     figures = book.gpu_seconds()
-    running = Fraction(figures["goodput"] + figures[FAILURE])
+    # The attempts the API no longer holds are in trainkit's ledger: their time is its to split.
+    running = Fraction(figures["goodput"] + figures[FAILURE] + figures[UNRECORDED_CAUSE])
     steps, wasted = Fraction(productive), sum((Fraction(v) for v in lost.values()), Fraction(0))
     rest = running - steps - wasted
     if rest < 0:
@@ -230,5 +232,6 @@ def refine(book: JobLedger, productive: float, lost: Mapping[str, float]) -> Ref
         )
     badput = {cause: Fraction(figures[cause]) for cause in CAUSES}
     badput[FAILURE] = wasted
+    badput[UNRECORDED_CAUSE] = Fraction(0)
     badput[IN_PROCESS] = rest
     return Refined(goodput=steps, badput=badput)

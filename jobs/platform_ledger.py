@@ -21,6 +21,7 @@ where the job uses it, measures it (jobs/ledger.refine)."""
 from __future__ import annotations
 
 from datetime import datetime
+from fractions import Fraction
 from typing import Any
 
 from components.vocabulary import JOBSET_NAME_LABEL
@@ -121,8 +122,12 @@ def gpu_hour_price(cfg: PlatformConfig, pool_name: str | None) -> tuple[float | 
     return job_hourly(cfg, pool, 1, 1)
 
 
-def _money(seconds_: int, price: float | None) -> str:
-    return f" ${float(ledger.usd(seconds_, price)):,.2f}" if price is not None else ""
+def _money(gpu_seconds: int | Fraction, price: float | None) -> str:
+    return f" ${float(ledger.usd(gpu_seconds, price)):,.2f}" if price is not None else ""
+
+
+def _figure(name: str, gpu_seconds: int | Fraction, price: float | None) -> str:
+    return f"{name} {float(gpu_seconds):.0f} GPU-s{_money(gpu_seconds, price)}"
 
 
 def report(book: ledger.JobLedger, price: float | None, basis: str) -> list[str]:
@@ -135,11 +140,11 @@ def report(book: ledger.JobLedger, price: float | None, basis: str) -> list[str]
     bound = "" if book.failure_known else " (at most: work lost to a failure is unknown)"
     lines = [
         f"platform ledger: {book.allocation} s allocated on {book.gpus} GPU(s), "
-        f"{allocation} GPU-s{_money(allocation, price)}; goodput {share:.1f}%{bound} "
-        f"{figures['goodput']} GPU-s{_money(figures['goodput'], price)}",
+        f"{allocation} GPU-s{_money(allocation, price)}; goodput {share:.1f}%{bound}, "
+        + _figure("", figures["goodput"], price).strip(),
     ]
     spent = [
-        f"{cause} {figures[cause]} GPU-s{_money(figures[cause], price)}"
+        _figure(cause, figures[cause], price)
         for cause in ledger.CAUSES
         if figures[cause] and not (cause == ledger.FAILURE and not book.failure_known)
     ]
@@ -150,15 +155,43 @@ def report(book: ledger.JobLedger, price: float | None, basis: str) -> list[str]
     if book.unrecorded_outside:
         outside += f", unrecorded {book.unrecorded_outside} s"
     lines.append(f"outside the allocation (no GPU held, not priced): {outside}")
-    lines.append(f"priced at: {f'${price:g}/GPU-h, ' if price is not None else 'unknown: '}{basis}")
+    if price is None:
+        lines.append(f"priced at: unknown: {basis}")
+    else:
+        lines.append(f"priced at: ${price:g}/GPU-h, one GPU of a node at {basis}")
     return lines
 
 
+def refined_line(
+    book: ledger.JobLedger, productive: float, lost: dict[str, float], price: float | None
+) -> str:
+    """trainkit's split of the running time the platform saw (jobs/ledger.refine)."""
+    try:
+        refined = ledger.refine(book, productive, lost)
+    except ledger.Disagreement as error:
+        return f"trainkit refines it: not used: {error}"
+    parts = [
+        _figure("goodput", refined.goodput, price),
+        _figure("failure", refined.badput[ledger.FAILURE], price),
+        _figure(ledger.IN_PROCESS, refined.badput[ledger.IN_PROCESS], price),
+    ]
+    return "trainkit refines it: " + "; ".join(parts)
+
+
 def platform_lines(
-    cfg: PlatformConfig, cluster: Kubectl, job: dict[str, Any], now: int
+    cfg: PlatformConfig,
+    cluster: Kubectl,
+    job: dict[str, Any],
+    now: int,
+    trainkit: tuple[float, dict[str, float]] | None = None,
 ) -> list[str]:
+    """The ledger's lines; `trainkit`: the job's productive and lost GPU-seconds by cause,
+    where it pushed them."""
     workload, pods = read(cluster, job)
     events, end = timeline(job, workload, pods, now)
     book = ledger.ledger(events, end, gpus_of(workload, pods))
     price, basis = gpu_hour_price(cfg, env_value(job, TRAINING_JOB_POOL))
-    return report(book, price, basis)
+    lines = report(book, price, basis)
+    if trainkit is not None and book.allocation:
+        lines.append(refined_line(book, *trainkit, price))
+    return lines

@@ -232,8 +232,10 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     except PrometheusError as error:
         missing = str(error)
     print("\n".join(report(state, goodput, missing)))
+    productive = goodput.total(PRODUCTIVE_GPU_SECONDS) if goodput else None
+    trainkit = (productive, goodput.by_cause(LOST_GPU_SECONDS)) if productive is not None else None
     try:
-        print("\n".join(platform_lines(cfg, cluster, found[0], int(time.time()))))
+        print("\n".join(platform_lines(cfg, cluster, found[0], int(time.time()), trainkit)))
     except KubectlError as error:
         print(f"platform ledger: unknown: the Workload or pods could not be read: {error}")
     return 0

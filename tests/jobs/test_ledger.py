@@ -192,7 +192,8 @@ def test_refining_keeps_the_allocation_exact_and_goodput_within_the_platforms():
         rng = random.Random(seed)
         events, end = timeline(rng, LIFE + TROUBLE)
         book = ledger.ledger(events, end, gpus=8, checkpoints_known=rng.random() < 0.5)
-        running = book.gpu_seconds()["goodput"] + book.gpu_seconds()["failure"]
+        figures = book.gpu_seconds()
+        running = figures["goodput"] + figures["failure"] + figures["unrecorded"]
         # trainkit's floats, as its ledger pushes them (not whole numbers).
         productive = rng.random() * running / 2
         lost = {"preempted": rng.random() * running / 2}
