@@ -273,41 +273,76 @@ def items(*objects: dict) -> dict:
     return {"apiVersion": "v1", "kind": "List", "items": list(objects)}
 
 
-def test_every_job_has_a_priced_platform_ledger_without_trainkit(kubectl, capsys):
-    """No trainkit series: the ledger comes from the Workload and the pods alone."""
-    never_restarted = jobset("succeeded")
-    never_restarted["status"].update(restarts=0, restartsCountTowardsMax=0)
-    kubectl.answer(*GET, stdout=items(never_restarted))
-    kubectl.answer("get", "--raw", PROXY, stdout=vector())
-    # Created at T0 21:04:11, quota reserved 21:09:11 (queueing 300 s), the last pod scheduled
-    # 21:11:11 (provisioning 120 s), the last pod's containers ready 21:14:11 (pull/init
-    # 180 s), finished T1 23:40:52 (running 2 h 26 min 41 s = 8801 s). Allocation 21:09:11 to
-    # 23:40:52 = 9101 s = 120 + 180 + 8801, on the 16 GPUs Kueue admitted.
+# A job that ran once: created at T0 21:04:11, quota reserved 21:09:11 (queueing 300 s), the
+# last pod scheduled 21:11:11 (provisioning 120 s), the last pod's containers ready 21:14:11
+# (pull/init 180 s), finished T1 23:40:52 (running 2 h 26 min 41 s = 8801 s). Allocation
+# 21:09:11 to 23:40:52 = 9101 s = 120 + 180 + 8801, on the 16 GPUs Kueue admitted.
+def ran_once() -> tuple[dict, dict, list[dict]]:
+    job = jobset("succeeded")
+    job["status"].update(restarts=0, restartsCountTowardsMax=0)
     done = [
         condition("QuotaReserved", "2026-12-01T21:09:11Z", "QuotaReserved"),
         condition("Admitted", "2026-12-01T21:09:11Z", "Admitted"),
         condition("Finished", T1, "Succeeded"),
     ]
-    kubectl.answer(*WORKLOAD, stdout=items(workload(done, gpus="16")))
     pods = [
         pod(0, "2026-12-01T21:09:12Z", "2026-12-01T21:11:11Z", "2026-12-01T21:14:11Z"),
         pod(1, "2026-12-01T21:09:12Z", "2026-12-01T21:10:40Z", "2026-12-01T21:13:00Z"),
     ]
+    return job, workload(done, gpus="16"), pods
+
+
+# × 16 GPUs: 145616 GPU-s allocated, 140816 goodput (96.7 %), provisioning 1920, pull 2880.
+# staging's pool a100-efa is p4d.24xlarge on demand in us-east-1, $21.958/h for 8 GPUs (AWS
+# EC2 On-Demand pricing, as model/catalog_rows.py records it) = $2.74475 a GPU-hour:
+# 145616 × 2.74475 / 3600 = $111.02, 140816 → $107.36, 1920 → $1.46, 2880 → $2.20.
+RAN_ONCE_BADPUT = "badput: provisioning 1920 GPU-s $1.46; image pull / init 2880 GPU-s $2.20"
+
+
+def test_every_job_has_a_priced_platform_ledger_without_trainkit(kubectl, capsys):
+    """No trainkit series: the ledger comes from the Workload and the pods alone."""
+    job, held, pods = ran_once()
+    kubectl.answer(*GET, stdout=items(job))
+    kubectl.answer("get", "--raw", PROXY, stdout=vector())
+    kubectl.answer(*WORKLOAD, stdout=items(held))
     kubectl.answer(*PODS, stdout=items(*pods))
     assert status("llama") == 0
-    # × 16 GPUs: 145616 GPU-s allocated, 140816 goodput (96.7 %), provisioning 1920, pull
-    # 2880. staging's pool a100-efa is p4d.24xlarge on demand in us-east-1, $21.958/h for 8
-    # GPUs (AWS EC2 On-Demand pricing, as model/catalog_rows.py records it) = $2.74475 a
-    # GPU-hour: 145616 × 2.74475 / 3600 = $111.02, 140816 → $107.36, 1920 → $1.46,
-    # 2880 → $2.20.
     assert capsys.readouterr().out.splitlines()[4:] == [
         "platform ledger: 9101 s allocated on 16 GPU(s), 145616 GPU-s $111.02; goodput 96.7%, "
         "140816 GPU-s $107.36",
-        "badput: provisioning 1920 GPU-s $1.46; image pull / init 2880 GPU-s $2.20",
+        RAN_ONCE_BADPUT,
         "outside the allocation (no GPU held, not priced): queueing 300 s",
         "priced at: $2.74475/GPU-h, one GPU of a node at on-demand $21.958/h, us-east-1, "
         "2026-07-20",
     ]
+
+
+def test_without_a_name_the_team_summary_adds_its_jobs_ledgers_priced(kubectl, capsys, monkeypatch):
+    job, held, pods = ran_once()
+    # A second job, still queued: no Workload admitted, no pods; from T0 to now (T1) it has
+    # waited 23:40:52 - 21:04:11 = 9401 s, outside any allocation.
+    waiting = jobset("queued", name="vit")
+    waiting["metadata"]["uid"] = "5d0c9e1a-2b3f-4c6d-8e7f-9a0b1c2d3e4f"
+    everyone = ("-n", "training", "-o", "json")
+    kubectl.answer(
+        "get", TYPES, "-l", "kueue.x-k8s.io/queue-name", *everyone, stdout=items(job, waiting)
+    )
+    kubectl.answer(
+        "get", WORKLOAD[1], "-l", "kueue.x-k8s.io/job-uid", *everyone, stdout=items(held)
+    )
+    kubectl.answer(
+        "get", "pods", "-l", "batch.kubernetes.io/job-name", *everyone, stdout=items(*pods)
+    )
+    monkeypatch.setattr(time, "time", lambda: 1796168452.4)
+    assert main(["--stack", "staging"], root=ROOT) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "JobSet llama: 145616 GPU-s $111.02, goodput 96.7%, queueing 300 s",
+        "JobSet vit: 0 GPU-s $0.00, goodput -, queueing 9401 s",
+        "team training: 2 job(s), 145616 GPU-s allocated $111.02; goodput 96.7% 140816 GPU-s "
+        "$107.36",
+        RAN_ONCE_BADPUT,
+    ]
+    assert kubectl.verbs() == ["get", "get", "get"]
 
 
 def test_a_restarted_jobs_ledger_is_refined_by_trainkit_over_the_attempts_the_api_lost(
