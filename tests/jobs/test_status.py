@@ -385,3 +385,15 @@ def test_a_restarted_jobs_ledger_is_refined_by_trainkit_over_the_attempts_the_ap
         "trainkit refines it: goodput 120000 GPU-s $91.49; failure 20000 GPU-s $15.25; in the "
         "process (start-up, checkpoint saves, data stalls, unsaved tail) 7536 GPU-s $5.75",
     ]
+
+
+def test_the_documented_platform_ledger_is_what_status_prints(kubectl, capsys):
+    """docs/training.md, "Goodput without trainkit", shows the ledger of `ran_once`."""
+    job, held, pods = ran_once()
+    kubectl.answer(*GET, stdout=items(job))
+    kubectl.answer("get", "--raw", PROXY, stdout=vector())
+    kubectl.answer(*WORKLOAD, stdout=items(held))
+    kubectl.answer(*PODS, stdout=items(*pods))
+    assert status("llama") == 0
+    block = "\n".join(capsys.readouterr().out.splitlines()[4:])
+    assert f"```text\n{block}\n```" in (ROOT / "docs" / "training.md").read_text()
