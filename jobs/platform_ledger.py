@@ -16,7 +16,10 @@ Where each event comes from:
 The Workload is the one labelled `kueue.x-k8s.io/job-uid=<the job's uid>` (kueue v0.19.2,
 pkg/controller/constants/constants.go JobUIDLabel); the pods, `jobset.sigs.k8s.io/jobset-name`.
 No checkpoint marker is in the API, so a failure's loss is unknown here; trainkit's ledger,
-where the job uses it, measures it (jobs/ledger.refine)."""
+where the job uses it, measures it (jobs/ledger.refine). Nor is a quarantine's time: the
+quarantine's taint is NoSchedule, and a taint's `timeAdded` is written only for NoExecute ones
+(k8s.io/api core/v1 Taint), so the ledger's `quarantined` event waits for a source that has it;
+the restart it causes is counted all the same."""
 
 from __future__ import annotations
 
