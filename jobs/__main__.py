@@ -4,8 +4,9 @@
                          a team's image and command as a distributed job (jobs/team.py)
   recipe <recipe> --stack S [--team T] --nodes N
                          a training recipe's job: prepare, sd-finetune, esrgan (jobs/recipe.py)
-  status NAME --stack S [--team T]
-                         a submitted job's state, restarts, goodput and checkpoint (jobs/status.py)
+  status [NAME] --stack S [--team T]
+                         a submitted job's state, restarts, goodput, checkpoint and priced
+                         badput by cause; without NAME, the team's (jobs/status.py)
 
 submit and recipe render the job to a file, or submit it with --apply. A job of the same name
 that exists is described and left as it is (exit 3) unless --resume replaces a failed or

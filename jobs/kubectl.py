@@ -65,6 +65,11 @@ class Kubectl:
         # unless a single item is implied).
         return list(found["items"]) if found.get("kind") == "List" else [found]
 
+    def select(self, types: str, selector: str, namespace: str) -> list[dict[str, Any]]:
+        """The objects of `types` whose labels match `selector` (a List, possibly empty)."""
+        text = self.output("get", types, "-l", selector, "-n", namespace, "-o", "json")
+        return list(json.loads(text).get("items") or [])
+
     def delete(self, types: str, name: str, namespace: str) -> int:
         """Delete and wait until it and its dependents are gone (`--cascade=foreground`: the
         garbage collector removes the owner last, Kubernetes docs "Foreground cascading

@@ -112,12 +112,17 @@ def containers(node: Any) -> Iterator[dict[str, Any]]:
             yield from containers(item)
 
 
-def checkpoint_dir(obj: dict[str, Any]) -> str | None:
+def env_value(obj: dict[str, Any], name: str) -> str | None:
+    """The literal value the object's pod templates give environment variable `name`."""
     for container in containers(obj.get("spec", {})):
         for env in container.get("env") or []:
-            if env.get("name") == TRAINKIT_CHECKPOINT_DIR and "value" in env:
+            if env.get("name") == name and "value" in env:
                 return env["value"]
     return None
+
+
+def checkpoint_dir(obj: dict[str, Any]) -> str | None:
+    return env_value(obj, TRAINKIT_CHECKPOINT_DIR)
 
 
 def job_state(obj: dict[str, Any]) -> JobState:

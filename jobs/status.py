@@ -1,6 +1,8 @@
 """`python -m jobs status NAME --stack S [--team T]`: what a submitted job is (jobs/state.py), its
-restarts and their causes, its goodput, the checkpoint it would resume from, and its checkpoint
-interval beside the Young–Daly interval from its pool's failure rate.
+restarts and their causes, its goodput, the checkpoint it would resume from, its checkpoint
+interval beside the Young–Daly interval from its pool's failure rate, and its platform ledger
+(jobs/platform_ledger.py: goodput and badput by cause, priced, for every job). Without NAME:
+the team's summary of every job's platform ledger.
 
 The cluster's object says the state and JobSet's restart counts; trainkit's goodput series
 (contract/training_metrics.py, pushed to the Pushgateway as push job `training-goodput`) say the
@@ -22,6 +24,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +47,7 @@ from contract.training_metrics import (
 )
 from jobs.common import SubmitError, destination, kubeconfig, load_workers
 from jobs.kubectl import Kubectl, KubectlError, resource_type
+from jobs.platform_ledger import platform_lines, team_lines
 from jobs.state import JobState, job_state
 from model.config import ConfigError, PlatformConfig
 from model.stacks import ROOT, stack_config
@@ -185,7 +189,12 @@ def parser() -> argparse.ArgumentParser:
         description="A submitted job's state, restarts and their causes, goodput and the "
         "checkpoint it would resume from.",
     )
-    p.add_argument("name", help="the job's name, as submit printed it")
+    p.add_argument(
+        "name",
+        nargs="?",
+        help="the job's name, as submit printed it; without it, the team's summary: each job's "
+        "platform ledger and the team's goodput and badput by cause, priced",
+    )
     p.add_argument("--stack", required=True, help="stacks/Pulumi.<stack>.yaml")
     p.add_argument("--team", help="the team it was submitted for (default: the training namespace)")
     p.add_argument("--kubeconfig", help="default: existing.kubeconfig_path, else KUBECONFIG")
@@ -209,6 +218,16 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         print("error: jobs status runs kubectl, which is not on PATH", file=sys.stderr)
         return 2
     cluster = Kubectl.of_stack(binary, config, cfg)
+    if args.name is None:
+        try:
+            lines = team_lines(cfg, cluster, JOB_TYPES, namespace, int(time.time()))
+        except KubectlError as error:
+            print(
+                f"error: could not ask the cluster for {namespace}'s jobs: {error}", file=sys.stderr
+            )
+            return 1
+        print("\n".join(lines))
+        return 0
     try:
         found = cluster.get(JOB_TYPES, args.name, namespace)
     except KubectlError as error:
@@ -230,4 +249,10 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     except PrometheusError as error:
         missing = str(error)
     print("\n".join(report(state, goodput, missing)))
+    productive = goodput.total(PRODUCTIVE_GPU_SECONDS) if goodput else None
+    trainkit = (productive, goodput.by_cause(LOST_GPU_SECONDS)) if productive is not None else None
+    try:
+        print("\n".join(platform_lines(cfg, cluster, found[0], int(time.time()), trainkit)))
+    except KubectlError as error:
+        print(f"platform ledger: unknown: the Workload or pods could not be read: {error}")
     return 0

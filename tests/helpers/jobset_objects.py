@@ -169,6 +169,11 @@ def jobset(phase: str, name: str = "llama", namespace: str = "training") -> dict
                                                     "name": "TRAINKIT_CHECKPOINT_DIR",
                                                     "value": f"/mnt/shared-data/runs/jobs/{name}",
                                                 },
+                                                # staging's pool (stacks/Pulumi.staging.yaml).
+                                                {
+                                                    "name": "TRAINING_JOB_POOL",
+                                                    "value": "a100-efa",
+                                                },
                                             ],
                                         }
                                     ],
@@ -211,3 +216,58 @@ def goodput_sample(series: str, value: str, name: str = "llama", **extra: str):
         **extra,
     }
     return labels, value
+
+
+# Kueue v0.19.2 (apis/kueue/v1beta2/workload_types.go): the Workload Kueue creates for a job,
+# labelled with the job's uid (pkg/controller/constants/constants.go JobUIDLabel), its
+# conditions (QuotaReserved, Admitted, Evicted, Finished: metav1.Condition) and its admission's
+# resourceUsage per podSet.
+def workload(conditions: list[dict[str, str]], gpus: str, created: str = T0) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": "jobset-llama-5b2c1",
+            "namespace": "training",
+            "labels": {"kueue.x-k8s.io/job-uid": "0b8f2d1c-9a3e-4f6b-8c7d-2e1f0a9b8c7d"},
+            "creationTimestamp": created,
+        },
+        "spec": {"queueName": "default", "podSets": [{"name": "trainer", "count": 2}]},
+        "status": {
+            "conditions": conditions,
+            "admission": {
+                "clusterQueue": "training",
+                "podSetAssignments": [
+                    {
+                        "name": "trainer",
+                        "flavors": {"nvidia.com/gpu": "a100-efa"},
+                        "resourceUsage": {"nvidia.com/gpu": gpus},
+                        "count": 2,
+                    }
+                ],
+            },
+        },
+    }
+
+
+def pod(index: int, created: str, scheduled: str, ready: str | None) -> dict[str, Any]:
+    """A pod of the JobSet (Kubernetes "Pod Lifecycle": conditions with lastTransitionTime)."""
+    conditions = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled}]
+    if ready is not None:
+        conditions.append(
+            {"type": "ContainersReady", "status": "True", "lastTransitionTime": ready}
+        )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"llama-trainer-0-{index}-x7k2p",
+            "namespace": "training",
+            "labels": {"jobset.sigs.k8s.io/jobset-name": "llama"},
+            "creationTimestamp": created,
+        },
+        "spec": {
+            "containers": [{"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
+        },
+        "status": {"conditions": conditions},
+    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from urllib.parse import quote
 
 import pytest
@@ -18,7 +19,7 @@ from jobs.status import main
 from model.stacks import ROOT
 from tests.conftest import STACKS, stack_config
 from tests.helpers.hang import HANG_S
-from tests.helpers.jobset_objects import goodput_sample, jobset, vector
+from tests.helpers.jobset_objects import T1, goodput_sample, jobset, pod, vector, workload
 from tests.helpers.kubectl import StandInKubectl, stand_in_kubectl
 
 # jobs/status.JOB_TYPES: a JobSet, or a batch Job as the platform rendered jobs before.
@@ -42,6 +43,15 @@ PROXY = (
     f"/api/v1/query?query={quote(QUERY, safe='')}"
 )
 GET = ("get", TYPES, "llama", "-n", "training", "-o", "json", "--ignore-not-found")
+# The job's Kueue Workload, by the job's uid (kueue v0.19.2 pkg/controller/constants
+# JobUIDLabel), and its pods, by JobSet's label (jobset v0.12.0 pkg/constants JobSetNameKey).
+WORKLOAD = (
+    "get", "workload.v1beta2.kueue.x-k8s.io", "-l",
+    "kueue.x-k8s.io/job-uid=0b8f2d1c-9a3e-4f6b-8c7d-2e1f0a9b8c7d", "-n", "training", "-o", "json",
+)  # fmt: skip
+PODS = (
+    "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name=llama", "-n", "training", "-o", "json",
+)  # fmt: skip
 # A job that restarted twice: preempted once (trainkit exits 143), hung once (124).
 FIGURES = vector(
     goodput_sample("gpu_platform_job_allocated_gpu_seconds", "1600"),
@@ -80,7 +90,7 @@ def test_a_restarted_job_shows_its_restarts_causes_goodput_and_checkpoint(kubect
     )
     kubectl.answer("get", "--raw", PROXY, stdout=FIGURES)
     assert status("llama") == 0
-    assert capsys.readouterr().out.splitlines() == [
+    assert capsys.readouterr().out.splitlines()[:5] == [
         "JobSet training/llama: restarting",
         "restarts: 2 restart(s), 1 of maxRestarts 3 counted toward the limit, 1 not "
         "(evictions: not the job's fault); causes (trainkit): hung 1, preempted 1; 45 s "
@@ -92,7 +102,8 @@ def test_a_restarted_job_shows_its_restarts_causes_goodput_and_checkpoint(kubect
         "checkpoint interval: 600 s of steps, each save holding the ranks 10.0 s; Young–Daly on "
         "4 node(s) of its pool: 240 s",
     ]
-    assert kubectl.verbs() == ["get", "get"]
+    # The job, Prometheus, then the Workload the platform ledger reads (unanswered here).
+    assert kubectl.verbs() == ["get", "get", "get"]
 
 
 @pytest.mark.parametrize(
@@ -239,7 +250,7 @@ def test_a_job_whose_pool_had_no_failure_has_no_young_daly_interval(kubectl, cap
     figures = vector(*[(r["metric"], r["value"][1]) for r in kept])
     kubectl.answer("get", "--raw", PROXY, stdout=figures)
     assert status("llama") == 0
-    assert capsys.readouterr().out.splitlines()[-1] == (
+    assert capsys.readouterr().out.splitlines()[4] == (
         "checkpoint interval: 600 s of steps, each save holding the ranks 10.0 s; Young–Daly: "
         "unknown (no failure in its pool over alerts.fleet_window)"
     )
@@ -250,5 +261,139 @@ def test_the_documented_interval_line_is_what_status_prints(kubectl, capsys):
     kubectl.answer(*GET, stdout={"apiVersion": "v1", "kind": "List", "items": [jobset("running")]})
     kubectl.answer("get", "--raw", PROXY, stdout=FIGURES)
     assert status("llama") == 0
-    line = capsys.readouterr().out.splitlines()[-1]
+    line = capsys.readouterr().out.splitlines()[4]
     assert f"```text\n{line}\n```" in (ROOT / "docs" / "training.md").read_text()
+
+
+def condition(kind: str, at: str, reason: str = "") -> dict[str, str]:
+    return {"type": kind, "status": "True", "lastTransitionTime": at, "reason": reason}
+
+
+def items(*objects: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+
+
+# A job that ran once: created at T0 21:04:11, quota reserved 21:09:11 (queueing 300 s), the
+# last pod scheduled 21:11:11 (provisioning 120 s), the last pod's containers ready 21:14:11
+# (pull/init 180 s), finished T1 23:40:52 (running 2 h 26 min 41 s = 8801 s). Allocation
+# 21:09:11 to 23:40:52 = 9101 s = 120 + 180 + 8801, on the 16 GPUs Kueue admitted.
+def ran_once() -> tuple[dict, dict, list[dict]]:
+    job = jobset("succeeded")
+    job["status"].update(restarts=0, restartsCountTowardsMax=0)
+    done = [
+        condition("QuotaReserved", "2026-12-01T21:09:11Z", "QuotaReserved"),
+        condition("Admitted", "2026-12-01T21:09:11Z", "Admitted"),
+        condition("Finished", T1, "Succeeded"),
+    ]
+    pods = [
+        pod(0, "2026-12-01T21:09:12Z", "2026-12-01T21:11:11Z", "2026-12-01T21:14:11Z"),
+        pod(1, "2026-12-01T21:09:12Z", "2026-12-01T21:10:40Z", "2026-12-01T21:13:00Z"),
+    ]
+    return job, workload(done, gpus="16"), pods
+
+
+# × 16 GPUs: 145616 GPU-s allocated, 140816 goodput (96.7 %), provisioning 1920, pull 2880.
+# staging's pool a100-efa is p4d.24xlarge on demand in us-east-1, $21.958/h for 8 GPUs (AWS
+# EC2 On-Demand pricing, as model/catalog_rows.py records it) = $2.74475 a GPU-hour:
+# 145616 × 2.74475 / 3600 = $111.02, 140816 → $107.36, 1920 → $1.46, 2880 → $2.20.
+RAN_ONCE_BADPUT = "badput: provisioning 1920 GPU-s $1.46; image pull / init 2880 GPU-s $2.20"
+
+
+def test_every_job_has_a_priced_platform_ledger_without_trainkit(kubectl, capsys):
+    """No trainkit series: the ledger comes from the Workload and the pods alone."""
+    job, held, pods = ran_once()
+    kubectl.answer(*GET, stdout=items(job))
+    kubectl.answer("get", "--raw", PROXY, stdout=vector())
+    kubectl.answer(*WORKLOAD, stdout=items(held))
+    kubectl.answer(*PODS, stdout=items(*pods))
+    assert status("llama") == 0
+    assert capsys.readouterr().out.splitlines()[4:] == [
+        "platform ledger: 9101 s allocated on 16 GPU(s), 145616 GPU-s $111.02; goodput 96.7%, "
+        "140816 GPU-s $107.36",
+        RAN_ONCE_BADPUT,
+        "outside the allocation (no GPU held, not priced): queueing 300 s",
+        "priced at: $2.74475/GPU-h, one GPU of a node at on-demand $21.958/h, us-east-1, "
+        "2026-07-20",
+    ]
+
+
+def test_without_a_name_the_team_summary_adds_its_jobs_ledgers_priced(kubectl, capsys, monkeypatch):
+    job, held, pods = ran_once()
+    # A second job, still queued: no Workload admitted, no pods; from T0 to now (T1) it has
+    # waited 23:40:52 - 21:04:11 = 9401 s, outside any allocation.
+    waiting = jobset("queued", name="vit")
+    waiting["metadata"]["uid"] = "5d0c9e1a-2b3f-4c6d-8e7f-9a0b1c2d3e4f"
+    everyone = ("-n", "training", "-o", "json")
+    kubectl.answer(
+        "get", TYPES, "-l", "kueue.x-k8s.io/queue-name", *everyone, stdout=items(job, waiting)
+    )
+    kubectl.answer(
+        "get", WORKLOAD[1], "-l", "kueue.x-k8s.io/job-uid", *everyone, stdout=items(held)
+    )
+    kubectl.answer(
+        "get", "pods", "-l", "batch.kubernetes.io/job-name", *everyone, stdout=items(*pods)
+    )
+    monkeypatch.setattr(time, "time", lambda: 1796168452.4)
+    assert main(["--stack", "staging"], root=ROOT) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "JobSet llama: 145616 GPU-s $111.02, goodput 96.7%, queueing 300 s",
+        "JobSet vit: 0 GPU-s $0.00, goodput -, queueing 9401 s",
+        "team training: 2 job(s), 145616 GPU-s allocated $111.02; goodput 96.7% 140816 GPU-s "
+        "$107.36",
+        RAN_ONCE_BADPUT,
+    ]
+    assert kubectl.verbs() == ["get", "get", "get"]
+
+
+def test_a_restarted_jobs_ledger_is_refined_by_trainkit_over_the_attempts_the_api_lost(
+    kubectl, capsys, monkeypatch
+):
+    """JobSet restarted twice: the earlier attempts' pods are gone, so their time is
+    unrecorded by the platform and trainkit's ledger (every attempt) splits it."""
+    kubectl.answer(*GET, stdout=items(jobset("restarting")))
+    figures = vector(
+        goodput_sample("gpu_platform_job_allocated_gpu_seconds", "145000"),
+        goodput_sample("gpu_platform_job_productive_gpu_seconds", "120000"),
+        goodput_sample("gpu_platform_job_lost_gpu_seconds", "8000", cause="preempted"),
+        goodput_sample("gpu_platform_job_lost_gpu_seconds", "12000", cause="hung"),
+    )
+    kubectl.answer("get", "--raw", PROXY, stdout=figures)
+    reserved = [condition("QuotaReserved", "2026-12-01T21:05:11Z", "QuotaReserved")]
+    kubectl.answer(*WORKLOAD, stdout=items(workload(reserved, gpus="16")))
+    pods = [
+        pod(i, "2026-12-01T23:00:00Z", "2026-12-01T23:01:00Z", "2026-12-01T23:02:00Z")
+        for i in (0, 1)
+    ]
+    kubectl.answer(*PODS, stdout=items(*pods))
+    # Now is T1, 2026-12-01T23:40:52Z.
+    monkeypatch.setattr(time, "time", lambda: 1796168452.4)
+    assert status("llama") == 0
+    # Quota from 21:05:11 (queueing 60 s): the attempts before the newest, to its pods'
+    # creation at 23:00:00, unrecorded (6889 s); the restart to running at 23:02:00 (120 s);
+    # running to now (2332 s). Allocation 9341 s × 16 = 149456 GPU-s: goodput 37312 (25.0 %),
+    # unrecorded 110224, restart 1920. trainkit splits the 37312 + 110224 = 147536 running or
+    # unrecorded: productive 120000, lost 8000 + 12000 = 20000, the rest 7536. At $2.74475 a
+    # GPU-hour: 149456 → $113.95, 37312 → $28.45, 1920 → $1.46, 110224 → $84.04,
+    # 120000 → $91.49, 20000 → $15.25, 7536 → $5.75.
+    assert capsys.readouterr().out.splitlines()[5:] == [
+        "platform ledger: 9341 s allocated on 16 GPU(s), 149456 GPU-s $113.95; goodput 25.0%, "
+        "37312 GPU-s $28.45",
+        "badput: restart 1920 GPU-s $1.46; unrecorded 110224 GPU-s $84.04",
+        "outside the allocation (no GPU held, not priced): queueing 60 s",
+        "priced at: $2.74475/GPU-h, one GPU of a node at on-demand $21.958/h, us-east-1, "
+        "2026-07-20",
+        "trainkit refines it: goodput 120000 GPU-s $91.49; failure 20000 GPU-s $15.25; in the "
+        "process (start-up, checkpoint saves, data stalls, unsaved tail) 7536 GPU-s $5.75",
+    ]
+
+
+def test_the_documented_platform_ledger_is_what_status_prints(kubectl, capsys):
+    """docs/training.md, "Goodput without trainkit", shows the ledger of `ran_once`."""
+    job, held, pods = ran_once()
+    kubectl.answer(*GET, stdout=items(job))
+    kubectl.answer("get", "--raw", PROXY, stdout=vector())
+    kubectl.answer(*WORKLOAD, stdout=items(held))
+    kubectl.answer(*PODS, stdout=items(*pods))
+    assert status("llama") == 0
+    block = "\n".join(capsys.readouterr().out.splitlines()[4:])
+    assert f"```text\n{block}\n```" in (ROOT / "docs" / "training.md").read_text()
