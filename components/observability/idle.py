@@ -87,3 +87,14 @@ def idle_rules(cfg: PlatformConfig) -> list[Rule]:
             f"GPU utilisation (every GPU of a job) < {limit} %",
         ),
     ]
+
+
+def idle_jobs_query(cfg: PlatformConfig, minutes: int) -> str:
+    """The jobs whose busiest GPU stayed under the idle threshold for the last `minutes`, and
+    that ran through all of them (a series that old: a job that just started is not idle yet),
+    by `namespace` and `job_name`: what the reclaimer deactivates."""
+    limit = cfg.alerts.idle_utilisation_percent
+    return (
+        f"max_over_time({JOB_UTILISATION}[{minutes}m]) < {limit} "
+        f"and on(namespace, job_name) {JOB_UTILISATION} offset {minutes}m"
+    )
