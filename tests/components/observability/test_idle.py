@@ -74,3 +74,18 @@ def test_the_join_matches_on_the_labels_each_side_is_scraped_with():
     assert "on(exported_namespace, exported_pod)" in idle
     assert '"exported_namespace", "$1", "namespace"' in idle
     assert '"exported_pod", "$1", "pod"' in idle
+
+
+def test_the_training_view_lists_idle_jobs_by_team_from_what_the_rules_produce():
+    import json
+
+    from components.observability.monitoring import dashboards
+
+    board = json.loads(dashboards()["training-job"])
+    exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    rules = prometheus_rule_spec(aws_config())["groups"]
+    records = {r["record"] for g in rules for r in g["rules"] if "record" in r}
+    alerts = {r["alert"] for g in rules for r in g["rules"] if "alert" in r}
+    assert "gpu_platform_job:gpu_utilisation:max" in records and "GpuIdle" in alerts
+    assert any('ALERTS{alertname="GpuIdle"' in e and "team" in e for e in exprs)
+    assert any("gpu_platform_job:gpu_utilisation:max" in e and "team" in e for e in exprs)

@@ -26,11 +26,21 @@ def workload(name, job, queue, priority, klass, active=True, admitted=True) -> d
         "metadata": {
             "name": name,
             "namespace": "team-a",
-            "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                                 "name": job, "controller": True}],
-        },  # fmt: skip
-        "spec": {"active": active, "priority": priority, "priorityClassName": klass,
-                 "queueName": "default"},  # fmt: skip
+            "ownerReferences": [
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": job,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "active": active,
+            "priority": priority,
+            "priorityClassName": klass,
+            "queueName": "default",
+        },
         "status": {"admission": {"clusterQueue": queue}} if admitted else {},
     }
 
