@@ -20,8 +20,6 @@ BAD_RECLAIM = [
          "production-without-allow"),
     case(aws(selftest=SELFTEST, scheduling={"idle_reclaim": {}}), f"{S}.cluster_queues",
          "empty", "name the ClusterQueues or priority classes", "names-nothing"),
-    case(aws(selftest=SELFTEST, scheduling={"idle_reclaim": {"cluster_queues": ["nope"]}}),
-         f"{S}.cluster_queues[0]", "nope", "shared", "unknown-queue"),
     case(aws(selftest=SELFTEST, scheduling={"idle_reclaim": {"cluster_queues": ["shared"],
                                                             "after_minutes": 10}}),
          f"{S}.after_minutes", "10", "give at least 30", "before-the-alert"),

@@ -85,7 +85,5 @@ def test_the_training_view_lists_idle_jobs_by_team_from_what_the_rules_produce()
     exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
     rules = prometheus_rule_spec(aws_config())["groups"]
     records = {r["record"] for g in rules for r in g["rules"] if "record" in r}
-    alerts = {r["alert"] for g in rules for r in g["rules"] if "alert" in r}
-    assert "gpu_platform_job:gpu_utilisation:max" in records and "GpuIdle" in alerts
-    assert any('ALERTS{alertname="GpuIdle"' in e and "team" in e for e in exprs)
-    assert any("gpu_platform_job:gpu_utilisation:max" in e and "team" in e for e in exprs)
+    assert "gpu_platform_job:gpu_utilisation:max" in records
+    assert sum("gpu_platform_job:gpu_utilisation:max" in e and "team" in e for e in exprs) == 2
