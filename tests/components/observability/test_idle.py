@@ -87,3 +87,19 @@ def test_the_training_view_lists_idle_jobs_by_team_from_what_the_rules_produce()
     records = {r["record"] for g in rules for r in g["rules"] if "record" in r}
     assert "gpu_platform_job:gpu_utilisation:max" in records
     assert sum("gpu_platform_job:gpu_utilisation:max" in e and "team" in e for e in exprs) == 2
+
+
+RECLAIM_TESTS = ROOT / "tests/promtool/idle_reclaim_test.yaml"
+
+
+def test_the_reclaimer_lists_only_a_job_idle_through_its_whole_window(tmp_path):
+    """The query the reclaimer is rendered with is the one the promtool cases hold: a job idle
+    for the whole of after_minutes is listed; one that started within it, or woke in it, not."""
+    from components.observability.idle import idle_jobs_query
+    from tests.helpers.alert_stacks import promtool_cases
+
+    cases = yaml.safe_load(RECLAIM_TESTS.read_text())["tests"]
+    (expr,) = {c["expr"] for t in cases for c in t["promql_expr_test"]}
+    assert idle_jobs_query(aws_config(), 60) == expr
+    result = promtool_cases(tmp_path, prometheus_rule_spec(aws_config()), RECLAIM_TESTS)
+    assert result.returncode == 0, result.stdout + result.stderr
