@@ -19,6 +19,7 @@ from components.selftest.reclaim import reclaimer_objects
 from model.config.idle_reclaim import IdleReclaimSettings
 from tests.conftest import STACKS, stack_config
 from tests.controllers.rbac import Cluster, Grant, allowed
+from tests.helpers import jobsets
 from tests.helpers.alert_stacks import IMAGE
 
 # components/scheduling/queues.py PRIORITIES: the production-training WorkloadPriorityClass's
@@ -69,6 +70,8 @@ def grants(objects: list[dict]) -> list[Grant]:
 def test_an_idle_workload_of_a_reclaimable_queue_is_deactivated_and_production_never(stack, queue):
     cfg = reclaiming(stack, queue)
     objects = reclaimer_objects(cfg)
+    for obj in objects:
+        jobsets.validate_object(obj, cfg.cluster.kubernetes_version)
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
