@@ -106,7 +106,9 @@ def sweep(env: dict[str, str], api: ApiServer) -> list[Outcome]:
     return done
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """Sweep every POLL_S seconds; `--once`: one sweep, exit 1 if it failed (by hand:
+    `kubectl exec deploy/idle-reclaimer -- python -m selftest.reclaim --once`)."""
     env = dict(os.environ)
     api = ApiServer.in_cluster(env)
     while True:
@@ -116,8 +118,12 @@ def main() -> int:
                 print(f"{o.namespace}/{o.job} ({o.workload}): {verb}: {o.why}", flush=True)
         except (KubeError, OSError, ValueError) as error:
             print(f"reclaim: {error}", file=sys.stderr, flush=True)
+            if "--once" in argv:
+                return 1
+        if "--once" in argv:
+            return 0
         time.sleep(POLL_S)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

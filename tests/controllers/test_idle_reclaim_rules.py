@@ -1,9 +1,10 @@
 """Idle GPUs given back (issue 40 §3), modelled over every stack and ClusterQueue: with
-scheduling.idle_reclaim naming a queue, the reclaimer the plan renders (its Deployment's env,
-its RBAC) deactivates an idle admitted workload of that queue in every team namespace that
-submits to it, may do so nowhere else (tests/controllers/rbac.py), and never touches one at the
-production-training priority. The decision is the image's own (bootstrap/selftest/reclaim.py,
-run against stand-ins in tests/image/selftest/test_reclaim.py), fed the env as rendered.
+scheduling.idle_reclaim naming a queue, the reclaimer the plan renders runs as its pod would (its
+command and env exactly as rendered, the image's path; bootstrap/selftest/reclaim.py) against a
+stand-in Prometheus that reports two idle jobs in every team namespace and a stand-in API server
+that holds their Workloads: it deactivates the idle workload of that queue in every team
+namespace that submits to it, never the one at the production-training priority, and its RBAC
+(tests/controllers/rbac.py) lets it patch Workloads there and nowhere else.
 
 Kueue's side, from v0.19.2 apis/kueue/v1beta2/workload_types.go (WorkloadSpec.Active): "Changing
 active from true to false will evict any running workloads"; a workload with active false "should
@@ -13,7 +14,6 @@ its team sets active back to true."""
 from __future__ import annotations
 
 import pytest
-from selftest import reclaim
 
 from components.selftest.reclaim import reclaimer_objects
 from model.config.idle_reclaim import IdleReclaimSettings
@@ -21,11 +21,16 @@ from tests.conftest import STACKS, stack_config
 from tests.controllers.rbac import Cluster, Grant, allowed
 from tests.helpers import jobsets
 from tests.helpers.alert_stacks import IMAGE
+from tests.helpers.kube_api import ApiServer
+from tests.helpers.prometheus import Prometheus, sample
+from tests.helpers.selftest_process import run
 
-# components/scheduling/queues.py PRIORITIES: the production-training WorkloadPriorityClass's
-# value, and research's, as Kueue copies them into spec.priority.
+# components/scheduling/queues.py PRIORITIES: the WorkloadPriorityClasses' values, as Kueue
+# copies them into a Workload's spec.priority.
 PRODUCTION, RESEARCH = 100000, 10000
 ACCOUNT = "idle-reclaimer"
+# Kueue 0.19.2 serves kueue.x-k8s.io/v1beta2.
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads"
 
 
 def reclaiming(stack: str, queue: str):
@@ -46,9 +51,11 @@ def cases():
     ]
 
 
-def workload(queue: str, priority: int, klass: str) -> dict:
+def workload(name: str, job: str, queue: str, priority: int, klass: str) -> dict:
+    """An admitted Workload as Kueue makes one for a JobSet: owned by it, its priority and class
+    in spec, its ClusterQueue in status.admission."""
     return {
-        "metadata": {"name": "jobset-idle-1a2b3"},
+        "metadata": {"name": name, "ownerReferences": [{"kind": "JobSet", "name": job}]},
         "spec": {"active": True, "priority": priority, "priorityClassName": klass},
         "status": {"admission": {"clusterQueue": queue}},
     }
@@ -66,31 +73,55 @@ def grants(objects: list[dict]) -> list[Grant]:
     return found
 
 
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    with ApiServer(tmp_path_factory.mktemp("api"), {}) as server:
+        yield server
+
+
 @pytest.mark.parametrize(("stack", "queue"), cases())
-def test_an_idle_workload_of_a_reclaimable_queue_is_deactivated_and_production_never(stack, queue):
+def test_an_idle_workload_of_a_reclaimable_queue_is_deactivated_and_production_never(
+    stack, queue, api
+):
     cfg = reclaiming(stack, queue)
     objects = reclaimer_objects(cfg)
     for obj in objects:
         jobsets.validate_object(obj, cfg.cluster.kubernetes_version)
-    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert container["command"] == ["python", "-m", "selftest.reclaim"]
     teams = cfg.scheduling.all_teams(cfg.namespaces.training)
     submitting = {t.name for t in teams if t.cluster_queue == queue}
     held = grants(objects)
     for team in teams:
-        may = allowed(held, "patch", "kueue.x-k8s.io", "workloads", team.name)
-        assert may == (team.name in submitting), team.name
-        assert may == (team.name in env["SELFTEST_RECLAIM_NAMESPACES"].split(","))
+        assert allowed(held, "patch", "kueue.x-k8s.io", "workloads", team.name) == (
+            team.name in submitting
+        ), team.name
     # Nothing but Workloads: no pods, no JobSets, no nodes.
     for group, resource in (("", "pods"), ("jobset.x-k8s.io", "jobsets"), ("", "nodes")):
         assert not any(allowed(held, "patch", group, resource, t.name) for t in teams)
-    assert reclaim.decide(env, workload(queue, RESEARCH, "research"))[0] is True
-    assert reclaim.decide(env, workload(queue, PRODUCTION, "production-training"))[0] is False
-    others = {q.name for q in cfg.scheduling.cluster_queues} - {queue}
-    for other in others:
-        assert reclaim.decide(env, workload(other, RESEARCH, "research"))[0] is False
+
+    api.received.clear()
+    api.answers.clear()
+    for team in teams:
+        path = WORKLOADS.format(team.name)
+        api.answers[("GET", path)] = (200, {"items": [
+            workload("jobset-scratch-1a2b3", "scratch", queue, RESEARCH, "research"),
+            workload("jobset-pretrain-4c5d6", "pretrain", queue, PRODUCTION,
+                     "production-training"),
+        ]})  # fmt: skip
+        api.answers[("PATCH", f"{path}/jobset-scratch-1a2b3")] = (200, {"kind": "Workload"})
+    idle = [sample(5, namespace=t.name, job_name=j, team=t.name)
+            for t in teams for j in ("scratch", "pretrain")]  # fmt: skip
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    with Prometheus(idle) as prometheus:
+        env["SELFTEST_PROMETHEUS_URL"] = prometheus.url
+        done = run([*container["command"], "--once"], **env, **api.env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    patched = {(path, str(body)) for method, path, _, body in api.received if method == "PATCH"}
+    assert patched == {
+        (f"{WORKLOADS.format(t)}/jobset-scratch-1a2b3", str({"spec": {"active": False}}))
+        for t in submitting
+    }
 
 
 @pytest.mark.parametrize("stack", STACKS)
