@@ -18,12 +18,15 @@ import pytest
 from components.selftest.reclaim import reclaimer_objects
 from model.config.idle_reclaim import IdleReclaimSettings
 from tests.conftest import STACKS, stack_config
+from tests.controllers.kueue_admission import Kueue, available, manager_config_from_rendered
 from tests.controllers.rbac import Cluster, Grant, allowed
 from tests.helpers import jobsets
 from tests.helpers.alert_stacks import IMAGE
 from tests.helpers.kube_api import ApiServer
+from tests.helpers.plan_out import fixture_out, manifests
 from tests.helpers.prometheus import Prometheus, sample
 from tests.helpers.selftest_process import run
+from tests.helpers.sharing_stacks import stack_file
 
 # components/scheduling/queues.py PRIORITIES: the WorkloadPriorityClasses' values, as Kueue
 # copies them into a Workload's spec.priority.
@@ -127,3 +130,18 @@ def test_an_idle_workload_of_a_reclaimable_queue_is_deactivated_and_production_n
 @pytest.mark.parametrize("stack", STACKS)
 def test_no_reclaimer_where_the_stack_does_not_ask(stack):
     assert reclaimer_objects(stack_config(stack)) == []
+
+
+def test_a_deactivated_workloads_quota_returns_to_the_cohort():
+    """Kueue releases an evicted workload's quota (its usage leaves the ClusterQueue's), and a
+    deactivated one is never admitted again, so the cohort gets it back. In the teams stack as
+    rendered (tests/helpers/sharing_stacks.py: vision 8 A100s, may borrow 4; nlp 8, lends 2;
+    batch 4, lends all), an idle nlp job holding 16 leaves batch 4 of the 14 it reaches
+    (14 pooled: vision's 8, nlp's 2, batch's 4; 10 of it borrowed by nlp); deactivated, batch
+    reaches 14 again."""
+    out = fixture_out("teams", stack_file())
+    kueue = Kueue.of(manifests(out), manager_config_from_rendered(out))
+    gpus = ("a100", "nvidia.com/gpu")
+    batch = kueue.get("ClusterQueue", "batch")
+    assert available(kueue, batch, *gpus, {"nlp": {gpus: 16}}) == 4
+    assert available(kueue, batch, *gpus, {}) == 14
