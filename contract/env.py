@@ -58,6 +58,16 @@ SELFTEST_BASELINE_TOLERANCE = "SELFTEST_BASELINE_TOLERANCE"
 # The quarantine watcher (bootstrap/selftest/watch.py; components/selftest/access.py deploys it):
 # the team namespaces, comma-separated, whose failed preflights it reads.
 SELFTEST_WATCH_NAMESPACES = "SELFTEST_WATCH_NAMESPACES"
+# The idle reclaimer (bootstrap/selftest/reclaim.py; components/selftest/reclaim.py deploys it):
+# the team namespaces, comma-separated, whose workloads it may deactivate; the instant query that
+# lists each idle job (`namespace`, `job_name`); the ClusterQueues and priority classes,
+# comma-separated, whose admitted workloads it reclaims; and the priority from which it never
+# does (production training; unset where the stack allows it).
+SELFTEST_RECLAIM_NAMESPACES = "SELFTEST_RECLAIM_NAMESPACES"
+SELFTEST_RECLAIM_QUERY = "SELFTEST_RECLAIM_QUERY"
+SELFTEST_RECLAIM_QUEUES = "SELFTEST_RECLAIM_QUEUES"
+SELFTEST_RECLAIM_PRIORITY_CLASSES = "SELFTEST_RECLAIM_PRIORITY_CLASSES"
+SELFTEST_RECLAIM_SPARED_PRIORITY = "SELFTEST_RECLAIM_SPARED_PRIORITY"
 
 # A recipe's settings as JSON (jobs/recipe.py sets it; recipes/__main__.py reads it).
 RECIPE_SETTINGS = "RECIPE_SETTINGS"

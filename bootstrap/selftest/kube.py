@@ -1,6 +1,7 @@
 """The Kubernetes API from inside a pod, standard library only: the self-test reads its node's
 labels (which topology domain it ran in) and, with quarantine on, cordons, labels and taints its
-node; the quarantine watcher (selftest/watch.py) lists the failed preflights of team pods.
+node; the quarantine watcher (selftest/watch.py) lists the failed preflights of team pods; the
+idle reclaimer (selftest/reclaim.py) lists and deactivates Kueue Workloads.
 
 In a pod the API server is https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, and the
 pod's ServiceAccount token and the cluster's CA are mounted under
@@ -108,6 +109,22 @@ class ApiServer:
         )
         ns = urllib.parse.quote(namespace, safe="")
         return self.request("GET", f"/api/v1/namespaces/{ns}/pods?{query}").get("items") or []
+
+    def workloads(self, namespace: str) -> list[dict[str, Any]]:
+        """The namespace's Kueue Workloads."""
+        return self.request("GET", workloads_path(namespace)).get("items") or []
+
+    def patch_workload(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        path = f"{workloads_path(namespace)}/{urllib.parse.quote(name, safe='')}"
+        return self.request("PATCH", path, patch, MERGE_PATCH)
+
+
+# Kueue 0.19.2 serves kueue.x-k8s.io/v1beta2 (v1beta1 is deprecated).
+WORKLOADS_API = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+def workloads_path(namespace: str) -> str:
+    return f"{WORKLOADS_API}/namespaces/{urllib.parse.quote(namespace, safe='')}/workloads"
 
 
 def _node_path(name: str) -> str:

@@ -10,7 +10,7 @@ and `pod` are the exporter's). Alerts built on kube-state-metrics copy its `node
 The training jobs' rules (goodput, stragglers) are components/observability/training_alerts.py;
 the fleet's failure rate and the checkpoint interval it advises, fleet_health.py; each pool's
 baseline of self-test figures, baseline.py; the node series they share, node_series.py; the rule
-types all build, rule_types.py.
+types all build, rule_types.py; idle GPUs named by job and team, idle.py.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from components.observability.fleet_health import (
     checkpoint_rules,
     fleet_rules,
 )
+from components.observability.idle import idle_rules
 from components.observability.node_series import (
     EKS_AGENT_CONDITIONS,
     SELFTEST_JOB,
@@ -122,16 +123,6 @@ def gpu_rules(cfg: PlatformConfig) -> list[Alert]:
     training_pod = f'{{exported_pod!="", exported_namespace=~"{teams}"}}'
     physical = _as_hostname(physical_gpus(cfg))
     return [
-        Alert(
-            "GpuIdle",
-            f'DCGM_FI_DEV_GPU_UTIL{{exported_pod!=""}} < {a.idle_utilisation_percent}',
-            a.idle_for,
-            "info",
-            "A GPU held by a pod has been nearly idle: release the capacity",
-            f"{GPU}, held by {POD}, has run under {a.idle_utilisation_percent} % utilisation "
-            f"for {a.idle_for} (now {{{{ $value }}}} %).",
-            f"GPU utilisation (a pod's GPU) < {a.idle_utilisation_percent} %",
-        ),
         Alert(
             "GpuFramebufferFull",
             f"{FB_PERCENT.format(sel='')} > {a.framebuffer_full_percent}",
@@ -418,6 +409,7 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
     alerts that read them (Prometheus evaluates a group's rules in order)."""
     groups = {
         "gpu-platform.gpus": gpu_rules(cfg),
+        "gpu-platform.idle": idle_rules(cfg),
         "gpu-platform.mig": mig_rules(cfg),
         "gpu-platform.queues": queue_rules(cfg),
         "gpu-platform.nodes": node_rules(cfg),

@@ -44,6 +44,7 @@ from components.registry_mirror import mirrored
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
 from components.selftest.access import access_all, access_env, account
 from components.selftest.node_join import node_join_objects
+from components.selftest.reclaim import reclaimer_objects
 from components.selftest.schedule import (
     IDLE_QUEUE,
     cron_job_name,
@@ -286,7 +287,7 @@ class SelfTest(PlatformComponent):
                 obj,
                 self.child(depends_on=list(args.after)),
             )
-            for obj in access_all(cfg)
+            for obj in [*access_all(cfg), *reclaimer_objects(cfg)]
         ]
         # New GPU nodes are tested before any job lands there (components/selftest/node_join.py).
         for obj in node_join_objects(cfg, lambda pool: pool_env(cfg, pool)):

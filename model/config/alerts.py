@@ -59,7 +59,9 @@ class AlertSettings(Settings):
         'runbooks").',
     )
     idle_utilisation_percent: Int = _percent(
-        30, "GpuIdle fires when a pod's GPU stays below this utilisation for idle_for"
+        30,
+        "GpuIdle fires when every GPU of a job (or of a pod of no job) stays below this "
+        "utilisation for idle_for; the idle reclaimer's threshold too",
     )
     idle_for: Duration = Field("30m", description="How long a GPU stays under the idle threshold.")
     framebuffer_full_percent: Int = _percent(

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from model.catalog import NETWORK_TOPOLOGY_LAYERS
 from model.config.base import DnsLabel, FieldProblem, Int, Reason, Settings, _label_problem
 from model.config.fair_sharing import FairSharingSettings
+from model.config.idle_reclaim import IdleReclaimSettings, check_idle_reclaim
 from model.config.multikueue import BurstSettings
 from model.config.references import (
     CLUSTER_QUEUE,
@@ -285,6 +286,11 @@ class SchedulingSettings(Settings):
         default_factory=JobSettings,
         description="Restarts and hang detection of the jobs the platform renders.",
     )
+    idle_reclaim: IdleReclaimSettings | None = Field(
+        None,
+        description="Deactivate idle workloads of the named queues or priority classes "
+        "through Kueue (docs/scheduling.md). Unset: idle GPUs are only alerted.",
+    )
     topology_levels: list[str] = Field(
         default_factory=list,
         max_length=15,
@@ -399,6 +405,7 @@ def _check_topology_provisioning(cfg: PlatformConfig) -> None:
 def check_scheduling(cfg: PlatformConfig) -> None:
     """Scheduling rules that need the pools and the provider."""
     sched = cfg.scheduling
+    check_idle_reclaim(cfg)
     if sched.topology_labels_applied and cfg.provider == "aws":
         raise FieldProblem(
             "scheduling.topology_labels_applied",

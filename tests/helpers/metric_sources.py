@@ -30,7 +30,10 @@ Sources, at the pinned versions (../shared/PINS.md):
   kube_node_labels{node} plus
   `label_<key>` for each node label key in `--metric-labels-allowlist` (chart value
   `metricLabelsAllowlist`, entries `nodes=[k1,k2]`), every character outside [a-zA-Z0-9_] of
-  the key turned into `_` (kube-state-metrics internal/store/utils.go, sanitizeLabelName).
+  the key turned into `_` (kube-state-metrics internal/store/utils.go, sanitizeLabelName);
+  kube_pod_labels{namespace, pod, uid} likewise with the `pods=[...]` entries, the labelled
+  pod's own namespace and pod kept by the chart's `honorLabels: true`
+  (docs/metrics/workload/pod-metrics.md).
 - The training recipes and teams' scripts (bootstrap/trainkit/metrics.py), each series labelled
   `recipe`, scraped by the platform's PodMonitor `training-jobs`, which adds the pod's
   `namespace` and `pod`, and the label each of its relabelings targets (`job_name`, the pod's
@@ -256,11 +259,11 @@ def _node_label(key: str) -> str:
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
-def _allowlisted_node_labels(ksm: dict[str, Any]) -> set[str]:
+def _allowlisted_node_labels(ksm: dict[str, Any], kind: str = "nodes") -> set[str]:
     keys: set[str] = set()
     for entry in ksm.get("metricLabelsAllowlist", []):
         resource, _, listed = entry.partition("=")
-        if resource == "nodes":
+        if resource == kind:
             keys |= {k.strip() for k in listed.strip("[]").split(",") if k.strip()}
     return keys
 
@@ -324,8 +327,11 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
 
     ksm = (kps or {}).get("kube-state-metrics", {})
     node_labels = {"node"} | {_node_label(k) for k in _allowlisted_node_labels(ksm)}
+    pod_labels = {"namespace", "pod", "uid"} | {
+        _node_label(k) for k in _allowlisted_node_labels(ksm, "pods")
+    }
     source(
-        {**NODE_METRICS, "kube_node_labels": node_labels},
+        {**NODE_METRICS, "kube_node_labels": node_labels, "kube_pod_labels": pod_labels},
         "no kube-prometheus-stack release"
         if kps is None
         else "kube-prometheus-stack kubeStateMetrics.enabled is false"
@@ -436,9 +442,11 @@ def problems(
     missing = missing or {}
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
     matchers = re.findall(r"\{([^}]*)\}", text)
-    groupings = re.findall(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)", text)
+    # group_left(l)/group_right(l) read `l` from the other side of the match, like by (l).
+    grouping = r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\("
+    groupings = re.findall(grouping + r"([^)]*)\)", text)
     bare = re.sub(r"\{[^}]*\}", " ", text)
-    bare = re.sub(r"\b(?:by|without|on|ignoring)\s*\([^)]*\)", " ", bare)
+    bare = re.sub(grouping + r"[^)]*\)", " ", bare)
     names = {
         m.group(1)
         for m in re.finditer(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\b(?!\s*\()", bare)

@@ -123,6 +123,13 @@ DANGLING = {
     "scheduling.teams[].priority_class": (
         aws(scheduling={"teams": [{"name": "llm", "priority_class": "urgent"}]}),
         "scheduling.teams[0].priority_class", "'urgent'"),
+    "scheduling.idle_reclaim.cluster_queues[]": (
+        aws(selftest={"image": IMAGE}, scheduling={"idle_reclaim": {"cluster_queues": ["gpu"]}}),
+        "scheduling.idle_reclaim.cluster_queues[0]", "'gpu'"),
+    "scheduling.idle_reclaim.priority_classes[]": (
+        aws(selftest={"image": IMAGE},
+            scheduling={"idle_reclaim": {"priority_classes": ["urgent"]}}),
+        "scheduling.idle_reclaim.priority_classes[0]", "'urgent'"),
     "scheduling.flavors[].pool": (
         aws(scheduling={"flavors": [{"pool": "a10"}]}), "scheduling.flavors[0].pool", "'a10'"),
     "selftest.pool": (aws(selftest={"image": IMAGE, "pool": "h100"}), "selftest.pool", "'h100'"),

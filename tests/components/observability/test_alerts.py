@@ -178,7 +178,8 @@ def test_gpu_missing_reads_the_device_plugin_config_label_kube_state_metrics_exp
     assert 'kube_node_labels{label_nvidia_com_device_plugin_config=~"mig-single"}' in expr
     values = monitoring_values(ObservabilitySettings(), None, {})
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
-        "nodes=[nvidia.com/device-plugin.config,nvidia.com/mig.config.state]"
+        "nodes=[nvidia.com/device-plugin.config,nvidia.com/mig.config.state]",
+        "pods=[jobset.sigs.k8s.io/jobset-name]",
     ]
 
 
@@ -285,7 +286,8 @@ def test_thresholds_and_durations_come_from_config():
         )
     )
     assert rules["TrainingStraggler"]["expr"].split(" > ")[1].startswith("1.25 and on")
-    assert rules["GpuIdle"]["expr"] == 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""} < 50'
+    assert rules["GpuIdle"]["expr"].startswith("gpu_platform_job:gpu_utilisation:max < 50 or ")
+    assert rules["GpuIdle"]["expr"].endswith(" < 50")
     assert rules["GpuIdle"]["for"] == "1h"
     assert rules["GpuTemperatureHigh"]["expr"] == "DCGM_FI_DEV_GPU_TEMP > 80"
     assert rules["KueueQueueBacklog"]["expr"].endswith("> 25")
@@ -361,8 +363,9 @@ def test_every_training_alert_has_a_firing_and_a_silent_promtool_case():
     assert records == TRAINING_RECORDS
     spec = prometheus_rule_spec(scheduled_config())
     # The fleet's records and the pools' baselines have their own cases
-    # (tests/promtool/fleet_test.yaml, baseline_test.yaml).
-    own = {"gpu-platform.fleet", "gpu-platform.baseline"}
+    # (tests/promtool/fleet_test.yaml, baseline_test.yaml); the idle jobs' record is GpuIdle's
+    # (tests/promtool/alerts_test.yaml).
+    own = {"gpu-platform.fleet", "gpu-platform.baseline", "gpu-platform.idle"}
     training = [g for g in spec["groups"] if g["name"] not in own]
     assert {r["record"] for g in training for r in g["rules"] if "record" in r} == (
         TRAINING_RECORDS
@@ -420,7 +423,7 @@ def test_the_rule_lives_in_the_monitoring_namespace():
 def test_plan_lists_every_alert_with_threshold_and_duration():
     alerts = planned("dev").outputs["alerts"]
     assert set(alerts) == AWS_ALERTS - MIG_ALERTS
-    assert alerts["GpuIdle"] == "GPU utilisation (a pod's GPU) < 30 % for 30m"
+    assert alerts["GpuIdle"] == "GPU utilisation (every GPU of a job) < 30 % for 30m"
     assert alerts["KueueQueueBacklog"] == "pending workloads per ClusterQueue > 10 for 300s"
     assert alert_report(stack_config("onprem"))["GpuTemperatureHigh"] == (
         "GPU temperature > 85 celsius for 5m"
