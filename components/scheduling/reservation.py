@@ -13,7 +13,7 @@ any pod of a namespace may run as its accounts."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from components.base import plane_labels
@@ -29,9 +29,11 @@ from contract.reservation import (
     ENV_QUOTAS,
     ENV_START,
     ENV_WARMUP,
+    Window,
 )
 from model.config import PlatformConfig
 from model.config.nodes import GpuNodeGroupSettings
+from model.config.reservation import windowed
 
 ACCOUNT = "reservation-controller"
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -42,12 +44,7 @@ STARTING_DEADLINE_SECONDS = 50
 # The draining run waits up to RELEASE_WAIT_S (bootstrap/selftest/reservation.py) for Kueue to
 # release what it evicted; its Job may run that long and a little more.
 RUN_DEADLINE_SECONDS = 1200
-
-
-def windowed(cfg: PlatformConfig) -> list[GpuNodeGroupSettings]:
-    if cfg.provider != "aws":
-        return []
-    return [g for g in cfg.gpu_node_groups if g.reservation_window is not None]
+RECONCILE_MINUTES = 10
 
 
 def cron_at(at: datetime) -> str:
@@ -56,10 +53,28 @@ def cron_at(at: datetime) -> str:
     return f"{at.minute} {at.hour} {at.day} {at.month} *"
 
 
+def during(window: Window) -> str:
+    """Every RECONCILE_MINUTES of the days the window covers: a schedule cron can say, which may
+    also fire on the same days of other months the window touches (harmless: outside the window
+    the controller keeps the flavor closed). It puts the flavor back within that time where a
+    `pulumi up` redeclared it closed."""
+    days, months, day = set(), set(), window.start.date()
+    while day <= window.end.date():
+        days.add(day.day)
+        months.add(day.month)
+        day += timedelta(days=1)
+    return f"*/{RECONCILE_MINUTES} * {_listed(days)} {_listed(months)} *"
+
+
+def _listed(values: set[int]) -> str:
+    return ",".join(str(v) for v in sorted(values))
+
+
 def flavor_quotas(cfg: PlatformConfig, flavor: str) -> dict[str, dict[str, str]]:
-    """ClusterQueue -> the flavor's nominal quota there (resource -> quantity), as rendered."""
+    """ClusterQueue -> the flavor's nominal quota there while its window is open (resource ->
+    quantity)."""
     found = {}
-    for obj in kueue_objects(cfg, autoscaled=False):
+    for obj in kueue_objects(cfg, autoscaled=False, open_windows=True):
         if obj["kind"] != "ClusterQueue":
             continue
         for group in obj["spec"].get("resourceGroups", []):
@@ -114,7 +129,7 @@ def transition_jobs(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> list[di
                 "labels": {**labels, "gpu-platform/reservation-phase": phase},
             },
             "spec": {
-                "schedule": cron_at(at),
+                "schedule": schedule,
                 # Without it the controller reads the schedule in its own local time zone.
                 "timeZone": "Etc/UTC",
                 "concurrencyPolicy": "Forbid",
@@ -131,8 +146,16 @@ def transition_jobs(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> list[di
                 },
             },
         }
-        for phase, at in window.transitions().items()
+        for phase, schedule in schedules(window).items()
     ]
+
+
+def schedules(window: Window) -> dict[str, str]:
+    """Each CronJob of the window (its phase, or `reconcile`) -> its cron schedule."""
+    return {
+        **{phase: cron_at(at) for phase, at in window.transitions().items()},
+        "reconcile": during(window),
+    }
 
 
 def namespaces(cfg: PlatformConfig, queues: set[str]) -> list[str]:

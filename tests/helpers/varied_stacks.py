@@ -84,6 +84,39 @@ CAPACITY_CONFIG = {
 }
 
 
+# The capacity-kinds stack's reserved groups, each with a window, and an on-demand group of the
+# same type after them, where drained work goes: the Capacity Block requeues with the default
+# warm-up and drain; the reservation holds, with its own minutes, over a month's and a year's end.
+WINDOW_STACK = "window"
+BLOCK_WINDOW = {"start": "2026-12-14T11:30:00Z", "end": "2026-12-16T11:30:00Z"}
+ODCR_WINDOW = {
+    "start": "2026-12-31T20:00:00Z",
+    "end": "2027-01-01T04:00:00Z",
+    "warmup_minutes": 15,
+    "drain_minutes": 20,
+    "on_drain": "hold",
+}
+
+
+def _window_config() -> dict:
+    windows = {"odcr": ODCR_WINDOW, "block": BLOCK_WINDOW}
+    groups = [
+        {**g, "reservation_window": windows[g["name"]]}
+        for g in CAPACITY_CONFIG[f"{NS}:gpu_node_groups"]
+        if g["name"] in windows
+    ]
+    groups.append({"name": "p5od", "instance_types": ["p5.48xlarge"], "zone": "us-east-1a"})
+    return {**CAPACITY_CONFIG, f"{NS}:gpu_node_groups": groups}
+
+
+WINDOW_CONFIG = _window_config()
+
+
+@functools.cache
+def window_plan() -> Plan:
+    return project_plan(WINDOW_STACK, {WINDOW_STACK: WINDOW_CONFIG})
+
+
 @functools.cache
 def capacity_kinds_plan() -> Plan:
     return project_plan(CAPACITY_STACK, {CAPACITY_STACK: CAPACITY_CONFIG})

@@ -1,0 +1,287 @@
+"""A reserved pool's window on a simulated clock: the CronJobs the program renders
+(components/scheduling/reservation.py), their schedules read by a real cron parser (croniter, as
+the CronJob controller reads a standard schedule in its timeZone), each firing running the
+reservation controller (bootstrap/selftest/reservation.py) against a stand-in API server whose
+Kueue admits by the admission model (tests/controllers/kueue_admission.py), minute by minute
+through the windows of the window stack (tests/helpers/varied_stacks.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from croniter import croniter
+from selftest.reservation import reconcile
+
+from components.control.namespaces import job_namespaces
+from components.scheduling.kueue import manager_config, uncounted_resources
+from components.scheduling.queues import kueue_objects
+from components.scheduling.reservation import reservation_objects
+from components.scheduling.training_job import KUBERNETES_GRACE_PERIOD_SECONDS
+from model.config import PlatformConfig, parse_config
+from model.config.scheduling import LOCAL_QUEUE
+from tests.controllers.kueue_admission import Kueue, assigned_flavor, pod_sets, quantity
+from tests.helpers.varied_stacks import WINDOW_CONFIG
+
+KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+def window_cfg() -> PlatformConfig:
+    return parse_config({k.split(":", 1)[1]: v for k, v in WINDOW_CONFIG.items()}, "window")
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def p5_job(name: str) -> dict[str, Any]:
+    """A whole p5.48xlarge node's job (8 GPUs) on the training namespace's LocalQueue."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "training",
+            "labels": {"kueue.x-k8s.io/queue-name": LOCAL_QUEUE},
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
+                }
+            }
+        },
+    }
+
+
+@dataclass
+class Cluster:
+    """The API server the controller talks to, and a Kueue that admits by the model: each
+    Workload of a job, deactivated ones evicted (their quota released once their pods are
+    gone, after the grace), active unadmitted ones admitted to the flavor the model assigns."""
+
+    kueue: Kueue
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (time, workload, flavor) of every admission; (time, workload) of every eviction.
+    admitted: list[tuple[datetime, str, str]] = field(default_factory=list)
+    evicted: list[tuple[datetime, str]] = field(default_factory=list)
+    now: datetime = datetime.min.replace(tzinfo=UTC)
+
+    def submit(self, job: dict[str, Any]) -> None:
+        name = job["metadata"]["name"]
+        self.jobs[name] = job
+        self.workloads[name] = {
+            "metadata": {"name": name, "namespace": job["metadata"]["namespace"]},
+            "spec": {"active": True},
+            "status": {"conditions": []},
+        }
+
+    def flavor_of(self, name: str) -> str | None:
+        admission = self.workloads[name]["status"].get("admission")
+        return admission["podSetAssignments"][0]["flavors"]["nvidia.com/gpu"] if admission else None
+
+    def usage(self) -> dict[str, dict[tuple[str, str], Fraction]]:
+        found: dict[str, dict[tuple[str, str], Fraction]] = {}
+        for name in self.workloads:
+            flavor = self.flavor_of(name)
+            if flavor is None:
+                continue
+            (ps,) = pod_sets(self.jobs[name])
+            used = found.setdefault("shared", {})
+            for resource, amount in ps.requests.items():
+                key = (flavor, resource)
+                used[key] = used.get(key, Fraction(0)) + amount * ps.count
+        return found
+
+    def step(self) -> None:
+        for name, wl in self.workloads.items():
+            status = wl["status"]
+            if not wl["spec"]["active"] and status.get("admission"):
+                if self.now >= status["releaseAt"]:
+                    status.pop("admission")
+                    status.pop("releaseAt")
+                    status["conditions"] = [{"type": "QuotaReserved", "status": "False"}]
+                    self.evicted.append((self.now, name))
+        for name, wl in self.workloads.items():
+            if wl["spec"]["active"] and not wl["status"].get("admission"):
+                flavor = assigned_flavor(self.kueue, self.jobs[name], self.usage())
+                if flavor is not None:
+                    wl["status"]["admission"] = {
+                        "podSetAssignments": [{"flavors": {"nvidia.com/gpu": flavor}}]
+                    }
+                    wl["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True"}]
+                    self.admitted.append((self.now, name, flavor))
+
+    def wait(self, seconds: float) -> None:
+        """The controller's sleep: the cluster's time goes on meanwhile."""
+        self.now += timedelta(seconds=seconds)
+        self.step()
+
+    # --------------------------------------------------------------- the API server's side
+
+    def request(self, method: str, path: str, body: Any = None, content_type: Any = None) -> Any:
+        parts = path.removeprefix(KUEUE_PATH + "/").split("/")
+        if parts[0] == "clusterqueues":
+            cq = self.kueue.objects["ClusterQueue"][parts[1]]
+            if method == "PATCH":
+                cq["spec"].update(copy.deepcopy(body["spec"]))
+            return copy.deepcopy(cq)
+        namespace, rest = parts[1], parts[3:]
+        if not rest:
+            return {
+                "items": [
+                    copy.deepcopy(w)
+                    for w in self.workloads.values()
+                    if w["metadata"]["namespace"] == namespace
+                ]
+            }
+        wl = self.workloads[rest[0]]
+        if method == "PATCH":
+            wl["spec"].update(body["spec"])
+            if not wl["spec"]["active"] and wl["status"].get("admission"):
+                # Kueue evicts a deactivated Workload; its quota is released once the job's
+                # pods are gone: their grace after SIGTERM, at most.
+                wl["status"].setdefault("releaseAt", self.now + grace())
+        return copy.deepcopy(wl)
+
+
+def grace() -> timedelta:
+    return timedelta(seconds=KUBERNETES_GRACE_PERIOD_SECONDS)
+
+
+def cron_jobs(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
+    return {
+        o["metadata"]["name"]: o for o in reservation_objects(cfg) if o["kind"] == "CronJob"
+    }
+
+
+def fire_times(cron_job: dict[str, Any], begin: datetime, end: datetime) -> list[datetime]:
+    """When the CronJob controller starts the CronJob's Job between `begin` and `end`."""
+    assert cron_job["spec"]["timeZone"] == "Etc/UTC"
+    found, it = [], croniter(cron_job["spec"]["schedule"], begin - timedelta(minutes=1))
+    while (at := it.get_next(datetime)) <= end:
+        found.append(at)
+    return found
+
+
+def env_of(cron_job: dict[str, Any]) -> dict[str, str]:
+    (container,) = cron_job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e["value"] for e in container["env"]}
+
+
+# The windows of tests/helpers/varied_stacks.py, and when each phase begins: the warm-up at the
+# start, the flavor open after the warm-up (30 minutes by default for the block, 15 for the
+# reservation), the drain 60 minutes (default) / 20 minutes before the end, closed at the end.
+EXPECTED = {
+    "reservation-block-warming": "2026-12-14T11:30",
+    "reservation-block-open": "2026-12-14T12:00",
+    "reservation-block-draining": "2026-12-16T10:30",
+    "reservation-block-closed": "2026-12-16T11:30",
+    "reservation-odcr-warming": "2026-12-31T20:00",
+    "reservation-odcr-open": "2026-12-31T20:15",
+    "reservation-odcr-draining": "2027-01-01T03:40",
+    "reservation-odcr-closed": "2027-01-01T04:00",
+}
+BEGIN, END = utc("2026-12-14T10:00"), utc("2027-01-01T06:00")
+
+
+def test_every_transition_fires_at_its_time_once_in_the_simulated_span():
+    jobs = cron_jobs(window_cfg())
+    for name, at in EXPECTED.items():
+        assert fire_times(jobs[name], BEGIN, END) == [utc(at)], name
+
+
+def test_the_block_drains_before_eks_scales_it_down_and_ec2_reclaims_it():
+    # EKS User Guide capacity-blocks-mng: scale-down to 0 forty minutes before the end; EC2 User
+    # Guide capacity-blocks-monitor: instances begin to terminate 30 minutes before the end.
+    drain = utc(EXPECTED["reservation-block-draining"])
+    end = utc(EXPECTED["reservation-block-closed"])
+    assert drain < end - timedelta(minutes=40) < end - timedelta(minutes=30)
+
+
+def simulate() -> Cluster:
+    cfg = window_cfg()
+    objects = copy.deepcopy(kueue_objects(cfg, autoscaled=True))
+    config = manager_config(
+        uncounted_resources(cfg), job_namespaces(cfg), cfg.scheduling.fair_sharing
+    )
+    cluster = Cluster(Kueue.of(objects, config))
+    jobs = cron_jobs(cfg)
+    fires: dict[datetime, list[str]] = {}
+    for name, job in jobs.items():
+        for at in fire_times(job, BEGIN, END):
+            fires.setdefault(at, []).append(name)
+    # One job as the block opens, one as the reservation opens: each lands on the flavor that
+    # is open then, the first one the queue lists.
+    submissions = {
+        utc(EXPECTED["reservation-block-open"]): "a",
+        utc(EXPECTED["reservation-odcr-open"]): "b",
+    }
+    now = BEGIN
+    while now <= END:
+        cluster.now = now
+        for name in sorted(fires.get(now, [])):
+            reconcile(cluster, env_of(jobs[name]), now, sleep=cluster.wait)
+        if now in submissions:
+            cluster.submit(p5_job(submissions[now]))
+        cluster.step()
+        now += timedelta(minutes=1)
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def run() -> Cluster:
+    return simulate()
+
+
+def test_nothing_lands_on_a_reserved_flavor_outside_its_open_phase(run):
+    opened = {f: utc(EXPECTED[f"reservation-{f}-open"]) for f in ("block", "odcr")}
+    drained = {f: utc(EXPECTED[f"reservation-{f}-draining"]) for f in ("block", "odcr")}
+    for at, _, flavor in run.admitted:
+        if flavor in opened:
+            # Not before the warm-up is done, not from end - drain on.
+            assert opened[flavor] <= at < drained[flavor], (at, flavor)
+
+
+def test_the_block_opens_and_its_drained_job_is_requeued_to_the_on_demand_flavor(run):
+    a = [(at, flavor) for at, name, flavor in run.admitted if name == "a"]
+    drain = utc(EXPECTED["reservation-block-draining"])
+    assert a[0] == (utc(EXPECTED["reservation-block-open"]), "block")
+    # Evicted at the drain once its pods had their grace, then admitted again elsewhere.
+    assert (drain + grace(), "a") in run.evicted
+    assert a[1][1] == "p5od" and drain <= a[1][0] < drain + timedelta(minutes=5)
+    assert run.flavor_of("a") == "p5od"
+
+
+def test_the_reservation_holds_its_drained_job(run):
+    b = [(at, flavor) for at, name, flavor in run.admitted if name == "b"]
+    assert b == [(utc(EXPECTED["reservation-odcr-open"]), "odcr")]
+    assert run.workloads["b"]["spec"]["active"] is False
+    assert run.flavor_of("b") is None
+
+
+def test_both_flavors_are_closed_after_their_ends(run):
+    cq = run.kueue.objects["ClusterQueue"]["shared"]
+    (group,) = cq["spec"]["resourceGroups"]
+    gpus = {
+        f["name"]: next(quantity(r["nominalQuota"]) for r in f["resources"])
+        for f in group["flavors"]
+    }
+    assert gpus["block"] == 0 and gpus["odcr"] == 0
+
+
+def test_the_declared_quota_is_closed_and_the_controller_opens_it_whole():
+    cfg = window_cfg()
+    (cq,) = [o for o in kueue_objects(cfg, autoscaled=True) if o["kind"] == "ClusterQueue"]
+    (group,) = cq["spec"]["resourceGroups"]
+    declared = {f["name"]: f["resources"] for f in group["flavors"]}
+    assert all(r["nominalQuota"] == "0" for r in declared["block"] + declared["odcr"])
+    opened = json.loads(env_of(cron_jobs(cfg)["reservation-block-open"])["RESERVATION_QUOTAS"])
+    # Two p5.48xlarge (8 GPUs each) at the group's default max size: 16 GPUs, as p5od has.
+    assert opened["shared"]["nvidia.com/gpu"] == "16"
