@@ -156,9 +156,7 @@ def grace() -> timedelta:
 
 
 def cron_jobs(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
-    return {
-        o["metadata"]["name"]: o for o in reservation_objects(cfg) if o["kind"] == "CronJob"
-    }
+    return {o["metadata"]["name"]: o for o in reservation_objects(cfg) if o["kind"] == "CronJob"}
 
 
 def fire_times(cron_job: dict[str, Any], begin: datetime, end: datetime) -> list[datetime]:
