@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+from model.config import PlatformConfig, parse_config
 from plan.model import Plan
 from tests.conftest import AWS_STACKS, planned, project_plan, stack_file_config
 from tests.helpers.bad_stacks import NS
@@ -110,6 +111,10 @@ def _window_config() -> dict:
 
 
 WINDOW_CONFIG = _window_config()
+
+
+def window_config() -> PlatformConfig:
+    return parse_config({k.split(":", 1)[1]: v for k, v in WINDOW_CONFIG.items()}, WINDOW_STACK)
 
 
 @functools.cache

@@ -23,20 +23,19 @@ from components.scheduling.kueue import manager_config, uncounted_resources
 from components.scheduling.queues import kueue_objects
 from components.scheduling.reservation import reservation_objects
 from components.scheduling.training_job import KUBERNETES_GRACE_PERIOD_SECONDS
-from model.config import PlatformConfig, parse_config
+from model.config import PlatformConfig
 from model.config.scheduling import LOCAL_QUEUE
 from tests.controllers.kueue_admission import Kueue, assigned_flavor, pod_sets, quantity
-from tests.helpers.varied_stacks import WINDOW_CONFIG
+from tests.helpers.varied_stacks import window_config
 
 KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta2"
 
 
-def window_cfg() -> PlatformConfig:
-    return parse_config({k.split(":", 1)[1]: v for k, v in WINDOW_CONFIG.items()}, "window")
-
-
 def utc(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+BEGIN, END = utc("2026-12-14T10:00"), utc("2027-01-01T06:00")
 
 
 def p5_job(name: str) -> dict[str, Any]:
@@ -71,7 +70,7 @@ class Cluster:
     # (time, workload, flavor) of every admission; (time, workload) of every eviction.
     admitted: list[tuple[datetime, str, str]] = field(default_factory=list)
     evicted: list[tuple[datetime, str]] = field(default_factory=list)
-    now: datetime = datetime.min.replace(tzinfo=UTC)
+    now: datetime = BEGIN
 
     def submit(self, job: dict[str, Any]) -> None:
         name = job["metadata"]["name"]
@@ -102,12 +101,12 @@ class Cluster:
     def step(self) -> None:
         for name, wl in self.workloads.items():
             status = wl["status"]
-            if not wl["spec"]["active"] and status.get("admission"):
-                if self.now >= status["releaseAt"]:
-                    status.pop("admission")
-                    status.pop("releaseAt")
-                    status["conditions"] = [{"type": "QuotaReserved", "status": "False"}]
-                    self.evicted.append((self.now, name))
+            evicted = not wl["spec"]["active"] and status.get("admission")
+            if evicted and self.now >= status["releaseAt"]:
+                status.pop("admission")
+                status.pop("releaseAt")
+                status["conditions"] = [{"type": "QuotaReserved", "status": "False"}]
+                self.evicted.append((self.now, name))
         for name, wl in self.workloads.items():
             if wl["spec"]["active"] and not wl["status"].get("admission"):
                 flavor = assigned_flavor(self.kueue, self.jobs[name], self.usage())
@@ -186,11 +185,10 @@ EXPECTED = {
     "reservation-odcr-draining": "2027-01-01T03:40",
     "reservation-odcr-closed": "2027-01-01T04:00",
 }
-BEGIN, END = utc("2026-12-14T10:00"), utc("2027-01-01T06:00")
 
 
 def test_every_transition_fires_at_its_time_once_in_the_simulated_span():
-    jobs = cron_jobs(window_cfg())
+    jobs = cron_jobs(window_config())
     for name, at in EXPECTED.items():
         assert fire_times(jobs[name], BEGIN, END) == [utc(at)], name
 
@@ -204,7 +202,7 @@ def test_the_block_drains_before_eks_scales_it_down_and_ec2_reclaims_it():
 
 
 def simulate() -> Cluster:
-    cfg = window_cfg()
+    cfg = window_config()
     objects = copy.deepcopy(kueue_objects(cfg, autoscaled=True))
     config = manager_config(
         uncounted_resources(cfg), job_namespaces(cfg), cfg.scheduling.fair_sharing
@@ -275,7 +273,7 @@ def test_both_flavors_are_closed_after_their_ends(run):
 
 
 def test_the_declared_quota_is_closed_and_the_controller_opens_it_whole():
-    cfg = window_cfg()
+    cfg = window_config()
     (cq,) = [o for o in kueue_objects(cfg, autoscaled=True) if o["kind"] == "ClusterQueue"]
     (group,) = cq["spec"]["resourceGroups"]
     declared = {f["name"]: f["resources"] for f in group["flavors"]}
