@@ -57,7 +57,7 @@ from components.vocabulary import (
 from infra.existing_addons import existing_addon_report
 from model.config import GpuPool, PlatformConfig, default_fsx_zone
 from model.config.node_join import canary_pools, pools_tested_on_join
-from model.config.reservation import windowed
+from model.config.pools import windowed
 from model.config.selftest_schedule import scheduled
 
 C = TypeVar("C", bound=PlatformComponent)

@@ -47,7 +47,7 @@ from model.config.nodes import (
     Scaling,
 )
 from model.config.observability import PUSHGATEWAY_VOLUME_GIB
-from model.config.reservation import windowed
+from model.config.pools import windowed
 from model.config.scheduling import scales_from_zero
 from model.config.selftest_schedule import scheduled_pools, starts_per_month
 from model.versions import in_extended_support

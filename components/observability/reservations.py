@@ -12,7 +12,7 @@ from __future__ import annotations
 from components.observability.node_series import by_pool
 from components.observability.rule_types import Record, Rule
 from model.config import PlatformConfig
-from model.config.reservation import windowed
+from model.config.pools import windowed
 
 USED = "gpu_platform_reservation:gpus_allocated:sum"
 PAID = "gpu_platform_reservation:gpus_paid:sum"

@@ -62,7 +62,7 @@ from components.scheduling.topology import (
 )
 from components.vocabulary import KUEUE_API
 from model.config import PlatformConfig
-from model.config.reservation import windowed
+from model.config.pools import windowed
 from model.config.scheduling import PRIORITIES, Priority, TeamSettings, provisioned
 from model.config.selftest import queued
 

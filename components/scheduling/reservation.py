@@ -33,7 +33,7 @@ from contract.reservation import (
 )
 from model.config import PlatformConfig
 from model.config.nodes import GpuNodeGroupSettings
-from model.config.reservation import windowed
+from model.config.pools import windowed
 
 ACCOUNT = "reservation-controller"
 RBAC = "rbac.authorization.k8s.io/v1"

@@ -6,17 +6,13 @@ CronJobs that run them)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from contract.reservation import EKS_SCALE_DOWN_MINUTES, Window
 from model.config.base import FieldProblem, Int, Settings
 from model.config.bounds import WEEK_MINUTES
-
-if TYPE_CHECKING:
-    from model.config import PlatformConfig
-    from model.config.nodes import GpuNodeGroupSettings
 
 
 class ReservationWindowSettings(Settings):
@@ -94,11 +90,3 @@ def check_window(capacity: str, window: ReservationWindowSettings | None) -> Non
             f"to 0, {EKS_SCALE_DOWN_MINUTES} minutes before its end: give more than "
             f"{EKS_SCALE_DOWN_MINUTES}",
         )
-
-
-def windowed(cfg: PlatformConfig) -> list[GpuNodeGroupSettings]:
-    """The node groups with a window, whose pools' flavors the reservation controller opens and
-    closes (on AWS, where the platform declares the node groups)."""
-    if cfg.provider != "aws":
-        return []
-    return [g for g in cfg.gpu_node_groups if g.reservation_window is not None]

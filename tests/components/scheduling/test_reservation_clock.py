@@ -1,9 +1,11 @@
 """A reserved pool's window on a simulated clock: the CronJobs the program renders
 (components/scheduling/reservation.py), their schedules read by a real cron parser (croniter, as
-the CronJob controller reads a standard schedule in its timeZone), each firing running the
-reservation controller (bootstrap/selftest/reservation.py) against a stand-in API server whose
-Kueue admits by the admission model (tests/controllers/kueue_admission.py), minute by minute
-through the windows of the window stack (tests/helpers/varied_stacks.py)."""
+the CronJob controller reads a standard schedule in its timeZone), each firing applying what the
+controller does at that time (contract/reservation.py `actions`, with the quotas the CronJob
+carries; bootstrap/selftest/reservation.py does it on a cluster, tested in tests/image/selftest
+/test_reservation.py) to a Kueue that admits by the admission model
+(tests/controllers/kueue_admission.py), minute by minute through the windows of the window
+stack (tests/helpers/varied_stacks.py)."""
 
 from __future__ import annotations
 
@@ -16,19 +18,17 @@ from typing import Any
 
 import pytest
 from croniter import croniter
-from selftest.reservation import reconcile
 
 from components.control.namespaces import job_namespaces
 from components.scheduling.kueue import manager_config, uncounted_resources
 from components.scheduling.queues import kueue_objects
 from components.scheduling.reservation import reservation_objects
 from components.scheduling.training_job import KUBERNETES_GRACE_PERIOD_SECONDS
+from contract.reservation import ENV_FLAVOR, ENV_QUOTAS, actions
 from model.config import PlatformConfig
 from model.config.scheduling import LOCAL_QUEUE
 from tests.controllers.kueue_admission import Kueue, assigned_flavor, pod_sets, quantity
 from tests.helpers.varied_stacks import window_config
-
-KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta2"
 
 
 def utc(text: str) -> datetime:
@@ -60,9 +60,9 @@ def p5_job(name: str) -> dict[str, Any]:
 
 @dataclass
 class Cluster:
-    """The API server the controller talks to, and a Kueue that admits by the model: each
-    Workload of a job, deactivated ones evicted (their quota released once their pods are
-    gone, after the grace), active unadmitted ones admitted to the flavor the model assigns."""
+    """A Kueue that admits by the model: each Workload of a job, deactivated ones evicted
+    (their quota released once their pods are gone, after the grace), active unadmitted ones
+    admitted to the flavor the model assigns."""
 
     kueue: Kueue
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -117,37 +117,34 @@ class Cluster:
                     wl["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True"}]
                     self.admitted.append((self.now, name, flavor))
 
-    def wait(self, seconds: float) -> None:
-        """The controller's sleep: the cluster's time goes on meanwhile."""
-        self.now += timedelta(seconds=seconds)
-        self.step()
-
-    # --------------------------------------------------------------- the API server's side
-
-    def request(self, method: str, path: str, body: Any = None, content_type: Any = None) -> Any:
-        parts = path.removeprefix(KUEUE_PATH + "/").split("/")
-        if parts[0] == "clusterqueues":
-            cq = self.kueue.objects["ClusterQueue"][parts[1]]
-            if method == "PATCH":
-                cq["spec"].update(copy.deepcopy(body["spec"]))
-            return copy.deepcopy(cq)
-        namespace, rest = parts[1], parts[3:]
-        if not rest:
-            return {
-                "items": [
-                    copy.deepcopy(w)
-                    for w in self.workloads.values()
-                    if w["metadata"]["namespace"] == namespace
-                ]
-            }
-        wl = self.workloads[rest[0]]
-        if method == "PATCH":
-            wl["spec"].update(body["spec"])
-            if not wl["spec"]["active"] and wl["status"].get("admission"):
-                # Kueue evicts a deactivated Workload; its quota is released once the job's
-                # pods are gone: their grace after SIGTERM, at most.
-                wl["status"].setdefault("releaseAt", self.now + grace())
-        return copy.deepcopy(wl)
+    def apply(self, cron_job: dict[str, Any], cfg: PlatformConfig) -> None:
+        """What a run of the CronJob does now: the flavor's quota in each queue the CronJob
+        names, open or 0; from the drain on, its workloads deactivated (Kueue evicts them,
+        releasing their quota once their pods had their grace) and, to requeue, reactivated
+        once released."""
+        env = env_of(cron_job)
+        flavor = env[ENV_FLAVOR]
+        (group,) = [g for g in cfg.gpu_node_groups if g.name == flavor]
+        assert group.reservation_window is not None
+        todo = actions(group.reservation_window.window(), self.now)
+        for queue, quota in json.loads(env[ENV_QUOTAS]).items():
+            for rg in self.kueue.objects["ClusterQueue"][queue]["spec"]["resourceGroups"]:
+                for entry in rg["flavors"]:
+                    for resource in entry["resources"] if entry["name"] == flavor else []:
+                        opened = quota[resource["name"]]
+                        resource["nominalQuota"] = opened if todo.flavor_open else "0"
+        if not todo.evict:
+            return
+        stopped = [n for n in self.workloads if self.flavor_of(n) == flavor]
+        for name in stopped:
+            self.workloads[name]["spec"]["active"] = False
+            self.workloads[name]["status"]["releaseAt"] = self.now + grace()
+        if todo.reactivate:
+            self.now += grace()
+            self.step()
+            for name in stopped:
+                self.workloads[name]["spec"]["active"] = True
+            self.step()
 
 
 def grace() -> timedelta:
@@ -223,7 +220,7 @@ def simulate() -> Cluster:
     while now <= END:
         cluster.now = now
         for name in sorted(fires.get(now, [])):
-            reconcile(cluster, env_of(jobs[name]), now, sleep=cluster.wait)
+            cluster.apply(jobs[name], cfg)
         if now in submissions:
             cluster.submit(p5_job(submissions[now]))
         cluster.step()

@@ -5,10 +5,13 @@ may touch only the ClusterQueues holding it; none of it where no pool has a wind
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from croniter import croniter
 
-from model.config.reservation import windowed
+from components.scheduling.reservation import cron_at, during
+from model.config.pools import windowed
 from tests.conftest import AWS_STACKS, planned, stack_config, validate_kubernetes
 from tests.helpers.plan_objects import kinds
 from tests.helpers.varied_stacks import WINDOW_STACK, window_config, window_plan
@@ -75,3 +78,12 @@ def test_the_window_stack_holds_both_capacity_kinds_with_windows():
     """The class covered: a Capacity Block and a capacity reservation, each with a window."""
     _, cfg = plan_and_config(WINDOW_STACK)
     assert sorted(g.capacity for g in windowed(cfg)) == ["capacity_block", "reservation"]
+
+
+def test_a_transition_fires_at_its_minute_and_the_reconcile_on_every_day_of_the_window():
+    # Standard cron fields: minute hour day-of-month month day-of-week.
+    assert cron_at(datetime(2027, 1, 1, 3, 40, tzinfo=UTC)) == "40 3 1 1 *"
+    # The reservation's window of the window stack, over a year's end: 31 December and 1 January.
+    odcr = window_config().gpu_node_groups[0].reservation_window
+    assert odcr is not None
+    assert during(odcr.window()) == "*/10 * 1,31 1,12 *"

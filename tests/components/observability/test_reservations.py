@@ -3,16 +3,15 @@ stack whose Capacity Block window sits on promtool's clock; and none where no po
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from components.observability.alerts import alert_groups, prometheus_rule_spec
+from components.observability.reservations import reservation_rules
 from model.config import parse_config
-from tests.components.observability.test_alerts import run_promtool
 from tests.conftest import AWS_STACKS, stack_config
+from tests.helpers.alert_stacks import promtool_cases
 from tests.helpers.varied_stacks import WINDOW_CONFIG
 
 CASES = Path(__file__).parents[2] / "promtool" / "reservation_rules_test.yaml"
@@ -34,11 +33,16 @@ def epoch_window_config():
 
 
 def test_reserved_gpus_used_and_paid_under_promtool(tmp_path):
-    (tmp_path / "rules.yaml").write_text(
-        yaml.safe_dump(prometheus_rule_spec(epoch_window_config()))
-    )
-    shutil.copy(CASES, tmp_path / "reservation_rules_test.yaml")
-    run_promtool("test", "rules", "reservation_rules_test.yaml", cwd=tmp_path)
+    result = promtool_cases(tmp_path, prometheus_rule_spec(epoch_window_config()), CASES)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_records_the_dashboard_row_reads():
+    names = [r.name for r in reservation_rules(epoch_window_config())]
+    assert names == [
+        "gpu_platform_reservation:gpus_allocated:sum",
+        "gpu_platform_reservation:gpus_paid:sum",
+    ]
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
