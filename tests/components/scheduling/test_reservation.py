@@ -13,6 +13,7 @@ from croniter import croniter
 from components.scheduling.reservation import cron_at, during
 from model.config.pools import windowed
 from tests.conftest import AWS_STACKS, planned, stack_config, validate_kubernetes
+from tests.controllers.pod_security import pod_templates, violations
 from tests.helpers.plan_objects import kinds
 from tests.helpers.varied_stacks import WINDOW_STACK, window_config, window_plan
 
@@ -87,3 +88,20 @@ def test_a_transition_fires_at_its_minute_and_the_reconcile_on_every_day_of_the_
     odcr = window_config().gpu_node_groups[0].reservation_window
     assert odcr is not None
     assert during(odcr.window()) == "*/10 * 1,31 1,12 *"
+
+
+def test_the_controllers_objects_are_valid_and_its_pods_pass_restricted():
+    plan, cfg = plan_and_config(WINDOW_STACK)
+    mine = [
+        o for o in plan.kubernetes_objects() if o["metadata"]["name"].startswith("reservation-")
+    ]
+    assert {o["kind"] for o in mine} == {
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding", "CronJob"
+    }  # fmt: skip
+    for obj in mine:
+        validate_kubernetes(obj, cfg.cluster.kubernetes_version)
+        # Pod Security "restricted", the strictest level, whatever the namespace enforces.
+        pods = pod_templates(obj)
+        assert len(pods) == (obj["kind"] == "CronJob")
+        for pod in pods:
+            assert violations(pod, "restricted") == [], obj["metadata"]["name"]
