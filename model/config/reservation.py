@@ -5,7 +5,7 @@ CronJobs that run them)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -14,13 +14,20 @@ from contract.reservation import EKS_SCALE_DOWN_MINUTES, Window
 from model.config.base import FieldProblem, Int, Settings
 from model.config.bounds import WEEK_MINUTES
 
+# EC2 User Guide, "Find and purchase Capacity Blocks" (capacity-blocks-purchase): "All Capacity
+# Blocks end at 11:30AM UTC" (their start and length vary with the offering).
+CAPACITY_BLOCK_END_UTC = time(11, 30)
+
 
 class ReservationWindowSettings(Settings):
     start: datetime = Field(
         description="When the reservation starts: UTC, ISO 8601 with its zone "
         "(2026-12-14T11:30:00Z)."
     )
-    end: datetime = Field(description="When the reservation ends, UTC, ISO 8601 with its zone.")
+    end: datetime = Field(
+        description="When the reservation ends: UTC, ISO 8601 with its zone. A Capacity Block "
+        "ends at 11:30 UTC."
+    )
     warmup_minutes: Int = Field(
         30,
         ge=0,
@@ -82,6 +89,14 @@ def check_window(capacity: str, window: ReservationWindowSettings | None) -> Non
         raise FieldProblem(
             "reservation_window",
             f"needs capacity: reservation or capacity_block, not {capacity}",
+        )
+    if capacity == "capacity_block" and window.end.timetz() != CAPACITY_BLOCK_END_UTC.replace(
+        tzinfo=UTC
+    ):
+        raise FieldProblem(
+            "reservation_window.end",
+            f"{window.end.isoformat()} is not when a Capacity Block ends: every one ends at "
+            "11:30 UTC (EC2 User Guide, Capacity Blocks); give the block's end date at 11:30:00Z",
         )
     if capacity == "capacity_block" and window.drain_minutes <= EKS_SCALE_DOWN_MINUTES:
         raise FieldProblem(

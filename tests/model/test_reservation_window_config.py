@@ -62,9 +62,16 @@ BAD = [
         "is not after start",
         id="end-not-after-start",
     ),
+    case(
+        block(end="2026-12-16T12:00:00Z"),
+        f"{AT}.end",
+        "2026-12-16T12:00:00+00:00",
+        "every one ends at 11:30 UTC",
+        id="block-not-ending-at-11-30",
+    ),
     case(block(drain_minutes=40), f"{AT}.drain_minutes", "40", "more than 40", id="drain-too-late"),
     case(
-        block(end="2026-12-14T12:30:00Z", warmup_minutes=30, drain_minutes=45),
+        block(start="2026-12-16T10:30:00Z", warmup_minutes=30, drain_minutes=45),
         f"{AT}.drain_minutes",
         "drain_minutes 45",
         "leave no time open in a window of 60 minutes",

@@ -27,7 +27,7 @@ def epoch_window_config():
         if g["name"] == "block":
             g["reservation_window"] = {
                 "start": "1970-01-01T00:00:00Z",
-                "end": "1970-01-01T04:00:00Z",
+                "end": "1970-01-01T11:30:00Z",
             }
     return parse_config({**raw, "gpu_node_groups": groups}, "window")
 
