@@ -9,10 +9,12 @@ again a year later) does the right thing or nothing.
 Phases, in UTC:
 
     pending   before the window: no node of the reservation exists; the flavor is closed.
-    warming   [start, start + warmup): EC2 launches no instance into a Capacity Block before its
-              start, so the nodes join at the start; each one runs the node-join check
-              (contract/node_join.py), which pulls the stack's images as it runs them. The
-              flavor stays closed: nothing lands on a node that has not passed.
+    warming   [start, start + warmup): the group's Auto Scaling group launches no instance
+              before the reservation is active and scales up to the group's desired size once
+              it is (EKS User Guide, capacity-blocks-mng.adoc), so the nodes join at the start;
+              each one runs the node-join check (contract/node_join.py), pulling the self-test
+              image as it runs it. The flavor stays closed: nothing lands on a node that has
+              not passed.
     open      [start + warmup, end - drain): the flavor has its quota.
     draining  [end - drain, end): the flavor's quota is 0 (nothing more is admitted to it) and
               the workloads admitted to it are deactivated (Workload spec.active: false): Kueue

@@ -33,7 +33,7 @@ class ReservationWindowSettings(Settings):
         ge=0,
         le=WEEK_MINUTES,
         description="Minutes from the start during which the nodes join and pass the node-join "
-        "check (which pulls the stack's images) before the pool's Kueue flavor opens. Default: "
+        "check (which pulls the self-test image) before the pool's Kueue flavor opens. Default: "
         "the node-join check's own default limit on a node (selftest.node_join.timeout_minutes, "
         "30).",
     )
