@@ -46,6 +46,8 @@ ENV_WARMUP, ENV_DRAIN = "RESERVATION_WARMUP_MINUTES", "RESERVATION_DRAIN_MINUTES
 ENV_ON_DRAIN, ENV_FLAVOR = "RESERVATION_ON_DRAIN", "RESERVATION_FLAVOR"
 # JSON: ClusterQueue name -> the flavor's open quota there (resource -> quantity).
 ENV_QUOTAS = "RESERVATION_QUOTAS"
+# Comma-separated: the namespaces whose Workloads may be on the flavor.
+ENV_NAMESPACES = "RESERVATION_NAMESPACES"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from contract.reservation import (
     ENV_DRAIN,
     ENV_END,
     ENV_FLAVOR,
+    ENV_NAMESPACES,
     ENV_ON_DRAIN,
     ENV_QUOTAS,
     ENV_START,
@@ -41,7 +42,6 @@ from contract.reservation import (
 )
 from selftest.kube import MERGE_PATCH, ApiServer
 
-ENV_NAMESPACES = "RESERVATION_NAMESPACES"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # How long a requeue run waits for Kueue to release the deactivated workloads: their pods'
 # grace to checkpoint, and then some.

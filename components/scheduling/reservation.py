@@ -25,6 +25,7 @@ from contract.reservation import (
     ENV_DRAIN,
     ENV_END,
     ENV_FLAVOR,
+    ENV_NAMESPACES,
     ENV_ON_DRAIN,
     ENV_QUOTAS,
     ENV_START,
@@ -98,7 +99,7 @@ def transition_jobs(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> list[di
         ENV_DRAIN: str(window.drain_minutes),
         ENV_ON_DRAIN: window.on_drain,
         ENV_QUOTAS: json.dumps(quotas, sort_keys=True),
-        "RESERVATION_NAMESPACES": ",".join(namespaces(cfg, set(quotas))),
+        ENV_NAMESPACES: ",".join(namespaces(cfg, set(quotas))),
     }
     container = {
         "name": "reconcile",
