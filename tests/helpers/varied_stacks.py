@@ -128,13 +128,15 @@ def capacity_kinds_plan() -> Plan:
 
 
 def every_aws_plan() -> list[tuple[str, Plan]]:
-    """(name, plan) of every AWS stack, the varied stack, the capacity-kinds stack and the
-    network stacks (Frankfurt through a Transit Gateway, an existing VPC): for the tests of a
-    class of resources, so that a kind (or a region) no shipped stack declares is covered too."""
+    """(name, plan) of every AWS stack, the varied stack, the capacity-kinds stack, its windowed
+    twin and the network stacks (Frankfurt through a Transit Gateway, an existing VPC): for the
+    tests of a class of resources, so that a kind (or a region) no shipped stack declares is
+    covered too."""
     return [
         *((s, planned(s)) for s in AWS_STACKS),
         (VARIED_STACK, varied_plan()),
         (CAPACITY_STACK, capacity_kinds_plan()),
+        (WINDOW_STACK, window_plan()),
         (FRANKFURT_STACK, frankfurt_plan()),
         (EXISTING_VPC_STACK, existing_vpc_plan()),
     ]
