@@ -47,6 +47,7 @@ from model.config.nodes import (
     Scaling,
 )
 from model.config.observability import PUSHGATEWAY_VOLUME_GIB
+from model.config.pools import windowed
 from model.config.scheduling import scales_from_zero
 from model.config.selftest_schedule import scheduled_pools, starts_per_month
 from model.versions import in_extended_support
@@ -389,6 +390,36 @@ def _capacity_block(
     return _line(key, item, basis, price.usd, scaling, hours, where)
 
 
+def reservation_idle(cfg: PlatformConfig) -> list[dict]:
+    """Per node group with a reservation window: the window's hours, paid for every instance
+    whether it runs or not, and the hours of it no job can run in (the warm-up, and the drain,
+    which holds EKS's scale-down and EC2's reclaim of a Capacity Block), in instance-hours and,
+    where the group is priced, in USD. The instances: the group's max_size, what it launches at
+    most (a block must be bought for as many)."""
+    found = []
+    for group in windowed(cfg):
+        settings = group.reservation_window
+        assert settings is not None
+        window, instances = settings.window(), group.scaling.max_size
+        hourly = node_hourly(cfg, group).hourly_max
+        idle = window.paid_idle_hours() * instances
+        found.append(
+            {
+                "key": f"gpu_node_groups.{group.name}.reservation_window",
+                "group": group.name,
+                "start": window.start.isoformat(),
+                "end": window.end.isoformat(),
+                "instances": instances,
+                "paid_instance_hours": round(window.hours() * instances, 2),
+                "idle_instance_hours": round(idle, 2),
+                "idle_why": f"warm-up {window.warmup_minutes} min + drain "
+                f"{window.drain_minutes} min of each instance",
+                **({"idle_usd": round(idle * hourly, 2)} if hourly is not None else {}),
+            }
+        )
+    return found
+
+
 def selftest_lines(cfg: PlatformConfig) -> list[Line]:
     """The nodes scheduled self-test runs start (selftest.schedule.provision_nodes): on a pool
     that scales from zero every run starts one, which lives while the run does (at most
@@ -562,6 +593,9 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
         report["over_budget"] = report["total_monthly_max"] > budget
     if bursts:
         report["burst"] = bursts
+    idle = reservation_idle(cfg)
+    if idle:
+        report["reservations"] = idle
     return report
 
 

@@ -37,6 +37,15 @@ def format_cost(report: dict) -> list[str]:
     for item in report["unpriced"]:
         lines.append(f"  {item['item']}: not priced, not in the total")
         lines.append(f"      {item['why']}")
+    for window in report.get("reservations", []):
+        paid = f"{window['paid_instance_hours']:,g} instance-h paid"
+        idle = f"{window['idle_instance_hours']:,g} instance-h paid but idle"
+        usd = f" ({money(window['idle_usd'])})" if "idle_usd" in window else ""
+        lines.append(
+            f"  reservation window of {window['group']}, {window['start']} to {window['end']}: "
+            f"{paid}, {idle}{usd}"
+        )
+        lines.append(f"      {window['idle_why']}, when no job runs")
     lines.append(f"  left out: {report['left_out']}")
     # A report from before resource types were listed holds `left_out` only.
     for kind in report.get("not_priced", []):

@@ -43,6 +43,7 @@ from components.observability.node_series import (
     node_label,
     pool_nodes,
 )
+from components.observability.reservations import reservation_rules
 from components.observability.rule_types import Alert, Rule
 from components.observability.training_alerts import goodput_rules, straggler_rules
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
@@ -419,6 +420,7 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
         "gpu-platform.stragglers": straggler_rules(cfg),
         FLEET_GROUP: [*fleet_rules(cfg), *checkpoint_rules(cfg)],
         BASELINE_GROUP: baseline_rules(cfg),
+        "gpu-platform.reservations": reservation_rules(cfg),
     }
     return {name: rules for name, rules in groups.items() if rules}
 

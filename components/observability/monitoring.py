@@ -155,6 +155,8 @@ def _sidecar_label() -> dict[str, str]:
 # metrics exist: an empty panel is a "No data" nobody can explain.
 ROWS = DASHBOARDS / "rows"
 SELFTEST_HISTORY = "selftest-history"
+# Where a pool has a reservation window (components/observability/reservations.py).
+RESERVATIONS = "reservations"
 
 
 # The dashboard that reads only Kueue's metrics: declared only where Kueue runs
@@ -181,7 +183,10 @@ def _on_datasource(node: Any, uid: str) -> None:
 
 
 def dashboards(
-    selftest_history: bool = False, kueue: bool = True, datasource_uid: str = FILES_DATASOURCE_UID
+    selftest_history: bool = False,
+    kueue: bool = True,
+    datasource_uid: str = FILES_DATASOURCE_UID,
+    reservations: bool = False,
 ) -> dict[str, str]:
     """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
     the self-test history row where the periodic self-test pushes its figures, and the Queues
@@ -194,8 +199,8 @@ def dashboards(
         if kueue or path.stem != QUEUES
     }
     boards = {stem: json.loads(text) for stem, text in found.items()}
-    if selftest_history:
-        rows = json.loads((ROWS / f"{SELFTEST_HISTORY}.json").read_text())
+    for row in [SELFTEST_HISTORY] * selftest_history + [RESERVATIONS] * reservations:
+        rows = json.loads((ROWS / f"{row}.json").read_text())
         boards[rows["dashboard"]]["panels"] += rows["panels"]
         found[rows["dashboard"]] = ""
     for stem, board in boards.items():
@@ -261,6 +266,8 @@ class MonitoringArgs:
     node_labels: Sequence[str] = NODE_LABELS_READ
     # Kueue runs (scheduling.enabled): the Queues dashboard has metrics to show.
     kueue: bool = True
+    # A pool has a reservation window: the fleet dashboard shows its GPUs used against paid.
+    reservations: bool = False
     after: Sequence[pulumi.Resource] = ()
     # False: the cluster runs its own kube-prometheus-stack (existing.addons); the platform
     # declares its dashboards and PodMonitor for it, and no release, StorageClass or Grafana
@@ -336,7 +343,7 @@ class Monitoring(PlatformComponent):
 
     def _dashboards(self, args: MonitoringArgs) -> None:
         for stem, text in dashboards(
-            args.selftest_history, args.kueue, args.datasource_uid
+            args.selftest_history, args.kueue, args.datasource_uid, args.reservations
         ).items():
             k8s.core.v1.ConfigMap(
                 f"{args.context.env}-dashboard-{stem}",

@@ -62,6 +62,7 @@ from components.scheduling.topology import (
 )
 from components.vocabulary import KUEUE_API
 from model.config import PlatformConfig
+from model.config.pools import windowed
 from model.config.scheduling import PRIORITIES, Priority, TeamSettings, provisioned
 from model.config.selftest import queued
 
@@ -77,8 +78,13 @@ def workload_priority_class(priority: Priority) -> dict[str, Any]:
     }
 
 
-def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]:
-    """Every Kueue object of the stack, in the order they may be created."""
+def kueue_objects(
+    cfg: PlatformConfig, autoscaled: bool, open_windows: bool = False
+) -> list[dict[str, Any]]:
+    """Every Kueue object of the stack, in the order they may be created. A windowed pool's
+    flavor is declared closed (quota 0) unless `open_windows`: the reservation controller opens
+    it in its window (components/scheduling/reservation.py), so a `pulumi up` at any time never
+    opens a flavor whose nodes are not there, or about to be reclaimed."""
     sched = cfg.scheduling
     counted = counts_cpu_and_memory(cfg)
     offers = {
@@ -105,6 +111,7 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
         managed = {r for p in pools_provisioned for r in pool_resources(p)}
         objects += provisioning_objects(sorted(managed))
     bursts = {q.name: q for q in sched.cluster_queues if q.burst is not None}
+    closed = {g.name for g in windowed(cfg)}
     for queue in bursts.values():
         objects += manager_objects(queue)
     for name, gpus in queue_gpus(cfg).items():
@@ -115,6 +122,8 @@ def kueue_objects(cfg: PlatformConfig, autoscaled: bool) -> list[dict[str, Any]]
             checks = [{"name": check_name(name)}]
         else:
             flavors = pool_flavors(cfg, gpus, offers)
+            if not open_windows:
+                flavors = {f: {r: "0" for r in q} if f in closed else q for f, q in flavors.items()}
             checks = provisioning_check([p.name for p in pools_provisioned])
         settings = next(q for q in sched.cluster_queues if q.name == name)
         sharing = Sharing(

@@ -41,6 +41,7 @@ from components.context import StackContext
 from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
+from components.scheduling.reservation import reservation_objects
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
 from components.selftest.access import access_all, access_env, account
 from components.selftest.node_join import node_join_objects
@@ -287,7 +288,7 @@ class SelfTest(PlatformComponent):
                 obj,
                 self.child(depends_on=list(args.after)),
             )
-            for obj in [*access_all(cfg), *reclaimer_objects(cfg)]
+            for obj in [*access_all(cfg), *reclaimer_objects(cfg), *reservation_objects(cfg)]
         ]
         # New GPU nodes are tested before any job lands there (components/selftest/node_join.py).
         for obj in node_join_objects(cfg, lambda pool: pool_env(cfg, pool)):

@@ -24,6 +24,7 @@ from model.config.gpu_operator import moved_mig_strategy
 from model.config.references import GPU_POOL, names
 from model.config.regions import SUPPORTED_PARTITION
 from model.config.repair import NodeRepairSettings, check_repair_fits
+from model.config.reservation import ReservationWindowSettings, check_window
 from model.config.tuning import GpuTuningSettings, check_tuning
 
 # Whole CPUs kept on every GPU node for its DaemonSets beside what the kubelet reserves, so that a
@@ -325,6 +326,12 @@ class GpuNodeGroupSettings(Settings):
         description="EKS node auto repair: on by default; reboot-only on the GPU fault reasons "
         "for reservation and capacity_block groups unless node_repair.reboot_only says otherwise.",
     )
+    reservation_window: ReservationWindowSettings | None = Field(
+        None,
+        description="When the reservation or Capacity Block runs (capacity: reservation or "
+        "capacity_block only): its pool's Kueue flavor opens after a warm-up, drains before the "
+        'end and closes after it (docs/gpu-nodes.md, "Reservation windows").',
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> GpuNodeGroupSettings:
@@ -349,6 +356,7 @@ class GpuNodeGroupSettings(Settings):
             raise FieldProblem(
                 "capacity_reservation_id", "capacity: capacity_block needs the block's cr- id"
             )
+        check_window(self.capacity, self.reservation_window)
         if self.capacity == "capacity_block" and self.capacity_reservation_group_arn:
             raise FieldProblem(
                 "capacity_reservation_group_arn", "a Capacity Block is targeted by its cr- id"

@@ -128,3 +128,11 @@ def gpu_pools(cfg: PlatformConfig) -> list[GpuPool]:
         pool_of_onprem(p, strategy, flavors.flavor(p.name).memory_gib_per_node)
         for p in cfg.existing.gpu_pools
     ]
+
+
+def windowed(cfg: PlatformConfig) -> list[GpuNodeGroupSettings]:
+    """The node groups with a window, whose pools' flavors the reservation controller opens and
+    closes (on AWS, where the platform declares the node groups)."""
+    if cfg.provider != "aws":
+        return []
+    return [g for g in cfg.gpu_node_groups if g.reservation_window is not None]

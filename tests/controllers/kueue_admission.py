@@ -599,6 +599,29 @@ def flavor_problems(
     return []
 
 
+def assigned_flavor(kueue: Kueue, job: dict[str, Any], usage: Usage | None = None) -> str | None:
+    """The flavor Kueue admits the job's one pod set to now, with `usage` admitted: the first
+    of its ClusterQueue's flavors, in the order the queue lists them, that fits and has the
+    quota left without preempting (v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go;
+    the default FlavorFungibility, whenCanPreempt TryNextFlavor); None: it waits."""
+    cq, problems = cluster_queue_of(kueue, job)
+    if cq is None or problems:
+        return None
+    (ps,) = pod_sets(job)
+    for group in cq["spec"].get("resourceGroups", []):
+        for entry in group["flavors"]:
+            if flavor_misfit(kueue, cq, group, entry, ps, None):
+                continue
+            wanted = {
+                r: amount * ps.count
+                for r, amount in counted(kueue, ps.requests).items()
+                if r in group["coveredResources"]
+            }
+            if all(v <= available(kueue, cq, entry["name"], r, usage) for r, v in wanted.items()):
+                return entry["name"]
+    return None
+
+
 def total_pod_set(sets: list[PodSet]) -> PodSet:
     """The pod sets as one for the quota: their requests times their counts, one pod."""
     requests: dict[str, Fraction] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+from model.config import PlatformConfig, parse_config
 from plan.model import Plan
 from tests.conftest import AWS_STACKS, planned, project_plan, stack_file_config
 from tests.helpers.bad_stacks import NS
@@ -84,19 +85,58 @@ CAPACITY_CONFIG = {
 }
 
 
+# The capacity-kinds stack's reserved groups, each with a window, and an on-demand group of the
+# same type after them, where drained work goes: the Capacity Block requeues with the default
+# warm-up and drain; the reservation holds, with its own minutes, over a month's and a year's end.
+WINDOW_STACK = "window"
+BLOCK_WINDOW = {"start": "2026-12-14T11:30:00Z", "end": "2026-12-16T11:30:00Z"}
+ODCR_WINDOW = {
+    "start": "2026-12-31T20:00:00Z",
+    "end": "2027-01-01T04:00:00Z",
+    "warmup_minutes": 15,
+    "drain_minutes": 20,
+    "on_drain": "hold",
+}
+
+
+def _window_config() -> dict:
+    windows = {"odcr": ODCR_WINDOW, "block": BLOCK_WINDOW}
+    groups = [
+        {**g, "reservation_window": windows[g["name"]]}
+        for g in CAPACITY_CONFIG[f"{NS}:gpu_node_groups"]
+        if g["name"] in windows
+    ]
+    groups.append({"name": "p5od", "instance_types": ["p5.48xlarge"], "zone": "us-east-1a"})
+    return {**CAPACITY_CONFIG, f"{NS}:gpu_node_groups": groups}
+
+
+WINDOW_CONFIG = _window_config()
+
+
+def window_config() -> PlatformConfig:
+    return parse_config({k.split(":", 1)[1]: v for k, v in WINDOW_CONFIG.items()}, WINDOW_STACK)
+
+
+@functools.cache
+def window_plan() -> Plan:
+    return project_plan(WINDOW_STACK, {WINDOW_STACK: WINDOW_CONFIG})
+
+
 @functools.cache
 def capacity_kinds_plan() -> Plan:
     return project_plan(CAPACITY_STACK, {CAPACITY_STACK: CAPACITY_CONFIG})
 
 
 def every_aws_plan() -> list[tuple[str, Plan]]:
-    """(name, plan) of every AWS stack, the varied stack, the capacity-kinds stack and the
-    network stacks (Frankfurt through a Transit Gateway, an existing VPC): for the tests of a
-    class of resources, so that a kind (or a region) no shipped stack declares is covered too."""
+    """(name, plan) of every AWS stack, the varied stack, the capacity-kinds stack, its windowed
+    twin and the network stacks (Frankfurt through a Transit Gateway, an existing VPC): for the
+    tests of a class of resources, so that a kind (or a region) no shipped stack declares is
+    covered too."""
     return [
         *((s, planned(s)) for s in AWS_STACKS),
         (VARIED_STACK, varied_plan()),
         (CAPACITY_STACK, capacity_kinds_plan()),
+        (WINDOW_STACK, window_plan()),
         (FRANKFURT_STACK, frankfurt_plan()),
         (EXISTING_VPC_STACK, existing_vpc_plan()),
     ]

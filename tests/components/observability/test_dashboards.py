@@ -23,7 +23,7 @@ from tests.helpers.tools import promtool
 
 def load(stem: str) -> dict:
     """The dashboard as a stack with every optional row loads it."""
-    return json.loads(dashboards(selftest_history=True)[stem])
+    return json.loads(dashboards(selftest_history=True, reservations=True)[stem])
 
 
 STEMS = sorted(p.stem for p in DASHBOARDS.glob("*.json"))
@@ -79,7 +79,7 @@ def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_
 
 def test_the_fleet_view_gets_a_self_test_history_row_of_what_the_runs_push():
     fleet = load("gpu-fleet")
-    (row,) = [p for p in fleet["panels"] if p["type"] == "row"]
+    (row,) = [p for p in fleet["panels"] if p["type"] == "row" and p["id"] == 14]
     assert row["title"] == "Self-test history"
     exprs = " ".join(expr for where, expr in expressions() if where.startswith("gpu-fleet/"))
     # The names the image pushes (the contract with bootstrap/selftest).
@@ -195,3 +195,20 @@ def test_the_training_view_shows_the_interval_a_job_uses_beside_young_daly():
         "max by (namespace, job_name) (gpu_platform_job:checkpoint_interval_seconds:young_daly)",
     ]
     assert panel["fieldConfig"]["defaults"]["unit"] == "s"
+
+
+def test_the_fleet_view_gets_a_row_of_reserved_gpus_used_against_paid_where_a_window_is():
+    fleet = load("gpu-fleet")
+    (row,) = [p for p in fleet["panels"] if p["type"] == "row" and p["title"] == "Reservations"]
+    exprs = " ".join(expr for where, expr in expressions() if where.startswith("gpu-fleet/"))
+    # The records of components/observability/reservations.py.
+    for record in (
+        "gpu_platform_reservation:gpus_allocated:sum",
+        "gpu_platform_reservation:gpus_paid:sum",
+    ):
+        assert record in exprs, record
+    # Below the self-test history row, the lower of the two optional rows' bottoms.
+    with_history = json.loads(dashboards(selftest_history=True)["gpu-fleet"])
+    bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in with_history["panels"])
+    assert row["gridPos"]["y"] == bottom
+    assert "gpu_platform_reservation" not in dashboards(selftest_history=True)["gpu-fleet"]

@@ -1,0 +1,107 @@
+"""A reserved node group's window: when its Capacity Block (or time-bounded capacity
+reservation) starts and ends, and how the platform opens, drains and closes its Kueue flavor
+around it (contract/reservation.py holds the phases; components/scheduling/reservation.py the
+CronJobs that run them)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from contract.reservation import EKS_SCALE_DOWN_MINUTES, Window
+from model.config.base import FieldProblem, Int, Settings
+from model.config.bounds import WEEK_MINUTES
+
+# EC2 User Guide, "Find and purchase Capacity Blocks" (capacity-blocks-purchase): "All Capacity
+# Blocks end at 11:30AM UTC" (their start and length vary with the offering).
+CAPACITY_BLOCK_END_UTC = time(11, 30)
+
+
+class ReservationWindowSettings(Settings):
+    start: datetime = Field(
+        description="When the reservation starts: UTC, ISO 8601 with its zone "
+        "(2026-12-14T11:30:00Z)."
+    )
+    end: datetime = Field(
+        description="When the reservation ends: UTC, ISO 8601 with its zone. A Capacity Block "
+        "ends at 11:30 UTC."
+    )
+    warmup_minutes: Int = Field(
+        30,
+        ge=0,
+        le=WEEK_MINUTES,
+        description="Minutes from the start during which the nodes join and pass the node-join "
+        "check (which pulls the self-test image) before the pool's Kueue flavor opens. Default: "
+        "the node-join check's own default limit on a node (selftest.node_join.timeout_minutes, "
+        "30).",
+    )
+    drain_minutes: Int = Field(
+        60,
+        ge=1,
+        le=WEEK_MINUTES,
+        description="Minutes before the end at which the flavor stops admitting and the "
+        "workloads on it are evicted (SIGTERM, their grace to checkpoint). On a Capacity Block "
+        f"more than {EKS_SCALE_DOWN_MINUTES}: EKS scales the group to 0 {EKS_SCALE_DOWN_MINUTES} "
+        "minutes before the end. Default 60: 20 minutes to checkpoint before that scale-down.",
+    )
+    on_drain: Literal["requeue", "hold"] = Field(
+        "requeue",
+        description="What drained workloads do: requeue (Kueue admits them again, to the "
+        "queue's other flavors) or hold (deactivated until someone reactivates them).",
+    )
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() != timedelta(0):
+            raise ValueError(
+                f"{value.isoformat()} is not in UTC: write it with its zone, as "
+                "2026-12-14T11:30:00Z (the CronJobs run in Etc/UTC)"
+            )
+        return value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ReservationWindowSettings:
+        if self.end <= self.start:
+            raise FieldProblem(
+                "end", f"{self.end.isoformat()} is not after start {self.start.isoformat()}"
+            )
+        minutes = (self.end - self.start).total_seconds() / 60
+        if self.warmup_minutes + self.drain_minutes >= minutes:
+            raise FieldProblem(
+                "drain_minutes",
+                f"warmup_minutes {self.warmup_minutes} + drain_minutes {self.drain_minutes} "
+                f"leave no time open in a window of {minutes:g} minutes",
+            )
+        return self
+
+    def window(self) -> Window:
+        return Window(self.start, self.end, self.warmup_minutes, self.drain_minutes, self.on_drain)
+
+
+def check_window(capacity: str, window: ReservationWindowSettings | None) -> None:
+    """The rules between a group's capacity and its window."""
+    if window is None:
+        return
+    if capacity not in ("reservation", "capacity_block"):
+        raise FieldProblem(
+            "reservation_window",
+            f"needs capacity: reservation or capacity_block, not {capacity}",
+        )
+    if capacity == "capacity_block" and window.end.timetz() != CAPACITY_BLOCK_END_UTC.replace(
+        tzinfo=UTC
+    ):
+        raise FieldProblem(
+            "reservation_window.end",
+            f"{window.end.isoformat()} is not when a Capacity Block ends: every one ends at "
+            "11:30 UTC (EC2 User Guide, Capacity Blocks); give the block's end date at 11:30:00Z",
+        )
+    if capacity == "capacity_block" and window.drain_minutes <= EKS_SCALE_DOWN_MINUTES:
+        raise FieldProblem(
+            "reservation_window.drain_minutes",
+            f"{window.drain_minutes} does not drain before EKS scales a Capacity Block's group "
+            f"to 0, {EKS_SCALE_DOWN_MINUTES} minutes before its end: give more than "
+            f"{EKS_SCALE_DOWN_MINUTES}",
+        )

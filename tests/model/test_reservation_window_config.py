@@ -1,0 +1,88 @@
+"""gpu_node_groups[].reservation_window: its defaults, and each bad window refused by the plan with
+exit 2, naming the stack file, the key path, the value and what is valid."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.config.reservation import ReservationWindowSettings
+from tests.helpers.bad_stacks import NS, assert_refused, case, group
+
+START, END = "2026-12-14T11:30:00Z", "2026-12-16T11:30:00Z"
+WINDOW = {"start": START, "end": END}
+AT = f"{NS}:gpu_node_groups[0].reservation_window"
+
+
+def block(**window) -> dict:
+    return group(
+        instance_types=["p5.48xlarge"],
+        capacity="capacity_block",
+        capacity_reservation_id="cr-0123456789abcdef1",
+        zone="us-east-1a",
+        reservation_window={**WINDOW, **window},
+    )
+
+
+def test_defaults_leave_the_block_time_to_checkpoint_before_eks_scales_it_down():
+    settings = ReservationWindowSettings(start=START, end=END)
+    # The node-join check's default limit on a node (selftest.node_join.timeout_minutes).
+    assert settings.warmup_minutes == 30
+    # EKS User Guide capacity-blocks-mng: the group is scaled to 0 forty minutes before the end;
+    # the default drain starts 20 minutes before that.
+    assert settings.drain_minutes == 60
+    assert settings.on_drain == "requeue"
+
+
+BAD = [
+    case(
+        group(reservation_window=WINDOW),
+        AT,
+        "on_demand",
+        "needs capacity: reservation or capacity_block",
+        id="window-on-on-demand",
+    ),
+    case(
+        block(start="2026-12-14T11:30:00"),
+        f"{AT}.start",
+        "2026-12-14T11:30:00",
+        "2026-12-14T11:30:00Z",
+        id="start-without-zone",
+    ),
+    case(
+        block(end="2026-12-16T12:30:00+01:00"),
+        f"{AT}.end",
+        "2026-12-16T12:30:00+01:00",
+        "is not in UTC",
+        id="end-in-another-zone",
+    ),
+    case(
+        block(end=START),
+        f"{AT}.end",
+        "2026-12-14T11:30:00+00:00",
+        "is not after start",
+        id="end-not-after-start",
+    ),
+    case(
+        block(end="2026-12-16T12:00:00Z"),
+        f"{AT}.end",
+        "2026-12-16T12:00:00+00:00",
+        "every one ends at 11:30 UTC",
+        id="block-not-ending-at-11-30",
+    ),
+    case(block(drain_minutes=40), f"{AT}.drain_minutes", "40", "more than 40", id="drain-too-late"),
+    case(
+        block(start="2026-12-16T10:30:00Z", warmup_minutes=30, drain_minutes=45),
+        f"{AT}.drain_minutes",
+        "drain_minutes 45",
+        "leave no time open in a window of 60 minutes",
+        id="nothing-left-open",
+    ),
+    case(block(on_drain="evict"), f"{AT}.on_drain", "evict", "'requeue' or 'hold'", id="on-drain"),
+]
+
+
+@pytest.mark.parametrize(("stack", "path", "value", "valid"), BAD)
+def test_bad_window_is_refused_naming_key_value_and_what_is_valid(
+    tmp_path, monkeypatch, capsys, stack, path, value, valid
+):
+    assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
