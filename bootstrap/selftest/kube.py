@@ -114,17 +114,23 @@ class ApiServer:
         """The namespace's Kueue Workloads."""
         return self.request("GET", workloads_path(namespace)).get("items") or []
 
+    def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.request("GET", _workload_path(namespace, name))
+
     def patch_workload(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        path = f"{workloads_path(namespace)}/{urllib.parse.quote(name, safe='')}"
-        return self.request("PATCH", path, patch, MERGE_PATCH)
+        return self.request("PATCH", _workload_path(namespace, name), patch, MERGE_PATCH)
 
 
 # Kueue 0.19.2 serves kueue.x-k8s.io/v1beta2 (v1beta1 is deprecated).
-WORKLOADS_API = "/apis/kueue.x-k8s.io/v1beta2"
+KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 
 
 def workloads_path(namespace: str) -> str:
-    return f"{WORKLOADS_API}/namespaces/{urllib.parse.quote(namespace, safe='')}/workloads"
+    return f"{KUEUE_API}/namespaces/{urllib.parse.quote(namespace, safe='')}/workloads"
+
+
+def _workload_path(namespace: str, name: str) -> str:
+    return f"{workloads_path(namespace)}/{urllib.parse.quote(name, safe='')}"
 
 
 def _node_path(name: str) -> str:

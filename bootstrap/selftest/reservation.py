@@ -40,9 +40,8 @@ from contract.reservation import (
     Window,
     actions,
 )
-from selftest.kube import MERGE_PATCH, ApiServer
+from selftest.kube import KUEUE_API, MERGE_PATCH, ApiServer
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # How long a requeue run waits for Kueue to release the deactivated workloads: their pods'
 # grace to checkpoint, and then some.
 RELEASE_WAIT_S = 900
@@ -61,7 +60,7 @@ def window_of(env: dict[str, str]) -> Window:
 
 def set_quota(api: ApiServer, queue: str, flavor: str, quota: dict[str, str] | None) -> None:
     """The flavor's nominal quota in `queue`: `quota`, or 0 of every resource (None)."""
-    path = f"{KUEUE}/clusterqueues/{queue}"
+    path = f"{KUEUE_API}/clusterqueues/{queue}"
     cq = api.request("GET", path)
     groups = cq["spec"]["resourceGroups"]
     for group in groups:
@@ -87,10 +86,6 @@ def holds_quota(workload: dict[str, Any]) -> bool:
     return any(c["type"] == "QuotaReserved" and c["status"] == "True" for c in conditions)
 
 
-def workload_path(namespace: str, name: str = "") -> str:
-    return f"{KUEUE}/namespaces/{namespace}/workloads" + (f"/{name}" if name else "")
-
-
 def reconcile(
     api: ApiServer,
     env: dict[str, str],
@@ -107,11 +102,10 @@ def reconcile(
         return did
     stopped = []
     for namespace in filter(None, env.get(ENV_NAMESPACES, "").split(",")):
-        for wl in api.request("GET", workload_path(namespace)).get("items", []):
+        for wl in api.workloads(namespace):
             if wl["spec"].get("active", True) and admitted_to(wl, flavor):
                 name = wl["metadata"]["name"]
-                api.request("PATCH", workload_path(namespace, name),
-                            {"spec": {"active": False}}, MERGE_PATCH)  # fmt: skip
+                api.patch_workload(namespace, name, {"spec": {"active": False}})
                 stopped.append((namespace, name))
                 did.append(f"deactivated {namespace}/{name}")
     if not todo.reactivate:
@@ -119,9 +113,8 @@ def reconcile(
     waited = 0.0
     while stopped and waited <= RELEASE_WAIT_S:
         for namespace, name in list(stopped):
-            if not holds_quota(api.request("GET", workload_path(namespace, name))):
-                api.request("PATCH", workload_path(namespace, name),
-                            {"spec": {"active": True}}, MERGE_PATCH)  # fmt: skip
+            if not holds_quota(api.get_workload(namespace, name)):
+                api.patch_workload(namespace, name, {"spec": {"active": True}})
                 stopped.remove((namespace, name))
                 did.append(f"requeued {namespace}/{name}")
         if stopped:
