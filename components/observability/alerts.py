@@ -43,6 +43,7 @@ from components.observability.node_series import (
     pool_nodes,
 )
 from components.observability.rule_types import Alert, Rule
+from components.observability.team_cost import TEAM_COST_GROUP, TEAM_COST_INTERVAL, team_cost_rules
 from components.observability.training_alerts import goodput_rules, straggler_rules
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
 from contract import node_join as join
@@ -427,13 +428,18 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
         "gpu-platform.stragglers": straggler_rules(cfg),
         FLEET_GROUP: [*fleet_rules(cfg), *checkpoint_rules(cfg)],
         BASELINE_GROUP: baseline_rules(cfg),
+        TEAM_COST_GROUP: team_cost_rules(cfg),
     }
     return {name: rules for name, rules in groups.items() if rules}
 
 
 # The groups evaluated at a set interval: the fleet records count samples as time; the
-# baseline reads a long window of its own samples.
-GROUP_INTERVALS = {FLEET_GROUP: FLEET_INTERVAL, BASELINE_GROUP: BASELINE_INTERVAL}
+# baseline reads a long window of its own samples; the team cost adds its interval each time.
+GROUP_INTERVALS = {
+    FLEET_GROUP: FLEET_INTERVAL,
+    BASELINE_GROUP: BASELINE_INTERVAL,
+    TEAM_COST_GROUP: TEAM_COST_INTERVAL,
+}
 
 
 def prometheus_rule_spec(cfg: PlatformConfig) -> dict[str, Any]:

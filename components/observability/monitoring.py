@@ -28,6 +28,7 @@ from components.context import StackContext
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability.alerts import NODE_LABELS_READ
+from components.observability.team_cost import POD_LABELS_READ
 from components.vocabulary import (
     JOBSET_NAME_LABEL,
     METRICS_LABEL,
@@ -124,8 +125,12 @@ def monitoring_values(
         "prometheusOperator": {**placed},
         "kube-state-metrics": {
             # `nodes=[k1,k2]` (kube-state-metrics --metric-labels-allowlist): the node labels
-            # the alerts read; kube_node_labels carries no other.
-            "metricLabelsAllowlist": [f"nodes=[{','.join(node_labels)}]"],
+            # the alerts read, and the pod labels that name a pod's job to the team cost rules;
+            # kube_node_labels and kube_pod_labels carry no other.
+            "metricLabelsAllowlist": [
+                f"nodes=[{','.join(node_labels)}]",
+                f"pods=[{','.join(POD_LABELS_READ)}]",
+            ],
             **placed,
         },
         "grafana": {

@@ -28,6 +28,7 @@ from model.config.observability import ObservabilitySettings
 from model.stacks import ROOT
 from tests.conftest import STACKS, check_golden, planned, stack_config
 from tests.helpers.alert_stacks import (
+    budget_config,
     aws_config,
     promtool_cases,
     scheduled_config,
@@ -178,7 +179,10 @@ def test_gpu_missing_reads_the_device_plugin_config_label_kube_state_metrics_exp
     assert 'kube_node_labels{label_nvidia_com_device_plugin_config=~"mig-single"}' in expr
     values = monitoring_values(ObservabilitySettings(), None, {})
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
-        "nodes=[nvidia.com/device-plugin.config,nvidia.com/mig.config.state]"
+        "nodes=[nvidia.com/device-plugin.config,nvidia.com/mig.config.state]",
+        # The team cost rules' job: JobSet's pod label (jobset pkg/constants JobSetNameKey) and
+        # the Job controller's (Kubernetes "Jobs", batch.kubernetes.io/job-name).
+        "pods=[batch.kubernetes.io/job-name,jobset.sigs.k8s.io/jobset-name]",
     ]
 
 
@@ -315,7 +319,7 @@ def test_training_defaults_follow_their_sources():
     assert a.straggler_for == "10m"
 
 
-@pytest.mark.parametrize("cfg", [scheduled_config, aws_config])
+@pytest.mark.parametrize("cfg", [scheduled_config, aws_config, budget_config])
 def test_every_alert_names_severity_summary_description_and_a_runbook(cfg):
     runbooks = (ROOT / "docs" / "monitoring.md").read_text()
     for name, rule in rules_by_name(cfg()).items():
@@ -333,7 +337,9 @@ def severity_table() -> dict[str, str]:
     return dict(rows)
 
 
-@pytest.mark.parametrize("cfg", [scheduled_config, aws_config, lambda: stack_config("onprem")])
+@pytest.mark.parametrize(
+    "cfg", [scheduled_config, aws_config, budget_config, lambda: stack_config("onprem")]
+)
 def test_every_alert_is_in_the_severity_table_at_its_severity(cfg):
     """The table operators route by says what each rule pages at: a rule whose severity moves,
     or a rule the table lacks, fails here."""
@@ -360,9 +366,9 @@ def test_every_training_alert_has_a_firing_and_a_silent_promtool_case():
     assert fires == silent == TRAINING_ALERTS
     assert records == TRAINING_RECORDS
     spec = prometheus_rule_spec(scheduled_config())
-    # The fleet's records and the pools' baselines have their own cases
-    # (tests/promtool/fleet_test.yaml, baseline_test.yaml).
-    own = {"gpu-platform.fleet", "gpu-platform.baseline"}
+    # The fleet's records, the pools' baselines and the team cost have their own cases
+    # (tests/promtool/fleet_test.yaml, baseline_test.yaml, team_cost_test.yaml).
+    own = {"gpu-platform.fleet", "gpu-platform.baseline", "gpu-platform.team-cost"}
     training = [g for g in spec["groups"] if g["name"] not in own]
     assert {r["record"] for g in training for r in g["rules"] if "record" in r} == (
         TRAINING_RECORDS

@@ -1,0 +1,121 @@
+"""The team cost rules (components/observability/team_cost.py): GPU-hours and their price per
+team, queue, pool and job, the month to date, and each team's budget alerts; promtool runs the
+cases of tests/promtool/team_cost_test.yaml and team_cost_month_test.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.observability.alerts import prometheus_rule_spec
+from components.observability.team_cost import (
+    PRICE,
+    QUEUES,
+    TEAM_COST_GROUP,
+    team_cost_rules,
+)
+from model.config import PlatformConfig
+from model.cost import pool_gpu_hour_prices
+from tests.conftest import STACKS, stack_config
+from tests.helpers.alert_stacks import budget_config, promtool_cases
+from tests.helpers.bad_stacks import assert_refused, aws, case, existing
+
+PROMTOOL = Path(__file__).parents[2] / "promtool"
+BUDGET_ALERTS = {"TeamBudgetNearlySpent", "TeamBudgetSpent"}
+
+
+def records(cfg: PlatformConfig) -> dict[str, str]:
+    return {r.name: r.expr for r in team_cost_rules(cfg)}
+
+
+def test_budget_alerts_fire_at_80_and_100_percent_and_stay_silent_below(tmp_path):
+    result = promtool_cases(
+        tmp_path, prometheus_rule_spec(budget_config()), PROMTOOL / "team_cost_test.yaml"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_month_to_date_starts_again_at_a_month_boundary(tmp_path):
+    cfg = budget_config()
+    group = {
+        "name": TEAM_COST_GROUP,
+        "interval": "60m",
+        "rules": [r.rule(cfg.alerts) for r in team_cost_rules(cfg, interval_minutes=60)],
+    }
+    result = promtool_cases(tmp_path, {"groups": [group]}, PROMTOOL / "team_cost_month_test.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_price_series_holds_the_catalogs_figures_per_gpu():
+    # p4d.24xlarge on demand, us-east-1: $21.958/h (instances.vantage.sh via tsaol/aws-gpu,
+    # model/catalog_rows.py), 8 GPUs: $2.74475 a GPU-hour.
+    assert 'vector(2.74475), "pool", "a100"' in records(budget_config())[PRICE]
+    prod = records(stack_config("prod"))[PRICE]
+    # A Capacity Block at its own rate: p5.48xlarge, $39.33 an instance-hour (aws.amazon.com/
+    # ec2/capacityblocks/pricing, 2024-Q4 table), 8 GPUs: $4.91625.
+    assert 'vector(4.91625), "pool", "h100-block"' in prod
+    # p5.48xlarge on demand, us-east-1: $55.04/h, 8 GPUs: $6.88.
+    assert 'vector(6.88), "pool", "h100-ondemand"' in prod
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_team_has_a_cost_series_and_every_pool_a_price_or_why_not(stack):
+    cfg = stack_config(stack)
+    found = records(cfg)
+    for team in cfg.scheduling.all_teams(cfg.namespaces.training):
+        assert f'"namespace", "{team.name}"' in found[QUEUES], team.name
+    prices = pool_gpu_hour_prices(cfg)
+    assert set(prices) == {p.name for p in cfg.gpu_pools}
+    for pool, price in prices.items():
+        if price.usd is None:
+            assert price.basis, pool
+            assert f'"pool", "{pool}"' not in found.get(PRICE, "")
+        else:
+            assert f'vector({price.usd:g}), "pool", "{pool}"' in found[PRICE]
+
+
+def test_every_budget_alert_has_a_firing_and_a_silent_promtool_case():
+    cases = yaml.safe_load((PROMTOOL / "team_cost_test.yaml").read_text())["tests"]
+    checks = [c for t in cases for c in t["alert_rule_test"]]
+    assert {c["alertname"] for c in checks if c["exp_alerts"]} == BUDGET_ALERTS
+    assert {c["alertname"] for c in checks if not c["exp_alerts"]} == BUDGET_ALERTS
+
+
+def test_budget_alerts_only_where_a_team_has_a_budget():
+    assert {r.name for r in team_cost_rules(budget_config())} >= BUDGET_ALERTS
+    assert not BUDGET_ALERTS & {r.name for r in team_cost_rules(stack_config("dev"))}
+
+
+TEAM = {"name": "vision"}
+
+
+@pytest.mark.parametrize(
+    "stack, path, value, valid",
+    [
+        case(
+            aws(scheduling={"teams": [{**TEAM, "monthly_budget_usd": 0}]}),
+            "gpu-platform:scheduling.teams[0].monthly_budget_usd",
+            "0",
+            "greater than 0",
+            "zero",
+        ),
+        case(
+            aws(scheduling={"teams": [{**TEAM, "monthly_budget_usd": True}]}),
+            "gpu-platform:scheduling.teams[0].monthly_budget_usd",
+            "true",
+            "give a number",
+            "boolean",
+        ),
+        case(
+            existing(scheduling={"teams": [{**TEAM, "monthly_budget_usd": 100}]}),
+            "gpu-platform:scheduling.teams[0].monthly_budget_usd",
+            "vision",
+            "only valid with provider aws",
+            "existing-cluster",
+        ),
+    ],
+)
+def test_a_bad_team_budget_is_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid):
+    assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
