@@ -28,8 +28,8 @@ from model.config.observability import ObservabilitySettings
 from model.stacks import ROOT
 from tests.conftest import STACKS, check_golden, planned, stack_config
 from tests.helpers.alert_stacks import (
-    budget_config,
     aws_config,
+    budget_config,
     promtool_cases,
     scheduled_config,
 )
