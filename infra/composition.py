@@ -58,6 +58,7 @@ from infra.existing_addons import existing_addon_report
 from model.config import GpuPool, PlatformConfig, default_fsx_zone
 from model.config.node_join import canary_pools, pools_tested_on_join
 from model.config.selftest_schedule import scheduled
+from model.cost import pool_gpu_hour_prices
 
 C = TypeVar("C", bound=PlatformComponent)
 
@@ -265,6 +266,7 @@ class Platform(PlatformComponent):
                 selftest_history=scheduled(cfg),
                 node_labels=node_labels_read(cfg),
                 kueue=cfg.scheduling.enabled,
+                priced=any(p.usd is not None for p in pool_gpu_hour_prices(cfg).values()),
                 after=[
                     *cluster.schedulable,
                     *namespaces.in_purpose("monitoring"),

@@ -155,6 +155,8 @@ def _sidecar_label() -> dict[str, str]:
 # metrics exist: an empty panel is a "No data" nobody can explain.
 ROWS = DASHBOARDS / "rows"
 SELFTEST_HISTORY = "selftest-history"
+# The Team cost dashboard's USD, where a pool has a price (an existing cluster's have none).
+TEAM_COST_USD = "team-cost-usd"
 
 
 # The dashboard that reads only Kueue's metrics: declared only where Kueue runs
@@ -181,10 +183,14 @@ def _on_datasource(node: Any, uid: str) -> None:
 
 
 def dashboards(
-    selftest_history: bool = False, kueue: bool = True, datasource_uid: str = FILES_DATASOURCE_UID
+    selftest_history: bool = False,
+    kueue: bool = True,
+    datasource_uid: str = FILES_DATASOURCE_UID,
+    priced: bool = False,
 ) -> dict[str, str]:
     """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
-    the self-test history row where the periodic self-test pushes its figures, and the Queues
+    the self-test history row where the periodic self-test pushes its figures, the Team cost
+    dashboard's USD rows where a pool has a price, and the Queues
     dashboard where Kueue runs, every panel reading the Prometheus data source `datasource_uid`
     (a cluster's own Grafana may name it otherwise). The Training job dashboard's goodput rows
     read what every stack's Pushgateway holds (components/observability/pushgateway.py)."""
@@ -194,8 +200,9 @@ def dashboards(
         if kueue or path.stem != QUEUES
     }
     boards = {stem: json.loads(text) for stem, text in found.items()}
-    if selftest_history:
-        rows = json.loads((ROWS / f"{SELFTEST_HISTORY}.json").read_text())
+    added = [SELFTEST_HISTORY] * selftest_history + [TEAM_COST_USD] * priced
+    for stem in added:
+        rows = json.loads((ROWS / f"{stem}.json").read_text())
         boards[rows["dashboard"]]["panels"] += rows["panels"]
         found[rows["dashboard"]] = ""
     for stem, board in boards.items():
@@ -261,6 +268,8 @@ class MonitoringArgs:
     node_labels: Sequence[str] = NODE_LABELS_READ
     # Kueue runs (scheduling.enabled): the Queues dashboard has metrics to show.
     kueue: bool = True
+    # A pool has a price per GPU-hour: the Team cost dashboard shows USD.
+    priced: bool = False
     after: Sequence[pulumi.Resource] = ()
     # False: the cluster runs its own kube-prometheus-stack (existing.addons); the platform
     # declares its dashboards and PodMonitor for it, and no release, StorageClass or Grafana
@@ -336,7 +345,7 @@ class Monitoring(PlatformComponent):
 
     def _dashboards(self, args: MonitoringArgs) -> None:
         for stem, text in dashboards(
-            args.selftest_history, args.kueue, args.datasource_uid
+            args.selftest_history, args.kueue, args.datasource_uid, args.priced
         ).items():
             k8s.core.v1.ConfigMap(
                 f"{args.context.env}-dashboard-{stem}",

@@ -18,7 +18,7 @@ from components.observability.team_cost import (
 )
 from model.config import PlatformConfig
 from model.cost import pool_gpu_hour_prices
-from tests.conftest import STACKS, stack_config
+from tests.conftest import STACKS, planned, stack_config
 from tests.helpers.alert_stacks import budget_config, promtool_cases
 from tests.helpers.bad_stacks import assert_refused, aws, case, existing
 
@@ -119,3 +119,13 @@ TEAM = {"name": "vision"}
 )
 def test_a_bad_team_budget_is_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+@pytest.mark.parametrize("stack, usd", [("dev", True), ("onprem", False)])
+def test_the_team_cost_dashboard_shows_usd_where_the_stack_prices_its_pools(stack, usd):
+    (board,) = [
+        o["data"]["team-cost.json"]
+        for o in planned(stack).kubernetes_objects()
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "dashboard-team-cost"
+    ]
+    assert ("gpu_platform_team:usd:month_to_date" in board) is usd
