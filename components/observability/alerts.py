@@ -25,8 +25,6 @@ from components.base import PLATFORM_LABELS, PlatformComponent
 from components.context import StackContext
 from components.data.gpu_operator import (
     DEFAULT_CONFIG,
-    advertised_resources,
-    device_plugin_config_key,
 )
 from components.kubernetes_object import KubernetesObject
 from components.observability.baseline import BASELINE_GROUP, BASELINE_INTERVAL, baseline_rules
@@ -38,7 +36,9 @@ from components.observability.fleet_health import (
 )
 from components.observability.node_series import (
     EKS_AGENT_CONDITIONS,
+    GPU_RESOURCES,
     SELFTEST_JOB,
+    devices_per_gpu,
     node_label,
     pool_nodes,
 )
@@ -53,11 +53,6 @@ from model.config.node_join import join_timeout_minutes, pools_tested_on_join
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 RULE_NAME = "gpu-platform-alerts"
-# kube-state-metrics writes an extended resource's name with every character outside
-# [a-zA-Z0-9_] turned into `_` (nvidia.com/gpu: `nvidia_com_gpu`; nvidia.com/mig-1g.10gb:
-# `nvidia_com_mig_1g_10gb`). What the device plugin advertises, per node: whole GPUs, shared
-# replicas of them, or MIG slices.
-GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.+"'
 GPU_DEVICES = f"kube_node_status_capacity{{{GPU_RESOURCES}}}"
 # Node labels the alerts read. kube-state-metrics exports a node label only when its key is in
 # `--metric-labels-allowlist` (monitoring_values sets it from this tuple), as `label_<key>`
@@ -84,16 +79,6 @@ POD = "pod {{ $labels.exported_namespace }}/{{ $labels.exported_pod }}"
 
 def _as_hostname(expr: str) -> str:
     return f'label_replace({expr}, "Hostname", "$1", "node", "(.+)")'
-
-
-def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
-    """Device-plugin config key -> devices a node advertises per physical GPU under it (the
-    pools' advertised resources: replicas when shared, MIG slices when cut)."""
-    return {
-        device_plugin_config_key(pool): sum(advertised_resources(pool).values())
-        // pool.gpus_per_node
-        for pool in cfg.gpu_pools
-    }
 
 
 def physical_gpus(cfg: PlatformConfig) -> str:

@@ -9,7 +9,10 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from components.data.gpu_operator import advertised_resources, device_plugin_config_key
+
 if TYPE_CHECKING:
+    from model.config import PlatformConfig
     from model.config.pools import GpuPool
 
 # The EKS node monitoring agent's conditions (EKS User Guide, "Detect node health issues":
@@ -21,6 +24,12 @@ EKS_AGENT_CONDITIONS = (
     "NetworkingReady",
     "StorageReady",
 )
+
+# kube-state-metrics writes an extended resource's name with every character outside
+# [a-zA-Z0-9_] turned into `_` (nvidia.com/gpu: `nvidia_com_gpu`; nvidia.com/mig-1g.10gb:
+# `nvidia_com_mig_1g_10gb`). What the device plugin advertises, per node: whole GPUs, shared
+# replicas of them, or MIG slices; what a pod requests of them.
+GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.+"'
 
 # What every self-test run pushes (the contract with bootstrap/selftest), under this job; the
 # Pushgateway's ServiceMonitor keeps the pushed `job` (honorLabels true).
@@ -46,3 +55,13 @@ def by_pool(expr: str, pools: Iterable[GpuPool]) -> str:
         '"", "")'
         for p in pools
     )
+
+
+def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
+    """Device-plugin config key -> devices a node advertises per physical GPU under it (the
+    pools' advertised resources: replicas when shared, MIG slices when cut)."""
+    return {
+        device_plugin_config_key(pool): sum(advertised_resources(pool).values())
+        // pool.gpus_per_node
+        for pool in cfg.gpu_pools
+    }

@@ -28,7 +28,7 @@ does not read this running sum: it asks for the month's exact sum of the GPUs ru
 from __future__ import annotations
 
 from components.data.gpu_operator import device_plugin_config_key
-from components.observability.node_series import pool_nodes
+from components.observability.node_series import GPU_RESOURCES, devices_per_gpu, pool_nodes
 from components.observability.rule_types import Alert, Record, Rule
 from model.config import PlatformConfig
 from model.cost import pool_gpu_hour_prices
@@ -93,9 +93,6 @@ def pod_jobs() -> str:
 def pod_gpus(cfg: PlatformConfig) -> str:
     """Physical GPUs each running pod holds, by pool: its containers' GPU requests (whole GPUs,
     replicas of a shared one or MIG slices) over the devices per GPU of its node's pool."""
-    # alerts.py registers this module's group: imported here, not at the top, to break the cycle.
-    from components.observability.alerts import GPU_RESOURCES, devices_per_gpu
-
     per_gpu = devices_per_gpu(cfg)
     requests = (
         f"sum by (namespace, pod, node) (kube_pod_container_resource_requests{{{GPU_RESOURCES}}})"

@@ -4,6 +4,7 @@ cases of tests/promtool/team_cost_test.yaml and team_cost_month_test.yaml."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from components.observability.team_cost import (
     team_cost_rules,
 )
 from model.config import PlatformConfig
-from model.cost import pool_gpu_hour_prices
+from model.cost import cost_report, pool_gpu_hour_prices
+from plan.cost_text import format_cost
 from tests.conftest import STACKS, planned, stack_config
 from tests.helpers.alert_stacks import budget_config, promtool_cases
 from tests.helpers.bad_stacks import assert_refused, aws, case, existing
@@ -129,3 +131,23 @@ def test_the_team_cost_dashboard_shows_usd_where_the_stack_prices_its_pools(stac
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "dashboard-team-cost"
     ]
     assert ("gpu_platform_team:usd:month_to_date" in board) is usd
+
+
+def test_the_cost_estimate_breaks_the_pools_down_by_team_quota():
+    """burst: one ClusterQueue `burst` naming no pools, so its nominal quota is every GPU of each
+    pool: h100-spot and h100-block, 2 p5.48xlarge (8 GPUs each) at most, 16 GPUs each; shared by
+    the training namespace and research, 8 GPUs each. h100-spot at $2.752 a GPU-hour (p5.48xlarge
+    on demand $55.04/h less the assumed 60 % spot discount, over 8 GPUs), 730 h: 8 x 2.752 x 730
+    = $16,071.68; h100-block at $4.91625 (a Capacity Block, $39.33 an instance-hour, over 8):
+    8 x 4.91625 x 730 = $28,710.90; together $44,782.58 a team."""
+    report = cost_report(stack_config("burst"), date(2026, 12, 5))
+    research = next(t for t in report["teams"] if t["team"] == "research")
+    assert research["monthly_usd"] == 44782.58
+    assert research["shared_with"] == 1
+    assert [(p["pool"], p["gpus"], p["monthly_usd"]) for p in research["pools"]] == [
+        ("h100-spot", 8, 16071.68),
+        ("h100-block", 8, 28710.9),
+    ]
+    text = "\n".join(format_cost(report))
+    assert "    research (queue burst, shared with 1 other team(s)): $44,782.58/month" in text
+    assert "      h100-block: 8 GPUs x $4.91625/GPU-h = $28,710.90/month" in text
