@@ -21,7 +21,8 @@ Month to date: a recording rule that adds, at each evaluation, the group's inter
 to its own value of the previous evaluation, kept only while the month (UTC) it was recorded in
 is the current one (MONTH_STAMP, recorded after it, holds year * 12 + month). A month's first
 evaluation finds last month's stamp and starts from zero, whenever it runs; an evaluation
-Prometheus missed adds nothing (the spend is measured, not inferred). `python -m jobs usage`
+Prometheus missed adds nothing (the spend is measured, not inferred), and one after a gap finds
+the figure from before it (both are read over 31 days, a month at most). `python -m jobs usage`
 does not read this running sum: it asks for the month's exact sum of the GPUs running.
 """
 
@@ -129,8 +130,8 @@ def month_to_date(interval_minutes: int) -> str:
     this interval's (the module's docstring says why a running sum)."""
     this_month = "(year() * 12 + month())"
     kept = (
-        f"(last_over_time({GPU_HOURS_MTD}[1d]) and on() "
-        f"(last_over_time({MONTH_STAMP}[1d]) == on() {this_month}))"
+        f"(last_over_time({GPU_HOURS_MTD}[31d]) and on() "
+        f"(last_over_time({MONTH_STAMP}[31d]) == on() {this_month}))"
     )
     now = f"{RUNNING} * {interval_minutes} / 60"
     return f"sum by ({BY}) (({kept} + {now}) or {kept} or {now})"
