@@ -14,6 +14,7 @@ from components.observability.alerts import prometheus_rule_spec
 from components.observability.team_cost import (
     PRICE,
     QUEUES,
+    RUNNING,
     TEAM_COST_GROUP,
     team_cost_rules,
 )
@@ -21,7 +22,7 @@ from model.config import PlatformConfig
 from model.cost import cost_report, pool_gpu_hour_prices
 from plan.cost_text import format_cost
 from tests.conftest import STACKS, planned, stack_config
-from tests.helpers.alert_stacks import budget_config, promtool_cases
+from tests.helpers.alert_stacks import aws_config, budget_config, promtool_cases
 from tests.helpers.bad_stacks import assert_refused, aws, case, existing
 
 PROMTOOL = Path(__file__).parents[2] / "promtool"
@@ -76,6 +77,19 @@ def test_every_team_has_a_cost_series_and_every_pool_a_price_or_why_not(stack):
             assert f'"pool", "{pool}"' not in found.get(PRICE, "")
         else:
             assert f'vector({price.usd:g}), "pool", "{pool}"' in found[PRICE]
+
+
+def test_a_shared_or_mig_pools_devices_count_as_their_share_of_a_gpu():
+    """Time-slicing with 4 replicas advertises 4 nvidia.com/gpu per GPU, MPS with 2 two, MIG
+    single on an A100 40 GB its balanced layout's slices (GPU Operator docs, "Time-Slicing GPUs",
+    "MPS", "GPU Operator with MIG"); whole GPUs are counted as they are."""
+    expr = records(aws_config())[RUNNING]
+    assert 'kube_node_labels{label_gpu_platform_node_group="a100-ts"}' in expr
+    assert ') / 4 and on(node) kube_node_labels{label_gpu_platform_node_group="a100-ts"}' in expr
+    assert ') / 2 and on(node) kube_node_labels{label_gpu_platform_node_group="a100-mps"}' in expr
+    # all-balanced on an A100 40 GB: 2 x 1g.5gb, 1 x 2g.10gb, 1 x 3g.20gb, four slices a GPU.
+    assert ') / 4 and on(node) kube_node_labels{label_gpu_platform_node_group="a100-mig"}' in expr
+    assert '== 1)) and on(node) kube_node_labels{label_gpu_platform_node_group="a100"}' in expr
 
 
 def test_every_budget_alert_has_a_firing_and_a_silent_promtool_case():
