@@ -80,15 +80,15 @@ def test_every_team_has_a_cost_series_and_every_pool_a_price_or_why_not(stack):
 
 
 def test_a_shared_or_mig_pools_devices_count_as_their_share_of_a_gpu():
-    """Time-slicing with 4 replicas advertises 4 nvidia.com/gpu per GPU, MPS with 2 two, MIG
-    single on an A100 40 GB its balanced layout's slices (GPU Operator docs, "Time-Slicing GPUs",
-    "MPS", "GPU Operator with MIG"); whole GPUs are counted as they are."""
+    """Time-slicing with 4 replicas advertises 4 nvidia.com/gpu per GPU, MPS with 2 two (GPU
+    Operator docs, "Time-Slicing GPUs"), MIG single its slices; whole GPUs count as they are."""
     expr = records(aws_config())[RUNNING]
     assert 'kube_node_labels{label_gpu_platform_node_group="a100-ts"}' in expr
     assert ') / 4 and on(node) kube_node_labels{label_gpu_platform_node_group="a100-ts"}' in expr
     assert ') / 2 and on(node) kube_node_labels{label_gpu_platform_node_group="a100-mps"}' in expr
-    # all-balanced on an A100 40 GB: 2 x 1g.5gb, 1 x 2g.10gb, 1 x 3g.20gb, four slices a GPU.
-    assert ') / 4 and on(node) kube_node_labels{label_gpu_platform_node_group="a100-mig"}' in expr
+    # MIG single cuts an A100 40 GB into seven 1g.5gb slices (NVIDIA MIG User Guide, supported
+    # profiles: 1g.5gb, 7 instances), each advertised as an nvidia.com/gpu.
+    assert ') / 7 and on(node) kube_node_labels{label_gpu_platform_node_group="a100-mig"}' in expr
     assert '== 1)) and on(node) kube_node_labels{label_gpu_platform_node_group="a100"}' in expr
 
 
