@@ -8,12 +8,15 @@ from __future__ import annotations
 import re
 import shlex
 from datetime import UTC, datetime
+from urllib.parse import quote
 
 import pytest
 
 from jobs.__main__ import main as jobs_main
 from jobs.usage import main
 from model.stacks import ROOT
+from tests.helpers.jobset_objects import vector
+from tests.helpers.kubectl import stand_in_kubectl
 from tests.helpers.prometheus import Prometheus, sample
 
 # 2026-12-05T00:00:00Z (tests/helpers/prometheus.ANSWERED_AT, 1796428800).
@@ -137,3 +140,29 @@ def test_the_command_docs_cost_shows_runs(capsys):
         words[words.index("--prometheus-url") + 1] = prometheus.url
         assert jobs_main(["usage", *words]) == 0
     assert "2026-11,training,shared,a100-efa,llm-b,10.500,2.74475,28.82" in capsys.readouterr().out
+
+
+def test_without_a_url_it_asks_the_stacks_prometheus_through_the_api_server(
+    tmp_path, monkeypatch, capsys
+):
+    """As `jobs status` does: kube-prometheus-stack 88.5.3's Service
+    `kube-prometheus-stack-prometheus`, port 9090, in the monitoring namespace, through the API
+    server's service proxy (tests/jobs/test_status.py)."""
+    (tmp_path / "kc").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kc"))
+    kubectl = stand_in_kubectl(tmp_path / "bin", monkeypatch)
+    query = (
+        "sum by (namespace, cluster_queue, pool, job_name) "
+        "(sum_over_time(gpu_platform_team:gpus_running[2592000s:300s])) * 300 / 3600"
+    )
+    proxy = (
+        "/api/v1/namespaces/monitoring/services/kube-prometheus-stack-prometheus:9090/proxy"
+        f"/api/v1/query?query={quote(query, safe='')}&time=1796083199"
+    )
+    labels = {"namespace": "training", "cluster_queue": "shared", "pool": "a100-efa"}
+    kubectl.answer("get", "--raw", proxy, stdout=vector(({**labels, "job_name": "x"}, "2")))
+    assert main(["--stack", "staging", "--month", "2026-11", "--format", "csv"], ROOT, NOW) == 0
+    # 2 GPU-hours x $2.74475 = $5.4895, $5.49.
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "2026-11,training,shared,a100-efa,x,2.000,2.74475,5.49"
+    )
