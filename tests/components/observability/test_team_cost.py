@@ -69,6 +69,8 @@ def test_every_team_has_a_cost_series_and_every_pool_a_price_or_why_not(stack):
     found = records(cfg)
     for team in cfg.scheduling.all_teams(cfg.namespaces.training):
         assert f'"namespace", "{team.name}"' in found[QUEUES], team.name
+    for pool in cfg.gpu_pools:
+        assert f'"pool", "{pool.name}"' in found[RUNNING], pool.name
     prices = pool_gpu_hour_prices(cfg)
     assert set(prices) == {p.name for p in cfg.gpu_pools}
     for pool, price in prices.items():
