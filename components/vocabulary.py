@@ -79,6 +79,9 @@ COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 # The label the JobSet controller puts on every pod of a JobSet, the JobSet's name (jobset
 # v0.12.0, pkg/controllers/jobset_controller.go, labelAndAnnotateObject; PINS.md, "JobSet").
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# The Job controller's label on a Job's pods (Kubernetes "Jobs": batch.kubernetes.io/job-name,
+# since 1.27).
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 # The container port's name and the pod label the platform's PodMonitor scrapes training pods
 # by (components/scheduling/training_job.py sets them, components/observability/monitoring.py
 # selects them).

@@ -59,6 +59,7 @@ from model.config import GpuPool, PlatformConfig, default_fsx_zone
 from model.config.node_join import canary_pools, pools_tested_on_join
 from model.config.pools import windowed
 from model.config.selftest_schedule import scheduled
+from model.cost import pool_gpu_hour_prices
 
 C = TypeVar("C", bound=PlatformComponent)
 
@@ -267,6 +268,7 @@ class Platform(PlatformComponent):
                 node_labels=node_labels_read(cfg),
                 kueue=cfg.scheduling.enabled,
                 reservations=bool(windowed(cfg)),
+                priced=any(p.usd is not None for p in pool_gpu_hour_prices(cfg).values()),
                 after=[
                     *cluster.schedulable,
                     *namespaces.in_purpose("monitoring"),

@@ -7,6 +7,8 @@
   status [NAME] --stack S [--team T]
                          a submitted job's state, restarts, goodput, checkpoint and priced
                          badput by cause; without NAME, the team's (jobs/status.py)
+  usage --stack S --month YYYY-MM [--team T] [--format csv|table]
+                         each team's GPU-hours and cost in a month, a finance export (jobs/usage.py)
 
 submit and recipe render the job to a file, or submit it with --apply. A job of the same name
 that exists is described and left as it is (exit 3) unless --resume replaces a failed or
@@ -36,7 +38,14 @@ def main(argv: list[str] | None = None) -> int:
         from jobs.status import main as status
 
         return status(rest)
-    print(f"error: unknown command {command!r}; one of submit, recipe, status", file=sys.stderr)
+    if command == "usage":
+        from jobs.usage import main as usage
+
+        return usage(rest)
+    print(
+        f"error: unknown command {command!r}; one of submit, recipe, status, usage",
+        file=sys.stderr,
+    )
     return 2
 
 

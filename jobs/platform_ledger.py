@@ -28,13 +28,13 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from components.vocabulary import JOBSET_NAME_LABEL, QUEUE_LABEL
+from components.vocabulary import JOB_NAME_LABEL, JOBSET_NAME_LABEL, QUEUE_LABEL
 from contract.env import TRAINING_JOB_POOL
 from jobs import ledger
-from jobs.common import job_hourly
 from jobs.kubectl import Kubectl, resource_type
 from jobs.state import env_value, true_conditions
 from model.config import PlatformConfig
+from model.cost import pool_gpu_hour_prices
 
 WORKLOAD_TYPE = resource_type("kueue.x-k8s.io/v1beta2", "Workload")
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -48,7 +48,7 @@ def seconds(stamp: str) -> int:
 
 # The label each kind's controller puts on the job's pods: JobSet's (pkg/constants JobSetNameKey)
 # and the Job controller's (Kubernetes "Jobs": batch.kubernetes.io/job-name, 1.27+).
-POD_LABELS = {"JobSet": JOBSET_NAME_LABEL, "Job": "batch.kubernetes.io/job-name"}
+POD_LABELS = {"JobSet": JOBSET_NAME_LABEL, "Job": JOB_NAME_LABEL}
 
 
 def read(cluster: Kubectl, job: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict]]:
@@ -126,13 +126,13 @@ def timeline(
 
 
 def gpu_hour_price(cfg: PlatformConfig, pool_name: str | None) -> tuple[float | None, str]:
-    """One GPU-hour of the pool, as the plan's estimate prices its nodes (jobs.common.job_hourly:
-    the group's dearest type, bought as the group buys it, in the stack's region). The seam for
-    a per-pool GPU-hour price series: replace this body, keep the signature."""
-    pool = next((p for p in cfg.gpu_pools if p.name == pool_name), None)
-    if pool is None:
+    """One GPU-hour of the pool, from the one price table the team cost rules and `jobs usage`
+    read (model/cost.pool_gpu_hour_prices: the group's dearest type, bought as the group buys
+    it, in the stack's region)."""
+    price = pool_gpu_hour_prices(cfg).get(pool_name or "")
+    if price is None:
         return None, f"the job names no pool of this stack ({TRAINING_JOB_POOL}={pool_name})"
-    return job_hourly(cfg, pool, 1, 1)
+    return price.usd, price.basis
 
 
 def _money(gpu_seconds: int | Fraction, price: float | None) -> str:
@@ -171,7 +171,7 @@ def report(book: ledger.JobLedger, price: float | None, basis: str) -> list[str]
     if price is None:
         lines.append(f"priced at: unknown: {basis}")
     else:
-        lines.append(f"priced at: ${price:g}/GPU-h, one GPU of a node at {basis}")
+        lines.append(f"priced at: ${price:g}/GPU-h, {basis}")
     return lines
 
 

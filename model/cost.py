@@ -47,7 +47,7 @@ from model.config.nodes import (
     Scaling,
 )
 from model.config.observability import PUSHGATEWAY_VOLUME_GIB
-from model.config.pools import windowed
+from model.config.pools import gpu_pools, windowed
 from model.config.scheduling import scales_from_zero
 from model.config.selftest_schedule import scheduled_pools, starts_per_month
 from model.versions import in_extended_support
@@ -596,6 +596,9 @@ def cost_report(cfg: PlatformConfig, today: date) -> dict:
     idle = reservation_idle(cfg)
     if idle:
         report["reservations"] = idle
+    teams = team_quota_lines(cfg)
+    if teams:
+        report["teams"] = teams
     return report
 
 
@@ -625,3 +628,87 @@ def budget_warnings(cfg: PlatformConfig, today: date) -> list[str]:
             "Cost estimate)",
         ),
     ]
+
+
+# ------------------------------------------------------------------------- per GPU-hour
+
+
+@dataclass(frozen=True)
+class GpuHourPrice:
+    """What one physical GPU of a pool costs for an hour, and how that was priced; `usd` None
+    where no price is known (`basis` says why). The one price table the team cost rules, `jobs
+    usage` and the plan's breakdown by team read: the catalog's, through node_hourly."""
+
+    usd: float | None
+    basis: str
+
+
+def pool_gpu_hour_prices(cfg: PlatformConfig) -> dict[str, GpuHourPrice]:
+    """Each GPU pool's price per GPU-hour: a node of the group as the estimate prices it (its
+    dearest type, bought as the group buys it: spot at the assumed discount, a reservation at
+    the on-demand rate, a Capacity Block at its own rate) over that type's GPUs. On an existing
+    cluster no AWS price applies: every pool is listed, unpriced, with why."""
+    if cfg.provider != "aws":
+        return {p.name: GpuHourPrice(None, ON_PREM) for p in cfg.existing.gpu_pools}
+    found = {}
+    for group in cfg.gpu_node_groups:
+        node = node_hourly(cfg, group)
+        name, _ = _dearest(group.instance_types, cfg.aws.region)
+        gpus = instance(name).gpus
+        if node.hourly_max is None:
+            found[group.name] = GpuHourPrice(None, node.basis)
+        else:
+            basis = f"a node at {_usd(node.hourly_max)}/h over its {gpus} GPUs ({node.basis})"
+            found[group.name] = GpuHourPrice(round(node.hourly_max / gpus, 6), basis)
+    return found
+
+
+def team_quota_lines(cfg: PlatformConfig) -> list[dict]:
+    """Each team's share of its ClusterQueue's nominal GPUs per pool, priced for the month: a
+    queue shared by several teams is split evenly among them (their LocalQueues draw on the same
+    quota). What a team may spend on its own quota, not what it will: borrowing from the cohort
+    adds to it, and idle quota costs nothing where the pool scales down."""
+    if not cfg.scheduling.enabled:
+        return []
+    prices = pool_gpu_hour_prices(cfg)
+    teams = cfg.scheduling.all_teams(cfg.namespaces.training)
+    queues = {q.name: q for q in cfg.scheduling.cluster_queues}
+    hours = cfg.cost.hours_per_month
+    found = []
+    for team in teams:
+        sharing = sum(t.cluster_queue == team.cluster_queue for t in teams)
+        queue = queues[team.cluster_queue]
+        pools = []
+        for pool in gpu_pools(cfg):
+            gpus = queue.nominal_gpus(pool) / sharing
+            if not gpus:
+                continue
+            usd = prices[pool.name].usd
+            # No null: an unpriced pool keeps its GPUs and why, no figure.
+            figures = (
+                {}
+                if usd is None
+                else {"gpu_hour_usd": usd, "monthly_usd": round(gpus * usd * hours, 2)}
+            )
+            pools.append(
+                {
+                    "pool": pool.name,
+                    "gpus": round(gpus, 2),
+                    **figures,
+                    "basis": prices[pool.name].basis,
+                }
+            )
+        priced = [p["monthly_usd"] for p in pools if "monthly_usd" in p]
+        budget = team.monthly_budget_usd
+        found.append(
+            {
+                "team": team.name,
+                "cluster_queue": queue.name,
+                "shared_with": sharing - 1,
+                "monthly_usd": round(sum(priced), 2),
+                "unpriced_pools": [p["pool"] for p in pools if "monthly_usd" not in p],
+                **({"monthly_budget_usd": budget} if budget is not None else {}),
+                "pools": pools,
+            }
+        )
+    return found

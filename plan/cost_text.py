@@ -59,7 +59,35 @@ def format_cost(report: dict) -> list[str]:
         unpriced = len(report["unpriced"])
         short = f" (the total leaves out {unpriced} items not priced)" if unpriced else ""
         lines.append(f"  budget: {money(budget)}/month; at max size {verdict}{short}")
-    return [*lines, *_format_bursts(report)]
+    return [*lines, *_format_bursts(report), *_format_teams(report)]
+
+
+def _format_teams(report: dict) -> list[str]:
+    """Each team's share of its ClusterQueue's nominal GPUs, priced for the month (model/cost.py,
+    team_quota_lines): what its own quota may cost, beside its budget."""
+    teams = report.get("teams", [])
+    if not teams:
+        return []
+    lines = ["  by team quota (each team's share of its queue's nominal GPUs, all month):"]
+    for team in teams:
+        shared = f", shared with {team['shared_with']} other team(s)" if team["shared_with"] else ""
+        budget = team.get("monthly_budget_usd")
+        said = f"; budget {money(budget)}/month" if budget is not None else ""
+        unpriced = team["unpriced_pools"]
+        left = f" (not priced: {', '.join(unpriced)})" if unpriced else ""
+        lines.append(
+            f"    {team['team']} (queue {team['cluster_queue']}{shared}): "
+            f"{money(team['monthly_usd'])}/month{left}{said}"
+        )
+        for pool in team["pools"]:
+            price = pool.get("gpu_hour_usd")
+            priced = (
+                f"{pool['gpus']:g} GPUs x ${price:g}/GPU-h = {money(pool['monthly_usd'])}/month"
+                if price is not None
+                else f"{pool['gpus']:g} GPUs, not priced: {pool['basis']}"
+            )
+            lines.append(f"      {pool['pool']}: {priced}")
+    return lines
 
 
 def _format_bursts(report: dict) -> list[str]:

@@ -25,8 +25,6 @@ from components.base import PLATFORM_LABELS, PlatformComponent
 from components.context import StackContext
 from components.data.gpu_operator import (
     DEFAULT_CONFIG,
-    advertised_resources,
-    device_plugin_config_key,
 )
 from components.kubernetes_object import KubernetesObject
 from components.observability.baseline import BASELINE_GROUP, BASELINE_INTERVAL, baseline_rules
@@ -39,12 +37,15 @@ from components.observability.fleet_health import (
 from components.observability.idle import idle_rules
 from components.observability.node_series import (
     EKS_AGENT_CONDITIONS,
+    GPU_RESOURCES,
     SELFTEST_JOB,
-    node_label,
+    devices_per_gpu,
+    ksm_label,
     pool_nodes,
 )
 from components.observability.reservations import reservation_rules
 from components.observability.rule_types import Alert, Rule
+from components.observability.team_cost import TEAM_COST_GROUP, TEAM_COST_INTERVAL, team_cost_rules
 from components.observability.training_alerts import goodput_rules, straggler_rules
 from components.vocabulary import MONITORING_API, NODE_JOIN_TAINT, QUARANTINE_LABEL
 from contract import node_join as join
@@ -54,11 +55,6 @@ from model.config.node_join import join_timeout_minutes, pools_tested_on_join
 from model.config.selftest_schedule import longest_gap_minutes, scheduled, scheduled_pools
 
 RULE_NAME = "gpu-platform-alerts"
-# kube-state-metrics writes an extended resource's name with every character outside
-# [a-zA-Z0-9_] turned into `_` (nvidia.com/gpu: `nvidia_com_gpu`; nvidia.com/mig-1g.10gb:
-# `nvidia_com_mig_1g_10gb`). What the device plugin advertises, per node: whole GPUs, shared
-# replicas of them, or MIG slices.
-GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.+"'
 GPU_DEVICES = f"kube_node_status_capacity{{{GPU_RESOURCES}}}"
 # Node labels the alerts read. kube-state-metrics exports a node label only when its key is in
 # `--metric-labels-allowlist` (monitoring_values sets it from this tuple), as `label_<key>`
@@ -87,23 +83,13 @@ def _as_hostname(expr: str) -> str:
     return f'label_replace({expr}, "Hostname", "$1", "node", "(.+)")'
 
 
-def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
-    """Device-plugin config key -> devices a node advertises per physical GPU under it (the
-    pools' advertised resources: replicas when shared, MIG slices when cut)."""
-    return {
-        device_plugin_config_key(pool): sum(advertised_resources(pool).values())
-        // pool.gpus_per_node
-        for pool in cfg.gpu_pools
-    }
-
-
 def physical_gpus(cfg: PlatformConfig) -> str:
     """Physical GPUs per node (`node`): the devices the node advertises divided by the devices
     per GPU of the device-plugin config its label names. Capacity alone counts replicas and
     slices, while the exporter reports physical GPUs; and capacity, unlike a live count,
     keeps a GPU that fell off the bus."""
     devices = f"sum by (node) ({GPU_DEVICES})"
-    label = node_label(DEVICE_PLUGIN_LABEL)
+    label = ksm_label(DEVICE_PLUGIN_LABEL)
     keys_by_factor: dict[int, list[str]] = {}
     for key, factor in sorted(devices_per_gpu(cfg).items()):
         if key != DEFAULT_CONFIG:
@@ -195,7 +181,7 @@ def mig_rules(cfg: PlatformConfig) -> list[Alert]:
     nodes = " or ".join(pool_nodes(p.node_selector) for p in pools)
     allocatable = f"sum by (node) (kube_node_status_allocatable{{{GPU_RESOURCES}}})"
     none = f"({allocatable} or on(node) 0 * ({nodes})) == 0"
-    failed = f'kube_node_labels{{{node_label(MIG_CONFIG_STATE_LABEL)}="failed"}}'
+    failed = f'kube_node_labels{{{ksm_label(MIG_CONFIG_STATE_LABEL)}="failed"}}'
     return [
         Alert(
             "MigNodeNoAllocatableGpu",
@@ -421,13 +407,18 @@ def alert_groups(cfg: PlatformConfig) -> dict[str, list[Rule]]:
         FLEET_GROUP: [*fleet_rules(cfg), *checkpoint_rules(cfg)],
         BASELINE_GROUP: baseline_rules(cfg),
         "gpu-platform.reservations": reservation_rules(cfg),
+        TEAM_COST_GROUP: team_cost_rules(cfg),
     }
     return {name: rules for name, rules in groups.items() if rules}
 
 
 # The groups evaluated at a set interval: the fleet records count samples as time; the
-# baseline reads a long window of its own samples.
-GROUP_INTERVALS = {FLEET_GROUP: FLEET_INTERVAL, BASELINE_GROUP: BASELINE_INTERVAL}
+# baseline reads a long window of its own samples; the team cost adds its interval each time.
+GROUP_INTERVALS = {
+    FLEET_GROUP: FLEET_INTERVAL,
+    BASELINE_GROUP: BASELINE_INTERVAL,
+    TEAM_COST_GROUP: TEAM_COST_INTERVAL,
+}
 
 
 def prometheus_rule_spec(cfg: PlatformConfig) -> dict[str, Any]:

@@ -9,26 +9,20 @@ The join, as the stack scrapes both sides: the DCGM exporter's ServiceMonitor ke
 with `honorLabels: true` (kube-prometheus-stack 88.5.3 values.yaml,
 `kube-state-metrics.prometheus.monitor.http.honorLabels`), so on kube_pod_labels `namespace` /
 `pod` are the labelled pod's. kube_pod_labels carries a pod label only where
-`--metric-labels-allowlist` names it (POD_LABELS_READ, set by monitoring_values), as
+`--metric-labels-allowlist` names it (node_series.POD_LABELS_READ, set by monitoring_values), as
 `label_<key>` with every character outside [a-zA-Z0-9_] turned into `_`. A team is its namespace
 (jobs/team.py), so `team` is the namespace.
 """
 
 from __future__ import annotations
 
+from components.observability.node_series import ksm_label
 from components.observability.rule_types import Alert, Record, Rule
 from components.vocabulary import JOBSET_NAME_LABEL
 from model.config import PlatformConfig
 
-# The pod labels the rules read; kube-state-metrics exports no other.
-POD_LABELS_READ = (JOBSET_NAME_LABEL,)
 JOB_UTILISATION = "gpu_platform_job:gpu_utilisation:max"
 GPU_UTIL = 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}'
-
-
-def ksm_label(key: str) -> str:
-    """kube-state-metrics' name for a Kubernetes label key."""
-    return "label_" + "".join(c if c.isalnum() else "_" for c in key)
 
 
 def _copy(expr: str, to: str, source: str) -> str:

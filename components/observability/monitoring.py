@@ -28,7 +28,7 @@ from components.context import StackContext
 from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability.alerts import NODE_LABELS_READ
-from components.observability.idle import POD_LABELS_READ
+from components.observability.node_series import POD_LABELS_READ
 from components.vocabulary import (
     JOBSET_NAME_LABEL,
     METRICS_LABEL,
@@ -125,8 +125,8 @@ def monitoring_values(
         "prometheusOperator": {**placed},
         "kube-state-metrics": {
             # `nodes=[k1,k2]` (kube-state-metrics --metric-labels-allowlist): the node labels
-            # the alerts read, and the pod labels (GpuIdle's JobSet name); kube_node_labels and
-            # kube_pod_labels carry no other.
+            # the alerts read, and the pod labels that name a pod's job (GpuIdle, the team cost
+            # rules); kube_node_labels and kube_pod_labels carry no other.
             "metricLabelsAllowlist": [
                 f"nodes=[{','.join(node_labels)}]",
                 f"pods=[{','.join(POD_LABELS_READ)}]",
@@ -157,6 +157,8 @@ ROWS = DASHBOARDS / "rows"
 SELFTEST_HISTORY = "selftest-history"
 # Where a pool has a reservation window (components/observability/reservations.py).
 RESERVATIONS = "reservations"
+# The Team cost dashboard's USD, where a pool has a price (an existing cluster's have none).
+TEAM_COST_USD = "team-cost-usd"
 
 
 # The dashboard that reads only Kueue's metrics: declared only where Kueue runs
@@ -187,9 +189,11 @@ def dashboards(
     kueue: bool = True,
     datasource_uid: str = FILES_DATASOURCE_UID,
     reservations: bool = False,
+    priced: bool = False,
 ) -> dict[str, str]:
     """The dashboards kept in the repository, by file stem, as the JSON text Grafana loads; with
-    the self-test history row where the periodic self-test pushes its figures, and the Queues
+    the self-test history row where the periodic self-test pushes its figures, the Team cost
+    dashboard's USD rows where a pool has a price, and the Queues
     dashboard where Kueue runs, every panel reading the Prometheus data source `datasource_uid`
     (a cluster's own Grafana may name it otherwise). The Training job dashboard's goodput rows
     read what every stack's Pushgateway holds (components/observability/pushgateway.py)."""
@@ -199,8 +203,13 @@ def dashboards(
         if kueue or path.stem != QUEUES
     }
     boards = {stem: json.loads(text) for stem, text in found.items()}
-    for row in [SELFTEST_HISTORY] * selftest_history + [RESERVATIONS] * reservations:
-        rows = json.loads((ROWS / f"{row}.json").read_text())
+    added = (
+        [SELFTEST_HISTORY] * selftest_history
+        + [RESERVATIONS] * reservations
+        + [TEAM_COST_USD] * priced
+    )
+    for stem in added:
+        rows = json.loads((ROWS / f"{stem}.json").read_text())
         boards[rows["dashboard"]]["panels"] += rows["panels"]
         found[rows["dashboard"]] = ""
     for stem, board in boards.items():
@@ -268,6 +277,8 @@ class MonitoringArgs:
     kueue: bool = True
     # A pool has a reservation window: the fleet dashboard shows its GPUs used against paid.
     reservations: bool = False
+    # A pool has a price per GPU-hour: the Team cost dashboard shows USD.
+    priced: bool = False
     after: Sequence[pulumi.Resource] = ()
     # False: the cluster runs its own kube-prometheus-stack (existing.addons); the platform
     # declares its dashboards and PodMonitor for it, and no release, StorageClass or Grafana
@@ -343,7 +354,11 @@ class Monitoring(PlatformComponent):
 
     def _dashboards(self, args: MonitoringArgs) -> None:
         for stem, text in dashboards(
-            args.selftest_history, args.kueue, args.datasource_uid, args.reservations
+            args.selftest_history,
+            args.kueue,
+            args.datasource_uid,
+            args.reservations,
+            args.priced,
         ).items():
             k8s.core.v1.ConfigMap(
                 f"{args.context.env}-dashboard-{stem}",

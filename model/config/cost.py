@@ -66,3 +66,10 @@ def check_cost(cfg: PlatformConfig) -> None:
             "only valid with provider aws: the estimate has no prices for an existing "
             "cluster's own machines, so there is nothing to check a budget against",
         )
+    for i, team in enumerate(cfg.scheduling.teams):
+        if team.monthly_budget_usd is not None and cfg.provider != "aws":
+            raise FieldProblem(
+                f"scheduling.teams[{i}].monthly_budget_usd",
+                f"only valid with provider aws: team {team.name}'s GPU-hours are counted on an "
+                "existing cluster, but its pools have no price to spend a budget in",
+            )

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from model.catalog import NETWORK_TOPOLOGY_LAYERS
 from model.config.base import DnsLabel, FieldProblem, Int, Reason, Settings, _label_problem
+from model.config.cost import Number
 from model.config.fair_sharing import FairSharingSettings
 from model.config.idle_reclaim import IdleReclaimSettings, check_idle_reclaim
 from model.config.multikueue import BurstSettings
@@ -172,6 +173,15 @@ class TeamSettings(Settings):
         description="Who may use the namespace, and nothing beyond it: IAM roles on AWS, "
         'groups on an existing cluster (docs/scheduling.md, "Team access"). Empty: only '
         "cluster admins.",
+    )
+    monthly_budget_usd: Number | None = Field(
+        None,
+        gt=0,
+        le=1e12,
+        description="The team's monthly budget in USD for its GPUs: alerts TeamBudgetNearlySpent "
+        "at 80 % and TeamBudgetSpent at 100 % of it, on the month-to-date spend of its pods' "
+        "GPU-hours at the pools' catalog prices (docs/cost.md). Default: no budget, no alert "
+        "(provider aws only: an existing cluster's pools have no price).",
     )
     pod_security_reason: Reason | None = Field(
         None,

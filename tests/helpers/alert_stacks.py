@@ -39,6 +39,19 @@ def aws_config(groups=SHARING_GROUPS, mig_strategy="single", **alerts) -> Platfo
     )
 
 
+def budget_config() -> PlatformConfig:
+    """One on-demand p4d.24xlarge pool in us-east-1 and a team `vision` with a monthly budget
+    of $250: the team cost rules' promtool cases (tests/promtool/team_cost_test.yaml)."""
+    return PlatformConfig.model_validate(
+        {
+            "aws": {"region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+            "cluster": {"admin_principal_arns": [ADMIN]},
+            "gpu_node_groups": [GROUP],
+            "scheduling": {"teams": [{"name": "vision", "monthly_budget_usd": 250}]},
+        }
+    )
+
+
 def scheduled_config(groups=(GROUP,), **alerts) -> PlatformConfig:
     """An AWS stack with an image, so its self-test runs on a schedule and pushes results."""
     return PlatformConfig.model_validate(

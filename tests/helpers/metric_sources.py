@@ -30,10 +30,11 @@ Sources, at the pinned versions (../shared/PINS.md):
   kube_node_labels{node} plus
   `label_<key>` for each node label key in `--metric-labels-allowlist` (chart value
   `metricLabelsAllowlist`, entries `nodes=[k1,k2]`), every character outside [a-zA-Z0-9_] of
-  the key turned into `_` (kube-state-metrics internal/store/utils.go, sanitizeLabelName);
-  kube_pod_labels{namespace, pod, uid} likewise with the `pods=[...]` entries, the labelled
-  pod's own namespace and pod kept by the chart's `honorLabels: true`
-  (docs/metrics/workload/pod-metrics.md).
+  the key turned into `_` (kube-state-metrics internal/store/utils.go, sanitizeLabelName); and
+  of pods (docs/metrics/workload/pod-metrics.md, internal/store/pod.go: every pod series has
+  namespace, pod, uid): kube_pod_container_resource_requests{container, node, resource, unit},
+  kube_pod_status_phase{phase}, kube_pod_labels with `label_<key>` for each pod label key in an
+  allow-list entry `pods=[k1,k2]`.
 - The training recipes and teams' scripts (bootstrap/trainkit/metrics.py), each series labelled
   `recipe`, scraped by the platform's PodMonitor `training-jobs`, which adds the pod's
   `namespace` and `pod`, and the label each of its relabelings targets (`job_name`, the pod's
@@ -123,6 +124,12 @@ NODE_METRICS = {
     "kube_node_status_allocatable": {"node", "resource", "unit"},
     "kube_node_status_condition": {"node", "condition", "status"},
     "kube_node_spec_taint": {"node", "key", "value", "effect"},
+}
+POD_SERIES_LABELS = {"namespace", "pod", "uid"}
+POD_METRICS = {
+    "kube_pod_container_resource_requests": POD_SERIES_LABELS
+    | {"container", "node", "resource", "unit"},
+    "kube_pod_status_phase": POD_SERIES_LABELS | {"phase"},
 }
 RECIPE_METRICS = [
     "gpu_platform_training_step",
@@ -259,7 +266,7 @@ def _node_label(key: str) -> str:
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
-def _allowlisted_node_labels(ksm: dict[str, Any], kind: str = "nodes") -> set[str]:
+def _allowlisted_labels(ksm: dict[str, Any], kind: str = "nodes") -> set[str]:
     keys: set[str] = set()
     for entry in ksm.get("metricLabelsAllowlist", []):
         resource, _, listed = entry.partition("=")
@@ -326,12 +333,15 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
     )
 
     ksm = (kps or {}).get("kube-state-metrics", {})
-    node_labels = {"node"} | {_node_label(k) for k in _allowlisted_node_labels(ksm)}
-    pod_labels = {"namespace", "pod", "uid"} | {
-        _node_label(k) for k in _allowlisted_node_labels(ksm, "pods")
-    }
+    node_labels = {"node"} | {_node_label(k) for k in _allowlisted_labels(ksm)}
+    pod_labels = POD_SERIES_LABELS | {_node_label(k) for k in _allowlisted_labels(ksm, "pods")}
     source(
-        {**NODE_METRICS, "kube_node_labels": node_labels, "kube_pod_labels": pod_labels},
+        {
+            **NODE_METRICS,
+            "kube_node_labels": node_labels,
+            **POD_METRICS,
+            "kube_pod_labels": pod_labels,
+        },
         "no kube-prometheus-stack release"
         if kps is None
         else "kube-prometheus-stack kubeStateMetrics.enabled is false"

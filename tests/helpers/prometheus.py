@@ -2,7 +2,7 @@
 answered with one vector, as the HTTP API does (prometheus.io/docs/prometheus/latest/querying/
 api/, "Expression queries": `{"status": "success", "data": {"resultType": "vector", "result":
 [{"metric": {...}, "value": [<unix time>, "<value as a string>"]}, ...]}}`), and each query it
-was asked is recorded."""
+was asked is recorded, with the `time` it was asked at (None when the query gave none)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def sample(value: float, **labels: str) -> dict:
 class Prometheus(LoopbackServer):
     def __init__(self, result: list[dict]):
         queries = self.queries = []
+        times = self.times = []
 
         class Handler(QuietHandler):
             def do_GET(self):
@@ -30,7 +31,9 @@ class Prometheus(LoopbackServer):
                     self.send_response(404)
                     self.end_headers()
                     return
-                queries.append(urllib.parse.parse_qs(url.query)["query"][0])
+                params = urllib.parse.parse_qs(url.query)
+                queries.append(params["query"][0])
+                times.append(params.get("time", [None])[0])
                 body = {"status": "success", "data": {"resultType": "vector", "result": result}}
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -43,5 +43,8 @@ def test_an_existing_clusters_pool_is_not_priced_and_says_why():
     # stacks/Pulumi.onprem.yaml: provider existing; no AWS price applies to its own nodes.
     cfg = stack_config("onprem")
     pool = cfg.gpu_pools[0].name
-    assert gpu_hour_price(cfg, pool) == (None, "an existing cluster's nodes carry no AWS price")
+    assert gpu_hour_price(cfg, pool) == (
+        None,
+        "provider existing: the cluster runs on your own machines; no AWS prices apply",
+    )
     assert gpu_hour_price(cfg, "nope")[0] is None

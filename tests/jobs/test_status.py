@@ -312,8 +312,8 @@ def test_every_job_has_a_priced_platform_ledger_without_trainkit(kubectl, capsys
         "140816 GPU-s $107.36",
         RAN_ONCE_BADPUT,
         "outside the allocation (no GPU held, not priced): queueing 300 s",
-        "priced at: $2.74475/GPU-h, one GPU of a node at on-demand $21.958/h, us-east-1, "
-        "2026-07-20",
+        "priced at: $2.74475/GPU-h, a node at $21.958/h over its 8 GPUs (on-demand $21.958/h, "
+        "us-east-1, 2026-07-20)",
     ]
 
 
@@ -380,8 +380,8 @@ def test_a_restarted_jobs_ledger_is_refined_by_trainkit_over_the_attempts_the_ap
         "37312 GPU-s $28.45",
         "badput: restart 1920 GPU-s $1.46; unrecorded 110224 GPU-s $84.04",
         "outside the allocation (no GPU held, not priced): queueing 60 s",
-        "priced at: $2.74475/GPU-h, one GPU of a node at on-demand $21.958/h, us-east-1, "
-        "2026-07-20",
+        "priced at: $2.74475/GPU-h, a node at $21.958/h over its 8 GPUs (on-demand $21.958/h, "
+        "us-east-1, 2026-07-20)",
         "trainkit refines it: goodput 120000 GPU-s $91.49; failure 20000 GPU-s $15.25; in the "
         "process (start-up, checkpoint saves, data stalls, unsaved tail) 7536 GPU-s $5.75",
     ]

@@ -69,6 +69,7 @@ def test_shipped_dev_resources_json_has_the_documented_shape(tmp_path):
         "configmap-monitoring-dashboard-fleet-health.yaml",
         "configmap-monitoring-dashboard-gpu-fleet.yaml",
         "configmap-monitoring-dashboard-queues.yaml",
+        "configmap-monitoring-dashboard-team-cost.yaml",
         "configmap-monitoring-dashboard-training-job.yaml",
         "configmap-monitoring-pushgateway-sweep.yaml",
         "configmap-training-nccl-spot-small.yaml",

@@ -20,7 +20,7 @@ from components.observability.alerts import (
     prometheus_rule_spec,
 )
 from components.observability.monitoring import monitoring_values
-from components.observability.node_series import node_label
+from components.observability.node_series import ksm_label
 from model.config import PlatformConfig
 from model.config.alerts import AlertSettings, check_retention
 from model.config.base import FieldProblem
@@ -29,6 +29,7 @@ from model.stacks import ROOT
 from tests.conftest import STACKS, check_golden, planned, stack_config
 from tests.helpers.alert_stacks import (
     aws_config,
+    budget_config,
     promtool_cases,
     scheduled_config,
 )
@@ -179,7 +180,9 @@ def test_gpu_missing_reads_the_device_plugin_config_label_kube_state_metrics_exp
     values = monitoring_values(ObservabilitySettings(), None, {})
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
         "nodes=[nvidia.com/device-plugin.config,nvidia.com/mig.config.state]",
-        "pods=[jobset.sigs.k8s.io/jobset-name]",
+        # The team cost rules' job: JobSet's pod label (jobset pkg/constants JobSetNameKey) and
+        # the Job controller's (Kubernetes "Jobs", batch.kubernetes.io/job-name).
+        "pods=[batch.kubernetes.io/job-name,jobset.sigs.k8s.io/jobset-name]",
     ]
 
 
@@ -190,7 +193,7 @@ def test_every_node_label_a_rule_reads_is_one_kube_state_metrics_exports(cfg):
     """A `label_<key>` matcher on kube_node_labels that is not allow-listed matches no series,
     and its alert is silent for ever: every one read must come from node_labels_read."""
     config = cfg()
-    exported = {node_label(key) for key in node_labels_read(config)}
+    exported = {ksm_label(key) for key in node_labels_read(config)}
     read = set()
     for rule in rules_by_name(config).values():
         for selector in re.findall(r"kube_node_labels\{([^}]*)\}", rule["expr"]):
@@ -317,7 +320,7 @@ def test_training_defaults_follow_their_sources():
     assert a.straggler_for == "10m"
 
 
-@pytest.mark.parametrize("cfg", [scheduled_config, aws_config])
+@pytest.mark.parametrize("cfg", [scheduled_config, aws_config, budget_config])
 def test_every_alert_names_severity_summary_description_and_a_runbook(cfg):
     runbooks = (ROOT / "docs" / "monitoring.md").read_text()
     for name, rule in rules_by_name(cfg()).items():
@@ -335,7 +338,9 @@ def severity_table() -> dict[str, str]:
     return dict(rows)
 
 
-@pytest.mark.parametrize("cfg", [scheduled_config, aws_config, lambda: stack_config("onprem")])
+@pytest.mark.parametrize(
+    "cfg", [scheduled_config, aws_config, budget_config, lambda: stack_config("onprem")]
+)
 def test_every_alert_is_in_the_severity_table_at_its_severity(cfg):
     """The table operators route by says what each rule pages at: a rule whose severity moves,
     or a rule the table lacks, fails here."""
@@ -362,10 +367,15 @@ def test_every_training_alert_has_a_firing_and_a_silent_promtool_case():
     assert fires == silent == TRAINING_ALERTS
     assert records == TRAINING_RECORDS
     spec = prometheus_rule_spec(scheduled_config())
-    # The fleet's records and the pools' baselines have their own cases
-    # (tests/promtool/fleet_test.yaml, baseline_test.yaml); the idle jobs' record is GpuIdle's
-    # (tests/promtool/alerts_test.yaml).
-    own = {"gpu-platform.fleet", "gpu-platform.baseline", "gpu-platform.idle"}
+    # The fleet's records, the pools' baselines and the team cost have their own cases
+    # (tests/promtool/fleet_test.yaml, baseline_test.yaml, team_cost_test.yaml); the idle jobs'
+    # record is GpuIdle's (tests/promtool/alerts_test.yaml).
+    own = {
+        "gpu-platform.fleet",
+        "gpu-platform.baseline",
+        "gpu-platform.idle",
+        "gpu-platform.team-cost",
+    }
     training = [g for g in spec["groups"] if g["name"] not in own]
     assert {r["record"] for g in training for r in g["rules"] if "record" in r} == (
         TRAINING_RECORDS

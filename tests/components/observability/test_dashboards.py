@@ -23,7 +23,7 @@ from tests.helpers.tools import promtool
 
 def load(stem: str) -> dict:
     """The dashboard as a stack with every optional row loads it."""
-    return json.loads(dashboards(selftest_history=True, reservations=True)[stem])
+    return json.loads(dashboards(selftest_history=True, reservations=True, priced=True)[stem])
 
 
 STEMS = sorted(p.stem for p in DASHBOARDS.glob("*.json"))
@@ -60,7 +60,7 @@ def test_dashboard_is_json_grafana_loads_with_unique_panel_ids(stem):
 
 
 def test_the_views_the_issues_ask_for_are_there():
-    assert STEMS == ["fleet-health", "gpu-fleet", "queues", "training-job"]
+    assert STEMS == ["fleet-health", "gpu-fleet", "queues", "team-cost", "training-job"]
 
 
 def test_the_training_view_reads_tensor_activity_and_the_recipes_metrics_by_pod_and_recipe():
@@ -212,3 +212,13 @@ def test_the_fleet_view_gets_a_row_of_reserved_gpus_used_against_paid_where_a_wi
     bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in with_history["panels"])
     assert row["gridPos"]["y"] == bottom
     assert "gpu_platform_reservation" not in dashboards(selftest_history=True)["gpu-fleet"]
+
+
+def test_the_team_cost_view_shows_usd_only_where_a_pool_has_a_price():
+    """An existing cluster's pools have no price: its Team cost dashboard has GPU-hours alone,
+    not USD panels that would say "No data"."""
+    priced = dashboards(priced=True)["team-cost"]
+    unpriced = dashboards()["team-cost"]
+    assert "gpu_platform_team:usd:month_to_date" in priced
+    assert "gpu_platform_team:gpu_hours:month_to_date" in unpriced
+    assert "usd" not in unpriced.lower().replace("uid", "")

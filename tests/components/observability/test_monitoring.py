@@ -126,6 +126,7 @@ def test_grafana_loads_every_dashboard_through_its_sidecar(stack):
         "dashboard-fleet-health",
         "dashboard-gpu-fleet",
         "dashboard-queues",
+        "dashboard-team-cost",
         "dashboard-training-job",
     ]
     for cm in maps:
@@ -160,7 +161,7 @@ def test_the_plan_says_retention_storage_grafana_and_dashboards():
         "storage": "50Gi on StorageClass gp3",
         "prometheus": "http://kube-prometheus-stack-prometheus.monitoring.svc:9090",
         "grafana_service": "monitoring/kube-prometheus-stack-grafana",
-        "dashboards": ["Fleet health", "GPU fleet", "Queues", "Training job"],
+        "dashboards": ["Fleet health", "GPU fleet", "Queues", "Team cost", "Training job"],
     }
 
 

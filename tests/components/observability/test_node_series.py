@@ -5,12 +5,12 @@ names them: a node label `k` is `label_<k>` on kube_node_labels, every character
 
 from __future__ import annotations
 
-from components.observability.node_series import node_label, pool_nodes
+from components.observability.node_series import ksm_label, pool_nodes
 
 
 def test_a_node_label_is_named_as_kube_state_metrics_exports_it():
-    assert node_label("nvidia.com/gpu.product") == "label_nvidia_com_gpu_product"
-    assert node_label("gpu-platform/node-group") == "label_gpu_platform_node_group"
+    assert ksm_label("nvidia.com/gpu.product") == "label_nvidia_com_gpu_product"
+    assert ksm_label("gpu-platform/node-group") == "label_gpu_platform_node_group"
 
 
 def test_a_pools_nodes_carry_every_label_of_its_selector():
