@@ -82,6 +82,7 @@ from model.config.pod_fit import check_pods_fit
 from model.config.policy import PolicyExemption, PolicySettings
 from model.config.pools import GpuPool, gpu_pools
 from model.config.recipes import RecipesSettings
+from model.config.reservation import check_reservation_windows
 from model.config.scheduling import SchedulingSettings, check_scheduling
 from model.config.selftest import SelfTestSettings, check_selftest
 from model.config.storage import (
@@ -339,6 +340,7 @@ class PlatformConfig(Settings):
             check_alerts,
             check_selftest,
             check_cost,
+            check_reservation_windows,
             check_shared_data,
             check_charts,
         ):

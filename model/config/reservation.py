@@ -6,13 +6,16 @@ CronJobs that run them)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from contract.reservation import EKS_SCALE_DOWN_MINUTES, Window
 from model.config.base import FieldProblem, Int, Settings
 from model.config.bounds import WEEK_MINUTES
+
+if TYPE_CHECKING:
+    from model.config import PlatformConfig
 
 # EC2 User Guide, "Find and purchase Capacity Blocks" (capacity-blocks-purchase): "All Capacity
 # Blocks end at 11:30AM UTC" (their start and length vary with the offering).
@@ -105,3 +108,24 @@ def check_window(capacity: str, window: ReservationWindowSettings | None) -> Non
             f"to 0, {EKS_SCALE_DOWN_MINUTES} minutes before its end: give more than "
             f"{EKS_SCALE_DOWN_MINUTES}",
         )
+
+
+def check_reservation_windows(cfg: PlatformConfig) -> None:
+    """What the reservation controller needs of the rest of the stack: Kueue, whose flavor it
+    opens and closes, and the image it runs in (components/scheduling/reservation.py)."""
+    for i, group in enumerate(cfg.gpu_node_groups):
+        if group.reservation_window is None:
+            continue
+        if not cfg.scheduling.enabled:
+            raise FieldProblem(
+                f"gpu_node_groups[{i}].reservation_window",
+                f"set on {group.name}, but scheduling is off: the window opens and closes the "
+                "pool's Kueue flavor, and there is none; enable scheduling or remove the window",
+            )
+        if cfg.selftest.image is None:
+            raise FieldProblem(
+                f"gpu_node_groups[{i}].reservation_window",
+                f"set on {group.name}, but selftest.image is not: the controller that opens, "
+                "drains and closes the window runs in the self-test image; set selftest.image "
+                "(docs/selftest.md) or remove the window",
+            )

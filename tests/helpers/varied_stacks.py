@@ -17,6 +17,7 @@ from tests.helpers.network_stacks import (
     existing_vpc_plan,
     frankfurt_plan,
 )
+from tests.helpers.selftest_stacks import FSX, IMAGE
 
 VARIED_STACK = "varied"
 
@@ -107,7 +108,14 @@ def _window_config() -> dict:
         if g["name"] in windows
     ]
     groups.append({"name": "p5od", "instance_types": ["p5.48xlarge"], "zone": "us-east-1a"})
-    return {**CAPACITY_CONFIG, f"{NS}:gpu_node_groups": groups}
+    # The window's controller runs in the self-test image, whose runs keep their reports on
+    # shared data.
+    return {
+        **CAPACITY_CONFIG,
+        f"{NS}:gpu_node_groups": groups,
+        f"{NS}:selftest": {"image": IMAGE},
+        f"{NS}:storage": FSX,
+    }
 
 
 WINDOW_CONFIG = _window_config()

@@ -7,6 +7,7 @@ import pytest
 
 from model.config.reservation import ReservationWindowSettings
 from tests.helpers.bad_stacks import NS, assert_refused, case, group
+from tests.helpers.selftest_stacks import IMAGE
 
 START, END = "2026-12-14T11:30:00Z", "2026-12-16T11:30:00Z"
 WINDOW = {"start": START, "end": END}
@@ -78,6 +79,16 @@ BAD = [
         id="nothing-left-open",
     ),
     case(block(on_drain="evict"), f"{AT}.on_drain", "evict", "'requeue' or 'hold'", id="on-drain"),
+    # A window the controller could not act on: its pods would have no image to run, or there
+    # would be no flavor to open.
+    case(block(), AT, "a100", "set selftest.image", id="window-without-the-controllers-image"),
+    case(
+        {**block(), f"{NS}:selftest": {"image": IMAGE}, f"{NS}:scheduling": {"enabled": False}},
+        AT,
+        "scheduling is off",
+        "enable scheduling or remove the window",
+        id="window-without-kueue",
+    ),
 ]
 
 
