@@ -222,3 +222,18 @@ def test_the_team_cost_view_shows_usd_only_where_a_pool_has_a_price():
     assert "gpu_platform_team:usd:month_to_date" in priced
     assert "gpu_platform_team:gpu_hours:month_to_date" in unpriced
     assert "usd" not in unpriced.lower().replace("uid", "")
+
+
+def test_the_teams_dashboard_names_its_idle_jobs():
+    """Issue 40 §3: an idle job is named on the team's dashboard: the Team cost view lists the
+    chosen team's jobs by their busiest GPU (the idle record GpuIdle reads), idlest first."""
+    exprs = [
+        target["expr"]
+        for panel in load("team-cost")["panels"]
+        for target in panel.get("targets", [])
+    ]
+    idle = [e for e in exprs if "gpu_platform_job:gpu_utilisation:max" in e]
+    assert idle == [
+        "sort(max by (namespace, job_name) "
+        '(gpu_platform_job:gpu_utilisation:max{namespace=~"$team"}))'
+    ]
