@@ -15,7 +15,7 @@ from model.config import PlatformConfig
 from model.config.charts import chart_versions, installed_charts
 from model.config.fabric import RDMA_FABRICS
 from model.config.kubernetes_minor import below_eks_window
-from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
+from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB, windowed
 from model.config.scheduling import MULTI_NODE_FABRICS
 from model.versions import (
     CHART_KUBE_VERSIONS,
@@ -261,6 +261,25 @@ def mig_fabric_pools(cfg: PlatformConfig) -> list[str]:
     ]
 
 
+def cold_reservation_windows(cfg: PlatformConfig) -> list[str]:
+    """One warning per windowed Capacity Block group that may stand at zero nodes: no pod asks
+    for its nodes while its flavor is closed, so the warm-up tests none (the group starts at its
+    desired size when the block does, EKS User Guide capacity-blocks-mng), and cluster-autoscaler
+    may take them away again before the flavor opens. The block is paid whether its nodes run
+    or not: keeping them saves nothing."""
+    return [
+        warning(
+            "reservation-window-cold",
+            f"gpu_node_groups {g.name}: a reservation_window on a Capacity Block whose "
+            f"scaling.min_size is 0: its warm-up tests no node before the flavor opens, and the "
+            "autoscaler may remove the nodes it started; the block is paid either way, so set "
+            f"min_size and desired_size to its instance count (max_size {g.scaling.max_size})",
+        )
+        for g in windowed(cfg)
+        if g.capacity == "capacity_block" and g.scaling.min_size == 0
+    ]
+
+
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
     return [
         *documentation_accounts(cfg),
@@ -271,6 +290,7 @@ def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         *existing_addon_warnings(cfg),
         *shared_data_warnings(cfg),
         *mig_fabric_pools(cfg),
+        *cold_reservation_windows(cfg),
     ]
 
 

@@ -24,6 +24,7 @@ from tests.conftest import (
 )
 from tests.helpers.bad_stacks import NS
 from tests.helpers.brownfield_stacks import CLAIM_STACK, brownfield_plan
+from tests.helpers.varied_stacks import window_plan
 
 LOUD_AWS, LOUD_ONPREM = "loud-aws", "loud-onprem"
 
@@ -133,4 +134,5 @@ def every_warning(tmp: Path) -> list[str]:
         *capacity_block_roll(tmp),
         *chart_not_cached(tmp),
         *mig_on_fabric_plan().warnings,
+        *window_plan().warnings,
     ]
