@@ -18,8 +18,8 @@ from typing import Any
 
 from components.base import plane_labels
 from components.registry_mirror import mirrored
+from components.scheduling.controller_pod import controller_pod
 from components.scheduling.queues import kueue_objects, submitters
-from components.scheduling.training_job import RUN_AS, security_context
 from components.vocabulary import BATCH_API
 from contract.reservation import (
     ENV_DRAIN,
@@ -101,24 +101,10 @@ def transition_jobs(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> list[di
         ENV_QUOTAS: json.dumps(quotas, sort_keys=True),
         ENV_NAMESPACES: ",".join(namespaces(cfg, set(quotas))),
     }
-    container = {
-        "name": "reconcile",
-        "image": mirrored(cfg.selftest.image, cfg.images.registry_mirror),
-        "command": ["python", "-m", "selftest.reservation"],
-        "env": [{"name": k, "value": v} for k, v in env.items()],
-        "resources": {
-            "requests": {"cpu": "10m", "memory": "64Mi"},
-            "limits": {"cpu": "100m", "memory": "128Mi"},
-        },
-        "securityContext": security_context(),
-    }
-    pod = {
-        "serviceAccountName": ACCOUNT,
-        "restartPolicy": "OnFailure",
-        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
-                            "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [container],
-    }  # fmt: skip
+    image = mirrored(cfg.selftest.image, cfg.images.registry_mirror)
+    pod = controller_pod(
+        "reconcile", image, "selftest.reservation", env, ACCOUNT, restartPolicy="OnFailure"
+    )
     labels = {"app.kubernetes.io/name": ACCOUNT, "gpu-platform/pool": group.name, **PART_OF}
     return [
         {

@@ -35,7 +35,7 @@ from typing import Any
 
 from components.base import plane_labels
 from components.registry_mirror import mirrored
-from components.scheduling.training_job import RUN_AS, security_context
+from components.scheduling.controller_pod import controller_deployment, controller_pod
 from components.vocabulary import QUARANTINE_LABEL
 from contract.env import (
     SELFTEST_CORDON_LABEL,
@@ -157,35 +157,8 @@ def watcher_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
         SELFTEST_CORDON_LABEL: CORDON_LABEL,
         SELFTEST_WATCH_NAMESPACES: ",".join(team_namespaces(cfg)),
     }
-    container = {
-        "name": "watch",
-        "image": image,
-        "command": ["python", "-m", "selftest.watch"],
-        "env": [{"name": k, "value": v} for k, v in env.items()],
-        "resources": {
-            "requests": {"cpu": "10m", "memory": "64Mi"},
-            "limits": {"cpu": "100m", "memory": "128Mi"},
-        },
-        "securityContext": security_context(),
-    }
-    pod = {
-        "serviceAccountName": WATCHER,
-        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
-                            "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [container],
-    }  # fmt: skip
-    objects.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": WATCHER, "namespace": namespace, "labels": WATCHER_LABELS},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app.kubernetes.io/name": WATCHER}},
-                "template": {"metadata": {"labels": WATCHER_LABELS}, "spec": pod},
-            },
-        }
-    )
+    pod = controller_pod("watch", image, "selftest.watch", env, WATCHER)
+    objects.append(controller_deployment(WATCHER, namespace, WATCHER_LABELS, pod))
     return objects
 
 

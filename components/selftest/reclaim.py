@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.observability.idle import idle_jobs_query
-from components.scheduling.training_job import RUN_AS, security_context
+from components.scheduling.controller_pod import controller_deployment, controller_pod
 from components.selftest.access import PART_OF, team_namespaces, watcher_image
 from components.vocabulary import prometheus_service
 from contract.env import (
@@ -92,33 +92,6 @@ def reclaimer_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
          "roleRef": role, "subjects": [subject]}
         for team in reclaim_namespaces(cfg)
     ]  # fmt: skip
-    container = {
-        "name": "reclaim",
-        "image": image,
-        "command": ["python", "-m", "selftest.reclaim"],
-        "env": [{"name": k, "value": v} for k, v in reclaimer_env(cfg).items()],
-        "resources": {
-            "requests": {"cpu": "10m", "memory": "64Mi"},
-            "limits": {"cpu": "100m", "memory": "128Mi"},
-        },
-        "securityContext": security_context(),
-    }
-    pod = {
-        "serviceAccountName": RECLAIMER,
-        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
-                            "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [container],
-    }  # fmt: skip
-    objects.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": RECLAIMER, "namespace": namespace, "labels": RECLAIMER_LABELS},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app.kubernetes.io/name": RECLAIMER}},
-                "template": {"metadata": {"labels": RECLAIMER_LABELS}, "spec": pod},
-            },
-        }
-    )
+    pod = controller_pod("reclaim", image, "selftest.reclaim", reclaimer_env(cfg), RECLAIMER)
+    objects.append(controller_deployment(RECLAIMER, namespace, RECLAIMER_LABELS, pod))
     return objects
