@@ -18,7 +18,12 @@ from typing import Any
 
 from components.base import plane_labels
 from components.registry_mirror import mirrored
-from components.scheduling.controller_pod import controller_pod
+from components.scheduling.controller import (
+    cluster_role,
+    controller_pod,
+    granted,
+    service_account,
+)
 from components.scheduling.queues import kueue_objects, submitters
 from components.vocabulary import BATCH_API
 from contract.reservation import (
@@ -37,7 +42,6 @@ from model.config.nodes import GpuNodeGroupSettings
 from model.config.pools import windowed
 
 ACCOUNT = "reservation-controller"
-RBAC = "rbac.authorization.k8s.io/v1"
 PART_OF = plane_labels("scheduling")
 # A run that starts more than this late (controller down) is skipped; the next transition's run
 # reconciles anyway. Under the shortest gap between two transitions the stack can have (a minute).
@@ -157,30 +161,19 @@ def reservation_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
         return []
     namespace = cfg.namespaces.selftest
     queues = sorted({q for g in groups for q in flavor_quotas(cfg, g.name)})
-    subject = {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}
-    meta = {"name": ACCOUNT, "labels": PART_OF}
-    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole"}
     queue_rules = [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
                     "resourceNames": queues, "verbs": ["get", "patch"]}]  # fmt: skip
     workload_rules = [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"],
                        "verbs": ["get", "list", "patch"]}]  # fmt: skip
     workloads = f"{ACCOUNT}-workloads"
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": ACCOUNT, "namespace": namespace, "labels": PART_OF}},
-        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": meta, "rules": queue_rules},
-        {"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": meta,
-         "roleRef": {**role_ref, "name": ACCOUNT}, "subjects": [subject]},
-        {"apiVersion": RBAC, "kind": "ClusterRole",
-         "metadata": {"name": workloads, "labels": PART_OF}, "rules": workload_rules},
-    ]  # fmt: skip
-    # The Workloads only where the windowed queues' teams submit: a RoleBinding per namespace.
-    objects += [
-        {"apiVersion": RBAC, "kind": "RoleBinding",
-         "metadata": {"name": workloads, "namespace": team, "labels": PART_OF},
-         "roleRef": {**role_ref, "name": workloads}, "subjects": [subject]}
-        for team in namespaces(cfg, set(queues))
-    ]  # fmt: skip
+    objects = [
+        service_account(ACCOUNT, namespace, PART_OF),
+        cluster_role(ACCOUNT, queue_rules, PART_OF),
+        *granted(ACCOUNT, ACCOUNT, namespace, PART_OF),
+        cluster_role(workloads, workload_rules, PART_OF),
+        # The Workloads only where the windowed queues' teams submit: a RoleBinding each.
+        *granted(workloads, ACCOUNT, namespace, PART_OF, namespaces(cfg, set(queues))),
+    ]
     for group in groups:
         objects += transition_jobs(cfg, group)
     return objects

@@ -35,7 +35,13 @@ from typing import Any
 
 from components.base import plane_labels
 from components.registry_mirror import mirrored
-from components.scheduling.controller_pod import controller_deployment, controller_pod
+from components.scheduling.controller import (
+    cluster_role,
+    controller_deployment,
+    controller_pod,
+    granted,
+    service_account,
+)
 from components.vocabulary import QUARANTINE_LABEL
 from contract.env import (
     SELFTEST_CORDON_LABEL,
@@ -102,17 +108,13 @@ def access_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     # ServiceAccount of its namespace (Kubernetes docs, "Service Accounts"), so a team sharing
     # the namespace could patch every node of the cluster.
     namespace = cfg.namespaces.selftest
-    objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": name, "namespace": namespace, "labels": PART_OF},
-        }
-    ]
+    objects = [service_account(name, namespace, PART_OF)]
     if reads_topology(cfg):
-        objects += _role(READER_ROLE, READ_RULES, name, namespace)
+        objects += [cluster_role(READER_ROLE, READ_RULES, PART_OF),
+                    *granted(READER_ROLE, name, namespace, PART_OF)]  # fmt: skip
     if cfg.selftest.cordon_on_fail:
-        objects += _role(CORDON_ROLE, CORDON_RULES, name, namespace)
+        objects += [cluster_role(CORDON_ROLE, CORDON_RULES, PART_OF),
+                    *granted(CORDON_ROLE, name, namespace, PART_OF)]  # fmt: skip
     return objects
 
 
@@ -136,23 +138,14 @@ def watcher_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     image = watcher_image(cfg)
     if image is None:
         return []
-    namespace, rbac = cfg.namespaces.selftest, "rbac.authorization.k8s.io/v1"
-    subject = {"kind": "ServiceAccount", "name": WATCHER, "namespace": namespace}
-    reader = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-              "name": PREFLIGHT_READER_ROLE}  # fmt: skip
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": WATCHER, "namespace": namespace, "labels": PART_OF}},
-        *_role(WATCHER_ROLE, CORDON_RULES, WATCHER, namespace),
-        {"apiVersion": rbac, "kind": "ClusterRole",
-         "metadata": {"name": PREFLIGHT_READER_ROLE, "labels": PART_OF}, "rules": LIST_PODS},
-    ]  # fmt: skip
-    objects += [
-        {"apiVersion": rbac, "kind": "RoleBinding",
-         "metadata": {"name": PREFLIGHT_READER_ROLE, "namespace": team, "labels": PART_OF},
-         "roleRef": reader, "subjects": [subject]}
-        for team in team_namespaces(cfg)
-    ]  # fmt: skip
+    namespace = cfg.namespaces.selftest
+    objects = [
+        service_account(WATCHER, namespace, PART_OF),
+        cluster_role(WATCHER_ROLE, CORDON_RULES, PART_OF),
+        *granted(WATCHER_ROLE, WATCHER, namespace, PART_OF),
+        cluster_role(PREFLIGHT_READER_ROLE, LIST_PODS, PART_OF),
+        *granted(PREFLIGHT_READER_ROLE, WATCHER, namespace, PART_OF, team_namespaces(cfg)),
+    ]
     env = {
         SELFTEST_CORDON_LABEL: CORDON_LABEL,
         SELFTEST_WATCH_NAMESPACES: ",".join(team_namespaces(cfg)),
@@ -160,20 +153,3 @@ def watcher_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     pod = controller_pod("watch", image, "selftest.watch", env, WATCHER)
     objects.append(controller_deployment(WATCHER, namespace, WATCHER_LABELS, pod))
     return objects
-
-
-def _role(role: str, rules: list[dict], account_name: str, namespace: str) -> list[dict]:
-    rbac = "rbac.authorization.k8s.io/v1"
-    metadata = {"name": role, "labels": PART_OF}
-    return [
-        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": metadata, "rules": rules},
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": metadata,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": account_name,
-                          "namespace": namespace}],
-        },
-    ]  # fmt: skip

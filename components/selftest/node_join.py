@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.registry_mirror import mirrored
+from components.scheduling.controller import cluster_role, granted, service_account
 from components.scheduling.training_job import TrainingJobSpec, pod_template, spec_for_pool
 from components.selftest.access import CORDON_LABEL, PART_OF
 from components.selftest.schedule import history_env
@@ -162,15 +163,10 @@ def node_join_objects(cfg: PlatformConfig, env_for_pool) -> list[dict[str, Any]]
     tested."""
     if not joins_tested(cfg):
         return []
-    namespace, rbac = cfg.namespaces.selftest, "rbac.authorization.k8s.io/v1"
-    meta = {"name": ROLE, "labels": dict(PART_OF)}
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": ACCOUNT, "namespace": namespace, "labels": dict(PART_OF)}},
-        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": meta, "rules": RULES},
-        {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": meta,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                     "name": ROLE},
-         "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}]},
-    ]  # fmt: skip
+    namespace = cfg.namespaces.selftest
+    objects = [
+        service_account(ACCOUNT, namespace, PART_OF),
+        cluster_role(ROLE, RULES, PART_OF),
+        *granted(ROLE, ACCOUNT, namespace, PART_OF),
+    ]
     return objects + [daemon_set(cfg, p, env_for_pool(p.name)) for p in pools_tested_on_join(cfg)]

@@ -19,7 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from components.observability.idle import idle_jobs_query
-from components.scheduling.controller_pod import controller_deployment, controller_pod
+from components.scheduling.controller import (
+    cluster_role,
+    controller_deployment,
+    controller_pod,
+    granted,
+    service_account,
+)
 from components.selftest.access import PART_OF, team_namespaces, watcher_image
 from components.vocabulary import prometheus_service
 from contract.env import (
@@ -40,7 +46,6 @@ RECLAIM_RULES = [
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch"]}
 ]
 RECLAIMER_LABELS = {"app.kubernetes.io/name": RECLAIMER, **PART_OF}
-RBAC = "rbac.authorization.k8s.io/v1"
 
 
 def reclaim_namespaces(cfg: PlatformConfig) -> list[str]:
@@ -78,20 +83,11 @@ def reclaimer_objects(cfg: PlatformConfig) -> list[dict[str, Any]]:
     if cfg.scheduling.idle_reclaim is None or image is None:
         return []
     namespace = cfg.namespaces.selftest
-    subject = {"kind": "ServiceAccount", "name": RECLAIMER, "namespace": namespace}
-    role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": RECLAIMER_ROLE}
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": RECLAIMER, "namespace": namespace, "labels": PART_OF}},
-        {"apiVersion": RBAC, "kind": "ClusterRole",
-         "metadata": {"name": RECLAIMER_ROLE, "labels": PART_OF}, "rules": RECLAIM_RULES},
-    ]  # fmt: skip
-    objects += [
-        {"apiVersion": RBAC, "kind": "RoleBinding",
-         "metadata": {"name": RECLAIMER_ROLE, "namespace": team, "labels": PART_OF},
-         "roleRef": role, "subjects": [subject]}
-        for team in reclaim_namespaces(cfg)
-    ]  # fmt: skip
+    objects = [
+        service_account(RECLAIMER, namespace, PART_OF),
+        cluster_role(RECLAIMER_ROLE, RECLAIM_RULES, PART_OF),
+        *granted(RECLAIMER_ROLE, RECLAIMER, namespace, PART_OF, reclaim_namespaces(cfg)),
+    ]
     pod = controller_pod("reclaim", image, "selftest.reclaim", reclaimer_env(cfg), RECLAIMER)
     objects.append(controller_deployment(RECLAIMER, namespace, RECLAIMER_LABELS, pod))
     return objects
