@@ -74,3 +74,9 @@ def devices_per_gpu(cfg: PlatformConfig) -> dict[str, int]:
         // pool.gpus_per_node
         for pool in cfg.gpu_pools
     }
+
+
+def as_hostname(expr: str) -> str:
+    """`expr`'s series with a `Hostname` label copied from `node`: the label the alerts'
+    descriptions name a node by, as the DCGM exporter's series carry it."""
+    return f'label_replace({expr}, "Hostname", "$1", "node", "(.+)")'

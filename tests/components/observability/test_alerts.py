@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.observability import alerts, training_alerts
+from components.observability import selftest_alerts, training_alerts
 from components.observability.alerts import (
     alert_report,
     node_labels_read,
@@ -107,7 +107,7 @@ def test_selftest_alerts_fire_on_a_failed_run_or_a_figure_below_floor_and_stay_s
 def test_a_node_that_left_the_cluster_never_alerts_on_its_last_push(tmp_path, monkeypatch):
     """The Pushgateway keeps a node's last push until it is deleted: without the join on the
     nodes kube-state-metrics still sees, a node scaled away would alert for ever."""
-    monkeypatch.setattr(alerts, "STILL_A_NODE", "")
+    monkeypatch.setattr(selftest_alerts, "STILL_A_NODE", "")
     result = promtool_cases(tmp_path, prometheus_rule_spec(scheduled_config()), SELFTEST_TESTS)
     assert result.returncode != 0
     assert "node-2" in result.stdout + result.stderr
