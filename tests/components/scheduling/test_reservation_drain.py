@@ -8,8 +8,9 @@ flavorassigner/flavorassigner.go; the ClusterQueue sets no flavorFungibility, so
 apply: whenCanBorrow Borrow, whenCanPreempt TryNextFlavor, apis/kueue/v1beta2/
 clusterqueue_types.go). A flavor another queue or a MultiKueue worker holds is never among them:
 Kueue refuses a MultiKueue check on some flavors only (ClusterQueue condition
-MultiKueueAdmissionCheckAppliedPerFlavor, apis/kueue/v1beta1/clusterqueue_types.go), so no queue that lists a pool of this
-cluster bursts. Where no flavor is left the workload waits, pending, and the plan warns
+MultiKueueAdmissionCheckAppliedPerFlavor, apis/kueue/v1beta1/clusterqueue_types.go), so no
+queue that lists a pool of this cluster bursts. Where no flavor is left the workload waits,
+pending, and the plan warns
 (`reservation-drain-waits`, infra/stack_warnings.py)."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from components.scheduling.queues import kueue_objects, submitters
 from infra.stack_warnings import drain_waits
 from model.config import PlatformConfig
 from model.config.pools import windowed
+from model.stacks import ROOT
 from model.warning_kinds import warning_kind
 from tests.controllers.kueue_admission import Kueue, assigned_flavor, quantity
 from tests.helpers.kueue_objects import gpu_job
@@ -89,10 +91,13 @@ def destinations(stack: str) -> dict[tuple[str, str], str | None]:
 # The window stack (tests/helpers/varied_stacks.py): the block's drained work goes to p5od, the
 # on-demand p5.48xlarge group listed after it (its one queue holds every pool); the waiting twin,
 # without p5od, has the reservation's flavor still pending at the block's drain (it opens on
-# 31 Dec), so nothing is left.
+# 31 Dec), so nothing is left. The burst worker (stacks/Pulumi.burst.yaml) with a window on its
+# block: its queue `burst` lists h100-spot first, and its drained work requeues there, on the
+# worker.
 EXPECTED = {
     "window": {("block", "shared"): "p5od"},
     "window-waiting": {("block", "shared"): None},
+    "burst-window": {("h100-block", "burst"): "h100-spot"},
 }
 
 
@@ -104,7 +109,8 @@ def test_a_drained_workload_is_admitted_to_the_queues_next_open_flavor_or_none(s
 @pytest.mark.parametrize("stack", sorted(CONFIGS))
 def test_the_plan_warns_exactly_where_a_drained_workload_has_nowhere_to_go(stack):
     waiting = sorted(k for k, flavor in destinations(stack).items() if flavor is None)
-    warned = [w for w in drain_waits(CONFIGS[stack]) if warning_kind(w) == "reservation-drain-waits"]
+    warned = drain_waits(CONFIGS[stack])
+    assert {warning_kind(w) for w in warned} <= {"reservation-drain-waits"}
     said = sorted(
         (group, queue)
         for group, queue in waiting
@@ -122,3 +128,13 @@ def test_a_drained_workload_never_returns_to_a_closed_window(stack):
         if flavor in windows:
             draining = windows[group].transitions()["draining"]
             assert flavor != group and windows[flavor].phase(draining) == "open", flavor
+
+
+def test_the_docs_say_a_drained_workload_requeues_to_its_queues_flavors_never_a_burst_worker():
+    # docs/gpu-nodes.md, "Reservation windows": the draining row of the block's timeline.
+    page = (ROOT / "docs" / "gpu-nodes.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith("| 16 Dec 10:30 | draining")]
+    assert "Never to a burst worker" in row
+    assert "`reservation-drain-waits`" in row
+    # What the burst worker's own block does, as EXPECTED above has it.
+    assert "(`h100-spot`)" in row
