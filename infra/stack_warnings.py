@@ -16,7 +16,7 @@ from model.config.charts import chart_versions, installed_charts
 from model.config.fabric import RDMA_FABRICS
 from model.config.kubernetes_minor import below_eks_window
 from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB, windowed
-from model.config.scheduling import MULTI_NODE_FABRICS
+from model.config.scheduling import MULTI_NODE_FABRICS, ClusterQueueSettings
 from model.versions import (
     CHART_KUBE_VERSIONS,
     CHARTS,
@@ -280,6 +280,63 @@ def cold_reservation_windows(cfg: PlatformConfig) -> list[str]:
     ]
 
 
+def reachable_gpus(cfg: PlatformConfig, queue: ClusterQueueSettings, pool: str) -> int:
+    """The most GPUs of `pool` the queue can hold with nothing else admitted: its nominal quota
+    plus what the rest of the cohort lends (each queue all but what its lending_limit keeps),
+    within its borrowing_limit (Kueue v0.19.2 pkg/cache/scheduler/resource_node.go
+    `available`; every queue of the stack is in scheduling.cohort)."""
+    (found,) = [p for p in cfg.gpu_pools if p.name == pool]
+    lent = 0
+    for other in cfg.scheduling.cluster_queues:
+        if other.name != queue.name:
+            nominal = other.nominal_gpus(found)
+            lent += min(nominal, (other.lending_limit or {}).get(pool, nominal))
+    cap = (queue.borrowing_limit or {}).get(pool)
+    return queue.nominal_gpus(found) + (lent if cap is None else min(lent, cap))
+
+
+def drain_waits(cfg: PlatformConfig) -> list[str]:
+    """One warning per window that requeues and ClusterQueue that admits to its flavor but
+    reaches no other flavor holding one of its nodes' GPUs when the drain starts: Kueue admits
+    a reactivated workload only to a flavor its own queue lists (v0.19.2 pkg/scheduler/
+    flavorassigner/flavorassigner.go), never to a burst worker (a MultiKueue check on some
+    flavors only is refused, docs/scheduling.md), so it waits, pending, for the flavor to
+    reopen. A flavor of another window counts only if that window is open then."""
+    groups = windowed(cfg)
+    windows = {g.name: g.reservation_window.window() for g in groups if g.reservation_window}
+    found = []
+    for group in groups:
+        window = windows[group.name]
+        if window.on_drain != "requeue":
+            continue
+        draining = window.transitions()["draining"]
+        (pool,) = [p for p in cfg.gpu_pools if p.name == group.name]
+        others = [
+            p.name
+            for p in cfg.gpu_pools
+            if p.name != pool.name
+            and (p.name not in windows or windows[p.name].phase(draining) == "open")
+        ]
+        for queue in cfg.scheduling.cluster_queues:
+            if reachable_gpus(cfg, queue, pool.name) == 0:
+                continue
+            if any(reachable_gpus(cfg, queue, o) >= pool.gpus_per_node for o in others):
+                continue
+            found.append(
+                warning(
+                    "reservation-drain-waits",
+                    f"gpu_node_groups {group.name}: reservation_window.on_drain requeue, but "
+                    f"ClusterQueue {queue.name} reaches no other flavor with "
+                    f"{pool.gpus_per_node} GPUs (one node of the pool) at "
+                    f"{draining.isoformat()}: its drained workloads wait, pending, until the "
+                    "flavor reopens (Kueue requeues them only to the queue's own flavors, "
+                    "never to a burst worker); set on_drain: hold, or give the queue an "
+                    "on-demand pool",
+                )
+            )
+    return found
+
+
 def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
     return [
         *documentation_accounts(cfg),
@@ -291,6 +348,7 @@ def config_warnings(cfg: PlatformConfig, today: date) -> list[str]:
         *shared_data_warnings(cfg),
         *mig_fabric_pools(cfg),
         *cold_reservation_windows(cfg),
+        *drain_waits(cfg),
     ]
 
 

@@ -31,6 +31,7 @@ WARNINGS: dict[str, str] = {
     "capacity-block-roll": "a Capacity Block group rolls its nodes since the previous plan",
     "mig-fabric-pool": "a MIG pool has a multi-node fabric that no job of it can use",
     "reservation-window-cold": "a windowed Capacity Block scales from zero: no node is warmed",
+    "reservation-drain-waits": "a window requeues, but a queue has no other flavor to requeue to",
     "chart-not-cached": "a pinned chart is not in the chart cache: its release is not rendered",
     "shared-data-unprovided": "an AWS stack declares no shared-data: its jobs' pods stay Pending",
     "shared-data-claim-unchecked": "shared-data is the admin's claim, which the plan cannot see",

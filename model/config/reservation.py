@@ -51,8 +51,12 @@ class ReservationWindowSettings(Settings):
     )
     on_drain: Literal["requeue", "hold"] = Field(
         "requeue",
-        description="What drained workloads do: requeue (Kueue admits them again, to the "
-        "queue's other flavors) or hold (deactivated until someone reactivates them).",
+        description="What drained workloads do: requeue (Kueue admits them again to the first "
+        "other flavor their own ClusterQueue lists with quota left, never to a MultiKueue burst "
+        "worker, as Kueue refuses a MultiKueue check on some flavors only; with none left they "
+        "wait, pending, until the flavor reopens, and the plan warns reservation-drain-waits) "
+        "or hold (deactivated until someone reactivates them). On a burst worker stack its "
+        "workloads requeue on the worker, to its queue's other flavors.",
     )
 
     @field_validator("start", "end")

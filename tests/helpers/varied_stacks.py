@@ -8,8 +8,16 @@ from __future__ import annotations
 import functools
 
 from model.config import PlatformConfig, parse_config
+from model.config.pools import windowed
 from plan.model import Plan
-from tests.conftest import AWS_STACKS, planned, project_plan, stack_file_config
+from tests.conftest import (
+    AWS_STACKS,
+    STACKS,
+    planned,
+    project_plan,
+    stack_config,
+    stack_file_config,
+)
 from tests.helpers.bad_stacks import NS
 from tests.helpers.network_stacks import (
     EXISTING_VPC_STACK,
@@ -128,6 +136,46 @@ def window_config() -> PlatformConfig:
 @functools.cache
 def window_plan() -> Plan:
     return project_plan(WINDOW_STACK, {WINDOW_STACK: WINDOW_CONFIG})
+
+
+# The window stack without its on-demand group: the block requeues, but at its drain the queue
+# has no other flavor open (the reservation's window starts two weeks later), so its drained
+# workloads wait (a `reservation-drain-waits` warning).
+WAITING_WINDOW_STACK = "window-waiting"
+
+
+def waiting_window_config() -> PlatformConfig:
+    config = {k.split(":", 1)[1]: v for k, v in WINDOW_CONFIG.items()}
+    config["gpu_node_groups"] = [g for g in config["gpu_node_groups"] if g["name"] != "p5od"]
+    return parse_config(config, WAITING_WINDOW_STACK)
+
+
+# The shipped burst worker with a window on its Capacity Block: its own drained workloads
+# requeue on the worker, to the spot flavor its queue lists first.
+BURST_WINDOW_STACK = "burst-window"
+
+
+def burst_window_config() -> PlatformConfig:
+    config = {k.split(":", 1)[1]: v for k, v in stack_file_config("burst").items()}
+    config["gpu_node_groups"] = [
+        {**g, "reservation_window": BLOCK_WINDOW} if g["name"] == "h100-block" else g
+        for g in config["gpu_node_groups"]
+    ]
+    config["selftest"] = {"image": IMAGE}
+    return parse_config(config, BURST_WINDOW_STACK)
+
+
+def window_configs() -> list[tuple[str, PlatformConfig]]:
+    """(name, config) of every stack that declares a reservation window: the shipped ones that
+    do (read from their config), the window stack, its waiting twin and a windowed burst
+    worker."""
+    shipped = [(s, stack_config(s)) for s in STACKS]
+    return [
+        *((s, cfg) for s, cfg in shipped if windowed(cfg)),
+        (WINDOW_STACK, window_config()),
+        (WAITING_WINDOW_STACK, waiting_window_config()),
+        (BURST_WINDOW_STACK, burst_window_config()),
+    ]
 
 
 @functools.cache

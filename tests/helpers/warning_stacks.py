@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
-from infra.stack_warnings import kubernetes_support
+from infra.stack_warnings import drain_waits, kubernetes_support
 from plan.cli import compare_with_previous
 from plan.model import Plan
 from plan.render import render_plan
@@ -24,7 +24,7 @@ from tests.conftest import (
 )
 from tests.helpers.bad_stacks import NS
 from tests.helpers.brownfield_stacks import CLAIM_STACK, brownfield_plan
-from tests.helpers.varied_stacks import window_plan
+from tests.helpers.varied_stacks import waiting_window_config, window_plan
 
 LOUD_AWS, LOUD_ONPREM = "loud-aws", "loud-onprem"
 
@@ -135,4 +135,5 @@ def every_warning(tmp: Path) -> list[str]:
         *chart_not_cached(tmp),
         *mig_on_fabric_plan().warnings,
         *window_plan().warnings,
+        *drain_waits(waiting_window_config()),
     ]

@@ -26,8 +26,8 @@ from components.scheduling.reservation import reservation_objects
 from components.scheduling.training_job import KUBERNETES_GRACE_PERIOD_SECONDS
 from contract.reservation import ENV_FLAVOR, ENV_QUOTAS, actions
 from model.config import PlatformConfig
-from model.config.scheduling import LOCAL_QUEUE
 from tests.controllers.kueue_admission import Kueue, assigned_flavor, pod_sets, quantity
+from tests.helpers.kueue_objects import gpu_job
 from tests.helpers.varied_stacks import window_config
 
 
@@ -40,22 +40,7 @@ BEGIN, END = utc("2026-12-14T10:00"), utc("2027-01-01T06:00")
 
 def p5_job(name: str) -> dict[str, Any]:
     """A whole p5.48xlarge node's job (8 GPUs) on the training namespace's LocalQueue."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "training",
-            "labels": {"kueue.x-k8s.io/queue-name": LOCAL_QUEUE},
-        },
-        "spec": {
-            "template": {
-                "spec": {
-                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
-                }
-            }
-        },
-    }
+    return gpu_job(name, "training", 8)
 
 
 @dataclass
