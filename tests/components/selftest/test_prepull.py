@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-prepull_objects = None
+from components.selftest.prepull import prepull_objects
 from model.config import parse_config
 from plan.engine import run_program
 from plan.images import image_lines
@@ -14,6 +14,7 @@ from plan.model import build_plan
 from tests.conftest import make_project
 from tests.controllers.pod_security import pod_templates, violations
 from tests.controllers.qos import containers, exclusive_cpus, qos_class
+from tests.controllers.references import Cluster, missing, pod_references
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
 from tests.helpers.box_nodes import CANARY_LABEL, EFFECTS, NODE_GROUP, tolerated
 from tests.helpers.jobsets import validate_object
@@ -112,6 +113,9 @@ def test_a_pre_puller_is_admitted_and_takes_nothing_from_the_jobs(warmed):
         validate_object(ds, "1.35")
         ((meta, spec),) = pod_templates(ds)
         assert violations((meta, spec), "restricted") == [], pool
+        cluster = Cluster("pp", warmed.kubernetes_objects())
+        refs = pod_references(ds["spec"]["template"], ds["metadata"]["namespace"])
+        assert missing(refs, cluster) == [], pool
         assert spec["automountServiceAccountToken"] is False
         # Burstable, so the static CPU manager pins no CPU of the node to it.
         assert qos_class(spec) == "Burstable"
