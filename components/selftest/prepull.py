@@ -3,8 +3,9 @@ and the recipes image) while its node-join check runs (node_join.py), so a job's
 starts without waiting minutes for a 10-20 GB image.
 
 A DaemonSet per GPU pool, in the self-test's namespace, on every node of the pool: it tolerates
-the GPU taint and the node-join startup taint (not the canary's: no job runs on a canary node),
-so its pod starts as the node registers. Each image is an init container that exits at once
+what every GPU node's DaemonSet does (the GPU taint, the node-join startup taint, the canary's),
+so its pod starts as the node registers, and a canary node is measured pulling as a new node of
+its pool is. Each image is an init container that exits at once
 (`sh -c 'exit 0'`: the image must have `sh`); its one container is the pause image, which keeps
 the pod, and with it the pulled images, in place: the kubelet's image garbage collection removes
 only images no container uses (Kubernetes docs, "Garbage collection of unused containers and
@@ -22,7 +23,7 @@ from components.registry_mirror import mirrored
 from components.scheduling.controller import RESOURCES
 from components.scheduling.training_job import RUN_AS, security_context
 from components.selftest.access import PART_OF
-from components.vocabulary import GPU_DAEMONSET_TOLERATION, NODE_JOIN_TOLERATION
+from components.vocabulary import GPU_NODE_DAEMONSET_TOLERATIONS
 from model.config import GpuPool, PlatformConfig
 from model.versions import PAUSE_IMAGE
 
@@ -59,7 +60,7 @@ def daemon_set(cfg: PlatformConfig, pool: GpuPool, images: list[str]) -> dict[st
     pod = {
         "automountServiceAccountToken": False,
         "nodeSelector": dict(pool.node_selector),
-        "tolerations": [dict(GPU_DAEMONSET_TOLERATION), dict(NODE_JOIN_TOLERATION)],
+        "tolerations": [dict(t) for t in GPU_NODE_DAEMONSET_TOLERATIONS],
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": RUN_AS,

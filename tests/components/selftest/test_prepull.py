@@ -40,12 +40,12 @@ STARTUP_TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform
 
 @pytest.fixture(scope="module")
 def warmed(tmp_path_factory):
-    """An AWS stack behind a mirror with two pools, new nodes tested on join, two listed
-    training images and the recipes image, one of them listed twice."""
+    """An AWS stack behind a mirror with two pools, new nodes tested on join and rolled through
+    a canary, two listed training images and the recipes image, one of them listed twice."""
     stack = aws(
         gpu_node_groups=[P5, MIG],
         storage=FSX,
-        selftest={"image": IMAGE},
+        selftest={"image": IMAGE, "node_join": {"canary": True}},
         images={"registry_mirror": MIRROR, "prepull": [TRAINER, TOKENIZER, TRAINER]},
         recipes={"image": RECIPES},
     )
@@ -58,10 +58,11 @@ def _pre_pullers(plan) -> list[dict]:
 
 
 def _joining_nodes(plan) -> dict[str, tuple[dict, list[dict]]]:
-    """Each GPU pool's node as it registers: its node group's labels and every taint the group
-    declares, the node-join startup taint included (the check has not run yet)."""
+    """Each GPU node group's node as it registers, the pool's canary group's too: its labels
+    and every taint the group declares, the node-join startup taint included (the check has not
+    run yet)."""
     return {
-        group["labels"][POOL]: (
+        group["nodeGroupName"]: (
             group["labels"],
             [
                 {"key": t["key"], "value": t.get("value", ""), "effect": EFFECTS[t["effect"]]}
@@ -69,7 +70,7 @@ def _joining_nodes(plan) -> dict[str, tuple[dict, list[dict]]]:
             ],
         )
         for group in (r.inputs for r in plan.of_type(NODE_GROUP))
-        if POOL in group.get("labels", {}) and CANARY_LABEL not in group["labels"]
+        if POOL in group.get("labels", {})
     }
 
 
@@ -86,9 +87,11 @@ def _pods_starting_on(node: tuple[dict, list[dict]], pullers: list[dict]) -> lis
 
 def test_every_training_image_reaches_every_gpu_pools_nodes_as_they_join(warmed):
     nodes = _joining_nodes(warmed)
-    assert set(nodes) == {"h100", "a100-mig"}
+    pools = {labels[POOL] for labels, _ in nodes.values()}
+    assert pools == {"h100", "a100-mig"}
+    assert any(CANARY_LABEL in labels for labels, _ in nodes.values()), "a canary group"
     # The whole-GPU pool is tested on join (a MIG pool is not: node_join.pools_tested_on_join).
-    assert STARTUP_TAINT_KEY in {t["key"] for t in nodes["h100"][1]}
+    assert any(STARTUP_TAINT_KEY in {t["key"] for t in taints} for _, taints in nodes.values())
     for pool, node in nodes.items():
         (pod,) = _pods_starting_on(node, _pre_pullers(warmed))
         # Mirrored, each once, the self-test image left to the node-join check.
