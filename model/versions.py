@@ -353,6 +353,11 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
     "1.36": "v1.36.1",
 }
 
+# The pause image a pre-puller's pod keeps running (components/selftest/prepull.py): the
+# version kubeadm pins for the sandbox (kubernetes/kubernetes v1.35
+# cmd/kubeadm/app/constants/constants.go, `PauseVersion = "3.10.1"`).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+
 # The Ceph release Rook v1.20.6 deploys in its example CephCluster (deploy/examples/cluster.yaml).
 CEPH_IMAGE = "quay.io/ceph/ceph:v20.2.4"
 

@@ -45,6 +45,7 @@ from components.scheduling.reservation import reservation_objects
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
 from components.selftest.access import access_all, access_env, account
 from components.selftest.node_join import node_join_objects
+from components.selftest.prepull import prepull_objects
 from components.selftest.reclaim import reclaimer_objects
 from components.selftest.schedule import (
     IDLE_QUEUE,
@@ -290,8 +291,12 @@ class SelfTest(PlatformComponent):
             )
             for obj in [*access_all(cfg), *reclaimer_objects(cfg), *reservation_objects(cfg)]
         ]
-        # New GPU nodes are tested before any job lands there (components/selftest/node_join.py).
-        for obj in node_join_objects(cfg, lambda pool: pool_env(cfg, pool)):
+        # New GPU nodes are tested before any job lands there (components/selftest/node_join.py)
+        # and pull the stack's training images meanwhile (components/selftest/prepull.py).
+        for obj in [
+            *node_join_objects(cfg, lambda pool: pool_env(cfg, pool)),
+            *prepull_objects(cfg),
+        ]:
             KubernetesObject(
                 f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}",
                 obj,

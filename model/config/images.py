@@ -8,6 +8,7 @@ import re
 from pydantic import Field, field_validator
 
 from model.config.base import Settings
+from model.config.selftest import PinnedImage
 
 # host[:port][/path]: lower-case, no scheme, no tag. The host needs a dot or a port (or is
 # localhost): a first component without either is read as a Docker Hub namespace, so
@@ -35,6 +36,15 @@ class ImageSettings(Settings):
         "`registry.internal.example:5000/mirror/kueue/kueue:v0.19.2`, through each chart's "
         "registry values, the operators' custom resources and the program's own pods. "
         "out/<stack>/images.txt lists what to copy there. Default: upstream registries.",
+    )
+
+    prepull: tuple[PinnedImage, ...] = Field(
+        (),
+        description="The images jobs on the stack's GPU pools run, each pinned by digest: a "
+        "new GPU node pulls them while its node-join check runs and keeps them "
+        "(components/selftest/prepull.py), so a job's first pod there does not wait for its "
+        "image. Each image must have `sh` (its pull runs `sh -c 'exit 0'`). The recipes image "
+        "(recipes.image) is pulled as well without being listed. Default: none.",
     )
 
     @field_validator("registry_mirror")

@@ -58,6 +58,8 @@ EVERY_AWS = {
     ],
     f"{NS}:storage": {"fsx": {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 1200}},
     f"{NS}:scheduling": {"teams": TEAMS},
+    # Pre-pulled on every pool (components/selftest/prepull.py).
+    f"{NS}:images": {"prepull": [IMAGE]},
     f"{NS}:selftest": {"image": SELFTEST, "cordon_on_fail": True,
                        "schedule": {"cron": "0 */4 * * *"}},
 }  # fmt: skip
@@ -87,6 +89,7 @@ def _every_onprem() -> dict[str, Any]:
     ]
     del config[f"{NS}:multikueue"]
     config[f"{NS}:selftest"]["cordon_on_fail"] = True
+    config[f"{NS}:images"] = {"prepull": [IMAGE]}
     return config
 
 
