@@ -7,13 +7,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from selftest import quarantine
 
 from jobs import ledger
 from jobs.platform_ledger import gpu_hour_price, seconds, timeline
 from tests.conftest import stack_config
 from tests.helpers.jobset_objects import T0, jobset, pod, workload
-from tests.helpers.kube_api import ApiServer, merge_patched, node
+from tests.helpers.kube_api import node
 
 
 def condition(kind: str, at: str, reason: str = "") -> dict[str, str]:
@@ -56,23 +55,17 @@ def test_an_existing_clusters_pool_is_not_priced_and_says_why():
     assert gpu_hour_price(cfg, "nope")[0] is None
 
 
-def quarantined_by_the_image(tmp_path, name: str, failed: list[str], at: datetime) -> dict:
-    """The Node as the API holds it once the image quarantined it at `at`: the PATCH the
-    stand-in API recorded, merged (RFC 7386) into the node the image read."""
-    before = {**node(name, {"kubernetes.io/hostname": name}), "spec": {"taints": []}}
-    before["metadata"]["resourceVersion"] = "7"
-    path = f"/api/v1/nodes/{name}"
-    answers = {("GET", path): (200, before), ("PATCH", path): (200, {"kind": "Node"})}
-    with ApiServer(tmp_path / name, answers) as api:
-        done = quarantine.quarantine(api.env(), name, failed, lambda: at)
-    assert done.cordoned, done.message
-    (patch,) = [body for method, _, _, body in api.received if method == "PATCH"]
-    return merge_patched(before, patch)
+def quarantined(name: str, stamp: str) -> dict:
+    """A Node as the image's quarantine leaves it, annotated `<RFC 3339 UTC> <checks>`
+    (contract/quarantine.py; tests/image/selftest/test_quarantine.py holds the image to it)."""
+    marked = node(name, {"gpu-platform/selftest-failed": stamp.split()[1].split(",")[0]})
+    marked["metadata"]["annotations"] = {"gpu-platform/quarantined": stamp}
+    return marked
 
 
-def test_a_quarantine_the_image_wrote_is_the_cause_of_the_restart_from_its_time(tmp_path):
+def test_a_quarantine_the_node_records_is_the_cause_of_the_restart_from_its_time():
     # Quota reserved 22:00:00; pods on node-a and node-b scheduled 22:01:00, ready 22:02:00;
-    # the watcher quarantines node-b (hardware.xid) at 23:20:00+01:00, 22:20:00 UTC; now
+    # the watcher quarantines node-b (hardware.xid) at 22:20:00; now
     # 22:22:00, the group not yet recreated. Provisioning 60 s, pull 60 s, running 22:02 to
     # 22:20 (1080 s), then restart 120 s: 1320 s allocated. node-a's mark, from 21:30:00,
     # before this admission, cost the job nothing.
@@ -80,12 +73,8 @@ def test_a_quarantine_the_image_wrote_is_the_cause_of_the_restart_from_its_time(
     at = ("2026-12-01T22:00:10Z", "2026-12-01T22:01:00Z", "2026-12-01T22:02:00Z")
     pods = [pod(0, *at, node="node-a"), pod(1, *at, node="node-b")]
     nodes = [
-        quarantined_by_the_image(
-            tmp_path, "node-a", ["nvme.randread"], datetime.fromisoformat("2026-12-01T21:30:00Z")
-        ),
-        quarantined_by_the_image(
-            tmp_path, "node-b", ["hardware.xid"], datetime.fromisoformat("2026-12-01T23:20+01:00")
-        ),
+        quarantined("node-a", "2026-12-01T21:30:00Z nvme.randread"),
+        quarantined("node-b", "2026-12-01T22:20:00Z hardware.xid"),
     ]
     now = seconds("2026-12-01T22:22:00Z")
     events, end = timeline(jobset("running"), workload(held, gpus="16"), pods, now, nodes)
@@ -112,9 +101,7 @@ def test_a_quarantine_keeps_the_allocation_and_never_raises_goodput(known):
     for minute in range(-10, 70):
         at = datetime.fromisoformat("2026-12-01T22:00:00Z") + timedelta(minutes=minute)
         stamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
-        marked = {**node("node-a", {}), "metadata": {"name": "node-a", "annotations": {
-            "gpu-platform/quarantined": f"{stamp} hardware.xid"}}}  # fmt: skip
-        events, end = timeline(job, admitted, pods, now, [marked])
+        events, end = timeline(job, admitted, pods, now, [quarantined("node-a", f"{stamp} x")])
         book = ledger.ledger(events, end, 8, known)
         assert book.allocation == plain.allocation == 3600, stamp
         assert book.goodput + sum(book.badput.values()) == book.allocation

@@ -1,6 +1,7 @@
 """docs/monitoring.md, "Returning a quarantined node": the commands it gives lift every mark the
 image's quarantine patch puts on a node (bootstrap/selftest/quarantine.py), and nothing else,
-so a returned node is the node it was and the next quarantine starts clean.
+so a returned node is the node it was and the next quarantine starts clean. (An image-side
+test: it applies the image's own patch.)
 
 kubectl's node verbs are modelled from their `--help` examples (kubectl 1.35): `kubectl taint
 nodes foo dedicated:NoSchedule-` "Remove from node 'foo' the taint with key 'dedicated' and
@@ -11,17 +12,18 @@ effect 'NoSchedule' if one exists"; `kubectl label pods foo bar-` "removing a la
 from __future__ import annotations
 
 import copy
+import re
 import shlex
 from datetime import datetime
 from typing import Any
 
 from selftest import quarantine
 
-from model.stacks import ROOT
-from tests.helpers.box_docs import FENCE
+from tests.helpers.image_path import ROOT
 from tests.helpers.kube_api import merge_patched
 
 SECTION = "### Returning a quarantined node"
+SH_BLOCK = re.compile(r"^```sh\n(.*?)^```$", re.M | re.S)
 # A node as it joined: its GPU taint and labels, and an annotation of someone else's.
 JOINED = {
     "apiVersion": "v1",
@@ -40,7 +42,7 @@ def release_commands() -> list[list[str]]:
     """The section's `kubectl` commands that change a node, `<node>` filled in."""
     text = (ROOT / "docs" / "monitoring.md").read_text()
     section = text[text.index(SECTION) :]
-    block = FENCE.search(section)[1]
+    block = SH_BLOCK.search(section)[1]
     found = []
     for line in block.splitlines():
         words = shlex.split(line.replace("<node>", "ip-10-0-1-5"), comments=True)
