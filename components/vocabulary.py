@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contract import node_join
+from contract import node_join, quarantine
 from model.config import PlatformConfig
 from model.config.fabric import FabricSettings
 from model.config.onprem import ExistingKubePrometheusStackSettings
@@ -95,8 +95,10 @@ TRAINING_POD_LABEL = ("gpu-platform/workload", "training")
 RDMA_NETWORK = "rdma"
 # The label the self-test puts on a node it quarantines, with the check that failed
 # (components/selftest/access.py); every training pod requires a node without it
-# (components/scheduling/training_job.py).
-QUARANTINE_LABEL = "gpu-platform/selftest-failed"
+# (components/scheduling/training_job.py). The image sets it: contract/quarantine.py holds it,
+# with the annotation that says when.
+QUARANTINE_LABEL = quarantine.LABEL
+QUARANTINE_ANNOTATION = quarantine.ANNOTATION
 
 # --------------------------------------------------------------------------------- services
 # The platform's kube-prometheus-stack release: holding the chart's name, it is the chart's

@@ -26,6 +26,18 @@ def resource_type(api_version: str, kind: str) -> str:
     return ".".join(part for part in (kind.lower(), version, group) if part)
 
 
+def _found(text: str) -> list[dict[str, Any]]:
+    """`kubectl get NAME... -o json --ignore-not-found`'s objects: none when it printed nothing
+    (`--ignore-not-found`: "the command will return exit code 0" and print nothing)."""
+    if not text.strip():
+        return []
+    found = json.loads(text)
+    # Several types or names answer as a List of what exists; one type and name, as the
+    # object itself (kubectl pkg/cmd/get/get.go printGeneric: "coerce all items into a list"
+    # unless a single item is implied).
+    return list(found["items"]) if found.get("kind") == "List" else [found]
+
+
 @dataclass(frozen=True)
 class Kubectl:
     binary: str
@@ -54,16 +66,13 @@ class Kubectl:
         return subprocess.run(self.argv(*args), check=False).returncode
 
     def get(self, types: str, name: str, namespace: str) -> list[dict[str, Any]]:
-        """The objects of `types` (comma-separated) named `name`; none when there are none
-        (`--ignore-not-found`: "the command will return exit code 0" and print nothing)."""
+        """The objects of `types` (comma-separated) named `name`; none when there are none."""
         text = self.output("get", types, name, "-n", namespace, "-o", "json", "--ignore-not-found")
-        if not text.strip():
-            return []
-        found = json.loads(text)
-        # Several types answer as a List of what exists; one type and name, as the object
-        # itself (kubectl pkg/cmd/get/get.go printGeneric: "coerce all items into a list"
-        # unless a single item is implied).
-        return list(found["items"]) if found.get("kind") == "List" else [found]
+        return _found(text)
+
+    def nodes(self, names: list[str]) -> list[dict[str, Any]]:
+        """The Nodes named (cluster-scoped: no namespace) that exist."""
+        return _found(self.output("get", "nodes", *names, "-o", "json", "--ignore-not-found"))
 
     def select(self, types: str, selector: str, namespace: str) -> list[dict[str, Any]]:
         """The objects of `types` whose labels match `selector` (a List, possibly empty)."""

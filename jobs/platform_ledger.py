@@ -15,23 +15,35 @@ Where each event comes from:
   before an eviction Kueue has since re-admitted) is no longer in the API: `unrecorded`.
 The Workload is the one labelled `kueue.x-k8s.io/job-uid=<the job's uid>` (kueue v0.19.2,
 pkg/controller/constants/constants.go JobUIDLabel); the pods, `jobset.sigs.k8s.io/jobset-name`.
+- quarantined: the annotation the self-test image writes on a node in the patch that
+  quarantines it (contract/quarantine.py: its time and checks; the API keeps no time of the
+  NoSchedule taint, a taint's `timeAdded` being written only for NoExecute ones, k8s.io/api
+  core/v1 Taint), on the nodes the job's pods ran on (their spec.nodeName), when it falls in the
+  job's current allocation: from then until the group runs again is the restart it caused. The
+  Nodes are cluster-scoped, and a team's account holds rights in its own namespace only
+  (components/control/team_access.py): where kubectl may not get them, the report says so and a
+  quarantine's restart still counts, from the restart's pods, as a restart.
 No checkpoint marker is in the API, so a failure's loss is unknown here; trainkit's ledger,
-where the job uses it, measures it (jobs/ledger.refine). Nor is a quarantine's time: the
-quarantine's taint is NoSchedule, and a taint's `timeAdded` is written only for NoExecute ones
-(k8s.io/api core/v1 Taint), so the ledger's `quarantined` event waits for a source that has it;
-the restart it causes is counted all the same."""
+where the job uses it, measures it (jobs/ledger.refine)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from components.vocabulary import JOB_NAME_LABEL, JOBSET_NAME_LABEL, QUEUE_LABEL
+from components.vocabulary import (
+    JOB_NAME_LABEL,
+    JOBSET_NAME_LABEL,
+    QUARANTINE_ANNOTATION,
+    QUEUE_LABEL,
+)
 from contract.env import TRAINING_JOB_POOL
+from contract.quarantine import stamp_of
 from jobs import ledger
-from jobs.kubectl import Kubectl, resource_type
+from jobs.kubectl import Kubectl, KubectlError, resource_type
 from jobs.state import env_value, true_conditions
 from model.config import PlatformConfig
 from model.cost import pool_gpu_hour_prices
@@ -57,6 +69,30 @@ def read(cluster: Kubectl, job: dict[str, Any]) -> tuple[dict[str, Any] | None, 
     found = cluster.select(WORKLOAD_TYPE, f"{JOB_UID_LABEL}={meta['uid']}", namespace)
     pods = cluster.select("pods", f"{POD_LABELS[job['kind']]}={meta['name']}", namespace)
     return (found[0] if found else None), pods
+
+
+def read_nodes(cluster: Kubectl, pods: list[dict[str, Any]]) -> tuple[list[dict], str]:
+    """The Nodes the pods ran on, and why they could not be read ("" when they were)."""
+    names = sorted({n for p in pods if (n := (p.get("spec") or {}).get("nodeName"))})
+    if not names:
+        return [], ""
+    try:
+        return cluster.nodes(names), ""
+    except KubectlError as error:
+        return [], f"quarantines: not read, your account may not get nodes ({error})"
+
+
+def quarantines(nodes: Sequence[dict[str, Any]]) -> list[ledger.Event]:
+    """Each node's quarantine, from its annotation (contract/quarantine.py)."""
+    found = []
+    for node in nodes:
+        meta = node["metadata"]
+        marked = stamp_of((meta.get("annotations") or {}).get(QUARANTINE_ANNOTATION, ""))
+        if marked is not None:
+            at, checks = marked
+            reason = f"quarantined {meta['name']}: {checks}"
+            found.append(ledger.Event(int(at.timestamp()), ledger.QUARANTINED, reason))
+    return found
 
 
 def _labelled(objects: list[dict[str, Any]], label: str, value: str) -> list[dict[str, Any]]:
@@ -88,9 +124,14 @@ def gpus_of(workload: dict[str, Any] | None, pods: list[dict[str, Any]]) -> int:
 
 
 def timeline(
-    job: dict[str, Any], workload: dict[str, Any] | None, pods: list[dict[str, Any]], now: int
+    job: dict[str, Any],
+    workload: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    now: int,
+    nodes: Sequence[dict[str, Any]] = (),
 ) -> tuple[list[ledger.Event], int]:
-    """The events the API still holds of the job (module docstring), and the ledger's end."""
+    """The events the API still holds of the job (module docstring), and the ledger's end;
+    `nodes`: those its pods ran on."""
     held = workload or job
     created = seconds(held["metadata"]["creationTimestamp"])
     events = [ledger.Event(created, ledger.QUEUED)]
@@ -121,6 +162,12 @@ def timeline(
     finished = conditions.get("Finished")
     if finished:
         end = max(seconds(finished["lastTransitionTime"]), events[-1].at)
+    if admitted:
+        # A node's quarantine before this admission (an earlier allocation, another job's)
+        # cost this one nothing.
+        held = [e for e in quarantines(nodes) if admitted[0] <= e.at <= end]
+        events = sorted([*events, *held], key=lambda e: e.at)
+    if finished:
         events.append(ledger.Event(end, ledger.FINISHED, finished.get("reason", "")))
     return events, end
 
@@ -192,9 +239,13 @@ def refined_line(
 
 
 def job_ledger(
-    job: dict[str, Any], workload: dict[str, Any] | None, pods: list[dict], now: int
+    job: dict[str, Any],
+    workload: dict[str, Any] | None,
+    pods: list[dict],
+    now: int,
+    nodes: Sequence[dict[str, Any]] = (),
 ) -> ledger.JobLedger:
-    events, end = timeline(job, workload, pods, now)
+    events, end = timeline(job, workload, pods, now, nodes)
     return ledger.ledger(events, end, gpus_of(workload, pods))
 
 
@@ -207,9 +258,13 @@ def platform_lines(
 ) -> list[str]:
     """The ledger's lines; `trainkit`: the job's productive and lost GPU-seconds by cause,
     where it pushed them."""
-    book = job_ledger(job, *read(cluster, job), now)
+    workload, pods = read(cluster, job)
+    nodes, unread = read_nodes(cluster, pods)
+    book = job_ledger(job, workload, pods, now, nodes)
     price, basis = gpu_hour_price(cfg, env_value(job, TRAINING_JOB_POOL))
     lines = report(book, price, basis)
+    quarantined = [cause for cause in book.restarts if cause.startswith(ledger.QUARANTINED)]
+    lines += [f"restart cause: {cause}" for cause in quarantined] + ([unread] if unread else [])
     if trainkit is not None and book.allocation:
         lines.append(refined_line(book, *trainkit, price))
     return lines
@@ -220,18 +275,23 @@ def team_lines(
 ) -> list[str]:
     """Every platform job of a team's namespace (each carries Kueue's queue label): one line
     each, then the team's goodput and badput by cause in GPU-seconds, each job priced at its
-    own pool's GPU-hour. Three kubectl calls, whatever the number of jobs."""
+    own pool's GPU-hour. Four kubectl calls, whatever the number of jobs (the fourth, the
+    Nodes its pods ran on, for their quarantines)."""
     jobs = cluster.select(types, QUEUE_LABEL, namespace)
     workloads = cluster.select(WORKLOAD_TYPE, JOB_UID_LABEL, namespace)
     # Every Job's pods carry the Job controller's label, a JobSet's child Jobs' too.
     pods = cluster.select("pods", POD_LABELS["Job"], namespace)
+    nodes, unread = read_nodes(cluster, pods)
+    node_named = {node["metadata"]["name"]: node for node in nodes}
     lines, books, spent = [], [], Counter()
     unpriced = 0
     for job in sorted(jobs, key=lambda j: j["metadata"]["name"]):
         meta = job["metadata"]
         held = _labelled(workloads, JOB_UID_LABEL, meta["uid"])
         own_pods = _labelled(pods, POD_LABELS[job["kind"]], meta["name"])
-        book = job_ledger(job, held[0] if held else None, own_pods, now)
+        ran_on = {(p.get("spec") or {}).get("nodeName") for p in own_pods}
+        own_nodes = [node for name, node in node_named.items() if name in ran_on]
+        book = job_ledger(job, held[0] if held else None, own_pods, now, own_nodes)
         books.append(book)
         price, _ = gpu_hour_price(cfg, env_value(job, TRAINING_JOB_POOL))
         figures = book.gpu_seconds()
@@ -262,4 +322,4 @@ def team_lines(
     lines.append("badput: " + ("; ".join(causes) or "none"))
     if unpriced:
         lines.append(f"not priced: {unpriced} job(s) whose pool has no price (each job says why)")
-    return lines
+    return lines + ([unread] if unread else [])

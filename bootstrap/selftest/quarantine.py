@@ -30,17 +30,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from contract import preflight
+from contract import quarantine as marks
 from contract.env import SELFTEST_CORDON_LABEL, SELFTEST_CORDON_ON_FAIL
 from selftest.kube import ApiServer, KubeError
 from selftest.result import CheckResult
 
-DEFAULT_LABEL = "gpu-platform/selftest-failed"
+DEFAULT_LABEL = marks.LABEL
 HARDWARE_PREFIXES = ("hardware.", "nvme.")
 HARDWARE_CHECKS = frozenset(
     {
@@ -104,16 +106,21 @@ class Outcome:
     problem: bool = False
 
 
-def quarantine_patch(node: dict[str, Any], label: str, failed: list[str]) -> dict[str, Any]:
-    """Cordon, the label and the taint `<label>=<check>:NoSchedule`, as one JSON merge patch.
-    A node's taints are an atomic list (core/v1 NodeSpec `taints`, x-kubernetes-list-type
-    atomic), which a patch replaces whole: the node's other taints are kept as read, and its
+def quarantine_patch(
+    node: dict[str, Any], label: str, failed: list[str], at: datetime
+) -> dict[str, Any]:
+    """Cordon, the label, the taint `<label>=<check>:NoSchedule` and the annotation that says
+    when and why (contract/quarantine.py: the API keeps no time of a NoSchedule taint), as one
+    JSON merge patch, so no reader sees a quarantine without its time. A node's taints are an
+    atomic list (core/v1 NodeSpec `taints`, x-kubernetes-list-type atomic), which a patch
+    replaces whole: the node's other taints are kept as read, and its
     resourceVersion makes the API refuse the patch (409) if the node changed since."""
     value = label_value(failed[0])
     kept = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != label]
     return {
         "metadata": {
             "labels": {label: value},
+            "annotations": {marks.ANNOTATION: marks.stamp(at, failed)},
             "resourceVersion": node["metadata"]["resourceVersion"],
         },
         "spec": {
@@ -127,13 +134,18 @@ def enabled(env: dict[str, str]) -> bool:
     return env.get(SELFTEST_CORDON_ON_FAIL, "").lower() == "true"
 
 
-def quarantine(env: dict[str, str], node: str, failed: list[str]) -> Outcome:
-    """Cordon, label and taint `node` for its failed hardware checks (the caller checks
-    `enabled`): read the node, patch it, again if it changed in between."""
+def quarantine(
+    env: dict[str, str],
+    node: str,
+    failed: list[str],
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Outcome:
+    """Cordon, label, taint and annotate `node` for its failed hardware checks (the caller
+    checks `enabled`): read the node, patch it, again if it changed in between."""
     label = env.get(SELFTEST_CORDON_LABEL) or DEFAULT_LABEL
     try:
         ApiServer.in_cluster(env).patch_node_as_read(
-            node, lambda found: quarantine_patch(found, label, failed), CONFLICT_TRIES
+            node, lambda found: quarantine_patch(found, label, failed, clock()), CONFLICT_TRIES
         )
     except KubeError as error:
         return Outcome(node, tuple(failed), False, f"could not cordon: {error}", problem=True)

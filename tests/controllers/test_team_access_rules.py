@@ -91,6 +91,17 @@ def test_each_teams_people_may_submit_jobs_in_their_namespace_and_nowhere_else(s
                     )
 
 
+@pytest.mark.parametrize("stack", TEAM_STACKS)
+def test_no_teams_people_may_read_nodes_least_privilege_over_the_ledgers_quarantines(stack):
+    """Nodes are cluster-scoped (no namespace holds them), and a team's rights are its
+    namespace's: `jobs status` with a team's kubeconfig reads no quarantine and says so
+    (jobs/platform_ledger.py). Granting `get nodes` would show every team every node's labels
+    and annotations; this pins that it has not been granted by the way."""
+    for team, role, who, grants in people(stack):
+        for verb in ("get", "list"):
+            assert not allowed(grants, verb, "", "nodes", None), (stack, team, role, who, verb)
+
+
 def test_the_fixture_stacks_give_people_of_both_kinds_and_both_roles():
     # The sweep above is empty on the shipped stacks, whose teams name nobody: the fixtures must
     # hold every kind of grant the code maps, or the sweep proves nothing.

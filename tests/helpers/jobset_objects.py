@@ -250,8 +250,11 @@ def workload(conditions: list[dict[str, str]], gpus: str, created: str = T0) -> 
     }
 
 
-def pod(index: int, created: str, scheduled: str, ready: str | None) -> dict[str, Any]:
-    """A pod of the JobSet (Kubernetes "Pod Lifecycle": conditions with lastTransitionTime)."""
+def pod(
+    index: int, created: str, scheduled: str, ready: str | None, node: str | None = None
+) -> dict[str, Any]:
+    """A pod of the JobSet (Kubernetes "Pod Lifecycle": conditions with lastTransitionTime),
+    on `node` (spec.nodeName, set when it is scheduled)."""
     conditions = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled}]
     if ready is not None:
         conditions.append(
@@ -267,7 +270,8 @@ def pod(index: int, created: str, scheduled: str, ready: str | None) -> dict[str
             "creationTimestamp": created,
         },
         "spec": {
-            "containers": [{"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
+            "containers": [{"name": "trainer", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+            **({"nodeName": node} if node else {}),
         },
         "status": {"conditions": conditions},
     }

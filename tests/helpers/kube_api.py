@@ -81,6 +81,21 @@ def node(name: str, labels: dict[str, str]) -> dict:
     return {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name, "labels": labels}}
 
 
+def merge_patched(target: object, patch: object) -> object:
+    """`target` as the API server leaves it after a JSON merge patch (RFC 7386, section 2
+    MergePatch): an object merges key by key, a null removes the key, anything else (a list
+    too) replaces what was there."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patched(merged.get(key), value)
+    return merged
+
+
 def failed_pods_path(namespace: str, label_selector: str) -> str:
     """The API's list of a namespace's failed pods that carry the labels, as a client asks for
     it: a label and a field selector (`status.phase`, one the API serves for pods), URL-encoded."""

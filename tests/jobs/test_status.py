@@ -397,3 +397,59 @@ def test_the_documented_platform_ledger_is_what_status_prints(kubectl, capsys):
     assert status("llama") == 0
     block = "\n".join(capsys.readouterr().out.splitlines()[4:])
     assert f"```text\n{block}\n```" in (ROOT / "docs" / "training.md").read_text()
+
+
+NODES = ("get", "nodes", "node-a", "node-b", "-o", "json", "--ignore-not-found")
+
+
+def ran_on_nodes() -> tuple[dict, dict, list[dict]]:
+    job, held, pods = ran_once()
+    for each, name in zip(pods, ("node-a", "node-b"), strict=True):
+        each["spec"]["nodeName"] = name
+    return job, held, pods
+
+
+def test_a_quarantine_of_a_node_the_job_ran_on_is_read_from_the_nodes_annotation(kubectl, capsys):
+    # node-b quarantined 23:30:52, 600 s before the job finished (T1 23:40:52): those 600 s of
+    # its 16 GPUs are restart, 9600 GPU-s at $2.74475/GPU-h = $7.32; goodput 140816 - 9600 =
+    # 131216 GPU-s (90.1 % of 145616), $100.04, at most: what the group lost since its last
+    # checkpoint is unknown without a marker.
+    job, held, pods = ran_on_nodes()
+    stamp = "2026-12-01T23:30:52Z hardware.xid,hardware.pcie_link"
+    annotations = {"gpu-platform/quarantined": stamp}
+    marked = {"kind": "Node", "metadata": {"name": "node-b", "annotations": annotations}}
+    kubectl.answer(*GET, stdout=items(job))
+    kubectl.answer("get", "--raw", PROXY, stdout=vector())
+    kubectl.answer(*WORKLOAD, stdout=items(held))
+    kubectl.answer(*PODS, stdout=items(*pods))
+    kubectl.answer(*NODES, stdout=items({**marked, "metadata": {"name": "node-a"}}, marked))
+    assert status("llama") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[4] == (
+        "platform ledger: 9101 s allocated on 16 GPU(s), 145616 GPU-s $111.02; goodput 90.1% "
+        "(at most: work lost to a failure is unknown), 131216 GPU-s $100.04"
+    )
+    assert out[5] == (
+        f"{RAN_ONCE_BADPUT}; restart 9600 GPU-s $7.32; "
+        "failure unknown, not counted (no checkpoint marker)"
+    )
+    assert out[-1] == "restart cause: quarantined node-b: hardware.xid,hardware.pcie_link"
+
+
+def test_where_the_account_may_not_get_nodes_the_ledger_says_quarantines_were_not_read(
+    kubectl, capsys
+):
+    """A team's account holds rights in its namespace only (components/control/team_access.py),
+    and Nodes are cluster-scoped: the ledger stands without them, and says so."""
+    job, held, pods = ran_on_nodes()
+    forbidden = ('Error from server (Forbidden): nodes "node-a" is forbidden: User "alice" cannot '
+                 'get resource "nodes" in API group "" at the cluster scope')  # fmt: skip
+    kubectl.answer(*GET, stdout=items(job))
+    kubectl.answer("get", "--raw", PROXY, stdout=vector())
+    kubectl.answer(*WORKLOAD, stdout=items(held))
+    kubectl.answer(*PODS, stdout=items(*pods))
+    kubectl.answer(*NODES, rc=1, stderr=forbidden + "\n")
+    assert status("llama") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[5] == RAN_ONCE_BADPUT
+    assert out[-1] == f"quarantines: not read, your account may not get nodes ({forbidden})"

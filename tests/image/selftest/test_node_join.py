@@ -5,6 +5,7 @@ keeps the taint and labels the node `failed`, so the check's DaemonSet leaves it
 
 from __future__ import annotations
 
+import re
 import sys
 import urllib.parse
 
@@ -89,6 +90,11 @@ def test_a_failing_run_quarantines_its_node_and_keeps_the_startup_taint(tmp_path
                                                             "passed"))  # fmt: skip
     assert cordon["metadata"]["labels"] == {"gpu-platform/selftest-failed": "inventory.gpu_count"}
     assert cordon["spec"]["unschedulable"] is True
+    # When and why, in the same patch (contract/quarantine.py): RFC 3339 UTC, then the checks.
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ inventory\.gpu_count",
+        cordon["metadata"]["annotations"]["gpu-platform/quarantined"],
+    )
     assert STARTUP_TAINT in cordon["spec"]["taints"]
     assert settled == {"metadata": {"labels": {JOIN_LABEL: "failed"}, "resourceVersion": "815"}}
     assert "node-a: failed, startup taint kept; breaker closed: 1 of the pool's 4" in done.stdout

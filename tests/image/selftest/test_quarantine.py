@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from datetime import datetime
 
 import pytest
 from selftest import kube, quarantine, watch
@@ -23,6 +24,9 @@ NODE_PATH = "/api/v1/nodes/node-a"
 # Kubernetes "Labels and Selectors": a value is at most 63 characters, alphanumerics with '-',
 # '_' and '.' between, beginning and ending with an alphanumeric.
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# The quarantine annotation as written on a real clock: RFC 3339 in UTC, whole seconds, then
+# the failed checks.
+STAMPED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+)$")
 ON = {"SELFTEST_CORDON_ON_FAIL": "true", "SELFTEST_CORDON_LABEL": "gpu-platform/selftest-failed"}
 # The GPU taint every GPU node carries (components/data/gpu_node_group.py), which a quarantine
 # must keep: a node's taints are one atomic list (core/v1 NodeSpec, x-kubernetes-list-type
@@ -32,6 +36,11 @@ NODE_A = {**node("node-a", {"kubernetes.io/hostname": "node-a"}),
           "spec": {"taints": [GPU_TAINT]}}  # fmt: skip
 NODE_A["metadata"]["resourceVersion"] = "4711"
 READ = {("GET", NODE_PATH): (200, NODE_A)}
+
+
+def AT() -> datetime:
+    # 04:58:07 at UTC+1: the annotation is written in UTC whatever the clock's zone.
+    return datetime.fromisoformat("2026-12-05T04:58:07+01:00")
 
 
 @pytest.mark.parametrize(
@@ -94,7 +103,9 @@ def test_the_label_value_is_the_check_made_valid(check, value):
 def test_a_hardware_failure_cordons_labels_and_taints_the_node_as_read(tmp_path):
     answers = {**READ, ("PATCH", NODE_PATH): (200, {"kind": "Node"})}
     with ApiServer(tmp_path, answers) as api:
-        done = quarantine.quarantine({**api.env(), **ON}, "node-a", ["hardware.pcie_link"])
+        done = quarantine.quarantine(
+            {**api.env(), **ON}, "node-a", ["hardware.pcie_link", "hardware.xid"], AT
+        )
     (read, (method, path, headers, body)) = api.received
     assert read[:2] == ("GET", NODE_PATH)
     assert (method, path) == ("PATCH", NODE_PATH)
@@ -103,9 +114,15 @@ def test_a_hardware_failure_cordons_labels_and_taints_the_node_as_read(tmp_path)
     # the node changed since it was read; `kubectl cordon` sets spec.unschedulable.
     assert headers["Content-Type"] == "application/merge-patch+json"
     assert headers["Authorization"] == f"Bearer {TOKEN}"
+    # The annotation is the quarantine's time (RFC 3339, UTC) and checks: the API has none of
+    # its own for a NoSchedule taint (k8s.io/api core/v1 Taint: timeAdded "only written for
+    # NoExecute taints").
     assert body == {
         "metadata": {
             "labels": {"gpu-platform/selftest-failed": "hardware.pcie_link"},
+            "annotations": {
+                "gpu-platform/quarantined": "2026-12-05T03:58:07Z hardware.pcie_link,hardware.xid"
+            },
             "resourceVersion": "4711",
         },
         "spec": {
@@ -121,7 +138,7 @@ def test_a_hardware_failure_cordons_labels_and_taints_the_node_as_read(tmp_path)
     row = quarantine.report_row([done])
     assert (row.name, row.status, row.value) == ("report.quarantine", "INFO", 1)
     assert row.reason == (
-        "node-a (hardware.pcie_link): cordoned, labelled and tainted "
+        "node-a (hardware.pcie_link, hardware.xid): cordoned, labelled and tainted "
         "gpu-platform/selftest-failed=hardware.pcie_link:NoSchedule"
     )
 
@@ -130,7 +147,9 @@ def test_a_second_quarantine_replaces_its_own_taint_and_keeps_the_others():
     tainted = {**NODE_A, "spec": {"taints": [
         GPU_TAINT, {"key": "gpu-platform/selftest-failed", "value": "nvme.randread",
                     "effect": "NoSchedule"}]}}  # fmt: skip
-    patch = quarantine.quarantine_patch(tainted, "gpu-platform/selftest-failed", ["hardware.xid"])
+    patch = quarantine.quarantine_patch(
+        tainted, "gpu-platform/selftest-failed", ["hardware.xid"], AT()
+    )
     assert patch["spec"]["taints"] == [
         GPU_TAINT,
         {"key": "gpu-platform/selftest-failed", "value": "hardware.xid", "effect": "NoSchedule"},
@@ -181,6 +200,8 @@ def test_the_preflights_verdict_names_its_own_node_and_the_watcher_quarantines_o
     assert [p["metadata"]["labels"] for p in patches] == [
         {"gpu-platform/selftest-failed": "inventory.gpu_count"}
     ]
+    assert [STAMPED.match(p["metadata"]["annotations"]["gpu-platform/quarantined"])[1]
+            for p in patches] == ["inventory.gpu_count"]  # fmt: skip
 
 
 def test_a_refused_patch_is_a_warn_naming_the_apis_answer(tmp_path):
@@ -229,6 +250,9 @@ def test_a_real_run_cordons_its_node_only_when_asked_and_only_for_hardware(tmp_p
     (_, (method, path, _, body)) = api.received
     assert (method, path) == ("PATCH", NODE_PATH)
     assert body["metadata"]["labels"] == {"gpu-platform/selftest-failed": "inventory.gpu_count"}
+    assert STAMPED.match(body["metadata"]["annotations"]["gpu-platform/quarantined"])[1] == (
+        "inventory.gpu_count"
+    )
     row = checks["report.quarantine"]
     assert (row["status"], row["value"]) == ("INFO", 1)
 
