@@ -1,7 +1,7 @@
 """The self-test on a schedule (selftest.schedule), its history and its quarantine: the config and
 what it refuses, the CronJob per pool, what it pushes to the stack's Pushgateway, and what a stack
-declares with and without it: on-prem as shipped, an AWS stack with an image, and staging without
-one."""
+declares with and without it: on-prem as shipped, an AWS stack with an image (the path the shipped
+AWS stacks, which have none, never reach), and prod without one."""
 
 from __future__ import annotations
 
@@ -60,9 +60,9 @@ def aws_with_image(tmp_path_factory):
 
 
 def test_on_once_an_image_is_set_like_the_post_deploy_run():
-    assert not scheduled(stack_config("staging"))
-    assert scheduled(with_image("staging"))
-    assert not scheduled(with_image("staging", schedule={"enabled": False}))
+    assert not scheduled(stack_config("prod"))
+    assert scheduled(with_image("prod"))
+    assert not scheduled(with_image("prod", schedule={"enabled": False}))
     # The shipped on-prem stack names an image: its one pool is tested on a schedule.
     assert scheduled_pools(stack_config("onprem")) == ["a100"]
 
@@ -289,9 +289,9 @@ def test_an_aws_stack_with_an_image_reads_only_metrics_that_are_pushed(aws_with_
 
 
 def test_without_an_image_nothing_is_scheduled_pushed_or_shown():
-    plan = planned("staging")
+    plan = planned("prod")
     assert not selftest_cron_jobs(plan)
-    fleet = find(plan, CONFIG_MAP, "staging-dashboard-gpu-fleet").inputs["data"]["gpu-fleet.json"]
+    fleet = find(plan, CONFIG_MAP, "prod-dashboard-gpu-fleet").inputs["data"]["gpu-fleet.json"]
     assert "gpu_platform_selftest" not in fleet
     assert "schedule" not in plan.outputs["selftest"]
     assert not [w for w, _ in queries(plan) if w.startswith("alert SelfTest")]
