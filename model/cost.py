@@ -394,13 +394,13 @@ def reservation_idle(cfg: PlatformConfig) -> list[dict]:
     """Per node group with a reservation window: the window's hours, paid for every instance
     whether it runs or not, and the hours of it no job can run in (the warm-up, and the drain,
     which holds EKS's scale-down and EC2's reclaim of a Capacity Block), in instance-hours and,
-    where the group is priced, in USD. The instances: the group's max_size, what it launches at
-    most (a block must be bought for as many)."""
+    where the group is priced, in USD. The instances: those the reservation was bought with, paid
+    however few the group launches."""
     found = []
     for group in windowed(cfg):
         settings = group.reservation_window
         assert settings is not None
-        window, instances = settings.window(), group.scaling.max_size
+        window, instances = settings.window(), settings.instances
         hourly = node_hourly(cfg, group).hourly_max
         idle = window.paid_idle_hours() * instances
         found.append(

@@ -4,7 +4,7 @@ reservation row reads (dashboards/rows/reservations.json).
 
 - used: the GPUs that running pods request on the pool's nodes (kube-state-metrics'
   kube_pod_container_resource_requests, which carries the pod's `node`, and kube_pod_status_phase).
-- paid: every GPU of the reservation (the group's max_size nodes) from its start to its end,
+- paid: every GPU of the reservation (the instances it was bought with) from its start to its end,
   whether anything runs or not; no series outside the window."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def reservation_rules(cfg: PlatformConfig) -> list[Rule]:
         settings = groups[pool.name].reservation_window
         assert settings is not None
         start, end = int(settings.start.timestamp()), int(settings.end.timestamp())
-        gpus = pool.gpus_per_node * groups[pool.name].scaling.max_size
+        gpus = pool.gpus_per_node * settings.instances
         paid.append(
             f"label_replace(vector({gpus}) and on() (vector(time()) >= {start}) "
             f'and on() (vector(time()) < {end}), "pool", "{pool.name}", "", "")'

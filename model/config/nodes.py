@@ -356,7 +356,7 @@ class GpuNodeGroupSettings(Settings):
             raise FieldProblem(
                 "capacity_reservation_id", "capacity: capacity_block needs the block's cr- id"
             )
-        check_window(self.capacity, self.reservation_window)
+        check_window(self.capacity, self.scaling.max_size, self.reservation_window)
         if self.capacity == "capacity_block" and self.capacity_reservation_group_arn:
             raise FieldProblem(
                 "capacity_reservation_group_arn", "a Capacity Block is targeted by its cr- id"

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from contract.reservation import EKS_SCALE_DOWN_MINUTES, Window
 from model.config.base import FieldProblem, Int, Settings
-from model.config.bounds import WEEK_MINUTES
+from model.config.bounds import INT32_MAX, WEEK_MINUTES
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig
@@ -30,6 +30,15 @@ class ReservationWindowSettings(Settings):
     end: datetime = Field(
         description="When the reservation ends: UTC, ISO 8601 with its zone. A Capacity Block "
         "ends at 11:30 UTC."
+    )
+    instances: Int = Field(
+        ge=1,
+        le=INT32_MAX,
+        description="How many instances the reservation holds: what was bought, and what is "
+        "paid from start to end whether it runs or not (a Capacity Block and a capacity "
+        "reservation are bought as a count of instances of one type: EC2 User Guide, "
+        '"Capacity Blocks for ML" and "On-Demand Capacity Reservations"). The group\'s '
+        "scaling.max_size may not exceed it.",
     )
     warmup_minutes: Int = Field(
         30,
@@ -88,8 +97,8 @@ class ReservationWindowSettings(Settings):
         return Window(self.start, self.end, self.warmup_minutes, self.drain_minutes, self.on_drain)
 
 
-def check_window(capacity: str, window: ReservationWindowSettings | None) -> None:
-    """The rules between a group's capacity and its window."""
+def check_window(capacity: str, max_size: int, window: ReservationWindowSettings | None) -> None:
+    """The rules between a group's capacity, its size and its window."""
     if window is None:
         return
     if capacity not in ("reservation", "capacity_block"):
@@ -111,6 +120,15 @@ def check_window(capacity: str, window: ReservationWindowSettings | None) -> Non
             f"{window.drain_minutes} does not drain before EKS scales a Capacity Block's group "
             f"to 0, {EKS_SCALE_DOWN_MINUTES} minutes before its end: give more than "
             f"{EKS_SCALE_DOWN_MINUTES}",
+        )
+    if max_size > window.instances:
+        # The group launches only into its reservation, so nodes past its count are never
+        # launched: such a size promises capacity that was not bought.
+        raise FieldProblem(
+            "scaling.max_size",
+            f"{max_size} is more than the reservation holds, reservation_window.instances "
+            f"{window.instances}: give a max_size of at most {window.instances}, or the "
+            "instances the reservation was bought with",
         )
 
 

@@ -96,10 +96,13 @@ CAPACITY_CONFIG = {
 
 # The capacity-kinds stack's reserved groups, each with a window, and an on-demand group of the
 # same type after them, where drained work goes: the Capacity Block requeues with the default
-# warm-up and drain; the reservation holds, with its own minutes, over a month's and a year's end.
+# warm-up and drain, and was bought for 4 instances while its group launches at most 2 (what is
+# paid is what was bought); the reservation holds, with its own minutes, over a month's and a
+# year's end, as many instances as its group launches.
 WINDOW_STACK = "window"
-BLOCK_WINDOW = {"start": "2026-12-14T11:30:00Z", "end": "2026-12-16T11:30:00Z"}
+BLOCK_WINDOW = {"start": "2026-12-14T11:30:00Z", "end": "2026-12-16T11:30:00Z", "instances": 4}
 ODCR_WINDOW = {
+    "instances": 2,
     "start": "2026-12-31T20:00:00Z",
     "end": "2027-01-01T04:00:00Z",
     "warmup_minutes": 15,

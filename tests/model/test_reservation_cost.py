@@ -17,12 +17,14 @@ TODAY = date(2026, 12, 5)
 
 def test_each_window_shows_its_paid_and_idle_instance_hours_and_their_price():
     by_group = {w["group"]: w for w in cost_report(window_config(), TODAY)["reservations"]}
-    # The Capacity Block: 2 instances (the group's default max_size) for 48 h = 96 instance-h;
-    # idle: the 30-minute warm-up and the 60-minute drain of each, 3 instance-h, at the block's
-    # $39.33/instance-h (EC2 Capacity Blocks pricing, p5.48xlarge in us-east-1) = $117.99.
-    assert by_group["block"]["paid_instance_hours"] == 96
-    assert by_group["block"]["idle_instance_hours"] == 3
-    assert by_group["block"]["idle_usd"] == 117.99
+    # The Capacity Block: bought for 4 instances, paid for all 4 though its group launches at
+    # most 2 (its default max_size): 4 x 48 h = 192 instance-h; idle: the 30-minute warm-up and
+    # the 60-minute drain of each, 6 instance-h, at the block's $39.33/instance-h (EC2 Capacity
+    # Blocks pricing, p5.48xlarge in us-east-1) = $235.98.
+    assert by_group["block"]["instances"] == 4
+    assert by_group["block"]["paid_instance_hours"] == 192
+    assert by_group["block"]["idle_instance_hours"] == 6
+    assert by_group["block"]["idle_usd"] == 235.98
     # The reservation: 2 instances for 8 h = 16; idle 15 + 20 minutes of each, 70 minutes, at
     # p5.48xlarge's on-demand $55.04/h in us-east-1 = $64.21.
     assert by_group["odcr"]["paid_instance_hours"] == 16
@@ -32,7 +34,7 @@ def test_each_window_shows_its_paid_and_idle_instance_hours_and_their_price():
 def test_the_plan_prints_the_idle_hours():
     text = "\n".join(format_cost(cost_report(window_config(), TODAY)))
     assert "reservation window of block" in text
-    assert "96 instance-h paid, 3 instance-h paid but idle ($117.99)" in text
+    assert "192 instance-h paid, 6 instance-h paid but idle ($235.98)" in text
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)

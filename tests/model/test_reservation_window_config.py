@@ -10,22 +10,23 @@ from tests.helpers.bad_stacks import NS, assert_refused, case, group
 from tests.helpers.selftest_stacks import IMAGE
 
 START, END = "2026-12-14T11:30:00Z", "2026-12-16T11:30:00Z"
-WINDOW = {"start": START, "end": END}
+WINDOW = {"start": START, "end": END, "instances": 2}
 AT = f"{NS}:gpu_node_groups[0].reservation_window"
 
 
-def block(**window) -> dict:
+def block(scaling: dict | None = None, **window) -> dict:
     return group(
         instance_types=["p5.48xlarge"],
         capacity="capacity_block",
         capacity_reservation_id="cr-0123456789abcdef1",
         zone="us-east-1a",
-        reservation_window={**WINDOW, **window},
+        reservation_window={k: v for k, v in {**WINDOW, **window}.items() if v is not None},
+        **({"scaling": scaling} if scaling else {}),
     )
 
 
 def test_defaults_leave_the_block_time_to_checkpoint_before_eks_scales_it_down():
-    settings = ReservationWindowSettings(start=START, end=END)
+    settings = ReservationWindowSettings(start=START, end=END, instances=2)
     # The node-join check's default limit on a node (selftest.node_join.timeout_minutes).
     assert settings.warmup_minutes == 30
     # EKS User Guide capacity-blocks-mng: the group is scaled to 0 forty minutes before the end;
@@ -79,6 +80,17 @@ BAD = [
         id="nothing-left-open",
     ),
     case(block(on_drain="evict"), f"{AT}.on_drain", "evict", "'requeue' or 'hold'", id="on-drain"),
+    # What was bought is a count of instances: without it nothing says what is paid.
+    case(block(instances=None), f"{AT}.instances", "required value is missing", "", id="no-count"),
+    case(block(instances=0), f"{AT}.instances", "0", "greater than or equal to 1", id="zero"),
+    # A group larger than its reservation: the nodes past the count are never launched.
+    case(
+        block(scaling={"min_size": 0, "max_size": 3}),
+        f"{NS}:gpu_node_groups[0].scaling.max_size",
+        "3 is more than the reservation holds, reservation_window.instances 2",
+        "a max_size of at most 2",
+        id="group-larger-than-its-reservation",
+    ),
     # A window the controller could not act on: its pods would have no image to run, or there
     # would be no flavor to open.
     case(block(), AT, "a100", "set selftest.image", id="window-without-the-controllers-image"),

@@ -26,6 +26,7 @@ def epoch_window_config():
     for g in groups:
         if g["name"] == "block":
             g["reservation_window"] = {
+                **g["reservation_window"],
                 "start": "1970-01-01T00:00:00Z",
                 "end": "1970-01-01T11:30:00Z",
             }
