@@ -30,7 +30,7 @@ PLAN_VENV_LIMIT_MB := 500
 # pytest workers: one per core (`make test PYTEST_WORKERS=0` runs in one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test test-image lint check-promtool bench selftest bench-selftest \
+.PHONY: plan offers plan-all plan-venv-size charts charts-lock docs docs-site test test-image lint check-promtool bench bench-rules selftest bench-selftest \
 	selftest-bootstrap recipes-smoke bench-recipes gpu-check gpu-wheels trainkit-wheel clean
 
 # $(call venv,<folder>,<requirement file>): a fresh venv with torch alone first where the file
@@ -155,6 +155,11 @@ test-image: $(TEST_VENV)/.installed check-promtool
 
 bench: $(TEST_VENV)/.installed
 	$(TEST_PY) -m tests.bench
+
+# What the team cost figures cost Prometheus 2.42 (the prometheus package's server) as a month
+# fills with jobs: about 6 minutes on 2 cores.
+bench-rules: $(TEST_VENV)/.installed check-promtool
+	$(TEST_PY) -m tests.bench_rules
 
 # The bootstrap self-test on this machine: two gloo ranks on the CPU, as the Job runs it with NCCL.
 # Local folders stand in for the shared-data and nvme-cache volumes.

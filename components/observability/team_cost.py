@@ -18,13 +18,19 @@ points at, a pool the node its pod runs on (the pool's node selector on kube_nod
 the pod's JobSet, else its Job. GPU-hours are physical GPUs': a shared or MIG-cut pool's devices
 are divided by the devices per GPU its device-plugin config advertises.
 
-Month to date: a recording rule that adds, at each evaluation, the group's interval of GPU-hours
-to its own value of the previous evaluation, kept only while the month (UTC) it was recorded in
-is the current one (MONTH_STAMP, recorded after it, holds year * 12 + month). A month's first
-evaluation finds last month's stamp and starts from zero, whenever it runs; an evaluation
-Prometheus missed adds nothing (the spend is measured, not inferred), and one after a gap finds
-the figure from before it (both are read over 31 days, a month at most). `python -m jobs usage`
-does not read this running sum: it asks for the month's exact sum of the GPUs running.
+Month to date, per team, queue and pool: a recording rule that adds, at each evaluation, the
+group's interval of GPU-hours to its own value of the previous evaluation, kept only while the
+month (UTC) it was recorded in is the current one (MONTH_STAMP, recorded after it, holds year * 12
++ month). A month's first evaluation finds last month's stamp and starts from zero, whenever it
+runs; an evaluation Prometheus missed adds nothing (the spend is measured, not inferred), and one
+after a gap finds the figure from before it (both are read over 31 days, a month at most). Not
+per job: a range selector hands the engine every sample in its range, and a job's running sum
+would be written again at every evaluation until the month ends, so one evaluation would load
+the month's jobs times the days gone (`make bench-rules`, 2026-12-05: kept per job, 1,000 jobs on
+the 28th loaded 16 million samples in one evaluation, and Prometheus refuses a query past 50
+million, its `--query.max-samples` default, about 3,100 jobs by then; kept per team, 145,152
+samples with 100 or 10,000 jobs). Each job's month is what the Team cost dashboard and `python -m
+jobs usage` sum from the GPUs running, whose series exist only while the job runs.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ USD_MTD = "gpu_platform_team:usd:month_to_date"
 MONTH_STAMP = "gpu_platform:month:year_times_12_plus_month"
 BUDGET = "gpu_platform_team:monthly_budget:usd"
 BY = "namespace, cluster_queue, pool, job_name"
+# What the month to date is kept by (the module's docstring says why not by job).
+TEAM_BY = "namespace, cluster_queue, pool"
 # The share of a team's budget at which each alert fires.
 BUDGET_ALERTS = {"TeamBudgetNearlySpent": 0.8, "TeamBudgetSpent": 1.0}
 
@@ -131,8 +139,8 @@ def month_to_date(interval_minutes: int) -> str:
         f"(last_over_time({GPU_HOURS_MTD}[31d]) and on() "
         f"(last_over_time({MONTH_STAMP}[31d]) == on() {this_month}))"
     )
-    now = f"{RUNNING} * {interval_minutes} / 60"
-    return f"sum by ({BY}) (({kept} + {now}) or {kept} or {now})"
+    now = f"sum by ({TEAM_BY}) ({RUNNING}) * {interval_minutes} / 60"
+    return f"sum by ({TEAM_BY}) (({kept} + {now}) or {kept} or {now})"
 
 
 def priced(cfg: PlatformConfig) -> dict[str, float]:
@@ -165,7 +173,7 @@ def team_cost_rules(cfg: PlatformConfig, interval_minutes: int = INTERVAL_MINUTE
     rules += [
         Record(PRICE, _literal("pool", prices)),
         Record(USD_PER_HOUR, f"sum by ({BY}) ({RUNNING} * on(pool) group_left() {PRICE})"),
-        Record(USD_MTD, f"sum by ({BY}) ({GPU_HOURS_MTD} * on(pool) group_left() {PRICE})"),
+        Record(USD_MTD, f"sum by ({TEAM_BY}) ({GPU_HOURS_MTD} * on(pool) group_left() {PRICE})"),
     ]
     if budgets(cfg):
         rules += [Record(BUDGET, _literal("namespace", budgets(cfg))), *budget_alerts()]

@@ -178,7 +178,7 @@ def configuration(plan: Plan) -> dict[str, Any]:
         },
         "push_urls": push_urls([r.inputs for kind in JOB_KINDS for r in plan.of_type(kind)]),
         "records": {
-            rule["record"]: _by_labels(rule["expr"])
+            rule["record"]: kept_labels(rule["expr"])
             for r in plan.of_type(PROMETHEUS_RULE)
             for group in r.inputs["spec"]["groups"]
             for rule in group["rules"]
@@ -223,7 +223,7 @@ def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [spec["template"]["spec"]]
 
 
-def _by_labels(expr: str) -> set[str]:
+def kept_labels(expr: str) -> set[str]:
     """The labels a recorded series keeps: its outermost aggregation's `by (...)`."""
     found = re.search(r"\bby\s*\(([^)]*)\)", expr)
     return {label.strip() for label in found.group(1).split(",")} if found else set()
@@ -407,12 +407,23 @@ def emitted(config: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, str]
 # ------------------------------------------------------------------------------ queries
 
 
+# Grafana's Prometheus data source puts the panel's range (`to - from`) into a query's
+# `$__range` as whole seconds with an `s` (grafana public/app/plugins/datasource/prometheus/
+# datasource.ts, getRangeScopedVars: `__range: sRange + 's'`); here a 31-day month's.
+GRAFANA_RANGE = "2678400s"
+
+
 def dashboard_queries(dashboard: dict[str, Any]) -> list[tuple[int, str, str]]:
-    """(panel id, refId, expr) of every target, rows' nested panels included."""
+    """(panel id, refId, expr) of every target, rows' nested panels included, as Prometheus
+    gets it: with Grafana's range in place of `$__range`."""
     panels = []
     for panel in dashboard["panels"]:
         panels += [panel, *panel.get("panels", [])]
-    return [(p["id"], t["refId"], t["expr"]) for p in panels for t in p.get("targets", [])]
+    return [
+        (p["id"], t["refId"], t["expr"].replace("$__range", GRAFANA_RANGE))
+        for p in panels
+        for t in p.get("targets", [])
+    ]
 
 
 def queries(plan: Plan) -> list[tuple[str, str]]:

@@ -34,6 +34,7 @@ from tests.helpers.alert_stacks import (
     scheduled_config,
 )
 from tests.helpers.bad_stacks import ADMIN, GROUP, assert_refused, aws, case, existing
+from tests.helpers.metric_sources import kept_labels
 from tests.helpers.tools import promtool
 
 PROMTOOL_TESTS = Path(__file__).parents[2] / "promtool" / "alerts_test.yaml"
@@ -498,3 +499,25 @@ def test_the_stack_refuses_a_retention_shorter_than_an_alert_window(tmp_path, mo
     assert_refused(
         tmp_path, monkeypatch, capsys, stack, "gpu-platform:observability.retention_days", "", "2d"
     )
+
+
+# A range selector hands the engine every sample in its range (Prometheus 2.42 evaluates a range
+# function over the whole matrix it selects), so a series kept per job and read back over days
+# costs one evaluation the month's jobs times the days gone: `make bench-rules` measured the team
+# cost month to date, when it was kept per job, at 16 million samples an evaluation with 1,000 jobs
+# on the 28th, and Prometheus refuses a query past 50 million (--query.max-samples).
+LONG_RANGE = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\[(\d+)d\]")
+PER_JOB = {"job_name", "pod", "exported_pod"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_rule_reads_a_series_kept_per_job_over_days(stack):
+    cfg = stack_config(stack)
+    rules = [r for g in prometheus_rule_spec(cfg)["groups"] for r in g["rules"]]
+    kept = {r["record"]: kept_labels(r["expr"]) for r in rules if "record" in r}
+    for rule in rules:
+        for name, _days in LONG_RANGE.findall(rule["expr"]):
+            assert not kept.get(name, set()) & PER_JOB, (
+                f"{rule.get('record') or rule.get('alert')} reads {name}, kept by "
+                f"{sorted(kept[name])}, over days"
+            )

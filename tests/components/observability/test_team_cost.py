@@ -4,6 +4,7 @@ cases of tests/promtool/team_cost_test.yaml and team_cost_month_test.yaml."""
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import pytest
 import yaml
 
 from components.observability.alerts import prometheus_rule_spec
+from components.observability.monitoring import dashboards
 from components.observability.team_cost import (
+    INTERVAL_MINUTES,
     PRICE,
     QUEUES,
     RUNNING,
@@ -96,7 +99,7 @@ def test_a_shared_or_mig_pools_devices_count_as_their_share_of_a_gpu():
 
 def test_every_budget_alert_has_a_firing_and_a_silent_promtool_case():
     cases = yaml.safe_load((PROMTOOL / "team_cost_test.yaml").read_text())["tests"]
-    checks = [c for t in cases for c in t["alert_rule_test"]]
+    checks = [c for t in cases for c in t.get("alert_rule_test", [])]
     assert {c["alertname"] for c in checks if c["exp_alerts"]} == BUDGET_ALERTS
     assert {c["alertname"] for c in checks if not c["exp_alerts"]} == BUDGET_ALERTS
 
@@ -167,3 +170,19 @@ def test_the_cost_estimate_breaks_the_pools_down_by_team_quota():
     text = "\n".join(format_cost(report))
     assert "    research (queue burst, shared with 1 other team(s)): $44,782.58/month" in text
     assert "      h100-block: 8 GPUs x $4.91625/GPU-h = $28,710.90/month" in text
+
+
+def test_the_dashboards_tables_by_job_sum_what_ran_this_month_at_the_rules_step():
+    """The per-job tables read the GPUs running over the panel's range, the month so far
+    (Grafana's relative time now/M), each sample standing for the group's interval; the
+    GPU-hours table is the query its promtool case runs once Grafana fills in the team and a
+    35-minute range."""
+    board = json.loads(dashboards(priced=True)["team-cost"])
+    by_id = {p["id"]: p for p in board["panels"]}
+    for table in (by_id[3], by_id[7]):
+        assert table["timeFrom"] == "now/M"
+        expr = table["targets"][0]["expr"]
+        assert f"sum_over_time({RUNNING}" in expr and f"* {INTERVAL_MINUTES} / 60" in expr
+    sent = by_id[3]["targets"][0]["expr"].replace("$team", "vision").replace("$__range", "35m")
+    cases = yaml.safe_load((PROMTOOL / "team_cost_test.yaml").read_text())["tests"]
+    assert sent in [c["expr"] for t in cases for c in t.get("promql_expr_test", [])]
