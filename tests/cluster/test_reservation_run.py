@@ -244,4 +244,5 @@ def test_every_request_of_a_run_is_one_its_service_account_is_granted(runs, pool
     found, _, grants = runs
     _, requests, _ = found[pool, phase]
     refused = [(m, p) for m, p, _, _ in requests if not permits(grants, request_of(m, p))]
-    assert requests and not refused, refused
+    assert requests, "the run made no request"
+    assert not refused, f"not granted to its ServiceAccount: {refused}"
