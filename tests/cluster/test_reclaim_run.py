@@ -31,9 +31,10 @@ from tests.helpers.sharing_stacks import raw, stack_file, teams_config
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 ACCOUNT = "idle-reclaimer"
-# The teams stack's team namespaces (tests/helpers/sharing_stacks.py RAW: vision and nlp, each
-# on its own ClusterQueue) and the default team's, namespaces.training's default.
-TEAMS = {"vision": "vision", "nlp": "nlp", "training": "default"}
+# The teams stack's team namespaces and their ClusterQueues (tests/helpers/sharing_stacks.py
+# RAW: vision and nlp, each on its own), and namespaces.training's default team, on the first
+# ClusterQueue (model/config/scheduling.py, all_teams).
+TEAMS = {"vision": "vision", "nlp": "nlp", "training": "vision"}
 # model/config/scheduling.py PRIORITIES, from components/scheduling/queues.py's
 # WorkloadPriorityClasses: Kueue copies a class's value into the Workload's spec.priority.
 PRODUCTION, RESEARCH = ("production-training", 100000), ("research", 10000)
