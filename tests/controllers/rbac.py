@@ -2,16 +2,17 @@
 policies of access entries, evaluated over the objects a stack declares and its charts render.
 
 RBAC, from kubernetes/kubernetes `pkg/apis/rbac/v1/evaluation_helpers.go` (VerbMatches,
-APIGroupMatches, ResourceMatches: a rule matches when its verbs, API groups and resources each
-hold the request's or `*`) and the "Using RBAC Authorization" page: a RoleBinding grants its
-role's rules in its own namespace only, a ClusterRoleBinding in every namespace; a ClusterRole
-with an `aggregationRule` holds the rules of every ClusterRole whose labels match one of its
-selectors (`pkg/controller/clusterroleaggregation`). Kubernetes' user-facing `edit` and `view`
-aggregate the ClusterRoles labelled `rbac.authorization.k8s.io/aggregate-to-edit` and
-`aggregate-to-view` (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go); their own
-rules (system:aggregate-to-edit, system:aggregate-to-view) name only built-in API groups and
-are left out here, since the model is asked only about the platform's custom resources and
-about namespaces.
+APIGroupMatches, ResourceMatches: a rule matches when its verbs, API groups and resources each hold
+the request's or `*`; ResourceNameMatches: a rule with `resourceNames` matches only a request for
+one of those names, so never a list or a create, which name none) and the "Using RBAC
+Authorization" page: a RoleBinding grants its role's rules in its own namespace only, a
+ClusterRoleBinding in every namespace; a ClusterRole with an `aggregationRule` holds the rules of
+every ClusterRole whose labels match one of its selectors
+(`pkg/controller/clusterroleaggregation`). Kubernetes' user-facing `edit` and `view` aggregate the
+ClusterRoles labelled `rbac.authorization.k8s.io/aggregate-to-edit` and `aggregate-to-view`
+(plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go); their own rules (system:aggregate-to-
+edit, system:aggregate-to-view) name only built-in API groups and are left out here, since the
+model is asked only about the platform's custom resources and about namespaces.
 
 EKS, from the user guide: "Associate access policies with access entries" (an association's
 access scope is the cluster or a list of namespaces) and "Review access policy permissions"
@@ -74,19 +75,88 @@ def _holds(values: Iterable[str], wanted: str) -> bool:
     return "*" in values or wanted in values
 
 
-def rule_allows(rule: dict[str, Any], verb: str, group: str, resource: str) -> bool:
+def rule_allows(rule: dict[str, Any], verb: str, group: str, resource: str, name: str = "") -> bool:
+    """Whether `rule` lets a request through; `name`: the object it names ("" for a list or a
+    create)."""
+    names = rule.get("resourceNames") or []
     return (
         _holds(rule.get("verbs", []), verb)
         and _holds(rule.get("apiGroups", []), group)
         and _holds(rule.get("resources", []), resource)
+        and (not names or name in names)
     )
 
 
-def allowed(grants: Iterable[Grant], verb: str, group: str, resource: str, ns: str) -> bool:
+def allowed(
+    grants: Iterable[Grant], verb: str, group: str, resource: str, ns: str, name: str = ""
+) -> bool:
     return any(
         (g.namespaces is None or ns in g.namespaces)
-        and any(rule_allows(r, verb, group, resource) for r in g.rules)
+        and any(rule_allows(r, verb, group, resource, name) for r in g.rules)
         for g in grants
+    )
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the API server's authorizer is asked about one request (k8s.io/apiserver
+    pkg/endpoints/request/requestinfo.go, RequestInfoFactory.NewRequestInfo): a GET of a
+    collection is `list`, of one object `get`; PATCH `patch`; a cluster-scoped object's
+    namespace is ""."""
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str
+    name: str
+
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def request_of(method: str, path: str) -> Request:
+    """The authorizer's attributes of `method` on `path` (/api/v1/... or /apis/<group>/<v>/...,
+    its query left out)."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    if parts[0] == "api":
+        group, rest = "", parts[2:]
+    else:
+        group, rest = parts[1], parts[3:]
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 2:
+        namespace, rest = rest[1], rest[2:]
+    resource, name = rest[0], rest[1] if len(rest) > 1 else ""
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"
+    verb = ("get" if name else "list") if method == "GET" else _VERBS[method]
+    return Request(verb, group, resource, namespace, name)
+
+
+def account_grants(objects: Iterable[dict[str, Any]], account: str, namespace: str) -> list[Grant]:
+    """What the ServiceAccount `namespace`/`account` holds through the bindings among
+    `objects`: a ClusterRoleBinding's role everywhere, a RoleBinding's in its namespace."""
+    cluster = Cluster(objects)
+    found = []
+    for binding in cluster.bindings:
+        if not any(
+            s.get("kind") == "ServiceAccount"
+            and s.get("name") == account
+            and s.get("namespace") == namespace
+            for s in binding.get("subjects") or []
+        ):
+            continue
+        scope = (
+            frozenset({binding["metadata"]["namespace"]})
+            if binding["kind"] == "RoleBinding"
+            else None
+        )
+        found.append(Grant(cluster.role_rules(binding["roleRef"]["name"]), scope))
+    return found
+
+
+def permits(grants: Iterable[Grant], request: Request) -> bool:
+    return allowed(
+        grants, request.verb, request.group, request.resource, request.namespace, request.name
     )
 
 

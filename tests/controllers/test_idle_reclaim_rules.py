@@ -19,7 +19,7 @@ from components.selftest.reclaim import reclaimer_objects
 from model.config.idle_reclaim import IdleReclaimSettings
 from tests.conftest import STACKS, stack_config
 from tests.controllers.kueue_admission import Kueue, available, manager_config_from_rendered
-from tests.controllers.rbac import Cluster, Grant, allowed
+from tests.controllers.rbac import account_grants, allowed
 from tests.helpers import jobsets
 from tests.helpers.alert_stacks import IMAGE
 from tests.helpers.kube_api import ApiServer
@@ -64,18 +64,6 @@ def workload(name: str, job: str, queue: str, priority: int, klass: str) -> dict
     }
 
 
-def grants(objects: list[dict]) -> list[Grant]:
-    """What the reclaimer's ServiceAccount holds through the rendered bindings."""
-    cluster = Cluster(objects)
-    found = []
-    for b in cluster.bindings:
-        if not any(s.get("name") == ACCOUNT for s in b.get("subjects") or []):
-            continue
-        scope = frozenset({b["metadata"]["namespace"]}) if b["kind"] == "RoleBinding" else None
-        found.append(Grant(cluster.role_rules(b["roleRef"]["name"]), scope))
-    return found
-
-
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
     with ApiServer(tmp_path_factory.mktemp("api"), {}) as server:
@@ -92,7 +80,7 @@ def test_an_idle_workload_of_a_reclaimable_queue_is_deactivated_and_production_n
         jobsets.validate_object(obj, cfg.cluster.kubernetes_version)
     teams = cfg.scheduling.all_teams(cfg.namespaces.training)
     submitting = {t.name for t in teams if t.cluster_queue == queue}
-    held = grants(objects)
+    held = account_grants(objects, ACCOUNT, cfg.namespaces.selftest)
     for team in teams:
         assert allowed(held, "patch", "kueue.x-k8s.io", "workloads", team.name) == (
             team.name in submitting

@@ -15,6 +15,7 @@ import copy
 import pytest
 
 from tests.conftest import STACKS, planned, stack_config
+from tests.controllers.rbac import account_grants, allowed
 from tests.controllers.tas import (
     HOSTNAME,
     Node,
@@ -80,12 +81,8 @@ def watcher_misses(objects: list[dict], namespace: str, template: dict) -> list[
     found = []
     if namespace not in env["SELFTEST_WATCH_NAMESPACES"].split(","):
         found.append(f"it does not watch {namespace}")
-    if not any(
-        o["kind"] == "RoleBinding"
-        and o["metadata"]["namespace"] == namespace
-        and o["subjects"][0]["name"] == WATCHER
-        for o in objects
-    ):
+    held = account_grants(objects, WATCHER, deployments[0]["metadata"]["namespace"])
+    if not allowed(held, "list", "", "pods", namespace):
         found.append(f"no RoleBinding lets it list pods in {namespace}")
     key, value = PREFLIGHT_LABEL
     if template["metadata"].get("labels", {}).get(key) != value:

@@ -218,8 +218,7 @@ class Cluster:
 
     def start_watcher(self, log: Path) -> None:
         """The rendered `quarantine-watcher` Deployment's one replica, where the plan renders
-        it, run by a kubelet in the self-test's image on a node of no GPU pool (the platform's
-        system nodes, which the box does not model otherwise)."""
+        it, run by a kubelet in the self-test's image on the platform's system node."""
         found = [
             o for o in self.manifests
             if o["kind"] == "Deployment" and o["metadata"]["name"] == WATCHER
@@ -227,40 +226,20 @@ class Cluster:
         if not found:
             return
         (deployment,) = found
-        template = deployment["spec"]["template"]
-        meta = deployment["metadata"]
-        pod = {
-            "metadata": {
-                # A ReplicaSet's pod: <deployment>-<pod-template-hash>-<suffix>.
-                "name": f"{WATCHER}-{secrets.token_hex(5)}-{secrets.token_hex(3)[:5]}",
-                "namespace": meta["namespace"],
-                "uid": str(uuid.uuid4()),
-                "labels": dict(template["metadata"].get("labels", {})),
-                "annotations": {},
-            },
-            "spec": {**json.loads(json.dumps(template["spec"])), "nodeName": SYSTEM_NODE.name},
-        }
-        api_env = self.api.env()
-        kubelet = Kubelet(
-            self.box, SYSTEM_NODE, self.image_for, self.objects_index(), self.network,
-            lambda argv, env: (argv, {**env, **api_env}),
-        )  # fmt: skip
+        pod = deployment_pod(deployment)
+        kubelet = self.kubelet(SYSTEM_NODE)
         (container,) = pod["spec"]["containers"]
         watched = kubelet.environment(pod, container).get(SELFTEST_WATCH_NAMESPACES, "")
         namespaces = set(filter(None, watched.split(",")))
         for namespace in namespaces:
             self.serve_failed(namespace)
-        process = kubelet.start(pod, log)
-        self.sandboxes[process.pid] = kubelet.sandbox(pod)
+        process = self.start_pod(pod, log, kubelet)
         self.watcher = Watcher(pod, process, log, namespaces)
 
     def stop_watcher(self) -> None:
         if self.watcher is None:
             return
-        for pid in sandbox_processes(self.sandboxes[self.watcher.process.pid]):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.watcher.process.wait(timeout=HANG_S)
+        self.stop_pod(self.watcher.process)
         self.watcher = None
 
     def serve_failed(self, namespace: str) -> None:
@@ -364,23 +343,44 @@ class Cluster:
                 by_kind.setdefault(obj["kind"], {})[key] = obj
         return Objects(by_kind)
 
-    def kubelet(self, node: Node) -> Kubelet:
-        # The kubelet gives a pod the API server's address (KUBERNETES_SERVICE_HOST, _PORT) and
-        # its ServiceAccount, at the path the self-test's override names (it opens the usual
-        # one inside its code, where no path map reaches).
+    def kubelet(self, node: Node, wrap: Wrap | None = None) -> Kubelet:
+        """The node's kubelet. It gives a pod the API server's address (KUBERNETES_SERVICE_HOST,
+        _PORT) and its ServiceAccount, at the path the self-test's override names (it opens the
+        usual one inside its code, where no path map reaches); the system node's pods keep
+        their own devices. `wrap`: a test's own change to each container's argv and env, last."""
         api_env = self.api.env() if self.api is not None else {}
-        return Kubelet(
-            self.box, node, self.image_for, self.objects_index(), self.network,
-            lambda argv, env: stand_in(argv, {**env, **api_env}, node),
-        )  # fmt: skip
 
-    def run_pod(self, pod: dict[str, Any], log: Path) -> subprocess.Popen:
-        self.pod_security(pod)
-        node = self.schedule(pod)
-        pod["spec"]["nodeName"] = node.name
-        kubelet = self.kubelet(node)
+        def on_node(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+            env = {**env, **api_env}
+            if node is not SYSTEM_NODE:
+                argv, env = stand_in(argv, env, node)
+            return wrap(argv, env) if wrap else (argv, env)
+
+        return Kubelet(self.box, node, self.image_for, self.objects_index(), self.network, on_node)
+
+    def start_pod(self, pod: dict[str, Any], log: Path, kubelet: Kubelet) -> subprocess.Popen:
+        """The pod, placed on `kubelet`'s node, started by it."""
+        pod["spec"]["nodeName"] = kubelet.node.name
         process = kubelet.start(pod, log)
         self.sandboxes[process.pid] = kubelet.sandbox(pod)
+        return process
+
+    def stop_pod(self, process: subprocess.Popen) -> None:
+        """Every process of the pod `process` started, killed."""
+        for pid in sandbox_processes(self.sandboxes[process.pid]):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.wait(timeout=HANG_S)
+
+    def run_pod(
+        self, pod: dict[str, Any], log: Path, node: Node | None = None, wrap: Wrap | None = None
+    ) -> subprocess.Popen:
+        """The pod, admitted by Pod Security, placed by the scheduler (or on `node`, a node of
+        no pool such as SYSTEM_NODE, where the platform's own controllers run) and started."""
+        self.pod_security(pod)
+        node = node or self.schedule(pod)
+        kubelet = self.kubelet(node, wrap)
+        process = self.start_pod(pod, log, kubelet)
         self.started.append((pod, process, kubelet))
         node.pods[pod["metadata"]["name"]] = (process, requests(pod["spec"]))
         return process
@@ -472,11 +472,14 @@ class Cluster:
         )  # fmt: skip
         return harness.run(fault)
 
-    def run_job(self, job: dict[str, Any]) -> Outcome:
+    def run_job(
+        self, job: dict[str, Any], node: Node | None = None, wrap: Wrap | None = None
+    ) -> Outcome:
         """A batch/v1 Job of one pod (parallelism 1) that Kueue leaves alone, run by the Job
         controller to its end: its pod (Indexed: <job>-<index>-<suffix>, the completion index
-        as label and annotation) placed and run, its failure by the Job's podFailurePolicy and
-        backoffLimit (tests/helpers/jobset_harness.job_failure)."""
+        as label and annotation) placed (on `node` where given) and run (`wrap`: Cluster.kubelet),
+        its failure by the Job's podFailurePolicy and backoffLimit
+        (tests/helpers/jobset_harness.job_failure)."""
         meta, spec = job["metadata"], job["spec"]
         what = f"Job {meta['namespace']}/{meta['name']}"
         config = manager_config(self.rendered)
@@ -516,13 +519,11 @@ class Cluster:
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"{pod['metadata']['name']}.log"
         started = time.monotonic()
-        process = self.run_pod(pod, log)
+        process = self.run_pod(pod, log, node, wrap)
         try:
             process.wait(timeout=HANG_S)
         finally:
-            for pid in sandbox_processes(self.sandboxes[process.pid]):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            self.stop_pod(process)
         ended = Pod(0, 0, process, log, started, time.monotonic(), jobset=meta["name"])
         # backoffLimit's default is 6 (batch/v1 JobSpec).
         failure = (
@@ -562,6 +563,23 @@ class Cluster:
 
 # The node the platform's own pods run on: no GPU pool's, no taint.
 SYSTEM_NODE = Node("system", "system", {}, [], {})
+# A test's change to a container's argv and env (Cluster.kubelet).
+Wrap = Callable[[list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
+
+
+def deployment_pod(deployment: dict[str, Any]) -> dict[str, Any]:
+    """The pod a Deployment's ReplicaSet makes: <deployment>-<pod-template-hash>-<suffix>."""
+    template, meta = deployment["spec"]["template"], deployment["metadata"]
+    return {
+        "metadata": {
+            "name": f"{meta['name']}-{secrets.token_hex(5)}-{secrets.token_hex(3)[:5]}",
+            "namespace": meta["namespace"],
+            "uid": str(uuid.uuid4()),
+            "labels": dict(template["metadata"].get("labels", {})),
+            "annotations": {},
+        },
+        "spec": json.loads(json.dumps(template["spec"])),
+    }
 
 
 @dataclass
