@@ -145,12 +145,7 @@ def account_grants(objects: Iterable[dict[str, Any]], account: str, namespace: s
             for s in binding.get("subjects") or []
         ):
             continue
-        scope = (
-            frozenset({binding["metadata"]["namespace"]})
-            if binding["kind"] == "RoleBinding"
-            else None
-        )
-        found.append(Grant(cluster.role_rules(binding["roleRef"]["name"]), scope))
+        found.append(cluster.binding_grant(binding))
     return found
 
 
@@ -192,13 +187,17 @@ class Cluster:
             names = {s["name"] for s in binding.get("subjects") or [] if s.get("kind") == "Group"}
             if not names & groups or binding["roleRef"]["kind"] != "ClusterRole":
                 continue
-            scope = (
-                frozenset({binding["metadata"]["namespace"]})
-                if binding["kind"] == "RoleBinding"
-                else None
-            )
-            found.append(Grant(self.role_rules(binding["roleRef"]["name"]), scope))
+            found.append(self.binding_grant(binding))
         return found
+
+    def binding_grant(self, binding: dict[str, Any]) -> Grant:
+        """What a binding gives: its role's rules, only in its namespace for a RoleBinding."""
+        scope = (
+            frozenset({binding["metadata"]["namespace"]})
+            if binding["kind"] == "RoleBinding"
+            else None
+        )
+        return Grant(self.role_rules(binding["roleRef"]["name"]), scope)
 
 
 def eks_grants(cluster: Cluster, resources: Iterable[Any], principal: str) -> list[Grant]:
