@@ -249,7 +249,8 @@ def _check_post_deploy(cfg: PlatformConfig) -> None:
             "and the Job pulumi up runs would never be admitted (the node-join check tests the "
             "pool's nodes in the warm-up); set selftest.mode: off, or add a pool without one",
         )
-    if settings.pool is not None and settings.pool not in up:
+    # A pool the stack lacks is the reference check's to name (model/config/references.py).
+    if settings.pool in {p.name for p in pools} - set(up):
         raise FieldProblem(
             "selftest.pool",
             f"{settings.pool!r} has a reservation_window: its flavor is closed outside the "
