@@ -177,7 +177,7 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
         name, _ = _dearest(group.instance_types, region)
         key = f"gpu_node_groups.{group.name}"
         item = f"GPU node group {group.name} ({name}, {group.capacity})"
-        lines.append(_capacity_line(key, item, name, group.capacity, group.scaling, cfg, region))
+        lines.append(_capacity_line(key, item, name, group.capacity, paid(group), cfg, region))
         lines.append(
             _root_volumes(
                 key, f"GPU node group {group.name}", group.root_volume_gib, group.scaling, cfg
@@ -186,6 +186,17 @@ def node_group_lines(cfg: PlatformConfig) -> list[Line]:
         if group.name in canaried:
             lines.append(canary_line(cfg, group))
     return lines
+
+
+def paid(group: GpuNodeGroupSettings) -> Scaling:
+    """The instances a group's line prices: with a window, every instance the reservation was
+    bought with at each size, since AWS bills them whether the group launches them or not (EC2
+    User Guide, "Capacity Blocks for ML": paid up front); else the group's own sizes."""
+    settings = group.reservation_window
+    if settings is None:
+        return group.scaling
+    n = settings.instances
+    return Scaling(min_size=n, desired_size=n, max_size=n)
 
 
 def canary_line(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> Line:

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from contract.dcgm import DIAG_TIMEOUT_S
 from model.config.base import DnsLabel, FieldProblem, Int, Settings
+from model.config.pools import always_up_pools, windowed_keys
 from model.config.references import GPU_POOL, refers
 
 if TYPE_CHECKING:
@@ -59,8 +60,10 @@ class NodeJoinSettings(Settings):
         "one canary node per tested pool first: a canary node group of at most one node runs "
         "the node-join check set against the pool's stored baseline, and only a pass lets the "
         'pool\'s own node group update (docs/operations.md, "Rolling a GPU-stack change"). '
-        "Default: on wherever new nodes are tested on AWS; an existing cluster has no node "
-        "groups to declare it on.",
+        "Default: on wherever new nodes are tested on AWS, except a pool with a "
+        "reservation_window (nothing launches outside its window; its warm-up tests each new "
+        "node on join before the flavor opens); an existing cluster has no node groups to "
+        "declare it on.",
     )
     canary_tolerance: float = Field(
         0.1,
@@ -113,10 +116,15 @@ def join_timeout_minutes(cfg: PlatformConfig, pool: str) -> int:
 
 def canary_pools(cfg: PlatformConfig) -> list[GpuPool]:
     """The pools whose GPU-stack changes roll through a canary node first: the pools tested on
-    join, on AWS (where the platform declares the node groups), unless turned off."""
+    join, on AWS (where the platform declares the node groups), unless turned off. Not a
+    windowed pool: its reservation launches nothing outside its window (EC2 User Guide,
+    "Capacity Blocks for ML"), so `pulumi up` would wait on its canary for days, and each
+    window starts every node afresh from the current launch template, each tested on join in
+    the warm-up before the flavor opens: the warm-up is its canary."""
     if cfg.provider != "aws" or cfg.selftest.node_join.canary is False:
         return []
-    return pools_tested_on_join(cfg)
+    up = {p.name for p in always_up_pools(cfg)}
+    return [p for p in pools_tested_on_join(cfg) if p.name in up]
 
 
 def check_node_join(cfg: PlatformConfig) -> None:
@@ -143,6 +151,14 @@ def check_node_join(cfg: PlatformConfig) -> None:
                 "selftest.image, not enabled: false, and a pool without MIG): the canary runs "
                 "the node-join check, so nothing would test it. Valid: false, or unset, or "
                 "turn the node-join check on",
+            )
+        if not canary_pools(cfg):
+            raise FieldProblem(
+                "selftest.node_join.canary",
+                "true, but every pool tested on join has a reservation window "
+                f"({', '.join(windowed_keys(cfg))}): its reservation launches nothing outside "
+                "the window, and the warm-up tests each of its new nodes on join before the "
+                "flavor opens, which is its canary. Valid: false, or unset",
             )
 
 

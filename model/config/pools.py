@@ -136,3 +136,18 @@ def windowed(cfg: PlatformConfig) -> list[GpuNodeGroupSettings]:
     if cfg.provider != "aws":
         return []
     return [g for g in cfg.gpu_node_groups if g.reservation_window is not None]
+
+
+def windowed_keys(cfg: PlatformConfig) -> list[str]:
+    """The stack-file key of each window, for errors that name them."""
+    names = [g.name for g in cfg.gpu_node_groups]
+    return [f"gpu_node_groups[{names.index(g.name)}].reservation_window" for g in windowed(cfg)]
+
+
+def always_up_pools(cfg: PlatformConfig) -> list[GpuPool]:
+    """The pools a run may ask for at any time: not a windowed pool, whose reservation launches
+    nothing before its window (EC2 User Guide, "Capacity Blocks for ML") and whose flavor has
+    quota 0 outside it, so a Job that `pulumi up` waits on there is never admitted. A windowed
+    pool's nodes are tested by the node-join check in the window's warm-up instead."""
+    closed = {g.name for g in windowed(cfg)}
+    return [p for p in cfg.gpu_pools if p.name not in closed]

@@ -20,6 +20,7 @@ from contract.floors import INTER_NODE_BUSBW_GBPS, INTRA_NODE_BUSBW_GBPS, SOURCE
 from model.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from model.config.bounds import MAX_CLUSTER_NODES
 from model.config.node_join import NodeJoinSettings, check_join_dcgm_level, check_node_join
+from model.config.pools import always_up_pools, windowed_keys
 from model.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
 from model.config.selftest_schedule import ScheduleSettings, check_schedule, scheduled
 
@@ -71,7 +72,10 @@ class SelfTestSettings(Settings):
         "Required unless mode is off.",
     )
     pool: Annotated[DnsLabel, refers(GPU_POOL, when=runs)] | None = Field(
-        None, description="The GPU pool it runs on. Default: the stack's first pool."
+        None,
+        description="The GPU pool it runs on, not one with a reservation_window (its flavor is "
+        "closed outside the window, so the Job would never be admitted; the node-join check "
+        "tests its nodes in the warm-up). Default: the stack's first pool without one.",
     )
     nodes: Int = Field(
         1, ge=1, le=MAX_CLUSTER_NODES, description="Nodes it spans (1 or more, at most the pool's)."
@@ -165,7 +169,7 @@ class SelfTestSettings(Settings):
 
 def selftest_pool(cfg: PlatformConfig) -> GpuPool:
     """The pool the self-test runs on (checked by check_selftest)."""
-    name = cfg.selftest.pool or cfg.gpu_pools[0].name
+    name = cfg.selftest.pool or always_up_pools(cfg)[0].name
     return next(p for p in cfg.gpu_pools if p.name == name)
 
 
@@ -236,6 +240,24 @@ def _check_post_deploy(cfg: PlatformConfig) -> None:
     pools = cfg.gpu_pools
     if not pools:
         raise FieldProblem("selftest.mode", "the stack has no GPU pool to test; set mode: off")
+    up = sorted(p.name for p in always_up_pools(cfg))
+    if not up:
+        raise FieldProblem(
+            "selftest.mode",
+            f"{settings.resolved_mode(cfg.production)}, but every GPU pool has a reservation "
+            f"window ({', '.join(windowed_keys(cfg))}): outside it the pool's flavor is closed "
+            "and the Job pulumi up runs would never be admitted (the node-join check tests the "
+            "pool's nodes in the warm-up); set selftest.mode: off, or add a pool without one",
+        )
+    # A pool the stack lacks is the reference check's to name (model/config/references.py).
+    if settings.pool in {p.name for p in pools} - set(up):
+        raise FieldProblem(
+            "selftest.pool",
+            f"{settings.pool!r} has a reservation_window: its flavor is closed outside the "
+            "window, so the Job pulumi up runs would never be admitted (the node-join check "
+            f"tests its nodes in the warm-up); valid: a pool without one ({', '.join(up)}), or "
+            "set selftest.mode: off",
+        )
     pool = selftest_pool(cfg)
     if settings.nodes > pool.max_nodes:
         raise FieldProblem(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from model.config.base import DnsLabel, Documented, FieldProblem, Int, Settings
+from model.config.pools import always_up_pools, windowed_keys
 from model.config.references import GPU_POOL, refers
 from model.config.scheduling import autoscaled
 
@@ -181,7 +182,8 @@ class ScheduleSettings(Settings):
     pools: list[Annotated[DnsLabel, refers(GPU_POOL)]] | None = Field(
         None,
         description="The GPU pools that get a CronJob. Default: every pool without MIG (the "
-        "self-test measures whole GPUs).",
+        "self-test measures whole GPUs) nor a reservation_window (its flavor is closed outside "
+        "the window; the node-join check tests its nodes in the warm-up).",
     )
     checks: Checks = Field(
         "short",
@@ -215,7 +217,7 @@ def scheduled_pools(cfg: PlatformConfig) -> list[str]:
         return []
     if cfg.selftest.schedule.pools is not None:
         return list(cfg.selftest.schedule.pools)
-    return [p.name for p in cfg.gpu_pools if p.sharing.mode != "mig"]
+    return [p.name for p in always_up_pools(cfg) if p.sharing.mode != "mig"]
 
 
 def check_schedule(cfg: PlatformConfig) -> None:
@@ -241,6 +243,7 @@ def check_schedule(cfg: PlatformConfig) -> None:
             "remove it",
         )
     pools = {p.name: p for p in cfg.gpu_pools}
+    up = {p.name for p in always_up_pools(cfg)}
     listed = cfg.selftest.schedule.pools
     for i, name in enumerate(scheduled_pools(cfg)):
         if len(name) > CRON_JOB_POOL_CHARS:
@@ -256,9 +259,18 @@ def check_schedule(cfg: PlatformConfig) -> None:
                 f"{name!r} cuts its GPUs into MIG slices; the self-test measures whole GPUs, "
                 "list pools without MIG",
             )
+        if name in pools and name not in up:
+            raise FieldProblem(
+                f"selftest.schedule.pools[{i}]",
+                f"{name!r} has a reservation_window: its flavor is closed outside the window, "
+                "so most runs would never be admitted (the node-join check tests its nodes in "
+                "the warm-up); list pools without one",
+            )
     if not scheduled_pools(cfg):
         raise FieldProblem(
             "selftest.schedule.pools",
             "no pool to run on: every GPU pool of the stack uses MIG, which the self-test "
-            "cannot measure; set selftest.schedule.enabled: false",
+            "cannot measure, or has a reservation window"
+            + (f" ({', '.join(windowed_keys(cfg))})" if windowed_keys(cfg) else "")
+            + "; set selftest.schedule.enabled: false",
         )

@@ -52,6 +52,11 @@ Rules, each a function that returns what it refuses (empty: admitted):
   this for now", pkg/controller/admissionchecks/multikueue/multikueuecluster.go
   `updateConfigAndRefreshWatchers`). So the worker must serve each kind (built-in or by CRD) and
   grant the manager what `create-multikueue-kubeconfig.sh` grants for it.
+- `Kueue.of` takes the phase of the reservation windows it judges (`in_phase`): a windowed
+  pool's flavor is declared at quota 0 and opened by the reservation controller's CronJob
+  (components/scheduling/reservation.py), so a sweep of the jobs the platform renders judges it
+  `open`, with the quotas that CronJob sets, and a test that nothing lands outside the window
+  judges it `closed`, as declared.
 - `topology_mirror_problems`: Kueue on the manager delays a MultiKueue workload's topology to the
   worker (tas_flavorassigner.go, "Delay TAS when MultiKueue is used") but still matches the
   request against the manager's flavor: the manager's flavor must carry a Topology with the
@@ -60,16 +65,19 @@ Rules, each a function that returns what it refuses (empty: admitted):
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
+from contract.reservation import ENV_FLAVOR, ENV_QUOTAS
 from plan.manifests import outline_sources, split_manifest
 from tests.controllers.label_selector import label_selector_matches
 
@@ -210,6 +218,39 @@ def kueue_suspends(config: dict[str, Any], namespace: dict[str, Any], job: dict[
     return named or bool(config.get("manageJobsWithoutQueueName", False))
 
 
+Phase = Literal["open", "closed"]
+# The label of the reservation controller's CronJobs naming the transition each wakes it at.
+RESERVATION_PHASE_LABEL = "gpu-platform/reservation-phase"
+
+
+def in_phase(objects: list[dict[str, Any]], phase: Phase) -> list[dict[str, Any]]:
+    """The objects as the cluster holds them while every reservation window is in `phase`:
+    `closed` as declared (a windowed flavor at quota 0); `open` with the quota each window's
+    opening CronJob sets in each ClusterQueue it names (its RESERVATION_QUOTAS), as
+    contract/reservation.py `actions` has the controller do."""
+    if phase == "closed":
+        return objects
+    openings = [
+        o
+        for o in objects
+        if o.get("kind") == "CronJob"
+        and o["metadata"].get("labels", {}).get(RESERVATION_PHASE_LABEL) == "open"
+    ]
+    if not openings:
+        return objects
+    objects = copy.deepcopy(objects)
+    queues = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
+    for opening in openings:
+        (container,) = opening["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        for queue, quota in json.loads(env[ENV_QUOTAS]).items():
+            for group in queues[queue]["spec"]["resourceGroups"]:
+                for entry in group["flavors"]:
+                    for resource in entry["resources"] if entry["name"] == env[ENV_FLAVOR] else []:
+                        resource["nominalQuota"] = quota[resource["name"]]
+    return objects
+
+
 @dataclass(frozen=True)
 class Kueue:
     """What one cluster's Kueue holds: its objects by kind and name, its configuration, and
@@ -222,10 +263,13 @@ class Kueue:
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, objects: Iterable[dict[str, Any]], config: dict[str, Any]) -> Kueue:
+    def of(
+        cls, objects: Iterable[dict[str, Any]], config: dict[str, Any], *, windows: Phase
+    ) -> Kueue:
+        """Kueue holding `objects`, its reservation windows' flavors in phase `windows`."""
         found: dict[str, dict[str, dict[str, Any]]] = {}
         namespaces = {}
-        for obj in objects:
+        for obj in in_phase(list(objects), windows):
             if obj.get("apiVersion", "").startswith("kueue.x-k8s.io/"):
                 meta = obj["metadata"]
                 key = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]

@@ -128,7 +128,7 @@ def test_a_deactivated_workloads_quota_returns_to_the_cohort():
     (14 pooled: vision's 8, nlp's 2, batch's 4; 10 of it borrowed by nlp); deactivated, batch
     reaches 14 again."""
     out = fixture_out("teams", stack_file())
-    kueue = Kueue.of(manifests(out), manager_config_from_rendered(out))
+    kueue = Kueue.of(manifests(out), manager_config_from_rendered(out), windows="open")
     gpus = ("a100", "nvidia.com/gpu")
     batch = kueue.get("ClusterQueue", "batch")
     assert available(kueue, batch, *gpus, {"nlp": {gpus: 16}}) == 4

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from components.control.namespaces import job_namespaces
+from components.scheduling.kueue import manager_config as kueue_config
+from components.scheduling.kueue import uncounted_resources
 from components.scheduling.kueue_frameworks import FRAMEWORKS
 from components.scheduling.training_job import render, spec_for_pool
 from jobs.team import TeamJob, plan_job
@@ -20,6 +23,7 @@ from tests.controllers.kueue_admission import (
     KUEUE_GRANTS,
     Kueue,
     admission_problems,
+    assigned_flavor,
     available,
     connection_problems,
     flavor_problems,
@@ -31,6 +35,7 @@ from tests.controllers.kueue_admission import (
     topology_mirror_problems,
 )
 from tests.helpers.job_specs import IMAGE
+from tests.helpers.kueue_objects import gpu_job
 from tests.helpers.plan_out import fixture_out, manifests, stack_out, with_selftest
 from tests.helpers.rendered_jobs import (
     burst_jobs,
@@ -40,6 +45,7 @@ from tests.helpers.rendered_jobs import (
     workers_of,
 )
 from tests.helpers.sharing_stacks import stack_file, teams_config
+from tests.helpers.varied_stacks import window_config, window_plan
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
@@ -136,7 +142,7 @@ LEVELS = ["rack", "kubernetes.io/hostname"]
 
 
 def cluster(*objects, frameworks=("batch/job",)) -> Kueue:
-    return Kueue.of(objects, {"integrations": {"frameworks": list(frameworks)}})
+    return Kueue.of(objects, {"integrations": {"frameworks": list(frameworks)}}, windows="closed")
 
 
 # ------------------------------------------------------------------- queue -> ClusterQueue
@@ -192,7 +198,7 @@ def test_kueue_reconciles_jobs_only_in_the_namespaces_its_manager_config_selects
         },
     }
     objects = [flavor("f"), cluster_queue("q", ["f"]), local_queue()]
-    assert queue_problems(Kueue.of(objects, by_name), job()) == [
+    assert queue_problems(Kueue.of(objects, by_name, windows="closed"), job()) == [
         "not admitted: Namespace team-a not opted in for Kueue management "
         "(managedJobsNamespaceSelector {'matchExpressions': [{'key': "
         "'kubernetes.io/metadata.name', 'operator': 'In', 'values': ['team-b']}]}): the job "
@@ -201,7 +207,9 @@ def test_kueue_reconciles_jobs_only_in_the_namespaces_its_manager_config_selects
     by_label = {**by_name, "managedJobsNamespaceSelector": {"matchLabels": {"queued": "yes"}}}
     assert not kueue_manages(by_label, namespace("team-a"))
     assert kueue_manages(by_label, namespace("team-a", {"queued": "yes"}))
-    labelled = Kueue.of([*objects, namespace("team-a", {"queued": "yes"})], by_label)
+    labelled = Kueue.of(
+        [*objects, namespace("team-a", {"queued": "yes"})], by_label, windows="closed"
+    )
     assert queue_problems(labelled, job()) == []
 
 
@@ -483,7 +491,7 @@ def kueue_of(stack: str) -> Kueue:
     out = with_selftest(stack)
     config = manager_config_from_rendered(out)
     assert config is not None, f"{stack}: no rendered release holds Kueue's Configuration"
-    return Kueue.of(manifests(out), config)
+    return Kueue.of(manifests(out), config, windows="open")
 
 
 def scheduled(stack: str) -> bool:
@@ -522,7 +530,7 @@ def test_kueue_manages_every_namespace_a_queued_job_of_the_stack_runs_in(stack):
     for out, selftest in ((stack_out(stack), []), (with_selftest(stack), platform_jobs(stack))):
         config = manager_config_from_rendered(out)
         assert config is not None, f"{out}: no rendered release holds Kueue's Configuration"
-        kueue = Kueue.of(manifests(out), config)
+        kueue = Kueue.of(manifests(out), config, windows="open")
         jobs = [*queued_jobs(manifests(out)), *selftest, *(j for _, j in submitted_jobs(stack))]
         jobs += [j for m in MANAGERS if stack in workers_of(m) for _, j in burst_jobs(m, stack)]
         assert queued_jobs(jobs) == jobs, "a job the sweep reads names no LocalQueue"
@@ -702,7 +710,7 @@ def teams_kueue() -> tuple[Kueue, Any]:
     out = fixture_out("teams", stack_file())
     config = manager_config_from_rendered(out)
     assert config is not None, "no rendered release holds Kueue's Configuration"
-    return Kueue.of(manifests(out), config), teams_config()
+    return Kueue.of(manifests(out), config, windows="open"), teams_config()
 
 
 def test_the_platforms_queues_borrow_and_lend_within_the_limits_the_stack_sets():
@@ -769,7 +777,7 @@ def test_the_canary_jobs_start_at_once_kueue_leaves_them_alone(stack):
     roll would wait on a quota it never asks for. Over the stack with the self-test on."""
     out = with_selftest(stack)
     config = manager_config_from_rendered(out)
-    kueue = Kueue.of(manifests(out), config or {})
+    kueue = Kueue.of(manifests(out), config or {}, windows="open")
     canaries = [o for o in manifests(out) if o["kind"] == "Job"
                 and o["metadata"]["name"].startswith("canary-")]  # fmt: skip
     assert canaries, f"{stack}: no canary Job with the self-test on"
@@ -777,3 +785,18 @@ def test_the_canary_jobs_start_at_once_kueue_leaves_them_alone(stack):
         namespace = kueue.namespace(job["metadata"]["namespace"])
         assert not kueue_suspends(config or {}, namespace, job), job["metadata"]["name"]
         assert job["spec"]["suspend"] is False
+
+
+def test_a_sweep_judges_a_windowed_flavor_in_the_phase_it_names():
+    """A windowed pool's flavor is declared at quota 0 and opened by its window's CronJob: a
+    sweep says which phase it judges. Over the window stack's plan (tests/helpers/
+    varied_stacks.py: ClusterQueue `shared` lists odcr and block, both windowed, before p5od),
+    an 8-GPU job lands on the reservation once the windows are open, on the on-demand pool while
+    they are closed."""
+    objects, cfg = window_plan().kubernetes_objects(), window_config()
+    config = kueue_config(
+        uncounted_resources(cfg), job_namespaces(cfg), cfg.scheduling.fair_sharing
+    )
+    one_node = gpu_job("j", "training", 8)
+    assert assigned_flavor(Kueue.of(objects, config, windows="open"), one_node) == "odcr"
+    assert assigned_flavor(Kueue.of(objects, config, windows="closed"), one_node) == "p5od"

@@ -50,6 +50,7 @@ from tests.controllers.tas import (
     starts_nodes,
 )
 from tests.helpers import crds
+from tests.helpers.rendered_jobs import OUTSIDE_KUEUE
 
 HOST = "kubernetes.io/hostname"
 # EKS user guide, "Place distributed AI/ML workloads with network topology labels": EKS puts
@@ -118,12 +119,15 @@ def stack_objects(stack: str) -> list[dict[str, Any]]:
 
 
 def rendered_jobs(stack: str) -> list[dict[str, Any]]:
-    """The Jobs and CronJobs the plan declares where jobs run (Kueue's namespaces)."""
+    """The Jobs and CronJobs the plan declares where jobs run (Kueue's namespaces), but those no
+    queue admits (a canary's, the reservation controller's)."""
     where = job_namespaces(stack_config(stack))
     return [
         o
         for o in stack_objects(stack)
-        if o["kind"] in ("Job", "CronJob") and o["metadata"].get("namespace") in where
+        if o["kind"] in ("Job", "CronJob")
+        and o["metadata"].get("namespace") in where
+        and not OUTSIDE_KUEUE & set(o["metadata"].get("labels") or {})
     ]
 
 

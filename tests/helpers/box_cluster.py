@@ -188,7 +188,7 @@ class Cluster:
                 f"jobframework reconciler, rendered ConfigMap {self.kueue_namespace()}/"
                 f"kueue-manager-config): {why}"
             )
-        problems = admission_problems(Kueue.of(self.objects(), config), job)
+        problems = admission_problems(Kueue.of(self.objects(), config, windows="open"), job)
         if problems:
             raise Refused(f"{what} is never admitted: Kueue v0.19.2: {'; '.join(problems)}")
 

@@ -1,7 +1,8 @@
 """Stacks whose GPU-stack changes roll through a canary (selftest.node_join.canary): every AWS
 stack this repository ships and the capacity-kinds stack (a group of every capacity kind), each
-given a self-test image, which turns the node-join check and with it the canary on. No shipped
-AWS stack sets an image, so without these the canary's tests would have no pool to read."""
+given a self-test image, which turns the node-join check and with it the canary on (prod and
+burst ship one; the others would leave the canary's tests no pool to read). The capacity-kinds
+stack's reserved groups have no window, so each kind gets its canary."""
 
 from __future__ import annotations
 

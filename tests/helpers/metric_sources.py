@@ -468,6 +468,8 @@ def problems(
     groupings = re.findall(grouping + r"([^)]*)\)", text)
     bare = re.sub(r"\{[^}]*\}", " ", text)
     bare = re.sub(grouping + r"[^)]*\)", " ", bare)
+    # A range or subquery selector ([5m], [30d:5m]) holds durations, no metric name.
+    bare = re.sub(r"\[[^\]]*\]", " ", bare)
     names = {
         m.group(1)
         for m in re.finditer(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\b(?!\s*\()", bare)

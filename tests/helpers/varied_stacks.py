@@ -143,13 +143,16 @@ def window_plan() -> Plan:
 
 # The window stack without its on-demand group: the block requeues, but at its drain the queue
 # has no other flavor open (the reservation's window starts two weeks later), so its drained
-# workloads wait (a `reservation-drain-waits` warning).
+# workloads wait (a `reservation-drain-waits` warning). Every pool windowed: no post-deploy or
+# scheduled self-test has a pool to run on at any time, so the stack turns them off and keeps
+# the image for the window's controller and the node-join check.
 WAITING_WINDOW_STACK = "window-waiting"
 
 
 def waiting_window_config() -> PlatformConfig:
     config = {k.split(":", 1)[1]: v for k, v in WINDOW_CONFIG.items()}
     config["gpu_node_groups"] = [g for g in config["gpu_node_groups"] if g["name"] != "p5od"]
+    config["selftest"] = {**config["selftest"], "mode": "off", "schedule": {"enabled": False}}
     return parse_config(config, WAITING_WINDOW_STACK)
 
 

@@ -277,34 +277,35 @@ def test_eks_costs_ten_cents_an_hour_and_sixty_in_extended_support():
 def test_prod_totals_at_min_and_max_size_add_up_by_hand():
     # Shipped prod: system 294.34 .. 588.67; h100-block 4 × 39.33 × 730 = 114,843.60 at max;
     # h100-ondemand 8 × 55.04 × 730 = 321,433.60 at max; 3 NATs 98.55; EKS 73.00; FSx
-    # PERSISTENT_2 500, 9,600 GiB: 3,264.00. Min: 294.34 + 98.55 + 73 + 3,264 = 3,729.89, and
-    # 2 system root volumes 18.00, Prometheus and Pushgateway 4.16, 3 addresses 10.95,
-    # endpoints 65.70: 3,828.70. Max: 440,301.42 + root volumes 4 × 9 + 4 × 21 + 8 × 21 = 288
-    # + 4.16 + 10.95 + 65.70 = 440,670.23.
+    # PERSISTENT_2 500, 9,600 GiB: 3,264.00. Min: the block at its count, min_size 4, 114,843.60
+    # + 294.34 + 98.55 + 73 + 3,264 = 118,573.49, and 2 system root volumes 18.00 and 4 block
+    # ones 84.00, Prometheus and Pushgateway 4.16, 3 addresses 10.95, endpoints 65.70:
+    # 118,756.30. Max: 440,301.42 + root volumes 4 × 9 + 4 × 21 + 8 × 21 = 288 + 4.16 + 10.95
+    # + 65.70 = 440,670.23.
     report = cost_report(stack_config("prod"), TODAY)
-    assert report["total_monthly_min"] == 3828.70
+    assert report["total_monthly_min"] == 118756.30
     assert report["total_monthly_max"] == 440670.23
     assert estimated_monthly_usd(stack_config("prod"), TODAY) == 440670.23
 
 
 def test_prod_at_desired_size_is_what_runs_from_day_one():
-    # Shipped prod: the block group starts at desired_size 4 (4 × 39.33 × 730 = 114,843.60),
-    # the on-demand group at min_size 0 (no desired_size set), system nodes at min_size 2
-    # (294.34); with NATs, EKS and FSx as at min: 3,729.89 + 114,843.60 = 118,573.49; with the
-    # 2 system and 4 block root volumes (18.00 + 84.00), Prometheus and Pushgateway 4.16, 3
-    # addresses 10.95 and the endpoints 65.70: 118,756.30.
+    # Shipped prod: the block group at 4, its count, at min, desired and max size (4 × 39.33 ×
+    # 730 = 114,843.60), the on-demand group at min_size 0 (no desired_size set), system nodes
+    # at min_size 2 (294.34); with NATs, EKS and FSx as at min: 3,729.89 + 114,843.60 =
+    # 118,573.49; with the 2 system and 4 block root volumes (18.00 + 84.00), Prometheus and
+    # Pushgateway 4.16, 3 addresses 10.95 and the endpoints 65.70: 118,756.30.
     report = cost_report(stack_config("prod"), TODAY)
     assert report["total_monthly_desired"] == 118756.30
     assert report["total_hourly_desired"] == 162.68  # 5.24 + 4 × 39.33 + 4 × 21 / 730
     block = line(stack_config("prod"), "GPU node group h100-block")
-    assert (block.monthly_min, block.monthly_desired, block.monthly_max) == (0, 114843.6, 114843.6)
+    assert (block.monthly_min, block.monthly_desired, block.monthly_max) == (114843.6,) * 3
     text = "\n".join(format_cost(report))
+    # One figure: min, desired and max agree.
     assert (
-        "  GPU node group h100-block (p5.48xlarge, capacity_block): $0.000 / $157.320 / "
-        "$157.320/h, $0.00 / $114,843.60 / $114,843.60/month"
+        "  GPU node group h100-block (p5.48xlarge, capacity_block): $157.320/h, $114,843.60/month\n"
     ) in text
     assert (
-        "  total: $5.240 / $162.680 / $603.660/h, $3,828.70 / $118,756.30 / $440,670.23/month "
+        "  total: $162.680 / $162.680 / $603.660/h, $118,756.30 / $118,756.30 / $440,670.23/month "
         "(730 h)\n"
     ) in text
     # An item that does not scale shows one figure: 3 NAT gateways × $0.045 × 730 = 98.55.
@@ -333,7 +334,8 @@ def test_a_removed_group_saves_its_cost_and_an_added_one_costs_its_own():
         "  root volumes of GPU node group h100-ondemand (200 GiB gp3 each): "
         "$0.00 / $0.00 / $168.00 -> (none)\n"
         "      -$168.00/month at max size\n"
-        "  total: $3,828.70 / $118,756.30 / $440,670.23 -> $3,828.70 / $118,756.30 / $119,068.63\n"
+        "  total: $118,756.30 / $118,756.30 / $440,670.23 -> $118,756.30 / $118,756.30 / "
+        "$119,068.63\n"
         "      -$321,601.60/month at max size"
     ) in text
     assert "+$321,433.60/month at max size" in "\n".join(format_cost_change(after, before))
@@ -356,7 +358,7 @@ def test_an_earlier_plan_without_desired_figures_is_compared_where_it_has_them()
         "Cost change (USD/month at node groups' min / desired / max size):",
         "  system nodes (m7i.xlarge): $294.34 / n/a / $441.50 -> $294.34 / $294.34 / $588.67",
         "      +$147.17/month at max size",
-        "  total: $3,828.70 / n/a / $440,523.06 -> $3,828.70 / $118,756.30 / $440,670.23",
+        "  total: $118,756.30 / n/a / $440,523.06 -> $118,756.30 / $118,756.30 / $440,670.23",
         "      +$147.17/month at max size",
         "  the earlier plan has no figures at desired size: not compared there",
     ]

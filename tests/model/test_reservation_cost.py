@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from model.cost import cost_report
+from model.cost import cost_lines, cost_report
 from plan.cost_text import format_cost
 from tests.conftest import AWS_STACKS, stack_config
 from tests.helpers.varied_stacks import window_config
@@ -29,6 +29,21 @@ def test_each_window_shows_its_paid_and_idle_instance_hours_and_their_price():
     # p5.48xlarge's on-demand $55.04/h in us-east-1 = $64.21.
     assert by_group["odcr"]["paid_instance_hours"] == 16
     assert by_group["odcr"]["idle_usd"] == 64.21
+
+
+def test_a_windowed_groups_line_prices_every_instance_bought_not_the_groups_size():
+    """A reservation is billed for every instance bought (EC2 User Guide, "Capacity Blocks for
+    ML": paid up front; a capacity reservation bills each reserved instance whether it runs):
+    the group's line prices the window's instances at min, desired and max, whatever the
+    group launches."""
+    lines = {x.item.split(" (")[0]: x for x in cost_lines(window_config(), TODAY)}
+    block, odcr = lines["GPU node group block"], lines["GPU node group odcr"]
+    # 4 bought x $39.33/instance-h (EC2 Capacity Blocks pricing, p5.48xlarge, us-east-1) =
+    # 157.32/h; x 730 h = 114,843.60 a month.
+    assert (block.hourly_min, block.hourly_desired, block.hourly_max) == (157.32,) * 3
+    assert block.monthly_max == 114843.60
+    # 2 reserved x $55.04/h (p5.48xlarge on demand, us-east-1) = 110.08/h; x 730 = 80,358.40.
+    assert (odcr.hourly_min, odcr.hourly_max, odcr.monthly_max) == (110.08, 110.08, 80358.40)
 
 
 def test_the_plan_prints_the_idle_hours():

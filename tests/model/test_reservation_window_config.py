@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from model.config.reservation import ReservationWindowSettings
+from tests.conftest import AWS_STACKS, stack_config
 from tests.helpers.bad_stacks import NS, assert_refused, case, group
 from tests.helpers.selftest_stacks import IMAGE
 
@@ -109,3 +110,19 @@ def test_bad_window_is_refused_naming_key_value_and_what_is_valid(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_every_shipped_capacity_block_has_a_window(stack):
+    """A shipped AWS stack with a Capacity Block shows how one is run: opened after its warm-up,
+    drained before AWS reclaims it, its paid-but-idle hours in the estimate. Without a window its
+    flavor is open before the block's instances exist and after they are gone."""
+    blocks = [g for g in stack_config(stack).gpu_node_groups if g.capacity == "capacity_block"]
+    assert [g.name for g in blocks if g.reservation_window is None] == []
+
+
+def test_some_shipped_stack_has_a_capacity_block():
+    # Otherwise the test above holds of nothing.
+    assert any(
+        g.capacity == "capacity_block" for s in AWS_STACKS for g in stack_config(s).gpu_node_groups
+    )

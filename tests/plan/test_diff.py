@@ -268,7 +268,9 @@ def test_an_instance_type_change_marks_the_node_group_replaced(tmp_path):
         "capacity is gone in between and the training running on it is evicted\n"
     ) in text
     assert "  ~ aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand\n" in text
-    assert re.search(r"^Diff: 0 to create, \d+ to update, 1 to replace, 0 to delete\.$", text, re.M)
+    # Beside the group: its canary group (the same instance types), the canary's Job that tests
+    # the new type and the post-deploy self-test, whose run name follows the config.
+    assert re.search(r"^Diff: 0 to create, \d+ to update, 4 to replace, 0 to delete\.$", text, re.M)
     # FACTS.md: p5.48xlarge has 32 EFA interfaces, p5en.48xlarge 16: the last 16 go, as a range.
     assert "      - networkInterfaces[16..31] removed (16 items)\n" in text
     assert "networkInterfaces[16]." not in text and "networkInterfaces[31]" not in text.replace(
@@ -288,15 +290,22 @@ def test_a_max_pods_change_shows_the_decoded_user_data_line(tmp_path):
         "          @@ -7 +7 @@\n"
         "          -      maxPods: 100\n"
         "          +      maxPods: 64\n"
-        "  Knock-on effects (rolled, restarted or replaced because of the changes above):\n"
+    ) in text
+    # Its canary group takes the same change first, and the post-deploy self-test runs again
+    # (its run name follows the config).
+    assert "  ~ aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand-canary\n" in text
+    assert "  -/+ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet prod-selftest-job " in text
+    assert (
         "  ! aws:eks/nodeGroup:NodeGroup prod-h100-ondemand rolls every node: "
         "launchTemplate.version reads aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand's "
         "latestVersion, which changes: every update of a launch template's data is a new version "
         "of it; EKS replaces each node of the group with one from the new template version, "
         "draining its pods first (running training included), updateConfig.maxUnavailable at a "
         "time\n"
-        "Diff: 0 to create, 1 to update, 0 to replace, 0 to delete.\n"
-        "Knock-on: 1 to roll, 0 to replace, 0 to update.\n"
+    ) in text
+    assert (
+        "Diff: 0 to create, 2 to update, 1 to replace, 0 to delete.\n"
+        "Knock-on: 2 to roll, 0 to replace, 0 to update.\n"
     ) in text
     assert "TUlNRS" not in text  # base64 of "MIME": no encoded user data
 
@@ -316,11 +325,15 @@ def test_a_desired_size_change_shows_the_monthly_cost_delta(tmp_path):
         "  root volumes of GPU node group h100-ondemand (200 GiB gp3 each): "
         "$0.00 / $0.00 / $168.00 -> $0.00 / $42.00 / $168.00\n"
         "      +$42.00/month at desired size\n"
-        "  total: $3,828.70 / $118,756.30 / $440,670.23 -> $3,828.70 / $199,156.70 / $440,670.23\n"
+        "  total: $118,756.30 / $118,756.30 / $440,670.23 -> $118,756.30 / $199,156.70 / "
+        "$440,670.23\n"
         "      +$80,400.40/month at desired size\n"
     ) in text
-    # The autoscaler owns the desired size of a running group: no resource change to show.
-    assert "Diff: 0 to create, 0 to update, 0 to replace, 0 to delete." in text
+    # The autoscaler owns the desired size of a running group: no AWS resource changes; only
+    # the post-deploy self-test runs again (its run name follows the config).
+    assert "Diff: 0 to create, 0 to update, 1 to replace, 0 to delete." in text
+    assert "  -/+ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet prod-selftest-job " in text
+    assert " aws:" not in text.split("Diff:")[0]
 
 
 def test_the_docs_show_a_real_diff_with_a_replacement_and_its_cost(tmp_path):
@@ -453,20 +466,18 @@ def test_a_capacity_block_resize_costs_nothing_it_is_paid_up_front(tmp_path):
     """Issue 26: lowering the Capacity Block group's desired size printed -$28,710.90/month
     (1 × $39.33 × 730 h) though the block is paid up front whether its instances run or not
     (EC2 User Guide, "Capacity Blocks pricing and billing")."""
-    text = prod_changed(tmp_path, "h100-block", scaling={"desired_size": 3})
-    assert (
-        "  GPU node group h100-block (p5.48xlarge, capacity_block): "
-        "$0.00 / $114,843.60 / $114,843.60 -> $0.00 / $86,132.70 / $114,843.60\n"
-        "      $0.00/month at desired size: a Capacity Block is paid up front for the whole "
-        "block, whether its instances run or not\n"
-    ) in text
+    # Shipped prod sizes the block to its count (min = desired = max = 4) and gives it a window
+    # of 4 instances: its line prices the 4 bought at every size (4 × 39.33 × 730 =
+    # $114,843.60), so one node fewer at min and desired size changes nothing there.
+    text = prod_changed(tmp_path, "h100-block", scaling={"min_size": 3, "desired_size": 3})
+    assert "  GPU node group h100-block (p5.48xlarge, capacity_block):" not in text
     assert "-$28,710.90" not in text
     # The block's instances are prepaid, their EBS root volumes are not: one node fewer from
     # day one is one 200 GiB gp3 volume fewer, 200 × $0.08 + 125 MB/s × $0.04 = $21.00.
     assert (
         "  root volumes of GPU node group h100-block (200 GiB gp3 each): "
-        "$0.00 / $84.00 / $84.00 -> $0.00 / $63.00 / $84.00\n"
-        "      -$21.00/month at desired size\n"
+        "$84.00 / $84.00 / $84.00 -> $63.00 / $63.00 / $84.00\n"
+        "      -$21.00/month at min size; -$21.00/month at desired size\n"
     ) in text
     assert "-$21.00/month at desired size\n  a node group starts" in text
 
@@ -479,8 +490,11 @@ def _block_report(capacity: str, desired: int, max_size: int = 4) -> dict:
             update={
                 "capacity": capacity,
                 "scaling": g.scaling.model_copy(
-                    update={"desired_size": desired, "max_size": max_size}
+                    update={"min_size": 0, "desired_size": desired, "max_size": max_size}
                 ),
+                # Priced by its own sizes: a window's line is the instances bought, whatever
+                # the group's sizes (tests/model/test_reservation_cost.py).
+                "reservation_window": None,
             }
         )
         if g.name == "h100-block"

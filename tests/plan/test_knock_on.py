@@ -30,13 +30,19 @@ def test_a_root_volume_change_rolls_every_node_of_the_group(tmp_path):
     assert (
         "  ~ aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand\n"
         "      ~ blockDeviceMappings[0].ebs.volumeSize: 200 -> 300\n"
-        "  Knock-on effects (rolled, restarted or replaced because of the changes above):\n"
+    ) in text
+    assert (
         "  ! aws:eks/nodeGroup:NodeGroup prod-h100-ondemand rolls every node: "
         "launchTemplate.version reads aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand's "
         "latestVersion, which changes: every update of a launch template's data is a new version "
         f"of it; {ROLLS_NODES}\n"
-        "Diff: 0 to create, 1 to update, 0 to replace, 0 to delete.\n"
-        "Knock-on: 1 to roll, 0 to replace, 0 to update.\n"
+    ) in text
+    # The group's canary takes the same change (its own template, its own roll), and the
+    # post-deploy self-test runs again: its run name follows the config.
+    assert "  ~ aws:ec2/launchTemplate:LaunchTemplate prod-h100-ondemand-canary\n" in text
+    assert (
+        "Diff: 0 to create, 2 to update, 1 to replace, 0 to delete.\n"
+        "Knock-on: 2 to roll, 0 to replace, 0 to update.\n"
     ) in text
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.config.node_join import pools_tested_on_join
+from model.config.node_join import canary_pools
 from plan.model import Plan
 from tests.controllers.pulumi_update import update
 from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config, canary_plan
@@ -22,7 +22,9 @@ JOB = "kubernetes:batch/v1:Job"
 def cases():
     for stack in CANARY_STACKS:
         env, cfg = canary_env_and_config(stack)
-        for pool in pools_tested_on_join(cfg):
+        # A windowed pool has no canary: its warm-up tests each new node (tests/model/
+        # test_selftest_windows.py).
+        for pool in canary_pools(cfg):
             yield pytest.param(stack, env, pool, id=f"{stack}-{pool.name}")
 
 
@@ -78,7 +80,7 @@ def test_a_passed_canary_lets_the_pools_nodes_follow(stack, env, pool):
     assert ran, f"no check ran on {pool.name}'s new image"
     assert result.done.index(main.urn) > max(result.done.index(u) for u in ran)
     # The other pools' rolls do not wait on this pool's canary, nor it on theirs.
-    others = {c for p in pools_tested_on_join(canary_env_and_config(stack)[1]) if p != pool
+    others = {c for p in canary_pools(canary_env_and_config(stack)[1]) if p != pool
               for c in checks_on_the_pool(plan, p)}  # fmt: skip
     failed_elsewhere = update(plan, new_launch_templates(plan), fails=others)
     assert main.urn in failed_elsewhere.done

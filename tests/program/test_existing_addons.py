@@ -297,7 +297,7 @@ def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_j
     ]
     namespaces = re.search(r"\(([^)]*)\)", selects).group(1).split(", ")
     config = manager_config(uncounted_resources(cfg), namespaces)
-    kueue = Kueue.of(plan.kubernetes_objects(), config)
+    kueue = Kueue.of(plan.kubernetes_objects(), config, windows="open")
     spec = plan_job(
         cfg, TeamJob(IMAGE, ["train.py"], nodes=2, pool="a100", team=cfg.namespaces.training)
     )
@@ -310,7 +310,7 @@ def test_the_clusters_kueue_configured_as_the_report_says_admits_the_platforms_j
     # every one of them suspended.
     without = manager_config(uncounted_resources(cfg), namespaces)
     without["integrations"]["frameworks"] = ["batch/job"]
-    other = Kueue.of(plan.kubernetes_objects(), without)
+    other = Kueue.of(plan.kubernetes_objects(), without, windows="open")
     assert all(admission_problems(other, j) for j in jobs)
 
 

@@ -122,11 +122,10 @@ def test_a_drop_in_of_another_unit_leaves_containerd_alone():
 
 
 def stack_user_data(stack: str) -> dict[str, tuple[GpuNodeGroupSettings | None, str]]:
-    """Each launch template's decoded user data, with its GPU group (None: the system nodes)."""
-    plan, groups = (
-        planned(stack),
-        {f"{stack}-{g.name}": g for g in stack_config(stack).gpu_node_groups},
-    )
+    """Each launch template's decoded user data, with its GPU group (None: the system nodes);
+    a canary group's is its pool's, built from the same spec."""
+    plan, gpu = planned(stack), stack_config(stack).gpu_node_groups
+    groups = {f"{stack}-{g.name}{canary}": g for g in gpu for canary in ("", "-canary")}
     return {
         lt.name: (groups.get(lt.name), base64.b64decode(lt.inputs["userData"]).decode())
         for lt in plan.of_type(LAUNCH_TEMPLATE)

@@ -132,6 +132,14 @@ def test_dcgm_pod_labels_follow_the_service_monitors_honor_labels():
     ]
 
 
+def test_a_subquery_s_range_and_step_are_no_metric_but_its_inner_metrics_are_read():
+    # Prometheus docs, "Querying basics", "Subquery":
+    # <instant_query> '[' <range> ':' [<resolution>] ']'.
+    known = {"a:sum": {"pool"}}
+    assert problems("sum by (pool) (sum_over_time(a:sum[30d:5m]))", known) == []
+    assert problems("sum_over_time((a:sum and b:sum)[30d:5m])", known) == ["unknown metric b:sum"]
+
+
 def test_a_misspelt_metric_and_a_label_its_metric_lacks_are_reported():
     known, _ = emitted(configuration(planned("dev")))
     assert problems("avg(DCGM_FI_DEV_GPU_UTILL)", known) == ["unknown metric DCGM_FI_DEV_GPU_UTILL"]
@@ -166,8 +174,10 @@ KUEUE_OFF = [s for s in STACKS if kueue_off(s) is not None]
 
 
 def test_some_shipped_stacks_can_run_without_kueue():
-    """The class below runs over something: dev and prod take scheduling.enabled: false."""
-    assert {"dev", "prod"} <= set(KUEUE_OFF)
+    """The class below runs over something: dev takes scheduling.enabled: false (prod no
+    longer: its Capacity Block's window opens a Kueue flavor, refused without Kueue)."""
+    assert {"dev"} <= set(KUEUE_OFF)
+    assert "prod" not in KUEUE_OFF
 
 
 @pytest.mark.parametrize("stack", KUEUE_OFF)

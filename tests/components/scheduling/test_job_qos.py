@@ -89,13 +89,17 @@ def pool_of(cfg: PlatformConfig, pod_spec: dict[str, Any]) -> GpuPool:
 
 def daemonset_cpu(stack: str, resource: str = "cpu") -> Fraction:
     """CPU (or `resource`) every DaemonSet the stack declares or its charts render requests,
-    whether or not it lands on GPU nodes: an upper bound of what one node's DaemonSets take."""
+    whether or not it lands on GPU nodes: an upper bound of what one node's DaemonSets take.
+    Not the node-join check's: it runs only on a node labelled `gpu-platform/node-join=pending`
+    (contract/node_join.py), which takes no job, and its pod goes once the label changes."""
     objects = [*planned(stack).kubernetes_objects(), *(o for _, o in rendered(stack).objects())]
     total = Fraction(0)
     for obj in objects:
         if obj.get("kind") != "DaemonSet":
             continue
         spec = obj["spec"]["template"]["spec"]
+        if (spec.get("nodeSelector") or {}).get("gpu-platform/node-join") == "pending":
+            continue
         cpu = [quantity(c.get("resources", {}).get("requests", {}).get(resource, 0))
                for c in spec.get("containers", [])]  # fmt: skip
         init = [quantity(c.get("resources", {}).get("requests", {}).get(resource, 0))

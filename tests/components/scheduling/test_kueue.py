@@ -12,7 +12,7 @@ from components.scheduling.kueue import quota_warnings
 from components.scheduling.queues import kueue_objects
 from model.config import parse_config
 from tests.conftest import AWS_STACKS, SHIPPED_STACKS, STACKS, planned, stack_config
-from tests.controllers.kueue_admission import manager_config_from_rendered
+from tests.controllers.kueue_admission import Kueue, Phase, manager_config_from_rendered
 from tests.helpers import crds, helm_values
 from tests.helpers.bad_stacks import ADMIN
 from tests.helpers.crds import is_custom_resource
@@ -24,9 +24,13 @@ from tests.helpers.sharing_stacks import teams_config
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-def quotas(stack: str, queue: str = "shared") -> dict[str, dict[str, str]]:
-    """Flavor -> resource -> nominal quota of one ClusterQueue of a shipped stack."""
-    (group,) = objects(stack, "ClusterQueue")[queue]["spec"]["resourceGroups"]
+def quotas(
+    stack: str, queue: str = "shared", windows: Phase = "closed"
+) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> nominal quota of one ClusterQueue of a shipped stack, its windowed
+    flavors in phase `windows` (as declared: closed)."""
+    kueue = Kueue.of(planned(stack).kubernetes_objects(), {}, windows=windows)
+    (group,) = kueue.all("ClusterQueue")[queue]["spec"]["resourceGroups"]
     return {
         f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in group["flavors"]
     }
@@ -39,8 +43,16 @@ def quotas(stack: str, queue: str = "shared") -> dict[str, dict[str, str]]:
 
 
 def test_shipped_prod_quotas_are_what_the_h100_groups_hold_at_max_size():
-    assert quotas("prod") == {
-        # 4 nodes of the Capacity Block group.
+    # The block's window is closed as declared: its flavor is 0 until its CronJob opens it.
+    closed = quotas("prod")
+    assert closed["h100-block"] == {
+        "cpu": "0",
+        "memory": "0",
+        "nvidia.com/gpu": "0",
+        "vpc.amazonaws.com/efa": "0",
+    }
+    assert quotas("prod", windows="open") == {
+        # 4 nodes of the Capacity Block group, while its window is open.
         "h100-block": {
             "cpu": "768",
             "memory": "8192Gi",
@@ -161,9 +173,12 @@ def test_without_node_sizes_on_prem_kueue_counts_gpus_only_and_says_so():
 @pytest.mark.parametrize("stack", AWS_STACKS)
 def test_each_flavor_selects_exactly_its_node_groups_nodes_and_tolerates_its_taint(stack):
     plan = planned(stack)
+    # Not a canary group: no flavor takes its node (its canary taint; components/selftest/
+    # canary.py).
     groups = {
         r.name.removeprefix(f"{stack}-"): r.inputs
         for r in plan.of_type("aws:eks/nodeGroup:NodeGroup")
+        if "gpu-platform/canary" not in r.inputs["labels"]
     }
     flavors = objects(stack, "ResourceFlavor")
     assert set(flavors) == set(groups) - {"system"}
@@ -176,9 +191,11 @@ def test_each_flavor_selects_exactly_its_node_groups_nodes_and_tolerates_its_tai
         assert flavor["spec"]["nodeTaints"] == [
             {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
         ]
-        assert groups[name]["taints"] == [
-            {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
-        ]
+        assert groups[name]["taints"][0] == {
+            "key": "nvidia.com/gpu",
+            "value": "present",
+            "effect": "NO_SCHEDULE",
+        }
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -281,10 +298,16 @@ def test_kueue_keeps_its_charts_default_configuration_where_the_platform_does_no
 
 
 def test_kueue_manages_the_namespaces_jobs_run_in_and_leaves_hugepages_to_the_scheduler():
+    # prod: the training namespace and the self-test's (stacks/Pulumi.prod.yaml names an image:
+    # its post-deploy run and schedule go through Kueue).
     config = rendered_manager_config("prod")
     assert config["managedJobsNamespaceSelector"] == {
         "matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["training"]}
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "In",
+                "values": ["gpu-platform-selftest", "training"],
+            }
         ]
     }
     # onprem: the training namespace, team research, and the self-test's, which runs there

@@ -88,7 +88,10 @@ def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_jobs_an
     # create-multikueue-kubeconfig.sh at Kueue v0.19.2, the rules for batch Jobs, JobSets,
     # Workloads and queues (shared/PINS.md, "JobSet (0.12.0)"; the script's pod, StatefulSet,
     # LeaderWorkerSet and Kubeflow rules are for kinds this platform never submits).
-    (role,) = objects("burst", "ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1").values()
+    # The worker's other ClusterRoles are its own controllers' (its reservation window's).
+    role = objects("burst", "ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1")[
+        "multikueue-sa-role"
+    ]
     assert role["rules"] == [
         {
             "apiGroups": ["batch"],
@@ -118,9 +121,9 @@ def test_the_worker_grants_the_manager_what_kueue_setup_script_gives_for_jobs_an
             "verbs": ["get", "patch", "update"],
         },
     ]
-    (binding,) = objects(
-        "burst", "ClusterRoleBinding", "kubernetes:rbac.authorization.k8s.io/v1"
-    ).values()
+    binding = objects("burst", "ClusterRoleBinding", "kubernetes:rbac.authorization.k8s.io/v1")[
+        "multikueue-sa-crb"
+    ]
     namespace = stack_config("burst").namespaces.system
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "multikueue-sa", "namespace": namespace}

@@ -32,7 +32,11 @@ def test_priority_classes_sit_below_the_system_ones_and_none_is_the_default(stac
         r.inputs["metadata"]["name"]: r.inputs
         for r in planned(stack).of_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
     }
+    # Beside the three, where the self-test runs on a schedule on pools the platform's
+    # autoscaler sizes: its own class below them all (docs/selftest.md, "Only nodes that are up").
+    idle = classes.pop("selftest-idle-nodes", None)
     assert sorted(classes) == ["preemptible", "production-training", "research"]
+    assert idle is None or idle["value"] < classes["preemptible"]["value"]
     # Kubernetes "Pod Priority and Preemption": user classes take values up to one billion;
     # system-cluster-critical is 2000000000.
     assert all(c["value"] <= 1_000_000_000 for c in classes.values())
@@ -41,7 +45,9 @@ def test_priority_classes_sit_below_the_system_ones_and_none_is_the_default(stac
     assert not any(c.get("globalDefault") for c in classes.values())
     assert classes["preemptible"]["preemptionPolicy"] == "Never"
     wpcs = objects(stack, "WorkloadPriorityClass")
+    idle_wpc = wpcs.pop("selftest-idle-nodes", None)
     assert {n: w["value"] for n, w in wpcs.items()} == {n: c["value"] for n, c in classes.items()}
+    assert (idle_wpc and idle_wpc["value"]) == (idle and idle["value"])
 
 
 def test_kueue_is_installed_from_its_oci_chart_at_the_pinned_version():

@@ -189,7 +189,7 @@ def simulate() -> Cluster:
     config = manager_config(
         uncounted_resources(cfg), job_namespaces(cfg), cfg.scheduling.fair_sharing
     )
-    cluster = Cluster(Kueue.of(objects, config))
+    cluster = Cluster(Kueue.of(objects, config, windows="closed"))
     jobs = cron_jobs(cfg)
     fires: dict[datetime, list[str]] = {}
     for name, job in jobs.items():

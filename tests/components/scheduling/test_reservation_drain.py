@@ -52,7 +52,7 @@ def at_drain(cfg: PlatformConfig, group: str) -> Kueue:
     config = manager_config(
         uncounted_resources(cfg), job_namespaces(cfg), cfg.scheduling.fair_sharing
     )
-    return Kueue.of(objects, config)
+    return Kueue.of(objects, config, windows="open")
 
 
 def lists(cq: dict[str, Any], flavor: str) -> bool:

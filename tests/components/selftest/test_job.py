@@ -42,7 +42,7 @@ def with_selftest(stack: str, **selftest):
 
 
 def test_off_until_an_image_is_given_then_block_in_production_and_warn_elsewhere():
-    assert stack_config("prod").selftest.resolved_mode(production=True) == "off"
+    assert stack_config("staging").selftest.resolved_mode(production=True) == "off"
     assert with_selftest("prod").selftest.resolved_mode(production=True) == "block"
     assert with_selftest("dev").selftest.resolved_mode(production=False) == "warn"
     assert with_selftest("dev", mode="off").selftest.resolved_mode(production=False) == "off"
@@ -248,7 +248,7 @@ def test_an_aws_stack_gets_a_private_scanned_immutable_encrypted_repository(tmp_
 
 
 def test_off_declares_no_job():
-    plan = planned("prod")
+    plan = planned("staging")
     assert not [r for r in plan.resources if r.type == JOB]
     assert plan.outputs["selftest"] == {"mode": "off"}
 

@@ -14,7 +14,7 @@ from components.selftest.preflight import with_preflight
 from jobs.recipe import plan_job as plan_recipe
 from jobs.team import TeamJob
 from jobs.team import plan_job as plan_team_job
-from tests.conftest import STACKS, planned, stack_config
+from tests.conftest import SHIPPED_STACKS, STACKS, planned, stack_config
 from tests.helpers import jobsets
 from tests.helpers.rendered_jobs import submitted_jobs
 from tests.helpers.selftest_stacks import IMAGE
@@ -71,10 +71,12 @@ def test_every_multi_node_job_the_stack_submits_runs_the_preflight_first(stack):
         jobsets.validate(jobset, planned(stack).outputs["kubernetes_version"])
 
 
-def test_only_onprem_names_a_selftest_image_so_only_its_jobs_run_one():
-    """The sweep above judges the preflight where a stack has it: onprem's. The fixtures give
-    no AWS stack an image, so the EFA cases are below."""
-    assert [s for s in STACKS if stack_config(s).selftest.image is not None] == ["onprem"]
+def test_the_stacks_that_name_a_selftest_image_are_those_the_sweep_judges():
+    """The sweep above judges the preflight where a stack has it: onprem's, and prod's and
+    burst's, whose reservation windows' controller runs in the image. The EFA cases below also
+    give an image to a stack in its own config."""
+    named = [s for s in SHIPPED_STACKS if stack_config(s).selftest.image is not None]
+    assert sorted(named) == ["burst", "onprem", "prod"]
 
 
 @pytest.mark.parametrize(
@@ -112,7 +114,7 @@ def test_a_roce_job_expects_every_hca_the_shared_rdma_device_exposes():
 
 def test_a_one_node_job_a_stack_without_an_image_and_the_selftest_itself_run_none():
     assert "initContainers" not in pod_spec(team_job(with_image("prod"), "h100-ondemand", 1))
-    assert "initContainers" not in pod_spec(team_job(stack_config("prod"), "h100-ondemand", 2))
+    assert "initContainers" not in pod_spec(team_job(stack_config("staging"), "a100-efa", 2))
     spec, _ = plan_recipe(stack_config("onprem"), "prepare", 2, pool="a100", render_only=True)
     assert "initContainers" in pod_spec(render(spec)[0])
     # The preflight is part of what with_preflight adds, nothing else changes.
