@@ -181,12 +181,12 @@ def test_no_node_of_any_pool_runs_both_the_device_plugin_and_the_dra_driver(stac
     allocation = {p.name: p.gpu_allocation for p in cfg.gpu_pools}
     for node in nodes:
         dra = pod is not None and misfit(pod, node) is None
-        assert not (dra and device_plugin_runs(node)), f"{stack}: {node.name} runs both"
+        plugin = device_plugin_runs(node)
+        assert not (dra and plugin), f"{stack}: {node.name} runs both"
         if allocation[node.pool] == "dra":
-            assert dra, (
-                f"{stack}: {node.name} of a DRA pool gets no kubelet plugin: {misfit(pod, node)}"
-            )
-            assert not device_plugin_runs(node)
+            assert not plugin, f"{stack}: the device plugin runs on {node.name} of a DRA pool"
+            why = "no kubelet-plugin DaemonSet" if pod is None else misfit(pod, node)
+            assert dra, f"{stack}: {node.name} of a DRA pool gets no kubelet plugin: {why}"
         else:
             assert not dra, f"{stack}: {node.name} of a device-plugin pool gets the DRA driver"
 
