@@ -26,12 +26,6 @@ if TYPE_CHECKING:
     from model.config.pools import GpuPool
 
 NAMESPACE = "dra-driver-nvidia-gpu"
-# The GPU Operator runs its device plugin only where this label is `true`, and writes `true`
-# only where it is missing or empty (gpu-operator v26.7.0 assets/state-device-plugin/
-# 0500_daemonset.yaml nodeSelector; controllers/state_manager.go addGPUStateLabels): `false` on
-# a DRA pool's nodes keeps the device plugin off them.
-DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
-DEVICE_PLUGIN_OFF = "false"
 # The chart's DeviceClasses (templates/deviceclass-*.yaml) and the driver that publishes their
 # devices.
 DRIVER = "gpu.nvidia.com"

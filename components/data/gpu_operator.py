@@ -32,8 +32,13 @@ from contract.dcgm import HOSTENGINE_PORT
 from model.catalog import MIG_SLICES
 from model.config import GpuOperatorSettings, GpuPool
 from model.config.fabric import RDMA_FABRICS
-from model.config.gpu_operator import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
-from model.dra import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_OFF, mig_quota
+from model.config.gpu_operator import (
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    MIG_CONFIG_LABEL,
+)
+from model.dra import mig_quota
 
 # ConfigMaps the chart creates from the values below.
 DEVICE_PLUGIN_CONFIGMAP = "gpu-platform-device-plugin"

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from model.config.base import FieldProblem, FieldProblems
+from model.config.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL
 from model.config.scheduling import scales_from_zero
 from model.dra import (
-    DEVICE_PLUGIN_DEPLOY_LABEL,
     MAX_KUEUE_MAPPINGS,
     MIN_MINOR,
     device_class_quota,

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from model.catalog import MIG_PROFILES
-from model.config.gpu_operator import MigStrategy
+from model.config.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_OFF, MigStrategy
 from model.config.nodes import GpuAllocation, GpuNodeGroupSettings, GpuSharingSettings
 from model.config.pod_fit import existing_memory_gib_per_gpu, group_memory_gib_per_gpu
-from model.dra import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_OFF
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig

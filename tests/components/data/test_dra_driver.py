@@ -18,7 +18,6 @@ import pytest
 
 from components.data.dra_driver import helm_values
 from model.config import PlatformConfig, parse_config
-from model.dra import resource_api_version
 from model.versions import CHARTS
 from plan.model import Plan
 from plan.render import Rendering, render_plan
@@ -139,17 +138,6 @@ def test_the_driver_root_follows_where_the_driver_comes_from():
     raw["gpu_operator"] = {**raw.get("gpu_operator", {}), "install_driver": True}
     driven = parse_config(raw, DRA_EXISTING_STACK)
     assert helm_values(driven, {})["nvidiaDriverRoot"] == "/run/nvidia/driver"
-
-
-@pytest.mark.parametrize(("minor", "api"), [
-    # PINS.md, "Kubernetes versions and the DRA API": v1 from 1.34; the newest beta before.
-    ("1.33", "resource.k8s.io/v1beta2"),
-    ("1.34", "resource.k8s.io/v1"),
-    ("1.35", "resource.k8s.io/v1"),
-    ("1.36", "resource.k8s.io/v1"),
-])  # fmt: skip
-def test_the_device_class_api_follows_the_clusters_minor(minor, api):
-    assert resource_api_version(minor) == api
 
 
 # ------------------------------------------------------------------ never both on one node
