@@ -262,6 +262,9 @@ OVERRIDE_REFUSED: dict[str, str] = {
     "(EFA_DEVICE_PLUGIN_IMAGE_TAG v0.5.20, the tag chart v0.5.30 ships)",
     "prometheus-pushgateway": "its image tag is pinned beside the chart "
     "(PUSHGATEWAY_IMAGE_TAG v1.11.3, chart 3.8.0's appVersion)",
+    "dra-driver-nvidia-gpu": "the MIG DeviceClasses select by the device attributes driver "
+    "v0.4.1 publishes, and Kueue's device-class mappings name the DeviceClasses chart 0.4.1 "
+    "renders (model/dra.py); its CRDs sit in the chart's crds/, which Helm never upgrades",
 }
 
 # The oldest version a stack may override a chart to, and why: what the platform renders
