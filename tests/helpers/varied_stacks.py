@@ -198,6 +198,7 @@ def every_aws_plan() -> list[tuple[str, Plan]]:
         (WINDOW_STACK, window_plan()),
         (FRANKFURT_STACK, frankfurt_plan()),
         (EXISTING_VPC_STACK, existing_vpc_plan()),
+        (DRA_STACK, dra_plan(DRA_STACK)),
     ]
 
 

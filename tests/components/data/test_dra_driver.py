@@ -13,14 +13,17 @@ Operator's device plugin", "Chart values that matter", "cluster-autoscaler and D
 from __future__ import annotations
 
 import functools
+import json
 
 import pytest
+import yaml
 
 from components.data.dra_driver import helm_values
+from components.registry_mirror import mirrored_values
 from model.config import PlatformConfig, parse_config
 from model.versions import CHARTS
 from plan.model import Plan
-from plan.render import Rendering, render_plan
+from plan.render import Rendering, render_chart, render_plan
 from tests.conftest import SHARED_HELM, STACKS, planned, rendered, stack_config
 from tests.helpers import helm_values as chart_values
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
@@ -262,3 +265,27 @@ def test_what_the_driver_cannot_serve_is_refused(
     tmp_path, monkeypatch, capsys, stack, path, value, valid
 ):
     assert_refused(tmp_path, monkeypatch, capsys, stack, path, value, valid)
+
+
+def test_with_a_mirror_every_driver_image_comes_from_it():
+    mirror = "registry.internal.example:5000/mirror"
+    values = mirrored_values(
+        "dra-driver-nvidia-gpu", helm_values(dra_config(DRA_STACK), {}), mirror
+    )
+    templates, _ = render_chart(
+        SHARED_HELM / "dra-driver-nvidia-gpu-0.4.1.tgz",
+        json.dumps(values, sort_keys=True),
+        "dra-driver-nvidia-gpu",
+        NAMESPACE,
+        "1.36",
+        (),
+    )
+    pods = [
+        doc["spec"]["template"]["spec"]
+        for _, text in templates
+        for doc in yaml.safe_load_all(text)
+        if doc and doc["kind"] in ("DaemonSet", "Deployment")
+    ]
+    assert pods
+    images = {c["image"] for p in pods for c in [*p["containers"], *p.get("initContainers", [])]}
+    assert images == {f"{mirror}/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"}
