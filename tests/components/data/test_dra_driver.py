@@ -243,6 +243,16 @@ BAD = [
         id="eks-below-1.34",
     ),
     pytest.param(
+        existing(
+            existing={**EXISTING_SECTION, "gpu_pools": [ONPREM_POOL]},
+            cluster={"kubernetes_version": "1.33"},
+        ),
+        f"{NS}:existing.gpu_pools[0].gpu_allocation",
+        "Kubernetes 1.33",
+        "valid: Kubernetes 1.34 or later",
+        id="kueue-below-1.34",
+    ),
+    pytest.param(
         aws(
             gpu_node_groups=[
                 {
