@@ -18,6 +18,7 @@ import pulumi
 
 from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
+from components.data.gpu_operator import installs_driver
 from components.helm import pinned_release, privileged_namespace
 from components.kubernetes_object import KubernetesObject
 from components.vocabulary import GPU_NODE_DAEMONSET_TOLERATIONS
@@ -63,7 +64,9 @@ def kubelet_plugin_affinity(pools: Sequence[GpuPool]) -> dict[str, Any]:
 def helm_values(cfg: PlatformConfig, add_on_nodes: dict[str, str]) -> dict[str, Any]:
     """The chart's values (../shared/charts/dra-driver-nvidia-gpu/0.4.1/values.yaml)."""
     pools = cfg.gpu_pools
-    operator_driver = cfg.installs("gpu_operator") and cfg.gpu_operator.install_driver
+    operator_driver = cfg.installs("gpu_operator") and installs_driver(
+        cfg.gpu_operator, cfg.provider == "aws"
+    )
     return {
         # The DRA pools' nodes carry nvidia.com/gpu.deploy.device-plugin=false: the one case in
         # which the chart allows GPU allocation (templates/validation.yaml).
