@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from model.config.base import FieldProblem, FieldProblems
-from model.config.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL
+from model.config.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_OFF
 from model.config.scheduling import scales_from_zero
 from model.dra import (
     MAX_KUEUE_MAPPINGS,
@@ -94,6 +94,21 @@ def check_dra(cfg: PlatformConfig) -> None:
                     f"sets {DEVICE_PLUGIN_DEPLOY_LABEL}, which the platform derives from "
                     "gpu_allocation so that no node runs both the device plugin and the DRA "
                     "driver; remove it and set gpu_allocation (device_plugin or dra) instead",
+                )
+            )
+    for i, pool in enumerate(cfg.existing.gpu_pools if cfg.existing is not None else ()):
+        # The admin's nodes carry the switch; a selector that says otherwise names nodes where
+        # the pool's GPUs would be handed out twice, or not at all.
+        switch = pool.node_selector.get(DEVICE_PLUGIN_DEPLOY_LABEL)
+        wanted = DEVICE_PLUGIN_OFF if pool.gpu_allocation == "dra" else None
+        if switch is not None and switch != wanted:
+            problems.append(
+                FieldProblem(
+                    f"existing.gpu_pools[{i}].node_selector",
+                    f"selects {DEVICE_PLUGIN_DEPLOY_LABEL}={switch}, but the pool's "
+                    f"gpu_allocation is {pool.gpu_allocation}: the label is "
+                    f"{DEVICE_PLUGIN_OFF!r} exactly on DRA pools' nodes (the platform adds it to "
+                    "their selector); remove it from node_selector and set gpu_allocation",
                 )
             )
     mappings = kueue_device_class_mappings(device_class_quota(cfg.gpu_pools))

@@ -253,6 +253,24 @@ BAD = [
         id="kueue-below-1.34",
     ),
     pytest.param(
+        existing(
+            existing={
+                **EXISTING_SECTION,
+                "gpu_pools": [
+                    {
+                        **ONPREM_POOL,
+                        "gpu_allocation": "device_plugin",
+                        "node_selector": {"nvidia.com/gpu.deploy.device-plugin": "false"},
+                    }
+                ],
+            },
+        ),
+        f"{NS}:existing.gpu_pools[0].node_selector",
+        "nvidia.com/gpu.deploy.device-plugin=false",
+        "set gpu_allocation",
+        id="device-plugin-pool-on-switched-off-nodes",
+    ),
+    pytest.param(
         aws(
             gpu_node_groups=[
                 {
