@@ -23,6 +23,7 @@ from components.control.namespaces import Namespaces, NamespacesArgs, job_namesp
 from components.control.network import Network, NetworkArgs
 from components.control.team_access import TeamAccess, TeamAccessArgs
 from components.data.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.data.dra_driver import DraDriver, DraDriverArgs
 from components.data.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_groups
 from components.data.fabric import (
     NetworkOperator,
@@ -60,6 +61,7 @@ from model.config.node_join import canary_pools, pools_tested_on_join
 from model.config.pools import windowed
 from model.config.selftest_schedule import scheduled
 from model.cost import pool_gpu_hour_prices
+from model.dra import dra_pools
 
 C = TypeVar("C", bound=PlatformComponent)
 
@@ -229,6 +231,13 @@ class Platform(PlatformComponent):
         """The GPU Operator, unless the cluster runs its own (existing.addons), and per GPU pool
         what a pod can request there (whichever operator serves it)."""
         self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
+        if dra_pools(cfg.gpu_pools):
+            driver = DraDriver(
+                f"{ctx.env}-dra-driver",
+                DraDriverArgs(ctx, cfg, add_on_nodes(cfg), cluster.schedulable),
+                on_cluster,
+            )
+            self.tested.append(driver)
         if not cfg.installs("gpu_operator"):
             return
         operator = GpuOperator(

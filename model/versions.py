@@ -198,6 +198,12 @@ CHARTS: dict[str, Chart] = {
     # GPU software. v26.7.0 runs device plugin v0.20.0, mig-manager v0.15.0 and dcgm-exporter
     # 4.6.0-4.8.3 (shared/PINS.md, "GPU Operator").
     "gpu-operator": Chart("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.7.0"),
+    # NVIDIA's DRA driver for GPUs, for pools with `gpu_allocation: dra`: OCI (renamed from
+    # nvidia-dra-driver-gpu), one image registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu
+    # :v0.4.1 for every component (shared/PINS.md, "NVIDIA DRA driver for GPUs (0.4.1)").
+    "dra-driver-nvidia-gpu": Chart(
+        "dra-driver-nvidia-gpu", "oci://registry.k8s.io/dra-driver-nvidia/charts", "0.4.1"
+    ),
     # Kueue publishes its chart only to an OCI registry (shared/PINS.md); its custom resources
     # are validated against v0.19.2's schemas (shared/crds/kueue.x-k8s.io).
     "kueue": Chart("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
@@ -256,6 +262,9 @@ OVERRIDE_REFUSED: dict[str, str] = {
     "(EFA_DEVICE_PLUGIN_IMAGE_TAG v0.5.20, the tag chart v0.5.30 ships)",
     "prometheus-pushgateway": "its image tag is pinned beside the chart "
     "(PUSHGATEWAY_IMAGE_TAG v1.11.3, chart 3.8.0's appVersion)",
+    "dra-driver-nvidia-gpu": "the MIG DeviceClasses select by the device attributes driver "
+    "v0.4.1 publishes, and Kueue's device-class mappings name the DeviceClasses chart 0.4.1 "
+    "renders (model/dra.py); its CRDs sit in the chart's crds/, which Helm never upgrades",
 }
 
 # The oldest version a stack may override a chart to, and why: what the platform renders
@@ -281,6 +290,7 @@ def version_key(version: str) -> tuple[int, ...]:
 # Chart.yaml File", "The kubeVersion field").
 CHART_KUBE_VERSIONS: dict[str, str] = {
     "aws-fsx-csi-driver": ">=1.20.0-0",
+    "dra-driver-nvidia-gpu": ">=1.32.0-0",
     "gpu-operator": ">= 1.16.0-0",
     "keda": ">=v1.23.0-0",
     "kube-prometheus-stack": ">=1.25.0-0",
@@ -474,6 +484,9 @@ CHART_IMAGE_VALUES: dict[str, dict[str, str]] = {
         "controllerManager.manager.image.repository": "registry.k8s.io/kueue/kueue",
         "kueueViz.backend.image.repository": "registry.k8s.io/kueue/kueueviz-backend",
         "kueueViz.frontend.image.repository": "registry.k8s.io/kueue/kueueviz-frontend",
+    },
+    "dra-driver-nvidia-gpu": {
+        "image.repository": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"
     },
     # As its release step packages it (hack/helm-chart-package.sh; shared/helm/README.md).
     "jobset": {"image.repository": "registry.k8s.io/jobset/jobset"},

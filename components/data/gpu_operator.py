@@ -32,7 +32,13 @@ from contract.dcgm import HOSTENGINE_PORT
 from model.catalog import MIG_SLICES
 from model.config import GpuOperatorSettings, GpuPool
 from model.config.fabric import RDMA_FABRICS
-from model.config.gpu_operator import DEVICE_PLUGIN_LABEL, MIG_CONFIG_LABEL
+from model.config.gpu_operator import (
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    MIG_CONFIG_LABEL,
+)
+from model.dra import mig_quota
 
 # ConfigMaps the chart creates from the values below.
 DEVICE_PLUGIN_CONFIGMAP = "gpu-platform-device-plugin"
@@ -118,10 +124,13 @@ def mig_layout_name(pool: GpuPool) -> str | None:
 def operator_labels(pool: GpuPool) -> dict[str, str]:
     """The labels by which the GPU Operator configures a pool's nodes. A node without the
     device-plugin label gets the `default` entry (whole GPUs); one without the MIG label gets
-    MIG disabled."""
+    MIG disabled; a DRA pool's node gets no device plugin at all."""
     labels = {}
     key = device_plugin_config_key(pool)
-    if key != DEFAULT_CONFIG:
+    if pool.gpu_allocation == "dra":
+        # Never the device plugin beside the DRA driver on one node (model/dra.py).
+        labels[DEVICE_PLUGIN_DEPLOY_LABEL] = DEVICE_PLUGIN_OFF
+    elif key != DEFAULT_CONFIG:
         labels[DEVICE_PLUGIN_LABEL] = key
     layout = mig_layout_name(pool)
     if layout is not None:
@@ -271,8 +280,12 @@ def helm_values(
 
 def advertised_resources(pool: GpuPool) -> dict[str, int]:
     """Extended resources a node of the pool advertises once the GPU Operator runs: whole
-    GPUs, shared replicas of them, or MIG slices."""
+    GPUs, shared replicas of them, or MIG slices; on a DRA pool, the quota names Kueue charges
+    its claims to (model/dra.device_class_quota), MIG slices by profile whatever the strategy,
+    since a claim names one profile's class."""
     sharing, gpus = pool.sharing, pool.gpus_per_node
+    if pool.gpu_allocation == "dra" and sharing.mode == "mig" and pool.mig_strategy == "single":
+        return {mig_quota(pool.mig_profiles[0]): MIG_SLICES * gpus}
     if sharing.mode == "mig" and pool.mig_strategy == "mixed":
         one, two, three = pool.mig_profiles
         return {

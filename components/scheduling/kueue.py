@@ -26,6 +26,7 @@ from model.config.scheduling import (
     FlavorSettings,
     TeamSettings,
 )
+from model.dra import kueue_device_class_mappings
 from model.warning_kinds import warning
 
 PROVISIONING_CHECK = "gpu-provisioning"
@@ -343,9 +344,16 @@ def manager_config(
     uncounted: Sequence[str],
     job_namespaces: Sequence[str],
     sharing: FairSharingSettings | None = None,
+    device_classes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """`job_namespaces`: every namespace the platform's queued jobs run in
-    (components/control/namespaces.job_namespaces)."""
+    (components/control/namespaces.job_namespaces); `device_classes`: DeviceClass -> quota name
+    (model/dra.device_class_quota), where some pool allocates GPUs through DRA."""
+    resources: dict[str, Any] = {"excludeResourcePrefixes": list(uncounted)}
+    if device_classes:
+        # A claim on an unmapped class leaves its workload inadmissible (kueue v0.19.2
+        # pkg/dra/claims.go); the mapped names are ordinary quota in the DRA pools' flavors.
+        resources["deviceClassMappings"] = kueue_device_class_mappings(device_classes)
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -379,7 +387,7 @@ def manager_config(
                 {"key": NAMESPACE_LABEL, "operator": "In", "values": sorted(job_namespaces)}
             ]
         },
-        "resources": {"excludeResourcePrefixes": list(uncounted)},
+        "resources": resources,
         **fair_sharing_config(sharing or FairSharingSettings()),
     }
 
@@ -389,8 +397,9 @@ def kueue_values(
     uncounted: Sequence[str],
     job_namespaces: Sequence[str],
     sharing: FairSharingSettings,
+    device_classes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    config = manager_config(uncounted, job_namespaces, sharing)
+    config = manager_config(uncounted, job_namespaces, sharing, device_classes)
     return {
         # Queue depth (kueue_pending_workloads) is what the queue-driven scalers read.
         "enablePrometheus": True,

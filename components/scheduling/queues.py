@@ -65,6 +65,7 @@ from model.config import PlatformConfig
 from model.config.pools import windowed
 from model.config.scheduling import PRIORITIES, Priority, TeamSettings, provisioned
 from model.config.selftest import queued
+from model.dra import device_class_quota
 
 
 def workload_priority_class(priority: Priority) -> dict[str, Any]:
@@ -206,6 +207,7 @@ class Scheduling(PlatformComponent):
                         uncounted_resources(args.cfg),
                         job_namespaces(args.cfg),
                         args.cfg.scheduling.fair_sharing,
+                        device_class_quota(args.cfg.gpu_pools),
                     ),
                     self.child(depends_on=before),
                     context=args.context,

@@ -46,6 +46,7 @@ from model.config.cluster import (
 )
 from model.config.cluster_autoscaler import AutoscalerSettings
 from model.config.cost import CostSettings, check_cost
+from model.config.dra import check_dra
 from model.config.fabric import FabricSettings, check_fabric
 from model.config.fair_sharing import check_quota_sharing
 from model.config.gpu_operator import GpuOperatorSettings, check_gpu_operator
@@ -329,6 +330,7 @@ class PlatformConfig(Settings):
         for check in (
             check_storage,
             check_gpu_operator,
+            check_dra,
             check_scheduling,
             check_team_access,
             check_existing_namespaces,

@@ -58,6 +58,7 @@ def installed_charts(cfg: PlatformConfig) -> list[str]:
         "aws-efa-k8s-device-plugin": aws and any(g.efa for g in cfg.gpu_node_groups),
         "aws-fsx-csi-driver": cfg.storage.fsx is not None,
         "gpu-operator": cfg.installs("gpu_operator"),
+        "dra-driver-nvidia-gpu": any(p.gpu_allocation == "dra" for p in cfg.gpu_pools),
         "kube-prometheus-stack": cfg.installs("kube_prometheus_stack"),
         "kueue": cfg.scheduling.enabled and cfg.installs("kueue"),
         "keda": cfg.workload_autoscaling.enabled and cfg.installs("keda"),

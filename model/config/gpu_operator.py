@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 # platform derives them from `gpu_sharing`; a hand-set one could name a config nobody defines.
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# The GPU Operator runs its device plugin only where this label is `true`, and writes `true`
+# only where it is missing or empty (gpu-operator v26.7.0 assets/state-device-plugin/
+# 0500_daemonset.yaml nodeSelector; controllers/state_manager.go addGPUStateLabels): `false` on
+# a DRA pool's nodes keeps the device plugin off them (model/dra.py).
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+DEVICE_PLUGIN_OFF = "false"
 # What the MIG manager says of the layout it last applied: pending, rebooting, success or
 # failed (NVIDIA/mig-parted deployments/gpu-operator reconfigure-mig.sh, which the mig-manager
 # image runs; NVIDIA GPU Operator docs, "GPU Operator with MIG").

@@ -130,6 +130,20 @@ CapacityType = Literal["on_demand", "spot", "reservation", "capacity_block"]
 RESERVED_CAPACITY = ("reservation", "capacity_block")
 # Kubernetes' tested default; big GPU nodes run few pods, and each pod takes a VPC address.
 DEFAULT_MAX_PODS = 110
+# How a pool's GPUs reach its pods: the GPU Operator's device plugin (the extended resource
+# nvidia.com/gpu) or NVIDIA's DRA driver (ResourceClaims). Never both on one node: the driver's
+# chart refuses to allocate GPUs beside the device plugin, and the EKS DRA page warns of silent
+# oversubscription (../shared/PINS.md, "Coexistence with the GPU Operator's device plugin").
+GpuAllocation = Literal["device_plugin", "dra"]
+
+
+def gpu_allocation_field() -> Any:
+    return Field(
+        "device_plugin",
+        description="How the pool's GPUs are allocated to pods: `device_plugin` (the GPU "
+        "Operator's, `nvidia.com/gpu`) or `dra` (NVIDIA's DRA driver: jobs claim GPUs through "
+        "ResourceClaimTemplates, and the device plugin is switched off on the pool's nodes).",
+    )
 
 
 class GpuSharingSettings(Settings):
@@ -295,6 +309,7 @@ class GpuNodeGroupSettings(Settings):
     labels: KubernetesLabels = Field(default_factory=dict, description="Extra node labels.")
     kubelet: KubeletSettings = Field(default_factory=KubeletSettings)
     gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
+    gpu_allocation: GpuAllocation = gpu_allocation_field()
     gpu_tuning: GpuTuningSettings = Field(default_factory=GpuTuningSettings)
     ami_release: (
         Annotated[

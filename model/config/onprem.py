@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from model.catalog import MIG_PROFILES
 from model.config.base import DnsLabel, FieldProblem, Int, KubernetesLabels, Settings, shaped
 from model.config.bounds import MAX_CLUSTER_NODES, MAX_GPU_MEMORY_GIB
-from model.config.nodes import GpuSharingSettings
+from model.config.nodes import GpuAllocation, GpuSharingSettings, gpu_allocation_field
 from model.config.references import GPU_POOL, names
 
 # GPU models with the memory sizes NVIDIA sells them in (GB, as the datasheets and the MIG
@@ -147,6 +147,7 @@ class OnPremGpuPoolSettings(Settings):
         "Burstable on the node's shared CPUs (the self-test warns).",
     )
     gpu_sharing: GpuSharingSettings = Field(default_factory=GpuSharingSettings)
+    gpu_allocation: GpuAllocation = gpu_allocation_field()
 
     @model_validator(mode="after")
     def _known_gpu(self) -> OnPremGpuPoolSettings:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from model.catalog import MIG_PROFILES
-from model.config.gpu_operator import MigStrategy
-from model.config.nodes import GpuNodeGroupSettings, GpuSharingSettings
+from model.config.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_OFF, MigStrategy
+from model.config.nodes import GpuAllocation, GpuNodeGroupSettings, GpuSharingSettings
 from model.config.pod_fit import existing_memory_gib_per_gpu, group_memory_gib_per_gpu
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ class GpuPool:
     # AWS: the node group's instance types and capacity kind; empty / None on an existing cluster.
     instance_types: tuple[str, ...] = ()
     capacity: str | None = None
+    gpu_allocation: GpuAllocation = "device_plugin"
 
     @property
     def mig_profiles(self) -> tuple[str, str, str] | None:
@@ -76,11 +77,19 @@ class GpuPool:
         return f"{2 * self.hugepages_2mi}Mi" if self.hugepages_2mi else None
 
 
+def _selector(labels: dict[str, str], allocation: GpuAllocation) -> dict[str, str]:
+    """A DRA pool's nodes are those with the device plugin off as well (model/dra.py): a job
+    that claims GPUs there never lands on a node where the device plugin hands them out too."""
+    if allocation == "dra":
+        return {**labels, DEVICE_PLUGIN_DEPLOY_LABEL: DEVICE_PLUGIN_OFF}
+    return dict(labels)
+
+
 def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> GpuPool:
     row = min(group.instances, key=lambda i: i.gpus)
     return GpuPool(
         name=group.name,
-        node_selector={NODE_GROUP_LABEL: group.name},
+        node_selector=_selector({NODE_GROUP_LABEL: group.name}, group.gpu_allocation),
         gpu_model=row.gpu_model,
         gpu_memory_gib=row.gpu_memory_gib,
         gpus_per_node=row.gpus,
@@ -94,6 +103,7 @@ def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> Gpu
         cpus_per_gpu=group.cpus_per_gpu,
         instance_types=tuple(group.instance_types),
         capacity=group.capacity,
+        gpu_allocation=group.gpu_allocation,
     )
 
 
@@ -104,7 +114,7 @@ def pool_of_onprem(
     does."""
     return GpuPool(
         name=pool.name,
-        node_selector=dict(pool.node_selector),
+        node_selector=_selector(pool.node_selector, pool.gpu_allocation),
         gpu_model=pool.gpu_model,
         gpu_memory_gib=pool.gpu_memory_gib,
         gpus_per_node=pool.gpus_per_node,
@@ -115,6 +125,7 @@ def pool_of_onprem(
         mig_strategy=mig_strategy,
         memory_gib_per_gpu=existing_memory_gib_per_gpu(memory_gib_per_node, pool.gpus_per_node),
         cpus_per_gpu=pool.cpus_per_gpu,
+        gpu_allocation=pool.gpu_allocation,
     )
 
 

@@ -748,3 +748,55 @@ def topology_mirror_problems(manager: Kueue, worker: Kueue, queue: str) -> list[
             f"{sorted(ours, key=str)}, the worker's {sorted(theirs, key=str)}"
         ]
     return []
+
+
+# --------------------------------------------------------------- DRA device-class mappings
+
+# kubernetes-sigs/kueue v0.19.2 pkg/config/validation.go validateDeviceClassMappings: at most 16
+# mappings; each name a qualified name of at most 253 characters, used once; 1 to 8 DeviceClass
+# names a mapping (apis/config/v1beta2/configuration_types.go); each DeviceClass in one mapping.
+MAX_DEVICE_CLASS_MAPPINGS = 16
+MAX_CLASSES_PER_MAPPING = 8
+_QUALIFIED = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
+
+
+def device_class_mapping_problems(config: dict[str, Any]) -> list[str]:
+    """What Kueue's validation refuses of `resources.deviceClassMappings`, in its field paths;
+    Kueue does not start with a Configuration that has any."""
+    mappings = (config.get("resources") or {}).get("deviceClassMappings") or []
+    path = "resources.deviceClassMappings"
+    problems = []
+    if len(mappings) > MAX_DEVICE_CLASS_MAPPINGS:
+        problems.append(f"{path}: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items")
+    names: set[str] = set()
+    owner: dict[str, str] = {}
+    for i, mapping in enumerate(mappings):
+        name = mapping.get("name", "")
+        if not _QUALIFIED.fullmatch(name) or len(name) > 253:
+            problems.append(f"{path}[{i}].name: Invalid value: {name!r}")
+        if name in names:
+            problems.append(f"{path}[{i}].name: Duplicate value: {name!r}")
+        names.add(name)
+        classes = mapping.get("deviceClassNames") or []
+        if not 1 <= len(classes) <= MAX_CLASSES_PER_MAPPING:
+            problems.append(f"{path}[{i}].deviceClassNames: must have 1 to 8 items")
+        for device_class in classes:
+            if device_class in owner:
+                problems.append(
+                    f"{path}[{i}].deviceClassNames: Duplicate value: {device_class!r} "
+                    f"(already mapped to {owner[device_class]})"
+                )
+            owner[device_class] = name
+    return problems
+
+
+def unmapped_device_classes(config: dict[str, Any], classes: Iterable[str]) -> list[str]:
+    """The DeviceClasses among `classes` no mapping lists: a workload whose claim template
+    names one is inadmissible ("DeviceClass X is not mapped in DRA configuration", v0.19.2
+    pkg/dra/claims.go)."""
+    mappings = (config.get("resources") or {}).get("deviceClassMappings") or []
+    mapped = {c for m in mappings for c in m.get("deviceClassNames", [])}
+    return sorted(set(classes) - mapped)

@@ -201,4 +201,74 @@ def every_aws_plan() -> list[tuple[str, Plan]]:
         (WINDOW_STACK, window_plan()),
         (FRANKFURT_STACK, frankfurt_plan()),
         (EXISTING_VPC_STACK, existing_vpc_plan()),
+        (DRA_STACK, dra_plan(DRA_STACK)),
     ]
+
+
+# A pool on each GPU allocation in one cluster, on each provider (issue 41 §1): on AWS the staging
+# stack's A100 EFA group on DRA (from one node: no scale from zero with claims), an H100 group on
+# DRA cut into MIG slices of each profile (mixed), and a device-plugin group beside them that
+# still scales from zero; on the existing cluster the onprem A100 pool on DRA, on a minor that
+# serves resource.k8s.io/v1, beside a device-plugin L40S pool shared by time-slicing.
+DRA_STACK = "dra"
+DRA_EXISTING_STACK = "dra-onprem"
+
+
+def _dra_config() -> dict:
+    config = stack_file_config("staging")
+    (group,) = config[f"{NS}:gpu_node_groups"]
+    group.update(gpu_allocation="dra", scaling={"min_size": 1, "max_size": 2, "desired_size": 1})
+    config[f"{NS}:gpu_node_groups"] = [
+        group,
+        {
+            "name": "h100-mig",
+            "instance_types": ["p5.48xlarge"],
+            "zone": "us-east-1c",
+            "gpu_allocation": "dra",
+            "gpu_sharing": {"mode": "mig"},
+            "scaling": {"min_size": 1, "max_size": 1},
+        },
+        {"name": "g5", "instance_types": ["g5.2xlarge"]},
+    ]
+    config[f"{NS}:gpu_operator"] = {"mig_strategy": "mixed"}
+    return config
+
+
+def _dra_existing_config() -> dict:
+    config = stack_file_config("onprem")
+    config[f"{NS}:cluster"]["kubernetes_version"] = "1.34"
+    (pool,) = config[f"{NS}:existing"]["gpu_pools"]
+    pool["gpu_allocation"] = "dra"
+    config[f"{NS}:existing"]["gpu_pools"] = [
+        pool,
+        {
+            "name": "l40s",
+            "node_selector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+            "gpu_model": "L40S",
+            "gpu_memory_gib": 48,
+            "gpus_per_node": 4,
+            "nodes": 2,
+            "gpu_sharing": {"mode": "time-slicing", "replicas": 4},
+        },
+    ]
+    # Without the burst worker, which the offline plan would read from its own stack file.
+    del config[f"{NS}:multikueue"]
+    scheduling = config[f"{NS}:scheduling"]
+    scheduling["cluster_queues"] = [{"name": "shared"}]
+    scheduling["teams"] = [{**t, "cluster_queue": "shared"} for t in scheduling["teams"]]
+    config[f"{NS}:scheduling"]["flavors"].append(
+        {"pool": "l40s", "cpus_per_node": 64, "memory_gib_per_node": 512}
+    )
+    return config
+
+
+DRA_CONFIGS = {DRA_STACK: _dra_config(), DRA_EXISTING_STACK: _dra_existing_config()}
+
+
+def dra_config(stack: str) -> PlatformConfig:
+    return parse_config({k.split(":", 1)[1]: v for k, v in DRA_CONFIGS[stack].items()}, stack)
+
+
+@functools.cache
+def dra_plan(stack: str) -> Plan:
+    return project_plan(stack, {stack: DRA_CONFIGS[stack]})

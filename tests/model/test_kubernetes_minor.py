@@ -43,7 +43,8 @@ def test_the_kube_version_table_is_each_pinned_charts_own(chart_key):
 def test_the_floor_of_each_chart_is_its_chart_yaml_literal():
     """The packaged Chart.yaml files at the pins: gpu-operator v26.7.0 `>= 1.16.0-0`,
     kube-prometheus-stack 88.5.3 `>=1.25.0-0`, keda 2.20.2 `>=v1.23.0-0`, network-operator
-    26.4.1 `>= 1.21.0-0`, aws-fsx-csi-driver 1.17.0 `>=1.20.0-0`; kueue 0.19.2, rook-ceph v1.20.6,
+    26.4.1 `>= 1.21.0-0`, aws-fsx-csi-driver 1.17.0 `>=1.20.0-0`, dra-driver-nvidia-gpu 0.4.1
+    `>=1.32.0-0` (shared/PINS.md, "Chart and image"); kueue 0.19.2, rook-ceph v1.20.6,
     ceph-csi-drivers 1.0.4 and prometheus-pushgateway 3.8.0 state none."""
     assert {k: chart_floor(k) for k in CHARTS if chart_floor(k)} == {
         "gpu-operator": "1.16",
@@ -51,6 +52,7 @@ def test_the_floor_of_each_chart_is_its_chart_yaml_literal():
         "keda": "1.23",
         "network-operator": "1.21",
         "aws-fsx-csi-driver": "1.20",
+        "dra-driver-nvidia-gpu": "1.32",
     }
     for chart in ("kueue", "rook-ceph", "ceph-csi-drivers", "prometheus-pushgateway"):
         assert chart_floor(chart) is None

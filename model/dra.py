@@ -1,0 +1,118 @@
+"""NVIDIA's DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1): the facts the
+platform reads of it, and the one table of which DeviceClass a DRA pool's claims may name and the
+Kueue quota it is charged to (`device_class_quota`), for the driver's release, Kueue's
+configuration and the job builder's ResourceClaimTemplates alike.
+
+Quota keeps the names of the device-plugin path, so a team's quota means GPUs (or MIG slices of
+one profile) whichever way its pool allocates them: Kueue's deviceClassMappings name is any
+label-key-shaped resource name, `nvidia.com/gpu` included (kueue v0.19.2
+pkg/config/validation.go validateDeviceClassMappings), and a claim template is charged only
+through a mapping ("ResourceClaimTemplate path ... deviceClassMappings required",
+site/content/en/docs/tasks/manage/setup_dra.md). The extended-resource path, where a pod asks
+`nvidia.com/gpu` and the v1 DeviceClass's `extendedResourceName` backs it, needs Kubernetes'
+DRAExtendedResource gate (beta 1.36; ../shared/PINS.md "Kubernetes versions and the DRA API"),
+and where both paths meet Kueue charges the mapping's name ("Path separation"): the same name
+here, so neither path changes the count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from model.versions import minor_tuple
+
+if TYPE_CHECKING:
+    from model.config.pools import GpuPool
+
+NAMESPACE = "dra-driver-nvidia-gpu"
+# The chart's DeviceClasses (templates/deviceclass-*.yaml) and the driver that publishes their
+# devices.
+DRIVER = "gpu.nvidia.com"
+GPU_CLASS = "gpu.nvidia.com"
+CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
+GPU_QUOTA = "nvidia.com/gpu"
+CHANNEL_QUOTA = "nvidia.com/imex-channel"
+# ComputeDomains (IMEX channels across NVLink nodes) stay off until the GB200 pools need them:
+# the chart's controller, its kubelet plugin container, its DeviceClasses, and the channel
+# class's quota mapping all follow this one switch.
+ENABLE_COMPUTE_DOMAINS = False
+# The EKS DRA page ("Use the NVIDIA DRA driver or device plugin on Amazon EKS") requires 1.34+
+# for GPU allocation with this driver; Kueue's DRA support needs resource.k8s.io/v1, served from
+# 1.34 (kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md).
+MIN_MINOR = "1.34"
+# The DRA API each minor serves by default, else the newest one it opts in to (PINS.md table,
+# from kubernetes/website feature-gates/DynamicResourceAllocation.md).
+_API_BEFORE_V1 = {"1.32": "resource.k8s.io/v1beta1", "1.33": "resource.k8s.io/v1beta2"}
+# Kueue v0.19.2 pkg/config/validation.go validateDeviceClassMappings.
+MAX_KUEUE_MAPPINGS = 16
+
+
+def resource_api_version(minor: str) -> str:
+    """The DeviceClass API the chart renders for a cluster of `minor`: set explicitly because
+    an offline render's capabilities always hold v1 (PINS.md, chart `resourceApiVersion`)."""
+    if minor_tuple(minor) >= minor_tuple(MIN_MINOR):
+        return "resource.k8s.io/v1"
+    return _API_BEFORE_V1[minor]
+
+
+def dra_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
+    return [p for p in pools if p.gpu_allocation == "dra"]
+
+
+def mig_profiles_of(pool: GpuPool) -> tuple[str, ...]:
+    """The MIG profiles a MIG pool's GPUs are cut into (components/data/gpu_operator.py
+    mig_layout_name): seven 1g slices under strategy single, the balanced three otherwise."""
+    if pool.sharing.mode != "mig":
+        return ()
+    one, two, three = pool.mig_profiles
+    return (one,) if pool.mig_strategy == "single" else (one, two, three)
+
+
+def mig_class(profile: str) -> str:
+    """The platform's DeviceClass for one MIG profile: the chart's one `mig.nvidia.com` class
+    selects every profile, and Kueue counts devices per class."""
+    return f"mig-{profile}.gpu-platform"
+
+
+def mig_quota(profile: str) -> str:
+    """The name the device-plugin path advertises a profile's slices by (strategy mixed)."""
+    return f"nvidia.com/mig-{profile}"
+
+
+def mig_class_selector(profile: str) -> str:
+    """CEL that selects the driver's MIG devices of one profile: MIG devices carry `type: mig`
+    and `profile: <name>` (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin deviceinfo.go
+    CommonAttributesMig), qualified by the driver's name."""
+    attrs = f'device.attributes["{DRIVER}"]'
+    return f'device.driver == "{DRIVER}" && {attrs}.type == "mig" && {attrs}.profile == "{profile}"'
+
+
+def device_class_quota(
+    pools: Iterable[GpuPool], compute_domains: bool = ENABLE_COMPUTE_DOMAINS
+) -> dict[str, str]:
+    """DeviceClass -> Kueue quota name, for every DeviceClass a DRA pool's claims may name; empty
+    where no pool uses DRA. Kueue leaves a workload inadmissible whose claim names a class no
+    mapping lists ("DeviceClass X is not mapped in DRA configuration", kueue v0.19.2
+    pkg/dra/claims.go). The chart's `mig.nvidia.com` is left out on purpose: it matches every
+    profile, so a claim on it could not be charged to the profile it gets."""
+    pools = dra_pools(pools)
+    if not pools:
+        return {}
+    table = {GPU_CLASS: GPU_QUOTA}
+    for profile in sorted({p for pool in pools for p in mig_profiles_of(pool)}):
+        table[mig_class(profile)] = mig_quota(profile)
+    if compute_domains:
+        table[CHANNEL_CLASS] = CHANNEL_QUOTA
+    return table
+
+
+def kueue_device_class_mappings(table: dict[str, str]) -> list[dict[str, Any]]:
+    """Kueue's `resources.deviceClassMappings` for the table: one mapping per quota name."""
+    by_name: dict[str, list[str]] = {}
+    for device_class, name in table.items():
+        by_name.setdefault(name, []).append(device_class)
+    return [
+        {"name": name, "deviceClassNames": sorted(classes)}
+        for name, classes in sorted(by_name.items())
+    ]
