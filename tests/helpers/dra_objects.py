@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import kubernetes_validate
 import yaml
 
 from plan.render import render_chart
-from tests.conftest import SHARED_HELM
+from tests.conftest import SHARED_HELM, validate_kubernetes
 from tests.controllers.dra import COMPUTE_DOMAIN_API, RESOURCE_API
+from tests.helpers import crds
 
 DRA_CHART = SHARED_HELM / "dra-driver-nvidia-gpu-0.4.1.tgz"
 # The namespace docs/install.md installs the driver in; the chart refuses `default`.
@@ -69,3 +71,19 @@ def chart_device_classes(minor: str = "1.35", **resources: bool) -> list[dict[st
     )
     docs = [d for _, text in templates for d in yaml.safe_load_all(text) if d]
     return [d for d in docs if d["kind"] == "DeviceClass"]
+
+
+def schema_problems(obj: dict[str, Any], minor: str) -> list[str]:
+    """Why the API server of Kubernetes `minor` would refuse `obj`: a `resource.k8s.io` object
+    against kubernetes-validate's schema of that minor (none where the minor serves no such
+    version by default: `resource.k8s.io/v1` from 1.34, PINS.md "Kubernetes versions and the DRA
+    API"), a ComputeDomain against ../shared/crds with its CEL rules."""
+    if crds.is_custom_resource(obj):
+        return crds.errors(obj)
+    try:
+        validate_kubernetes(obj, minor)
+    except kubernetes_validate.SchemaNotFoundError:
+        return [f"{obj['kind']} {obj['metadata']['name']}: no {obj['apiVersion']} at {minor}"]
+    except AssertionError as error:
+        return [str(error)]
+    return []
