@@ -41,6 +41,25 @@ Rules, each a function that returns what it refuses (empty: admitted):
   quota the queue can ever reach (`available` with nothing admitted: its nominal quota plus
   what its cohort lends, within each queue's `borrowingLimit` and `lendingLimit`,
   pkg/cache/scheduler/resource_node.go).
+- `charged_pod_sets`: a pod set's DRA claims, charged as Kueue v0.19.2 does with its
+  `KueueDRAIntegration` gate at its default, on (pkg/features/kube_features.go):
+  pkg/controller/core/workload_controller.go (l. 452-494) first refuses a workload any pod
+  of which names a `resourceClaimName` (pkg/workload/workload.go `HasResourceClaim`:
+  "KueueDRAIntegration feature does not support use of resource claims"); then
+  pkg/dra/claims.go
+  `GetResourceRequestsForResourceClaimTemplates` reads each `resourceClaimTemplateName` from
+  the workload's namespace (a missing one is an internal error, retried with back-off: not
+  admitted yet) and `countDevicesPerClass` takes each request `exactly` with allocationMode
+  ExactCount (the API server's default) and charges its `count` (default 1) per pod to the
+  `name` of the `resources.deviceClassMappings` entry listing its DeviceClass, summed with the
+  pod's other requests; `firstAvailable`, `adminAccess`, allocationMode All and an unmapped
+  DeviceClass leave the workload inadmissible with Kueue's own messages (`DRA_*` below). The
+  mapped names are then ordinary quota resources for `flavor_problems` ("resource %s
+  unavailable in ClusterQueue" where no resource group covers one: BlockUndeclared). Not
+  modelled: CEL selectors checked against ResourceSlices (no slices offline), and the
+  counter and capacity `sources` of a mapping. Callers judging a job's steady state build
+  `Kueue.of` over `tests.controllers.dra.as_reconciled(objects)`, so the templates a
+  ComputeDomain controller creates are there.
 - `available`: how much more a queue admits once some workloads are admitted in its cohort,
   the same rule with usage.
 - `node_levels`, a hook: whether a TAS flavor's levels are on the pool's nodes (Kueue
@@ -79,6 +98,7 @@ import yaml
 
 from contract.reservation import ENV_FLAVOR, ENV_QUOTAS
 from plan.manifests import outline_sources, split_manifest
+from tests.controllers.dra import device_requests, pod_claims
 from tests.controllers.label_selector import label_selector_matches
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -270,7 +290,10 @@ class Kueue:
         found: dict[str, dict[str, dict[str, Any]]] = {}
         namespaces = {}
         for obj in in_phase(list(objects), windows):
-            if obj.get("apiVersion", "").startswith("kueue.x-k8s.io/"):
+            if obj.get("apiVersion", "").startswith("kueue.x-k8s.io/") or (
+                obj.get("apiVersion", "").startswith("resource.k8s.io/")
+                and obj.get("kind") == "ResourceClaimTemplate"
+            ):
                 meta = obj["metadata"]
                 key = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
                 found.setdefault(obj["kind"], {})[key] = obj
@@ -338,6 +361,16 @@ def quantity(text: Any) -> Fraction:
 JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 
 
+def pod_set_specs(job: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, pod spec) of each pod set, as `pod_sets` names them."""
+    if (job["apiVersion"], job["kind"]) != JOBSET:
+        return [("main", job["spec"]["template"]["spec"])]
+    return [
+        (rj["name"], rj["template"]["spec"]["template"]["spec"])
+        for rj in job["spec"]["replicatedJobs"]
+    ]
+
+
 def pod_sets(job: dict[str, Any]) -> list[PodSet]:
     """The workload's pod sets: a Job's one, or one per replicatedJob of a JobSet."""
     if (job["apiVersion"], job["kind"]) != JOBSET:
@@ -379,6 +412,111 @@ def pod_set(job: dict[str, Any], name: str = "main") -> PodSet:
         tolerations=list(spec.get("tolerations", [])),
         name=name,
     )
+
+
+# ------------------------------------------------------------------------------ DRA claims
+
+# Kueue v0.19.2's words for what it does not charge: pkg/controller/core/workload_controller.go
+# (a pre-made claim) and pkg/dra/claims.go `countDevicesPerClass` (each request), each detail
+# prefixed "ResourceClaimTemplate <name>: " there.
+DRA_CLAIM_NAME = "KueueDRAIntegration feature does not support use of resource claims"
+DRA_FIRST_AVAILABLE = "FirstAvailable device selection is not supported"
+DRA_NO_EXACTLY = "Exactly must be set if FirstAvailable is nil"
+DRA_ADMIN_ACCESS = "AdminAccess is not supported"
+DRA_ALL = "AllocationMode 'All' is not supported"
+# The API server defaults an `exactly` request to one device (resource.k8s.io/v1
+# ExactDeviceRequest: allocationMode ExactCount, count 1), and Kueue reads it defaulted.
+EXACT_COUNT = "ExactCount"
+
+
+def device_class_mapping(config: dict[str, Any]) -> dict[str, str]:
+    """DeviceClass -> the logical resource its `resources.deviceClassMappings` entry names."""
+    return {
+        device_class: mapping["name"]
+        for mapping in config.get("resources", {}).get("deviceClassMappings", ())
+        for device_class in mapping["deviceClassNames"]
+    }
+
+
+def uncharged(request: dict[str, Any]) -> tuple[str, str] | None:
+    """(field under the request, Kueue's detail) where Kueue refuses to charge the request."""
+    if "firstAvailable" in request:
+        return "", DRA_FIRST_AVAILABLE
+    exactly = request.get("exactly")
+    if exactly is None:
+        return "", DRA_NO_EXACTLY
+    if exactly.get("adminAccess"):
+        return ".exactly.adminAccess", DRA_ADMIN_ACCESS
+    mode = exactly.get("allocationMode", EXACT_COUNT)
+    if mode == "All":
+        return ".exactly.allocationMode", DRA_ALL
+    if mode != EXACT_COUNT:
+        return ".exactly.allocationMode", f"unsupported allocation mode: {mode}"
+    return None
+
+
+def claim_charges(
+    kueue: Kueue, job: dict[str, Any]
+) -> tuple[dict[str, dict[str, Fraction]], list[str]]:
+    """What one pod of each pod set is charged for its claims, by pod set name, and why Kueue
+    does not admit the workload (its first error, as Kueue stops at it)."""
+    namespace = job["metadata"]["namespace"]
+    specs = pod_set_specs(job)
+    if any(claim.get("resourceClaimName") for _, spec in specs for claim in pod_claims(spec)):
+        return {}, [f"inadmissible: {DRA_CLAIM_NAME}"]
+    mapping = device_class_mapping(kueue.config)
+    charges: dict[str, dict[str, Fraction]] = {}
+    for i, (pod_set_name, spec) in enumerate(specs):
+        per_pod: dict[str, Fraction] = {}
+        for j, claim in enumerate(pod_claims(spec)):
+            name = claim.get("resourceClaimTemplateName")
+            if not name:
+                continue
+            where = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
+            template = kueue.get("ResourceClaimTemplate", f"{namespace}/{name}")
+            if template is None:
+                return {}, [
+                    f"not admitted yet, retried with back-off: {where}: Internal error: failed to "
+                    f"get claim spec for ResourceClaimTemplate {name} in podset {pod_set_name}: "
+                    f'resourceclaimtemplates.resource.k8s.io "{name}" not found'
+                ]
+            per_class: dict[str, int] = {}
+            for k, request in enumerate(device_requests(template)):
+                refused = uncharged(request)
+                if refused:
+                    path, detail = refused
+                    return {}, [
+                        f"inadmissible: {where}.devices.requests[{k}]{path}: "
+                        f"ResourceClaimTemplate {name}: {detail}"
+                    ]
+                exactly = request["exactly"]
+                device_class = exactly["deviceClassName"]
+                per_class[device_class] = per_class.get(device_class, 0) + exactly.get("count", 1)
+            for device_class, count in sorted(per_class.items()):
+                if device_class not in mapping:
+                    return {}, [
+                        f"inadmissible: {where}.resourceClaimTemplateName: Not found: "
+                        f"DeviceClass {device_class} is not mapped in DRA configuration for "
+                        f"podset {pod_set_name}"
+                    ]
+                logical = mapping[device_class]
+                per_pod[logical] = per_pod.get(logical, Fraction(0)) + count
+        if per_pod:
+            charges[pod_set_name] = per_pod
+    return charges, []
+
+
+def charged_pod_sets(kueue: Kueue, job: dict[str, Any]) -> tuple[list[PodSet], list[str]]:
+    """The job's pod sets with their claims charged beside their containers' requests, and
+    why Kueue would not charge them."""
+    charges, found = claim_charges(kueue, job)
+    sets = []
+    for ps in pod_sets(job):
+        requests = dict(ps.requests)
+        for resource, amount in charges.get(ps.name, {}).items():
+            requests[resource] = requests.get(resource, Fraction(0)) + amount
+        sets.append(dataclass_replace(ps, requests=requests))
+    return sets, found
 
 
 # ------------------------------------------------------------------------------ rules
@@ -621,7 +759,9 @@ def flavor_problems(
     cq, found = cluster_queue_of(kueue, job)
     if cq is None:
         return found
-    sets = pod_sets(job)
+    sets, refused = charged_pod_sets(kueue, job)
+    if refused:
+        return refused
     groups = cq["spec"].get("resourceGroups", [])
     covered = {r for g in groups for r in g["coveredResources"]}
     found = []
@@ -649,9 +789,10 @@ def assigned_flavor(kueue: Kueue, job: dict[str, Any], usage: Usage | None = Non
     quota left without preempting (v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go;
     the default FlavorFungibility, whenCanPreempt TryNextFlavor); None: it waits."""
     cq, problems = cluster_queue_of(kueue, job)
-    if cq is None or problems:
+    sets, refused = charged_pod_sets(kueue, job)
+    if cq is None or problems or refused:
         return None
-    (ps,) = pod_sets(job)
+    (ps,) = sets
     for group in cq["spec"].get("resourceGroups", []):
         for entry in group["flavors"]:
             if flavor_misfit(kueue, cq, group, entry, ps, None):

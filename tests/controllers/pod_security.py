@@ -10,6 +10,13 @@ system (`spec.os.name: windows`) and user-namespaced pods (`hostUsers: false`) r
 restricted checks upstream; the platform declares neither, so the model holds every pod to the
 Linux rules, the stricter reading.
 
+DRA claims change nothing here: no check reads `spec.resourceClaims` or a container's
+`resources.claims` (each `check_*.go` at the stacks' minors reads the pod's and containers'
+securityContext, host namespaces, ports, probes, sysctls and `spec.volumes`; the volume check
+lists volume sources only, check_restrictedVolumes.go), and the page has no control for them. A
+claim brings its device through CDI, set up by the driver's kubelet plugin, not through any
+field the pod writes: a restricted pod stays restricted with claims.
+
 Not modelled: `securityContext.ulimits`, which baseline forbids only from 1.37
 (`check_ulimits_baseline.go`), past the stacks' minors.
 

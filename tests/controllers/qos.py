@@ -8,7 +8,9 @@ rules are unchanged through v1.36):
   containers included, only CPU and memory count; no request and no limit anywhere is
   BestEffort; Guaranteed when every container limits both CPU and memory and the pod's
   requests equal its limits; Burstable otherwise (Kubernetes docs, "Configure Quality of Service
-  for Pods").
+  for Pods"). DRA claims (`spec.resourceClaims`, a container's `resources.claims`) are neither
+  requests nor limits: `GetPodQOS` reads `Resources.Requests` and `Resources.Limits` only, so
+  a pod's claims leave its class to its CPU and memory.
 - `exclusive_cpus`: pkg/kubelet/cm/cpumanager/policy_static.go `guaranteedCPUs`: a container
   gets CPUs of its own only in a Guaranteed pod and only for an integer CPU request; else 0
   and it runs in the shared pool (Kubernetes docs, "Control CPU Management Policies on the

@@ -46,6 +46,21 @@ A reference that names nothing is valid to the schema and fatal to the pod, each
   and the pod never starts (Kubernetes "Configure a Pod to Use a ConfigMap": "If a key is
   specified that does not exist in the ConfigMap, the volume setup fails"; kubelet
   pkg/volume/configmap, "configmap references non-existent config key").
+- DRA claims (`resource.k8s.io`, ../shared/PINS.md "Claim shapes"): a pod's
+  `spec.resourceClaims[].resourceClaimTemplateName` names a ResourceClaimTemplate of its own
+  namespace (a `resourceClaimName` a ResourceClaim there): without it the ResourceClaim
+  controller makes no claim for the pod and the scheduler leaves it Pending (kubernetes
+  pkg/controller/resourceclaim/controller.go, the claim made from the template in the pod's
+  namespace). A ComputeDomain (resource.nvidia.com/v1beta1) counts as the template its
+  `spec.channel.resourceClaimTemplate.name` names: the driver's ComputeDomain controller
+  creates it in the ComputeDomain's namespace (tests/controllers/dra.py `channel_template`).
+  Each `deviceClassName` a template's requests name must be a DeviceClass of the cluster (the
+  plan's objects or a chart's rendered ones: build the Cluster with them), or the scheduler
+  finds no device for the claim. And each container's `resources.claims[].name` names an entry
+  of the pod's `spec.resourceClaims`, or the API server refuses the pod (and a Job's template):
+  kubernetes pkg/apis/core/validation/validation.go `validateResourceClaimNames`, "must be one
+  of the names in pod.spec.resourceClaims" then " which is empty" or ": " and the names, sorted
+  (`claim_name_problems`; `dra_problems` runs both DRA rules for one pod template).
 
 Where the pods run: on the cluster the Job is applied to, except for a Job or JobSet managed by
 MultiKueue (`spec.managedBy: kueue.x-k8s.io/multikueue`): its LocalQueue's ClusterQueue has an
@@ -65,6 +80,14 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from tests.controllers.dra import (
+    channel_template,
+    device_class_names,
+    device_requests,
+    is_compute_domain,
+    pod_claims,
+)
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -119,6 +142,8 @@ class Cluster:
     def add(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         self.objects[(obj["kind"], meta.get("namespace"), meta["name"])] = obj
+        if is_compute_domain(obj):
+            self.add(channel_template(obj))
 
     def with_objects(self, objects: Iterable[Mapping[str, Any]]) -> Cluster:
         """This cluster with what a submitter applies beside its Job."""
@@ -214,6 +239,14 @@ def pod_references(template: Mapping[str, Any], namespace: str) -> list[Ref]:
             found.append(Ref("NetworkAttachmentDefinition", ns, name, NETWORKS_ANNOTATION))
     if spec.get("subdomain"):
         found.append(Ref("Service", namespace, spec["subdomain"], "subdomain"))
+    for claim in pod_claims(spec):
+        via = f"resourceClaims {claim['name']}"
+        if claim.get("resourceClaimTemplateName"):
+            found.append(
+                Ref("ResourceClaimTemplate", namespace, claim["resourceClaimTemplateName"], via)
+            )
+        if claim.get("resourceClaimName"):
+            found.append(Ref("ResourceClaim", namespace, claim["resourceClaimName"], via))
     return found
 
 
@@ -270,6 +303,46 @@ def claim_problems(refs: Sequence[Ref], cluster: Cluster) -> list[str]:
         ):
             found.append(f"{where}: StorageClass {spec['storageClassName']} does not exist")
     return found
+
+
+def device_class_problems(refs: Sequence[Ref], cluster: Cluster) -> list[str]:
+    """Every DeviceClass the pod's claim templates ask for is one the cluster has."""
+    found = []
+    for ref in (r for r in refs if r.kind == "ResourceClaimTemplate"):
+        template = cluster.get(*ref.key)
+        for request in device_requests(template) if template else ():
+            for name in device_class_names(request):
+                if cluster.get("DeviceClass", None, name) is None:
+                    found.append(
+                        f"{cluster.stack}: ResourceClaimTemplate {ref.namespace}/{ref.name} "
+                        f"request {request['name']}: DeviceClass {name} does not exist"
+                    )
+    return found
+
+
+def claim_name_problems(spec: Mapping[str, Any]) -> list[str]:
+    """The API server's `validateResourceClaimNames`: a container's claim names one of the
+    pod's `spec.resourceClaims`."""
+    names = sorted(claim["name"] for claim in pod_claims(spec))
+    known = f": {', '.join(names)}" if names else " which is empty"
+    found = []
+    for key in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(key) or ()):
+            for k, claim in enumerate((container.get("resources") or {}).get("claims") or ()):
+                if claim["name"] not in names:
+                    found.append(
+                        f'spec.{key}[{i}].resources.claims[{k}]: Not found: "{claim["name"]}": '
+                        f"must be one of the names in pod.spec.resourceClaims{known}"
+                    )
+    return found
+
+
+def dra_problems(template: Mapping[str, Any], namespace: str, cluster: Cluster) -> list[str]:
+    """Both DRA rules for one pod template in `namespace` of `cluster` (the templates and
+    DeviceClasses missing() leaves to them; missing() reports a template that is not there)."""
+    refs = pod_references(template, namespace)
+    found = [f"{cluster.stack}: {p}" for p in claim_name_problems(template["spec"])]
+    return found + device_class_problems(refs, cluster)
 
 
 def configmap_item_problems(refs: Sequence[Ref], template: Mapping[str, Any], cluster: Cluster):
@@ -444,6 +517,7 @@ def problems(
             found += missing(refs, cluster)
             found += claim_problems(refs, cluster)
             found += configmap_item_problems(refs, template, cluster)
+            found += dra_problems(template, meta["namespace"], cluster)
             if placed.obj["kind"] != "JobSet":
                 found += rendezvous_problems(meta, job_spec, cluster)
     if placed.obj["kind"] == "JobSet":

@@ -18,6 +18,7 @@ from components.scheduling.training_job import render, spec_for_pool
 from jobs.team import TeamJob, plan_job
 from model.config.scheduling import LOCAL_QUEUE
 from tests.conftest import AWS_STACKS, STACKS, planned, rendered, stack_config
+from tests.controllers.dra import as_reconciled
 from tests.controllers.kueue_admission import (
     ADAPTERS,
     KUEUE_GRANTS,
@@ -25,6 +26,7 @@ from tests.controllers.kueue_admission import (
     admission_problems,
     assigned_flavor,
     available,
+    charged_pod_sets,
     connection_problems,
     flavor_problems,
     kueue_manages,
@@ -34,6 +36,7 @@ from tests.controllers.kueue_admission import (
     queue_problems,
     topology_mirror_problems,
 )
+from tests.helpers.dra_objects import claim_template, claiming, compute_domain, exactly
 from tests.helpers.job_specs import IMAGE
 from tests.helpers.kueue_objects import gpu_job
 from tests.helpers.plan_out import fixture_out, manifests, stack_out, with_selftest
@@ -398,6 +401,153 @@ def test_a_resource_no_queue_covers_is_refused_unless_kueue_leaves_it_uncounted(
     ]
     lenient = Kueue(kueue.objects, kueue.frameworks, ("vpc.amazonaws.com/",))
     assert flavor_problems(lenient, asks_efa) == []
+
+
+# ------------------------------------------------------------------- DRA claims (v0.19.2)
+
+# A mapping as Kueue's `resources.deviceClassMappings` holds it (apis/config/v1beta2/
+# configuration_types.go): the logical names differ from the DeviceClasses on purpose, so a
+# model that charged the class itself would fail.
+MAPPINGS = [
+    {"name": "whole-gpus", "deviceClassNames": ["gpu.nvidia.com"]},
+    {"name": "imex-channels", "deviceClassNames": ["compute-domain-default-channel.nvidia.com"]},
+]
+
+
+def dra_queue(quota: dict[str, str]):
+    """ClusterQueue `q` of flavor `f` covering each of `quota`'s resources."""
+    cq = cluster_queue("q", ["f"])
+    (group,) = cq["spec"]["resourceGroups"]
+    group["coveredResources"] = list(quota)
+    group["flavors"][0]["resources"] = [{"name": r, "nominalQuota": q} for r, q in quota.items()]
+    return cq
+
+
+def dra_cluster(*objects, quota=None, mappings=MAPPINGS) -> Kueue:
+    config = {
+        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+        "resources": {"deviceClassMappings": mappings},
+    }
+    queue = dra_queue(quota or {"whole-gpus": "8", "imex-channels": "4"})
+    return Kueue.of([flavor("f"), queue, local_queue(), *objects], config, windows="closed")
+
+
+def claiming_job(pods=1, namespace="team-a", **claims):
+    """`job`'s Job with no device-plugin GPUs, claiming `claims` (name -> reference)."""
+    found = job(namespace=namespace, pods=pods)
+    spec = found["spec"]["template"]["spec"]
+    del spec["containers"][0]["resources"]
+    found["spec"]["template"]["spec"] = claiming(spec, **claims)
+    return found
+
+
+def by_template(template):
+    return {"resourceClaimTemplateName": template}
+
+
+def test_kueue_charges_each_exact_request_count_per_pod_to_its_mappings_name():
+    """pkg/dra/claims.go countDevicesPerClass: an ExactCount request charges `count`, 1 when
+    unset (the API server's default), per pod, under the mapping's `name`; the pods together
+    against the queue's quota of that name."""
+    four = claim_template("four-gpus", exactly(count=4))
+    one = claim_template("one-gpu", exactly())
+    kueue = dra_cluster(four, one)
+    (ps,), refused = charged_pod_sets(kueue, claiming_job(pods=2, gpu=by_template("four-gpus")))
+    assert refused == []
+    assert (ps.count, ps.requests["whole-gpus"]) == (2, 4)
+    assert "gpu.nvidia.com" not in ps.requests
+    (ps,), _ = charged_pod_sets(kueue, claiming_job(gpu=by_template("one-gpu")))
+    assert ps.requests["whole-gpus"] == 1
+    assert admission_problems(kueue, claiming_job(pods=2, gpu=by_template("four-gpus"))) == []
+    assert flavor_problems(kueue, claiming_job(pods=3, gpu=by_template("four-gpus"))) == [
+        "ClusterQueue q: flavor f: 3 pods need 12 whole-gpus, the queue reaches at most 8"
+    ]
+
+
+def test_a_jobsets_claims_are_charged_per_replicated_job_and_named_by_it():
+    spec = claiming_job(gpu=by_template("four-gpus"))["spec"]
+    js = jobset(pods=2, name="workers")
+    js["spec"]["replicatedJobs"][0]["template"]["spec"] = spec
+    spec["parallelism"] = 2
+    kueue = dra_cluster(claim_template("four-gpus", exactly(count=4)))
+    (ps,), refused = charged_pod_sets(kueue, js)
+    assert (refused, ps.name, ps.requests["whole-gpus"]) == ([], "workers", 4)
+    unmapped = dra_cluster(claim_template("four-gpus", exactly(count=4)), mappings=[])
+    assert flavor_problems(unmapped, js) == [
+        "inadmissible: spec.podSets[0].template.spec.resourceClaims[0].resourceClaimTemplateName: "
+        "Not found: DeviceClass gpu.nvidia.com is not mapped in DRA configuration for podset "
+        "workers"
+    ]
+
+
+def test_every_device_class_a_claimed_template_names_must_be_mapped():
+    """pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates: "DeviceClass %s is not
+    mapped in DRA configuration for podset %s" (a NotFound field error); the ComputeDomain
+    channel's class too (../shared/PINS.md "DRA quota")."""
+    objects = as_reconciled([compute_domain("cd", "job-channel")])
+    only_gpus = dra_cluster(*objects, mappings=MAPPINGS[:1])
+    job_ = claiming_job(channel=by_template("job-channel"))
+    (problem,) = admission_problems(only_gpus, job_)
+    assert problem.endswith(
+        "DeviceClass compute-domain-default-channel.nvidia.com is not mapped in DRA "
+        "configuration for podset main"
+    )
+    (ps,), refused = charged_pod_sets(dra_cluster(*objects), job_)
+    assert (refused, ps.requests["imex-channels"]) == ([], 1)
+
+
+def test_a_pod_naming_a_premade_resource_claim_is_never_admitted():
+    """workload_controller.go, HasResourceClaim: "KueueDRAIntegration feature does not
+    support use of resource claims"."""
+    kueue = dra_cluster()
+    assert admission_problems(kueue, claiming_job(gpu={"resourceClaimName": "shared"})) == [
+        "inadmissible: KueueDRAIntegration feature does not support use of resource claims"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("request_", "where", "detail"),
+    [
+        # claims.go countDevicesPerClass, one case per request form it refuses.
+        (exactly(allocationMode="All"), ".exactly.allocationMode",
+         "AllocationMode 'All' is not supported"),
+        (exactly(adminAccess=True), ".exactly.adminAccess", "AdminAccess is not supported"),
+        ({"name": "gpu", "firstAvailable": [{"name": "a", "deviceClassName": "gpu.nvidia.com"}]},
+         "", "FirstAvailable device selection is not supported"),
+    ],
+)  # fmt: skip
+def test_kueue_refuses_a_request_it_cannot_count(request_, where, detail):
+    kueue = dra_cluster(claim_template("odd", request_))
+    assert admission_problems(kueue, claiming_job(gpu=by_template("odd"))) == [
+        f"inadmissible: spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0]"
+        f"{where}: ResourceClaimTemplate odd: {detail}"
+    ]
+    counted_ = dra_cluster(claim_template("odd", exactly(allocationMode="ExactCount", count=2)))
+    assert admission_problems(counted_, claiming_job(gpu=by_template("odd"))) == []
+
+
+def test_a_template_is_read_from_the_workloads_namespace_and_waited_for():
+    """claims.go getClaimSpec reads the template at the workload's namespace; a missing one is
+    an internal error, retried with back-off (workload_controller.go hasInternalError): the
+    workload is not admitted yet. A ComputeDomain's template exists once its controller ran."""
+    elsewhere = dra_cluster(claim_template("one-gpu", exactly(), namespace="team-b"))
+    (problem,) = admission_problems(elsewhere, claiming_job(gpu=by_template("one-gpu")))
+    assert problem.startswith("not admitted yet")
+    assert "failed to get claim spec for ResourceClaimTemplate one-gpu in podset main" in problem
+    domain = compute_domain("cd", "job-channel")
+    job_ = claiming_job(channel=by_template("job-channel"))
+    (problem,) = admission_problems(dra_cluster(domain), job_)
+    assert "ResourceClaimTemplate job-channel" in problem
+    assert admission_problems(dra_cluster(*as_reconciled([domain])), job_) == []
+
+
+def test_a_mapped_name_the_cluster_queue_does_not_cover_blocks_admission():
+    """BlockUndeclared (QuotaCheckStrategy, beta and on in v0.19.2): a mapped name is an
+    ordinary resource, refused where no resource group covers it."""
+    kueue = dra_cluster(claim_template("one-gpu"), quota={"imex-channels": "4"})
+    assert flavor_problems(kueue, claiming_job(gpu=by_template("one-gpu"))) == [
+        "resource whole-gpus unavailable in ClusterQueue"
+    ]
 
 
 def test_the_node_levels_hook_is_asked_for_tas_flavors_of_local_queues():

@@ -18,6 +18,7 @@ from tests.controllers.pod_security import (
     pod_templates,
     violations,
 )
+from tests.helpers.dra_objects import claiming
 from tests.helpers.pod_security_stacks import (
     ALL_STACKS,
     builder_jobs,
@@ -28,6 +29,7 @@ from tests.helpers.pod_security_stacks import (
     team_namespaces,
 )
 
+BY_TEMPLATE = {"resourceClaimTemplateName": "one-gpu"}
 WARN = "pod-security.kubernetes.io/warn"
 AUDIT = "pod-security.kubernetes.io/audit"
 ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -342,3 +344,15 @@ def test_every_self_test_pod_runs_in_the_platforms_own_namespace(stack):
 
 def test_levels_are_ordered_as_the_page_lists_them():
     assert LEVELS == ("privileged", "baseline", "restricted")
+
+
+def test_claims_leave_a_pods_level_as_it_was():
+    """No check of pod-security-admission reads `spec.resourceClaims` or a container's
+    `resources.claims` (policy/check_*.go; check_restrictedVolumes.go reads `spec.volumes`
+    only): a restricted pod claiming a GPU and a ComputeDomain channel stays restricted, and a
+    claim does not excuse what the pod sets."""
+    meta, spec = restricted_pod()
+    claimed = claiming(spec, gpu=BY_TEMPLATE, channel={"resourceClaimTemplateName": "ch"})
+    assert violations((meta, claimed), "restricted") == []
+    claimed["containers"][0]["securityContext"]["privileged"] = True
+    assert [v.rule for v in violations((meta, claimed), "baseline")] == ["Privileged Containers"]

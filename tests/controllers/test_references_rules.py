@@ -26,12 +26,20 @@ from tests.conftest import STACKS, planned, stack_config
 from tests.controllers.references import (
     Cluster,
     Placed,
+    claim_name_problems,
     each_job,
     networks,
     pod_references,
     problems,
     workers_of,
     workloads,
+)
+from tests.helpers.dra_objects import (
+    chart_device_classes,
+    claim_template,
+    claiming,
+    compute_domain,
+    exactly,
 )
 
 IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
@@ -417,3 +425,88 @@ def test_a_jobset_multikueue_dispatches_finds_the_launcher_on_the_worker():
         "wk: ConfigMap team-a/training-launcher (volume launcher) does not exist"
     ]
     assert problems(Placed(j, "m"), {"m": manager, "wk": ready}, {"w": "wk"}) == []
+
+
+# ------------------------------------------------------------------------ DRA claims
+
+
+def claiming_job(**claims) -> dict:
+    return job(claiming({"containers": [{"name": "c", "image": "i"}]}, **claims))
+
+
+def test_a_claim_template_must_be_in_the_pods_namespace():
+    j = claiming_job(gpu={"resourceClaimTemplateName": "one-gpu"})
+    assert run(j, *chart_device_classes()) == [
+        "s: ResourceClaimTemplate team-a/one-gpu (resourceClaims gpu) does not exist"
+    ]
+    other = claim_template("one-gpu", namespace="team-b")
+    assert run(j, other, *chart_device_classes()) == [
+        "s: ResourceClaimTemplate team-a/one-gpu (resourceClaims gpu) does not exist"
+    ]
+    assert run(j, claim_template("one-gpu"), *chart_device_classes()) == []
+    premade = claiming_job(gpu={"resourceClaimName": "shared-gpus"})
+    assert run(premade) == [
+        "s: ResourceClaim team-a/shared-gpus (resourceClaims gpu) does not exist"
+    ]
+
+
+def test_a_compute_domain_stands_for_the_template_its_controller_creates():
+    """PINS.md "ComputeDomains and IMEX", Flow: the ComputeDomain controller creates the
+    template named in spec.channel.resourceClaimTemplate.name, in the ComputeDomain's
+    namespace (cmd/compute-domain-controller/resourceclaimtemplate.go at v0.4.1)."""
+    j = claiming_job(channel={"resourceClaimTemplateName": "job-channel"})
+    classes = chart_device_classes()
+    assert run(j, compute_domain("cd", "job-channel"), *classes) == []
+    assert run(j, compute_domain("cd", "job-channel", namespace="team-b"), *classes) == [
+        "s: ResourceClaimTemplate team-a/job-channel (resourceClaims channel) does not exist"
+    ]
+    # Applied beside the job, as a submitter would.
+    assert (
+        problems(
+            Placed(j, "s", beside=(compute_domain("cd", "job-channel"),)), stack_of(*classes), {}
+        )
+        == []
+    )
+
+
+def test_a_templates_device_classes_must_be_ones_the_cluster_has():
+    """The DeviceClasses are the chart's (templates/deviceclass-*.yaml at v0.4.1): with GPUs
+    off (the EKS UltraServer page's values) only the two ComputeDomain classes exist."""
+    j = claiming_job(gpu={"resourceClaimTemplateName": "one-gpu"})
+    template = claim_template("one-gpu", exactly("gpu.nvidia.com"))
+    assert run(j, template, *chart_device_classes()) == []
+    assert run(j, template, *chart_device_classes(gpus=False)) == [
+        "s: ResourceClaimTemplate team-a/one-gpu request gpu: DeviceClass gpu.nvidia.com does "
+        "not exist"
+    ]
+    # The demo's imex.nvidia.com class no template of the chart creates (PINS.md).
+    imex = claim_template("one-gpu", exactly("imex.nvidia.com", name="channel"))
+    assert run(j, imex, *chart_device_classes()) == [
+        "s: ResourceClaimTemplate team-a/one-gpu request channel: DeviceClass imex.nvidia.com "
+        "does not exist"
+    ]
+
+
+def test_a_containers_claim_names_an_entry_of_the_pods_resource_claims():
+    """kubernetes pkg/apis/core/validation/validation.go validateResourceClaimNames: "must be
+    one of the names in pod.spec.resourceClaims", then " which is empty" or ": " and the
+    pod's claim names, sorted and joined by ", "."""
+    j = claiming_job(gpu={"resourceClaimTemplateName": "one-gpu"})
+    j["spec"]["template"]["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+    j["spec"]["template"]["spec"]["resourceClaims"].append(
+        {"name": "channel", "resourceClaimTemplateName": "one-gpu"}
+    )
+    assert claim_name_problems(j["spec"]["template"]["spec"]) == [
+        'spec.containers[0].resources.claims[0]: Not found: "gpus": must be one of the names '
+        "in pod.spec.resourceClaims: channel, gpu"
+    ]
+    alone = {"containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]}
+    assert claim_name_problems(alone) == [
+        'spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names '
+        "in pod.spec.resourceClaims which is empty"
+    ]
+    assert run(j, claim_template("one-gpu"), *chart_device_classes()) == [
+        's: spec.containers[0].resources.claims[0]: Not found: "gpus": must be one of the '
+        "names in pod.spec.resourceClaims: channel, gpu"
+    ]
+    assert claim_name_problems(claiming_job(gpu={})["spec"]["template"]["spec"]) == []
