@@ -113,6 +113,13 @@ NETWORK_TOPOLOGY_LAYERS: dict[str, int] = {
     "p6-b200.48xlarge": 4,
 }
 
+# EKS managed node group amiType of the AL2023 NVIDIA AMI per CPU architecture (EKS API
+# reference, CreateNodegroup `amiType`: AL2023_x86_64_NVIDIA | AL2023_ARM_64_NVIDIA).
+NVIDIA_AMI_TYPES: dict[str, str] = {
+    "x86_64": "AL2023_x86_64_NVIDIA",
+    "arm64": "AL2023_ARM_64_NVIDIA",
+}
+
 
 @dataclass(frozen=True)
 class InstanceType:
@@ -133,6 +140,18 @@ class InstanceType:
     # NUMA nodes (CPU sockets) the GPUs hang off. A pod whose GPUs span both sockets can never
     # pass the kubelet's single-numa-node topology policy.
     numa_nodes: int = 1
+    # x86_64 or arm64: picks the AMI (NVIDIA_AMI_TYPES); one launch template boots one AMI.
+    cpu_architecture: str = "x86_64"
+    # The launch template's interfaces as (network card index, interface type) where the type's
+    # EC2 page lays them out otherwise than one EFA per card from card 0 (P6e-GB200).
+    efa_layout: tuple[tuple[int, str], ...] | None = None
+    # Nodes one multi-node NVLink (IMEX) domain holds; None: NVLink ends at the node.
+    nvlink_domain_nodes: int | None = None
+    # Instances per UltraServer as sold; a type with any is bought only as UltraServer
+    # Capacity Blocks.
+    ultraserver_nodes: tuple[int, ...] = ()
+    # Build date (YYYYMMDD) of the oldest EKS AMI release that runs the type; None: any.
+    min_ami_release: str | None = None
     # 2 MiB hugepages the node reserves at boot when its group uses EFA (0: none).
     hugepages_2mi: int = 0
     # None: not sold on demand (p5e: Capacity Blocks only).
@@ -159,6 +178,10 @@ class InstanceType:
     @property
     def has_instance_storage(self) -> bool:
         return self.nvme_disks > 0
+
+    @property
+    def ami_type(self) -> str:
+        return NVIDIA_AMI_TYPES[self.cpu_architecture]
 
     @property
     def nvme_total_gb(self) -> int:

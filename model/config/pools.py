@@ -60,6 +60,9 @@ class GpuPool:
     # AWS: the node group's instance types and capacity kind; empty / None on an existing cluster.
     instance_types: tuple[str, ...] = ()
     capacity: str | None = None
+    # Nodes one multi-node NVLink (IMEX) domain of the pool holds (GB200 NVL72: 18); None where
+    # NVLink ends at the node. What ComputeDomains and the clique topology level size from.
+    nvlink_domain_nodes: int | None = None
 
     @property
     def mig_profiles(self) -> tuple[str, str, str] | None:
@@ -94,6 +97,7 @@ def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> Gpu
         cpus_per_gpu=group.cpus_per_gpu,
         instance_types=tuple(group.instance_types),
         capacity=group.capacity,
+        nvlink_domain_nodes=row.nvlink_domain_nodes,
     )
 
 

@@ -27,7 +27,32 @@ from tests.helpers.user_data import GOLDEN
 from tests.helpers.varied_stacks import CAPACITY_GROUPS, CAPACITY_STACK, capacity_kinds_plan
 
 
-@pytest.mark.parametrize("name", sorted(CATALOG))
+# EC2 User Guide, "EFA configuration for P6e-GB200 instances": one EFA-only interface at NCI 1, 5,
+# 9 and 13, device index 0 (4 × 400 Gbps); EKS User Guide, "Use P6e-GB200 UltraServers with
+# Amazon EKS": the interface on NCI 0 "must be of type `interface`".
+DOCUMENTED_LAYOUTS = {
+    "p6e-gb200.36xlarge": [
+        (0, 0, "interface"),
+        (1, 0, "efa-only"),
+        (5, 0, "efa-only"),
+        (9, 0, "efa-only"),
+        (13, 0, "efa-only"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTED_LAYOUTS))
+def test_efa_interfaces_follow_the_ec2_page_where_it_lays_them_out(name):
+    interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
+    laid_out = [
+        (i["network_card_index"], i["device_index"], i["interface_type"]) for i in interfaces
+    ]
+    assert laid_out == DOCUMENTED_LAYOUTS[name]
+    # What the node then advertises (EKS UltraServer page: vpc.amazonaws.com/efa: 4).
+    assert sum(kind != "interface" for _, _, kind in laid_out) == 4
+
+
+@pytest.mark.parametrize("name", sorted(set(CATALOG) - set(DOCUMENTED_LAYOUTS)))
 def test_efa_interfaces_follow_the_efa_maximum(name):
     interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
     assert len(interfaces) == FACTS[name].efa_interfaces
