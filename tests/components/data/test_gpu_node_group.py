@@ -26,7 +26,6 @@ from tests.helpers.instance_facts import FACTS
 from tests.helpers.user_data import GOLDEN
 from tests.helpers.varied_stacks import CAPACITY_GROUPS, CAPACITY_STACK, capacity_kinds_plan
 
-
 # EC2 User Guide, "EFA configuration for P6e-GB200 instances": one EFA-only interface at NCI 1, 5,
 # 9 and 13, device index 0 (4 × 400 Gbps); EKS User Guide, "Use P6e-GB200 UltraServers with
 # Amazon EKS": the interface on NCI 0 "must be of type `interface`".
