@@ -111,6 +111,12 @@ NETWORK_TOPOLOGY_LAYERS: dict[str, int] = {
     "p5e.48xlarge": 3,
     "p5en.48xlarge": 3,
     "p6-b200.48xlarge": 4,
+    # Not in the prerequisites table read above: third-party notes quote it as giving
+    # p6e-gb200.36xlarge 3 layers, while the AWS Containers blog on DRA and P6e-GB200 lists
+    # `-1` to `-4` on such nodes. 3 is what every such node carries either way, and Kueue
+    # leaves out of a flavor any node that lacks one of its levels (v0.19.2
+    # pkg/util/tas/node.go NodeMatchesFlavor), so the lower reading is the one that admits.
+    "p6e-gb200.36xlarge": 3,
 }
 
 # EKS managed node group amiType of the AL2023 NVIDIA AMI per CPU architecture (EKS API
