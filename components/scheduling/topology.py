@@ -25,9 +25,8 @@ from typing import Any
 
 from components.vocabulary import KUEUE_API
 from model.config import GpuPool, PlatformConfig
-from model.config.scheduling import CLIQUE_LABEL
+from model.config.scheduling import CLIQUE_LABEL, wanted_topology
 from model.config.scheduling import topology_levels as pool_topology
-from model.config.scheduling import wanted_topology
 from model.warning_kinds import warning
 
 PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
