@@ -24,7 +24,15 @@ from tests.conftest import check_golden
 from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.instance_facts import FACTS
 from tests.helpers.user_data import GOLDEN
-from tests.helpers.varied_stacks import CAPACITY_GROUPS, CAPACITY_STACK, capacity_kinds_plan
+from tests.helpers.varied_stacks import (
+    CAPACITY_GROUPS,
+    CAPACITY_STACK,
+    GB200_POOL,
+    GB200_STACK,
+    capacity_kinds_plan,
+    every_aws_plan,
+    gb200_plan,
+)
 
 # EC2 User Guide, "EFA configuration for P6e-GB200 instances": one EFA-only interface at NCI 1, 5,
 # 9 and 13, device index 0 (4 × 400 Gbps); EKS User Guide, "Use P6e-GB200 UltraServers with
@@ -229,3 +237,47 @@ def test_a_full_reservation_updates_without_a_spare_instance(kind):
     name = f"{CAPACITY_STACK}-{CAPACITY_GROUPS[kind]}"
     (node_group,) = [r for r in plan.of_type("aws:eks/nodeGroup:NodeGroup") if r.name == name]
     assert node_group.inputs["updateConfig"].get("updateStrategy") == UPDATE_STRATEGY[kind]
+
+
+# EKS User Guide, "Use P6e-GB200 UltraServers with Amazon EKS": P6e-GB200 nodes boot the AL2023
+# ARM NVIDIA AMI (Grace is arm64); EKS API reference, CreateNodegroup `amiType`:
+# AL2023_ARM_64_NVIDIA | AL2023_x86_64_NVIDIA. Every other GPU type here is x86_64.
+ARM_FAMILIES = ("p6e-gb200",)
+
+
+def test_every_gpu_node_group_boots_the_nvidia_ami_of_its_cpu_architecture():
+    found = {}
+    for stack, plan in every_aws_plan():
+        for ng in plan.of_type("aws:eks/nodeGroup:NodeGroup"):
+            labels = ng.inputs.get("labels") or {}
+            if "gpu-platform/node-group" not in labels:
+                continue
+            family = labels.get("gpu-platform/instance-type", "").split(".")[0]
+            arm = family in ARM_FAMILIES
+            found[f"{stack}/{ng.name}"] = ng.inputs["amiType"]
+            assert ng.inputs["amiType"] == (
+                "AL2023_ARM_64_NVIDIA" if arm else "AL2023_x86_64_NVIDIA"
+            ), ng.name
+    assert found[f"{GB200_STACK}/{GB200_STACK}-{GB200_POOL}"] == "AL2023_ARM_64_NVIDIA"
+
+
+def test_the_gb200_launch_template_lays_out_the_p6e_interfaces_as_rendered():
+    (template,) = [
+        r
+        for r in gb200_plan().of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if r.name == f"{GB200_STACK}-{GB200_POOL}"
+    ]
+    laid_out = [
+        (i["networkCardIndex"], i["deviceIndex"], i["interfaceType"])
+        for i in template.inputs["networkInterfaces"]
+    ]
+    assert laid_out == DOCUMENTED_LAYOUTS["p6e-gb200.36xlarge"]
+    # A Capacity Block's launch template: EKS User Guide, capacity-blocks-mng.adoc.
+    assert template.inputs["instanceMarketOptions"]["marketType"] == "capacity-block"
+    # EKS UltraServer page: the node shows vpc.amazonaws.com/efa: 4, which the autoscaler's
+    # template node must say too.
+    tags = {
+        t.inputs["tag"]["key"]: t.inputs["tag"]["value"]
+        for t in gb200_plan().of_type("aws:autoscaling/tag:Tag")
+    }
+    assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "4"
