@@ -62,6 +62,9 @@ class GpuLimits:
 # 150-350 W, 9001,2520). No `nvidia-smi -q` reading was found for H200 and B200: their floor is
 # taken as the H100's 200 W (same SXM board class; a higher floor only refuses more) and no
 # clock pair is recorded, so clocks are refused there until a reading adds one.
+# GB200 (p6e-gb200): no `nvidia-smi -q` reading or per-GPU power figure was found here; its
+# range is taken as the B200's, the same Blackwell GPU (a lower ceiling and a higher floor only
+# refuse more), and no clock pair is recorded, so clocks are refused there.
 # The PCIe and SXM2 parts of g6, g4dn and p3dn: maximum power from NVIDIA's datasheets (L4
 # 72 W, T4 70 W, V100 SXM2 300 W); `nvidia-smi -q` readings: NVIDIA L4 (driver 550.90.07):
 # 40-72 W, application clocks 6251,2040 (memory, graphics at their maximum); Tesla T4 (driver
@@ -75,6 +78,7 @@ GPU_LIMITS: dict[tuple[str, int], GpuLimits] = {
     ("H100", 80): GpuLimits(200, 700, ((2619, 1980),)),
     ("H200", 141): GpuLimits(200, 700),
     ("B200", 180): GpuLimits(200, 1000),
+    ("GB200", 185): GpuLimits(200, 1000),
     ("L40S", 48): GpuLimits(150, 350, ((9001, 2520),)),
     ("A10G", 24): GpuLimits(100, 300, ((6251, 1710),)),
     ("L4", 24): GpuLimits(40, 72, ((6251, 2040),)),
