@@ -40,6 +40,7 @@ from tests.conftest import (
 )
 from tests.controllers.tas import (
     PREFERRED,
+    REQUIRED,
     Kueue,
     Node,
     PodSet,
@@ -251,6 +252,19 @@ def test_a_flavor_refuses_what_its_topology_cannot_serve():
         'Flavor "a100" supports only TopologyAwareScheduling'
     )
     assert flavor_refusal(kueue, q, PLAIN, {}) is None
+
+
+def test_a_required_level_places_every_pod_in_one_domain_or_none():
+    """podset-required-topology (tas_flavor_snapshot.go findTopologyAssignment): two racks of
+    one node each hold two pods that prefer a rack, but not two that require one."""
+    kueue = Kueue((FLAVOR, TOPOLOGY, *queue("a100")))
+    other = Node("n3", {"pool": "a100", "rack": "r2", HOST: "n3"}, 8)
+    assert admission(kueue, pods(2, {PREFERRED: "rack"}), [RACKED, other]) is None
+    assert admission(kueue, pods(2, {REQUIRED: "rack"}), [RACKED, other]) == (
+        'flavor "a100": no one domain of rack holds 2 pods, the largest holds 1'
+    )
+    same = Node("n3", {"pool": "a100", "rack": "r1", HOST: "n3"}, 8)
+    assert admission(kueue, pods(2, {REQUIRED: "rack"}), [RACKED, same]) is None
 
 
 def test_tas_waits_for_no_node_only_behind_a_provisioning_request():
