@@ -54,9 +54,10 @@ def topology_report(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
         if wanted is None:
             continue
         levels = wanted[1]
+        gfd = ", GPU Feature Discovery (the NVLink clique)" if CLIQUE_LABEL in levels else ""
         found[pool.name] = {
             "node_labels": list(levels),
-            "labelled_by": "EKS (instance topology labels) and the kubelet (hostname)"
+            "labelled_by": f"EKS (instance topology labels){gfd} and the kubelet (hostname)"
             if cfg.provider == "aws"
             else f"the admin: `{label_command(levels)}` on every node; the kubelet (hostname)",
             "check": _node_check(pool, levels),

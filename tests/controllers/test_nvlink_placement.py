@@ -64,6 +64,13 @@ def test_the_gb200_pools_topology_has_the_clique_just_above_the_host():
     ]
 
 
+def test_the_plan_says_who_puts_the_clique_on_the_nodes():
+    assert gb200_plan().outputs["topology"][GB200_POOL]["labelled_by"] == (
+        "EKS (instance topology labels), GPU Feature Discovery (the NVLink clique) and the "
+        "kubelet (hostname)"
+    )
+
+
 @pytest.mark.parametrize("count", [2, 9, 18])
 def test_a_job_that_fits_one_nvl72_domain_requires_it_and_is_admitted(count):
     pods = pod_set(job(count))
