@@ -187,9 +187,9 @@ def capacity_kinds_plan() -> Plan:
 
 
 # One GB200 NVL72 pool as AWS sells it (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon
-# EKS"): Kubernetes 1.33 or later, an UltraServer Capacity Block of one u-p6e-gb200x72 (18
-# instances), the group sized to it, EFA. The type is offered only in the Dallas Local Zone of
-# us-east-1, whose name aws.zones does not take yet: the stack lists the type's zone under
+# EKS"): an UltraServer Capacity Block of one u-p6e-gb200x72 (18 instances), the group sized to
+# it, EFA, FSx for the jobs' shared data. The type is offered only in the Dallas Local Zone of
+# us-east-1, whose name aws.zones does not take yet: the stack lists a regional zone under
 # aws.zone_offerings, as a stack does for an offering newer than the catalog's reading.
 GB200_STACK = "gb200"
 GB200_POOL = "nvl72"
@@ -199,10 +199,10 @@ GB200_CONFIG = {
         "zones": ["us-east-1a", "us-east-1b"],
         "zone_offerings": {"p6e-gb200.36xlarge": ["us-east-1a"]},
     },
-    f"{NS}:cluster": {
-        "admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"],
-        "kubernetes_version": "1.33",
-    },
+    # The default minor, 1.35: EKS asks 1.33 or later, and 1.33 is in extended support now.
+    f"{NS}:cluster": {"admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"]},
+    # Jobs mount and checkpoint to shared data.
+    f"{NS}:storage": FSX,
     f"{NS}:gpu_node_groups": [
         {
             "name": GB200_POOL,
