@@ -265,9 +265,11 @@ def on_demand_rate(name: str, region: str) -> OnDemandRate:
 # and NCCL's `FI_EFA_USE_DEVICE_RDMA=1` holds. AWS EC2 user guide, "Elastic Fabric Adapter": RDMA
 # read on every instance with Nitro v4 and later, and (its "Supported instance types" table) on
 # p4d / p4de; g5 (Nitro v3) has none. g6e is left out until its row is checked: setting the
-# variable on a device without RDMA read fails, leaving it unset only costs speed.
+# variable on a device without RDMA read fails, leaving it unset only costs speed. The same
+# table lists p6e-gb200.36xlarge under Nitro v6 with RDMA read and write.
 EFA_RDMA_READ = frozenset(
     {
+        "p6e-gb200.36xlarge",
         "p4d.24xlarge",
         "p4de.24xlarge",
         "p5.48xlarge",
