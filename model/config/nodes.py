@@ -250,7 +250,7 @@ def check_ultraserver(group: GpuNodeGroupSettings, rows: list[InstanceType]) -> 
                 "scaling.max_size",
                 f"{group.scaling.max_size} is not a whole number of {row.name} UltraServers "
                 f'(UltraServers of {sizes} instances, EKS User Guide "Use P6e-GB200 UltraServers '
-                f"with Amazon EKS\"): give a multiple of {unit}, the block's instance count",
+                f'with Amazon EKS"): give a multiple of {unit}, the smallest UltraServer',
             )
         release = group.ami_release
         if release and row.min_ami_release and release.rsplit("-", 1)[1] < row.min_ami_release:
