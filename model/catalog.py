@@ -62,6 +62,9 @@ class GpuLimits:
 # 150-350 W, 9001,2520). No `nvidia-smi -q` reading was found for H200 and B200: their floor is
 # taken as the H100's 200 W (same SXM board class; a higher floor only refuses more) and no
 # clock pair is recorded, so clocks are refused there until a reading adds one.
+# GB200 (p6e-gb200): no `nvidia-smi -q` reading or per-GPU power figure was found here; its
+# range is taken as the B200's, the same Blackwell GPU (a lower ceiling and a higher floor only
+# refuse more), and no clock pair is recorded, so clocks are refused there.
 # The PCIe and SXM2 parts of g6, g4dn and p3dn: maximum power from NVIDIA's datasheets (L4
 # 72 W, T4 70 W, V100 SXM2 300 W); `nvidia-smi -q` readings: NVIDIA L4 (driver 550.90.07):
 # 40-72 W, application clocks 6251,2040 (memory, graphics at their maximum); Tesla T4 (driver
@@ -75,6 +78,7 @@ GPU_LIMITS: dict[tuple[str, int], GpuLimits] = {
     ("H100", 80): GpuLimits(200, 700, ((2619, 1980),)),
     ("H200", 141): GpuLimits(200, 700),
     ("B200", 180): GpuLimits(200, 1000),
+    ("GB200", 185): GpuLimits(200, 1000),
     ("L40S", 48): GpuLimits(150, 350, ((9001, 2520),)),
     ("A10G", 24): GpuLimits(100, 300, ((6251, 1710),)),
     ("L4", 24): GpuLimits(40, 72, ((6251, 2040),)),
@@ -111,6 +115,19 @@ NETWORK_TOPOLOGY_LAYERS: dict[str, int] = {
     "p5e.48xlarge": 3,
     "p5en.48xlarge": 3,
     "p6-b200.48xlarge": 4,
+    # Not in the prerequisites table read above: third-party notes quote it as giving
+    # p6e-gb200.36xlarge 3 layers, while the AWS Containers blog on DRA and P6e-GB200 lists
+    # `-1` to `-4` on such nodes. 3 is what every such node carries either way, and Kueue
+    # leaves out of a flavor any node that lacks one of its levels (v0.19.2
+    # pkg/util/tas/node.go NodeMatchesFlavor), so the lower reading is the one that admits.
+    "p6e-gb200.36xlarge": 3,
+}
+
+# EKS managed node group amiType of the AL2023 NVIDIA AMI per CPU architecture (EKS API
+# reference, CreateNodegroup `amiType`: AL2023_x86_64_NVIDIA | AL2023_ARM_64_NVIDIA).
+NVIDIA_AMI_TYPES: dict[str, str] = {
+    "x86_64": "AL2023_x86_64_NVIDIA",
+    "arm64": "AL2023_ARM_64_NVIDIA",
 }
 
 
@@ -133,6 +150,18 @@ class InstanceType:
     # NUMA nodes (CPU sockets) the GPUs hang off. A pod whose GPUs span both sockets can never
     # pass the kubelet's single-numa-node topology policy.
     numa_nodes: int = 1
+    # x86_64 or arm64: picks the AMI (NVIDIA_AMI_TYPES); one launch template boots one AMI.
+    cpu_architecture: str = "x86_64"
+    # The launch template's interfaces as (network card index, interface type) where the type's
+    # EC2 page lays them out otherwise than one EFA per card from card 0 (P6e-GB200).
+    efa_layout: tuple[tuple[int, str], ...] | None = None
+    # Nodes one multi-node NVLink (IMEX) domain holds; None: NVLink ends at the node.
+    nvlink_domain_nodes: int | None = None
+    # Instances per UltraServer as sold; a type with any is bought only as UltraServer
+    # Capacity Blocks.
+    ultraserver_nodes: tuple[int, ...] = ()
+    # Build date (YYYYMMDD) of the oldest EKS AMI release that runs the type; None: any.
+    min_ami_release: str | None = None
     # 2 MiB hugepages the node reserves at boot when its group uses EFA (0: none).
     hugepages_2mi: int = 0
     # None: not sold on demand (p5e: Capacity Blocks only).
@@ -159,6 +188,10 @@ class InstanceType:
     @property
     def has_instance_storage(self) -> bool:
         return self.nvme_disks > 0
+
+    @property
+    def ami_type(self) -> str:
+        return NVIDIA_AMI_TYPES[self.cpu_architecture]
 
     @property
     def nvme_total_gb(self) -> int:
@@ -232,9 +265,11 @@ def on_demand_rate(name: str, region: str) -> OnDemandRate:
 # and NCCL's `FI_EFA_USE_DEVICE_RDMA=1` holds. AWS EC2 user guide, "Elastic Fabric Adapter": RDMA
 # read on every instance with Nitro v4 and later, and (its "Supported instance types" table) on
 # p4d / p4de; g5 (Nitro v3) has none. g6e is left out until its row is checked: setting the
-# variable on a device without RDMA read fails, leaving it unset only costs speed.
+# variable on a device without RDMA read fails, leaving it unset only costs speed. The same
+# table lists p6e-gb200.36xlarge under Nitro v6 with RDMA read and write.
 EFA_RDMA_READ = frozenset(
     {
+        "p6e-gb200.36xlarge",
         "p4d.24xlarge",
         "p4de.24xlarge",
         "p5.48xlarge",

@@ -83,6 +83,10 @@ _OFFERED: dict[str, str] = {
         "eu-south-2:12 me-central-1:13 us-east-1:26 us-east-2:123 us-west-1:3 us-west-2:234"
     ),
     "p6-b200.48xlarge": "ap-south-1:2 us-east-1:6 us-east-2:123 us-west-2:124",
+    # Only in the Dallas Local Zone of us-east-1, opted in (EC2 User Guide, "Launch instances
+    # using Capacity Blocks"): no zone moto read offers it, so a stack lists its zone under
+    # aws.zone_offerings.
+    "p6e-gb200.36xlarge": "",
     "p3dn.24xlarge": "ap-northeast-1:4 eu-west-1:12 us-east-1:16 us-west-2:13",
     "g5.xlarge": (
         "ap-northeast-1:14 ap-northeast-2:134 ap-south-1:13 ap-southeast-2:12 "

@@ -22,6 +22,25 @@ Sources, per column:
   equal the 2026-07-20 ones); p3dn.24xlarge from instances.vantage.sh's data of 2026-01-21 as
   tsaol/aws-gpu `data/p3dn_instances.js` carries it.
 - Regions and zones that offer each type: model/catalog_offerings.py.
+- p6e-gb200.36xlarge (not in the readings above): 144 vCPU, 960 GiB, 4 GPUs with 740 GB in all
+  (AWS "Amazon EC2 P6 instances" page, as a stored copy quotes its table); 17 network cards, EFA
+  4 × 400 Gbps at NCI 1, 5, 9, 13 behind an ENA primary on NCI 0 (EC2 User Guide, "EFA
+  configuration for P6e-GB200 instances"; EKS User Guide "Use P6e-GB200 UltraServers with Amazon
+  EKS": NCI 0 "must be of type `interface`", the node then shows `vpc.amazonaws.com/efa: 4`);
+  3 × 7.5 TB instance store (EKS UltraServer page). Its VPC CNI ENI limits were not read: the
+  defaults of model/catalog.InstanceType stand, which only lower the pod ceiling. No on-demand
+  price: it is sold only as UltraServer Capacity Blocks (EC2 User Guide, "Launch instances using
+  Capacity Blocks").
+- CPU architecture: arm64 for Grace (GB200 pairs two Blackwell GPUs with one Grace CPU, EKS
+  UltraServer page: the AL2023 ARM NVIDIA AMI); x86_64 for every other row.
+- NVLink domain nodes: how many nodes one multi-node NVLink domain holds, 18 for GB200 NVL72 (the
+  `u-p6e-gb200x72` UltraServer is 18 instances, EKS UltraServer page; "On GB200 and GB300 the
+  limit is 18", dra-driver-nvidia-gpu v0.4.1 `cmd/compute-domain-controller/main.go`
+  `defaultMaxNodesPerIMEXDomain`); None where NVLink ends at the node.
+- UltraServer sizes: instances per UltraServer as sold (`u-p6e-gb200x36` = 9, `u-p6e-gb200x72` =
+  18, EKS UltraServer page); empty for types sold per instance.
+- Oldest AMI release: the EKS AL2023 NVIDIA AMI that first carries what the type needs (P6e-GB200:
+  v20251103, NVIDIA driver 580 with CDMM, EKS UltraServer page).
 """
 
 from __future__ import annotations
@@ -39,6 +58,8 @@ _L40S = {"gpu_model": "L40S", "gpu_memory_gib": 48}
 _L4 = dict(gpu_model="L4", gpu_memory_gib=24, price_as_of="2026-09-25")
 _T4 = dict(gpu_model="T4", gpu_memory_gib=16, price_as_of="2026-09-25")
 _V100 = dict(gpu_model="V100", gpu_memory_gib=32, price_as_of="2026-01-21")
+# 740 GB over 4 GPUs; unpriced (Capacity Blocks only), so no price date applies.
+_GB200 = dict(gpu_model="GB200", gpu_memory_gib=185)
 
 
 def _r(**facts: Any) -> dict[str, Any]:
@@ -65,6 +86,12 @@ ROWS: dict[str, dict[str, Any]] = {
     "p6-b200.48xlarge": _r(vcpus=192, memory_gib=2048, gpus=8, **_B200, efa_interfaces=8,
         network_cards=8, nvme_disks=8, nvme_disk_gb=3800, max_enis=4, ipv4_per_eni=50,
         on_demand_hourly_usd=113.933, numa_nodes=2),
+    # Grace-Blackwell: 2 GPUs and a Grace CPU per superchip, sold only in UltraServers.
+    "p6e-gb200.36xlarge": _r(vcpus=144, memory_gib=960, gpus=4, **_GB200, efa_interfaces=4,
+        network_cards=17, efa_layout=((0, "interface"), (1, "efa-only"), (5, "efa-only"),
+        (9, "efa-only"), (13, "efa-only")), nvme_disks=3, nvme_disk_gb=7500,
+        on_demand_hourly_usd=None, cpu_architecture="arm64", nvlink_domain_nodes=18,
+        ultraserver_nodes=(9, 18), min_ami_release="20251103"),
     # 8 × V100 on NVLink, no bf16 (Volta): training there runs fp16 with a gradient scaler.
     "p3dn.24xlarge": _r(vcpus=96, memory_gib=768, gpus=8, **_V100, efa_interfaces=1,
         nvme_disks=2, nvme_disk_gb=900, max_enis=15, ipv4_per_eni=50,

@@ -60,22 +60,25 @@ UPDATE_STRATEGIES = {
 
 
 def efa_interfaces(instance: InstanceType, security_group_ids: Sequence) -> list[dict]:
-    """One interface per EFA the type supports, counted from its EFA maximum (not its network
-    cards): card 0 carries the primary interface, an EFA with an IP address; every further card
+    """The interfaces the type's EC2 page lays out: its `efa_layout` where it has one
+    (P6e-GB200: an ENA primary on card 0, one EFA-only interface per 400 Gbps NIC group);
+    otherwise one per EFA the type supports, counted from its EFA maximum (not its network
+    cards): card 0 carries the primary interface, an EFA with an IP address, every further card
     one `efa-only` interface at device index 0, which takes no IP address. None is public."""
-    interfaces = []
-    for card in range(instance.efa_interfaces):
-        interfaces.append(
-            {
-                "network_card_index": card,
-                "device_index": 0,
-                "interface_type": "efa" if card == 0 else "efa-only",
-                "associate_public_ip_address": "false",
-                "delete_on_termination": "true",
-                "security_groups": list(security_group_ids),
-            }
-        )
-    return interfaces
+    layout = instance.efa_layout or tuple(
+        (card, "efa" if card == 0 else "efa-only") for card in range(instance.efa_interfaces)
+    )
+    return [
+        {
+            "network_card_index": card,
+            "device_index": 0,
+            "interface_type": kind,
+            "associate_public_ip_address": "false",
+            "delete_on_termination": "true",
+            "security_groups": list(security_group_ids),
+        }
+        for card, kind in layout
+    ]
 
 
 def advertised_resources(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> dict[str, int]:
@@ -262,7 +265,7 @@ class GpuNodeGroup(PlatformComponent):
             node_role_arn=args.node_role_arn,
             subnet_ids=args.subnet_ids,
             security_group_ids=node_sgs,
-            ami_type="AL2023_x86_64_NVIDIA",
+            ami_type=instance.ami_type,
             capacity_type=CAPACITY_TYPES[group.capacity],
             instance_types=group.instance_types,
             scaling=group.scaling,

@@ -39,10 +39,11 @@ def burst_topology(burst: BurstSettings) -> tuple[str, tuple[str, ...]] | None:
     (pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.19.2, "Delay TAS when MultiKueue is
     used"; site/static/examples/multikueue/tas/manager-setup.yaml); the worker's export checks
     it (`offer_mismatches`)."""
+    row = CATALOG[burst.instance_type]
     layers = NETWORK_TOPOLOGY_LAYERS.get(burst.instance_type, 0)
-    if not layers or not CATALOG[burst.instance_type].efa_interfaces:
+    if not layers or not row.efa_interfaces:
         return None
-    return aws_topology(layers)
+    return aws_topology(layers, clique=row.nvlink_domain_nodes is not None)
 
 
 def queue_mismatches(cfg: PlatformConfig, worker: str, exported: Any) -> list[str]:

@@ -25,8 +25,8 @@ from typing import Any
 
 from components.vocabulary import KUEUE_API
 from model.config import GpuPool, PlatformConfig
+from model.config.scheduling import CLIQUE_LABEL, wanted_topology
 from model.config.scheduling import topology_levels as pool_topology
-from model.config.scheduling import wanted_topology
 from model.warning_kinds import warning
 
 PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
@@ -54,9 +54,10 @@ def topology_report(cfg: PlatformConfig) -> dict[str, dict[str, Any]]:
         if wanted is None:
             continue
         levels = wanted[1]
+        gfd = ", GPU Feature Discovery (the NVLink clique)" if CLIQUE_LABEL in levels else ""
         found[pool.name] = {
             "node_labels": list(levels),
-            "labelled_by": "EKS (instance topology labels) and the kubelet (hostname)"
+            "labelled_by": f"EKS (instance topology labels){gfd} and the kubelet (hostname)"
             if cfg.provider == "aws"
             else f"the admin: `{label_command(levels)}` on every node; the kubelet (hostname)",
             "check": _node_check(pool, levels),
@@ -116,11 +117,18 @@ def closest_level(levels: tuple[str, ...]) -> str:
 
 
 def placement(
-    cfg: PlatformConfig, pool: GpuPool, required: bool = False, level: str | None = None
+    cfg: PlatformConfig,
+    pool: GpuPool,
+    required: bool = False,
+    level: str | None = None,
+    nodes: int = 1,
 ) -> dict[str, str]:
     """The pod-template annotation that asks Kueue to place a job's pods in one domain of
     `level` (default: the closest), preferred or required; none where the pool has no
-    topology."""
+    topology. On a pool of multi-node NVLink domains (GB200 NVL72), a job that fits in one
+    domain requires it: NVLink between its nodes exists only inside one IMEX domain, and a
+    preferred placement may split the job over two when a domain is busy. A job of more nodes
+    than a domain holds can never be placed in one, so asking for that is refused."""
     named = pool_topology(cfg, pool)
     if named is None:
         return {}
@@ -129,5 +137,19 @@ def placement(
         raise ValueError(
             f"topology level {level!r} is not one of pool {pool.name}'s: {', '.join(levels)}"
         )
+    domain = pool.nvlink_domain_nodes
+    if domain is not None and CLIQUE_LABEL in levels:
+        if level is None and nodes <= domain:
+            level, required = CLIQUE_LABEL, True
+        elif level is None:
+            # Past one domain: as few domains as fit, under the closest network node.
+            level = levels[levels.index(CLIQUE_LABEL) - 1]
+        if level == CLIQUE_LABEL and required and nodes > domain:
+            raise ValueError(
+                f"a job of {nodes} nodes cannot be kept in one NVLink domain of pool "
+                f"{pool.name} ({CLIQUE_LABEL}): at most {domain} nodes per IMEX domain "
+                "(dra-driver-nvidia-gpu v0.4.1 cmd/compute-domain-controller/main.go); run "
+                f"{domain} nodes or fewer, or let the job span domains over EFA"
+            )
     key = REQUIRED_ANNOTATION if required else PREFERRED_ANNOTATION
     return {key: level or closest_level(levels)}

@@ -686,7 +686,7 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     pool = next(p for p in cfg.gpu_pools if p.name == pool_name)
     rdma = rdma_resource(cfg.fabric) if cfg.fabric is not None else None
     choices.setdefault("namespace", cfg.namespaces.training)
-    choices.setdefault("placement", placement(cfg, pool))
+    choices.setdefault("placement", placement(cfg, pool, nodes=choices.get("nodes", 1)))
     choices.setdefault("managed_by", burst_managed_by(cfg, choices["namespace"]))
     choices.setdefault("jobs", cfg.scheduling.jobs)
     # Every stack runs one (components/observability/pushgateway.py), which keeps the goodput.

@@ -412,7 +412,11 @@ def past_field_problems(root: type[BaseModel], raw: dict[str, Any], error: Any) 
         except ValidationError as again:
             if any(e["type"] == "missing" for e in again.errors()):
                 break
-            found += [f"{m}{ON_DEFAULTS}" for e in again.errors() for m in describe_all(e, root)]
+            said = [f"{m}{ON_DEFAULTS}" for e in again.errors() for m in describe_all(e, root)]
+            if set(said) <= set(found):
+                # The same keys fail at their defaults again: another round only repeats them.
+                break
+            found += [m for m in said if m not in found]
             errors = [e for e in again.errors() if e["loc"]]
         else:
             return found

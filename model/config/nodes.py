@@ -242,6 +242,40 @@ class KubeletSettings(Settings):
         return self
 
 
+def check_ultraserver(group: GpuNodeGroupSettings, rows: list[InstanceType]) -> None:
+    """Types sold only inside UltraServers (P6e-GB200): bought as UltraServer Capacity Blocks
+    (EC2 User Guide, "Launch instances using Capacity Blocks"), so the group launches into one;
+    a block holds whole UltraServers, so the group's ceiling is a whole number of them (a
+    ceiling between two sizes is capacity never bought, or a block never filled); and its AMI
+    release is one that runs the type (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon
+    EKS")."""
+    for row in rows:
+        if row.ultraserver_nodes and group.capacity != "capacity_block":
+            raise FieldProblem(
+                "capacity",
+                f"{row.name} is sold only as UltraServer Capacity Blocks (EC2 User Guide, "
+                f'"Launch instances using Capacity Blocks"), not {group.capacity}: set capacity: '
+                "capacity_block and capacity_reservation_id to the block's cr- id",
+            )
+        unit = min(row.ultraserver_nodes, default=0)
+        if unit and group.scaling.max_size % unit:
+            sizes = ", ".join(str(n) for n in row.ultraserver_nodes)
+            raise FieldProblem(
+                "scaling.max_size",
+                f"{group.scaling.max_size} is not a whole number of {row.name} UltraServers "
+                f'(UltraServers of {sizes} instances, EKS User Guide "Use P6e-GB200 UltraServers '
+                f'with Amazon EKS"): give a multiple of {unit}, the smallest UltraServer',
+            )
+        release = group.ami_release
+        if release and row.min_ami_release and release.rsplit("-", 1)[1] < row.min_ami_release:
+            raise FieldProblem(
+                "ami_release",
+                f"{release!r} is older than v{row.min_ami_release}, the first AL2023 NVIDIA AMI "
+                f'release that runs {row.name} (NVIDIA driver 580; EKS User Guide "Use '
+                'P6e-GB200 UltraServers with Amazon EKS"): pin a release of that date or later',
+            )
+
+
 def cpus_per_gpu(row: InstanceType, kubelet: KubeletSettings) -> int:
     return (row.vcpus - kubelet.reserved_cpus - DAEMONSET_CPUS) // row.gpus
 
@@ -425,6 +459,14 @@ class GpuNodeGroupSettings(Settings):
                     "kubelet.max_pods",
                     f"{self.kubelet.max_pods} exceeds {row.name}'s VPC CNI limit {row.max_pods}",
                 )
+        if len({r.cpu_architecture for r in rows}) > 1:
+            arches = ", ".join(f"{r.name} {r.cpu_architecture}" for r in rows)
+            raise FieldProblem(
+                "instance_types",
+                f"one launch template boots one AMI, built for one CPU architecture ({arches}): "
+                "put each architecture in its own group",
+            )
+        check_ultraserver(self, rows)
         check_tuning(self.gpu_tuning, self.gpu_sharing.mode, rows)
         check_repair_fits(self.node_repair, self.scaling.max_size)
         if self.gpu_sharing.mode == "mig" and len({r.mig_profiles for r in rows}) > 1:

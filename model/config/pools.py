@@ -61,6 +61,9 @@ class GpuPool:
     instance_types: tuple[str, ...] = ()
     capacity: str | None = None
     gpu_allocation: GpuAllocation = "device_plugin"
+    # Nodes one multi-node NVLink (IMEX) domain of the pool holds (GB200 NVL72: 18); None where
+    # NVLink ends at the node. What ComputeDomains and the clique topology level size from.
+    nvlink_domain_nodes: int | None = None
 
     @property
     def mig_profiles(self) -> tuple[str, str, str] | None:
@@ -104,6 +107,7 @@ def pool_of_group(group: GpuNodeGroupSettings, mig_strategy: MigStrategy) -> Gpu
         instance_types=tuple(group.instance_types),
         capacity=group.capacity,
         gpu_allocation=group.gpu_allocation,
+        nvlink_domain_nodes=row.nvlink_domain_nodes,
     )
 
 

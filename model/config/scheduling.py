@@ -40,6 +40,11 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 # The instance topology labels EKS puts on nodes of the types that report a topology
 # (infra/catalog.NETWORK_TOPOLOGY_LAYERS), broadest first.
 AWS_LAYER_LABEL = "topology.k8s.aws/network-node-layer-{}"
+# GPU Feature Discovery (on in the GPU Operator chart, v26.7.0 values.yaml `gfd.enabled: true`)
+# gives the nodes of one multi-node NVLink domain the same value, `<ClusterUUID>.<CliqueID>`
+# (dra-driver-nvidia-gpu docs/prerequisites.md): the level that keeps a job inside one GB200
+# NVL72 domain.
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
 ONPREM_TOPOLOGY = "onprem-network"
 # Fabrics whose jobs span nodes: the pools worth placing close together.
 MULTI_NODE_FABRICS = ("efa", "infiniband", "roce")
@@ -332,10 +337,13 @@ class SchedulingSettings(Settings):
         return [first, *self.teams]
 
 
-def aws_topology(layers: int) -> tuple[str, tuple[str, ...]]:
+def aws_topology(layers: int, clique: bool = False) -> tuple[str, tuple[str, ...]]:
     """The Topology (name, levels broadest first) of EKS nodes reporting `layers` network
-    layers."""
+    layers; with `clique`, nodes in multi-node NVLink domains, whose clique is the level just
+    above the host: a domain's nodes sit in one UltraServer, under the network's layers."""
     levels = tuple(AWS_LAYER_LABEL.format(n) for n in range(1, layers + 1))
+    if clique:
+        return f"aws-network-{layers}-layers-nvlink", (*levels, CLIQUE_LABEL, HOSTNAME_LABEL)
     return f"aws-network-{layers}-layers", (*levels, HOSTNAME_LABEL)
 
 
@@ -350,7 +358,7 @@ def wanted_topology(cfg: PlatformConfig, pool: GpuPool) -> tuple[str, tuple[str,
         layers = min(NETWORK_TOPOLOGY_LAYERS.get(t, 0) for t in pool.instance_types)
         if not layers:
             return None
-        return aws_topology(layers)
+        return aws_topology(layers, clique=pool.nvlink_domain_nodes is not None)
     if not cfg.scheduling.topology_levels:
         return None
     return ONPREM_TOPOLOGY, (*cfg.scheduling.topology_levels, HOSTNAME_LABEL)

@@ -14,6 +14,9 @@ cluster-autoscaler-1.36.1, the image the stacks pin.
   that asks for a topology (`kueue.x-k8s.io/podset-{required,preferred,unconstrained}-topology`)
   takes only a TAS flavor that has the level it names, and one that asks for none only a flavor
   without a Topology (`checkPodSetAndFlavorMatchForTAS`).
+- A pod set with `kueue.x-k8s.io/podset-required-topology: <level>` is placed in one domain of
+  that level or not at all; a domain is identified by its values at every level above and at it
+  (`pkg/cache/scheduler/tas_flavor_snapshot.go`, findTopologyAssignment; `largest_domain`).
 - TAS counts only nodes that exist (Kueue docs, "Topology Aware Scheduling", "Capacity
   calculation"); on a flavor with a ProvisioningRequest admission check it delays the topology
   request until the nodes are provisioned (`podSetTopologyRequest`: `DelayedTopologyRequest`;
@@ -136,6 +139,19 @@ def node_matches_flavor(node: Node, flavor: dict[str, Any], levels: Iterable[str
     )
 
 
+def largest_domain(nodes: Iterable[Node], levels: list[str], level: str) -> int:
+    """The most nodes one domain of `level` holds. A domain is the values of every level from
+    the top down to `level` (v0.19.2 pkg/cache/scheduler/tas_flavor_snapshot.go: a domain's ID
+    joins its ancestors' values), and a required level places every pod of the set in one
+    domain of it or none ("podset-required-topology"; findTopologyAssignment)."""
+    path = levels[: levels.index(level) + 1]
+    sizes: dict[tuple[str, ...], int] = {}
+    for node in nodes:
+        key = tuple(node.labels[label] for label in path)
+        sizes[key] = sizes.get(key, 0) + 1
+    return max(sizes.values(), default=0)
+
+
 def requested_level(annotations: Mapping[str, str]) -> str | None:
     for key in (REQUIRED, PREFERRED):
         if key in annotations:
@@ -215,11 +231,16 @@ def pod_set(job: dict[str, Any]) -> PodSet:
     )
 
 
-def admission(kueue: Kueue, pods: PodSet, nodes: Iterable[Node]) -> str | None:
+def admission(
+    kueue: Kueue, pods: PodSet, nodes: Iterable[Node], provisioned: bool = False
+) -> str | None:
     """Why Kueue would never admit the pod set onto the nodes that exist, or None: the first
     flavor of its queue that it may take and, on a TAS flavor placed now (no provisioning
     first), enough existing nodes that carry every level for its pods (whole nodes: the
-    platform's jobs take one pod per node)."""
+    platform's jobs take one pod per node), in one domain of a required level. `provisioned`:
+    `nodes` are those that exist once the ProvisioningRequest is answered, onto which Kueue
+    then places the delayed topology request (`podSetTopologyRequest`), so a flavor behind a
+    provisioning check is judged on them too."""
     queue = kueue.queue_of(pods.namespace, pods.queue)
     nodes = list(nodes)
     why = []
@@ -232,16 +253,26 @@ def admission(kueue: Kueue, pods: PodSet, nodes: Iterable[Node]) -> str | None:
             why.append(refusal)
             continue
         levels = kueue.levels(flavor)
-        if levels is None or kueue.provisioned(queue, name):
+        if levels is None or (kueue.provisioned(queue, name) and not provisioned):
             return None
         matching = [n for n in nodes if node_matches_flavor(n, flavor, levels)]
-        fit = sum(1 for n in matching if n.gpus >= pods.gpus)
-        if fit >= pods.count:
-            return None
-        why.append(
-            f'flavor "{name}": {fit} of the {len(nodes)} nodes carry {", ".join(levels)} and '
-            f"fit a pod, {pods.count} needed, and TAS counts only nodes that exist"
-        )
+        fitting = [n for n in matching if n.gpus >= pods.gpus]
+        fit = len(fitting)
+        if fit < pods.count:
+            why.append(
+                f'flavor "{name}": {fit} of the {len(nodes)} nodes carry {", ".join(levels)} '
+                f"and fit a pod, {pods.count} needed, and TAS counts only nodes that exist"
+            )
+            continue
+        required = pods.annotations.get(REQUIRED)
+        largest = required and largest_domain(fitting, levels, required)
+        if required and largest < pods.count:
+            why.append(
+                f'flavor "{name}": no one domain of {required} holds {pods.count} pods, the '
+                f"largest holds {largest}"
+            )
+            continue
+        return None
     return "; ".join(why) or f"no flavor of ClusterQueue {queue['metadata']['name']} selects it"
 
 

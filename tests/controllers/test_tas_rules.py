@@ -40,6 +40,7 @@ from tests.conftest import (
 )
 from tests.controllers.tas import (
     PREFERRED,
+    REQUIRED,
     Kueue,
     Node,
     PodSet,
@@ -51,14 +52,9 @@ from tests.controllers.tas import (
 )
 from tests.helpers import crds
 from tests.helpers.rendered_jobs import OUTSIDE_KUEUE
+from tests.helpers.aws_topology import CLIQUE, EKS_LAYERS, NVLINK_FAMILIES
 
 HOST = "kubernetes.io/hostname"
-# EKS user guide, "Place distributed AI/ML workloads with network topology labels": EKS puts
-# topology.k8s.aws/network-node-layer-1 (top) to -3 (-4) on nodes of the types with an EC2
-# topology; EC2 User Guide, "Prerequisites for Amazon EC2 topology": g6e, p3dn, p4d, p4de, p5,
-# p5e and p5en report three network nodes, p6-b200 four. By instance family.
-EKS_LAYERS = {"g6e": 3, "p3dn": 3, "p4d": 3, "p4de": 3, "p5": 3, "p5e": 3, "p5en": 3,
-              "p6-b200": 4}  # fmt: skip
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "1" * 64
 
 
@@ -71,6 +67,8 @@ def guaranteed_labels(cfg: PlatformConfig, pool_name: str, admin: bool) -> dict[
     layers = min(EKS_LAYERS.get(t.split(".")[0], 0) for t in pool.instance_types or ("",))
     for n in range(1, layers + 1):
         labels[f"topology.k8s.aws/network-node-layer-{n}"] = f"nn-{n}"
+    if any(t.split(".")[0] in NVLINK_FAMILIES for t in pool.instance_types):
+        labels[CLIQUE] = "clique"
     if admin:
         labels.update({key: "x" for key in cfg.scheduling.topology_levels})
     return labels
@@ -258,6 +256,19 @@ def test_a_flavor_refuses_what_its_topology_cannot_serve():
         'Flavor "a100" supports only TopologyAwareScheduling'
     )
     assert flavor_refusal(kueue, q, PLAIN, {}) is None
+
+
+def test_a_required_level_places_every_pod_in_one_domain_or_none():
+    """podset-required-topology (tas_flavor_snapshot.go findTopologyAssignment): two racks of
+    one node each hold two pods that prefer a rack, but not two that require one."""
+    kueue = Kueue((FLAVOR, TOPOLOGY, *queue("a100")))
+    other = Node("n3", {"pool": "a100", "rack": "r2", HOST: "n3"}, 8)
+    assert admission(kueue, pods(2, {PREFERRED: "rack"}), [RACKED, other]) is None
+    assert admission(kueue, pods(2, {REQUIRED: "rack"}), [RACKED, other]) == (
+        'flavor "a100": no one domain of rack holds 2 pods, the largest holds 1'
+    )
+    same = Node("n3", {"pool": "a100", "rack": "r1", HOST: "n3"}, 8)
+    assert admission(kueue, pods(2, {REQUIRED: "rack"}), [RACKED, same]) is None
 
 
 def test_tas_waits_for_no_node_only_behind_a_provisioning_request():

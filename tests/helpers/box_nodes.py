@@ -5,9 +5,11 @@ A node of an AWS pool carries its managed node group's `labels` and `taints` as 
 (out/<stack>/resources.json; EKS maps NO_SCHEDULE to NoSchedule, API reference "Taint"), as
 they are once its node-join check has passed (the startup taint gone, the label `passed`), and the
 labels EKS adds (`kubernetes.io/hostname`, `node.kubernetes.io/instance-type`,
-`eks.amazonaws.com/nodegroup`); a node of an existing cluster's pool the pool's `node_selector`
-labels, which the admin's nodes carry. Allocatable: the GPUs the device plugin advertises
-(components/data/gpu_operator.advertised_resources: a time-sliced GPU is several), the pool's
+`eks.amazonaws.com/nodegroup`, the network layers of its type) and GPU Feature Discovery's
+`nvidia.com/gpu.clique` on NVLink-domain types (tests/helpers/aws_topology.py); a node of an
+existing cluster's pool the pool's `node_selector` labels, which the admin's nodes carry.
+Allocatable: the GPUs the device plugin advertises (components/data/gpu_operator.
+advertised_resources: a time-sliced GPU is several), the pool's
 EFA devices, the RDMA shared device's `rdmaHcaMax` from the rendered NicClusterPolicy, the
 pool's 2 MiB hugepages, and the CPUs and memory the instance type has less the kubelet's
 reservation (the static CPU manager's whole reserved CPUs) or, on an existing cluster, its
@@ -46,6 +48,7 @@ from contract.env import (
 from model.config import GpuPool, PlatformConfig
 from tests.controllers.kueue_admission import quantity
 from tests.controllers.label_selector import label_selector_matches
+from tests.helpers.aws_topology import eks_gfd_labels
 
 HOSTNAME = "kubernetes.io/hostname"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -176,16 +179,18 @@ def pool_nodes(
         group = groups.get(pool.name)
         if group is not None:
             labels, taints, alloc = group_node(cfg, pool, group, objects)
+            typed = labels["node.kubernetes.io/instance-type"]
         else:
             alloc = gpu_allocatable(cfg, pool, objects)
             flavor = cfg.scheduling.flavor(pool.name)
             alloc["cpu"] = str(flavor.cpus_per_node) if flavor.cpus_per_node else "1024"
             memory = flavor.memory_gib_per_node
             alloc["memory"] = f"{memory}Gi" if memory else "8Ti"
-            labels, taints = dict(pool.node_selector), []
+            labels, taints, typed = dict(pool.node_selector), [], None
         for i in range(pool.max_nodes):
             name = f"{pool.name}-{i}"
-            found.append(Node(name, pool.name, {**labels, HOSTNAME: name}, taints, dict(alloc)))
+            own = {**labels, HOSTNAME: name, **(eks_gfd_labels(typed, i) if typed else {})}
+            found.append(Node(name, pool.name, own, taints, dict(alloc)))
     return found
 
 

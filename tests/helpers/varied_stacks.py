@@ -189,16 +189,57 @@ def capacity_kinds_plan() -> Plan:
     return project_plan(CAPACITY_STACK, {CAPACITY_STACK: CAPACITY_CONFIG})
 
 
+# One GB200 NVL72 pool as AWS sells it (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon
+# EKS"): an UltraServer Capacity Block of one u-p6e-gb200x72 (18 instances), the group sized to
+# it, EFA, FSx for the jobs' shared data. The type is offered only in the Dallas Local Zone of
+# us-east-1, whose name aws.zones does not take yet: the stack lists a regional zone under
+# aws.zone_offerings, as a stack does for an offering newer than the catalog's reading.
+GB200_STACK = "gb200"
+GB200_POOL = "nvl72"
+GB200_CONFIG = {
+    f"{NS}:aws": {
+        "region": "us-east-1",
+        "zones": ["us-east-1a", "us-east-1b"],
+        "zone_offerings": {"p6e-gb200.36xlarge": ["us-east-1a"]},
+    },
+    # The default minor, 1.35: EKS asks 1.33 or later, and 1.33 is in extended support now.
+    f"{NS}:cluster": {"admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"]},
+    # Jobs mount and checkpoint to shared data.
+    f"{NS}:storage": FSX,
+    f"{NS}:gpu_node_groups": [
+        {
+            "name": GB200_POOL,
+            "instance_types": ["p6e-gb200.36xlarge"],
+            "capacity": "capacity_block",
+            "capacity_reservation_id": "cr-0123456789abcdef2",
+            "efa": True,
+            "zone": "us-east-1a",
+            "scaling": {"min_size": 18, "desired_size": 18, "max_size": 18},
+        },
+    ],
+}
+
+
+def gb200_config() -> PlatformConfig:
+    return parse_config({k.split(":", 1)[1]: v for k, v in GB200_CONFIG.items()}, GB200_STACK)
+
+
+@functools.cache
+def gb200_plan() -> Plan:
+    return project_plan(GB200_STACK, {GB200_STACK: GB200_CONFIG})
+
+
 def every_aws_plan() -> list[tuple[str, Plan]]:
     """(name, plan) of every AWS stack, the varied stack, the capacity-kinds stack, its windowed
-    twin and the network stacks (Frankfurt through a Transit Gateway, an existing VPC): for the
-    tests of a class of resources, so that a kind (or a region) no shipped stack declares is
-    covered too."""
+    twin, the GB200 stack and the network stacks (Frankfurt through a Transit Gateway, an
+    existing VPC): for the tests of a class of resources, so that a kind (or a region) no
+    shipped stack declares is covered too."""
     return [
         *((s, planned(s)) for s in AWS_STACKS),
         (VARIED_STACK, varied_plan()),
         (CAPACITY_STACK, capacity_kinds_plan()),
         (WINDOW_STACK, window_plan()),
+        (GB200_STACK, gb200_plan()),
         (FRANKFURT_STACK, frankfurt_plan()),
         (EXISTING_VPC_STACK, existing_vpc_plan()),
         (DRA_STACK, dra_plan(DRA_STACK)),

@@ -84,6 +84,36 @@ def test_mig_profiles_per_gpu(name, profiles):
     assert CATALOG[name].mig_profiles == profiles
 
 
+# EKS User Guide, "Use P6e-GB200 UltraServers with Amazon EKS": the AL2023 ARM NVIDIA AMI (Grace
+# is arm64), UltraServers of 9 and 18 instances, AMI v20251103 or later; an IMEX domain holds at
+# most 18 nodes (dra-driver-nvidia-gpu v0.4.1 cmd/compute-domain-controller/main.go
+# defaultMaxNodesPerIMEXDomain). Every other type: x86_64, NVLink inside the node, sold per
+# instance.
+GB200_NODE_FACTS = {
+    "p6e-gb200.36xlarge": ("arm64", "AL2023_ARM_64_NVIDIA", 18, (9, 18), "20251103"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_architecture_nvlink_domain_and_ultraserver_columns(name):
+    row = CATALOG[name]
+    got = (
+        row.cpu_architecture,
+        row.ami_type,
+        row.nvlink_domain_nodes,
+        row.ultraserver_nodes,
+        row.min_ami_release,
+    )
+    assert got == GB200_NODE_FACTS.get(name, ("x86_64", "AL2023_x86_64_NVIDIA", None, (), None))
+
+
+def test_gb200_is_unpriced_and_has_no_mig():
+    # Sold only as UltraServer Capacity Blocks, no on-demand rate; driver 580's CDMM turns off
+    # MIG (EKS UltraServer page).
+    row = CATALOG["p6e-gb200.36xlarge"]
+    assert (row.on_demand_hourly_usd, row.mig_profiles) == (None, None)
+
+
 def test_every_row_is_consistent():
     for name, row in CATALOG.items():
         assert row.name == name
@@ -127,6 +157,9 @@ REGIONS = {family: tuple(regions.split()) for family, regions in {
     "p5en": "ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-3 eu-north-1 eu-south-2 "
             "me-central-1 us-east-1 us-east-2 us-west-1 us-west-2",
     "p6-b200": "ap-south-1 us-east-1 us-east-2 us-west-2",
+    # Only in the Dallas Local Zone of us-east-1 (EC2 User Guide, "Launch instances using
+    # Capacity Blocks"), which no regional reading holds.
+    "p6e-gb200": "",
     "p3dn": "ap-northeast-1 eu-west-1 us-east-1 us-west-2",
     "g5": "ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-2 ap-southeast-3 ca-central-1 "
           "eu-central-1 eu-north-1 eu-south-2 eu-west-1 eu-west-2 eu-west-3 il-central-1 "

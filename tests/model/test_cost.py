@@ -39,6 +39,7 @@ from tests.helpers.bad_stacks import ADMIN
 from tests.helpers.canary_stacks import CANARY_STACKS, canary_env_and_config
 from tests.helpers.leaves import walk
 from tests.helpers.network_stacks import existing_vpc_config, existing_vpc_plan
+from tests.helpers.varied_stacks import GB200_POOL, gb200_plan
 
 TODAY = date(2026, 11, 30)
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -630,3 +631,16 @@ def test_a_canary_group_is_listed_at_nothing_a_month_and_priced_per_roll(stack):
         assert "per roll" in line["basis"] and "the check (30 min)" in line["basis"]
     for size in ("min", "desired", "max"):
         assert with_canary[f"total_monthly_{size}"] == without[f"total_monthly_{size}"]
+
+
+def test_a_gb200_block_is_unpriced_rather_than_given_an_invented_rate():
+    """P6e-GB200 is sold only as UltraServer Capacity Blocks (EC2 User Guide, "Launch instances
+    using Capacity Blocks") and no AWS page read here gives its rate: the group is listed as
+    unpriced, with the key that prices it, and no line charges it."""
+    report = gb200_plan().outputs["cost"]
+    unpriced = {x["key"]: x["why"] for x in report["unpriced"]}
+    assert unpriced[f"gpu_node_groups.{GB200_POOL}"] == (
+        "no published us-east-1 Capacity Block rate for p6e-gb200.36xlarge is recorded: set "
+        "gpu-platform:cost.capacity_block_hourly_usd.p6e-gb200.36xlarge"
+    )
+    assert f"gpu_node_groups.{GB200_POOL}" not in {line["key"] for line in report["lines"]}

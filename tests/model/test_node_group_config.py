@@ -58,6 +58,25 @@ def test_max_pods_defaults_below_the_vpc_cni_limit():
     assert [x.max_pods for x in cfg.gpu_node_groups] == [110, 100]
 
 
+GB200 = g(
+    instance_types=["p6e-gb200.36xlarge"],
+    capacity="capacity_block",
+    capacity_reservation_id="cr-0123456789abcdef0",
+    scaling={"min_size": 18, "max_size": 18, "desired_size": 18},
+)
+
+
+def test_a_gb200_group_as_aws_sells_it_is_accepted():
+    # Whole UltraServers (9 and 18 instances, EKS UltraServer page) in a Capacity Block.
+    for size in (9, 18, 36):
+        scaling = {"min_size": 0, "max_size": size}
+        config(
+            GB200 | {"scaling": scaling, "ami_release": "1.33.5-20251103"},
+            cluster={**CLUSTER, "kubernetes_version": "1.33"},
+            aws={**AWS, "zone_offerings": {"p6e-gb200.36xlarge": ZONES}},
+        )
+
+
 BAD = [
     pytest.param(
         [g(instance_types=["g5.2xlarge"], efa=True)],
@@ -186,6 +205,56 @@ BAD = [
         "gpu_node_groups[0].kubelet.cpu_manager_policy",
         "static CPU manager needs cpu",
         id="static-cpu-without-reserved",
+    ),
+    # EC2 User Guide, "Launch instances using Capacity Blocks": P6e-GB200 is sold only as
+    # UltraServer Capacity Blocks.
+    *[
+        pytest.param(
+            [g(instance_types=["p6e-gb200.36xlarge"], capacity=kind, **more)],
+            {},
+            "gpu_node_groups[0].capacity",
+            f"p6e-gb200.36xlarge is sold only as UltraServer Capacity Blocks (EC2 User Guide, "
+            f'"Launch instances using Capacity Blocks"), not {kind}',
+            id=f"gb200-{kind}",
+        )
+        for kind, more in [
+            ("on_demand", {}),
+            ("spot", {}),
+            ("reservation", {"capacity_reservation_id": "cr-0123456789abcdef0"}),
+        ]
+    ],
+    # EKS UltraServer page: u-p6e-gb200x36 is 9 instances, u-p6e-gb200x72 18.
+    pytest.param(
+        [GB200 | {"scaling": {"min_size": 0, "max_size": 10}}],
+        {},
+        "gpu_node_groups[0].scaling.max_size",
+        "10 is not a whole number of p6e-gb200.36xlarge UltraServers (UltraServers of 9, 18 "
+        "instances",
+        id="gb200-part-of-an-ultraserver",
+    ),
+    # EKS UltraServer page: AMI release v20251103 or later (driver 580).
+    pytest.param(
+        [GB200 | {"ami_release": "1.33.5-20251031"}],
+        {"cluster": {**CLUSTER, "kubernetes_version": "1.33"}},
+        "gpu_node_groups[0].ami_release",
+        "'1.33.5-20251031' is older than v20251103",
+        id="gb200-ami-before-driver-580",
+    ),
+    # Grace is arm64, p4d x86_64: one launch template boots one AMI.
+    pytest.param(
+        [g(instance_types=["p4d.24xlarge", "p6e-gb200.36xlarge"])],
+        {},
+        "gpu_node_groups[0].instance_types",
+        "one AMI, built for one CPU architecture (p4d.24xlarge x86_64, p6e-gb200.36xlarge arm64)",
+        id="mixed-cpu-architectures",
+    ),
+    # Driver 580 turns on CDMM, and with CDMM MIG is not supported (EKS UltraServer page).
+    pytest.param(
+        [GB200 | {"gpu_sharing": {"mode": "mig"}}],
+        {},
+        "gpu_node_groups[0].gpu_sharing.mode",
+        "p6e-gb200.36xlarge has GB200",
+        id="gb200-mig",
     ),
     # g5.xlarge: 4 vCPUs, 1 GPU (AWS "Amazon EC2 G5 instances"); 2 reserved and 2 kept for
     # DaemonSets leave no whole core for the training pod's GPU.

@@ -105,3 +105,38 @@ def test_a_rule_an_earlier_problem_leaves_unable_to_run_is_named(monkeypatch):
     clean = {k.split(":")[1]: v for k, v in aws().items()}
     with pytest.raises(KeyError, match="h100"):
         parse_config(clean, SOURCE)
+
+
+def test_a_rule_that_fails_again_at_a_keys_default_is_said_once():
+    """A GB200 group's max_size of 10 is not whole UltraServers; set aside, the key's default
+    (a ceiling of 1) is not either. The round that finds only what was said already ends the
+    search instead of saying it once per round."""
+    with pytest.raises(ConfigError) as refused:
+        parse_config(
+            {
+                "aws": {
+                    "region": "us-east-1",
+                    "zones": ["us-east-1a", "us-east-1b"],
+                    "zone_offerings": {"p6e-gb200.36xlarge": ["us-east-1a"]},
+                },
+                "cluster": {"admin_principal_arns": ["arn:aws:iam::111122223333:role/a"]},
+                "gpu_node_groups": [
+                    {
+                        "name": "nvl",
+                        "instance_types": ["p6e-gb200.36xlarge"],
+                        "capacity": "capacity_block",
+                        "capacity_reservation_id": "cr-0123456789abcdef0",
+                        "scaling": {"min_size": 0, "max_size": 10},
+                    }
+                ],
+            },
+            SOURCE,
+        )
+    problems = refused.value.problems
+    assert len(problems) == len(set(problems)), problems
+    assert [p.split(": ")[0] for p in problems] == [
+        f"{NS}:gpu_node_groups[0].scaling.max_size",
+        f"{NS}:gpu_node_groups[0].scaling.max_size",
+        NOT_CHECKED.split(": ")[0],
+    ]
+    assert problems[1].endswith(ON_DEFAULTS)

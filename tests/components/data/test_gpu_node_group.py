@@ -24,10 +24,42 @@ from tests.conftest import check_golden
 from tests.helpers.autoscaler_tags import NODE_TEMPLATE
 from tests.helpers.instance_facts import FACTS
 from tests.helpers.user_data import GOLDEN
-from tests.helpers.varied_stacks import CAPACITY_GROUPS, CAPACITY_STACK, capacity_kinds_plan
+from tests.helpers.varied_stacks import (
+    CAPACITY_GROUPS,
+    CAPACITY_STACK,
+    GB200_POOL,
+    GB200_STACK,
+    capacity_kinds_plan,
+    every_aws_plan,
+    gb200_plan,
+)
+
+# EC2 User Guide, "EFA configuration for P6e-GB200 instances": one EFA-only interface at NCI 1, 5,
+# 9 and 13, device index 0 (4 × 400 Gbps); EKS User Guide, "Use P6e-GB200 UltraServers with
+# Amazon EKS": the interface on NCI 0 "must be of type `interface`".
+DOCUMENTED_LAYOUTS = {
+    "p6e-gb200.36xlarge": [
+        (0, 0, "interface"),
+        (1, 0, "efa-only"),
+        (5, 0, "efa-only"),
+        (9, 0, "efa-only"),
+        (13, 0, "efa-only"),
+    ],
+}
 
 
-@pytest.mark.parametrize("name", sorted(CATALOG))
+@pytest.mark.parametrize("name", sorted(DOCUMENTED_LAYOUTS))
+def test_efa_interfaces_follow_the_ec2_page_where_it_lays_them_out(name):
+    interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
+    laid_out = [
+        (i["network_card_index"], i["device_index"], i["interface_type"]) for i in interfaces
+    ]
+    assert laid_out == DOCUMENTED_LAYOUTS[name]
+    # What the node then advertises (EKS UltraServer page: vpc.amazonaws.com/efa: 4).
+    assert sum(kind != "interface" for _, _, kind in laid_out) == 4
+
+
+@pytest.mark.parametrize("name", sorted(set(CATALOG) - set(DOCUMENTED_LAYOUTS)))
 def test_efa_interfaces_follow_the_efa_maximum(name):
     interfaces = efa_interfaces(CATALOG[name], ["sg-cluster", "sg-efa"])
     assert len(interfaces) == FACTS[name].efa_interfaces
@@ -205,3 +237,47 @@ def test_a_full_reservation_updates_without_a_spare_instance(kind):
     name = f"{CAPACITY_STACK}-{CAPACITY_GROUPS[kind]}"
     (node_group,) = [r for r in plan.of_type("aws:eks/nodeGroup:NodeGroup") if r.name == name]
     assert node_group.inputs["updateConfig"].get("updateStrategy") == UPDATE_STRATEGY[kind]
+
+
+# EKS User Guide, "Use P6e-GB200 UltraServers with Amazon EKS": P6e-GB200 nodes boot the AL2023
+# ARM NVIDIA AMI (Grace is arm64); EKS API reference, CreateNodegroup `amiType`:
+# AL2023_ARM_64_NVIDIA | AL2023_x86_64_NVIDIA. Every other GPU type here is x86_64.
+ARM_FAMILIES = ("p6e-gb200",)
+
+
+def test_every_gpu_node_group_boots_the_nvidia_ami_of_its_cpu_architecture():
+    found = {}
+    for stack, plan in every_aws_plan():
+        for ng in plan.of_type("aws:eks/nodeGroup:NodeGroup"):
+            labels = ng.inputs.get("labels") or {}
+            if "gpu-platform/node-group" not in labels:
+                continue
+            family = labels.get("gpu-platform/instance-type", "").split(".")[0]
+            arm = family in ARM_FAMILIES
+            found[f"{stack}/{ng.name}"] = ng.inputs["amiType"]
+            assert ng.inputs["amiType"] == (
+                "AL2023_ARM_64_NVIDIA" if arm else "AL2023_x86_64_NVIDIA"
+            ), ng.name
+    assert found[f"{GB200_STACK}/{GB200_STACK}-{GB200_POOL}"] == "AL2023_ARM_64_NVIDIA"
+
+
+def test_the_gb200_launch_template_lays_out_the_p6e_interfaces_as_rendered():
+    (template,) = [
+        r
+        for r in gb200_plan().of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if r.name == f"{GB200_STACK}-{GB200_POOL}"
+    ]
+    laid_out = [
+        (i["networkCardIndex"], i["deviceIndex"], i["interfaceType"])
+        for i in template.inputs["networkInterfaces"]
+    ]
+    assert laid_out == DOCUMENTED_LAYOUTS["p6e-gb200.36xlarge"]
+    # A Capacity Block's launch template: EKS User Guide, capacity-blocks-mng.adoc.
+    assert template.inputs["instanceMarketOptions"]["marketType"] == "capacity-block"
+    # EKS UltraServer page: the node shows vpc.amazonaws.com/efa: 4, which the autoscaler's
+    # template node must say too.
+    tags = {
+        t.inputs["tag"]["key"]: t.inputs["tag"]["value"]
+        for t in gb200_plan().of_type("aws:autoscaling/tag:Tag")
+    }
+    assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "4"

@@ -11,6 +11,7 @@ from model.config.selftest import runs
 from model.config.selftest_schedule import scheduled
 from tests.conftest import STACKS, planned, stack_config
 from tests.helpers.shared_data import RWX_STORAGE
+from tests.helpers.varied_stacks import gb200_config
 
 ADMIN = "arn:aws:iam::210987654321:role/platform-admins"
 
@@ -47,6 +48,13 @@ def test_rdma_read_instances_get_device_rdma(instance_type):
     # AWS EC2 user guide, EFA supported instance types, RDMA read: p4d, p5en, p6-b200.
     pool, cfg = aws_pool(instance_type)
     assert nccl_env(pool, cfg)["FI_EFA_USE_DEVICE_RDMA"] == "1"
+
+
+def test_a_gb200_pool_gets_device_rdma():
+    # AWS EC2 user guide, EFA supported instance types, Nitro v6: p6e-gb200.36xlarge, RDMA
+    # read yes. Its pool is the GB200 stack's, as AWS sells it (a Capacity Block).
+    cfg = gb200_config()
+    assert nccl_env(cfg.gpu_pools[0], cfg)["FI_EFA_USE_DEVICE_RDMA"] == "1"
 
 
 def test_efa_without_rdma_read_leaves_device_rdma_off():

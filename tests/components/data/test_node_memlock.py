@@ -173,7 +173,14 @@ def test_efa_groups_lift_the_limit_with_or_without_gpu_tuning(settings):
 
 @pytest.mark.parametrize("name", sorted(n for n, row in CATALOG.items() if row.gpus))
 def test_a_group_without_efa_keeps_the_default_on_every_gpu_type(name):
-    group = GpuNodeGroupSettings(name="g", instance_types=[name])
+    # A type sold only in UltraServers is a Capacity Block group of whole ones (P6e-GB200: 9).
+    sold = (
+        {"capacity": "capacity_block", "capacity_reservation_id": "cr-0123456789abcdef0",
+         "scaling": {"min_size": 0, "max_size": 9}}
+        if name.startswith("p6e-gb200.")
+        else {}
+    )  # fmt: skip
+    group = GpuNodeGroupSettings(name="g", instance_types=[name], **sold)
     assert model.container_rlimit(group_user_data(group)) == DEFAULT
 
 
