@@ -51,8 +51,8 @@ from tests.controllers.tas import (
     starts_nodes,
 )
 from tests.helpers import crds
-from tests.helpers.rendered_jobs import OUTSIDE_KUEUE
 from tests.helpers.aws_topology import CLIQUE, EKS_LAYERS, NVLINK_FAMILIES
+from tests.helpers.rendered_jobs import OUTSIDE_KUEUE
 
 HOST = "kubernetes.io/hostname"
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/gpu-platform-selftest@sha256:" + "1" * 64
