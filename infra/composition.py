@@ -452,6 +452,7 @@ class Platform(PlatformComponent):
                     ],
                     efa_security_group_id=network.efa_security_group_id,
                     mig_strategy=cfg.gpu_operator.mig_strategy,
+                    fast_pull=cfg.images.fast_pull_on(cfg.provider),
                     tested_on_join=group.name in tested,
                     after=self.before_gpu_nodes,
                     canary=(

@@ -4,11 +4,17 @@ mirror an air-gapped cluster reaches instead."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from model.config.base import Settings
+from model.config.base import FieldProblem, Settings
+from model.config.nodes import ROOT_VOLUME_THROUGHPUT_MBPS
 from model.config.selftest import PinnedImage
+
+if TYPE_CHECKING:
+    from model.config import PlatformConfig
+    from model.config.nodes import GpuNodeGroupSettings
 
 # host[:port][/path]: lower-case, no scheme, no tag. The host needs a dot or a port (or is
 # localhost): a first component without either is read as a Docker Hub namespace, so
@@ -18,6 +24,19 @@ _MIRROR = re.compile(
     r"^(localhost|[a-z0-9-]+(\.[a-z0-9-]+)+|[a-z0-9-]+:[0-9]+|[a-z0-9-]+(\.[a-z0-9-]+)+:[0-9]+)"
     r"(/[a-z0-9]+([._-][a-z0-9]+)*)*$"
 )
+
+
+# SOCI parallel pull on the AL2023 AMI (../shared/PINS.md, "Fast image start-up", from
+# awslabs/amazon-eks-ami v20260724 CHANGELOG.md and nodeadm/doc/examples.md): the gate is named
+# FastImagePull from release v20250821 (v20250813 called it AggressiveImagePull, which nodeadm
+# now rejects); from v20251217 setup-local-disks bind-mounts /var/lib/soci-snapshotter-grpc onto
+# the instance-store RAID0, before that the images land on the root volume; AWS wants that
+# volume at 600 MiB/s or more; nodeadm ignores the gate below 7 GiB memory or 4 vCPUs.
+FAST_PULL_GATE_FIRST_RELEASE = "20250821"
+SOCI_ON_RAID0_FIRST_RELEASE = "20251217"
+SOCI_ROOT_VOLUME_MIBPS = 600
+SOCI_MIN_MEMORY_GIB = 7
+SOCI_MIN_VCPUS = 4
 
 
 # A TCP port is 16 bits, and port 0 is no port one can connect to (RFC 793, RFC 6335).
@@ -47,6 +66,19 @@ class ImageSettings(Settings):
         "(recipes.image) is pulled as well without being listed. Default: none.",
     )
 
+    fast_pull: bool | None = Field(
+        None,
+        description="SOCI parallel pull on the GPU nodes (nodeadm's `FastImagePull` feature "
+        "gate, which AWS calls experimental: more CPU, memory and disk I/O while a node pulls): "
+        "layers download in parallel ranged chunks and unpack in parallel, onto the "
+        "instance-store RAID0. Needs every pinned `gpu_node_groups[].ami_release` at 20251217 "
+        'or later (docs/gpu-nodes.md, "Images that start in seconds"). Default: on with '
+        "provider aws; provider existing cannot set it (the admin's nodes).",
+    )
+
+    def fast_pull_on(self, provider: str) -> bool:
+        return self.fast_pull if self.fast_pull is not None else provider == "aws"
+
     @field_validator("registry_mirror")
     @classmethod
     def _a_registry(cls, value: str | None) -> str | None:
@@ -63,3 +95,72 @@ class ImageSettings(Settings):
                 f"{MAX_PORT}, e.g. registry.internal.example:5000/mirror"
             )
         return value
+
+
+def fast_pull_problem(group: GpuNodeGroupSettings) -> tuple[str, str] | None:
+    """(key under the group, why) SOCI parallel pull would not work as meant on `group`'s
+    nodes, or None."""
+    # An unpinned group boots the latest release, which has both.
+    built = group.ami_release.rpartition("-")[2] if group.ami_release else None
+    if built is not None and built < FAST_PULL_GATE_FIRST_RELEASE:
+        return "ami_release", (
+            f"{group.ami_release} predates the FastImagePull gate (AMI release "
+            f"v{FAST_PULL_GATE_FIRST_RELEASE}); nodeadm would refuse the NodeConfig"
+        )
+    for i, row in enumerate(group.instances):
+        if row.memory_gib < SOCI_MIN_MEMORY_GIB or row.vcpus < SOCI_MIN_VCPUS:
+            return f"instance_types[{i}]", (
+                f"nodeadm ignores FastImagePull on {row.name} ({row.vcpus} vCPUs, "
+                f"{row.memory_gib} GiB; it needs {SOCI_MIN_VCPUS} vCPUs and "
+                f"{SOCI_MIN_MEMORY_GIB} GiB)"
+            )
+        if not row.has_instance_storage:
+            key, where = f"instance_types[{i}]", f"{row.name} has no instance store"
+        elif built is not None and built < SOCI_ON_RAID0_FIRST_RELEASE:
+            key, where = (
+                "ami_release",
+                (
+                    f"AMI release {group.ami_release} keeps the SOCI directory off the "
+                    f"instance-store RAID0 (on it from v{SOCI_ON_RAID0_FIRST_RELEASE})"
+                ),
+            )
+        else:
+            continue
+        return key, (
+            f"{where}, so images would land on the {ROOT_VOLUME_THROUGHPUT_MBPS} MiB/s gp3 "
+            f"root volume; AWS wants at least {SOCI_ROOT_VOLUME_MIBPS} MiB/s for SOCI "
+            "parallel pull"
+        )
+    return None
+
+
+def check_images(cfg: PlatformConfig) -> list[FieldProblem]:
+    """SOCI parallel pull is nodeadm's: only on AWS GPU groups whose AMI and disks serve it."""
+    if cfg.provider != "aws":
+        if cfg.images.fast_pull:
+            return [
+                FieldProblem(
+                    "images.fast_pull",
+                    "nodeadm's FastImagePull exists only on the EKS AMI (provider aws); on the "
+                    "admin's nodes configure containerd or the SOCI snapshotter there "
+                    '(docs/gpu-nodes.md, "Images that start in seconds"), and remove the key',
+                )
+            ]
+        return []
+    if not cfg.images.fast_pull_on(cfg.provider):
+        return []
+    found = []
+    for i, group in enumerate(cfg.gpu_node_groups):
+        problem = fast_pull_problem(group)
+        if problem is not None:
+            key, why = problem
+            found.append(
+                FieldProblem(
+                    f"gpu_node_groups[{i}].{key}",
+                    f"{why}. images.fast_pull is on (the default with provider aws): pin "
+                    f"ami_release from {SOCI_ON_RAID0_FIRST_RELEASE} on (e.g. 1.35.3-20260724) "
+                    "or leave it unset for the latest, use instance types with an instance "
+                    "store, or set images.fast_pull: false",
+                )
+            )
+    return found

@@ -169,13 +169,13 @@ def test_the_shipped_stacks_hold_an_efa_group():
 )
 def test_efa_groups_lift_the_limit_with_or_without_gpu_tuning(settings):
     group = GpuNodeGroupSettings(name="g", instance_types=["p5.48xlarge"], **settings)
-    assert model.container_rlimit(group_user_data(group)) == UNLIMITED
+    assert model.container_rlimit(group_user_data(group, fast_pull=True)) == UNLIMITED
 
 
 @pytest.mark.parametrize("name", sorted(n for n, row in CATALOG.items() if row.gpus))
 def test_a_group_without_efa_keeps_the_default_on_every_gpu_type(name):
     group = GpuNodeGroupSettings(name="g", instance_types=[name])
-    assert model.container_rlimit(group_user_data(group)) == DEFAULT
+    assert model.container_rlimit(group_user_data(group, fast_pull=True)) == DEFAULT
 
 
 def test_system_nodes_keep_the_default():
