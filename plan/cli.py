@@ -44,6 +44,7 @@ from plan import review as plan_review
 from plan.cost_text import format_cost
 from plan.critical_path import format_critical_path
 from plan.engine import DuplicateResourceError, StackOutputs, run_program
+from plan.image_paths import format_image_paths
 from plan.model import Plan, PlannedResource, build_plan, is_secret, render
 from plan.policy import EXIT_STRICT, StrictCheck, check_plan, strict_check
 from plan.render import Rendering, format_rendered, render_plan, write_rendered
@@ -308,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             print(note)
         print("\n" + deploy_policy.format_policy(plan, policy))
         print("\n" + format_critical_path(plan))
+        mirror = stack_config(args.stack, ROOT).images.registry_mirror
+        print("\n" + format_image_paths(plan, rendering, mirror))
         print("\n" + plan_review.format_exposure(plan))
         if plan.warnings or strict.stale:
             print(format_warnings(strict))
