@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from components.registry_mirror import image_route
 from infra.stack_warnings import capacity_block_rolls
 from model.config import ConfigError, config_from_pulumi, stack_file
 from model.stacks import ROOT, read_project, read_stack_config, stack_config
@@ -309,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             print(note)
         print("\n" + deploy_policy.format_policy(plan, policy))
         print("\n" + format_critical_path(plan))
-        mirror = stack_config(args.stack, ROOT).images.registry_mirror
-        print("\n" + format_image_paths(plan, rendering, mirror))
+        route = image_route(stack_config(args.stack, ROOT))
+        print("\n" + format_image_paths(plan, rendering, route))
         print("\n" + plan_review.format_exposure(plan))
         if plan.warnings or strict.stale:
             print(format_warnings(strict))

@@ -1,8 +1,9 @@
 """The plan's "Images per GPU pool" section: for each GPU pool, every image a node of the pool
-pulls before a job there runs, and how it reaches the node: from which registry (upstream or
-the stack's mirror), whether the pre-puller pulls it while the node-join check runs
-(components/selftest/prepull.py), and whether the node unpacks it with SOCI parallel pull
-(images.fast_pull, the nodeadm gate in the pool's user data).
+pulls before a job there runs, and how it reaches the node: from which registry (upstream,
+the stack's mirror or one of its ECR pull-through cache rules), whether the pre-puller pulls
+it while the node-join check runs (components/selftest/prepull.py), and whether the node
+unpacks it with SOCI parallel pull (images.fast_pull, the nodeadm gate in the pool's user
+data).
 
 Read from what reaches the cluster: the DaemonSets the program declares and the releases render
 that run on the pool's nodes (plan/blast_radius.py decides which, from their node selectors and
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from components.data.nodes import NODEADM_CONTENT_TYPE
+from components.registry_mirror import ImageRoute, registry_of
 from components.selftest.prepull import POOL_LABEL
 from plan.blast_radius import (
     CLUSTER_POLICY,
@@ -35,18 +37,14 @@ from plan.render import Rendering
 _LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
 
-def registry_of(reference: str) -> str:
-    """The registry an image reference names (Docker's reference grammar: a first component
-    with a dot or a port, or `localhost`; else Docker Hub)."""
-    first, _, rest = reference.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        return first
-    return "docker.io"
-
-
-def path_of(reference: str, mirror: str | None) -> str:
-    if mirror is not None and reference.startswith(f"{mirror}/"):
-        return f"mirror {mirror}"
+def path_of(reference: str, route: ImageRoute | None) -> str:
+    """Where a node pulls the (already routed) reference from."""
+    if route is not None and route.mirror and reference.startswith(f"{route.mirror}/"):
+        return f"mirror {route.mirror}"
+    for upstream, base in route.cached if route is not None else ():
+        if reference.startswith(f"{base}/"):
+            prefix = base.rpartition("/")[2]
+            return f"pull-through cache rule {prefix} (from {upstream})"
     return f"upstream {registry_of(reference)}"
 
 
@@ -99,7 +97,7 @@ def pool_images(
     return sorted((image, label, warmed) for image, (label, warmed) in found.items())
 
 
-def format_image_paths(plan: Plan, rendering: Rendering, mirror: str | None) -> str:
+def format_image_paths(plan: Plan, rendering: Rendering, route: ImageRoute | None) -> str:
     """The section's text: a block per GPU pool, an image a line."""
     current = [r.as_json() for r in plan.resources]
     daemon_sets = [
@@ -121,6 +119,6 @@ def format_image_paths(plan: Plan, rendering: Rendering, mirror: str | None) -> 
         group = f", node group {pool.node_group}" if pool.node_group else ""
         lines.append(f"  {pool.name}{group}: SOCI parallel pull {_fast_pull(plan, pool)}")
         for image, label, warmed in pool_images(daemon_sets, policy, pool):
-            path = path_of(image, mirror) + (", pre-pulled at join" if warmed else "")
+            path = path_of(image, route) + (", pre-pulled at join" if warmed else "")
             lines.append(f"    {image}  {label}: {path}")
     return "\n".join(lines)

@@ -330,6 +330,8 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
 class NodeRoleArgs:
     context: StackContext
     ssm_access: bool
+    # components/data/pull_through_cache.py puller_policy, where the stack has the cache.
+    inline_policy: str | None = None
 
 
 class NodeRole(PlatformComponent):
@@ -343,6 +345,10 @@ class NodeRole(PlatformComponent):
         super().__init__(name, opts)
         policies = [*NODE_POLICIES, *([SSM_POLICY] if args.ssm_access else [])]
         self.role = role_with_policies(
-            f"{args.context.env}-node", service_trust_policy("ec2.amazonaws.com"), policies, self
+            f"{args.context.env}-node",
+            service_trust_policy("ec2.amazonaws.com"),
+            policies,
+            self,
+            inline_policy=args.inline_policy,
         )
         self.register_outputs({"arn": self.role.arn})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.registry_mirror import ImageRoute
 from plan.cli import main
 from plan.image_paths import format_image_paths
 from plan.render import render_plan
@@ -72,7 +73,9 @@ def warmed():
         images={"registry_mirror": MIRROR, "prepull": [TRAINER], "fast_pull": False},
     )
     plan = project_plan("warm", {"warm": stack})
-    return blocks(format_image_paths(plan, render_plan(plan, (SHARED_HELM,)), MIRROR))
+    return blocks(
+        format_image_paths(plan, render_plan(plan, (SHARED_HELM,)), ImageRoute(mirror=MIRROR))
+    )
 
 
 def test_a_pool_lists_its_pre_pulled_images_the_self_test_s_and_the_mirror(warmed):
