@@ -1,5 +1,6 @@
-"""Where the cluster pulls its images from (`gpu-platform:images`): upstream registries, or one
-mirror an air-gapped cluster reaches instead."""
+"""Where the cluster pulls its images from and how fast (`gpu-platform:images`): upstream
+registries, one mirror an air-gapped cluster reaches instead, or ECR pull-through cache rules;
+the training images pre-pulled at join; SOCI parallel pull on AWS GPU nodes."""
 
 from __future__ import annotations
 
