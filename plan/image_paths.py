@@ -52,7 +52,7 @@ def _fast_pull(plan: Plan, pool: Pool) -> str:
     """SOCI parallel pull as the pool's launch template boots it; on an existing cluster the
     admin's nodes decide."""
     if pool.node_group is None:
-        return 'the admin\'s nodes (docs/gpu-nodes.md, "Images that start in seconds")'
+        return 'the admin\'s to set up (docs/gpu-nodes.md, "On an existing cluster")'
     (template,) = [t for t in plan.of_type(_LAUNCH_TEMPLATE) if t.name == pool.node_group]
     message = email.message_from_string(base64.b64decode(template.inputs["userData"]).decode())
     configs = [
@@ -117,7 +117,7 @@ def format_image_paths(plan: Plan, rendering: Rendering, route: ImageRoute | Non
         lines.append("  no GPU pool")
     for pool in pools:
         group = f", node group {pool.node_group}" if pool.node_group else ""
-        lines.append(f"  {pool.name}{group}: SOCI parallel pull {_fast_pull(plan, pool)}")
+        lines.append(f"  {pool.name}{group}, SOCI parallel pull: {_fast_pull(plan, pool)}")
         for image, label, warmed in pool_images(daemon_sets, policy, pool):
             path = path_of(image, route) + (", pre-pulled at join" if warmed else "")
             lines.append(f"    {image}  {label}: {path}")

@@ -47,7 +47,7 @@ def test_every_gpu_pool_lists_the_operator_s_images_and_soci_parallel_pull(stack
     assert sorted(found) == sorted(p.name for p in stack_config(stack).gpu_pools)
     for pool, (heading, *images) in found.items():
         # images.fast_pull is on by default with provider aws.
-        assert heading.endswith(": SOCI parallel pull on"), heading
+        assert heading.endswith(", SOCI parallel pull: on"), heading
         assert DEVICE_PLUGIN in images, (stack, pool)
 
 
@@ -62,6 +62,17 @@ def test_the_efa_device_plugin_is_listed_on_efa_pools():
             and line.endswith(": upstream 602401143452.dkr.ecr.us-east-1.amazonaws.com")
             for line in images
         ), pool
+
+
+def test_an_existing_cluster_s_pools_leave_the_snapshotter_to_the_admin():
+    found = blocks(format_image_paths(planned("onprem"), rendered("onprem"), None))
+    assert sorted(found) == sorted(p.name for p in stack_config("onprem").gpu_pools)
+    for heading, *images in found.values():
+        assert heading.endswith(
+            ", SOCI parallel pull: the admin's to set up (docs/gpu-nodes.md, \"On an existing "
+            'cluster")'
+        ), heading
+        assert DEVICE_PLUGIN in images, heading
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +91,7 @@ def warmed():
 
 def test_a_pool_lists_its_pre_pulled_images_the_self_test_s_and_the_mirror(warmed):
     heading, *images = warmed["h100"]
-    assert heading == "  h100, node group warm-h100: SOCI parallel pull off"
+    assert heading == "  h100, node group warm-h100, SOCI parallel pull: off"
     # The pre-puller's init container, from the mirror (path kept, registry dropped).
     assert (
         f"    {MIRROR}/nvidia/pytorch:25.08-py3@sha256:{'1' * 64}  DaemonSet "
@@ -106,4 +117,4 @@ def test_a_pool_lists_its_pre_pulled_images_the_self_test_s_and_the_mirror(warme
 @pytest.mark.usefixtures("cli_on_session_plans")
 def test_the_plan_prints_the_section(tmp_path, capsys):
     assert main(["dev", "--out", str(tmp_path)]) == 0
-    assert f"\n{HEADING}\n  spot-small, node group dev-spot-small: " in capsys.readouterr().out
+    assert f"\n{HEADING}\n  spot-small, node group dev-spot-small, " in capsys.readouterr().out
