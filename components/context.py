@@ -1,14 +1,16 @@
 """What every component of a stack shares: the stack's name (which prefixes every resource's
-name), the registry mirror it pulls images from, whether its stateful resources are protected,
-and the tags on every AWS resource. Built once from the config (`StackContext.of`) and handed to
-each component, instead of a copy of each field in every component's Args; what only one
-component needs stays that component's own field. Where add-ons run:
+name), where it pulls images from (a mirror, ECR pull-through cache rules), whether its
+stateful resources are protected, and the tags on every AWS resource. Built once from the
+config (`StackContext.of`) and handed to each component, instead of a copy of each field in
+every component's Args; what only one component needs stays that component's own field.
+Where add-ons run:
 components/data/system_node_group.add_on_nodes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from components.registry_mirror import ImageRoute, image_route
 from model.config import NAMESPACE, PlatformConfig
 from model.versions import CHARTS, Chart
 
@@ -17,8 +19,9 @@ from model.versions import CHARTS, Chart
 class StackContext:
     # The stack's name: the prefix of every resource's name.
     env: str
-    # `images.registry_mirror`: where the cluster pulls every image from, if not upstream.
-    registry_mirror: str | None = None
+    # `images.registry_mirror` or `images.pull_through_cache`: where the cluster pulls images
+    # from instead of their upstream registries (components/registry_mirror.py).
+    image_route: ImageRoute | None = None
     # Production stacks (`protect_stateful`): Pulumi refuses to delete their stateful resources
     # (what holds data or would be slow to get back), and the self-test's image repository is
     # not deleted with its images.
@@ -38,7 +41,7 @@ class StackContext:
             else {}
         )
         overrides = {key: override.version for key, override in cfg.charts.items()}
-        return cls(env, cfg.images.registry_mirror, cfg.protect_stateful, tags, overrides)
+        return cls(env, image_route(cfg), cfg.protect_stateful, tags, overrides)
 
     def chart(self, key: str) -> Chart:
         """The chart as this stack installs it: the pin, at the stack's version where it

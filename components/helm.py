@@ -38,7 +38,7 @@ def pinned_release(
             version=chart.version,
             repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=namespace,
-            values=mirrored_values(chart_key, values, context.registry_mirror),
+            values=mirrored_values(chart_key, values, context.image_route),
         ),
         opts,
     )

@@ -1,13 +1,18 @@
-"""An air-gapped cluster's images from one mirror (`images.registry_mirror`): each image
+"""Where the cluster pulls each image from instead of its upstream registry: one mirror for
+every registry (`images.registry_mirror`, an air-gapped cluster's), or an ECR pull-through cache
+rule's prefix per upstream registry the cache serves (`images.pull_through_cache`). Each image
 reference keeps its path and loses its registry, through the chart values that name
 registries (model/versions.py, CHART_IMAGE_VALUES), the operators' custom resources and the
-program's own pods. Pure functions; without a mirror each returns its input."""
+program's own pods. Pure functions; without a route each returns its input."""
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
+from model.config import PlatformConfig
+from model.config.images import PULL_THROUGH_UPSTREAMS
 from model.versions import CHART_IMAGE_VALUES, REGISTRY_KEY
 
 # Docker's reference grammar (distribution/reference): a first component with a dot or a
@@ -16,33 +21,93 @@ from model.versions import CHART_IMAGE_VALUES, REGISTRY_KEY
 _DOCKER_HUB_LIBRARY = "library"
 
 
+@dataclass(frozen=True)
+class ImageRoute:
+    """A mirror for every registry, or a base per upstream registry (others stay upstream)."""
+
+    mirror: str | None = None
+    # (upstream registry, `<account>.dkr.ecr.<region>.amazonaws.com/<prefix>`), pull-through.
+    cached: tuple[tuple[str, str], ...] = ()
+
+    def base(self, registry: str) -> str | None:
+        return self.mirror or dict(self.cached).get(registry)
+
+
+# What the callers hand over: a route, a mirror's `host[:port][/path]`, or None (upstream).
+Route = ImageRoute | str | None
+
+
+def _route(route: Route) -> ImageRoute | None:
+    return ImageRoute(mirror=route) if isinstance(route, str) else route
+
+
+def ecr_registry(account_id: str, region: str) -> str:
+    return f"{account_id}.dkr.ecr.{region}.amazonaws.com"
+
+
+def image_route(cfg: PlatformConfig) -> ImageRoute | None:
+    """The stack's route: its mirror, or its pull-through cache rules' prefixes."""
+    if cfg.images.registry_mirror is not None:
+        return ImageRoute(mirror=cfg.images.registry_mirror)
+    cache = cfg.images.pull_through_cache
+    if cache is None or cfg.aws is None:
+        return None
+    registry = ecr_registry(cache.account_id, cfg.aws.region)
+    return ImageRoute(
+        cached=tuple(
+            (host, f"{registry}/{PULL_THROUGH_UPSTREAMS[host].prefix}")
+            for host in cache.upstreams()
+        )
+    )
+
+
+def _split(reference: str) -> tuple[str | None, str]:
+    """(registry or None for Docker Hub, the rest)."""
+    first, _, rest = reference.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first, rest
+    return None, reference
+
+
+def registry_of(reference: str) -> str:
+    """The registry an image reference (or a repository) names; Docker Hub's is docker.io."""
+    return _split(reference)[0] or "docker.io"
+
+
 def without_registry(reference: str) -> str:
     """`registry.k8s.io/kueue/kueue:v0.19.2` -> `kueue/kueue:v0.19.2`; `busybox:1.38.0` ->
     `library/busybox:1.38.0`."""
-    first, _, rest = reference.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
+    registry, rest = _split(reference)
+    if registry is not None or "/" in rest:
         return rest
-    return reference if rest else f"{_DOCKER_HUB_LIBRARY}/{reference}"
+    return f"{_DOCKER_HUB_LIBRARY}/{rest}"
 
 
-def mirrored(reference: str | None, mirror: str | None) -> str | None:
-    """An image reference (or a repository, with or without its tag) from the mirror."""
-    if reference is None or mirror is None:
+def mirrored(reference: str | None, route: Route) -> str | None:
+    """An image reference (or a repository, with or without its tag) as the route serves it."""
+    route = _route(route)
+    if reference is None or route is None:
         return reference
-    return f"{mirror}/{without_registry(reference)}"
+    base = route.base(registry_of(reference))
+    return reference if base is None else f"{base}/{without_registry(reference)}"
 
 
-def mirrored_values(chart: str, values: dict[str, Any], mirror: str | None) -> dict[str, Any]:
-    """A release's values with every registry the chart names pointed at the mirror; the
-    release's own values (tags, other keys) kept."""
-    if mirror is None:
+def mirrored_values(chart: str, values: dict[str, Any], route: Route) -> dict[str, Any]:
+    """A release's values with every registry the chart names pointed where the route says;
+    the release's own values (tags, other keys) kept. A value that names a registry alone
+    serves every image of the chart, from upstreams a pull-through prefix each cannot share:
+    only a mirror replaces it."""
+    route = _route(route)
+    if route is None:
         return values
     merged = copy.copy(values)
     for path, upstream in CHART_IMAGE_VALUES[chart].items():
+        if upstream == REGISTRY_KEY and route.mirror is None:
+            continue
         *parents, leaf = path.split(".")
         node = merged
         for key in parents:
             node[key] = dict(node.get(key) or {})
             node = node[key]
-        node[leaf] = mirror if upstream == REGISTRY_KEY else mirrored(upstream, mirror)
+        node[leaf] = route.mirror if upstream == REGISTRY_KEY else mirrored(upstream, route)
     return merged

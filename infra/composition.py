@@ -35,6 +35,11 @@ from components.data.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.data.gpu_operator import GpuOperator, GpuOperatorArgs, pool_report
 from components.data.nccl import NcclSettings, NcclSettingsArgs
 from components.data.nodes import NodeRole, NodeRoleArgs
+from components.data.pull_through_cache import (
+    PullThroughCache,
+    PullThroughCacheArgs,
+    puller_policy,
+)
 from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
 from components.observability.alerts import GpuAlerts, GpuAlertsArgs, node_labels_read
 from components.observability.monitoring import Monitoring, MonitoringArgs, storage_class
@@ -378,11 +383,25 @@ class Platform(PlatformComponent):
             on_aws,
         )
         cluster = control.handle
+        cache = cfg.images.pull_through_cache
         node_role = NodeRole(
-            f"{env}-node-role", NodeRoleArgs(ctx, cfg.cluster.node_ssm_access), on_aws
+            f"{env}-node-role",
+            NodeRoleArgs(
+                ctx,
+                cfg.cluster.node_ssm_access,
+                puller_policy(cache, cfg.aws.region) if cache is not None else None,
+            ),
+            on_aws,
         )
-        # Nodes join once the role's policies and the add-ons nodes need are in place.
+        # Nodes join once the role's policies, the add-ons nodes need and the cache rules their
+        # first pulls go through are in place.
         before_nodes = [node_role, *cluster.ready]
+        if cache is not None:
+            before_nodes.append(
+                PullThroughCache(
+                    f"{env}-pull-through-cache", PullThroughCacheArgs(env, cache), on_aws
+                )
+            )
         system = SystemNodeGroup(
             f"{env}-system-nodes",
             SystemNodeGroupArgs(
@@ -461,6 +480,7 @@ class Platform(PlatformComponent):
                     ],
                     efa_security_group_id=network.efa_security_group_id,
                     mig_strategy=cfg.gpu_operator.mig_strategy,
+                    fast_pull=cfg.images.fast_pull_on(cfg.provider),
                     tested_on_join=group.name in tested,
                     after=self.before_gpu_nodes,
                     canary=(

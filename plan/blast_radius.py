@@ -295,7 +295,7 @@ def pools_of(resources: list[dict[str, Any]], outputs: dict[str, Any]) -> list[P
     return found
 
 
-def _runs_on(pod: dict[str, Any], pool: Pool) -> bool:
+def runs_on(pod: dict[str, Any], pool: Pool) -> bool:
     """Whether a pod spec may land on the pool's nodes: its node selector does not contradict
     their labels, and it tolerates their taints (the node-join startup taint aside: a serving
     node has lost it)."""
@@ -323,7 +323,7 @@ def _rendered_name(d: ResourceDiff) -> tuple[str, str]:
     return kind, rest.rpartition(" (")[0].rpartition("/")[2]
 
 
-def _enabled(policy: dict[str, Any], component: str) -> bool:
+def component_enabled(policy: dict[str, Any], component: str) -> bool:
     return (policy.get("spec", {}).get(component) or {}).get("enabled", True) is not False
 
 
@@ -356,7 +356,7 @@ def operand_rolls(
                     if any(path_pattern(r).match(p) for r in (*operand.paths, *_EVERY_OPERAND))
                     and not p.endswith(".enabled")
                 ]
-                if own and _enabled(policy, operand.component):
+                if own and component_enabled(policy, operand.component):
                     found.setdefault(
                         operand.daemonset, (operand, f"ClusterPolicy {', '.join(own)}")
                     )
@@ -364,7 +364,7 @@ def operand_rolls(
             image = [p for p in paths if p.endswith(".image")]
             if image:
                 for operand in OPERANDS:
-                    if _enabled(policy, operand.component):
+                    if component_enabled(policy, operand.component):
                         found.setdefault(operand.daemonset, (operand, "a new operator image"))
     return list(found.values())
 
@@ -524,7 +524,7 @@ def disturbances(
                 pool.name, f"DaemonSet {label} rolls", f"its pod on each node restarts; {_KEEP}", ""
             )
             for pool in pools
-            if _runs_on(_pod_of(obj), pool)
+            if runs_on(_pod_of(obj), pool)
         ]
     return found
 

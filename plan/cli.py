@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from components.registry_mirror import image_route
 from infra.stack_warnings import capacity_block_rolls
 from model.config import ConfigError, config_from_pulumi, stack_file
 from model.stacks import ROOT, read_project, read_stack_config, stack_config
@@ -44,6 +45,7 @@ from plan import review as plan_review
 from plan.cost_text import format_cost
 from plan.critical_path import format_critical_path
 from plan.engine import DuplicateResourceError, StackOutputs, run_program
+from plan.image_paths import format_image_paths
 from plan.model import Plan, PlannedResource, build_plan, is_secret, render
 from plan.policy import EXIT_STRICT, StrictCheck, check_plan, strict_check
 from plan.render import Rendering, format_rendered, render_plan, write_rendered
@@ -308,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             print(note)
         print("\n" + deploy_policy.format_policy(plan, policy))
         print("\n" + format_critical_path(plan))
+        route = image_route(stack_config(args.stack, ROOT))
+        print("\n" + format_image_paths(plan, rendering, route))
         print("\n" + plan_review.format_exposure(plan))
         if plan.warnings or strict.stale:
             print(format_warnings(strict))

@@ -263,6 +263,16 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         tag=("ecr:TagResource", "ecr:UntagResource"),
         scope=("arn:aws:ecr:*:*:repository/{name}",),
     ),
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": TypeActions(
+        "internal/service/ecr/pull_through_cache_rule.go",
+        create=("ecr:CreatePullThroughCacheRule",),
+        read=("ecr:DescribePullThroughCacheRules",),
+        update=("ecr:UpdatePullThroughCacheRule",),
+        delete=("ecr:DeletePullThroughCacheRule",),
+        scope=None,
+        unscoped="a rule is no resource of its own: the Service Authorization Reference scopes "
+        "its actions to the registry (arn:aws:ecr:<region>:<account>:registry/*), not a prefix",
+    ),
     "aws:eks/accessEntry:AccessEntry": TypeActions(
         "internal/service/eks/access_entry.go",
         create=("eks:CreateAccessEntry",),

@@ -21,7 +21,7 @@ from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.helm import pinned_release, privileged_namespace
 from components.kubernetes_object import KubernetesObject
-from components.registry_mirror import mirrored
+from components.registry_mirror import Route, image_route, mirrored
 from components.storage.ceph import SecondaryNetworks, multus_networks, network_attachment_name
 from components.vocabulary import GPU_NODE_DAEMONSET_TOLERATIONS, MULTUS_API, RDMA_NETWORK
 from model.config import CephNetworkAttachmentSettings, GpuPool, PlatformConfig
@@ -59,7 +59,7 @@ def network_operator_values() -> dict[str, Any]:
     return {"nfd": {"enabled": False, "deployNodeFeatureRules": False}}
 
 
-def _image(component: str, mirror: str | None) -> dict[str, str]:
+def _image(component: str, mirror: Route) -> dict[str, str]:
     spec = NETWORK_OPERATOR_IMAGES[component].spec()
     return {**spec, "repository": mirrored(spec["repository"], mirror)}
 
@@ -100,7 +100,7 @@ def nic_cluster_policy_spec(cfg: PlatformConfig) -> dict[str, Any]:
     """What the operator deploys: Multus, the CNI plugins (macvlan) and nv-ipam always; with a
     fabric section the device plugin, the DOCA driver unless the hosts have it, and the ipoib
     CNI for InfiniBand. Every image from the stack's registry mirror, where it has one."""
-    mirror = cfg.images.registry_mirror
+    mirror = image_route(cfg)
     secondary: dict[str, Any] = {
         "multus": _image("multus", mirror),
         "cniPlugins": _image("cniPlugins", mirror),

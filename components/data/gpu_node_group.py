@@ -88,11 +88,11 @@ def advertised_resources(group: GpuNodeGroupSettings, mig_strategy: MigStrategy)
     return pool_resources(pool_of_group(group, mig_strategy))
 
 
-def group_user_data(group: GpuNodeGroupSettings) -> str:
+def group_user_data(group: GpuNodeGroupSettings, *, fast_pull: bool) -> str:
     """nodeadm NodeConfig, then the boot script (hugepages, memlock, GPU tuning) when there is
     one. Only EFA groups lift the memlock limit: verbs memory registration is what needs it,
     and every other node keeps the default bound on what one container may pin."""
-    config = node_config(group.instances[0], group.kubelet, group.max_pods)
+    config = node_config(group.instances[0], group.kubelet, group.max_pods, fast_pull)
     script = boot_script(group.hugepages_2mi, group.gpu_tuning, unlimited_memlock=group.efa)
     return user_data([config], [script] if script else [])
 
@@ -229,6 +229,8 @@ class GpuNodeGroupArgs:
     efa_security_group_id: pulumi.Input[str] | None  # set where a group uses EFA
     # gpu_operator.mig_strategy: the cluster's one, which a MIG group's labels and tags name.
     mig_strategy: MigStrategy
+    # images.fast_pull, resolved: SOCI parallel pull on the group's nodes.
+    fast_pull: bool
     # selftest.node_join: new nodes join with the startup taint until the self-test passes.
     tested_on_join: bool = False
     after: Sequence[pulumi.Resource] = ()
@@ -270,7 +272,7 @@ class GpuNodeGroup(PlatformComponent):
             instance_types=group.instance_types,
             scaling=group.scaling,
             root_volume_gib=group.root_volume_gib,
-            user_data=group_user_data(group),
+            user_data=group_user_data(group, fast_pull=args.fast_pull),
             labels=node_labels(group, args.mig_strategy, args.tested_on_join),
             taints=node_taints(args.tested_on_join),
             tags={**args.context.tags, "gpu-platform/node-group": group.name},

@@ -39,10 +39,14 @@ _TEMPLATES = jinja2.Environment(
 # --------------------------------------------------------------------------- pure builders
 
 
-def node_config(instance: InstanceType, kubelet: KubeletSettings, max_pods: int) -> dict:
+def node_config(
+    instance: InstanceType, kubelet: KubeletSettings, max_pods: int, fast_pull: bool = False
+) -> dict:
     """The nodeadm NodeConfig our user data adds; EKS appends the cluster's own part.
 
     Local NVMe becomes one RAID0 array exactly when the type has instance storage.
+    `fast_pull` (images.fast_pull) turns on SOCI parallel pull: the gate alone makes nodeadm
+    write containerd's and the snapshotter's config (../shared/PINS.md, "Fast image start-up").
     """
     config = {
         "maxPods": max_pods,
@@ -53,6 +57,8 @@ def node_config(instance: InstanceType, kubelet: KubeletSettings, max_pods: int)
         "kubeReserved": dict(sorted(kubelet.kube_reserved.items())),
     }
     spec: dict = {"kubelet": {"config": config}}
+    if fast_pull:
+        spec["featureGates"] = {"FastImagePull": True}
     if instance.has_instance_storage:
         spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
@@ -324,6 +330,8 @@ def declare_node_group(owner: PlatformComponent, spec: ManagedNodeGroupSpec) -> 
 class NodeRoleArgs:
     context: StackContext
     ssm_access: bool
+    # components/data/pull_through_cache.py puller_policy, where the stack has the cache.
+    inline_policy: str | None = None
 
 
 class NodeRole(PlatformComponent):
@@ -337,6 +345,10 @@ class NodeRole(PlatformComponent):
         super().__init__(name, opts)
         policies = [*NODE_POLICIES, *([SSM_POLICY] if args.ssm_access else [])]
         self.role = role_with_policies(
-            f"{args.context.env}-node", service_trust_policy("ec2.amazonaws.com"), policies, self
+            f"{args.context.env}-node",
+            service_trust_policy("ec2.amazonaws.com"),
+            policies,
+            self,
+            inline_policy=args.inline_policy,
         )
         self.register_outputs({"arn": self.role.arn})

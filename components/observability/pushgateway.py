@@ -36,7 +36,7 @@ from components.helm import pinned_release
 from components.kubernetes_object import KubernetesObject
 from components.observability import pushgateway_sweep
 from components.observability.monitoring import storage_class
-from components.registry_mirror import mirrored
+from components.registry_mirror import Route, mirrored
 from components.vocabulary import BATCH_API, PUSHGATEWAY, pushgateway_url
 from contract.training_metrics import GOODPUT_PUSH_JOB
 from model.config import PlatformConfig
@@ -118,7 +118,7 @@ _RESTRICTED_CONTAINER = {
 
 
 def sweep_objects(
-    cfg: PlatformConfig, node_selector: dict[str, str], mirror: str | None = None
+    cfg: PlatformConfig, node_selector: dict[str, str], mirror: Route = None
 ) -> list[dict[str, Any]]:
     """The sweep's ConfigMap (its script) and CronJob. No ServiceAccount token: it talks to the
     Pushgateway only, and holds no right on the Kubernetes API."""
@@ -209,7 +209,7 @@ class Pushgateway(PlatformComponent):
             self.child(depends_on=list(args.after), aliases=moved),
             context=args.context,
         )
-        for obj in sweep_objects(cfg, args.node_selector, args.context.registry_mirror):
+        for obj in sweep_objects(cfg, args.node_selector, args.context.image_route):
             KubernetesObject(
                 f"{args.context.env}-{obj['kind'].lower()}-{SWEEP}",
                 obj,

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from components.base import plane_labels
-from components.registry_mirror import mirrored
+from components.registry_mirror import image_route, mirrored
 from components.scheduling.controller import (
     cluster_role,
     controller_pod,
@@ -105,7 +105,7 @@ def transition_jobs(cfg: PlatformConfig, group: GpuNodeGroupSettings) -> list[di
         ENV_QUOTAS: json.dumps(quotas, sort_keys=True),
         ENV_NAMESPACES: ",".join(namespaces(cfg, set(quotas))),
     }
-    image = mirrored(cfg.selftest.image, cfg.images.registry_mirror)
+    image = mirrored(cfg.selftest.image, image_route(cfg))
     pod = controller_pod(
         "reconcile", image, "selftest.reservation", env, ACCOUNT, restartPolicy="OnFailure"
     )

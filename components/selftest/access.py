@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
-from components.registry_mirror import mirrored
+from components.registry_mirror import image_route, mirrored
 from components.scheduling.controller import (
     cluster_role,
     controller_deployment,
@@ -126,7 +126,7 @@ def access_all(cfg: PlatformConfig) -> list[dict[str, Any]]:
 def watcher_image(cfg: PlatformConfig) -> str | None:
     """The image the watcher runs, where it runs: the self-test's, without which no job runs a
     preflight (components/selftest/preflight.py)."""
-    return mirrored(cfg.selftest.image, cfg.images.registry_mirror) if cfg.gpu_pools else None
+    return mirrored(cfg.selftest.image, image_route(cfg)) if cfg.gpu_pools else None
 
 
 def team_namespaces(cfg: PlatformConfig) -> list[str]:

@@ -40,7 +40,7 @@ from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
 from components.kubernetes_object import KubernetesObject
-from components.registry_mirror import mirrored
+from components.registry_mirror import image_route, mirrored
 from components.scheduling.reservation import reservation_objects
 from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
 from components.selftest.access import access_all, access_env, account
@@ -122,7 +122,7 @@ def selftest_env(
     env = {
         SELFTEST_RUN_ID: run,
         # The image the pod runs, from the mirror where there is one: what the report names.
-        SELFTEST_IMAGE: mirrored(settings.image, cfg.images.registry_mirror) or "",
+        SELFTEST_IMAGE: mirrored(settings.image, image_route(cfg)) or "",
         SELFTEST_OUT: f"{SHARED_DATA_MOUNT_PATH}/selftest/{run}",
         SELFTEST_SHARED_DATA: SHARED_DATA_MOUNT_PATH,
         SELFTEST_NVME_CACHE: NVME_CACHE_MOUNT_PATH,
@@ -164,7 +164,7 @@ def selftest_spec(cfg: PlatformConfig) -> TrainingJobSpec:
         cfg,
         pool.name,
         name=f"selftest-{run}",
-        image=mirrored(settings.image, cfg.images.registry_mirror),
+        image=mirrored(settings.image, image_route(cfg)),
         command=["-m", "selftest"],
         nodes=settings.nodes,
         gpus_per_node=settings.gpus_per_node,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.registry_mirror import mirrored
+from components.registry_mirror import image_route, mirrored
 from components.scheduling.controller import cluster_role, granted, service_account
 from components.scheduling.training_job import TrainingJobSpec, pod_template, spec_for_pool
 from components.selftest.access import CORDON_LABEL, PART_OF
@@ -104,7 +104,7 @@ def whole_node_spec(
         cfg,
         pool.name,
         name=name,
-        image=mirrored(cfg.selftest.image, cfg.images.registry_mirror),
+        image=mirrored(cfg.selftest.image, image_route(cfg)),
         command=["-m", "selftest"],
         nodes=1,
         standalone=True,

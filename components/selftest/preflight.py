@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from components.registry_mirror import mirrored
+from components.registry_mirror import image_route, mirrored
 from components.scheduling.training_job import Preflight, TrainingJobSpec, fabric_devices
 from components.selftest.job import fabric_devices as node_fabric_devices
 from contract.env import (
@@ -49,7 +49,7 @@ def expected_fabric_devices(cfg: PlatformConfig, spec: TrainingJobSpec) -> int:
 def preflight(cfg: PlatformConfig, spec: TrainingJobSpec) -> Preflight | None:
     """What the preflight of `spec`'s pods runs and expects: the GPUs and fabric devices each
     pod takes, on its pool's fabric."""
-    image = mirrored(cfg.selftest.image, cfg.images.registry_mirror)
+    image = mirrored(cfg.selftest.image, image_route(cfg))
     if image is None:
         return None
     env = {

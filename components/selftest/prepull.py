@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.registry_mirror import mirrored
+from components.registry_mirror import image_route, mirrored
 from components.scheduling.controller import RESOURCES
 from components.scheduling.training_job import RUN_AS, security_context
 from components.selftest.access import PART_OF
@@ -41,7 +41,7 @@ def training_images(cfg: PlatformConfig) -> list[str]:
     and the recipes image, through the mirror where one is set. The self-test image is not here:
     the node-join check pulls it on the same nodes."""
     listed = [*cfg.images.prepull, *([cfg.recipes.image] if cfg.recipes.image else [])]
-    return [mirrored(image, cfg.images.registry_mirror) for image in dict.fromkeys(listed)]
+    return [mirrored(image, image_route(cfg)) for image in dict.fromkeys(listed)]
 
 
 def _container(name: str, image: str, command: list[str] | None) -> dict[str, Any]:
@@ -67,9 +67,7 @@ def daemon_set(cfg: PlatformConfig, pool: GpuPool, images: list[str]) -> dict[st
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "initContainers": [_container(f"pull-{i}", image, NO_OP) for i, image in enumerate(images)],
-        "containers": [
-            _container("pause", mirrored(PAUSE_IMAGE, cfg.images.registry_mirror), None)
-        ],
+        "containers": [_container("pause", mirrored(PAUSE_IMAGE, image_route(cfg)), None)],
     }
     return {
         "apiVersion": "apps/v1",

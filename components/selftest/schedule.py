@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.base import plane_labels
-from components.registry_mirror import mirrored
+from components.registry_mirror import image_route, mirrored
 from components.scheduling.cron_jobs import Schedule, cron_job
 from components.scheduling.kueue import (
     cluster_queue,
@@ -92,7 +92,7 @@ def schedule_spec(cfg: PlatformConfig, pool: str, env: dict[str, str]) -> Traini
         cfg,
         pool,
         name=cron_job_name(pool),
-        image=mirrored(settings.image, cfg.images.registry_mirror),
+        image=mirrored(settings.image, image_route(cfg)),
         command=["-m", "selftest"],
         nodes=1,
         standalone=True,

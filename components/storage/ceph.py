@@ -281,7 +281,7 @@ class RookCeph(PlatformComponent):
                 "apiVersion": CEPH_API,
                 "kind": "CephCluster",
                 "metadata": {"name": ns, "namespace": ns, "labels": PART_OF},
-                "spec": ceph_cluster_spec(ceph, mirrored(CEPH_IMAGE, args.context.registry_mirror)),
+                "spec": ceph_cluster_spec(ceph, mirrored(CEPH_IMAGE, args.context.image_route)),
             },
             self.child(protect=args.context.protect, depends_on=[operator, *attachments, *pools]),
         )

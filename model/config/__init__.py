@@ -50,7 +50,7 @@ from model.config.dra import check_dra
 from model.config.fabric import FabricSettings, check_fabric
 from model.config.fair_sharing import check_quota_sharing
 from model.config.gpu_operator import GpuOperatorSettings, check_gpu_operator
-from model.config.images import ImageSettings
+from model.config.images import ImageSettings, check_images
 from model.config.keda import WorkloadAutoscalingSettings, check_workload_autoscaling
 from model.config.kubernetes_minor import check_kubernetes_minor
 from model.config.layout import check_aws_layout, check_gpu_group_zones, check_region_offers
@@ -341,6 +341,7 @@ class PlatformConfig(Settings):
             check_observability,
             check_alerts,
             check_selftest,
+            check_images,
             check_cost,
             check_reservation_windows,
             check_shared_data,

@@ -110,7 +110,7 @@ def test_efa_interface_counts_from_the_issue(name, count):
     ],
 )
 def test_rendered_gpu_user_data_matches_golden_file(name, settings):
-    rendered = group_user_data(group(instance_types=[name], **settings))
+    rendered = group_user_data(group(instance_types=[name], **settings), fast_pull=True)
     check_golden(GOLDEN / f"{name}.mime", rendered)
 
 

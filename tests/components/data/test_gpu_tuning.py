@@ -147,7 +147,7 @@ def test_nvidia_smi_commands_for_each_setting():
 
 def test_efa_group_reserves_hugepages_and_tunes_gpus_before_the_kubelet():
     g = gpu_group(efa=True, gpu_tuning={"compute_mode": "exclusive-process"})
-    (script,) = shell_parts(group_user_data(g))
+    (script,) = shell_parts(group_user_data(g, fast_pull=True))
     assert script.startswith("#!/bin/bash\n")
     assert "sysctl -w vm.nr_hugepages=5128\n" in script
     # Kept across a reboot: systemd-sysctl applies /etc/sysctl.d at every boot.
@@ -194,7 +194,7 @@ def tuned_unit() -> dict[str, list[str]]:
     g = gpu_group(
         efa=True, gpu_tuning={"application_clocks": {"memory_mhz": 2619, "graphics_mhz": 1980}}
     )
-    (script,) = shell_parts(group_user_data(g))
+    (script,) = shell_parts(group_user_data(g, fast_pull=True))
     return tuning_unit(script)
 
 
@@ -226,19 +226,21 @@ def test_tuning_waits_for_nothing_that_waits_for_cloud_init():
 
 
 def test_group_without_efa_reserves_no_hugepages():
-    (script,) = shell_parts(group_user_data(gpu_group(instance_types=["g5.2xlarge"])))
+    (script,) = shell_parts(
+        group_user_data(gpu_group(instance_types=["g5.2xlarge"]), fast_pull=True)
+    )
     assert "nr_hugepages" not in script
     assert "ExecStart=/usr/bin/nvidia-smi -pm 1\n" in script
 
 
 def test_nothing_to_do_adds_no_shell_part():
     g = gpu_group(instance_types=["g5.2xlarge"], gpu_tuning={"persistence_mode": False})
-    assert shell_parts(group_user_data(g)) == []
+    assert shell_parts(group_user_data(g, fast_pull=True)) == []
 
 
 def test_boot_script_is_valid_bash():
     g = gpu_group(efa=True, gpu_tuning={"power_limit_watts": 500})
-    (script,) = shell_parts(group_user_data(g))
+    (script,) = shell_parts(group_user_data(g, fast_pull=True))
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
 

@@ -168,7 +168,7 @@ def test_the_shipped_stacks_hold_an_efa_group():
 )
 def test_efa_groups_lift_the_limit_with_or_without_gpu_tuning(settings):
     group = GpuNodeGroupSettings(name="g", instance_types=["p5.48xlarge"], **settings)
-    assert model.container_rlimit(group_user_data(group)) == UNLIMITED
+    assert model.container_rlimit(group_user_data(group, fast_pull=True)) == UNLIMITED
 
 
 @pytest.mark.parametrize("name", sorted(n for n, row in CATALOG.items() if row.gpus))
@@ -177,11 +177,11 @@ def test_a_group_without_efa_keeps_the_default_on_every_gpu_type(name):
     sold = (
         {"capacity": "capacity_block", "capacity_reservation_id": "cr-0123456789abcdef0",
          "scaling": {"min_size": 0, "max_size": 9}}
-        if name.startswith("p6e-gb200.")
+        if CATALOG[name].ultraserver_nodes
         else {}
     )  # fmt: skip
     group = GpuNodeGroupSettings(name="g", instance_types=[name], **sold)
-    assert model.container_rlimit(group_user_data(group)) == DEFAULT
+    assert model.container_rlimit(group_user_data(group, fast_pull=True)) == DEFAULT
 
 
 def test_system_nodes_keep_the_default():
