@@ -26,7 +26,11 @@ from components.scheduling.failure_policy import RESTARTS_AFTER_EVICTION
 from components.selftest.canary import job_name as canary_job_name
 from components.vocabulary import CANARY_LABEL
 from contract import node_join as join
-from model.config.gpu_operator import MIG_CONFIG_LABEL
+from model.config.gpu_operator import (
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    DEVICE_PLUGIN_OFF,
+    MIG_CONFIG_LABEL,
+)
 from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
 from model.config.scheduling import MULTI_NODE_FABRICS
 from plan.diff import PreviousPlan, ResourceDiff
@@ -71,6 +75,9 @@ class Operand:
     # Where it runs: every GPU pool, or only pools of MIG-capable GPUs (the operator labels
     # those nodes nvidia.com/gpu.deploy.mig-manager: state_manager.go addGPUStateLabels).
     mig_capable_only: bool = False
+    # The deploy label a pool's nodes may carry `false` to keep it off them, where the platform
+    # sets one (DRA pools: model/config/gpu_operator.py DEVICE_PLUGIN_DEPLOY_LABEL).
+    deploy_label: str | None = None
 
 
 # Every operand of the container workload config (state_manager.go gpuStateLabels
@@ -114,6 +121,7 @@ OPERANDS: tuple[Operand, ...] = (
         "assets/state-device-plugin/0500_daemonset.yaml",
         "running pods keep the devices they hold; a new GPU pod waits until the new plugin "
         "registers with the kubelet",
+        deploy_label=DEVICE_PLUGIN_DEPLOY_LABEL,
     ),
     Operand(
         "gpu-feature-discovery",
@@ -295,12 +303,52 @@ def pools_of(resources: list[dict[str, Any]], outputs: dict[str, Any]) -> list[P
     return found
 
 
+def _contradicts(requirement: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A node selector requirement the pool's known labels rule out (Kubernetes "Assigning Pods
+    to Nodes", node affinity operators). A key the pool does not declare may still be written at
+    runtime (the GPU Operator's and NFD's labels), so it rules nothing out but DoesNotExist."""
+    key, operator = requirement["key"], requirement["operator"]
+    if key not in labels:
+        return False
+    value, values = labels[key], requirement.get("values") or []
+    return {
+        "In": value not in values,
+        "NotIn": value in values,
+        "DoesNotExist": True,
+    }.get(operator, False)
+
+
+def _affinity_allows(pod: dict[str, Any], labels: dict[str, str]) -> bool:
+    """The pod's required node affinity: one of its terms (ORed) not ruled out, each term's
+    expressions ANDed."""
+    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    return not terms or any(
+        not any(_contradicts(r, labels) for r in term.get("matchExpressions") or [])
+        for term in terms
+    )
+
+
+def operand_runs_on(operand: Operand, pool: Pool) -> bool:
+    """Whether the GPU Operator runs the operand on the pool's nodes: the MIG manager on
+    MIG-capable GPUs only, and none where the pool's nodes carry its deploy label `false`."""
+    if operand.mig_capable_only and not pool.mig_capable:
+        return False
+    return (
+        operand.deploy_label is None or pool.labels.get(operand.deploy_label) != DEVICE_PLUGIN_OFF
+    )
+
+
 def runs_on(pod: dict[str, Any], pool: Pool) -> bool:
     """Whether a pod spec may land on the pool's nodes: its node selector does not contradict
     their labels, and it tolerates their taints (the node-join startup taint aside: a serving
     node has lost it)."""
     selector = pod.get("nodeSelector") or {}
     if any(k in pool.labels and pool.labels[k] != v for k, v in selector.items()):
+        return False
+    if not _affinity_allows(pod, pool.labels):
         return False
     tolerations = pod.get("tolerations") or []
 
@@ -516,7 +564,7 @@ def disturbances(
                 operand.jobs,
             )
             for pool in pools
-            if pool.mig_capable or not operand.mig_capable_only
+            if operand_runs_on(operand, pool)
         ]
     for label, obj in _daemonsets([*effects, *own_rolls(rendered)], current, sources):
         found += [

@@ -27,6 +27,7 @@ from plan.blast_radius import (
     OPERANDS,
     Pool,
     component_enabled,
+    operand_runs_on,
     pools_of,
     runs_on,
 )
@@ -68,9 +69,7 @@ def _operand_images(policy: dict[str, Any], pool: Pool) -> list[tuple[str, str]]
     """The images of the operands the operator runs on the pool's nodes."""
     found = []
     for operand in OPERANDS:
-        if not component_enabled(policy, operand.component):
-            continue
-        if operand.mig_capable_only and not pool.mig_capable:
+        if not component_enabled(policy, operand.component) or not operand_runs_on(operand, pool):
             continue
         image = component_image(policy["spec"].get(operand.component) or {})
         if image is not None:

@@ -15,7 +15,14 @@ import re
 import pytest
 
 from model.config.node_join import canary_pools
-from plan.blast_radius import CLUSTER_POLICY, operand_rolls
+from plan.blast_radius import (
+    CLUSTER_POLICY,
+    OPERANDS,
+    Pool,
+    operand_rolls,
+    operand_runs_on,
+    runs_on,
+)
 from plan.diff import Change, PreviousPlan, ResourceDiff
 from plan.diff_report import changes_block
 from plan.manifests import parse_source
@@ -408,3 +415,41 @@ def test_a_pool_that_rolls_through_a_canary_names_its_own_group_and_the_canary_f
         assert f"node group {env}-{pool.name}-canary" not in block, block
         assert f"Job canary-{pool.name}" in block, block
     assert section.count("  ! pool ") == len(cfg.gpu_pools), section
+
+
+def _pool(**labels: str) -> Pool:
+    return Pool("p", labels, (), {}, "efa", True, "g")
+
+
+def test_a_pods_required_node_affinity_keeps_it_off_a_pool_its_terms_rule_out():
+    """Kubernetes "Assigning Pods to Nodes": required terms are ORed, a term's expressions
+    ANDed; a label the pool does not declare may still be written at runtime."""
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "group", "operator": "In", "values": ["a"]}]},
+                    {"matchExpressions": [{"key": "group", "operator": "In", "values": ["b"]}]},
+                ]
+            }
+        }
+    }
+    pod = {"affinity": affinity}
+    assert runs_on(pod, _pool(group="a")) and runs_on(pod, _pool(group="b"))
+    assert not runs_on(pod, _pool(group="c"))
+    assert runs_on(pod, _pool())  # the label may come at runtime
+    gone = {"matchExpressions": [{"key": "group", "operator": "DoesNotExist"}]}
+    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ] = [gone]
+    assert not runs_on(pod, _pool(group="a")) and runs_on(pod, _pool())
+
+
+def test_the_device_plugin_never_rolls_on_a_pool_that_keeps_it_off():
+    """gpu-operator v26.7.0 assets/state-device-plugin/0500_daemonset.yaml selects
+    nvidia.com/gpu.deploy.device-plugin=true; a DRA pool's nodes carry it "false"."""
+    (plugin,) = [o for o in OPERANDS if o.daemonset == "nvidia-device-plugin-daemonset"]
+    (exporter,) = [o for o in OPERANDS if o.daemonset == "nvidia-dcgm-exporter"]
+    off = _pool(**{"nvidia.com/gpu.deploy.device-plugin": "false"})
+    assert not operand_runs_on(plugin, off) and operand_runs_on(plugin, _pool())
+    assert operand_runs_on(exporter, off)

@@ -8,12 +8,14 @@ from __future__ import annotations
 import pytest
 
 from components.registry_mirror import ImageRoute
+from model.config import parse_config
 from plan.cli import main
 from plan.image_paths import format_image_paths
 from plan.render import render_plan
 from tests.conftest import AWS_STACKS, SHARED_HELM, planned, project_plan, rendered, stack_config
 from tests.helpers.bad_stacks import aws
 from tests.helpers.selftest_stacks import FSX, IMAGE, P5
+from tests.helpers.varied_stacks import DRA_CONFIGS, DRA_STACK, dra_plan
 
 HEADING = "Images per GPU pool (how each reaches a node):"
 # ../shared/charts/gpu-operator/v26.7.0/values.yaml, devicePlugin: repository nvcr.io/nvidia,
@@ -118,3 +120,21 @@ def test_a_pool_lists_its_pre_pulled_images_the_self_test_s_and_the_mirror(warme
 def test_the_plan_prints_the_section(tmp_path, capsys):
     assert main(["dev", "--out", str(tmp_path)]) == 0
     assert f"\n{HEADING}\n  spot-small, node group dev-spot-small, " in capsys.readouterr().out
+
+
+def test_a_dra_pool_pulls_the_dra_kubelet_plugin_and_never_the_device_plugin():
+    """The DRA driver chart 0.4.1 runs its kubelet plugin (image
+    registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1, ../shared/PINS.md) only on
+    the DRA pools' nodes (its required node affinity), and the GPU Operator's device plugin
+    stays off them (their nvidia.com/gpu.deploy.device-plugin: "false")."""
+    plan = dra_plan(DRA_STACK)
+    found = blocks(format_image_paths(plan, render_plan(plan, (SHARED_HELM,)), None))
+    stack = {key.removeprefix("gpu-platform:"): v for key, v in DRA_CONFIGS[DRA_STACK].items()}
+    pools = parse_config(stack, "stacks/Pulumi.dra.yaml").gpu_pools
+    dra_pools = {p.name for p in pools if p.gpu_allocation == "dra"}
+    assert dra_pools and set(found) > dra_pools
+    plugin = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"
+    for pool, (_, *images) in found.items():
+        on_dra = pool in dra_pools
+        assert (DEVICE_PLUGIN in images) is not on_dra, pool
+        assert any(line.startswith(f"    {plugin}  ") for line in images) is on_dra, pool
