@@ -20,7 +20,7 @@ import yaml
 
 from components.scheduling.job_names import longest_name, name_problem
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import TrainingJobSpec, render
+from components.scheduling.training_job import TrainingJobSpec, nvlink_problem, render
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig
@@ -80,6 +80,8 @@ def pool_problems(
         found.append(
             f"--gpus-per-node {gpus_per_node}, but its nodes have {pool.gpus_per_node} GPUs"
         )
+    elif nvlink := nvlink_problem(pool, nodes, gpus_per_node):
+        found.append(nvlink)
     return found
 
 
