@@ -102,10 +102,11 @@ def mig_class_selector(profile: str) -> str:
 
 def device_class_quota(pools: Iterable[GpuPool]) -> dict[str, str]:
     """DeviceClass -> Kueue quota name, for every DeviceClass a DRA pool's claims or an NVLink
-    pool's ComputeDomain channels may name; empty where no pool needs the driver. Kueue leaves a workload inadmissible whose claim names a class no
-    mapping lists ("DeviceClass X is not mapped in DRA configuration", kueue v0.19.2
-    pkg/dra/claims.go). The chart's `mig.nvidia.com` is left out on purpose: it matches every
-    profile, so a claim on it could not be charged to the profile it gets."""
+    pool's ComputeDomain channels may name; empty where no pool needs the driver. Kueue leaves
+    a workload inadmissible whose claim names a class no mapping lists ("DeviceClass X is not
+    mapped in DRA configuration", kueue v0.19.2 pkg/dra/claims.go). The chart's
+    `mig.nvidia.com` is left out on purpose: it matches every profile, so a claim on it could
+    not be charged to the profile it gets."""
     pools = list(pools)
     table = {GPU_CLASS: GPU_QUOTA} if dra_pools(pools) else {}
     for profile in sorted({p for pool in dra_pools(pools) for p in mig_profiles_of(pool)}):
