@@ -20,13 +20,14 @@ import yaml
 
 from components.scheduling.job_names import longest_name, name_problem
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import TrainingJobSpec, nvlink_problem, render
+from components.scheduling.training_job import TrainingJobSpec, render
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig
 from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
 from model.config.scheduling import MULTI_NODE_FABRICS, TeamSettings
 from model.cost import node_hourly
+from model.dra import nvlink_problem
 from model.stacks import stack_config
 
 # What --render-only puts where the image would go: a registry name that cannot resolve
@@ -81,7 +82,7 @@ def pool_problems(
             f"--gpus-per-node {gpus_per_node}, but its nodes have {pool.gpus_per_node} GPUs"
         )
     elif nvlink := nvlink_problem(pool, nodes, gpus_per_node):
-        found.append(nvlink)
+        found.append(f"--{nvlink[0].replace('_', '-')} {nvlink[1]}")
     return found
 
 

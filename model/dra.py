@@ -64,6 +64,32 @@ def compute_domain_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
     return [p for p in pools if p.nvlink_domain_nodes is not None]
 
 
+def nvlink_problem(pool: GpuPool, nodes: int, gpus_per_node: int | None) -> tuple[str, str] | None:
+    """Why a multi-node job cannot share one NVLink domain of the pool, as (the setting at
+    fault, `nodes` or `gpus_per_node`, and why); None when it can, or when the pool has no such
+    domain. The driver holds at most 18 nodes in one IMEX domain on GB200
+    (cmd/compute-domain-controller/main.go defaultMaxNodesPerIMEXDomain), and its kubelet plugin
+    refuses a node already labelled for another ComputeDomain (cmd/compute-domain-kubelet-plugin/
+    computedomain.go AddNodeLabel): a pod a node, every GPU of it, so that no other job's domain
+    wants the node."""
+    domain = pool.nvlink_domain_nodes
+    if domain is None or nodes < 2:
+        return None
+    if nodes > domain:
+        return "nodes", (
+            f"{nodes}, but pool {pool.name}'s NVLink domain (one ComputeDomain) holds at most "
+            f"{domain} nodes (dra-driver-nvidia-gpu v0.4.1 defaultMaxNodesPerIMEXDomain); valid: "
+            f"{domain} nodes or fewer"
+        )
+    if gpus_per_node is not None and gpus_per_node < pool.gpus_per_node:
+        return "gpus_per_node", (
+            f"{gpus_per_node}, but a multi-node job on pool {pool.name} has a ComputeDomain of "
+            "its own and a node belongs to one ComputeDomain at a time: take all "
+            f"{pool.gpus_per_node} GPUs of each node"
+        )
+    return None
+
+
 def driver_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
     """Pools the driver's kubelet plugin serves: DRA pools (GPUs) and NVLink-domain pools
     (ComputeDomain channels; their GPUs stay with the device plugin unless they are DRA too)."""

@@ -35,7 +35,8 @@ launcher (contract/launch.py), which runs torchrun's agent.
 - Inside one NVLink domain where the pool has one (GB200 NVL72): a multi-node job there comes
   with a ComputeDomain of its own (`compute_domain`), whose controller makes the channel's
   ResourceClaimTemplate that every pod claims, so its GPUs reach each other's memory over
-  NVLink (IMEX); such a job takes whole nodes, at most one domain's worth (`nvlink_problem`).
+  NVLink (IMEX); such a job takes whole nodes, at most one domain's worth
+  (model/dra.nvlink_problem).
 - Never on a quarantined node: every pod requires a node without the self-test's quarantine
   label, so a restarted group does not land on the node that failed it.
 - Scraped when it serves metrics: a container port named `metrics` and the pod label
@@ -118,7 +119,7 @@ from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.scheduling import JobSettings
-from model.dra import COMPUTE_DOMAIN_API
+from model.dra import COMPUTE_DOMAIN_API, nvlink_problem
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # The pod's claim on its ComputeDomain's IMEX channel (../shared/PINS.md "Claim shapes").
@@ -306,31 +307,6 @@ def memory_mib(spec: TrainingJobSpec) -> int:
     return math.floor(per_slice * spec.gpus)
 
 
-def nvlink_problem(pool: GpuPool, nodes: int, gpus_per_node: int | None) -> str | None:
-    """Why a multi-node job cannot share one NVLink domain of the pool; None when it can, or
-    when the pool has no such domain. The driver holds at most 18 nodes in one IMEX domain on
-    GB200 (dra-driver-nvidia-gpu v0.4.1 cmd/compute-domain-controller/main.go
-    defaultMaxNodesPerIMEXDomain), and its kubelet plugin refuses a node already labelled for
-    another ComputeDomain (cmd/compute-domain-kubelet-plugin/computedomain.go AddNodeLabel):
-    a pod a node, every GPU of it, so that no other job's domain wants the node."""
-    domain = pool.nvlink_domain_nodes
-    if domain is None or nodes < 2:
-        return None
-    if nodes > domain:
-        return (
-            f"--nodes {nodes}, but pool {pool.name}'s NVLink domain (one ComputeDomain) holds at "
-            f"most {domain} nodes (dra-driver-nvidia-gpu v0.4.1 defaultMaxNodesPerIMEXDomain); "
-            f"run {domain} nodes or fewer"
-        )
-    if gpus_per_node is not None and gpus_per_node < pool.gpus_per_node:
-        return (
-            f"--gpus-per-node {gpus_per_node}, but a multi-node job on pool {pool.name} has a "
-            f"ComputeDomain of its own and a node belongs to one ComputeDomain at a time: take "
-            f"all {pool.gpus_per_node} GPUs of each node"
-        )
-    return None
-
-
 def uses_compute_domain(spec: TrainingJobSpec) -> bool:
     return spec.pool.nvlink_domain_nodes is not None and spec.nodes > 1 and not spec.standalone
 
@@ -347,7 +323,7 @@ def compute_domain(spec: TrainingJobSpec) -> dict[str, Any]:
     (../shared/PINS.md "ComputeDomains and IMEX")."""
     problem = nvlink_problem(spec.pool, spec.nodes, spec.gpus_per_node)
     if problem is not None:
-        raise ValueError(f"{spec.name}: {problem}")
+        raise ValueError(f"{spec.name}: {problem[0]} {problem[1]}")
     return {
         "apiVersion": COMPUTE_DOMAIN_API,
         "kind": "ComputeDomain",

@@ -199,9 +199,9 @@ def test_the_claim_keeps_the_pod_restricted_and_guaranteed():
 @pytest.mark.parametrize(
     ("nodes", "gpus", "why"),
     [
-        (19, None, "--nodes 19, but pool nvl72's NVLink domain (one ComputeDomain) holds at most "
+        (19, None, "nodes 19, but pool nvl72's NVLink domain (one ComputeDomain) holds at most "
          "18 nodes"),
-        (2, 2, "--gpus-per-node 2, but a multi-node job on pool nvl72 has a ComputeDomain of its "
+        (2, 2, "gpus_per_node 2, but a multi-node job on pool nvl72 has a ComputeDomain of its "
          "own and a node belongs to one ComputeDomain at a time: take all 4 GPUs of each node"),
     ],
 )  # fmt: skip
@@ -209,4 +209,5 @@ def test_a_job_that_cannot_share_one_domain_is_refused_with_the_reason(nodes, gp
     with pytest.raises(ValueError, match="^nvl: " + why.replace("(", r"\(").replace(")", r"\)")):
         submitted(nodes, gpus_per_node=gpus)
     pool = gb200_config().gpu_pools[0]
-    assert any(p.startswith(why) for p in pool_problems(pool, "the job", nodes, gpus, None))
+    flag = "--" + why.replace("gpus_per_node", "gpus-per-node")
+    assert any(p.startswith(flag) for p in pool_problems(pool, "the job", nodes, gpus, None))
