@@ -67,12 +67,13 @@ GB200 = g(
 
 
 def test_a_gb200_group_as_aws_sells_it_is_accepted():
-    # Whole UltraServers (9 and 18 instances, EKS UltraServer page) in a Capacity Block.
+    # Whole UltraServers (9 and 18 instances, EKS UltraServer page) in a Capacity Block; on
+    # 1.34, from which Kueue charges the ComputeDomain channels of its jobs (PINS.md "DRA quota").
     for size in (9, 18, 36):
         scaling = {"min_size": 0, "max_size": size}
         config(
-            GB200 | {"scaling": scaling, "ami_release": "1.33.5-20251103"},
-            cluster={**CLUSTER, "kubernetes_version": "1.33"},
+            GB200 | {"scaling": scaling, "ami_release": "1.34.1-20251103"},
+            cluster={**CLUSTER, "kubernetes_version": "1.34"},
             aws={**AWS, "zone_offerings": {"p6e-gb200.36xlarge": ZONES}},
         )
 
