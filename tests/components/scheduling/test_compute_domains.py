@@ -19,7 +19,7 @@ import pytest
 
 from components.scheduling.training_job import render, spec_for_pool
 from jobs.common import pool_problems
-from plan.render import render_plan
+from plan.render import Rendering, render_plan
 from tests.conftest import SHARED_HELM
 from tests.controllers.dra import as_reconciled
 from tests.controllers.kueue_admission import Kueue, admission_problems, manager_config_of
@@ -27,8 +27,10 @@ from tests.controllers.network_policy import NAMESPACE_NAME, PodAt, admitted
 from tests.controllers.pod_security import pod_templates, violations
 from tests.controllers.qos import qos_class
 from tests.controllers.references import Cluster, Placed, problems
+from tests.helpers import helm_values as chart_values
 from tests.helpers.crds import chart_crd_schema, errors
 from tests.helpers.dra_objects import schema_problems
+from tests.helpers.rendered_validity import assert_rendered_objects_valid
 from tests.helpers.varied_stacks import GB200_POOL, GB200_STACK, gb200_config, gb200_plan
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/train@sha256:" + "3" * 64
@@ -37,9 +39,21 @@ GPU_OPERATOR_CHART = SHARED_HELM / "gpu-operator-v26.7.0.tgz"
 
 
 @functools.cache
+def rendering() -> Rendering:
+    return render_plan(gb200_plan(), (SHARED_HELM,))
+
+
+@functools.cache
 def objects() -> list[dict]:
-    rendering = render_plan(gb200_plan(), (SHARED_HELM,))
-    return [*gb200_plan().kubernetes_objects(), *(o for _, o in rendering.objects())]
+    return [*gb200_plan().kubernetes_objects(), *(o for _, o in rendering().objects())]
+
+
+def release():
+    (found,) = [
+        r for r in gb200_plan().of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["name"] == "dra-driver-nvidia-gpu"
+    ]  # fmt: skip
+    return found
 
 
 def driver_objects() -> list[dict]:
@@ -58,11 +72,7 @@ def submitted(nodes: int, **choices) -> list[dict]:
 
 
 def test_an_nvlink_pool_turns_on_compute_domains_and_leaves_its_gpus_to_the_device_plugin():
-    (release,) = [
-        r for r in gb200_plan().of_type("kubernetes:helm.sh/v3:Release")
-        if r.inputs["name"] == "dra-driver-nvidia-gpu"
-    ]  # fmt: skip
-    values = release.inputs["values"]
+    values = release().inputs["values"]
     assert values["resources"] == {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}}
     kinds = {(o["kind"], o["metadata"]["name"]) for o in objects()}
     assert ("Deployment", "dra-driver-nvidia-gpu-controller") in kinds
@@ -76,6 +86,13 @@ def test_an_nvlink_pool_turns_on_compute_domains_and_leaves_its_gpus_to_the_devi
     assert {"key": "gpu-platform/node-group", "operator": "In", "values": [GB200_POOL]} in terms[0][
         "matchExpressions"
     ]
+
+
+def test_the_drivers_values_are_the_charts_keys_and_what_it_renders_is_valid():
+    minor = gb200_config().cluster.kubernetes_version
+    values = release().inputs["values"]
+    assert chart_values.unknown_keys("dra-driver-nvidia-gpu", "0.4.1", values, minor) == []
+    assert_rendered_objects_valid(rendering(), minor)
 
 
 def test_no_network_policy_stands_between_imex_daemons_on_port_50000_and_50005():
