@@ -30,6 +30,7 @@ from tests.controllers.references import Cluster, Placed, problems
 from tests.helpers import helm_values as chart_values
 from tests.helpers.crds import chart_crd_schema, errors
 from tests.helpers.dra_objects import schema_problems
+from tests.helpers.jobsets import validate
 from tests.helpers.rendered_validity import assert_rendered_objects_valid
 from tests.helpers.varied_stacks import GB200_POOL, GB200_STACK, gb200_config, gb200_plan
 
@@ -160,7 +161,9 @@ def test_a_one_node_job_needs_no_compute_domain():
 
 
 def test_the_compute_domain_is_valid_under_the_drivers_crd_and_the_gpu_operators():
-    _, domain = submitted(4)
+    jobset, domain = submitted(4)
+    # The JobSet with its claims, against its CRD and Kubernetes' pod schema at the minor.
+    validate(jobset, gb200_config().cluster.kubernetes_version)
     assert schema_problems(domain, gb200_config().cluster.kubernetes_version) == []
     operators = chart_crd_schema(
         GPU_OPERATOR_CHART, "gpu-operator/crds/resource.nvidia.com_computedomains.yaml", "v1beta1"
