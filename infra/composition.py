@@ -66,7 +66,7 @@ from model.config.node_join import canary_pools, pools_tested_on_join
 from model.config.pools import windowed
 from model.config.selftest_schedule import scheduled
 from model.cost import pool_gpu_hour_prices
-from model.dra import dra_pools
+from model.dra import driver_pools
 
 C = TypeVar("C", bound=PlatformComponent)
 
@@ -236,7 +236,7 @@ class Platform(PlatformComponent):
         """The GPU Operator, unless the cluster runs its own (existing.addons), and per GPU pool
         what a pod can request there (whichever operator serves it)."""
         self.outputs["gpu_pools"] = {p.name: pool_report(p) for p in cfg.gpu_pools}
-        if dra_pools(cfg.gpu_pools):
+        if driver_pools(cfg.gpu_pools):
             driver = DraDriver(
                 f"{ctx.env}-dra-driver",
                 DraDriverArgs(ctx, cfg, add_on_nodes(cfg), cluster.schedulable),

@@ -27,6 +27,7 @@ from model.config import GpuPool, PlatformConfig
 from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
 from model.config.scheduling import MULTI_NODE_FABRICS, TeamSettings
 from model.cost import node_hourly
+from model.dra import nvlink_problem
 from model.stacks import stack_config
 
 # What --render-only puts where the image would go: a registry name that cannot resolve
@@ -80,6 +81,8 @@ def pool_problems(
         found.append(
             f"--gpus-per-node {gpus_per_node}, but its nodes have {pool.gpus_per_node} GPUs"
         )
+    elif nvlink := nvlink_problem(pool, nodes, gpus_per_node):
+        found.append(f"--{nvlink[0].replace('_', '-')} {nvlink[1]}")
     return found
 
 

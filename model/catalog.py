@@ -157,6 +157,9 @@ class InstanceType:
     efa_layout: tuple[tuple[int, str], ...] | None = None
     # Nodes one multi-node NVLink (IMEX) domain holds; None: NVLink ends at the node.
     nvlink_domain_nodes: int | None = None
+    # NVLink bandwidth per GPU across the domain's nodes (GB/s, NVIDIA's datasheet figure);
+    # None where NVLink ends at the node. The self-test's floor across nodes derives from it.
+    nvlink_gbps_per_gpu: int | None = None
     # Instances per UltraServer as sold; a type with any is bought only as UltraServer
     # Capacity Blocks.
     ultraserver_nodes: tuple[int, ...] = ()

@@ -37,6 +37,9 @@ Sources, per column:
   `u-p6e-gb200x72` UltraServer is 18 instances, EKS UltraServer page; "On GB200 and GB300 the
   limit is 18", dra-driver-nvidia-gpu v0.4.1 `cmd/compute-domain-controller/main.go`
   `defaultMaxNodesPerIMEXDomain`); None where NVLink ends at the node.
+- NVLink per GPU across the domain: 1.8 TB/s for GB200 NVL72 (NVIDIA GB200 NVL72 datasheet and
+  product page, "Fifth-Generation NVLink": 1.8 TB/s GPU-to-GPU, 130 TB/s for the rack's 72 GPUs);
+  None where NVLink ends at the node.
 - UltraServer sizes: instances per UltraServer as sold (`u-p6e-gb200x36` = 9, `u-p6e-gb200x72` =
   18, EKS UltraServer page); empty for types sold per instance.
 - Oldest AMI release: the EKS AL2023 NVIDIA AMI that first carries what the type needs (P6e-GB200:
@@ -91,7 +94,7 @@ ROWS: dict[str, dict[str, Any]] = {
         network_cards=17, efa_layout=((0, "interface"), (1, "efa-only"), (5, "efa-only"),
         (9, "efa-only"), (13, "efa-only")), nvme_disks=3, nvme_disk_gb=7500,
         on_demand_hourly_usd=None, cpu_architecture="arm64", nvlink_domain_nodes=18,
-        ultraserver_nodes=(9, 18), min_ami_release="20251103"),
+        nvlink_gbps_per_gpu=1800, ultraserver_nodes=(9, 18), min_ami_release="20251103"),
     # 8 × V100 on NVLink, no bf16 (Volta): training there runs fp16 with a gradient scaler.
     "p3dn.24xlarge": _r(vcpus=96, memory_gib=768, gpus=8, **_V100, efa_interfaces=1,
         nvme_disks=2, nvme_disk_gb=900, max_enis=15, ipv4_per_eni=50,

@@ -33,10 +33,8 @@ GPU_CLASS = "gpu.nvidia.com"
 CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
 GPU_QUOTA = "nvidia.com/gpu"
 CHANNEL_QUOTA = "nvidia.com/imex-channel"
-# ComputeDomains (IMEX channels across NVLink nodes) stay off until the GB200 pools need them:
-# the chart's controller, its kubelet plugin container, its DeviceClasses, and the channel
-# class's quota mapping all follow this one switch.
-ENABLE_COMPUTE_DOMAINS = False
+# The ComputeDomain CRD (crds/resource.nvidia.com_computedomains.yaml): this version only.
+COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 # The EKS DRA page ("Use the NVIDIA DRA driver or device plugin on Amazon EKS") requires 1.34+
 # for GPU allocation with this driver; Kueue's DRA support needs resource.k8s.io/v1, served from
 # 1.34 (kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md).
@@ -58,6 +56,46 @@ def resource_api_version(minor: str) -> str:
 
 def dra_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
     return [p for p in pools if p.gpu_allocation == "dra"]
+
+
+def compute_domain_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
+    """Pools whose nodes share a multi-node NVLink domain (GB200 NVL72): their multi-node jobs
+    get a ComputeDomain, so the chart's ComputeDomain part is on exactly where one exists."""
+    return [p for p in pools if p.nvlink_domain_nodes is not None]
+
+
+def nvlink_problem(pool: GpuPool, nodes: int, gpus_per_node: int | None) -> tuple[str, str] | None:
+    """Why a multi-node job cannot share one NVLink domain of the pool, as (the setting at
+    fault, `nodes` or `gpus_per_node`, and why); None when it can, or when the pool has no such
+    domain. The driver holds at most 18 nodes in one IMEX domain on GB200
+    (cmd/compute-domain-controller/main.go defaultMaxNodesPerIMEXDomain), and its kubelet plugin
+    refuses a node already labelled for another ComputeDomain (cmd/compute-domain-kubelet-plugin/
+    computedomain.go AddNodeLabel): a pod a node, every GPU of it, so that no other job's domain
+    wants the node."""
+    domain = pool.nvlink_domain_nodes
+    if domain is None or nodes < 2:
+        return None
+    if nodes > domain:
+        return "nodes", (
+            f"{nodes}, but pool {pool.name}'s NVLink domain (one ComputeDomain) holds at most "
+            f"{domain} nodes (dra-driver-nvidia-gpu v0.4.1 defaultMaxNodesPerIMEXDomain); valid: "
+            f"{domain} nodes or fewer"
+        )
+    if gpus_per_node is not None and gpus_per_node < pool.gpus_per_node:
+        return "gpus_per_node", (
+            f"{gpus_per_node}, but a multi-node job on pool {pool.name} has a ComputeDomain of "
+            "its own and a node belongs to one ComputeDomain at a time: take all "
+            f"{pool.gpus_per_node} GPUs of each node"
+        )
+    return None
+
+
+def driver_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
+    """Pools the driver's kubelet plugin serves: DRA pools (GPUs) and NVLink-domain pools
+    (ComputeDomain channels; their GPUs stay with the device plugin unless they are DRA too)."""
+    pools = list(pools)
+    cd = compute_domain_pools(pools)
+    return [p for p in pools if p.gpu_allocation == "dra" or p in cd]
 
 
 def mig_profiles_of(pool: GpuPool) -> tuple[str, ...]:
@@ -88,21 +126,18 @@ def mig_class_selector(profile: str) -> str:
     return f'device.driver == "{DRIVER}" && {attrs}.type == "mig" && {attrs}.profile == "{profile}"'
 
 
-def device_class_quota(
-    pools: Iterable[GpuPool], compute_domains: bool = ENABLE_COMPUTE_DOMAINS
-) -> dict[str, str]:
-    """DeviceClass -> Kueue quota name, for every DeviceClass a DRA pool's claims may name; empty
-    where no pool uses DRA. Kueue leaves a workload inadmissible whose claim names a class no
-    mapping lists ("DeviceClass X is not mapped in DRA configuration", kueue v0.19.2
-    pkg/dra/claims.go). The chart's `mig.nvidia.com` is left out on purpose: it matches every
-    profile, so a claim on it could not be charged to the profile it gets."""
-    pools = dra_pools(pools)
-    if not pools:
-        return {}
-    table = {GPU_CLASS: GPU_QUOTA}
-    for profile in sorted({p for pool in pools for p in mig_profiles_of(pool)}):
+def device_class_quota(pools: Iterable[GpuPool]) -> dict[str, str]:
+    """DeviceClass -> Kueue quota name, for every DeviceClass a DRA pool's claims or an NVLink
+    pool's ComputeDomain channels may name; empty where no pool needs the driver. Kueue leaves
+    a workload inadmissible whose claim names a class no mapping lists ("DeviceClass X is not
+    mapped in DRA configuration", kueue v0.19.2 pkg/dra/claims.go). The chart's
+    `mig.nvidia.com` is left out on purpose: it matches every profile, so a claim on it could
+    not be charged to the profile it gets."""
+    pools = list(pools)
+    table = {GPU_CLASS: GPU_QUOTA} if dra_pools(pools) else {}
+    for profile in sorted({p for pool in dra_pools(pools) for p in mig_profiles_of(pool)}):
         table[mig_class(profile)] = mig_quota(profile)
-    if compute_domains:
+    if compute_domain_pools(pools):
         table[CHANNEL_CLASS] = CHANNEL_QUOTA
     return table
 

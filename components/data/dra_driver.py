@@ -1,6 +1,7 @@
 """NVIDIA's DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu, chart 0.4.1), installed
-where some GPU pool allocates its GPUs through it (`gpu_allocation: dra`), with its GPU kubelet
-plugin only on those pools' nodes, where the GPU Operator's device plugin is off
+where some GPU pool allocates its GPUs through it (`gpu_allocation: dra`) or shares a multi-node
+NVLink domain (GB200 NVL72: ComputeDomains for its multi-node jobs), with its kubelet plugin
+only on those pools' nodes, where the GPU Operator's device plugin is off
 (model/dra.py), and a DeviceClass per MIG profile those pools cut, so that Kueue can charge a
 MIG claim to its profile (model/dra.device_class_quota).
 
@@ -24,9 +25,10 @@ from components.kubernetes_object import KubernetesObject
 from components.vocabulary import GPU_NODE_DAEMONSET_TOLERATIONS
 from model.config import GpuPool, PlatformConfig
 from model.dra import (
-    ENABLE_COMPUTE_DOMAINS,
     NAMESPACE,
+    compute_domain_pools,
     dra_pools,
+    driver_pools,
     mig_class,
     mig_class_selector,
     mig_profiles_of,
@@ -44,8 +46,9 @@ OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
 
 def kubelet_plugin_affinity(pools: Sequence[GpuPool]) -> dict[str, Any]:
-    """Required node affinity: a node of one of the DRA pools, by all of its selector's labels
-    (which include the device plugin's switch set off). It replaces the chart's default terms,
+    """Required node affinity: a node of one of the pools the driver serves (model/dra.
+    driver_pools), by all of its selector's labels (on a DRA pool they include the device
+    plugin's switch set off). It replaces the chart's default terms,
     which match every NVIDIA node, device plugin or not (values.yaml `kubeletPlugin.affinity`):
     node selector terms are ORed, the expressions within one ANDed."""
     terms = [
@@ -55,7 +58,7 @@ def kubelet_plugin_affinity(pools: Sequence[GpuPool]) -> dict[str, Any]:
                 for key, value in sorted(pool.node_selector.items())
             ]
         }
-        for pool in dra_pools(pools)
+        for pool in driver_pools(pools)
     ]
     required = {"nodeSelectorTerms": terms}
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
@@ -64,16 +67,20 @@ def kubelet_plugin_affinity(pools: Sequence[GpuPool]) -> dict[str, Any]:
 def helm_values(cfg: PlatformConfig, add_on_nodes: dict[str, str]) -> dict[str, Any]:
     """The chart's values (../shared/charts/dra-driver-nvidia-gpu/0.4.1/values.yaml)."""
     pools = cfg.gpu_pools
+    gpus = bool(dra_pools(pools))
     operator_driver = cfg.installs("gpu_operator") and installs_driver(
         cfg.gpu_operator, cfg.provider == "aws"
     )
     return {
         # The DRA pools' nodes carry nvidia.com/gpu.deploy.device-plugin=false: the one case in
         # which the chart allows GPU allocation (templates/validation.yaml).
-        "gpuResourcesEnabledOverride": True,
+        "gpuResourcesEnabledOverride": gpus,
+        # GPUs only where some pool allocates them through DRA: an NVLink pool keeps its GPUs
+        # on the device plugin and takes only ComputeDomain channels from the driver (the EKS
+        # UltraServer page's values: gpus off, computeDomains on).
         "resources": {
-            "gpus": {"enabled": True},
-            "computeDomains": {"enabled": ENABLE_COMPUTE_DOMAINS},
+            "gpus": {"enabled": gpus},
+            "computeDomains": {"enabled": bool(compute_domain_pools(pools))},
         },
         # An offline render always finds v1 among its capabilities; the cluster's minor decides.
         "resourceApiVersion": resource_api_version(cfg.cluster.kubernetes_version),
@@ -84,7 +91,7 @@ def helm_values(cfg: PlatformConfig, add_on_nodes: dict[str, str]) -> dict[str, 
             "tolerations": [dict(t) for t in GPU_NODE_DAEMONSET_TOLERATIONS],
             "affinity": kubelet_plugin_affinity(pools),
         },
-        # The ComputeDomain controller (off with ENABLE_COMPUTE_DOMAINS) is no GPU workload: on
+        # The ComputeDomain controller (with an NVLink pool) is no GPU workload: on
         # the add-on nodes, without the control-plane tolerations EKS has no use for (the EKS
         # UltraServer page clears them too).
         "controller": {"nodeSelector": dict(add_on_nodes), "tolerations": []},

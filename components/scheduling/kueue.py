@@ -26,7 +26,7 @@ from model.config.scheduling import (
     FlavorSettings,
     TeamSettings,
 )
-from model.dra import kueue_device_class_mappings
+from model.dra import CHANNEL_QUOTA, kueue_device_class_mappings
 from model.warning_kinds import warning
 
 PROVISIONING_CHECK = "gpu-provisioning"
@@ -61,11 +61,15 @@ def counts_cpu_and_memory(cfg: PlatformConfig) -> bool:
 
 def node_offer(pool: GpuPool, size: tuple[int, int] | None) -> dict[str, int]:
     """What one node of the pool offers Kueue: CPUs and memory (GiB) where counted, GPU
-    resources, EFA devices."""
+    resources, EFA devices; on an NVLink-domain pool one ComputeDomain channel, which each pod
+    of a multi-node job claims (a pod a node): Kueue charges the claim to the channel class's
+    mapping and admits nothing its queue does not cover (../shared/PINS.md "DRA quota")."""
     offer = {"cpu": size[0], "memory": size[1]} if size else {}
     offer.update(pool_resources(pool))
     if pool.efa_interfaces:
         offer[EFA_RESOURCE] = pool.efa_interfaces
+    if pool.nvlink_domain_nodes is not None:
+        offer[CHANNEL_QUOTA] = 1
     return offer
 
 

@@ -32,6 +32,11 @@ launcher (contract/launch.py), which runs torchrun's agent.
   which the static CPU manager the GPU nodes run pins to CPUs of their own;
   a memory-backed /dev/shm for NCCL and data loaders; the storage plane's volumes; the pool's
   NCCL ConfigMap as environment; on RDMA pools the `rdma` Multus network.
+- Inside one NVLink domain where the pool has one (GB200 NVL72): a multi-node job there comes
+  with a ComputeDomain of its own (`compute_domain`), whose controller makes the channel's
+  ResourceClaimTemplate that every pod claims, so its GPUs reach each other's memory over
+  NVLink (IMEX); such a job takes whole nodes, at most one domain's worth
+  (model/dra.nvlink_problem).
 - Never on a quarantined node: every pod requires a node without the self-test's quarantine
   label, so a restarted group does not land on the node that failed it.
 - Scraped when it serves metrics: a container port named `metrics` and the pod label
@@ -114,8 +119,11 @@ from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.scheduling import JobSettings
+from model.dra import COMPUTE_DOMAIN_API, nvlink_problem
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+# The pod's claim on its ComputeDomain's IMEX channel (../shared/PINS.md "Claim shapes").
+CHANNEL_CLAIM = "imex-channel"
 # Where the image side serves a trainer's Prometheus metrics, on each pod's local rank 0: the
 # recipes (recipes/metrics.py) and trainkit, which teams' own scripts use.
 TRAINING_METRICS_PORT = 8000
@@ -299,6 +307,38 @@ def memory_mib(spec: TrainingJobSpec) -> int:
     return math.floor(per_slice * spec.gpus)
 
 
+def uses_compute_domain(spec: TrainingJobSpec) -> bool:
+    return spec.pool.nvlink_domain_nodes is not None and spec.nodes > 1 and not spec.standalone
+
+
+def channel_template_name(spec: TrainingJobSpec) -> str:
+    """The ResourceClaimTemplate the job's ComputeDomain controller creates and its pods claim."""
+    return f"{spec.name}-imex-channel"
+
+
+def compute_domain(spec: TrainingJobSpec) -> dict[str, Any]:
+    """The job's ComputeDomain, in its namespace (the channel's claim must be in the
+    ComputeDomain's: AssertComputeDomainNamespace). `numNodes: 0` always: the GPU Operator's
+    copy of the CRD requires the field and the driver's deprecates it, 0 is valid under both
+    (../shared/PINS.md "ComputeDomains and IMEX")."""
+    problem = nvlink_problem(spec.pool, spec.nodes, spec.gpus_per_node)
+    if problem is not None:
+        raise ValueError(f"{spec.name}: {problem[0]} {problem[1]}")
+    return {
+        "apiVersion": COMPUTE_DOMAIN_API,
+        "kind": "ComputeDomain",
+        "metadata": {
+            "name": spec.name,
+            "namespace": spec.namespace,
+            **({"labels": dict(spec.labels)} if spec.labels else {}),
+        },
+        "spec": {
+            "numNodes": 0,
+            "channel": {"resourceClaimTemplate": {"name": channel_template_name(spec)}},
+        },
+    }
+
+
 def quantity_mib(mib: int) -> str:
     """MiB as Kubernetes writes it: in Gi where whole."""
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
@@ -468,7 +508,10 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         "env": env,
         "envFrom": [{"configMapRef": {"name": configmap_name(spec.pool)}}],
         **({"ports": ports(spec)} if ports(spec) else {}),
-        "resources": resources(spec),
+        "resources": {
+            **resources(spec),
+            **({"claims": [{"name": CHANNEL_CLAIM}]} if uses_compute_domain(spec) else {}),
+        },
         "securityContext": security_context(),
         "volumeMounts": [
             *training_volume_mounts(),
@@ -589,6 +632,10 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
             *spec.extra_volumes,
         ],
     }
+    if uses_compute_domain(spec):
+        pod["resourceClaims"] = [
+            {"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template_name(spec)}
+        ]
     if spec.service_account:
         pod["serviceAccountName"] = spec.service_account
     if spec.priority_class:
@@ -674,10 +721,11 @@ def object_meta(spec: TrainingJobSpec) -> dict[str, Any]:
 
 
 def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
-    """What a submitter applies: the JobSet alone. Everything its pods name exists in its
-    namespace on every cluster it may run on, the launcher's ConfigMap among them, and JobSet
-    makes the headless Service (tests/controllers/references.py)."""
-    return [jobset(spec)]
+    """What a submitter applies: the JobSet, and its ComputeDomain on an NVLink-domain pool.
+    Everything its pods name exists in its namespace on every cluster it may run on, the
+    launcher's ConfigMap among them; JobSet makes the headless Service and the ComputeDomain's
+    controller the channel's claim template (tests/controllers/references.py)."""
+    return [jobset(spec), *([compute_domain(spec)] if uses_compute_domain(spec) else [])]
 
 
 def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> TrainingJobSpec:

@@ -323,13 +323,23 @@ class SelfTest(PlatformComponent):
                         "wait for it; read its report under /mnt/shared-data/selftest/ or its log",
                     )
                 )
-            (job,) = render(selftest_spec(cfg))
+            job, *beside = render(selftest_spec(cfg))
+            # On an NVLink pool its ComputeDomain, whose controller makes the channel's claim
+            # template: the run's all-reduce across nodes goes over NVLink only inside one.
+            before = [
+                KubernetesObject(
+                    f"{env}-selftest-{obj['kind'].lower()}",
+                    obj,
+                    self.child(depends_on=[*args.after, *access]),
+                )
+                for obj in beside
+            ]
             timeout = f"{cfg.selftest.up_wait_minutes}m"
             KubernetesObject(
                 f"{env}-selftest-job",
                 job,
                 self.child(
-                    depends_on=[*args.after, *access, *history],
+                    depends_on=[*args.after, *access, *history, *before],
                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                 ),
             )

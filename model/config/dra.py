@@ -14,6 +14,7 @@ from model.dra import (
     MAX_KUEUE_MAPPINGS,
     MIN_MINOR,
     device_class_quota,
+    dra_pools,
     kueue_device_class_mappings,
 )
 from model.versions import minor_tuple
@@ -37,6 +38,42 @@ def _dra_pools(cfg: PlatformConfig) -> Iterator[tuple[str, str, GpuSharingSettin
         for i, pool in enumerate(cfg.existing.gpu_pools):
             if pool.gpu_allocation == "dra":
                 yield f"existing.gpu_pools[{i}]", pool.name, pool.gpu_sharing
+
+
+def _nvlink_problems(cfg: PlatformConfig) -> list[FieldProblem]:
+    """What keeps a GB200 pool's ComputeDomains from working: Kueue charging their channel
+    claims, and the driver's one kubelet plugin DaemonSet, which serves GPUs on every node it
+    runs on once any pool allocates GPUs through DRA (chart 0.4.1 templates/kubeletplugin.yaml)."""
+    problems = []
+    pools = {p.name: p for p in cfg.gpu_pools}
+    dra = sorted(p.name for p in dra_pools(cfg.gpu_pools))
+    minor = cfg.cluster.kubernetes_version
+    for i, group in enumerate(cfg.gpu_node_groups if cfg.provider == "aws" else ()):
+        pool = pools[group.name]
+        if pool.nvlink_domain_nodes is None:
+            continue
+        if cfg.scheduling.enabled and minor_tuple(minor) < minor_tuple(MIN_MINOR):
+            problems.append(
+                FieldProblem(
+                    "cluster.kubernetes_version",
+                    f"{minor}, but pool {pool.name} shares an NVLink domain: its multi-node "
+                    "jobs claim a ComputeDomain channel, which Kueue charges only through "
+                    f"resource.k8s.io/v1, served from {MIN_MINOR} (Kueue v0.19.2, 'Dynamic "
+                    f"Resource Allocation'); valid: {MIN_MINOR} or later",
+                )
+            )
+        if pool.gpu_allocation == "device_plugin" and dra:
+            problems.append(
+                FieldProblem(
+                    f"gpu_node_groups[{i}].gpu_allocation",
+                    f"device_plugin, but pool {pool.name} takes ComputeDomain channels from "
+                    f"NVIDIA's DRA driver, and pool {', '.join(dra)} makes that driver serve "
+                    "GPUs on every node its kubelet plugin runs on: both would hand out this "
+                    "pool's GPUs; valid: gpu_allocation dra here too, or device_plugin on "
+                    f"{', '.join(dra)}",
+                )
+            )
+    return problems
 
 
 def check_dra(cfg: PlatformConfig) -> None:
@@ -111,6 +148,7 @@ def check_dra(cfg: PlatformConfig) -> None:
                     "their selector); remove it from node_selector and set gpu_allocation",
                 )
             )
+    problems += _nvlink_problems(cfg)
     mappings = kueue_device_class_mappings(device_class_quota(cfg.gpu_pools))
     if len(mappings) > MAX_KUEUE_MAPPINGS:
         problems.append(

@@ -16,13 +16,21 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from contract.floors import INTER_NODE_BUSBW_GBPS, INTRA_NODE_BUSBW_GBPS, SOURCE
+from contract.floors import (
+    INTER_NODE_BUSBW_GBPS,
+    INTRA_NODE_BUSBW_GBPS,
+    NVLINK_SOURCE,
+    SOURCE,
+    nvlink_busbw_floor,
+)
+from model.catalog import CATALOG
 from model.config.base import DnsLabel, FieldProblem, Int, Settings, shaped
 from model.config.bounds import MAX_CLUSTER_NODES
 from model.config.node_join import NodeJoinSettings, check_join_dcgm_level, check_node_join
 from model.config.pools import always_up_pools, windowed_keys
 from model.config.references import GPU_POOL, LOCAL_QUEUE, PRIORITY_CLASS, refers
 from model.config.selftest_schedule import ScheduleSettings, check_schedule, scheduled
+from model.dra import nvlink_problem
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig
@@ -199,8 +207,19 @@ def floors(
     elif pool.gpu_model in INTRA_NODE_BUSBW_GBPS:
         out["intra_node_busbw_gbps"] = (INTRA_NODE_BUSBW_GBPS[pool.gpu_model], SOURCE)
     inter = settings.inter_node_busbw_gbps
+    nvlink = [
+        (CATALOG[t].nvlink_gbps_per_gpu, t)
+        for t in pool.instance_types
+        if CATALOG[t].nvlink_gbps_per_gpu is not None
+    ]
     if inter is not None:
         out["inter_node_busbw_gbps"] = (inter, "selftest.inter_node_busbw_gbps")
+    elif nvlink:
+        # Across nodes of one NVLink domain (the run's ComputeDomain), NVLink, not EFA, carries
+        # the all-reduce: its floor, not the fabric's.
+        gbps, name = min(nvlink)
+        source = f"{NVLINK_SOURCE} ({name}: {gbps} GB/s, model/catalog_rows.py)"
+        out["inter_node_busbw_gbps"] = (nvlink_busbw_floor(gbps), source)
     else:
         known = [
             INTER_NODE_BUSBW_GBPS[t] for t in pool.instance_types if t in INTER_NODE_BUSBW_GBPS
@@ -270,6 +289,9 @@ def _check_post_deploy(cfg: PlatformConfig) -> None:
             f"{settings.gpus_per_node} GPUs, but a node of pool {pool.name!r} has "
             f"{pool.gpus_per_node}",
         )
+    nvlink = nvlink_problem(pool, settings.nodes, settings.gpus_per_node)
+    if nvlink is not None:
+        raise FieldProblem(f"selftest.{nvlink[0]}", nvlink[1])
     if pool.sharing.mode == "mig":
         raise FieldProblem(
             "selftest.pool",

@@ -88,12 +88,13 @@ def test_a_domain_sized_job_waits_rather_than_split_over_two_domains():
     assert why is not None and "no one domain of nvidia.com/gpu.clique holds 18 pods" in why
 
 
-def test_a_job_past_one_domain_spans_domains_under_the_closest_network_node():
-    pods = pod_set(job(19))
-    assert pods.annotations == {
+def test_a_placement_past_one_domain_spans_domains_under_the_closest_network_node():
+    # The job builder refuses such a job (one ComputeDomain holds 18 nodes:
+    # tests/components/scheduling/test_compute_domains.py); the placement alone still answers.
+    cfg = gb200_config()
+    assert placement(cfg, cfg.gpu_pools[0], nodes=19) == {
         "kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"
     }
-    assert admission(kueue(), pods, nodes(cliques=2), provisioned=True) is None
 
 
 def test_a_19_node_job_cannot_require_one_nvlink_domain():
@@ -105,6 +106,7 @@ def test_a_19_node_job_cannot_require_one_nvlink_domain():
     )
     assert "at most 18 nodes per IMEX domain" in str(caught.value)
     # And Kueue would not have placed it: no domain of the clique holds 19.
-    required = dataclasses.replace(pod_set(job(19)), annotations={REQUIRED: CLIQUE})
+    nineteen = dataclasses.replace(pod_set(job(18)), count=19)
+    required = dataclasses.replace(nineteen, annotations={REQUIRED: CLIQUE})
     why = admission(kueue(), required, nodes(cliques=2), provisioned=True)
     assert why is not None and "the largest holds 18" in why

@@ -32,11 +32,13 @@ import copy
 import functools
 import json
 import re
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import yaml
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from jsonschema import validators
@@ -90,12 +92,25 @@ _BASE = validators.validator_for({})
 StructuralValidator = validators.extend(_BASE, {"pattern": _pattern})
 
 
-@functools.cache
-def validator_for(api_version: str, kind: str) -> jsonschema.protocols.Validator:
-    schema = _close(crd_schema(api_version, kind))
+def structural_validator(crd: dict[str, Any]) -> jsonschema.protocols.Validator:
+    schema = _close(crd)
     # The CRD schema says nothing of metadata beyond `type: object`; it is the API server's.
     schema["properties"]["metadata"] = {"type": "object"}
     return StructuralValidator(schema)
+
+
+@functools.cache
+def validator_for(api_version: str, kind: str) -> jsonschema.protocols.Validator:
+    return structural_validator(crd_schema(api_version, kind))
+
+
+def chart_crd_schema(chart: Path, member: str, version: str) -> dict[str, Any]:
+    """The openAPIV3Schema of `version` in a CRD a packaged chart ships under its crds/: the
+    schema that wins where that chart installs the CRD first."""
+    with tarfile.open(chart) as archive:
+        crd = yaml.safe_load(archive.extractfile(member).read())
+    (found,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
+    return found["schema"]["openAPIV3Schema"]
 
 
 def strip_nulls(value: Any) -> Any:
@@ -107,17 +122,21 @@ def strip_nulls(value: Any) -> Any:
     return value
 
 
-def errors(obj: dict[str, Any]) -> list[str]:
-    """Every schema violation of a custom resource, as `kind name: path: message`; on an
-    object its schema admits, every CEL rule it breaks (`cel_errors`): a rule reads fields by
-    the types the schema gives them."""
-    validator = validator_for(obj["apiVersion"], obj["kind"])
+def errors(obj: dict[str, Any], schema: dict[str, Any] | None = None) -> list[str]:
+    """Every schema violation of a custom resource (against its CRD in ../shared/crds, or
+    `schema`), as `kind name: path: message`; on an object the schema admits, every CEL rule it
+    breaks (`cel_errors`): a rule reads fields by the types the schema gives them."""
+    validator = (
+        validator_for(obj["apiVersion"], obj["kind"])
+        if schema is None
+        else structural_validator(schema)
+    )
     name = f"{obj['kind']} {obj.get('metadata', {}).get('name')}"
     found = []
     for error in sorted(validator.iter_errors(strip_nulls(copy.deepcopy(obj))), key=str):
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         found.append(f"{name}: {where}: {error.message}")
-    return found or cel_errors(obj)
+    return found or cel_errors(obj, schema)
 
 
 # ------------------------------------------------------------------------------ CEL rules

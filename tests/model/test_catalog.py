@@ -107,6 +107,14 @@ def test_architecture_nvlink_domain_and_ultraserver_columns(name):
     assert got == GB200_NODE_FACTS.get(name, ("x86_64", "AL2023_x86_64_NVIDIA", None, (), None))
 
 
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_nvlink_across_nodes_is_the_datasheet_figure_where_a_domain_spans_nodes(name):
+    # NVIDIA GB200 NVL72 datasheet, "Fifth-Generation NVLink": 1.8 TB/s GPU-to-GPU, 130 TB/s for
+    # the rack's 72 GPUs. Every other type's NVLink ends at the node.
+    wanted = {"p6e-gb200.36xlarge": 1800}.get(name)
+    assert CATALOG[name].nvlink_gbps_per_gpu == wanted
+
+
 def test_gb200_is_unpriced_and_has_no_mig():
     # Sold only as UltraServer Capacity Blocks, no on-demand rate; driver 580's CDMM turns off
     # MIG (EKS UltraServer page).

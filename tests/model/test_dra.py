@@ -8,6 +8,8 @@ in on 1.33; "DeviceClasses, drivers and what the chart renders": `gpu.nvidia.com
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from model.config import GpuSharingSettings
@@ -49,7 +51,7 @@ def test_no_dra_pool_no_table():
     assert device_class_quota([pool("a", "H100", 80, "device_plugin", "mig")]) == {}
 
 
-def test_mig_profiles_of_every_dra_pool_by_strategy_and_the_channel_behind_its_switch():
+def test_mig_profiles_of_every_dra_pool_by_strategy_and_the_channel_of_an_nvlink_pool():
     pools = [
         pool("h100", "H100", 80, "dra", "mig"),
         pool("a100", "A100", 40, "dra", "mig", strategy="single"),
@@ -62,8 +64,11 @@ def test_mig_profiles_of_every_dra_pool_by_strategy_and_the_channel_behind_its_s
         "mig-2g.20gb.gpu-platform": "nvidia.com/mig-2g.20gb",
         "mig-3g.40gb.gpu-platform": "nvidia.com/mig-3g.40gb",
     }
-    with_channel = device_class_quota(pools[:1], compute_domains=True)
-    assert with_channel["compute-domain-default-channel.nvidia.com"] == "nvidia.com/imex-channel"
+    # A GB200 pool keeps its GPUs on the device plugin: only its channel is mapped.
+    nvl = dataclasses.replace(pools[2], nvlink_domain_nodes=18, sharing=GpuSharingSettings())
+    assert device_class_quota([nvl]) == {
+        "compute-domain-default-channel.nvidia.com": "nvidia.com/imex-channel"
+    }
 
 
 def test_classes_of_one_quota_name_share_one_mapping():

@@ -67,14 +67,15 @@ GB200 = g(
 
 
 def test_a_gb200_group_as_aws_sells_it_is_accepted():
-    # Whole UltraServers (9 and 18 instances, EKS UltraServer page) in a Capacity Block, on the
-    # first AMI release GB200 takes. That release keeps SOCI's directory off the instance-store
-    # array, so SOCI parallel pull is off here (images.fast_pull refuses it: test_fast_image_pull).
+    # Whole UltraServers (9 and 18 instances, EKS UltraServer page) in a Capacity Block, on 1.34
+    # (from which Kueue charges the ComputeDomain channels of its jobs: PINS.md "DRA quota") and
+    # the first AMI release GB200 takes. That release keeps SOCI's directory off the
+    # instance-store array, so SOCI parallel pull is off here (test_fast_image_pull).
     for size in (9, 18, 36):
         scaling = {"min_size": 0, "max_size": size}
         config(
-            GB200 | {"scaling": scaling, "ami_release": "1.33.5-20251103"},
-            cluster={**CLUSTER, "kubernetes_version": "1.33"},
+            GB200 | {"scaling": scaling, "ami_release": "1.34.1-20251103"},
+            cluster={**CLUSTER, "kubernetes_version": "1.34"},
             aws={**AWS, "zone_offerings": {"p6e-gb200.36xlarge": ZONES}},
             images={"fast_pull": False},
         )

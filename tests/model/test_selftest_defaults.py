@@ -12,6 +12,7 @@ from model.config import parse_config
 from model.config.selftest import floors
 from tests.conftest import STACKS, stack_config
 from tests.helpers.bad_stacks import ADMIN
+from tests.helpers.varied_stacks import gb200_config
 
 
 def pool_of(instance_type: str):
@@ -49,6 +50,22 @@ def test_bus_bandwidth_floors_default_to_the_facts_figure_of_the_pool_s_hardware
     assert found["intra_node_busbw_gbps"][0] == intra
     assert "FACTS.md" in found["intra_node_busbw_gbps"][1]
     assert found.get("inter_node_busbw_gbps", (None,))[0] == inter
+
+
+def test_across_nodes_of_one_nvlink_domain_the_floor_is_nvlinks_not_efas():
+    """GB200 NVL72: 1.8 TB/s NVLink per GPU (NVIDIA GB200 NVL72 datasheet, "Fifth-Generation
+    NVLink"), at the share of its datasheet NVLink the H100 floor reaches in one node: 460 of
+    900 GB/s (FACTS.md; NVIDIA H100 datasheet): 1800 x 460 / 900 = 920 GB/s, though the pool
+    has EFA as the p5 pool, whose floor across nodes is FACTS.md's 444."""
+    cfg = gb200_config()
+    value, source = floors(cfg, cfg.gpu_pools[0], nodes=2)["inter_node_busbw_gbps"]
+    assert value == 920.0
+    assert "NVLink" in source and "p6e-gb200.36xlarge: 1800 GB/s" in source
+    cfg, pool = pool_of("p5.48xlarge")
+    assert floors(cfg, pool, nodes=2)["inter_node_busbw_gbps"] == (
+        444.0,
+        'shared/FACTS.md, "Self-test numbers"',
+    )
 
 
 @pytest.mark.parametrize("stack", STACKS)
