@@ -42,7 +42,12 @@ from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import mirrored
 from components.scheduling.reservation import reservation_objects
-from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
+from components.scheduling.training_job import (
+    TrainingJobSpec,
+    claim_templates,
+    render,
+    spec_for_pool,
+)
 from components.selftest.access import access_all, access_env, account
 from components.selftest.node_join import node_join_objects
 from components.selftest.prepull import prepull_objects
@@ -55,6 +60,7 @@ from components.selftest.schedule import (
     idle_nodes_only,
     idle_priority_objects,
     idle_queue_objects,
+    schedule_spec,
 )
 from components.vocabulary import prometheus_service, pushgateway_url
 from contract.env import (
@@ -323,13 +329,22 @@ class SelfTest(PlatformComponent):
                         "wait for it; read its report under /mnt/shared-data/selftest/ or its log",
                     )
                 )
-            (job,) = render(selftest_spec(cfg))
+            *templates, job = render(selftest_spec(cfg))
+            # A DRA pool's claim template, which the run's pods name: there before the run.
+            claims = [
+                KubernetesObject(
+                    f"{env}-resourceclaimtemplate-{obj['metadata']['name']}",
+                    obj,
+                    self.child(depends_on=list(args.after)),
+                )
+                for obj in templates
+            ]
             timeout = f"{cfg.selftest.up_wait_minutes}m"
             KubernetesObject(
                 f"{env}-selftest-job",
                 job,
                 self.child(
-                    depends_on=[*args.after, *access, *history],
+                    depends_on=[*args.after, *access, *history, *claims],
                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                 ),
             )
@@ -358,6 +373,16 @@ class SelfTest(PlatformComponent):
                     self.child(depends_on=after),
                 )
             )
+        # A scheduled run on a DRA pool claims its GPUs through a template of the CronJob's.
+        for pool in scheduled_pools(cfg):
+            for obj in claim_templates(schedule_spec(cfg, pool, pool_env(cfg, pool))):
+                needed.append(
+                    KubernetesObject(
+                        f"{env}-resourceclaimtemplate-{obj['metadata']['name']}",
+                        obj,
+                        self.child(depends_on=after),
+                    )
+                )
         for obj in cron_jobs(cfg, lambda pool: pool_env(cfg, pool)):
             KubernetesObject(
                 f"{env}-cronjob-{obj['metadata']['name']}",
