@@ -70,6 +70,10 @@ class Kubectl:
         text = self.output("get", types, name, "-n", namespace, "-o", "json", "--ignore-not-found")
         return _found(text)
 
+    def read(self, types: str, name: str, namespace: str) -> dict[str, Any]:
+        """The one object of `types` named `name`, which must exist (kubectl exits 1 if not)."""
+        return json.loads(self.output("get", types, name, "-n", namespace, "-o", "json"))
+
     def nodes(self, names: list[str]) -> list[dict[str, Any]]:
         """The Nodes named (cluster-scoped: no namespace) that exist."""
         return _found(self.output("get", "nodes", *names, "-o", "json", "--ignore-not-found"))

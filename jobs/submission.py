@@ -58,10 +58,10 @@ def applied(
     meta = job["metadata"]
     title = f"{job['kind']} {meta['namespace']}/{meta['name']}"
     try:
-        (live,) = cluster.get(
+        live = cluster.read(
             resource_type(job["apiVersion"], job["kind"]), meta["name"], meta["namespace"]
         )
-    except (KubectlError, ValueError) as error:
+    except KubectlError as error:
         print(f"error: {title} was applied but could not be read back: {error}", file=sys.stderr)
         return 1
     owner = {"metadata": {"ownerReferences": [owner_reference(live)]}}
