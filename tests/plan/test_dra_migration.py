@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+import textwrap
 
 import pytest
+import yaml
 
 from model.config import parse_config
+from model.stacks import ROOT
 from plan.cli import main
 from plan.diff import PreviousPlan
 from plan.diff_report import changes_block
@@ -125,3 +129,23 @@ def test_skipping_a_step_is_shown_as_the_gap_it_leaves():
         "there after it (a100-dra new: serving only once their nodes join): add the new pool in "
         "one plan, move the quota in the next"
     ) in text
+
+
+def test_the_docs_steps_are_the_planned_steps():
+    """docs/gpu-nodes.md, "Moving a pool to DRA": each step's snippet holds the groups and queues
+    of the step planned above."""
+    text = (ROOT / "docs" / "gpu-nodes.md").read_text()
+    section = text[text.index("### Moving a pool to DRA") :]
+    section = section[: section.index("\n### ")]
+    documented = [
+        yaml.safe_load(textwrap.dedent(block))
+        for block in re.findall(r"```yaml\n(.*?)```", section, re.S)
+    ]
+    assert len(documented) == len(MIGRATION_STEPS) - 1
+    for step, snippet in enumerate(documented, start=1):
+        planned_step = MIGRATION_STEPS[step]
+        groups = "gpu-platform:gpu_node_groups"
+        assert snippet[groups] == planned_step[groups], f"step {step}"
+        queues = (snippet.get("gpu-platform:scheduling") or {}).get("cluster_queues")
+        planned_queues = (planned_step.get("gpu-platform:scheduling") or {}).get("cluster_queues")
+        assert queues == planned_queues, f"step {step}"
