@@ -25,11 +25,12 @@ from jobs.team import TeamJob, plan_job
 from model.config import PlatformConfig, parse_config
 from plan.model import Plan
 from plan.render import render_plan
-from tests.conftest import SHARED_HELM, STACKS, project_plan, stack_config
+from tests.conftest import SHARED_HELM, STACKS, project_plan, stack_config, validate_kubernetes
 from tests.controllers.kueue_admission import Kueue, admission_problems, manager_config_of
 from tests.controllers.pod_security import pod_templates, violations
 from tests.controllers.qos import qos_class
 from tests.controllers.references import Cluster, Placed, problems
+from tests.helpers import jobsets
 from tests.helpers.bad_stacks import NS
 from tests.helpers.dra_objects import schema_problems
 from tests.helpers.plan_out import SELFTEST_IMAGE
@@ -177,8 +178,20 @@ def test_every_job_on_every_dra_pool_claims_and_passes_every_model(stack):
     templates += [o for o in objects if o["kind"] == "ResourceClaimTemplate"]
     templates += platform_claim_templates_of(cfg)
     assert templates
+    version = cfg.cluster.kubernetes_version
     for template in templates:
-        assert schema_problems(template, cfg.cluster.kubernetes_version) == []
+        assert schema_problems(template, version) == []
+    # The JobSet against its CRD, its Job and every other workload against Kubernetes' schema
+    # of the minor: a pod's resourceClaims and a container's claims included.
+    for what, objs in found:
+        job = objs[-1]
+        try:
+            if job["kind"] in ("JobSet", "Job"):
+                jobsets.validate_object(job, version)
+            else:
+                validate_kubernetes(job, version)
+        except AssertionError as error:
+            raise AssertionError(f"{stack}: {what}: {error}") from error
     kueue = Kueue.of([*objects, *templates], kueue_config, windows="open")
     cluster = {stack: Cluster(stack, [*objects, *templates])}
     refused = {}
