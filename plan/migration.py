@@ -30,12 +30,15 @@ from fractions import Fraction
 from typing import Any
 
 from components.selftest.node_join import daemon_set_name
+from components.vocabulary import CANARY_LABEL
 from model.config import PlatformConfig
 from model.config.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_OFF
+from model.config.pools import NODE_GROUP_LABEL
 from plan.diff import PreviousPlan
 
 _CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 _DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 # The resources a GPU is charged as, on either path (model/dra.device_class_quota keeps the
 # device plugin's names): whole GPUs, or MIG slices of a profile.
 _GPU_RESOURCE = "nvidia.com/gpu"
@@ -105,6 +108,16 @@ def gpu_quota(resources: Iterable[dict[str, Any]]) -> dict[str, dict[str, Fracti
     return found
 
 
+def _min_size(resources: list[dict[str, Any]], pool: str) -> int:
+    """The pool's own node group's min_size (its canary group aside); 0 on an existing
+    cluster, whose nodes are the admin's."""
+    for r in resources:
+        labels = (r["inputs"].get("labels") or {}) if r["type"] == _NODE_GROUP else {}
+        if labels.get(NODE_GROUP_LABEL) == pool and CANARY_LABEL not in labels:
+            return int(r["inputs"]["scalingConfig"]["minSize"])
+    return 0
+
+
 def _serving(quota: dict[str, Fraction], pools: Iterable[str]) -> list[str]:
     return sorted(p for p in pools if quota.get(p, 0) > 0)
 
@@ -163,11 +176,16 @@ def steps(
         had = sorted(q for q, quota in before.items() if quota.get(name, 0) > 0)
         has = [q for q in had if after.get(q, {}).get(name, 0) > 0]
         if had and not has:
+            kept = _min_size(current, name)
+            nodes = (
+                f"its {kept} node(s) of min_size stay until the group is removed"
+                if kept
+                else "cluster-autoscaler removes its nodes as they empty"
+            )
             found.append(
                 f"pool {name} ({allocation(now[name])}) drains: Kueue admits nothing more to "
                 f"flavor {name} (nominal quota 0 in {', '.join(had)}); what runs there runs to "
-                "its end (quota is checked at admission: nothing is evicted), and "
-                "cluster-autoscaler removes its nodes as they empty"
+                f"its end (quota is checked at admission: nothing is evicted), and {nodes}"
             )
     for name in sorted(earlier.keys() - now.keys()):
         admitting = sorted(q for q, quota in before.items() if quota.get(name, 0) > 0)

@@ -21,7 +21,7 @@ from plan.cli import main
 from plan.diff import PreviousPlan
 from plan.diff_report import changes_block
 from plan.migration import gaps, refusals
-from tests.conftest import planned
+from tests.conftest import planned, project_plan
 from tests.helpers.varied_stacks import MIGRATION_STACK, MIGRATION_STEPS, migration_plan
 
 STEPS_HEADER = "GPU allocation (device plugin / DRA) steps:"
@@ -149,3 +149,22 @@ def test_the_docs_steps_are_the_planned_steps():
         queues = (snippet.get("gpu-platform:scheduling") or {}).get("cluster_queues")
         planned_queues = (planned_step.get("gpu-platform:scheduling") or {}).get("cluster_queues")
         assert queues == planned_queues, f"step {step}"
+
+
+def test_a_draining_group_that_keeps_nodes_says_they_stay():
+    """A group whose min_size is above 0 keeps that many nodes, empty, until it is removed:
+    cluster-autoscaler never goes below a group's min size."""
+    moved = copy.deepcopy(MIGRATION_STEPS[2])
+    old, _ = moved["gpu-platform:gpu_node_groups"]
+    old["scaling"] = {"min_size": 1, "max_size": 2, "desired_size": 1}
+    previous = copy.deepcopy(MIGRATION_STEPS[1])
+    previous["gpu-platform:gpu_node_groups"][0]["scaling"] = dict(old["scaling"])
+    before = project_plan(MIGRATION_STACK, {MIGRATION_STACK: previous})
+    text = changes_block(
+        project_plan(MIGRATION_STACK, {MIGRATION_STACK: moved}),
+        PreviousPlan([r.as_json() for r in before.resources], before.outputs),
+        "step 1",
+    )
+    assert "nothing is evicted), and its 1 node(s) of min_size stay until the group is removed" in (
+        text
+    )
