@@ -260,6 +260,15 @@ def dra_project(tmp_path, monkeypatch) -> Path:
     return make_project(tmp_path / "project", {"st": DRA_CONFIGS[DRA_STACK]})
 
 
+def owned_by(live_job: dict) -> dict:
+    """The merge patch that makes `live_job` an object's owner, as `jobs submit` sends it."""
+    meta = live_job["metadata"]
+    reference = {k: live_job[k] for k in ("apiVersion", "kind")}
+    return {
+        "metadata": {"ownerReferences": [{**reference, "name": meta["name"], "uid": meta["uid"]}]}
+    }
+
+
 def test_a_dra_jobs_claim_template_is_owned_by_its_jobset_so_it_goes_with_it(
     dra_project, kubectl, capsys
 ):
@@ -275,7 +284,7 @@ def test_a_dra_jobs_claim_template_is_owned_by_its_jobset_so_it_goes_with_it(
     kubectl.answer("apply", "-f", str(path))
     read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
     kubectl.answer(*read, stdout=live(job, "queued"))
-    owner = {
+    assert owned_by(live(job, "queued")) == {
         "metadata": {
             "ownerReferences": [
                 {
@@ -288,7 +297,7 @@ def test_a_dra_jobs_claim_template_is_owned_by_its_jobset_so_it_goes_with_it(
         }
     }
     patch = ["patch", "resourceclaimtemplate.v1.resource.k8s.io", "ft-gpus", "-n", "training"]
-    patch += ["--type", "merge", "-p", json.dumps(owner)]
+    patch += ["--type", "merge", "-p", json.dumps(owned_by(live(job, "queued")))]
     kubectl.answer(*patch)
     assert submit(dra_project, "--apply", "--pool", "a100-efa") == 0
     assert [c[2:] for c in kubectl.calls] == [get, ["apply", "-f", str(path)], read, patch]
@@ -310,3 +319,27 @@ def test_a_template_left_without_its_owner_is_said_with_how_to_delete_it(
         "stays when the job goes: delete it with the job (kubectl delete "
         "resourceclaimtemplate.v1.resource.k8s.io ft-gpus -n training)"
     ) in capsys.readouterr().err
+
+
+def test_resume_of_a_dra_job_replaces_its_template_with_it(dra_project, kubectl):
+    """The foreground delete takes the owned template first (Kubernetes docs, "Foreground
+    cascading deletion"); the file applied again brings a new one, owned by the new JobSet."""
+    assert submit(dra_project, "--pool", "a100-efa") == 0
+    path = dra_project / "out" / "ft" / "job.yaml"
+    _, job = yaml.safe_load_all(path.read_text())
+    get = holding(kubectl, job, live(job, "failed"))
+    delete = ["delete", get[1], "ft", "-n", "training", "--cascade=foreground", "--wait=true"]
+    kubectl.answer(*delete)
+    kubectl.answer("apply", "-f", str(path))
+    read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
+    kubectl.answer(*read, stdout=live(job, "queued"))
+    patch = ["patch", "resourceclaimtemplate.v1.resource.k8s.io", "ft-gpus", "-n", "training"]
+    kubectl.answer(*patch, "--type", "merge", "-p", json.dumps(owned_by(live(job, "queued"))))
+    assert submit(dra_project, "--apply", "--resume", "--pool", "a100-efa") == 0
+    assert [c[2:5] for c in kubectl.calls] == [
+        get[:3],
+        delete[:3],
+        ["apply", "-f", str(path)],
+        read[:3],
+        patch[:3],
+    ]
