@@ -23,6 +23,7 @@ from model.config import GpuPool, PlatformConfig
 from model.config.pools import always_up_pools
 from plan.model import Plan
 from tests.conftest import STACKS, planned, stack_config
+from tests.helpers.varied_stacks import DRA_CONFIGS, dra_config, dra_plan
 
 # The labels of the platform's own Jobs and CronJobs that no queue admits.
 OUTSIDE_KUEUE = {"gpu-platform/canary", "gpu-platform/reservation-phase"}
@@ -162,9 +163,24 @@ def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
+# The stacks the sweeps of every job run over: the shipped ones and the DRA fixtures, whose
+# pools allocate GPUs through DRA (tests/helpers/varied_stacks.py).
+SWEPT_STACKS = [*STACKS, *DRA_CONFIGS]
+
+
+def config_of(stack: str) -> PlatformConfig:
+    return dra_config(stack) if stack in DRA_CONFIGS else stack_config(stack)
+
+
 def every_job(stack: str) -> list[tuple[str, dict[str, Any]]]:
-    """(what, object) of every job above the stack renders: the platform's, what `python -m
-    jobs` submits, and its bursting teams' on each worker's pools."""
+    """(what, object) of every job above the stack (one of SWEPT_STACKS) renders: the
+    platform's, what `python -m jobs` submits, and its bursting teams' on each worker's pools."""
+    if stack in DRA_CONFIGS:
+        cfg = config_of(stack)
+        platform = platform_jobs_of(cfg, dra_plan(stack))
+        found = [(f"platform {j['kind']} {j['metadata']['name']}", j) for j in platform]
+        # The fixtures burst nowhere.
+        return found + submitted_jobs_of(cfg)
     found = [(f"platform {j['kind']} {j['metadata']['name']}", j) for j in platform_jobs(stack)]
     found += submitted_jobs(stack)
     for worker in workers_of(stack):
