@@ -361,4 +361,4 @@ def deliver(
         )
     if config is None or kubectl is None:
         return 0
-    return submit_to(Kubectl.of_stack(kubectl, config, cfg), job, path, args.resume)
+    return submit_to(Kubectl.of_stack(kubectl, config, cfg), objects, job, path, args.resume)

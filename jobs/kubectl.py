@@ -1,7 +1,7 @@
 """kubectl, as `python -m jobs` runs it against a stack's cluster: look a job up, delete it,
-apply it, and read a Service through the API server's proxy. Every call names the kubeconfig
-(and the stack's context, an existing cluster's `existing.context`) first, so none can reach
-whatever cluster the shell happens to point at."""
+apply it, make it the owner of what it needs, and read a Service through the API server's
+proxy. Every call names the kubeconfig (and the stack's context, an existing cluster's
+`existing.context`) first, so none can reach whatever cluster the shell happens to point at."""
 
 from __future__ import annotations
 
@@ -70,6 +70,10 @@ class Kubectl:
         text = self.output("get", types, name, "-n", namespace, "-o", "json", "--ignore-not-found")
         return _found(text)
 
+    def read(self, types: str, name: str, namespace: str) -> dict[str, Any]:
+        """The one object of `types` named `name`, which must exist (kubectl exits 1 if not)."""
+        return json.loads(self.output("get", types, name, "-n", namespace, "-o", "json"))
+
     def nodes(self, names: list[str]) -> list[dict[str, Any]]:
         """The Nodes named (cluster-scoped: no namespace) that exist."""
         return _found(self.output("get", "nodes", *names, "-o", "json", "--ignore-not-found"))
@@ -86,6 +90,12 @@ class Kubectl:
         which carry the same names."""
         return self.streamed(
             "delete", types, name, "-n", namespace, "--cascade=foreground", "--wait=true"
+        )
+
+    def patch(self, types: str, name: str, namespace: str, merge: dict[str, Any]) -> int:
+        """A JSON merge patch (`--type merge`, RFC 7386: lists are replaced whole)."""
+        return self.streamed(
+            "patch", types, name, "-n", namespace, "--type", "merge", "-p", json.dumps(merge)
         )
 
     def apply(self, path: Path) -> int:

@@ -31,10 +31,62 @@ def workload(objects: list[dict[str, Any]], spec: TrainingJobSpec) -> dict[str, 
     return next(o for o in objects if o["metadata"]["name"] == spec.name)
 
 
-def submit_to(cluster: Kubectl, job: dict[str, Any], path: Path, resume: bool) -> int:
-    """Apply `path` unless a job of that name exists: then say what it is and change nothing,
-    or, with `resume` and the job finished, delete it and apply it again; its pods find their
-    checkpoint folder as before and resume (trainkit)."""
+def owner_reference(live: dict[str, Any]) -> dict[str, Any]:
+    """`live` as the owner of what its job needs (Kubernetes docs, "Owners and Dependents"): the
+    garbage collector deletes a dependent once its owner is gone, and first on a foreground
+    delete. Not `blockOwnerDeletion`, which needs delete rights on the owner's finalizers."""
+    meta = live["metadata"]
+    return {
+        "apiVersion": live["apiVersion"],
+        "kind": live["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+
+
+def applied(
+    cluster: Kubectl, objects: list[dict[str, Any]], job: dict[str, Any], path: Path
+) -> int:
+    """Apply `path`, then make the job the owner of every other object it holds (a DRA pool's
+    claim template: components/scheduling/training_job.claim_templates), so that they go with
+    the job: deleted with it, and replaced with it on --resume. Only the applied job has a uid."""
+    if cluster.apply(path) != 0:
+        return 1
+    others = [o for o in objects if o is not job]
+    if not others:
+        return 0
+    meta = job["metadata"]
+    title = f"{job['kind']} {meta['namespace']}/{meta['name']}"
+    try:
+        live = cluster.read(
+            resource_type(job["apiVersion"], job["kind"]), meta["name"], meta["namespace"]
+        )
+    except KubectlError as error:
+        print(f"error: {title} was applied but could not be read back: {error}", file=sys.stderr)
+        return 1
+    owner = {"metadata": {"ownerReferences": [owner_reference(live)]}}
+    failed = 0
+    for obj in others:
+        types = resource_type(obj["apiVersion"], obj["kind"])
+        name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        if cluster.patch(types, name, namespace, owner) != 0:
+            print(
+                f"error: {obj['kind']} {namespace}/{name} is not owned by {title}, so it stays "
+                f"when the job goes: delete it with the job (kubectl delete {types} {name} "
+                f"-n {namespace})",
+                file=sys.stderr,
+            )
+            failed = 1
+    return failed
+
+
+def submit_to(
+    cluster: Kubectl, objects: list[dict[str, Any]], job: dict[str, Any], path: Path, resume: bool
+) -> int:
+    """Apply `path` (`objects`, the job among them) unless a job of that name exists: then say
+    what it is and change nothing, or, with `resume` and the job finished, delete it (and what
+    it owns) and apply it again; its pods find their checkpoint folder as before and resume
+    (trainkit)."""
     kind, meta = job["kind"], job["metadata"]
     types, title = (
         resource_type(job["apiVersion"], kind),
@@ -51,7 +103,7 @@ def submit_to(cluster: Kubectl, job: dict[str, Any], path: Path, resume: bool) -
                 f"--resume: no {title} exists; applying it (its pods resume from any "
                 "checkpoint in their folder)"
             )
-        return 0 if cluster.apply(path) == 0 else 1
+        return applied(cluster, objects, job, path)
     (live,) = found
     state, changes = job_state(live), spec_changes(job, live)
     print(f"{state.title} exists: {state.describe()}")
@@ -83,4 +135,4 @@ def submit_to(cluster: Kubectl, job: dict[str, Any], path: Path, resume: bool) -
     if cluster.delete(types, meta["name"], meta["namespace"]) != 0:
         print(f"error: could not delete {title}; nothing applied", file=sys.stderr)
         return 1
-    return 0 if cluster.apply(path) == 0 else 1
+    return applied(cluster, objects, job, path)

@@ -37,7 +37,7 @@ from components.registry_mirror import image_route
 from infra.stack_warnings import capacity_block_rolls
 from model.config import ConfigError, config_from_pulumi, stack_file
 from model.stacks import ROOT, read_project, read_stack_config, stack_config
-from plan import deploy_policy, diff_report
+from plan import deploy_policy, diff_report, migration
 from plan import diff as plan_diff
 from plan import graph as plan_graph
 from plan import images as plan_images
@@ -280,6 +280,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if previous is not None:
+        # A pool's GPU allocation moves in steps, never in place: refused before anything is
+        # written (plan/migration.py).
+        cfg = stack_config(args.stack, ROOT)
+        refused = migration.refusals(cfg, stack_file(args.stack), previous)
+        if refused:
+            print(f"error: {args.stack} cannot be planned against {args.against}:", file=sys.stderr)
+            print("\n".join(f"  {line}" for line in refused), file=sys.stderr)
+            return 2
     written = write_outputs(plan, out_dir)
     try:
         policy = deploy_policy.write_policy(plan, out_dir)

@@ -28,6 +28,7 @@ from plan.knock_on import (
     knock_on_totals,
     own_rolls,
 )
+from plan.migration import migration_block
 from plan.rendered_diff import current_sources, diff_rendered
 from plan.replacements import GONE_UNTIL_CREATED, HELD_WHILE_NAMED, path_pattern
 from plan.userdata_diff import userdata_lines
@@ -191,5 +192,6 @@ def changes_block(
             format_diff(found, against, rendered=True, unknown=unknown, knock_on=own_rolls(found))
         )
     blocks += blast_radius(previous, current, plan.outputs, diffs, effects, found, sources)
+    blocks += migration_block(previous, current, plan.outputs)
     cost = format_cost_change(previous.outputs.get("cost"), plan.outputs.get("cost"))
     return "\n".join([*blocks, *cost])

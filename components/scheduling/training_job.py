@@ -37,6 +37,13 @@ launcher (contract/launch.py), which runs torchrun's agent.
   ResourceClaimTemplate that every pod claims, so its GPUs reach each other's memory over
   NVLink (IMEX); such a job takes whole nodes, at most one domain's worth
   (model/dra.nvlink_problem).
+- On a DRA pool (`gpu_allocation: dra`) the GPUs are claimed instead of requested: the job
+  renders a ResourceClaimTemplate of its own in its namespace (`<job>-gpus`: one request,
+  `exactly` the pool's DeviceClass, ExactCount of the pod's GPUs, or of its MIG slices of the
+  pool's smallest profile through the platform's per-profile class), which the pod lists in
+  `spec.resourceClaims` and each GPU container in `resources.claims`, and no `nvidia.com/gpu`
+  request: Kueue charges only template claims of `exactly`/ExactCount requests whose
+  DeviceClass it maps (../shared/PINS.md "DRA quota (0.19.2)"; model/dra.device_class_quota).
 - Never on a quarantined node: every pod requires a node without the self-test's quarantine
   label, so a restarted group does not land on the node that failed it.
 - Scraped when it serves metrics: a container port named `metrics` and the pod label
@@ -119,7 +126,14 @@ from contract.mounts import SHARED_DATA_MOUNT_PATH
 from model.config import GpuPool, PlatformConfig
 from model.config.fabric import RDMA_FABRICS
 from model.config.scheduling import JobSettings
-from model.dra import COMPUTE_DOMAIN_API, nvlink_problem
+from model.dra import (
+    COMPUTE_DOMAIN_API,
+    GPU_CLASS,
+    mig_class,
+    mig_profiles_of,
+    nvlink_problem,
+    resource_api_version,
+)
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # The pod's claim on its ComputeDomain's IMEX channel (../shared/PINS.md "Claim shapes").
@@ -204,6 +218,9 @@ class TrainingJobSpec:
     pushgateway_url: str | None = None
     # The preflight each pod of a multi-node job runs before it trains; None: none.
     preflight: Preflight | None = None
+    # The `resource.k8s.io` version the cluster serves (model/dra.resource_api_version of the
+    # stack's minor): what a DRA pool's claim template is written in.
+    resource_api: str = resource_api_version("1.34")
 
     @property
     def gpus(self) -> int:
@@ -344,15 +361,65 @@ def quantity_mib(mib: int) -> str:
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
-def resources(spec: TrainingJobSpec) -> dict[str, dict[str, Any]]:
+# The pod's one claim, and its one request, on a DRA pool.
+GPU_CLAIM = "gpus"
+
+
+def claims_gpus(spec: TrainingJobSpec) -> bool:
+    return spec.pool.gpu_allocation == "dra"
+
+
+def claim_template_name(spec: TrainingJobSpec) -> str:
+    return f"{spec.name}-{GPU_CLAIM}"
+
+
+def gpu_device_class(pool: GpuPool) -> str:
+    """The DeviceClass a DRA pool's claims name: the chart's `gpu.nvidia.com`, or on a MIG pool
+    the platform's class of its smallest profile (the chart's `mig.nvidia.com` matches every
+    profile, so Kueue could not charge it to one: model/dra.device_class_quota)."""
+    profiles = mig_profiles_of(pool)
+    return mig_class(profiles[0]) if profiles else GPU_CLASS
+
+
+def claim_templates(spec: TrainingJobSpec) -> list[dict[str, Any]]:
+    """The ResourceClaimTemplate a job on a DRA pool claims its GPUs through; none on a
+    device-plugin pool. `exactly` with ExactCount, the one shape Kueue v0.19.2 charges
+    (pkg/dra/claims.go countDevicesPerClass), `count` the pod's GPUs (dra-driver-nvidia-gpu
+    v0.4.1 docs/install.md: ExactCount, default 1)."""
+    if not claims_gpus(spec):
+        return []
+    request = {
+        "name": GPU_CLAIM,
+        "exactly": {
+            "deviceClassName": gpu_device_class(spec.pool),
+            "allocationMode": "ExactCount",
+            "count": spec.gpus,
+        },
+    }
+    return [
+        {
+            "apiVersion": spec.resource_api,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {
+                "name": claim_template_name(spec),
+                "namespace": spec.namespace,
+                "labels": dict(spec.labels),
+            },
+            "spec": {"spec": {"devices": {"requests": [request]}}},
+        }
+    ]
+
+
+def resources(spec: TrainingJobSpec) -> dict[str, Any]:
     """Requests equal to limits: the Guaranteed QoS class ("Configure Quality of Service for
     Pods": every container's CPU and memory requests equal their limits), which extended
-    resources and hugepages require anyway."""
+    resources and hugepages require anyway. On a DRA pool the GPUs come through the pod's
+    claim: a `nvidia.com/gpu` request there would ask the device plugin, which is off."""
     cpu = cpu_request(spec)
     wanted: dict[str, Any] = {
         **({"cpu": cpu} if cpu else {}),
         "memory": quantity_mib(memory_mib(spec)),
-        GPU_RESOURCE: spec.gpus,
+        **({} if claims_gpus(spec) else {GPU_RESOURCE: spec.gpus}),
         **fabric_devices(spec),
     }
     if spec.pool.hugepages_2mi and fabric_devices(spec):
@@ -360,7 +427,23 @@ def resources(spec: TrainingJobSpec) -> dict[str, dict[str, Any]]:
         # node each fit: 2 MiB a page.
         pages = spec.pool.hugepages_2mi * spec.gpus // spec.pool.gpus_per_node
         wanted["hugepages-2Mi"] = f"{2 * pages}Mi"
-    return {"requests": dict(wanted), "limits": dict(wanted)}
+    found: dict[str, Any] = {"requests": dict(wanted), "limits": dict(wanted)}
+    if claims := pod_claims(spec):
+        found["claims"] = [{"name": claim["name"]} for claim in claims]
+    return found
+
+
+def pod_claims(spec: TrainingJobSpec) -> list[dict[str, str]]:
+    """The pod's `spec.resourceClaims`: its GPUs on a DRA pool, its ComputeDomain's IMEX channel
+    on an NVLink-domain pool; each GPU container lists them all in `resources.claims`."""
+    found = []
+    if claims_gpus(spec):
+        found.append({"name": GPU_CLAIM, "resourceClaimTemplateName": claim_template_name(spec)})
+    if uses_compute_domain(spec):
+        found.append(
+            {"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template_name(spec)}
+        )
+    return found
 
 
 def shm_volume(spec: TrainingJobSpec) -> dict[str, Any]:
@@ -508,10 +591,7 @@ def container(spec: TrainingJobSpec) -> dict[str, Any]:
         "env": env,
         "envFrom": [{"configMapRef": {"name": configmap_name(spec.pool)}}],
         **({"ports": ports(spec)} if ports(spec) else {}),
-        "resources": {
-            **resources(spec),
-            **({"claims": [{"name": CHANNEL_CLAIM}]} if uses_compute_domain(spec) else {}),
-        },
+        "resources": resources(spec),
         "securityContext": security_context(),
         "volumeMounts": [
             *training_volume_mounts(),
@@ -632,10 +712,8 @@ def pod_template(spec: TrainingJobSpec) -> dict[str, Any]:
             *spec.extra_volumes,
         ],
     }
-    if uses_compute_domain(spec):
-        pod["resourceClaims"] = [
-            {"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template_name(spec)}
-        ]
+    if claims := pod_claims(spec):
+        pod["resourceClaims"] = claims
     if spec.service_account:
         pod["serviceAccountName"] = spec.service_account
     if spec.priority_class:
@@ -721,11 +799,17 @@ def object_meta(spec: TrainingJobSpec) -> dict[str, Any]:
 
 
 def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
-    """What a submitter applies: the JobSet, and its ComputeDomain on an NVLink-domain pool.
-    Everything its pods name exists in its namespace on every cluster it may run on, the
-    launcher's ConfigMap among them; JobSet makes the headless Service and the ComputeDomain's
-    controller the channel's claim template (tests/controllers/references.py)."""
-    return [jobset(spec), *([compute_domain(spec)] if uses_compute_domain(spec) else [])]
+    """What a submitter applies: the JobSet, after the claim template of its own it needs on a
+    DRA pool (`jobs submit` makes the JobSet its owner once applied, jobs/submission.py, so it
+    goes with the job), and its ComputeDomain on an NVLink-domain pool. Everything else its pods
+    name exists in its namespace on every cluster it may run on, the launcher's ConfigMap among
+    them; JobSet makes the headless Service and the ComputeDomain's controller the channel's
+    claim template (tests/controllers/references.py)."""
+    return [
+        *claim_templates(spec),
+        jobset(spec),
+        *([compute_domain(spec)] if uses_compute_domain(spec) else []),
+    ]
 
 
 def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> TrainingJobSpec:
@@ -739,6 +823,7 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     choices.setdefault("jobs", cfg.scheduling.jobs)
     # Every stack runs one (components/observability/pushgateway.py), which keeps the goodput.
     choices.setdefault("pushgateway_url", pushgateway_url(cfg.namespaces.monitoring))
+    choices.setdefault("resource_api", resource_api_version(cfg.cluster.kubernetes_version))
     return TrainingJobSpec(
         pool=pool,
         cache=pool_cache(cfg, pool_name),

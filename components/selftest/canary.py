@@ -36,7 +36,7 @@ import pulumi_aws as aws
 from components.base import PlatformComponent
 from components.context import StackContext
 from components.kubernetes_object import KubernetesObject
-from components.scheduling.training_job import TrainingJobSpec, job
+from components.scheduling.training_job import TrainingJobSpec, claim_templates, job
 from components.selftest.access import PART_OF
 from components.selftest.node_join import CHECKS, whole_node_spec
 from components.selftest.schedule import history_env
@@ -179,12 +179,21 @@ class Canary(PlatformComponent):
             group.release_version,
         )
         obj = canary_job(args.cfg, args.pool, args.env, image)
+        # On a DRA pool the Job's pod claims the node's GPUs through a template of its own.
+        claims = [
+            KubernetesObject(
+                f"{args.context.env}-resourceclaimtemplate-{t['metadata']['name']}",
+                t,
+                self.child(depends_on=list(args.after)),
+            )
+            for t in claim_templates(canary_spec(args.cfg, args.pool, args.env))
+        ]
         wait = f"{up_wait_minutes(args.cfg, args.pool.name)}m"
         self.job = KubernetesObject(
             f"{args.context.env}-job-{obj['metadata']['name']}",
             obj,
             self.child(
-                depends_on=[*args.after, group],
+                depends_on=[*args.after, group, *claims],
                 custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait),
                 # Its name is fixed, so the old Job goes before its replacement comes.
                 delete_before_replace=True,

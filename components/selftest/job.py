@@ -42,7 +42,12 @@ from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import image_route, mirrored
 from components.scheduling.reservation import reservation_objects
-from components.scheduling.training_job import TrainingJobSpec, render, spec_for_pool
+from components.scheduling.training_job import (
+    TrainingJobSpec,
+    claim_templates,
+    render,
+    spec_for_pool,
+)
 from components.selftest.access import access_all, access_env, account
 from components.selftest.node_join import node_join_objects
 from components.selftest.prepull import prepull_objects
@@ -55,6 +60,7 @@ from components.selftest.schedule import (
     idle_nodes_only,
     idle_priority_objects,
     idle_queue_objects,
+    schedule_spec,
 )
 from components.vocabulary import prometheus_service, pushgateway_url
 from contract.env import (
@@ -323,16 +329,21 @@ class SelfTest(PlatformComponent):
                         "wait for it; read its report under /mnt/shared-data/selftest/ or its log",
                     )
                 )
-            job, *beside = render(selftest_spec(cfg))
-            # On an NVLink pool its ComputeDomain, whose controller makes the channel's claim
-            # template: the run's all-reduce across nodes goes over NVLink only inside one.
+            objects = render(selftest_spec(cfg))
+            (job,) = [obj for obj in objects if obj["kind"] == "JobSet"]
+            # A DRA pool's claim template, which the run's pods name, and on an NVLink pool its
+            # ComputeDomain, whose controller makes the channel's claim template (the run's
+            # all-reduce across nodes goes over NVLink only inside one): there before the run.
             before = [
                 KubernetesObject(
-                    f"{env}-selftest-{obj['kind'].lower()}",
+                    f"{env}-resourceclaimtemplate-{obj['metadata']['name']}"
+                    if obj["kind"] == "ResourceClaimTemplate"
+                    else f"{env}-selftest-{obj['kind'].lower()}",
                     obj,
                     self.child(depends_on=[*args.after, *access]),
                 )
-                for obj in beside
+                for obj in objects
+                if obj is not job
             ]
             timeout = f"{cfg.selftest.up_wait_minutes}m"
             KubernetesObject(
@@ -368,6 +379,16 @@ class SelfTest(PlatformComponent):
                     self.child(depends_on=after),
                 )
             )
+        # A scheduled run on a DRA pool claims its GPUs through a template of the CronJob's.
+        for pool in scheduled_pools(cfg):
+            for obj in claim_templates(schedule_spec(cfg, pool, pool_env(cfg, pool))):
+                needed.append(
+                    KubernetesObject(
+                        f"{env}-resourceclaimtemplate-{obj['metadata']['name']}",
+                        obj,
+                        self.child(depends_on=after),
+                    )
+                )
         for obj in cron_jobs(cfg, lambda pool: pool_env(cfg, pool)):
             KubernetesObject(
                 f"{env}-cronjob-{obj['metadata']['name']}",

@@ -32,7 +32,12 @@ from typing import Any
 
 from components.registry_mirror import image_route, mirrored
 from components.scheduling.controller import cluster_role, granted, service_account
-from components.scheduling.training_job import TrainingJobSpec, pod_template, spec_for_pool
+from components.scheduling.training_job import (
+    TrainingJobSpec,
+    claim_templates,
+    pod_template,
+    spec_for_pool,
+)
 from components.selftest.access import CORDON_LABEL, PART_OF
 from components.selftest.schedule import history_env
 from components.vocabulary import GPU_TOLERATION, NODE_JOIN_TOLERATION
@@ -158,7 +163,8 @@ def daemon_set(cfg: PlatformConfig, pool: GpuPool, env: dict[str, str]) -> dict[
 
 
 def node_join_objects(cfg: PlatformConfig, env_for_pool) -> list[dict[str, Any]]:
-    """The check's account, its ClusterRole and binding, and a DaemonSet per tested pool;
+    """The check's account, its ClusterRole and binding, and a DaemonSet per tested pool (after
+    its claim template on a DRA pool);
     `env_for_pool(pool)` gives the self-test's env there. None where new nodes are not
     tested."""
     if not joins_tested(cfg):
@@ -169,4 +175,8 @@ def node_join_objects(cfg: PlatformConfig, env_for_pool) -> list[dict[str, Any]]
         cluster_role(ROLE, RULES, PART_OF),
         *granted(ROLE, ACCOUNT, namespace, PART_OF),
     ]
-    return objects + [daemon_set(cfg, p, env_for_pool(p.name)) for p in pools_tested_on_join(cfg)]
+    for pool in pools_tested_on_join(cfg):
+        env = env_for_pool(pool.name)
+        # On a DRA pool the check's pods claim the node's GPUs through a template of its own.
+        objects += [*claim_templates(join_spec(cfg, pool, env)), daemon_set(cfg, pool, env)]
+    return objects

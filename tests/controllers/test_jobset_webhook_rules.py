@@ -13,7 +13,7 @@ from components.scheduling.training_job import render, spec_for_pool
 from jobs.common import SubmitError, check_name, job_name
 from jobs.team import TeamJob, name_prefix
 from jobs.team import plan_job as plan_team_job
-from tests.conftest import STACKS, stack_config
+from tests.conftest import stack_config
 from tests.controllers.jobset_webhook import (
     DNS1035_LABEL_MAX_LENGTH,
     POD_NAME_TOO_LONG,
@@ -21,7 +21,7 @@ from tests.controllers.jobset_webhook import (
 )
 from tests.helpers import jobsets
 from tests.helpers.job_specs import IMAGE
-from tests.helpers.rendered_jobs import every_job
+from tests.helpers.rendered_jobs import SWEPT_STACKS, every_job
 
 NODE_COUNTS = (1, 2, 10, 100)
 # The longest name the webhook admits, worked by hand from jobset_webhook.go l. 249: the pod
@@ -118,7 +118,7 @@ def test_a_team_jobs_default_name_passes_for_a_40_character_repository():
         assert refusals(obj) == [], obj["metadata"]["name"]
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", SWEPT_STACKS)
 def test_every_job_the_platform_renders_passes_the_webhook(stack):
     problems = [
         f"{stack}: {what}: {refusal}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from components.control.namespaces import job_namespaces
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import job, render, spec_for_pool
+from components.scheduling.training_job import claim_templates, job, render, spec_for_pool
 from components.selftest.job import selftest_spec
 from components.selftest.schedule import schedule_spec
 from jobs.common import SubmitError
@@ -19,10 +19,11 @@ from jobs.recipe import RECIPES
 from jobs.recipe import plan_job as plan_recipe
 from jobs.team import TeamJob
 from jobs.team import plan_job as plan_team_job
-from model.config import PlatformConfig
+from model.config import GpuPool, PlatformConfig
 from model.config.pools import always_up_pools
 from plan.model import Plan
 from tests.conftest import STACKS, planned, stack_config
+from tests.helpers.varied_stacks import DRA_CONFIGS, dra_config, dra_plan
 
 # The labels of the platform's own Jobs and CronJobs that no queue admits.
 OUTSIDE_KUEUE = {"gpu-platform/canary", "gpu-platform/reservation-phase"}
@@ -38,9 +39,9 @@ def platform_jobs(stack: str) -> list[dict[str, Any]]:
 
 def platform_jobs_of(cfg: PlatformConfig, plan: Plan) -> list[dict[str, Any]]:
     """platform_jobs of a stack of any project, from its config and plan."""
-    found = [render(selftest_spec(cfg))[0]] if cfg.gpu_pools else []
-    # Not on a windowed pool: no scheduled run goes there (model/config/selftest_schedule.py).
-    found += [job(schedule_spec(cfg, p.name, {})) for p in always_up_pools(cfg)]
+    found = [job_of(render(selftest_spec(cfg)))] if cfg.gpu_pools else []
+    # Not on a windowed or a MIG pool: no scheduled run goes there.
+    found += [job(schedule_spec(cfg, p.name, {})) for p in schedulable_pools(cfg)]
     for obj in plan.kubernetes_objects():
         if obj["metadata"].get("namespace") not in job_namespaces(cfg):
             continue
@@ -63,6 +64,20 @@ def platform_jobs_of(cfg: PlatformConfig, plan: Plan) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def schedulable_pools(cfg: PlatformConfig) -> list[GpuPool]:
+    """Where a scheduled run may go by default (model/config/selftest_schedule.scheduled_pools):
+    not on a windowed pool, nor on a MIG pool, whose slices no whole-node run can take."""
+    return [p for p in always_up_pools(cfg) if p.sharing.mode != "mig"]
+
+
+def platform_claim_templates_of(cfg: PlatformConfig) -> list[dict[str, Any]]:
+    """The claim templates of the jobs platform_jobs_of renders itself (on DRA pools), which a
+    stack that does not turn them on does not declare."""
+    specs = [selftest_spec(cfg)] if cfg.gpu_pools else []
+    specs += [schedule_spec(cfg, p.name, {}) for p in schedulable_pools(cfg)]
+    return [t for spec in specs for t in claim_templates(spec)]
 
 
 def workers_of(stack: str) -> list[str]:
@@ -90,6 +105,12 @@ def submitted_jobs(stack: str) -> list[tuple[str, dict[str, Any]]]:
 
 def submitted_jobs_of(cfg: PlatformConfig) -> list[tuple[str, dict[str, Any]]]:
     """submitted_jobs of a stack of any project, from its config."""
+    return [(what, job_of(objects)) for what, objects in submitted_renders_of(cfg)]
+
+
+def submitted_renders_of(cfg: PlatformConfig) -> list[tuple[str, list[dict[str, Any]]]]:
+    """What `python -m jobs` writes for each job of submitted_jobs_of: the job after what it
+    needs of its own (a DRA pool's claim template)."""
     found = []
     for pool in cfg.gpu_pools:
         for nodes in sorted({1, pool.max_nodes}):
@@ -98,20 +119,26 @@ def submitted_jobs_of(cfg: PlatformConfig) -> list[tuple[str, dict[str, Any]]]:
                     spec, _ = plan_recipe(cfg, recipe, nodes, pool=pool.name, render_only=True)
                 except SubmitError:
                     continue
-                found.append((f"{recipe} on {pool.name} x{nodes}", render(spec)[0]))
+                found.append((f"{recipe} on {pool.name} x{nodes}", render(spec)))
             try:
                 spec = plan_team_job(
                     cfg, TeamJob(image=None, command=["train.py"], nodes=nodes, pool=pool.name)
                 )
             except SubmitError:
                 continue
-            found.append((f"team job on {pool.name} x{nodes}", render(spec)[0]))
+            found.append((f"team job on {pool.name} x{nodes}", render(spec)))
             # The same job in every other team's namespace, through that team's LocalQueue.
             for team in cfg.scheduling.all_teams(cfg.namespaces.training):
                 if team.name != spec.namespace and team.name not in bursting_teams_of(cfg):
                     other = dataclasses.replace(spec, namespace=team.name)
-                    found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)[0]))
+                    found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)))
     return found
+
+
+def job_of(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The job among what the builder renders (training_job.render: it comes last)."""
+    (job_,) = [o for o in objects if o["kind"] in ("Job", "JobSet")]
+    return job_
 
 
 def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
@@ -132,13 +159,28 @@ def burst_jobs(manager: str, worker: str) -> list[tuple[str, dict[str, Any]]]:
                     namespace=team,
                     managed_by=MANAGED_BY,
                 )
-                found.append((f"{team} on {worker}'s {pool.name} x{nodes}", render(spec)[0]))
+                found.append((f"{team} on {worker}'s {pool.name} x{nodes}", job_of(render(spec))))
     return found
 
 
+# The stacks the sweeps of every job run over: the shipped ones and the DRA fixtures, whose
+# pools allocate GPUs through DRA (tests/helpers/varied_stacks.py).
+SWEPT_STACKS = [*STACKS, *DRA_CONFIGS]
+
+
+def config_of(stack: str) -> PlatformConfig:
+    return dra_config(stack) if stack in DRA_CONFIGS else stack_config(stack)
+
+
 def every_job(stack: str) -> list[tuple[str, dict[str, Any]]]:
-    """(what, object) of every job above the stack renders: the platform's, what `python -m
-    jobs` submits, and its bursting teams' on each worker's pools."""
+    """(what, object) of every job above the stack (one of SWEPT_STACKS) renders: the
+    platform's, what `python -m jobs` submits, and its bursting teams' on each worker's pools."""
+    if stack in DRA_CONFIGS:
+        cfg = config_of(stack)
+        platform = platform_jobs_of(cfg, dra_plan(stack))
+        found = [(f"platform {j['kind']} {j['metadata']['name']}", j) for j in platform]
+        # The fixtures burst nowhere.
+        return found + submitted_jobs_of(cfg)
     found = [(f"platform {j['kind']} {j['metadata']['name']}", j) for j in platform_jobs(stack)]
     found += submitted_jobs(stack)
     for worker in workers_of(stack):

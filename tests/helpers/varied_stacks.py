@@ -313,3 +313,44 @@ def dra_config(stack: str) -> PlatformConfig:
 @functools.cache
 def dra_plan(stack: str) -> Plan:
     return project_plan(stack, {stack: DRA_CONFIGS[stack]})
+
+
+# Moving staging's A100 EFA pool from the device plugin to DRA, a plan per step (issue 41 §1,
+# plan/migration.py): staging with the self-test on, then a DRA group of the same instances
+# beside it (from one node: no scale from zero with claims), then the shared queue's quota moved
+# to it (staging's group already scales to zero, so its nodes go as they empty), then the old
+# group removed.
+MIGRATION_STACK = "staging"
+DRA_GROUP = {
+    "name": "a100-dra",
+    "instance_types": ["p4d.24xlarge"],
+    "efa": True,
+    "zone": "us-east-1c",
+    "gpu_allocation": "dra",
+    "scaling": {"min_size": 1, "max_size": 2, "desired_size": 1},
+}
+# p4d.24xlarge: 8 GPUs (EC2 accelerated computing instance types), 2 nodes at most.
+MOVED_QUOTA = {"cluster_queues": [{"name": "shared", "gpus": {"a100-efa": 0, "a100-dra": 16}}]}
+
+
+def _migration_steps() -> list[dict]:
+    shipped = stack_file_config(MIGRATION_STACK)
+    # With the self-test's image, new nodes join tested (model/config/node_join.joins_tested).
+    shipped[f"{NS}:selftest"] = {**shipped.get(f"{NS}:selftest", {}), "image": IMAGE}
+    (old,) = shipped[f"{NS}:gpu_node_groups"]
+    joined = {**shipped, f"{NS}:gpu_node_groups": [old, DRA_GROUP]}
+    moved = {**joined, f"{NS}:scheduling": {**shipped.get(f"{NS}:scheduling", {}), **MOVED_QUOTA}}
+    queue = {"name": "shared", "gpus": {"a100-dra": 16}}
+    removed = {
+        **moved,
+        f"{NS}:gpu_node_groups": [DRA_GROUP],
+        f"{NS}:scheduling": {**moved[f"{NS}:scheduling"], "cluster_queues": [queue]},
+    }
+    return [shipped, joined, moved, removed]
+
+
+MIGRATION_STEPS = _migration_steps()
+
+
+def migration_plan(step: int) -> Plan:
+    return project_plan(MIGRATION_STACK, {MIGRATION_STACK: MIGRATION_STEPS[step]})

@@ -2,10 +2,12 @@
 says what the job is and changes nothing, unless `--resume` replaces a failed or finished one,
 which resumes from its checkpoint; a running one is never replaced, and a changed spec under the
 same name is named as such. The cluster is the stand-in kubectl (tests/helpers/kubectl.py)
-answering with JobSet v0.12.0 status documents (tests/helpers/jobset_objects.py)."""
+answering with JobSet v0.12.0 status documents (tests/helpers/jobset_objects.py). A DRA pool's
+job makes its JobSet the owner of its claim template once applied."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from jobs.team import main
 from tests.conftest import make_project, stack_file_config
 from tests.helpers.jobset_objects import STATUSES, jobset, live
 from tests.helpers.kubectl import StandInKubectl, stand_in_kubectl
+from tests.helpers.varied_stacks import DRA_CONFIGS, DRA_STACK
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team-a/llama-ft@sha256:" + "d" * 64
 COMMAND = ["python", "train.py", "--lr", "1e-5"]
@@ -244,3 +247,99 @@ def test_the_restarts_say_which_counted_toward_max_restarts():
         "the job's fault)"
     )
     assert job_state(jobset("running")).restart_summary() == "no restarts"
+
+
+# ------------------------------------------------------------------------ a DRA pool's job
+
+
+@pytest.fixture
+def dra_project(tmp_path, monkeypatch) -> Path:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "kc").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kc"))
+    return make_project(tmp_path / "project", {"st": DRA_CONFIGS[DRA_STACK]})
+
+
+def owned_by(live_job: dict) -> dict:
+    """The merge patch that makes `live_job` an object's owner, as `jobs submit` sends it."""
+    meta = live_job["metadata"]
+    reference = {k: live_job[k] for k in ("apiVersion", "kind")}
+    return {
+        "metadata": {"ownerReferences": [{**reference, "name": meta["name"], "uid": meta["uid"]}]}
+    }
+
+
+def test_a_dra_jobs_claim_template_is_owned_by_its_jobset_so_it_goes_with_it(
+    dra_project, kubectl, capsys
+):
+    """The file holds the template, then the JobSet; once applied, the JobSet's uid makes it the
+    template's owner (Kubernetes docs, "Owners and Dependents": apiVersion, kind, name, uid), so
+    the garbage collector deletes the template with the job, first on --resume's foreground
+    delete, and the replacement is applied with a template of its own."""
+    assert submit(dra_project, "--pool", "a100-efa") == 0
+    path = dra_project / "out" / "ft" / "job.yaml"
+    template, job = yaml.safe_load_all(path.read_text())
+    assert (template["kind"], template["metadata"]["name"]) == ("ResourceClaimTemplate", "ft-gpus")
+    get = holding(kubectl, job, None)
+    kubectl.answer("apply", "-f", str(path))
+    read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
+    kubectl.answer(*read, stdout=live(job, "queued"))
+    assert owned_by(live(job, "queued")) == {
+        "metadata": {
+            "ownerReferences": [
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": "ft",
+                    "uid": "7c1e5a0e-5d1f-4b8e-9a57-1f2b3c4d5e6f",
+                }
+            ]
+        }
+    }
+    patch = ["patch", "resourceclaimtemplate.v1.resource.k8s.io", "ft-gpus", "-n", "training"]
+    patch += ["--type", "merge", "-p", json.dumps(owned_by(live(job, "queued")))]
+    kubectl.answer(*patch)
+    assert submit(dra_project, "--apply", "--pool", "a100-efa") == 0
+    assert [c[2:] for c in kubectl.calls] == [get, ["apply", "-f", str(path)], read, patch]
+
+
+def test_a_template_left_without_its_owner_is_said_with_how_to_delete_it(
+    dra_project, kubectl, capsys
+):
+    assert submit(dra_project, "--pool", "a100-efa") == 0
+    path = dra_project / "out" / "ft" / "job.yaml"
+    _, job = yaml.safe_load_all(path.read_text())
+    get = holding(kubectl, job, None)
+    kubectl.answer("apply", "-f", str(path))
+    kubectl.answer("get", get[1], "ft", "-n", "training", "-o", "json", stdout=live(job, "queued"))
+    # No answer for the patch: the stand-in exits 1.
+    assert submit(dra_project, "--apply", "--pool", "a100-efa") == 1
+    assert (
+        "error: ResourceClaimTemplate training/ft-gpus is not owned by JobSet training/ft, so it "
+        "stays when the job goes: delete it with the job (kubectl delete "
+        "resourceclaimtemplate.v1.resource.k8s.io ft-gpus -n training)"
+    ) in capsys.readouterr().err
+
+
+def test_resume_of_a_dra_job_replaces_its_template_with_it(dra_project, kubectl):
+    """The foreground delete takes the owned template first (Kubernetes docs, "Foreground
+    cascading deletion"); the file applied again brings a new one, owned by the new JobSet."""
+    assert submit(dra_project, "--pool", "a100-efa") == 0
+    path = dra_project / "out" / "ft" / "job.yaml"
+    _, job = yaml.safe_load_all(path.read_text())
+    get = holding(kubectl, job, live(job, "failed"))
+    delete = ["delete", get[1], "ft", "-n", "training", "--cascade=foreground", "--wait=true"]
+    kubectl.answer(*delete)
+    kubectl.answer("apply", "-f", str(path))
+    read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
+    kubectl.answer(*read, stdout=live(job, "queued"))
+    patch = ["patch", "resourceclaimtemplate.v1.resource.k8s.io", "ft-gpus", "-n", "training"]
+    kubectl.answer(*patch, "--type", "merge", "-p", json.dumps(owned_by(live(job, "queued"))))
+    assert submit(dra_project, "--apply", "--resume", "--pool", "a100-efa") == 0
+    assert [c[2:5] for c in kubectl.calls] == [
+        get[:3],
+        delete[:3],
+        ["apply", "-f", str(path)],
+        read[:3],
+        patch[:3],
+    ]

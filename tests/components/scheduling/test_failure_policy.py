@@ -13,10 +13,9 @@ import itertools
 import pytest
 
 from components.scheduling.failure_policy import failure_policy, pod_failure_policy
-from tests.conftest import STACKS
 from tests.helpers import jobsets
 from tests.helpers.jobset_harness import ended_pod, job_failure, jobset_action
-from tests.helpers.rendered_jobs import every_job
+from tests.helpers.rendered_jobs import SWEPT_STACKS, every_job
 
 # contract/exits.py and the kubelet's 128 + signal: 143 a rank stopped on SIGTERM (trainkit
 # stops every rank of the group so), 137 SIGKILL, 124 the watchdog, 1 a crash or a lost peer.
@@ -121,7 +120,7 @@ def rendered_policies(stack: str) -> dict[str, tuple[dict, dict]]:
     }
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", SWEPT_STACKS)
 def test_an_eviction_never_counts_and_a_lost_node_always_does_in_every_order(stack):
     """docs/training.md, "When a node dies or a job hangs": which restarts count is decided by
     what every pod of the group reports, not by which failed pod the Job controller sees first

@@ -15,7 +15,7 @@ from tests.conftest import STACKS, stack_config
 from tests.helpers import crds, jobsets
 from tests.helpers.job_specs import IMAGE, POOLS
 from tests.helpers.jobset_harness import jobset_action
-from tests.helpers.rendered_jobs import every_job
+from tests.helpers.rendered_jobs import SWEPT_STACKS, config_of, every_job
 
 
 def rendered(stack: str, pool: str, **choices):
@@ -410,13 +410,13 @@ def test_a_service_account_runs_the_pods_only_when_given():
     assert pod(render(spec))["serviceAccountName"] == "selftest-cordon"
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", SWEPT_STACKS)
 def test_every_job_the_platform_and_jobs_submit_render_is_admitted_by_the_api_server(stack):
     """The self-test and its schedule, every recipe and a team's own job on every pool for
     every team, and a bursting team's on its worker's pools: each JobSet against the CRD's
     schema and CEL rules with its Job against Kubernetes', each scheduled run's Job against
     Kubernetes'."""
-    version = stack_config(stack).cluster.kubernetes_version
+    version = config_of(stack).cluster.kubernetes_version
     found = every_job(stack)
     kinds = {obj["kind"] for _, obj in found}
     assert "JobSet" in kinds and kinds <= {"JobSet", "Job"}, kinds
