@@ -823,7 +823,8 @@ def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> Traini
     choices.setdefault("jobs", cfg.scheduling.jobs)
     # Every stack runs one (components/observability/pushgateway.py), which keeps the goodput.
     choices.setdefault("pushgateway_url", pushgateway_url(cfg.namespaces.monitoring))
-    choices.setdefault("resource_api", resource_api_version(cfg.cluster.kubernetes_version))
+    if pool.gpu_allocation == "dra":  # served from the minors DRA pools are allowed on
+        choices.setdefault("resource_api", resource_api_version(cfg.cluster.kubernetes_version))
     return TrainingJobSpec(
         pool=pool,
         cache=pool_cache(cfg, pool_name),
