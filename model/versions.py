@@ -538,3 +538,31 @@ CHART_IMAGE_VALUES: dict[str, dict[str, str]] = {
     },
     "ceph-csi-drivers": {},
 }
+
+# Every nvcr.io image a chart the platform installs on AWS names, by its path (repository and
+# image of shared/charts/<chart>/<version>/values.yaml, without the registry): with a
+# pull-through cache each gets an ECR repository `nvcr/<path>` its image is copied into
+# (components/data/pull_through_cache.py). gpu-operator v26.7.0 values.yaml: operator,
+# validator and nodeStatusExporter run `gpu-operator`; driver.manager and vgpuManager's and
+# vfioManager's driver managers `k8s-driver-manager`; devicePlugin and gfd
+# `k8s-device-plugin`; draDriver (the GPUCluster path) `dra-driver-nvidia-gpu`. The Network
+# Operator's run on an existing cluster only, where no cache is.
+NVIDIA_CHART_IMAGES: dict[str, tuple[str, ...]] = {
+    "gpu-operator": (
+        "nvidia/gpu-operator",
+        "nvidia/driver",
+        "nvidia/cloud-native/k8s-driver-manager",
+        "nvidia/k8s/container-toolkit",
+        "nvidia/k8s-device-plugin",
+        "nvidia/cloud-native/dcgm",
+        "nvidia/k8s/dcgm-exporter",
+        "nvidia/cloud-native/k8s-mig-manager",
+        "nvidia/cloud-native/nvidia-fs",
+        "nvidia/cloud-native/gdrdrv",
+        "nvidia/cloud-native/vgpu-device-manager",
+        "nvidia/kubevirt-gpu-device-plugin",
+        "nvidia/cloud-native/nvidia-sandbox-device-plugin",
+        "nvidia/cloud-native/k8s-cc-manager",
+        "nvidia/dra-driver-nvidia-gpu",
+    ),
+}

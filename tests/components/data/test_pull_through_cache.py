@@ -7,22 +7,30 @@ refuse refused first.
 Facts: ECR User Guide, pull-through-cache.html (upstreams, `upstreamRegistryUrl`, the
 `ecr-pullthroughcache/` secret name, `<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/...`;
 nvcr.io not a source) and pull-through-cache-iam.html (the puller's two actions), as
-../shared/PINS.md "Alternative 1" records them."""
+../shared/PINS.md "Alternative 1" records them.
+
+nvcr.io's images instead: an ECR repository `nvcr/<path>` each, the copy script the plan writes
+(skopeo-copy(1): `--all`, `--preserve-digests`), and the two steps: repositories and images
+from nvcr.io with a warning, then (`nvidia_copied`) every NVIDIA image from ECR."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from components.data.pull_through_cache import puller_policy
-from components.registry_mirror import image_route
+from components.registry_mirror import image_route, registry_of
 from model.config import parse_config
 from model.config.images import PullThroughCacheSettings
+from model.versions import CHARTS, NVIDIA_CHART_IMAGES
+from plan.cli import write_copy_script
 from plan.image_paths import format_image_paths
 from plan.images import image_lines
 from plan.render import render_plan
 from tests.conftest import SHARED_HELM, project_plan
+from tests.helpers import helm_values
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
 from tests.helpers.selftest_stacks import FSX, IMAGE, P5
 
@@ -49,6 +57,21 @@ STACK = aws(
 )
 
 
+COPIED = {
+    **STACK,
+    f"{NS}:images": {
+        **STACK[f"{NS}:images"],
+        "pull_through_cache": {**CACHE, "nvidia_copied": True},
+    },
+}
+
+
+def config_of(stack: dict, name: str):
+    return parse_config(
+        {k.removeprefix(f"{NS}:"): v for k, v in stack.items()}, f"Pulumi.{name}.yaml"
+    )
+
+
 @pytest.fixture(scope="module")
 def cached():
     return project_plan("ptc", {"ptc": STACK})
@@ -57,6 +80,22 @@ def cached():
 @pytest.fixture(scope="module")
 def rendering(cached):
     return render_plan(cached, (SHARED_HELM,))
+
+
+@pytest.fixture(scope="module")
+def copied():
+    return project_plan("ptcc", {"ptcc": COPIED})
+
+
+@pytest.fixture(scope="module")
+def copied_rendering(copied):
+    return render_plan(copied, (SHARED_HELM,))
+
+
+def lines_of(plan, rendering) -> list[str]:
+    """images.txt's lines: what the plan declares and its releases render."""
+    sources = [("declared", obj) for obj in plan.kubernetes_objects()]
+    return image_lines(sources + [(release.release, obj) for release, obj in rendering.outlines()])
 
 
 def test_a_rule_per_cached_upstream_with_the_url_ecr_takes(cached):
@@ -99,9 +138,7 @@ def test_without_credentials_only_the_public_upstreams_are_cached():
 
 
 def test_every_image_from_a_cached_registry_is_pulled_through_its_rule(cached, rendering):
-    sources = [("declared", obj) for obj in cached.kubernetes_objects()]
-    sources += [(release.release, obj) for release, obj in rendering.outlines()]
-    lines = image_lines(sources)
+    lines = lines_of(cached, rendering)
     cached_upstreams = ("public.ecr.aws/", "registry.k8s.io/", "quay.io/", "docker.io/")
     bypassing = [
         line
@@ -122,8 +159,7 @@ def test_every_image_from_a_cached_registry_is_pulled_through_its_rule(cached, r
 
 
 def test_the_plan_reports_each_pool_image_s_rule(cached, rendering):
-    cfg = parse_config({k.removeprefix(f"{NS}:"): v for k, v in STACK.items()}, "Pulumi.ptc.yaml")
-    lines = format_image_paths(cached, rendering, image_route(cfg)).splitlines()
+    lines = format_image_paths(cached, rendering, image_route(config_of(STACK, "ptc"))).splitlines()
     # The GPU Operator's NFD worker runs on every GPU node (its chart's image,
     # registry.k8s.io/nfd/node-feature-discovery), through the k8s rule.
     assert any(
@@ -135,6 +171,153 @@ def test_the_plan_reports_each_pool_image_s_rule(cached, rendering):
         f"    {TRAINER}  DaemonSet gpu-platform-selftest/prepull-h100 (declared): "
         "upstream nvcr.io, pre-pulled at join"
     ) in lines
+
+
+# What stays off the stack's ECR once NVIDIA's images are copied, each with its reason.
+OFF_THE_STACK_S_ECR = {
+    # EKS's own ECR registry, which the node role reads (the EFA plugin chart's repository).
+    "602401143452.dkr.ecr.us-west-2.amazonaws.com": "AWS's registry for EKS add-ons",
+    # The fixture gives no GHCR secret, so no rule caches it.
+    "ghcr.io": "no pull-through rule without a secret",
+}
+
+
+def off_the_stack_s_ecr(line: str) -> str | None:
+    """Why an images.txt line is not pulled from the stack's ECR, or None if it should be."""
+    image, origin = line.split()[0], line.rpartition(" ")[2]
+    if origin in {f"(ptcc-{r})" for r in REGISTRY_ONLY_RELEASES}:
+        return "its chart takes one registry for every image"
+    return OFF_THE_STACK_S_ECR.get(registry_of(image))
+
+
+def test_no_image_is_pulled_from_nvcr_once_nvidia_s_images_are_copied(copied, copied_rendering):
+    lines = lines_of(copied, copied_rendering)
+    assert not [line for line in lines if registry_of(line.split()[0]) == "nvcr.io"]
+    stray = [
+        line
+        for line in lines
+        if registry_of(line.split()[0]) != ECR and off_the_stack_s_ecr(line) is None
+    ]
+    assert not stray, "\n".join(stray)
+    images = {line.split()[0] for line in lines}
+    # gpu-operator v26.7.0 values.yaml: devicePlugin nvcr.io/nvidia k8s-device-plugin v0.20.0.
+    assert f"{ECR}/nvcr/nvidia/k8s-device-plugin:v0.20.0" in images
+    assert f"{ECR}/nvcr/nvidia/pytorch:25.08-py3@sha256:{'1' * 64}" in images
+
+
+def test_every_copied_image_has_a_repository_the_stack_declares(copied, copied_rendering):
+    repositories = {
+        r.inputs["name"]: r.inputs for r in copied.of_type("aws:ecr/repository:Repository")
+    }
+    # A reference's repository: its path without the tag and digest (distribution/reference).
+    wanted = {
+        re.sub(r"(:[\w][\w.-]*)?(@sha256:[0-9a-f]{64})?$", "", image.removeprefix(f"{ECR}/"))
+        for image in (line.split()[0] for line in lines_of(copied, copied_rendering))
+        if image.startswith(f"{ECR}/nvcr/")
+    }
+    assert "nvcr/nvidia/gpu-operator" in wanted and "nvcr/nvidia/pytorch" in wanted
+    assert wanted <= set(repositories), sorted(wanted - set(repositories))
+    for name in wanted:
+        # A copied tag names one image for good, and each is scanned: the settings of every
+        # private repository of the platform.
+        assert repositories[name]["imageTagMutability"] == "IMMUTABLE", name
+        assert repositories[name]["imageScanningConfiguration"] == {"scanOnPush": True}, name
+        assert repositories[name]["encryptionConfigurations"] == [{"encryptionType": "KMS"}], name
+
+
+def nvcr_images(node) -> set[str]:
+    """`<repository path>/<image>` of every image block on nvcr.io in a chart's values."""
+    found = set()
+    if isinstance(node, dict):
+        repository, image = node.get("repository"), node.get("image")
+        if isinstance(repository, str) and repository.startswith("nvcr.io/") and image:
+            found.add(f"{repository.removeprefix('nvcr.io/')}/{image}")
+        for value in node.values():
+            found |= nvcr_images(value)
+    return found
+
+
+def test_every_nvcr_image_of_the_gpu_operator_chart_gets_a_repository():
+    """What the stack declares before any rendering: each image block of the pinned chart's
+    values.yaml on nvcr.io, enabled or not (a stack may turn an operand on)."""
+    chart = helm_values.defaults("gpu-operator", CHARTS["gpu-operator"].version)
+    assert nvcr_images(chart) == set(NVIDIA_CHART_IMAGES["gpu-operator"])
+
+
+# gpu-operator v26.7.0 values.yaml (../shared/charts/gpu-operator/v26.7.0): each operand the
+# fixture's ClusterPolicy names, `repository`/`image`:`version`; the operator's own image takes
+# the chart's appVersion, v26.7.0. The NGC base image is the fixture's, pinned by digest.
+COPY_LINES = [
+    f"skopeo inspect --raw docker://{ECR}/nvcr/{path} >/dev/null 2>&1 || skopeo copy --all "
+    f"--preserve-digests docker://nvcr.io/{path} docker://{ECR}/nvcr/{path}"
+    for path in (
+        "nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+        "nvidia/cloud-native/k8s-cc-manager:v0.4.3",
+        "nvidia/cloud-native/k8s-driver-manager:v0.12.0",
+        "nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+        "nvidia/cloud-native/nvidia-sandbox-device-plugin:v0.0.5",
+        "nvidia/cloud-native/vgpu-device-manager:v0.5.0",
+        "nvidia/gpu-operator:v26.7.0",
+        "nvidia/k8s-device-plugin:v0.20.0",
+        "nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+        "nvidia/kubevirt-gpu-device-plugin:v1.6.0",
+        f"nvidia/pytorch@sha256:{'1' * 64}",
+    )
+]
+
+
+@pytest.mark.parametrize("step", ["ptc", "ptcc"])
+def test_the_plan_writes_the_copy_of_every_nvidia_image(
+    step, cached, rendering, copied, copied_rendering, tmp_path
+):
+    """The same lines before the copy (images from nvcr.io) and after (from ECR)."""
+    plan, rendered, stack = {
+        "ptc": (cached, rendering, STACK),
+        "ptcc": (copied, copied_rendering, COPIED),
+    }[step]
+    script = write_copy_script(step, config_of(stack, step), plan, rendered, tmp_path)
+    assert script == tmp_path / "copy-nvidia-images.sh"
+    lines = script.read_text().splitlines()
+    assert lines[0] == "#!/bin/sh" and "set -eu" in lines
+    assert [line for line in lines if line.startswith("skopeo")] == COPY_LINES
+
+
+def test_without_a_cache_the_plan_writes_no_copy(tmp_path):
+    stack = aws(gpu_node_groups=[P5], storage=FSX, images={"prepull": [TRAINER]})
+    plan = project_plan("nocache", {"nocache": stack})
+    rendered = render_plan(plan, (SHARED_HELM,))
+    assert (
+        write_copy_script("nocache", config_of(stack, "nocache"), plan, rendered, tmp_path) is None
+    )
+
+
+def test_until_the_copy_nvidia_s_images_come_from_nvcr_with_a_warning(cached, rendering):
+    """The default step: `pulumi up` creates the repositories, the nodes do not pull from them
+    before the copy, and the plan says what to run."""
+    assert "nvcr/nvidia/gpu-operator" in {
+        r.inputs["name"] for r in cached.of_type("aws:ecr/repository:Repository")
+    }
+    images = {line.split()[0] for line in lines_of(cached, rendering)}
+    assert not [i for i in images if i.startswith(f"{ECR}/nvcr/")]
+    (said,) = [w for w in cached.warnings if w.endswith("[warning nvidia-images-uncopied]")]
+    assert "run out/ptc/copy-nvidia-images.sh" in said
+    assert "images.pull_through_cache.nvidia_copied: true" in said
+
+
+def test_the_plan_reports_copied_images_as_copied(copied, copied_rendering):
+    report = format_image_paths(
+        copied, copied_rendering, image_route(config_of(COPIED, "ptcc"))
+    ).splitlines()
+    assert (
+        f"    {ECR}/nvcr/nvidia/pytorch:25.08-py3@sha256:{'1' * 64}  DaemonSet "
+        "gpu-platform-selftest/prepull-h100 (declared): copied to ECR nvcr/nvidia/pytorch, "
+        "pre-pulled at join"
+    ) in report
+    assert any(
+        line.startswith(f"    {ECR}/nvcr/nvidia/k8s-device-plugin:v0.20.0  GPU Operator operand")
+        and line.endswith(": copied to ECR nvcr/nvidia/k8s-device-plugin")
+        for line in report
+    ), report
 
 
 SECRET = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:"
