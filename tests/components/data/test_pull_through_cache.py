@@ -32,64 +32,53 @@ from plan.render import render_plan
 from tests.conftest import SHARED_HELM, project_plan
 from tests.helpers import helm_values
 from tests.helpers.bad_stacks import NS, assert_refused, aws, existing
-from tests.helpers.selftest_stacks import FSX, IMAGE, P5
-
-ACCOUNT = "111122223333"
-ECR = f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com"
-DOCKER_SECRET = (
-    f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+from tests.helpers.cache_stacks import (
+    ACCOUNT,
+    CACHE,
+    COPY_LINES,
+    DOCKER_SECRET,
+    ECR,
+    TOKENIZER,
+    TRAINER,
+    cache_plan,
+    config_of,
 )
-TRAINER = "nvcr.io/nvidia/pytorch:25.08-py3@sha256:" + "1" * 64
-TOKENIZER = "ghcr.io/example/tokenize@sha256:" + "2" * 64
-TOOLS = "docker.io/library/python@sha256:" + "3" * 64
-CACHE = {"account_id": ACCOUNT, "credentials": {"docker.io": DOCKER_SECRET}}
+from tests.helpers.selftest_stacks import FSX, P5
+
 RULE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
 # The releases whose values name a registry alone for every image (model/versions.py
 # REGISTRY_KEY): one value cannot carry a prefix per upstream, so they stay upstream.
 REGISTRY_ONLY_RELEASES = ("kube-prometheus-stack", "keda")
 
 
-STACK = aws(
-    gpu_node_groups=[P5],
-    storage=FSX,
-    selftest={"image": IMAGE},
-    images={"pull_through_cache": CACHE, "prepull": [TRAINER, TOKENIZER, TOOLS]},
-)
-
-
-COPIED = {
-    **STACK,
-    f"{NS}:images": {
-        **STACK[f"{NS}:images"],
-        "pull_through_cache": {**CACHE, "nvidia_copied": True},
-    },
-}
-
-
-def config_of(stack: dict, name: str):
-    return parse_config(
-        {k.removeprefix(f"{NS}:"): v for k, v in stack.items()}, f"Pulumi.{name}.yaml"
-    )
+@pytest.fixture(scope="module")
+def before_copy():
+    return cache_plan("ptc")
 
 
 @pytest.fixture(scope="module")
-def cached():
-    return project_plan("ptc", {"ptc": STACK})
+def after_copy():
+    return cache_plan("ptcc")
 
 
 @pytest.fixture(scope="module")
-def rendering(cached):
-    return render_plan(cached, (SHARED_HELM,))
+def cached(before_copy):
+    return before_copy[0]
 
 
 @pytest.fixture(scope="module")
-def copied():
-    return project_plan("ptcc", {"ptcc": COPIED})
+def rendering(before_copy):
+    return before_copy[1]
 
 
 @pytest.fixture(scope="module")
-def copied_rendering(copied):
-    return render_plan(copied, (SHARED_HELM,))
+def copied(after_copy):
+    return after_copy[0]
+
+
+@pytest.fixture(scope="module")
+def copied_rendering(after_copy):
+    return after_copy[1]
 
 
 def lines_of(plan, rendering) -> list[str]:
@@ -159,7 +148,7 @@ def test_every_image_from_a_cached_registry_is_pulled_through_its_rule(cached, r
 
 
 def test_the_plan_reports_each_pool_image_s_rule(cached, rendering):
-    lines = format_image_paths(cached, rendering, image_route(config_of(STACK, "ptc"))).splitlines()
+    lines = format_image_paths(cached, rendering, image_route(config_of("ptc"))).splitlines()
     # The GPU Operator's NFD worker runs on every GPU node (its chart's image,
     # registry.k8s.io/nfd/node-feature-discovery), through the k8s rule.
     assert any(
@@ -244,38 +233,13 @@ def test_every_nvcr_image_of_the_gpu_operator_chart_gets_a_repository():
     assert nvcr_images(chart) == set(NVIDIA_CHART_IMAGES["gpu-operator"])
 
 
-# gpu-operator v26.7.0 values.yaml (../shared/charts/gpu-operator/v26.7.0): each operand the
-# fixture's ClusterPolicy names, `repository`/`image`:`version`; the operator's own image takes
-# the chart's appVersion, v26.7.0. The NGC base image is the fixture's, pinned by digest.
-COPY_LINES = [
-    f"skopeo inspect --raw docker://{ECR}/nvcr/{path} >/dev/null 2>&1 || skopeo copy --all "
-    f"--preserve-digests docker://nvcr.io/{path} docker://{ECR}/nvcr/{path}"
-    for path in (
-        "nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
-        "nvidia/cloud-native/k8s-cc-manager:v0.4.3",
-        "nvidia/cloud-native/k8s-driver-manager:v0.12.0",
-        "nvidia/cloud-native/k8s-mig-manager:v0.15.0",
-        "nvidia/cloud-native/nvidia-sandbox-device-plugin:v0.0.5",
-        "nvidia/cloud-native/vgpu-device-manager:v0.5.0",
-        "nvidia/gpu-operator:v26.7.0",
-        "nvidia/k8s-device-plugin:v0.20.0",
-        "nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
-        "nvidia/kubevirt-gpu-device-plugin:v1.6.0",
-        f"nvidia/pytorch@sha256:{'1' * 64}",
-    )
-]
-
-
 @pytest.mark.parametrize("step", ["ptc", "ptcc"])
 def test_the_plan_writes_the_copy_of_every_nvidia_image(
     step, cached, rendering, copied, copied_rendering, tmp_path
 ):
     """The same lines before the copy (images from nvcr.io) and after (from ECR)."""
-    plan, rendered, stack = {
-        "ptc": (cached, rendering, STACK),
-        "ptcc": (copied, copied_rendering, COPIED),
-    }[step]
-    script = write_copy_script(step, config_of(stack, step), plan, rendered, tmp_path)
+    plan, rendered = {"ptc": (cached, rendering), "ptcc": (copied, copied_rendering)}[step]
+    script = write_copy_script(step, config_of(step), plan, rendered, tmp_path)
     assert script == tmp_path / "copy-nvidia-images.sh"
     lines = script.read_text().splitlines()
     assert lines[0] == "#!/bin/sh" and "set -eu" in lines
@@ -286,9 +250,8 @@ def test_without_a_cache_the_plan_writes_no_copy(tmp_path):
     stack = aws(gpu_node_groups=[P5], storage=FSX, images={"prepull": [TRAINER]})
     plan = project_plan("nocache", {"nocache": stack})
     rendered = render_plan(plan, (SHARED_HELM,))
-    assert (
-        write_copy_script("nocache", config_of(stack, "nocache"), plan, rendered, tmp_path) is None
-    )
+    cfg = parse_config({k.removeprefix(f"{NS}:"): v for k, v in stack.items()}, "Pulumi.x.yaml")
+    assert write_copy_script("nocache", cfg, plan, rendered, tmp_path) is None
 
 
 def test_until_the_copy_nvidia_s_images_come_from_nvcr_with_a_warning(cached, rendering):
@@ -306,7 +269,7 @@ def test_until_the_copy_nvidia_s_images_come_from_nvcr_with_a_warning(cached, re
 
 def test_the_plan_reports_copied_images_as_copied(copied, copied_rendering):
     report = format_image_paths(
-        copied, copied_rendering, image_route(config_of(COPIED, "ptcc"))
+        copied, copied_rendering, image_route(config_of("ptcc"))
     ).splitlines()
     assert (
         f"    {ECR}/nvcr/nvidia/pytorch:25.08-py3@sha256:{'1' * 64}  DaemonSet "
