@@ -15,12 +15,13 @@ from typing import Any
 
 from model.config import PlatformConfig
 from model.config.images import NVIDIA_COPY_PREFIX, NVIDIA_REGISTRY, PULL_THROUGH_UPSTREAMS
-from model.versions import CHART_IMAGE_VALUES, REGISTRY_KEY
+from model.versions import CHART_IMAGE_BLOCKS, CHART_IMAGE_VALUES, REGISTRY_KEY
 
 # Docker's reference grammar (distribution/reference): a first component with a dot or a
 # port, or `localhost`, is a registry; without one the image is on Docker Hub, and a
 # one-component name there lives under `library/`.
 _DOCKER_HUB_LIBRARY = "library"
+_DOCKER_HUB = "docker.io"
 
 
 @dataclass(frozen=True)
@@ -86,14 +87,14 @@ def _split(reference: str) -> tuple[str | None, str]:
 
 def registry_of(reference: str) -> str:
     """The registry an image reference (or a repository) names; Docker Hub's is docker.io."""
-    return _split(reference)[0] or "docker.io"
+    return _split(reference)[0] or _DOCKER_HUB
 
 
 def without_registry(reference: str) -> str:
     """`registry.k8s.io/kueue/kueue:v0.19.2` -> `kueue/kueue:v0.19.2`; `busybox:1.38.0` ->
-    `library/busybox:1.38.0`."""
+    `library/busybox:1.38.0`, as is `docker.io/busybox:1.38.0`."""
     registry, rest = _split(reference)
-    if registry is not None or "/" in rest:
+    if registry not in (None, _DOCKER_HUB) or "/" in rest:
         return rest
     return f"{_DOCKER_HUB_LIBRARY}/{rest}"
 
@@ -107,11 +108,22 @@ def mirrored(reference: str | None, route: Route) -> str | None:
     return reference if base is None else f"{base}/{without_registry(reference)}"
 
 
+def _set(values: dict[str, Any], path: str, value: str) -> None:
+    """values[a][b][c] = value for `a.b.c`, copying each dict on the way."""
+    *parents, leaf = path.split(".")
+    node = values
+    for key in parents:
+        node[key] = dict(node.get(key) or {})
+        node = node[key]
+    node[leaf] = value
+
+
 def mirrored_values(chart: str, values: dict[str, Any], route: Route) -> dict[str, Any]:
     """A release's values with every registry the chart names pointed where the route says;
     the release's own values (tags, other keys) kept. A value that names a registry alone
     serves every image of the chart, from upstreams a pull-through prefix each cannot share:
-    only a mirror replaces it."""
+    only a mirror replaces it, and the cache points each image block of such a chart at its
+    own prefix instead (a Docker Hub image gains `library/` where it lacks a namespace)."""
     route = _route(route)
     if route is None:
         return values
@@ -119,12 +131,14 @@ def mirrored_values(chart: str, values: dict[str, Any], route: Route) -> dict[st
     for path, upstream in CHART_IMAGE_VALUES[chart].items():
         if upstream == REGISTRY_KEY and route.mirror is None:
             continue
-        *parents, leaf = path.split(".")
-        node = merged
-        for key in parents:
-            node[key] = dict(node.get(key) or {})
-            node = node[key]
-        node[leaf] = route.mirror if upstream == REGISTRY_KEY else mirrored(upstream, route)
+        _set(merged, path, route.mirror if upstream == REGISTRY_KEY else mirrored(upstream, route))
+    if route.mirror is not None:
+        return merged
+    for path, upstream in CHART_IMAGE_BLOCKS.get(chart, {}).items():
+        base = route.base(registry_of(upstream))
+        if base is not None:
+            _set(merged, f"{path}.registry", base)
+            _set(merged, f"{path}.repository", without_registry(upstream))
     return merged
 
 

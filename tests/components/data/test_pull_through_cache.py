@@ -21,10 +21,10 @@ import re
 import pytest
 
 from components.data.pull_through_cache import puller_policy
-from components.registry_mirror import image_route, registry_of
+from components.registry_mirror import image_route, mirrored_values, registry_of
 from model.config import parse_config
 from model.config.images import PullThroughCacheSettings
-from model.versions import CHARTS, NVIDIA_CHART_IMAGES
+from model.versions import CHART_IMAGE_BLOCKS, CHARTS, NVIDIA_CHART_IMAGES
 from plan.cli import write_copy_script
 from plan.image_paths import format_image_paths
 from plan.images import image_lines
@@ -46,9 +46,6 @@ from tests.helpers.cache_stacks import (
 from tests.helpers.selftest_stacks import FSX, P5
 
 RULE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
-# The releases whose values name a registry alone for every image (model/versions.py
-# REGISTRY_KEY): one value cannot carry a prefix per upstream, so they stay upstream.
-REGISTRY_ONLY_RELEASES = ("kube-prometheus-stack", "keda")
 
 
 @pytest.fixture(scope="module")
@@ -129,12 +126,7 @@ def test_without_credentials_only_the_public_upstreams_are_cached():
 def test_every_image_from_a_cached_registry_is_pulled_through_its_rule(cached, rendering):
     lines = lines_of(cached, rendering)
     cached_upstreams = ("public.ecr.aws/", "registry.k8s.io/", "quay.io/", "docker.io/")
-    bypassing = [
-        line
-        for line in lines
-        if line.startswith(cached_upstreams)
-        and not line.endswith(tuple(f"(ptc-{r})" for r in REGISTRY_ONLY_RELEASES))
-    ]
+    bypassing = [line for line in lines if line.startswith(cached_upstreams)]
     assert not bypassing, "\n".join(bypassing)
     images = {line.split()[0] for line in lines}
     # The program's own images and the charts' repositories, each through its prefix.
@@ -142,9 +134,62 @@ def test_every_image_from_a_cached_registry_is_pulled_through_its_rule(cached, r
     assert f"{ECR}/k8s/pause:3.10.1" in images
     assert any(i.startswith(f"{ECR}/k8s/kueue/kueue:") for i in images)
     assert any(i.startswith(f"{ECR}/ecr-public/fsx-csi-driver/aws-fsx-csi-driver:") for i in images)
-    # nvcr.io cannot be a source, and GHCR has no secret: both stay upstream.
+    # The charts with a global registry value, image by image through their blocks:
+    # kube-prometheus-stack 88.5.3 values.yaml prometheus.prometheusSpec.image (quay.io,
+    # prometheus/prometheus, v3.14.0-distroless); its grafana subchart 12.11.1 (docker.io,
+    # grafana/grafana, the subchart's appVersion 13.2.0).
+    assert f"{ECR}/quay/prometheus/prometheus:v3.14.0-distroless" in images
+    assert f"{ECR}/docker-hub/grafana/grafana:13.2.0" in images
+    # nvcr.io is copied, not cached (not yet here), and GHCR has no secret: both upstream.
     assert TRAINER in images and TOKENIZER in images
     assert "nvcr.io/nvidia/k8s-device-plugin:v0.20.0" in images
+    # keda 2.20.2 values.yaml image.keda: ghcr.io kedacore/keda at the chart's appVersion.
+    assert "ghcr.io/kedacore/keda:2.20.2" in images
+
+
+def image_blocks(node, path: str = "") -> dict[str, str]:
+    """Every image block of a chart's values (`registry` beside `repository`), by dotted path,
+    as `registry/repository`."""
+    found = {}
+    if isinstance(node, dict):
+        if isinstance(node.get("registry"), str) and isinstance(node.get("repository"), str):
+            found[path] = f"{node['registry']}/{node['repository']}"
+        for key, value in node.items():
+            found |= image_blocks(value, f"{path}.{key}".lstrip("."))
+    return found
+
+
+@pytest.mark.parametrize("chart", ["keda", "kube-prometheus-stack"])
+def test_every_image_block_of_a_one_registry_chart_takes_its_own_prefix(chart):
+    """The charts whose global registry value serves a mirror: each image block of the pinned
+    values.yaml and its subcharts' (under the subchart's name) is one the cache routes."""
+    version = CHARTS[chart].version
+    found = image_blocks(helm_values.defaults(chart, version))
+    for name, values in helm_values.subcharts(chart, version).items():
+        found |= {f"{name}.{k}": v for k, v in image_blocks(values).items()}
+    assert found == CHART_IMAGE_BLOCKS[chart]
+
+
+def test_a_block_takes_its_rule_s_prefix_and_docker_hub_s_library_namespace():
+    github = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:ecr-pullthroughcache/github-x"
+    stack = aws(images={"pull_through_cache": {**CACHE, "credentials": {
+        **CACHE["credentials"], "ghcr.io": github}}})  # fmt: skip
+    cfg = parse_config({k.removeprefix(f"{NS}:"): v for k, v in stack.items()}, "Pulumi.x.yaml")
+    keda = mirrored_values("keda", {"image": {"keda": {"tag": "2.20.2"}}}, image_route(cfg))
+    assert keda["image"]["keda"] == {
+        "registry": f"{ECR}/github",
+        "repository": "kedacore/keda",
+        "tag": "2.20.2",
+    }
+    # ECR User Guide, pull-through-cache.html: a Docker Hub official image is pulled as
+    # `<prefix>/library/<name>`.
+    stack_values = mirrored_values("kube-prometheus-stack", {}, image_route(cfg))
+    assert stack_values["crds"]["upgradeJob"]["image"]["busybox"] == {
+        "registry": f"{ECR}/docker-hub",
+        "repository": "library/busybox",
+    }
+    # The global registry stays unset: it would win over every block.
+    assert "global" not in stack_values
 
 
 def test_the_plan_reports_each_pool_image_s_rule(cached, rendering):
@@ -173,10 +218,7 @@ OFF_THE_STACK_S_ECR = {
 
 def off_the_stack_s_ecr(line: str) -> str | None:
     """Why an images.txt line is not pulled from the stack's ECR, or None if it should be."""
-    image, origin = line.split()[0], line.rpartition(" ")[2]
-    if origin in {f"(ptcc-{r})" for r in REGISTRY_ONLY_RELEASES}:
-        return "its chart takes one registry for every image"
-    return OFF_THE_STACK_S_ECR.get(registry_of(image))
+    return OFF_THE_STACK_S_ECR.get(registry_of(line.split()[0]))
 
 
 def test_no_image_is_pulled_from_nvcr_once_nvidia_s_images_are_copied(copied, copied_rendering):
