@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from components.data.pull_through_cache import puller_policy
+from components.data.pull_through_cache import nvidia_repositories, puller_policy
 from components.registry_mirror import image_route, mirrored_values, registry_of
 from model.config import parse_config
 from model.config.images import PullThroughCacheSettings
@@ -39,6 +39,7 @@ from tests.helpers.cache_stacks import (
     DOCKER_SECRET,
     ECR,
     TOKENIZER,
+    TOOLS,
     TRAINER,
     cache_plan,
     config_of,
@@ -205,6 +206,24 @@ def test_the_plan_reports_each_pool_image_s_rule(cached, rendering):
         f"    {TRAINER}  DaemonSet gpu-platform-selftest/prepull-h100 (declared): "
         "upstream nvcr.io, pre-pulled at join"
     ) in lines
+
+
+def test_every_nvcr_image_the_stack_names_gets_a_repository():
+    """The self-test and recipes images too, when a team builds them on an NGC base and keeps
+    them on nvcr.io; their paths without tag or digest."""
+    selftest = "nvcr.io/acme/selftest:1.0@sha256:" + "4" * 64
+    recipes = "nvcr.io/acme/team/recipes@sha256:" + "5" * 64
+    stack = aws(
+        gpu_node_groups=[P5],
+        storage=FSX,
+        images={"pull_through_cache": CACHE, "prepull": [TRAINER, TOOLS]},
+        selftest={"image": selftest},
+        recipes={"image": recipes},
+    )
+    cfg = parse_config({k.removeprefix(f"{NS}:"): v for k, v in stack.items()}, "Pulumi.x.yaml")
+    names = nvidia_repositories(cfg)
+    assert {"nvcr/acme/selftest", "nvcr/acme/team/recipes", "nvcr/nvidia/pytorch"} <= set(names)
+    assert not [n for n in names if "python" in n]
 
 
 # What stays off the stack's ECR once NVIDIA's images are copied, each with its reason.
