@@ -2,10 +2,10 @@
 every registry (`images.registry_mirror`, an air-gapped cluster's), or an ECR pull-through cache
 rule's prefix per upstream registry the cache serves (`images.pull_through_cache`), and for
 nvcr.io, which no rule can cache, the prefix of the ECR repositories NVIDIA's images are copied
-into (components/data/pull_through_cache.py). Each image
-reference keeps its path and loses its registry, through the chart values that name
-registries (model/versions.py, CHART_IMAGE_VALUES), the operators' custom resources and the
-program's own pods. Pure functions; without a route each returns its input."""
+into (components/data/pull_through_cache.py). Each image reference keeps its path and loses its
+registry, through the chart values that name registries (model/versions.py,
+CHART_IMAGE_VALUES and CHART_IMAGE_BLOCKS), the operators' custom resources and the program's
+own pods. Pure functions; without a route each returns its input."""
 
 from __future__ import annotations
 
