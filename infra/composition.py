@@ -38,6 +38,7 @@ from components.data.nodes import NodeRole, NodeRoleArgs
 from components.data.pull_through_cache import (
     PullThroughCache,
     PullThroughCacheArgs,
+    nvidia_repositories,
     puller_policy,
 )
 from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupArgs, add_on_nodes
@@ -399,7 +400,11 @@ class Platform(PlatformComponent):
         if cache is not None:
             before_nodes.append(
                 PullThroughCache(
-                    f"{env}-pull-through-cache", PullThroughCacheArgs(env, cache), on_aws
+                    f"{env}-pull-through-cache",
+                    PullThroughCacheArgs(
+                        env, cache, tuple(nvidia_repositories(cfg)), protect=ctx.protect
+                    ),
+                    on_aws,
                 )
             )
         system = SystemNodeGroup(

@@ -538,3 +538,74 @@ CHART_IMAGE_VALUES: dict[str, dict[str, str]] = {
     },
     "ceph-csi-drivers": {},
 }
+
+# The image blocks (`registry` beside `repository`) of the charts whose global registry value
+# serves a mirror (`REGISTRY_KEY` above), by dotted path, with the image each names as the
+# pinned values.yaml sets it (kube-prometheus-stack 88.5.3 and its subcharts, keda 2.20.2).
+# Their templates take a block's registry where the global one is unset
+# (`.Values.global.imageRegistry | default .Values.<block>.registry`; keda's
+# `.Values.global.image.registry | default .Values.image.<component>.registry`), so each
+# image can take its own pull-through prefix.
+CHART_IMAGE_BLOCKS: dict[str, dict[str, str]] = {
+    "keda": {
+        "image.keda": "ghcr.io/kedacore/keda",
+        "image.metricsApiServer": "ghcr.io/kedacore/keda-metrics-apiserver",
+        "image.webhooks": "ghcr.io/kedacore/keda-admission-webhooks",
+    },
+    "kube-prometheus-stack": {
+        "alertmanager.alertmanagerSpec.image": "quay.io/prometheus/alertmanager",
+        "crds.upgradeJob.image.busybox": "docker.io/busybox",
+        "crds.upgradeJob.image.kubectl": "registry.k8s.io/kubectl",
+        "grafana.downloadDashboardsImage": "docker.io/curlimages/curl",
+        "grafana.image": "docker.io/grafana/grafana",
+        "grafana.imageRenderer.image": "docker.io/grafana/grafana-image-renderer",
+        "grafana.initChownData.image": "docker.io/library/busybox",
+        "grafana.sidecar.image": "quay.io/kiwigrid/k8s-sidecar",
+        "grafana.testFramework.image": "docker.io/bats/bats",
+        "kube-state-metrics.image": "registry.k8s.io/kube-state-metrics/kube-state-metrics",
+        "kube-state-metrics.kubeRBACProxy.image": "quay.io/brancz/kube-rbac-proxy",
+        "prometheus-node-exporter.image": "quay.io/prometheus/node-exporter",
+        "prometheus-node-exporter.kubeRBACProxy.image": "quay.io/brancz/kube-rbac-proxy",
+        "prometheus-node-exporter.permissionInitContainer.image": "quay.io/prometheus/busybox",
+        "prometheus-windows-exporter.image": "ghcr.io/prometheus-community/windows-exporter",
+        "prometheus.prometheusSpec.image": "quay.io/prometheus/prometheus",
+        "prometheusOperator.admissionWebhooks.deployment.image": (
+            "quay.io/prometheus-operator/admission-webhook"
+        ),
+        "prometheusOperator.admissionWebhooks.patch.image": "ghcr.io/jkroepke/kube-webhook-certgen",
+        "prometheusOperator.image": "quay.io/prometheus-operator/prometheus-operator",
+        "prometheusOperator.prometheusConfigReloader.image": (
+            "quay.io/prometheus-operator/prometheus-config-reloader"
+        ),
+        "prometheusOperator.thanosImage": "quay.io/thanos/thanos",
+        "thanosRuler.thanosRulerSpec.image": "quay.io/thanos/thanos",
+    },
+}
+
+# Every nvcr.io image a chart the platform installs on AWS names, by its path (repository and
+# image of shared/charts/<chart>/<version>/values.yaml, without the registry): with a
+# pull-through cache each gets an ECR repository `nvcr/<path>` its image is copied into
+# (components/data/pull_through_cache.py). gpu-operator v26.7.0 values.yaml: operator,
+# validator and nodeStatusExporter run `gpu-operator`; driver.manager and vgpuManager's and
+# vfioManager's driver managers `k8s-driver-manager`; devicePlugin and gfd
+# `k8s-device-plugin`; draDriver (the GPUCluster path) `dra-driver-nvidia-gpu`. The Network
+# Operator's run on an existing cluster only, where no cache is.
+NVIDIA_CHART_IMAGES: dict[str, tuple[str, ...]] = {
+    "gpu-operator": (
+        "nvidia/gpu-operator",
+        "nvidia/driver",
+        "nvidia/cloud-native/k8s-driver-manager",
+        "nvidia/k8s/container-toolkit",
+        "nvidia/k8s-device-plugin",
+        "nvidia/cloud-native/dcgm",
+        "nvidia/k8s/dcgm-exporter",
+        "nvidia/cloud-native/k8s-mig-manager",
+        "nvidia/cloud-native/nvidia-fs",
+        "nvidia/cloud-native/gdrdrv",
+        "nvidia/cloud-native/vgpu-device-manager",
+        "nvidia/kubevirt-gpu-device-plugin",
+        "nvidia/cloud-native/nvidia-sandbox-device-plugin",
+        "nvidia/cloud-native/k8s-cc-manager",
+        "nvidia/dra-driver-nvidia-gpu",
+    ),
+}

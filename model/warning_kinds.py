@@ -35,6 +35,7 @@ WARNINGS: dict[str, str] = {
     "chart-not-cached": "a pinned chart is not in the chart cache: its release is not rendered",
     "shared-data-unprovided": "an AWS stack declares no shared-data: its jobs' pods stay Pending",
     "shared-data-claim-unchecked": "shared-data is the admin's claim, which the plan cannot see",
+    "nvidia-images-uncopied": "NVIDIA's images still come from nvcr.io: copy them into ECR",
 }
 
 _TAG = re.compile(r" \[warning ([a-z0-9-]+)\]$")

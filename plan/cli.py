@@ -33,9 +33,10 @@ from typing import Any
 
 import yaml
 
-from components.registry_mirror import image_route
+from components.data.pull_through_cache import COPY_SCRIPT
+from components.registry_mirror import image_route, nvidia_copies
 from infra.stack_warnings import capacity_block_rolls
-from model.config import ConfigError, config_from_pulumi, stack_file
+from model.config import ConfigError, PlatformConfig, config_from_pulumi, stack_file
 from model.stacks import ROOT, read_project, read_stack_config, stack_config
 from plan import deploy_policy, diff_report, migration
 from plan import diff as plan_diff
@@ -179,6 +180,20 @@ def write_rendering(plan: Plan, rendering: Rendering, out_dir: Path) -> tuple[li
     return written, plan_images.write_images(image_sources(plan, rendering), out_dir)
 
 
+def write_copy_script(
+    stack: str, cfg: PlatformConfig, plan: Plan, rendering: Rendering, out_dir: Path
+) -> Path | None:
+    """out/<stack>/copy-nvidia-images.sh on a stack with a pull-through cache: every NVIDIA
+    image images.txt lists, into the stack's ECR repositories."""
+    pairs = nvidia_copies([line.split()[0] for line in image_sources(plan, rendering)], cfg)
+    if not pairs:
+        return None
+    path = out_dir / COPY_SCRIPT
+    path.write_text(plan_images.copy_script(stack, pairs))
+    path.chmod(0o755)
+    return path
+
+
 def plan_stack(stack: str, root: Path = ROOT, _referrers: tuple[str, ...] = ()) -> Plan:
     """Plan `stack`; the worker stacks it references as a MultiKueue manager are planned
     first, from this project's stack files, and their outputs stand in for the references."""
@@ -297,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     plan.warnings.extend(rendering.warnings)
     rendered, images = write_rendering(plan, rendering, out_dir)
+    copies = write_copy_script(args.stack, stack_config(args.stack, ROOT), plan, rendering, out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
     policies = check_plan(plan, ROOT, rendering)
@@ -313,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
             f"\nWrote {out_dir / 'resources.json'}, {len(written)} manifests, "
             f"{len(rendered)} rendered releases and {images}."
         )
+        if copies is not None:
+            print(f"Wrote {copies}: run it before NVIDIA's images are pulled from ECR.")
         if graphs:
             print("Wrote " + ", ".join(str(g) for g in graphs))
         if note:

@@ -1,9 +1,9 @@
 """The plan's "Images per GPU pool" section: for each GPU pool, every image a node of the pool
 pulls before a job there runs, and how it reaches the node: from which registry (upstream,
-the stack's mirror or one of its ECR pull-through cache rules), whether the pre-puller pulls
-it while the node-join check runs (components/selftest/prepull.py), and whether the node
-unpacks it with SOCI parallel pull (images.fast_pull, the nodeadm gate in the pool's user
-data).
+the stack's mirror, one of its ECR pull-through cache rules, or the ECR repository NVIDIA's
+image is copied into), whether the pre-puller pulls it while the node-join check runs
+(components/selftest/prepull.py), and whether the node unpacks it with SOCI parallel pull
+(images.fast_pull, the nodeadm gate in the pool's user data).
 
 Read from what reaches the cluster: the DaemonSets the program declares and the releases render
 that run on the pool's nodes (plan/blast_radius.py decides which, from their node selectors and
@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from components.data.nodes import NODEADM_CONTENT_TYPE
-from components.registry_mirror import ImageRoute, registry_of
+from components.registry_mirror import ImageRoute, registry_of, repository_of
 from components.selftest.prepull import POOL_LABEL
 from plan.blast_radius import (
     CLUSTER_POLICY,
@@ -46,6 +46,10 @@ def path_of(reference: str, route: ImageRoute | None) -> str:
         if reference.startswith(f"{base}/"):
             prefix = base.rpartition("/")[2]
             return f"pull-through cache rule {prefix} (from {upstream})"
+    for _, base in route.copied if route is not None else ():
+        if reference.startswith(f"{base}/"):
+            prefix = base.rpartition("/")[2]
+            return f"copied to ECR {prefix}/{repository_of(reference.removeprefix(base + '/'))}"
     return f"upstream {registry_of(reference)}"
 
 

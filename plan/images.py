@@ -7,7 +7,8 @@ ceph-csi-operator in a ConfigMap (rook-ceph v1.20.6 templates/configmap.yaml,
 `rook-csi-operator-image-set-configmap`), the config-reloader image prometheus-operator injects
 (its `--prometheus-config-reloader` argument), the images the GPU and Network Operators read
 from their environment. Written to out/<stack>/images.txt, the list an air-gapped cluster's
-mirror must hold.
+mirror must hold. With a pull-through cache, the NVIDIA images among them are copied into ECR
+by out/<stack>/copy-nvidia-images.sh, written here.
 """
 
 from __future__ import annotations
@@ -133,3 +134,35 @@ def write_images(lines: list[str], out_dir: Path) -> Path:
     path = out_dir / "images.txt"
     path.write_text("".join(f"{line}\n" for line in lines))
     return path
+
+
+def _copyable(reference: str) -> str:
+    """skopeo's docker transport takes a tag or a digest, not both (containers-transports(5),
+    `docker://docker-reference`): a pinned image is copied by its digest, which a copy to a
+    digest reference keeps (containers/skopeo issue 1451)."""
+    name, at, digest = reference.partition("@")
+    if not at:
+        return reference
+    head, slash, last = name.rpartition("/")
+    return f"{head}{slash}{last.partition(':')[0]}@{digest}"
+
+
+def copy_script(stack: str, pairs: list[tuple[str, str]]) -> str:
+    """A line a (source, destination): `--all` copies every platform of a multi-arch list and
+    the list, `--preserve-digests` fails rather than change an image's digest (skopeo-copy(1),
+    containers/skopeo docs/skopeo-copy.1.md); an image already there is left (its tag is
+    immutable: ECR refuses a second push)."""
+    lines = [
+        "#!/bin/sh",
+        f"# NVIDIA's images for stack {stack} into its ECR repositories, which `pulumi up`",
+        "# creates; written by `python -m plan`. Needs skopeo logged in to nvcr.io (user",
+        "# $oauthtoken, an NGC API key) and to the stack's ECR registry (docs/gpu-nodes.md).",
+        "set -eu",
+    ]
+    for source, destination in pairs:
+        src, dst = _copyable(source), _copyable(destination)
+        lines.append(
+            f"skopeo inspect --raw docker://{dst} >/dev/null 2>&1 || "
+            f"skopeo copy --all --preserve-digests docker://{src} docker://{dst}"
+        )
+    return "".join(f"{line}\n" for line in lines)

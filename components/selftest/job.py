@@ -39,6 +39,7 @@ import pulumi_aws as aws
 from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
+from components.ecr import repository_args
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import image_route, mirrored
 from components.scheduling.reservation import reservation_objects
@@ -271,17 +272,7 @@ class SelfTest(PlatformComponent):
         if args.aws_provider is not None:
             repository = aws.ecr.Repository(
                 f"{env}-selftest-repository",
-                aws.ecr.RepositoryArgs(
-                    name=repository_name(env),
-                    image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
-                        scan_on_push=True
-                    ),
-                    image_tag_mutability="IMMUTABLE",
-                    encryption_configurations=[
-                        aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS")
-                    ],
-                    force_delete=not args.context.protect,
-                ),
+                repository_args(repository_name(env), protect=args.context.protect),
                 # Its name is fixed: a replacement created first would collide on it.
                 self.child(provider=args.aws_provider, delete_before_replace=True),
             )

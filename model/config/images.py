@@ -63,6 +63,10 @@ PULL_THROUGH_UPSTREAMS = {
     "registry.gitlab.com": Upstream("registry.gitlab.com", "gitlab", credentials=True),
     "cgr.dev": Upstream("cgr.dev", "chainguard", credentials=True),
 }
+# nvcr.io is no pull-through source (pull-through-cache.html lists the upstreams a rule can
+# cache): NVIDIA's images are copied into ECR repositories the stack declares, under one prefix.
+NVIDIA_REGISTRY = "nvcr.io"
+NVIDIA_COPY_PREFIX = "nvcr"
 CREDENTIAL_SECRET_PREFIX = "ecr-pullthroughcache/"
 _SECRET_ARN = re.compile(
     rf"^arn:{SUPPORTED_PARTITION}:secretsmanager:([a-z0-9-]+):([0-9]{{12}}):secret:"
@@ -86,6 +90,17 @@ class PullThroughCacheSettings(Settings):
         "signs in with; its name must start `ecr-pullthroughcache/` (ECR User Guide, "
         "pull-through-cache.html). Only these are cached; without one, their images stay "
         "upstream. Default: none.",
+    )
+
+    nvidia_copied: bool = Field(
+        False,
+        description="NVIDIA's images (nvcr.io, which no pull-through rule can cache) are in "
+        "the stack's ECR repositories `nvcr/<path>`, so every nvcr.io reference is pulled "
+        "from there. Set it once `pulumi up` has created those repositories and "
+        "out/<stack>/copy-nvidia-images.sh has copied the images (docs/gpu-nodes.md, "
+        '"NVIDIA\'s images into ECR"), and run that script again before an up that changes an '
+        "NVIDIA image's tag. Default: false: the repositories are declared and the images "
+        "still come from nvcr.io, with a warning.",
     )
 
     @field_validator("credentials")
@@ -160,7 +175,8 @@ class ImageSettings(Settings):
         "Hub, GHCR, GitLab and Chainguard with `credentials`. Every image from those is pulled "
         "as `<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/<path>:<tag>`, and the node "
         "role may import and create repositories under those prefixes only. nvcr.io cannot be "
-        "a source: NVIDIA's images stay upstream. Not with registry_mirror. Default: off.",
+        "a source: NVIDIA's images are copied into ECR repositories `nvcr/<path>` the stack "
+        "declares (`nvidia_copied`). Not with registry_mirror. Default: off.",
     )
 
     @model_validator(mode="after")

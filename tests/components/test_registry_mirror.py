@@ -119,6 +119,8 @@ def test_references_lose_their_registry_and_keep_path_tag_and_digest():
     assert without_registry("localhost:5000/a/b@sha256:" + "1" * 64) == "a/b@sha256:" + "1" * 64
     assert without_registry("rook/ceph:v1.20.6") == "rook/ceph:v1.20.6"
     assert without_registry("busybox:1.38.0") == "library/busybox:1.38.0"
+    # Docker normalises `docker.io/busybox` to `docker.io/library/busybox` as well.
+    assert without_registry("docker.io/busybox:1.38.0") == "library/busybox:1.38.0"
     assert mirrored("nvcr.io/nvidia", MIRROR) == f"{MIRROR}/nvidia"
     assert mirrored("nvcr.io/nvidia", None) == "nvcr.io/nvidia"
 

@@ -32,7 +32,8 @@ LOUD_AWS, LOUD_ONPREM = "loud-aws", "loud-onprem"
 def loud_aws() -> dict:
     """The shipped dev (an example account, a documentation CIDR, an unconfirmed add-on build)
     on a minor past standard support, over a small budget, its self-test not waited for, a
-    queue asking for more GPUs than its pool holds, and no shared-data (its FSx taken out)."""
+    queue asking for more GPUs than its pool holds, no shared-data (its FSx taken out), and a
+    pull-through cache whose NVIDIA images are not copied yet."""
     config = stack_file_config("dev")
     del config[f"{NS}:storage"]["fsx"]
     # EKS "Kubernetes version lifecycle": 1.33 left standard support on 2026-07-29.
@@ -43,6 +44,8 @@ def loud_aws() -> dict:
     config[f"{NS}:selftest"] = {"mode": "warn", "image": image}
     (group,) = config[f"{NS}:gpu_node_groups"]
     config[f"{NS}:scheduling"] = {"cluster_queues": [{"name": "big", "gpus": {group["name"]: 512}}]}
+    images = config.get(f"{NS}:images", {})
+    config[f"{NS}:images"] = {**images, "pull_through_cache": {"account_id": "210987654321"}}
     return config
 
 

@@ -138,6 +138,7 @@ def test_the_cli_fails_strict_on_the_stacks_warnings_then_passes_with_its_waiver
         "quota-over-pool",
         "selftest-mode-warn",
         "shared-data-unprovided",
+        "nvidia-images-uncopied",
     )
     for kind in kinds:
         assert [line for line in lines if line.startswith("warning: ") and line.endswith(
