@@ -11,10 +11,6 @@ floor reaches over its NVLink (shared/FACTS.md "Self-test numbers"; NVIDIA H100 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,9 +18,7 @@ import pytest
 from components.scheduling.training_job import render
 from components.selftest.job import selftest_spec
 from model.config import parse_config
-from tests.helpers.hang import HANG_S
-from tests.helpers.image_path import IMAGE_PYTHONPATH
-from tests.helpers.loopback import free_port
+from tests.helpers.selftest_process import agents
 from tests.helpers.selftest_stacks import IMAGE
 from tests.helpers.varied_stacks import GB200_CONFIG, GB200_STACK
 
@@ -68,36 +62,9 @@ def report(tmp_path_factory) -> tuple[list[int], str, dict]:
     out = tmp_path_factory.mktemp("nvlink-selftest")
     (trainer,) = pod_spec(rendered()[0])["containers"]
     values = {e["name"]: e["value"] for e in trainer["env"] if "value" in e}
-    port = free_port()
-    processes = []
-    for index, node in enumerate(["node-a", "node-b"]):
-        command = [
-            sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
-            f"--node-rank={index}", "--master-addr=127.0.0.1", f"--master-port={port}",
-            "-m", "selftest", "--checks", "collectives", "--sizes", "1024,65536",
-            "--iters", "3", "--out", str(out),
-        ]  # fmt: skip
-        env = {
-            **os.environ, **{k: values[k] for k in JUDGED_BY},
-            "PYTHONPATH": IMAGE_PYTHONPATH, "NODE_NAME": node, "OMP_NUM_THREADS": "1",
-        }  # fmt: skip
-        env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
-        processes.append(
-            subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                text=True,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-        )
-    outputs = [p.communicate(timeout=HANG_S)[0] for p in processes]
-    return (
-        [p.returncode for p in processes],
-        outputs[0],
-        json.loads((out / "report.json").read_text()),
-    )
+    judged = {k: values[k] for k in JUDGED_BY}
+    args = ["--checks", "collectives", "--sizes", "1024,65536", "--iters", "3"]
+    return agents({"node-a": judged, "node-b": judged}, args, out)
 
 
 def test_the_all_reduce_across_the_two_nodes_is_held_to_nvlinks_floor(report):

@@ -5,10 +5,6 @@ across the group, the fabric's transport), and a verdict that names the node tha
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,40 +12,15 @@ import pytest
 from selftest import runner
 
 from tests.helpers.hang import HANG_S
-from tests.helpers.image_path import IMAGE_PYTHONPATH
-from tests.helpers.loopback import free_port
+from tests.helpers.selftest_process import agents
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def preflight(out: Path, expected_gpus: dict[str, int]) -> tuple[list[int], str, dict]:
     """Both nodes' agents; (their exit codes, rank 0's output, the report)."""
-    port = free_port()
-    processes = []
-    for index, node in enumerate(expected_gpus):
-        command = [
-            sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
-            f"--node-rank={index}", "--master-addr=127.0.0.1", f"--master-port={port}",
-            "-m", "selftest", "--checks", "preflight", "--out", str(out),
-        ]  # fmt: skip
-        env = {
-            **os.environ, "PYTHONPATH": IMAGE_PYTHONPATH, "NODE_NAME": node,
-            "SELFTEST_EXPECTED_GPUS": str(expected_gpus[node]), "OMP_NUM_THREADS": "1",
-        }  # fmt: skip
-        env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
-        processes.append(
-            subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                text=True,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-        )
-    outputs = [p.communicate(timeout=HANG_S)[0] for p in processes]
-    report = json.loads((out / "report.json").read_text())
-    return [p.returncode for p in processes], outputs[0], report
+    nodes = {node: {"SELFTEST_EXPECTED_GPUS": str(gpus)} for node, gpus in expected_gpus.items()}
+    return agents(nodes, ["--checks", "preflight"], out)
 
 
 @pytest.fixture(scope="module")
