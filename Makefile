@@ -119,9 +119,10 @@ lint: $(TEST_VENV)/.installed
 
 # The alert tests run Prometheus's own promtool; without it they fail, so say how to get it first.
 check-promtool:
-	@command -v promtool >/dev/null || { \
-		echo "error: promtool not found; the alert tests need it:" \
-			"apt-get install prometheus (Debian/Ubuntu), or a Prometheus release's promtool on PATH" >&2; \
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+		echo "error: promtool or prometheus not found; the alert tests and the team cost" \
+			"benchmark need them: apt-get install prometheus (Debian/Ubuntu), or a Prometheus" \
+			"release's promtool and prometheus on PATH" >&2; \
 		exit 1; }
 
 # STYLE.md §8's tiers in two targets, split by folder: `make test` runs the unit, program and
