@@ -180,8 +180,12 @@ def autoscaler_tags(
     tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in labels.items()}
     for taint in canary_taints(group) if canary else (GPU_TAINT,):
         tags[f"{NODE_TEMPLATE}/taint/{taint['key']}"] = f"{taint['value']}:{taint['effect']}"
-    for resource, count in advertised_resources(group, mig_strategy).items():
-        tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
+    # A DRA group's nodes advertise no GPU resource (the device plugin is off there): their GPUs
+    # are ResourceSlices, which no ASG tag can describe, and the autoscaler plans with a real
+    # node of the group, which it keeps (model/config/dra.py refuses min_size 0).
+    if group.gpu_allocation != "dra":
+        for resource, count in advertised_resources(group, mig_strategy).items():
+            tags[f"{NODE_TEMPLATE}/resources/{resource}"] = str(count)
     if group.efa:
         tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] = str(group.instances[0].efa_interfaces)
         # A quantity, as the kubelet advertises it (pages x 2 MiB): cluster-autoscaler's AWS

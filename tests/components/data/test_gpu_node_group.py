@@ -192,6 +192,19 @@ def test_autoscaler_tags_describe_labels_taints_and_resources():
     )
 
 
+def test_a_dra_groups_tags_advertise_no_gpu_resource_its_nodes_do_not_have():
+    """The device plugin is off on a DRA group's nodes (nvidia.com/gpu.deploy.device-plugin:
+    "false"), so they advertise no nvidia.com/gpu; their GPUs are ResourceSlices, which the
+    autoscaler's AWS node-template tags cannot carry (cluster-autoscaler cloudprovider/aws/
+    README.md: labels, taints and resources only)."""
+    tags = autoscaler_tags(
+        group(efa=True, gpu_allocation="dra", scaling={"min_size": 1, "max_size": 2}), "single"
+    )
+    assert not [k for k in tags if k.startswith(f"{NODE_TEMPLATE}/resources/nvidia.com/")]
+    assert tags[f"{NODE_TEMPLATE}/label/nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"] == "32"
+
+
 def test_labels_name_group_fabric_capacity_and_type():
     labels = node_labels(
         group(efa=True, capacity="reservation", capacity_reservation_id="cr-0123456789abcdef0"),
