@@ -20,7 +20,7 @@ from jobs.team import main
 from tests.conftest import make_project, stack_file_config
 from tests.helpers.jobset_objects import STATUSES, jobset, live
 from tests.helpers.kubectl import StandInKubectl, stand_in_kubectl
-from tests.helpers.varied_stacks import DRA_CONFIGS, DRA_STACK
+from tests.helpers.varied_stacks import DRA_CONFIGS, DRA_STACK, GB200_CONFIG, GB200_POOL
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team-a/llama-ft@sha256:" + "d" * 64
 COMMAND = ["python", "train.py", "--lr", "1e-5"]
@@ -343,3 +343,37 @@ def test_resume_of_a_dra_job_replaces_its_template_with_it(dra_project, kubectl)
         read[:3],
         patch[:3],
     ]
+
+
+@pytest.fixture
+def gb200_project(tmp_path, monkeypatch) -> Path:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "kc").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kc"))
+    return make_project(tmp_path / "project", {"st": GB200_CONFIG})
+
+
+def test_a_gb200_jobs_compute_domain_is_owned_by_its_jobset_so_it_goes_with_it(
+    gb200_project, kubectl, capsys
+):
+    """A multi-node job on an NVLink pool comes with its ComputeDomain (the JobSet, then the
+    domain); once applied, the JobSet is the domain's owner as it is a claim template's, so the
+    garbage collector deletes the domain with the job, and --resume's foreground delete
+    (kubectl delete --cascade=foreground --wait) waits for it before the new one is applied."""
+    assert submit(gb200_project, "--pool", GB200_POOL, "--gpus-per-node", "4") == 0
+    path = gb200_project / "out" / "ft" / "job.yaml"
+    job, domain = yaml.safe_load_all(path.read_text())
+    assert (domain["kind"], domain["apiVersion"]) == (
+        "ComputeDomain",
+        "resource.nvidia.com/v1beta1",
+    )
+    get = holding(kubectl, job, None)
+    kubectl.answer("apply", "-f", str(path))
+    read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
+    kubectl.answer(*read, stdout=live(job, "queued"))
+    # kubectl's TYPE.VERSION.GROUP form of the ComputeDomain (resource.nvidia.com/v1beta1).
+    patch = ["patch", "computedomain.v1beta1.resource.nvidia.com", domain["metadata"]["name"]]
+    patch += ["-n", "training", "--type", "merge", "-p", json.dumps(owned_by(live(job, "queued")))]
+    kubectl.answer(*patch)
+    assert submit(gb200_project, "--apply", "--pool", GB200_POOL, "--gpus-per-node", "4") == 0
+    assert [c[2:] for c in kubectl.calls] == [get, ["apply", "-f", str(path)], read, patch]
