@@ -299,13 +299,18 @@ def ran_once() -> tuple[dict, dict, list[dict]]:
 RAN_ONCE_BADPUT = "badput: provisioning 1920 GPU-s $1.46; image pull / init 2880 GPU-s $2.20"
 
 
-def test_every_job_has_a_priced_platform_ledger_without_trainkit(kubectl, capsys):
-    """No trainkit series: the ledger comes from the Workload and the pods alone."""
-    job, held, pods = ran_once()
+def holds(kubectl, job: dict, held: dict, pods: list[dict]) -> None:
+    """The cluster holds the job, its Workload and its pods; Prometheus has no trainkit series."""
     kubectl.answer(*GET, stdout=items(job))
     kubectl.answer("get", "--raw", PROXY, stdout=vector())
     kubectl.answer(*WORKLOAD, stdout=items(held))
     kubectl.answer(*PODS, stdout=items(*pods))
+
+
+def test_every_job_has_a_priced_platform_ledger_without_trainkit(kubectl, capsys):
+    """No trainkit series: the ledger comes from the Workload and the pods alone."""
+    job, held, pods = ran_once()
+    holds(kubectl, job, held, pods)
     assert status("llama") == 0
     assert capsys.readouterr().out.splitlines()[4:] == [
         "platform ledger: 9101 s allocated on 16 GPU(s), 145616 GPU-s $111.02; goodput 96.7%, "
@@ -390,10 +395,7 @@ def test_a_restarted_jobs_ledger_is_refined_by_trainkit_over_the_attempts_the_ap
 def test_the_documented_platform_ledger_is_what_status_prints(kubectl, capsys):
     """docs/training.md, "Goodput without trainkit", shows the ledger of `ran_once`."""
     job, held, pods = ran_once()
-    kubectl.answer(*GET, stdout=items(job))
-    kubectl.answer("get", "--raw", PROXY, stdout=vector())
-    kubectl.answer(*WORKLOAD, stdout=items(held))
-    kubectl.answer(*PODS, stdout=items(*pods))
+    holds(kubectl, job, held, pods)
     assert status("llama") == 0
     block = "\n".join(capsys.readouterr().out.splitlines()[4:])
     assert f"```text\n{block}\n```" in (ROOT / "docs" / "training.md").read_text()
@@ -418,10 +420,7 @@ def test_a_quarantine_of_a_node_the_job_ran_on_is_read_from_the_nodes_annotation
     stamp = "2026-12-01T23:30:52Z hardware.xid,hardware.pcie_link"
     annotations = {"gpu-platform/quarantined": stamp}
     marked = {"kind": "Node", "metadata": {"name": "node-b", "annotations": annotations}}
-    kubectl.answer(*GET, stdout=items(job))
-    kubectl.answer("get", "--raw", PROXY, stdout=vector())
-    kubectl.answer(*WORKLOAD, stdout=items(held))
-    kubectl.answer(*PODS, stdout=items(*pods))
+    holds(kubectl, job, held, pods)
     kubectl.answer(*NODES, stdout=items({**marked, "metadata": {"name": "node-a"}}, marked))
     assert status("llama") == 0
     out = capsys.readouterr().out.splitlines()
@@ -444,10 +443,7 @@ def test_where_the_account_may_not_get_nodes_the_ledger_says_quarantines_were_no
     job, held, pods = ran_on_nodes()
     forbidden = ('Error from server (Forbidden): nodes "node-a" is forbidden: User "alice" cannot '
                  'get resource "nodes" in API group "" at the cluster scope')  # fmt: skip
-    kubectl.answer(*GET, stdout=items(job))
-    kubectl.answer("get", "--raw", PROXY, stdout=vector())
-    kubectl.answer(*WORKLOAD, stdout=items(held))
-    kubectl.answer(*PODS, stdout=items(*pods))
+    holds(kubectl, job, held, pods)
     kubectl.answer(*NODES, rc=1, stderr=forbidden + "\n")
     assert status("llama") == 0
     out = capsys.readouterr().out.splitlines()
