@@ -19,8 +19,9 @@ from pathlib import Path
 import yaml
 
 from components.scheduling.job_names import longest_name, name_problem
+from components.scheduling.job_spec import TrainingJobSpec
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import TrainingJobSpec, render
+from components.scheduling.training_job import render
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
 from model.config import GpuPool, PlatformConfig

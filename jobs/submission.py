@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.scheduling.training_job import TrainingJobSpec
+from components.scheduling.job_spec import TrainingJobSpec
 from jobs.kubectl import Kubectl, KubectlError, resource_type
 from jobs.state import changes_summary, job_state, spec_changes
 
@@ -48,7 +48,7 @@ def applied(
     cluster: Kubectl, objects: list[dict[str, Any]], job: dict[str, Any], path: Path
 ) -> int:
     """Apply `path`, then make the job the owner of every other object it holds (a DRA pool's
-    claim template: components/scheduling/training_job.claim_templates), so that they go with
+    claim template: components/scheduling/job_claims.claim_templates), so that they go with
     the job: deleted with it, and replaced with it on --resume. Only the applied job has a uid."""
     if cluster.apply(path) != 0:
         return 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.scheduling.training_job import TrainingJobSpec, job, job_labels
+from components.scheduling.job_spec import TrainingJobSpec
+from components.scheduling.training_job import job, job_labels
 from components.vocabulary import BATCH_API
 
 

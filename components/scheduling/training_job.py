@@ -32,18 +32,9 @@ launcher (contract/launch.py), which runs torchrun's agent.
   which the static CPU manager the GPU nodes run pins to CPUs of their own;
   a memory-backed /dev/shm for NCCL and data loaders; the storage plane's volumes; the pool's
   NCCL ConfigMap as environment; on RDMA pools the `rdma` Multus network.
-- Inside one NVLink domain where the pool has one (GB200 NVL72): a multi-node job there comes
-  with a ComputeDomain of its own (`compute_domain`), whose controller makes the channel's
-  ResourceClaimTemplate that every pod claims, so its GPUs reach each other's memory over
-  NVLink (IMEX); such a job takes whole nodes, at most one domain's worth
-  (model/dra.nvlink_problem).
-- On a DRA pool (`gpu_allocation: dra`) the GPUs are claimed instead of requested: the job
-  renders a ResourceClaimTemplate of its own in its namespace (`<job>-gpus`: one request,
-  `exactly` the pool's DeviceClass, ExactCount of the pod's GPUs, or of its MIG slices of the
-  pool's smallest profile through the platform's per-profile class), which the pod lists in
-  `spec.resourceClaims` and each GPU container in `resources.claims`, and no `nvidia.com/gpu`
-  request: Kueue charges only template claims of `exactly`/ExactCount requests whose
-  DeviceClass it maps (../shared/PINS.md "DRA quota (0.19.2)"; model/dra.device_class_quota).
+- Claiming what DRA serves (components/scheduling/job_claims.py): its GPUs on a DRA pool, with
+  no `nvidia.com/gpu` request there, and on an NVLink-domain pool (GB200 NVL72) a multi-node
+  job's ComputeDomain, rendered beside the JobSet, whose IMEX channel every pod claims.
 - Never on a quarantined node: every pod requires a node without the self-test's quarantine
   label, so a restarted group does not land on the node that failed it.
 - Scraped when it serves metrics: a container port named `metrics` and the pod label
@@ -67,8 +58,6 @@ submits through it, a recipe's job and a team's own (docs/training.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -76,10 +65,17 @@ from components.data.gpu_operator import advertised_resources
 from components.data.nccl import configmap_name
 from components.scheduling import launcher
 from components.scheduling.failure_policy import failure_policy, pod_failure_policy
+from components.scheduling.job_claims import (
+    claim_templates,
+    claims_gpus,
+    compute_domain,
+    pod_claims,
+    uses_compute_domain,
+)
+from components.scheduling.job_spec import Preflight, TrainingJobSpec
 from components.scheduling.multikueue import burst_managed_by
 from components.scheduling.topology import placement
 from components.storage.volumes import (
-    NvmeCache,
     pool_cache,
     shared_data_claim_name,
     training_volume_mounts,
@@ -123,21 +119,11 @@ from contract.env import (
 )
 from contract.launch import FLIGHT_RECORD_PREFIX
 from contract.mounts import SHARED_DATA_MOUNT_PATH
-from model.config import GpuPool, PlatformConfig
+from model.config import PlatformConfig
 from model.config.fabric import RDMA_FABRICS
-from model.config.scheduling import JobSettings
-from model.dra import (
-    COMPUTE_DOMAIN_API,
-    GPU_CLASS,
-    mig_class,
-    mig_profiles_of,
-    nvlink_problem,
-    resource_api_version,
-)
+from model.dra import resource_api_version
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-# The pod's claim on its ComputeDomain's IMEX channel (../shared/PINS.md "Claim shapes").
-CHANNEL_CLAIM = "imex-channel"
 # Where the image side serves a trainer's Prometheus metrics, on each pod's local rank 0: the
 # recipes (recipes/metrics.py) and trainkit, which teams' own scripts use.
 TRAINING_METRICS_PORT = 8000
@@ -158,73 +144,6 @@ RESTART_ATTEMPT_KEY = "jobset.sigs.k8s.io/restart-attempt"
 # Each job's NCCL flight records, `<namespace>/<job name>/` under it, unless it keeps them beside
 # its checkpoints (flight_record_env).
 FLIGHT_RECORDS = f"{SHARED_DATA_MOUNT_PATH}/flight-records"
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """The self-test's preflight check set (`python -m selftest --checks preflight`), run as
-    every pod's init container on the job's own nodes and GPUs: the image that holds the
-    self-test and what it expects of the pool (components/selftest/preflight.py)."""
-
-    image: str
-    env: dict[str, str]
-
-
-@dataclass(frozen=True)
-class TrainingJobSpec:
-    """What a team decides about its job; the pool decides the rest."""
-
-    name: str
-    namespace: str
-    image: str
-    # What torchrun runs: `["-m", "package"]` or `["train.py", "--flag"]`.
-    command: Sequence[str]
-    pool: GpuPool
-    # What backs nvme-cache on the pool's nodes (components/storage.nvme_cache).
-    cache: NvmeCache
-    # The claim behind the shared-data volume (components/storage/volumes.shared_data_claim_name).
-    shared_data_claim: str
-    nodes: int = 1
-    gpus_per_node: int | None = None
-    # The LocalQueue; None submits straight to the scheduler, not through Kueue.
-    queue: str | None = "default"
-    priority_class: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    # The pool's RDMA resource name (components/vocabulary.rdma_resource) on RDMA pools.
-    rdma_resource: str | None = None
-    backoff_limit: int = 0
-    active_deadline_seconds: int | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    extra_volumes: Sequence[dict[str, Any]] = ()
-    extra_mounts: Sequence[dict[str, Any]] = ()
-    # Where the trainer serves Prometheus metrics; None: not scraped.
-    metrics_port: int | None = None
-    # terminationGracePeriodSeconds: time between SIGTERM and SIGKILL for a checkpoint on
-    # eviction or preemption; None keeps Kubernetes' 30 s.
-    termination_grace_period_seconds: int | None = None
-    # One node, rendezvous on it: no peers to find, so no subdomain (cron_job's Jobs).
-    standalone: bool = False
-    # The pods' ServiceAccount; None: the namespace's `default`.
-    service_account: str | None = None
-    # Kueue's topology-aware placement of the pods (components/topology.placement).
-    placement: dict[str, str] = field(default_factory=dict)
-    # spec.managedBy: `kueue.x-k8s.io/multikueue` for a job whose queue bursts, so that only
-    # MultiKueue runs it (components/multikueue.MANAGED_BY).
-    managed_by: str | None = None
-    # Restarts and hang detection (scheduling.jobs).
-    jobs: JobSettings = field(default_factory=JobSettings)
-    # Where trainkit pushes the job's goodput; None: not pushed.
-    pushgateway_url: str | None = None
-    # The preflight each pod of a multi-node job runs before it trains; None: none.
-    preflight: Preflight | None = None
-    # The `resource.k8s.io` version the cluster serves (model/dra.resource_api_version of the
-    # stack's minor): what a DRA pool's claim template is written in.
-    resource_api: str = resource_api_version("1.34")
-
-    @property
-    def gpus(self) -> int:
-        return self.gpus_per_node or self.pool.gpus_per_node
 
 
 def master_address(spec: TrainingJobSpec) -> str:
@@ -324,90 +243,9 @@ def memory_mib(spec: TrainingJobSpec) -> int:
     return math.floor(per_slice * spec.gpus)
 
 
-def uses_compute_domain(spec: TrainingJobSpec) -> bool:
-    return spec.pool.nvlink_domain_nodes is not None and spec.nodes > 1 and not spec.standalone
-
-
-def channel_template_name(spec: TrainingJobSpec) -> str:
-    """The ResourceClaimTemplate the job's ComputeDomain controller creates and its pods claim."""
-    return f"{spec.name}-imex-channel"
-
-
-def compute_domain(spec: TrainingJobSpec) -> dict[str, Any]:
-    """The job's ComputeDomain, in its namespace (the channel's claim must be in the
-    ComputeDomain's: AssertComputeDomainNamespace). `numNodes: 0` always: the GPU Operator's
-    copy of the CRD requires the field and the driver's deprecates it, 0 is valid under both
-    (../shared/PINS.md "ComputeDomains and IMEX")."""
-    problem = nvlink_problem(spec.pool, spec.nodes, spec.gpus_per_node)
-    if problem is not None:
-        raise ValueError(f"{spec.name}: {problem[0]} {problem[1]}")
-    return {
-        "apiVersion": COMPUTE_DOMAIN_API,
-        "kind": "ComputeDomain",
-        "metadata": {
-            "name": spec.name,
-            "namespace": spec.namespace,
-            **({"labels": dict(spec.labels)} if spec.labels else {}),
-        },
-        "spec": {
-            "numNodes": 0,
-            "channel": {"resourceClaimTemplate": {"name": channel_template_name(spec)}},
-        },
-    }
-
-
 def quantity_mib(mib: int) -> str:
     """MiB as Kubernetes writes it: in Gi where whole."""
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
-
-
-# The pod's one claim, and its one request, on a DRA pool.
-GPU_CLAIM = "gpus"
-
-
-def claims_gpus(spec: TrainingJobSpec) -> bool:
-    return spec.pool.gpu_allocation == "dra"
-
-
-def claim_template_name(spec: TrainingJobSpec) -> str:
-    return f"{spec.name}-{GPU_CLAIM}"
-
-
-def gpu_device_class(pool: GpuPool) -> str:
-    """The DeviceClass a DRA pool's claims name: the chart's `gpu.nvidia.com`, or on a MIG pool
-    the platform's class of its smallest profile (the chart's `mig.nvidia.com` matches every
-    profile, so Kueue could not charge it to one: model/dra.device_class_quota)."""
-    profiles = mig_profiles_of(pool)
-    return mig_class(profiles[0]) if profiles else GPU_CLASS
-
-
-def claim_templates(spec: TrainingJobSpec) -> list[dict[str, Any]]:
-    """The ResourceClaimTemplate a job on a DRA pool claims its GPUs through; none on a
-    device-plugin pool. `exactly` with ExactCount, the one shape Kueue v0.19.2 charges
-    (pkg/dra/claims.go countDevicesPerClass), `count` the pod's GPUs (dra-driver-nvidia-gpu
-    v0.4.1 docs/install.md: ExactCount, default 1)."""
-    if not claims_gpus(spec):
-        return []
-    request = {
-        "name": GPU_CLAIM,
-        "exactly": {
-            "deviceClassName": gpu_device_class(spec.pool),
-            "allocationMode": "ExactCount",
-            "count": spec.gpus,
-        },
-    }
-    return [
-        {
-            "apiVersion": spec.resource_api,
-            "kind": "ResourceClaimTemplate",
-            "metadata": {
-                "name": claim_template_name(spec),
-                "namespace": spec.namespace,
-                "labels": dict(spec.labels),
-            },
-            "spec": {"spec": {"devices": {"requests": [request]}}},
-        }
-    ]
 
 
 def resources(spec: TrainingJobSpec) -> dict[str, Any]:
@@ -430,19 +268,6 @@ def resources(spec: TrainingJobSpec) -> dict[str, Any]:
     found: dict[str, Any] = {"requests": dict(wanted), "limits": dict(wanted)}
     if claims := pod_claims(spec):
         found["claims"] = [{"name": claim["name"]} for claim in claims]
-    return found
-
-
-def pod_claims(spec: TrainingJobSpec) -> list[dict[str, str]]:
-    """The pod's `spec.resourceClaims`: its GPUs on a DRA pool, its ComputeDomain's IMEX channel
-    on an NVLink-domain pool; each GPU container lists them all in `resources.claims`."""
-    found = []
-    if claims_gpus(spec):
-        found.append({"name": GPU_CLAIM, "resourceClaimTemplateName": claim_template_name(spec)})
-    if uses_compute_domain(spec):
-        found.append(
-            {"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template_name(spec)}
-        )
     return found
 
 

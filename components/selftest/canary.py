@@ -36,7 +36,9 @@ import pulumi_aws as aws
 from components.base import PlatformComponent
 from components.context import StackContext
 from components.kubernetes_object import KubernetesObject
-from components.scheduling.training_job import TrainingJobSpec, claim_templates, job
+from components.scheduling.job_claims import claim_templates
+from components.scheduling.job_spec import TrainingJobSpec
+from components.scheduling.training_job import job
 from components.selftest.access import PART_OF
 from components.selftest.node_join import CHECKS, whole_node_spec
 from components.selftest.schedule import history_env

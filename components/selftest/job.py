@@ -42,13 +42,10 @@ from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
 from components.ecr import repository_args
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import image_route, mirrored
+from components.scheduling.job_claims import claim_templates
+from components.scheduling.job_spec import TrainingJobSpec
 from components.scheduling.reservation import reservation_objects
-from components.scheduling.training_job import (
-    TrainingJobSpec,
-    claim_templates,
-    render,
-    spec_for_pool,
-)
+from components.scheduling.training_job import render, spec_for_pool
 from components.selftest.access import access_all, access_env, account
 from components.selftest.node_join import node_join_objects
 from components.selftest.prepull import prepull_objects

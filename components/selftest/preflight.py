@@ -20,7 +20,8 @@ from __future__ import annotations
 import dataclasses
 
 from components.registry_mirror import image_route, mirrored
-from components.scheduling.training_job import Preflight, TrainingJobSpec, fabric_devices
+from components.scheduling.job_spec import Preflight, TrainingJobSpec
+from components.scheduling.training_job import fabric_devices
 from components.selftest.job import fabric_devices as node_fabric_devices
 from contract.env import (
     SELFTEST_EXPECTED_FABRIC_DEVICES,

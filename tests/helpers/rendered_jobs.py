@@ -10,8 +10,9 @@ import sys
 from typing import Any
 
 from components.control.namespaces import job_namespaces
+from components.scheduling.job_claims import claim_templates
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import claim_templates, job, render, spec_for_pool
+from components.scheduling.training_job import job, render, spec_for_pool
 from components.selftest.job import selftest_spec
 from components.selftest.schedule import schedule_spec
 from jobs.common import SubmitError

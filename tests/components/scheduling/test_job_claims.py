@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from components.scheduling.job_claims import claim_templates, pod_claims
 from components.scheduling.training_job import render, spec_for_pool
 from contract.env import TRAINING_JOB_POOL
 from jobs.team import TeamJob, plan_job
@@ -144,6 +145,17 @@ def test_a_job_on_a_dra_pool_claims_its_gpus_through_a_template_of_its_own():
         resources = container["resources"]
         assert resources["claims"] == [{"name": "gpus"}]
         assert "nvidia.com/gpu" not in {*resources["requests"], *resources["limits"]}
+
+
+def test_the_rendered_job_is_its_claims_then_the_jobset():
+    """render() puts the claim templates before the JobSet (they must exist before its pods are
+    admitted), and the pod lists exactly pod_claims."""
+    cfg = dra_config(DRA_STACK)
+    spec = plan_job(cfg, TeamJob(image=IMAGE, command=["train.py"], nodes=2, pool="a100-efa"))
+    *templates, jobset = render(spec)
+    assert templates == claim_templates(spec)
+    (pod,) = [pod for _, pod in pod_templates(jobset)]
+    assert pod["resourceClaims"] == pod_claims(spec)
 
 
 def test_a_mig_pools_job_claims_slices_of_its_smallest_profile_through_the_platforms_class():

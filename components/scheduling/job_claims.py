@@ -1,0 +1,117 @@
+"""What a training job claims through DRA (../shared/PINS.md "Claim shapes"), beside the JobSet
+that components/scheduling/training_job.py renders:
+
+- on a DRA pool (`gpu_allocation: dra`) its GPUs: a ResourceClaimTemplate of its own
+  (`<job>-gpus`), `exactly` the pool's DeviceClass with ExactCount of the pod's GPUs, the one
+  shape Kueue v0.19.2 charges (model/dra.device_class_quota maps the class to its quota name);
+- on an NVLink-domain pool (GB200 NVL72) a multi-node job's ComputeDomain, whose controller
+  makes the IMEX channel's claim template, at most one domain's worth of whole nodes
+  (model/dra.nvlink_problem).
+
+`pod_claims` is what the pod lists in `spec.resourceClaims`, and each GPU container by name in
+`resources.claims`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.scheduling.job_spec import TrainingJobSpec
+from model.config import GpuPool
+from model.dra import COMPUTE_DOMAIN_API, GPU_CLASS, mig_class, mig_profiles_of, nvlink_problem
+
+# The pod's claim on its ComputeDomain's IMEX channel (../shared/PINS.md "Claim shapes").
+CHANNEL_CLAIM = "imex-channel"
+
+
+def uses_compute_domain(spec: TrainingJobSpec) -> bool:
+    return spec.pool.nvlink_domain_nodes is not None and spec.nodes > 1 and not spec.standalone
+
+
+def channel_template_name(spec: TrainingJobSpec) -> str:
+    """The ResourceClaimTemplate the job's ComputeDomain controller creates and its pods claim."""
+    return f"{spec.name}-imex-channel"
+
+
+def compute_domain(spec: TrainingJobSpec) -> dict[str, Any]:
+    """The job's ComputeDomain, in its namespace (the channel's claim must be in the
+    ComputeDomain's: AssertComputeDomainNamespace). `numNodes: 0` always: the GPU Operator's
+    copy of the CRD requires the field and the driver's deprecates it, 0 is valid under both
+    (../shared/PINS.md "ComputeDomains and IMEX")."""
+    problem = nvlink_problem(spec.pool, spec.nodes, spec.gpus_per_node)
+    if problem is not None:
+        raise ValueError(f"{spec.name}: {problem[0]} {problem[1]}")
+    return {
+        "apiVersion": COMPUTE_DOMAIN_API,
+        "kind": "ComputeDomain",
+        "metadata": {
+            "name": spec.name,
+            "namespace": spec.namespace,
+            **({"labels": dict(spec.labels)} if spec.labels else {}),
+        },
+        "spec": {
+            "numNodes": 0,
+            "channel": {"resourceClaimTemplate": {"name": channel_template_name(spec)}},
+        },
+    }
+
+
+# The pod's one claim, and its one request, on a DRA pool.
+GPU_CLAIM = "gpus"
+
+
+def claims_gpus(spec: TrainingJobSpec) -> bool:
+    return spec.pool.gpu_allocation == "dra"
+
+
+def claim_template_name(spec: TrainingJobSpec) -> str:
+    return f"{spec.name}-{GPU_CLAIM}"
+
+
+def gpu_device_class(pool: GpuPool) -> str:
+    """The DeviceClass a DRA pool's claims name: the chart's `gpu.nvidia.com`, or on a MIG pool
+    the platform's class of its smallest profile (the chart's `mig.nvidia.com` matches every
+    profile, so Kueue could not charge it to one: model/dra.device_class_quota)."""
+    profiles = mig_profiles_of(pool)
+    return mig_class(profiles[0]) if profiles else GPU_CLASS
+
+
+def claim_templates(spec: TrainingJobSpec) -> list[dict[str, Any]]:
+    """The ResourceClaimTemplate a job on a DRA pool claims its GPUs through; none on a
+    device-plugin pool. `exactly` with ExactCount, the one shape Kueue v0.19.2 charges
+    (pkg/dra/claims.go countDevicesPerClass), `count` the pod's GPUs (dra-driver-nvidia-gpu
+    v0.4.1 docs/install.md: ExactCount, default 1)."""
+    if not claims_gpus(spec):
+        return []
+    request = {
+        "name": GPU_CLAIM,
+        "exactly": {
+            "deviceClassName": gpu_device_class(spec.pool),
+            "allocationMode": "ExactCount",
+            "count": spec.gpus,
+        },
+    }
+    return [
+        {
+            "apiVersion": spec.resource_api,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {
+                "name": claim_template_name(spec),
+                "namespace": spec.namespace,
+                "labels": dict(spec.labels),
+            },
+            "spec": {"spec": {"devices": {"requests": [request]}}},
+        }
+    ]
+
+
+def pod_claims(spec: TrainingJobSpec) -> list[dict[str, str]]:
+    """The pod's `spec.resourceClaims`: its GPUs on a DRA pool, its ComputeDomain's IMEX channel
+    on an NVLink-domain pool; each GPU container lists them all in `resources.claims`."""
+    found = []
+    if claims_gpus(spec):
+        found.append({"name": GPU_CLAIM, "resourceClaimTemplateName": claim_template_name(spec)})
+    if uses_compute_domain(spec):
+        found.append(
+            {"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template_name(spec)}
+        )
+    return found
