@@ -27,8 +27,15 @@ Sources, per column:
   4 × 400 Gbps at NCI 1, 5, 9, 13 behind an ENA primary on NCI 0 (EC2 User Guide, "EFA
   configuration for P6e-GB200 instances"; EKS User Guide "Use P6e-GB200 UltraServers with Amazon
   EKS": NCI 0 "must be of type `interface`", the node then shows `vpc.amazonaws.com/efa: 4`);
-  3 × 7.5 TB instance store (EKS UltraServer page). Its VPC CNI ENI limits were not read: the
-  defaults of model/catalog.InstanceType stand, which only lower the pod ceiling. No on-demand
+  3 × 7.5 TB instance store (EKS UltraServer page). Two NUMA nodes: its 144 vCPUs are two Grace
+  CPUs of 72 Arm Neoverse V2 cores each, one per GB200 superchip (NVIDIA GB200 NVL72
+  specifications: 36 Grace CPUs, 2,592 cores; MLCommons inference v6.1, Crusoe's GB200 NVL72
+  system description: 144 host cores per 4-GPU node). Its ENI limits are in no table that was
+  read: neither the VPC CNI's `vpc_ip_resource_limit.go` at b52188387f2e nor nodeadm's
+  `internal/kubelet/instance-info.jsonl` (amazon-eks-ami at 81fec2e8, 2026-07-23) lists the
+  type, so nodeadm asks EC2 DescribeInstanceTypes at boot (`GetInstanceInfo` in
+  `eni_max_pods.go`) and sets max pods to ENIs × (IPv4 per ENI − 1) + 2. The defaults of
+  model/catalog.InstanceType stand here, which can only lower the pod ceiling. No on-demand
   price: it is sold only as UltraServer Capacity Blocks (EC2 User Guide, "Launch instances using
   Capacity Blocks").
 - CPU architecture: arm64 for Grace (GB200 pairs two Blackwell GPUs with one Grace CPU, EKS
@@ -94,7 +101,8 @@ ROWS: dict[str, dict[str, Any]] = {
         network_cards=17, efa_layout=((0, "interface"), (1, "efa-only"), (5, "efa-only"),
         (9, "efa-only"), (13, "efa-only")), nvme_disks=3, nvme_disk_gb=7500,
         on_demand_hourly_usd=None, cpu_architecture="arm64", nvlink_domain_nodes=18,
-        nvlink_gbps_per_gpu=1800, ultraserver_nodes=(9, 18), min_ami_release="20251103"),
+        nvlink_gbps_per_gpu=1800, ultraserver_nodes=(9, 18), min_ami_release="20251103",
+        numa_nodes=2),
     # 8 × V100 on NVLink, no bf16 (Volta): training there runs fp16 with a gradient scaler.
     "p3dn.24xlarge": _r(vcpus=96, memory_gib=768, gpus=8, **_V100, efa_interfaces=1,
         nvme_disks=2, nvme_disk_gb=900, max_enis=15, ipv4_per_eni=50,

@@ -51,9 +51,10 @@ FACTS = {name: Facts(*row) for name, row in {
     "p6-b200.48xlarge": (192, 2048, 8, "B200", 180, 8, 8, 4, 50, 2, 8, 3800),
     # Not in the karpenter or VPC CNI readings: AWS "Amazon EC2 P6 instances" (144 vCPU,
     # 960 GiB, 4 GPUs, 740 GB GPU memory), EC2 User Guide P6e section (17 cards, 4 × 400 Gbps
-    # EFA), EKS UltraServer page (3 × 7.5 TB); Grace: one NUMA node per superchip pair was not
-    # read, 1 stands; ENIs and IPv4 per ENI unread: the catalog's defaults 4 and 15.
-    "p6e-gb200.36xlarge": (144, 960, 4, "GB200", 185, 4, 17, 4, 15, 1, 3, 7500),
+    # EFA), EKS UltraServer page (3 × 7.5 TB); two Grace CPUs of 72 cores (NVIDIA GB200 NVL72
+    # specifications: 36 Grace CPUs, 2,592 Arm Neoverse V2 cores), so two NUMA nodes; ENIs and
+    # IPv4 per ENI in no table read (nodeadm asks EC2 at boot): the catalog's defaults 4 and 15.
+    "p6e-gb200.36xlarge": (144, 960, 4, "GB200", 185, 4, 17, 4, 15, 2, 3, 7500),
     "g5.xlarge":        (4, 16, 1, "A10G", 24, 0, 1, 4, 15, 1, 1, 250),
     "g5.2xlarge":       (8, 32, 1, "A10G", 24, 0, 1, 4, 15, 1, 1, 450),
     "g5.4xlarge":       (16, 64, 1, "A10G", 24, 0, 1, 8, 30, 1, 1, 600),
