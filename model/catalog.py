@@ -59,9 +59,11 @@ class GpuLimits:
 # application clocks 1215,1410, the pair AWS's "Optimize GPU settings" page gives for P4d;
 # A100-SXM4-80GB: 100-400 W, memory 1593 MHz, max graphics 1410 MHz; H100 80GB HBM3 on p5:
 # 200-700 W, 2619,1980; A10G on g5: 100-300 W, 6251,1710; L40S (46068 MiB, 350 W board):
-# 150-350 W, 9001,2520). No `nvidia-smi -q` reading was found for H200 and B200: their floor is
-# taken as the H100's 200 W (same SXM board class; a higher floor only refuses more) and no
-# clock pair is recorded, so clocks are refused there until a reading adds one.
+# 150-350 W, 9001,2520). B200: 200-1000 W, the GPU's `PowerLimitWatts` `AllowableMin` and
+# `AllowableMax` in NVIDIA's DGX B200 User Guide ("Managing Power Capping", the Redfish reading).
+# No reading was found for H200: its floor is taken as the H100's 200 W (same SXM board class;
+# a higher floor only refuses more). No clock pair is recorded for either, so clocks are
+# refused there until a reading adds one.
 # GB200 (p6e-gb200): no `nvidia-smi -q` reading or per-GPU power figure was found here; its
 # range is taken as the B200's, the same Blackwell GPU (a lower ceiling and a higher floor only
 # refuse more), and no clock pair is recorded, so clocks are refused there.
