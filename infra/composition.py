@@ -61,8 +61,9 @@ from components.vocabulary import (
     prometheus_service,
     rdma_resource,
 )
+from infra.deploying_account import refuse_another_account
 from infra.existing_addons import existing_addon_report
-from model.config import GpuPool, PlatformConfig, default_fsx_zone
+from model.config import GpuPool, PlatformConfig, default_fsx_zone, stack_file
 from model.config.node_join import canary_pools, pools_tested_on_join
 from model.config.pools import windowed
 from model.config.selftest_schedule import scheduled
@@ -366,6 +367,8 @@ class Platform(PlatformComponent):
             ),
             self.child(),
         )
+        # Before anything is declared in the account the credentials belong to.
+        refuse_another_account(cfg, stack_file(env), provider)
         on_aws = self.child(providers=[provider])
         network = Network(
             f"{env}-network",

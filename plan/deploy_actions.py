@@ -253,6 +253,9 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         # Tagged through ec2:CreateTags, which the tagged rows grant on the stack tag.
         scope=None,
         unscoped=_OTHERS_GATEWAY,
+        # Amazon VPC Transit Gateways guide, service-linked-roles.html: attaching a VPC of the
+        # account makes AWSServiceRoleForVPCTransitGateway, trusted by this principal.
+        service_linked=("transitgateway.amazonaws.com",),
     ),
     "aws:ecr/repository:Repository": TypeActions(
         "internal/service/ecr/repository.go",
@@ -269,6 +272,10 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         read=("ecr:DescribePullThroughCacheRules",),
         update=("ecr:UpdatePullThroughCacheRule",),
         delete=("ecr:DeletePullThroughCacheRule",),
+        # ECR User Guide, slr-pullthroughcache.html and using-service-linked-roles.html: the
+        # registry's first rule makes AWSServiceRoleForECRPullThroughCache, trusted by this
+        # principal, as the caller.
+        service_linked=("pullthroughcache.ecr.amazonaws.com",),
         scope=None,
         unscoped="a rule is no resource of its own: the Service Authorization Reference scopes "
         "its actions to the registry (arn:aws:ecr:<region>:<account>:registry/*), not a prefix",

@@ -81,7 +81,9 @@ class PullThroughCacheSettings(Settings):
     account_id: Annotated[str, shaped(r"[0-9]{12}", "a 12-digit AWS account id")] = Field(
         description="The AWS account the stack deploys to, whose ECR registry holds the cache: "
         "image references name it (`<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/...`), "
-        "and the offline plan, which reads no account, renders them.",
+        "and the offline plan, which reads no account, renders them without checking it. "
+        "`pulumi up` and `pulumi preview` ask STS whose credentials they run with and stop, "
+        "before anything is created, when that is another account.",
     )
     credentials: dict[str, str] = Field(
         default_factory=dict,

@@ -27,7 +27,9 @@ from plan.deploy_policy import (
     write_policy,
 )
 from plan.model import PlannedResource
-from tests.conftest import AWS_STACKS, STACKS, planned, stack_config
+from tests.conftest import AWS_STACKS, STACKS, planned, project_plan, stack_config
+from tests.helpers.cache_stacks import STACKS as CACHE_STACKS
+from tests.helpers.varied_stacks import every_aws_plan
 
 # IAM User Guide, "IAM and AWS STS quotas": managed policy size 6,144 characters, whitespace
 # not counted.
@@ -138,7 +140,31 @@ DOCUMENTED_SERVICE_LINKED_ROLES = {
             (CREATE_LINKED, "iam:AttachRolePolicy", "iam:PutRolePolicy"),
         )
     ],
+    # Amazon ECR User Guide, "Amazon ECR service-linked role for pull through cache"
+    # (slr-pullthroughcache.html): AWSServiceRoleForECRPullThroughCache, trusted by
+    # pullthroughcache.ecr.amazonaws.com; "Using service-linked roles for Amazon ECR": made
+    # automatically once pull through cache is configured for the registry.
+    # Amazon VPC Transit Gateways guide, "Use service-linked roles for transit gateways"
+    # (service-linked-roles.html): AWSServiceRoleForVPCTransitGateway, trusted by
+    # transitgateway.amazonaws.com, made when a VPC of the account is attached.
+    "aws:ec2transitgateway/vpcAttachment:VpcAttachment": [
+        ("transitgateway.amazonaws.com", "AWSServiceRoleForVPCTransitGateway", (CREATE_LINKED,))
+    ],
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": [
+        (
+            "pullthroughcache.ecr.amazonaws.com",
+            "AWSServiceRoleForECRPullThroughCache",
+            (CREATE_LINKED,),
+        )
+    ],
 }
+
+
+def _every_aws_plan():
+    """Every AWS stack and fixture (tests/helpers/varied_stacks.every_aws_plan), and the
+    pull-through cache stacks, whose rules no shipped stack declares."""
+    cached = ((name, project_plan(name, {name: stack})) for name, stack in CACHE_STACKS.items())
+    return [*every_aws_plan(), *cached]
 
 
 def _condition_holds(operator: str, key: str, allowed, context: dict[str, str]) -> bool:
@@ -181,23 +207,25 @@ def test_service_linked_roles_of_the_table_are_the_documented_ones():
     assert rows == documented
 
 
-@pytest.mark.parametrize("stack", AWS_STACKS)
-def test_every_service_linked_role_gets_the_documented_calls_on_its_path(stack):
-    """Each service-linked role a declared type makes: the policy allows what the service's
-    guide says the caller needs, on the role's own ARN."""
-    plan = planned(stack)
-    docs = documents(plan)
-    declared = {r.type for r in plan.resources}
-    missing = []
-    for token in sorted(declared & set(DOCUMENTED_SERVICE_LINKED_ROLES)):
-        for service, role, actions in DOCUMENTED_SERVICE_LINKED_ROLES[token]:
-            arn = f"arn:aws:iam::111122223333:role/aws-service-role/{service}/{role}"
-            # iam:AWSServiceName is in the request context of CreateServiceLinkedRole only.
-            for action in actions:
-                context = {"iam:AWSServiceName": service} if action == CREATE_LINKED else {}
-                if not _allows(docs, action, arn, context):
-                    missing.append(f"{action} on {arn} (for {token})")
-    assert not missing, f"{stack}: the deploy policy does not allow " + "; ".join(missing)
+def test_every_service_linked_role_gets_the_documented_calls_on_its_path():
+    """Each service-linked role a declared type makes, on every AWS stack and fixture: the
+    policy allows what the service's guide says the caller needs, on the role's own ARN."""
+    missing, seen = [], set()
+    for stack, plan in _every_aws_plan():
+        docs = documents(plan)
+        declared = {r.type for r in plan.resources} & set(DOCUMENTED_SERVICE_LINKED_ROLES)
+        seen |= declared
+        for token in sorted(declared):
+            for service, role, actions in DOCUMENTED_SERVICE_LINKED_ROLES[token]:
+                arn = f"arn:aws:iam::111122223333:role/aws-service-role/{service}/{role}"
+                # iam:AWSServiceName is in the request context of CreateServiceLinkedRole only.
+                for action in actions:
+                    context = {"iam:AWSServiceName": service} if action == CREATE_LINKED else {}
+                    if not _allows(docs, action, arn, context):
+                        missing.append(f"{stack}: {action} on {arn} (for {token})")
+    assert not missing, "the deploy policy does not allow " + "; ".join(missing)
+    # Each documented type is declared by some stack, so its row is checked, not assumed.
+    assert seen == set(DOCUMENTED_SERVICE_LINKED_ROLES)
 
 
 def test_rows_without_scope_say_why():
