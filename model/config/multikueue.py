@@ -90,7 +90,9 @@ class BurstSettings(Settings):
     )
     instance_type: InstanceTypeName = Field(
         description="The workers' GPU instance type: its CPUs, memory and EFA devices make the "
-        "rest of the queue's quota, its price the burst estimate."
+        "rest of the queue's quota, its price the burst estimate. Not a type whose nodes "
+        "share an NVLink domain (p6e-gb200.36xlarge): its jobs' ComputeDomains would stay "
+        "on the manager, since MultiKueue copies only the JobSet."
     )
     capacity: CapacityType = Field(
         "spot", description="How the workers buy that capacity, for the estimate."
