@@ -43,7 +43,18 @@ from tests.helpers.dra_objects import (
     exactly,
 )
 from tests.helpers.rendered_jobs import dispatched_renders_of, job_of
-from tests.helpers.varied_stacks import DRA_WORKER_PROJECTS
+from tests.helpers.varied_stacks import (
+    CAPACITY_CONFIG,
+    CAPACITY_STACK,
+    DRA_CONFIGS,
+    DRA_WORKER_PROJECTS,
+    GB200_CONFIG,
+    GB200_STACK,
+    MIGRATION_STACK,
+    MIGRATION_STEPS,
+    WINDOW_CONFIG,
+    WINDOW_STACK,
+)
 
 IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
 
@@ -182,7 +193,7 @@ def project_clusters(project: str):
         name: parse_config({k.split(":", 1)[1]: v for k, v in config.items()}, stack_file(name))
         for name, config in files.items()
     }
-    names = {w.name: w.stack.rsplit("/", 1)[-1] for w in configs[manager].multikueue.workers}
+    names = {w.name: w.local_stack for w in configs[manager].multikueue.workers}
     plans = {name: project_plan(name, files) for name in (manager, *names.values())}
     clusters_ = {name: Cluster(name, plan.kubernetes_objects()) for name, plan in plans.items()}
     return (manager, configs[manager], {w: configs[s] for w, s in names.items()}, clusters_,
@@ -211,6 +222,24 @@ def test_every_job_multikueue_can_dispatch_finds_on_the_worker_what_its_pods_nam
         beside = [o for o in objects if o is not job_]
         found += [f"{what}: {p}" for p in problems(Placed(job_, manager, beside), clusters_, names)]
     assert found == []
+
+
+def test_the_dispatch_sweep_covers_every_stack_and_fixture_that_bursts():
+    """No other fixture stack is a manager: the sweep above leaves none out."""
+    fixtures = {
+        CAPACITY_STACK: CAPACITY_CONFIG,
+        WINDOW_STACK: WINDOW_CONFIG,
+        GB200_STACK: GB200_CONFIG,
+        **DRA_CONFIGS,
+        **{f"{MIGRATION_STACK}-{i}": c for i, c in enumerate(MIGRATION_STEPS)},
+    }
+    bursting = {
+        s for s, c in fixtures.items() if c.get("gpu-platform:multikueue", {}).get("workers")
+    }
+    assert bursting == set()
+    covered = set(manager_projects())
+    assert {s for s in STACKS if stack_config(s).multikueue.workers} <= covered
+    assert set(DRA_WORKER_PROJECTS) <= covered
 
 
 # ---------------------------------------------------------- each rule fails and passes
