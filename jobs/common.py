@@ -18,13 +18,15 @@ from pathlib import Path
 
 import yaml
 
+from components.scheduling.job_claims import applied_beside
 from components.scheduling.job_names import longest_name, name_problem
 from components.scheduling.job_spec import TrainingJobSpec
 from components.scheduling.multikueue import MANAGED_BY
 from components.scheduling.training_job import render
 from jobs.kubectl import Kubectl
 from jobs.submission import submit_to, workload
-from model.config import GpuPool, PlatformConfig
+from model.config import GpuPool, PlatformConfig, stack_file
+from model.config.multikueue import NOT_COPIED
 from model.config.pools import MIG_TAKES_NO_DISTRIBUTED_JOB
 from model.config.scheduling import MULTI_NODE_FABRICS, TeamSettings
 from model.cost import node_hourly
@@ -65,10 +67,25 @@ def size_problems(nodes: int, gpus_per_node: int | None) -> list[str]:
 
 
 def pool_problems(
-    pool: GpuPool, what: str, nodes: int, gpus_per_node: int | None, need: GpuMemoryNeed | None
+    pool: GpuPool,
+    what: str,
+    nodes: int,
+    gpus_per_node: int | None,
+    need: GpuMemoryNeed | None,
+    dest: Destination | None = None,
 ) -> list[str]:
-    """Why `pool` cannot hold the job; empty when it can."""
+    """Why `pool` cannot hold the job; empty when it can. `dest`: the team's destination, for
+    a job MultiKueue would dispatch to a worker's pool."""
     found = []
+    beside = applied_beside(pool, nodes)
+    if dest is not None and dest.worker is not None and beside:
+        found.append(
+            f"its job is applied with a {' and a '.join(beside)} beside the JobSet "
+            f"({pool_reason(pool)} in {dest.worker_file}), and {NOT_COPIED}, so on worker "
+            f"{dest.worker} its pods would wait for {'it' if len(beside) == 1 else 'them'}; "
+            f"team {dest.team.name}'s queue bursts there ({dest.queue_key}): give another "
+            "pool of the worker, or a team whose queue does not burst"
+        )
     if pool.sharing.mode == "mig":
         found.append(MIG_TAKES_NO_DISTRIBUTED_JOB)
     if need is not None and pool.gpu_memory_gib < need.gib:
@@ -85,6 +102,19 @@ def pool_problems(
     elif nvlink := nvlink_problem(pool, nodes, gpus_per_node):
         found.append(f"--{nvlink[0].replace('_', '-')} {nvlink[1]}")
     return found
+
+
+def pool_reason(pool: GpuPool) -> str:
+    """Why a job on `pool` needs more than its JobSet, as the worker's stack file says it."""
+    reasons = []
+    if pool.gpu_allocation == "dra":
+        reasons.append(f"pool {pool.name}: gpu_allocation dra")
+    if pool.nvlink_domain_nodes is not None:
+        reasons.append(
+            f"pool {pool.name}: {'/'.join(pool.instance_types)}, an NVLink domain of "
+            f"{pool.nvlink_domain_nodes} nodes"
+        )
+    return "; ".join(reasons)
 
 
 # The annotation a submitted job carries with why its pool was chosen (also said on stderr).
@@ -123,11 +153,12 @@ def choose_pool(
     gpus_per_node: int | None,
     name: str | None,
     need: GpuMemoryNeed | None = None,
+    dest: Destination | None = None,
 ) -> PoolChoice:
     """The pool asked for, or else the cheapest of the stack's pools that can hold the job, a
     multi-node job preferring a pool whose nodes share a fabric (EFA, InfiniBand, RoCE) over
     one that talks TCP, and saying why; an existing cluster's pools, which carry no price, in
-    config order."""
+    config order. `dest`: the team's destination (a worker's pools for a team that bursts)."""
     pools = cfg.gpu_pools
     where = "gpu_node_groups" if cfg.provider == "aws" else "existing.gpu_pools"
     if not pools:
@@ -139,11 +170,11 @@ def choose_pool(
                 [f"--pool {name!r} is not a GPU pool of this stack; its pools: {', '.join(known)}"]
             )
         pool = next(p for p in pools if p.name == name)
-        problems = pool_problems(pool, what, nodes, gpus_per_node, need)
+        problems = pool_problems(pool, what, nodes, gpus_per_node, need, dest)
         if problems:
             raise SubmitError([f"--pool {name!r} cannot hold {what}: {'; '.join(problems)}"])
         return PoolChoice(pool, "asked for with --pool")
-    why = {p.name: pool_problems(p, what, nodes, gpus_per_node, need) for p in pools}
+    why = {p.name: pool_problems(p, what, nodes, gpus_per_node, need, dest) for p in pools}
     fitting = [p for p in pools if not why[p.name]]
     if not fitting:
         listing = "".join(f"\n      {name}: {'; '.join(found)}" for name, found in why.items())
@@ -198,6 +229,9 @@ class Destination:
     team: TeamSettings
     runs_on: PlatformConfig
     worker: str | None = None
+    # The worker's stack file, and the key of the team's queue's burst, for messages.
+    worker_file: str | None = None
+    queue_key: str | None = None
 
     @property
     def managed_by(self) -> str | None:
@@ -225,7 +259,9 @@ def destination(
                 f"and the training namespace): {', '.join(t.name for t in teams)}"
             ]
         )
-    queue = next(q for q in cfg.scheduling.cluster_queues if q.name == found.cluster_queue)
+    index, queue = next(
+        (i, q) for i, q in enumerate(cfg.scheduling.cluster_queues) if q.name == found.cluster_queue
+    )
     if queue.burst is None:
         return Destination(found, cfg)
     worker = queue.burst.workers[0]
@@ -233,7 +269,14 @@ def destination(
         raise SubmitError(
             [f"--team {found.name}: its queue bursts to worker {worker}, whose stack was not read"]
         )
-    return Destination(found, workers[worker], worker)
+    stack = next(w.local_stack for w in cfg.multikueue.workers if w.name == worker)
+    return Destination(
+        found,
+        workers[worker],
+        worker,
+        stack_file(stack),
+        f"scheduling.cluster_queues[{index}].burst",
+    )
 
 
 def job_name(prefix: str, what: object, nodes: int) -> str:
@@ -284,7 +327,7 @@ def kubeconfig(flag: str | None, cfg: PlatformConfig, environ: Mapping[str, str]
 def load_workers(cfg: PlatformConfig, root: Path) -> dict[str, PlatformConfig]:
     """The stack's MultiKueue workers' configs by name, from this project's stack files (the
     last part of multikueue.workers[].stack), as the offline plan reads them."""
-    return {w.name: stack_config(w.stack.rsplit("/", 1)[-1], root) for w in cfg.multikueue.workers}
+    return {w.name: stack_config(w.local_stack, root) for w in cfg.multikueue.workers}
 
 
 def add_delivery_flags(p: argparse.ArgumentParser) -> None:

@@ -124,7 +124,7 @@ def plan_job(
     try:
         where = destination(cfg, team, workers or {})
         need = memory_need(cfg, recipe)
-        choice = choose_pool(where.runs_on, recipe, nodes, gpus_per_node, pool, need)
+        choice = choose_pool(where.runs_on, recipe, nodes, gpus_per_node, pool, need, where)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     chosen = choice.pool

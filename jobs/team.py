@@ -203,7 +203,9 @@ def plan_job(
     if job.min_gpu_memory_gib is not None:
         need = GpuMemoryNeed(job.min_gpu_memory_gib, "--min-gpu-memory-gib")
     try:
-        choice = choose_pool(runs_on, "the job", job.nodes, job.gpus_per_node, job.pool, need)
+        choice = choose_pool(
+            runs_on, "the job", job.nodes, job.gpus_per_node, job.pool, need, where
+        )
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     if problems:

@@ -210,7 +210,7 @@ def stack_references(
     workers = config_from_pulumi(values, stack_file(stack)).multikueue.workers
     found = {}
     for i, worker in enumerate(workers):
-        local = worker.stack.rsplit("/", 1)[-1]
+        local = worker.local_stack
         if local == stack or local in referrers:
             raise ConfigError(
                 stack_file(stack),

@@ -23,8 +23,20 @@ from model.dra import COMPUTE_DOMAIN_API, GPU_CLASS, mig_class, mig_profiles_of,
 CHANNEL_CLAIM = "imex-channel"
 
 
+def applied_beside(pool: GpuPool, nodes: int) -> list[str]:
+    """The kinds a team's job of `nodes` pods on `pool` is applied with beside its JobSet: its
+    GPUs' claim template on a DRA pool, its ComputeDomain when it spans nodes of an NVLink
+    domain. What travels only with the job's own cluster: MultiKueue copies the JobSet alone."""
+    found = []
+    if pool.gpu_allocation == "dra":
+        found.append("ResourceClaimTemplate")
+    if pool.nvlink_domain_nodes is not None and nodes > 1:
+        found.append("ComputeDomain")
+    return found
+
+
 def uses_compute_domain(spec: TrainingJobSpec) -> bool:
-    return spec.pool.nvlink_domain_nodes is not None and spec.nodes > 1 and not spec.standalone
+    return "ComputeDomain" in applied_beside(spec.pool, spec.nodes) and not spec.standalone
 
 
 def channel_template_name(spec: TrainingJobSpec) -> str:
@@ -60,7 +72,7 @@ GPU_CLAIM = "gpus"
 
 
 def claims_gpus(spec: TrainingJobSpec) -> bool:
-    return spec.pool.gpu_allocation == "dra"
+    return "ResourceClaimTemplate" in applied_beside(spec.pool, spec.nodes)
 
 
 def claim_template_name(spec: TrainingJobSpec) -> str:

@@ -2,7 +2,8 @@
 Secret reaches a cluster: the queue names MultiKueue dispatches to (the same ClusterQueue, and a
 LocalQueue per team), the Kueue frameworks whose kinds it serves (each one's CRD installed:
 JobSet's from the platform's release), and per GPU pool what a bursting queue counts on (the
-instance type, the GPUs, the Topology levels the manager's flavor mirrors). A worker not deployed
+instance type, the GPUs, the Topology levels the manager's flavor mirrors, whether its
+GPUs are claimed through DRA). A worker not deployed
 yet exports nothing, and says so.
 """
 
@@ -14,8 +15,8 @@ from components.scheduling.kueue import queue_gpus
 from components.scheduling.kueue_frameworks import INTEGRATIONS
 from components.scheduling.topology import pool_topology
 from model.catalog import CATALOG, NETWORK_TOPOLOGY_LAYERS
-from model.config import PlatformConfig
-from model.config.multikueue import BurstSettings
+from model.config import PlatformConfig, stack_file
+from model.config.multikueue import NOT_COPIED, BurstSettings
 from model.config.scheduling import LOCAL_QUEUE, ClusterQueueSettings, aws_topology
 
 # The worker stack's outputs the manager reads.
@@ -146,6 +147,44 @@ def offer_mismatches(cfg: PlatformConfig, exported: dict[str, Any]) -> list[str]
     return found
 
 
+def claim_mismatches(cfg: PlatformConfig, exported: dict[str, Any]) -> list[str]:
+    """The workers' pools a bursting queue's flavor selects (nodes of `burst.instance_type`)
+    that allocate GPUs through DRA: a job there claims them through a ResourceClaimTemplate
+    applied beside its JobSet, which MultiKueue leaves on the manager, and the worker's Kueue,
+    which reads each template from its own cluster to charge it (v0.19.2
+    pkg/controller/core/workload_controller.go, dra.GetResourceRequestsForResourceClaimTemplates;
+    pkg/dra/claims.go getClaimSpec), leaves the copy inadmissible. (A type whose nodes share an
+    NVLink domain the config refuses already: check_multikueue.)"""
+    files = {w.name: stack_file(w.local_stack) for w in cfg.multikueue.workers}
+    found = []
+    for i, queue in bursting(cfg):
+        burst, path = queue.burst, f"gpu-platform:scheduling.cluster_queues[{i}].burst.workers"
+        for worker in (w for w in burst.workers if w in exported):
+            fitting = [
+                p
+                for p in exported[worker].get("pools") or ()
+                if burst.instance_type in p["instance_types"]
+            ]
+            if any("gpu_allocation" not in p for p in fitting):
+                found.append(
+                    f"{path}: worker {worker}'s {QUEUES_OUTPUT} says not how its pools allocate "
+                    "GPUs: an older version of this program deployed it; run `pulumi up` on it "
+                    "again"
+                )
+                continue
+            for pool in (p for p in fitting if p["gpu_allocation"] == "dra"):
+                found.append(
+                    f"{path}: bursts to worker {worker}, whose pool {pool['pool']} of "
+                    f"{burst.instance_type} allocates its GPUs through DRA (gpu_allocation: dra "
+                    f"in {files[worker]}): a job there claims them through a "
+                    f"ResourceClaimTemplate applied beside its JobSet, and {NOT_COPIED}, so the "
+                    "worker's Kueue finds no template and never admits it; valid: "
+                    "gpu_allocation device_plugin on that pool, or a burst.instance_type of "
+                    "the worker's device-plugin pools"
+                )
+    return found
+
+
 def worker_problems(cfg: PlatformConfig, exported: dict[str, Any]) -> list[str]:
     """Every mismatch between the manager and its workers' stack outputs (`exported`: worker
     name -> `multikueue_queues`, None where the stack exports none)."""
@@ -162,14 +201,15 @@ def worker_problems(cfg: PlatformConfig, exported: dict[str, Any]) -> list[str]:
         found += framework_mismatches(j, worker.name, exported[worker.name])
         found += queue_mismatches(cfg, worker.name, exported[worker.name])
     present = {w: e for w, e in exported.items() if e is not None}
-    return found + offer_mismatches(cfg, present)
+    return found + offer_mismatches(cfg, present) + claim_mismatches(cfg, present)
 
 
 def exported_queues(cfg: PlatformConfig) -> dict[str, Any]:
     """The queue names a manager's jobs may name here, the frameworks whose kinds this stack
     serves (its Kueue runs them, and every stack installs JobSet), and per GPU pool its instance
     types, the most GPUs the queues can hold there (the cohort's nominal quotas, at most the
-    pool's size) and the Topology levels its nodes carry: what a manager checks its bursts
+    pool's size), the Topology levels its nodes carry and how it allocates GPUs (a DRA pool's
+    jobs need a claim template MultiKueue does not copy): what a manager checks its bursts
     against."""
     teams = cfg.scheduling.all_teams(cfg.namespaces.training)
     nominal = queue_gpus(cfg)
@@ -183,6 +223,7 @@ def exported_queues(cfg: PlatformConfig) -> dict[str, Any]:
                 "instance_types": list(pool.instance_types),
                 "gpus": min(held, pool.max_gpus),
                 "topology": list(named[1]) if named else [],
+                "gpu_allocation": pool.gpu_allocation,
             }
         )
     return {

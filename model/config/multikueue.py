@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
+from model.catalog import CATALOG
 from model.config.base import DnsLabel, FieldProblem, InstanceTypeName, Int, Settings
 from model.config.cost import Number
 from model.config.nodes import CapacityType
@@ -19,6 +20,17 @@ from model.config.references import MULTIKUEUE_WORKER, names, refers
 
 if TYPE_CHECKING:
     from model.config import PlatformConfig
+
+# What MultiKueue does not do, and why a job that needs more than its JobSet cannot burst: it
+# creates only the JobSet (and its Workload) on a worker, never what was applied beside it
+# (Kueue v0.19.2 pkg/controller/jobs/jobset/jobset_multikueue_adapter.go, SyncJob;
+# site/content/en/docs/tasks/manage/setup_dra.md, "MultiKueue considerations":
+# "ResourceClaimTemplate and DeviceClass objects are not automatically synced").
+NOT_COPIED = (
+    "MultiKueue copies only the JobSet to a worker, not what is applied beside it (Kueue "
+    "v0.19.2 pkg/controller/jobs/jobset/jobset_multikueue_adapter.go SyncJob; "
+    "site/content/en/docs/tasks/manage/setup_dra.md, 'MultiKueue considerations')"
+)
 
 # The bursting ClusterQueue carries its budget here, where the policy pack (which sees the
 # planned objects, not this model) checks that it has one.
@@ -37,6 +49,11 @@ class WorkerStack(Settings):
         "last part from this project's stacks/ folder and stands its outputs in.",
         min_length=1,
     )
+
+    @property
+    def local_stack(self) -> str:
+        """The stack of this project the offline plan and `python -m jobs` read for it."""
+        return self.stack.rsplit("/", 1)[-1]
 
 
 class MultiKueueSettings(Settings):
@@ -73,7 +90,9 @@ class BurstSettings(Settings):
     )
     instance_type: InstanceTypeName = Field(
         description="The workers' GPU instance type: its CPUs, memory and EFA devices make the "
-        "rest of the queue's quota, its price the burst estimate."
+        "rest of the queue's quota, its price the burst estimate. Not a type whose nodes "
+        "share an NVLink domain (p6e-gb200.36xlarge): its jobs' ComputeDomains would stay "
+        "on the manager, since MultiKueue copies only the JobSet."
     )
     capacity: CapacityType = Field(
         "spot", description="How the workers buy that capacity, for the estimate."
@@ -109,6 +128,16 @@ def check_multikueue(cfg: PlatformConfig) -> None:
             "queue burst.workers or remove multikueue.workers",
         )
     for i, queue in bursting:
+        domain = CATALOG[queue.burst.instance_type].nvlink_domain_nodes
+        if domain is not None:
+            raise FieldProblem(
+                f"scheduling.cluster_queues[{i}].burst.instance_type",
+                f"{queue.burst.instance_type}, whose nodes share an NVLink domain of {domain}: "
+                "a multi-node job there runs with a ComputeDomain applied beside its JobSet, "
+                f"and {NOT_COPIED}, so its pods would wait on the worker for an IMEX channel "
+                "no ComputeDomain makes; valid: an instance type whose NVLink ends at the node, "
+                "or run the GB200 jobs on a queue of the worker stack itself",
+            )
         if queue.gpus is not None:
             raise FieldProblem(
                 f"scheduling.cluster_queues[{i}].gpus",

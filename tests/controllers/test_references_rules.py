@@ -21,8 +21,9 @@ from components.scheduling.training_job import render
 from jobs import recipe as recipe_jobs
 from jobs.common import SubmitError
 from jobs.team import TeamJob, plan_job
+from model.config import ConfigError, parse_config, stack_file
 from model.config.recipes import RECIPES
-from tests.conftest import STACKS, planned, stack_config
+from tests.conftest import STACKS, planned, project_plan, stack_config
 from tests.controllers.references import (
     Cluster,
     Placed,
@@ -40,6 +41,19 @@ from tests.helpers.dra_objects import (
     claiming,
     compute_domain,
     exactly,
+)
+from tests.helpers.rendered_jobs import dispatched_renders_of, job_of
+from tests.helpers.varied_stacks import (
+    CAPACITY_CONFIG,
+    CAPACITY_STACK,
+    DRA_CONFIGS,
+    DRA_WORKER_PROJECTS,
+    GB200_CONFIG,
+    GB200_STACK,
+    MIGRATION_STACK,
+    MIGRATION_STEPS,
+    WINDOW_CONFIG,
+    WINDOW_STACK,
 )
 
 IMAGE = "registry.example.com/team/train@sha256:" + "e" * 64
@@ -154,6 +168,78 @@ def test_a_bursting_teams_job_runs_on_the_worker_with_nothing_but_the_job():
     node_selector = trainer["template"]["spec"]["template"]["spec"]["nodeSelector"]
     assert node_selector == {"gpu-platform/node-group": "h100-spot"}
     assert check(Placed(obj, "onprem")) == []
+
+
+# --------------------------------------------- every job MultiKueue can dispatch, per project
+
+
+def manager_projects() -> list[str]:
+    """Every shipped stack that bursts, and the fixture projects of a manager whose worker has
+    a pool on DRA (tests/helpers/varied_stacks.py)."""
+    return [*(s for s in STACKS if worker_stacks(s)), *DRA_WORKER_PROJECTS]
+
+
+def project_clusters(project: str):
+    """(the manager's stack, its config, the workers' configs by MultiKueueCluster name, the
+    clusters by stack, the MultiKueueCluster names -> stacks) of a shipped manager or a fixture
+    project; ConfigError where the manager's plan refuses it."""
+    if project not in DRA_WORKER_PROJECTS:
+        names = worker_stacks(project)
+        stacks = [project, *names.values()]
+        return (project, stack_config(project), workers(project), {s: cluster(s) for s in stacks},
+                names)  # fmt: skip
+    manager, files = DRA_WORKER_PROJECTS[project]
+    configs = {
+        name: parse_config({k.split(":", 1)[1]: v for k, v in config.items()}, stack_file(name))
+        for name, config in files.items()
+    }
+    names = {w.name: w.local_stack for w in configs[manager].multikueue.workers}
+    plans = {name: project_plan(name, files) for name in (manager, *names.values())}
+    clusters_ = {name: Cluster(name, plan.kubernetes_objects()) for name, plan in plans.items()}
+    return (manager, configs[manager], {w: configs[s] for w, s in names.items()}, clusters_,
+            names)  # fmt: skip
+
+
+@pytest.mark.parametrize("project", manager_projects())
+def test_every_job_multikueue_can_dispatch_finds_on_the_worker_what_its_pods_name(project):
+    """MultiKueue copies only the JobSet to a worker (Kueue v0.19.2 pkg/controller/jobs/jobset/
+    jobset_multikueue_adapter.go, SyncJob; site/content/en/docs/tasks/manage/setup_dra.md,
+    "MultiKueue considerations": "ResourceClaimTemplate and DeviceClass objects are not
+    automatically synced"). Whatever `python -m jobs` renders for a bursting team on any of its
+    worker's pools, a DRA claim template or a ComputeDomain beside the JobSet included, finds
+    what its pods name on the worker, or is refused before anything is applied; a manager whose
+    plan is refused dispatches nothing."""
+    try:
+        manager, cfg, configs, clusters_, names = project_clusters(project)
+    except ConfigError as error:
+        assert any("MultiKueue copies only the JobSet" in p for p in error.problems), error
+        return
+    renders = dispatched_renders_of(cfg, configs)
+    assert renders, f"{project}: no job of a bursting team was rendered"
+    found = []
+    for what, objects in renders:
+        job_ = job_of(objects)
+        beside = [o for o in objects if o is not job_]
+        found += [f"{what}: {p}" for p in problems(Placed(job_, manager, beside), clusters_, names)]
+    assert found == []
+
+
+def test_the_dispatch_sweep_covers_every_stack_and_fixture_that_bursts():
+    """No other fixture stack is a manager: the sweep above leaves none out."""
+    fixtures = {
+        CAPACITY_STACK: CAPACITY_CONFIG,
+        WINDOW_STACK: WINDOW_CONFIG,
+        GB200_STACK: GB200_CONFIG,
+        **DRA_CONFIGS,
+        **{f"{MIGRATION_STACK}-{i}": c for i, c in enumerate(MIGRATION_STEPS)},
+    }
+    bursting = {
+        s for s, c in fixtures.items() if c.get("gpu-platform:multikueue", {}).get("workers")
+    }
+    assert bursting == set()
+    covered = set(manager_projects())
+    assert {s for s in STACKS if stack_config(s).multikueue.workers} <= covered
+    assert set(DRA_WORKER_PROJECTS) <= covered
 
 
 # ---------------------------------------------------------- each rule fails and passes

@@ -7,10 +7,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from components.control.namespaces import job_namespaces
 from components.scheduling.job_claims import claim_templates
+from components.scheduling.job_spec import TrainingJobSpec
 from components.scheduling.multikueue import MANAGED_BY
 from components.scheduling.training_job import job, render, spec_for_pool
 from components.selftest.job import selftest_spec
@@ -113,26 +115,64 @@ def submitted_renders_of(cfg: PlatformConfig) -> list[tuple[str, list[dict[str, 
     """What `python -m jobs` writes for each job of submitted_jobs_of: the job after what it
     needs of its own (a DRA pool's claim template)."""
     found = []
-    for pool in cfg.gpu_pools:
+    for what, spec in planned_jobs(cfg, cfg.gpu_pools):
+        found.append((what, render(spec)))
+        if not what.startswith("team job"):
+            continue
+        # The same job in every other team's namespace, through that team's LocalQueue.
+        for team in cfg.scheduling.all_teams(cfg.namespaces.training):
+            if team.name != spec.namespace and team.name not in bursting_teams_of(cfg):
+                other = dataclasses.replace(spec, namespace=team.name)
+                pool, nodes = spec.pool.name, spec.nodes
+                found.append((f"team {team.name} on {pool} x{nodes}", render(other)))
+    return found
+
+
+def planned_jobs(
+    cfg: PlatformConfig,
+    pools: list[GpuPool],
+    team: str | None = None,
+    workers: Mapping[str, PlatformConfig] | None = None,
+) -> list[tuple[str, TrainingJobSpec]]:
+    """Every recipe and a team's own job that `python -m jobs` plans on each of `pools`, on one
+    node and on all of them, for `team` (`workers`: the stack's MultiKueue workers' configs,
+    for a team whose queue bursts); what it refuses is never applied, and left out."""
+    found = []
+    for pool in pools:
         for nodes in sorted({1, pool.max_nodes}):
             for recipe in RECIPES:
                 try:
-                    spec, _ = plan_recipe(cfg, recipe, nodes, pool=pool.name, render_only=True)
+                    spec, _ = plan_recipe(
+                        cfg, recipe, nodes, pool=pool.name, render_only=True, team=team,
+                        workers=workers,
+                    )  # fmt: skip
                 except SubmitError:
                     continue
-                found.append((f"{recipe} on {pool.name} x{nodes}", render(spec)))
+                found.append((f"{recipe} on {pool.name} x{nodes}", spec))
+            job = TeamJob(image=None, command=["train.py"], nodes=nodes, pool=pool.name, team=team)
             try:
-                spec = plan_team_job(
-                    cfg, TeamJob(image=None, command=["train.py"], nodes=nodes, pool=pool.name)
-                )
+                spec = plan_team_job(cfg, job, workers)
             except SubmitError:
                 continue
-            found.append((f"team job on {pool.name} x{nodes}", render(spec)))
-            # The same job in every other team's namespace, through that team's LocalQueue.
-            for team in cfg.scheduling.all_teams(cfg.namespaces.training):
-                if team.name != spec.namespace and team.name not in bursting_teams_of(cfg):
-                    other = dataclasses.replace(spec, namespace=team.name)
-                    found.append((f"team {team.name} on {pool.name} x{nodes}", render(other)))
+            found.append((f"team job on {pool.name} x{nodes}", spec))
+    return found
+
+
+def dispatched_renders_of(
+    cfg: PlatformConfig, workers: Mapping[str, PlatformConfig]
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """What `python -m jobs` writes for each team whose queue bursts, on every pool of each
+    worker its queue names (`workers`: the MultiKueueCluster names' configs): the job is
+    rendered for the first, and MultiKueue may place it on any."""
+    bursts = {q.name: q.burst for q in cfg.scheduling.cluster_queues if q.burst is not None}
+    found = []
+    for team in cfg.scheduling.all_teams(cfg.namespaces.training):
+        burst = bursts.get(team.cluster_queue)
+        if burst is None:
+            continue
+        pools = workers[burst.workers[0]].gpu_pools
+        for what, spec in planned_jobs(cfg, pools, team.name, workers):
+            found.append((f"team {team.name}: {what}", render(spec)))
     return found
 
 

@@ -354,3 +354,57 @@ MIGRATION_STEPS = _migration_steps()
 
 def migration_plan(step: int) -> Plan:
     return project_plan(MIGRATION_STACK, {MIGRATION_STACK: MIGRATION_STEPS[step]})
+
+
+# The shipped manager (onprem) bursting to its worker (burst) where the worker has a pool on DRA
+# (issue 41 §1/§2): MultiKueue copies only the JobSet to a worker, never the claim template or
+# ComputeDomain submitted beside it (Kueue v0.19.2 pkg/controller/jobs/jobset/
+# jobset_multikueue_adapter.go, SyncJob). In `dra-burst` the pool the burst's flavor selects
+# (p5.48xlarge spot) moves to DRA; in `dra-beside` the worker keeps it and gains an A100 pool
+# on DRA for its own jobs (from one node: no scale from zero with claims).
+DRA_BURST_STACK = "dra-burst"
+DRA_BESIDE_STACK = "dra-beside"
+
+
+def _dra_worker(change) -> dict[str, dict]:
+    """The onprem and burst stack files, burst's GPU groups changed by `change`."""
+    worker = stack_file_config("burst")
+    change(worker[f"{NS}:gpu_node_groups"])
+    return {"onprem": stack_file_config("onprem"), "burst": worker}
+
+
+def _spot_on_dra(groups: list[dict]) -> None:
+    spot = next(g for g in groups if g["name"] == "h100-spot")
+    spot.update(gpu_allocation="dra", scaling={"min_size": 1, "max_size": 2, "desired_size": 1})
+
+
+def _dra_beside(groups: list[dict]) -> None:
+    groups.append({**DRA_GROUP, "zone": "us-east-1b"})
+
+
+# And in `gb200-burst` the worker is the GB200 stack, whose multi-node jobs each need a
+# ComputeDomain: the manager's queue bursts to its p6e-gb200.36xlarge (one UltraServer's GPUs).
+GB200_BURST_STACK = "gb200-burst"
+
+
+def _gb200_worker() -> dict[str, dict]:
+    manager = stack_file_config("onprem")
+    burst = next(q for q in manager[f"{NS}:scheduling"]["cluster_queues"] if "burst" in q)
+    burst["burst"].update(instance_type="p6e-gb200.36xlarge", capacity="capacity_block", gpus=72)
+    worker = {
+        **GB200_CONFIG,
+        f"{NS}:scheduling": {
+            "cluster_queues": [{"name": "burst"}],
+            "teams": [{"name": "research", "cluster_queue": "burst"}],
+        },
+        f"{NS}:multikueue": {"serve_as_worker": True},
+    }
+    return {"onprem": manager, "burst": worker}
+
+
+# Project name -> (the manager's stack, the project's stack files).
+DRA_WORKER_PROJECTS = {
+    DRA_BURST_STACK: ("onprem", _dra_worker(_spot_on_dra)),
+    DRA_BESIDE_STACK: ("onprem", _dra_worker(_dra_beside)),
+    GB200_BURST_STACK: ("onprem", _gb200_worker()),
+}

@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from components.scheduling.training_job import RESERVED_ENV, render, spec_for_pool
-from jobs.common import SubmitError
+from jobs.common import Destination, SubmitError, pool_problems
 from jobs.kubectl import resource_type
 from jobs.team import TeamJob, main, plan_job
+from model.config import parse_config
 from model.stacks import ROOT
 from tests.conftest import (
     STACKS,
@@ -29,6 +30,11 @@ from tests.helpers.hang import HANG_S
 from tests.helpers.job_commands import ACCEPTED, REFUSED
 from tests.helpers.kubectl import stand_in_kubectl
 from tests.helpers.plan_objects import kinds
+from tests.helpers.varied_stacks import (
+    DRA_BESIDE_STACK,
+    DRA_WORKER_PROJECTS,
+    GB200_BURST_STACK,
+)
 
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team-a/llama-ft@sha256:" + "d" * 64
 COMMAND = ["python", "train.py", "--lr", "1e-5"]
@@ -481,3 +487,53 @@ def test_main_submits_a_bursting_teams_job_reading_the_workers_stack_file(tmp_pa
     assert "dispatched by MultiKueue to worker burst" in printed
     assert main([*argv, "--team", "nlp", "--out", str(out), "--", *COMMAND], root=root) == 2
     assert "--team 'nlp' is not a team of this stack" in capsys.readouterr().err
+
+
+def test_main_refuses_a_bursting_teams_job_on_a_worker_pool_that_claims_gpus_through_dra(
+    tmp_path, capsys
+):
+    """MultiKueue copies only the JobSet to a worker, never the claim template `jobs submit`
+    applies beside it (Kueue v0.19.2 pkg/controller/jobs/jobset/jobset_multikueue_adapter.go,
+    SyncJob; site/content/en/docs/tasks/manage/setup_dra.md, "MultiKueue considerations"): on
+    the worker the job's pods would wait for a template that never comes. The worker of the
+    dra-beside fixture has an A100 pool on DRA beside its p5 pools."""
+    _, files = DRA_WORKER_PROJECTS[DRA_BESIDE_STACK]
+    root = make_project(tmp_path, files)
+    argv = ["--stack", "onprem", "--team", "research", "--nodes", "2", "--image", IMAGE]
+    out = tmp_path / "out"
+    code = main([*argv, "--pool", "a100-dra", "--out", str(out), "--", *COMMAND], root=root)
+    assert code == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "--pool 'a100-dra' cannot hold the job: its job is applied with a " in err
+    assert "ResourceClaimTemplate beside the JobSet (pool a100-dra: gpu_allocation dra in " in err
+    assert "stacks/Pulumi.burst.yaml)" in err
+    assert "jobset_multikueue_adapter.go SyncJob" in err
+    assert "team research's queue bursts there (scheduling.cluster_queues[1].burst)" in err
+    # Left to choose, it takes a worker pool on the device plugin and says why not the other.
+    assert main([*argv, "--name", "ft", "--out", str(out), "--", *COMMAND], root=root) == 0
+    objects = list(yaml.safe_load_all((out / "ft" / "job.yaml").read_text()))
+    assert [o["kind"] for o in objects] == ["JobSet"]
+    assert "cannot hold it: a100-dra (its job is applied with a ResourceClaimTemplate" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_bursting_teams_multi_node_job_is_refused_a_worker_pool_of_an_nvlink_domain():
+    """A GB200 pool's job of 2 or more nodes is applied with a ComputeDomain, which MultiKueue
+    does not copy; one node takes none (components/scheduling/job_claims.py). The worker of
+    gb200-burst is the GB200 stack: 18 nodes a domain (EKS User Guide, "Use P6e-GB200
+    UltraServers with Amazon EKS": u-p6e-gb200x72 is 18 instances)."""
+    _, files = DRA_WORKER_PROJECTS[GB200_BURST_STACK]
+    worker = parse_config({k.split(":", 1)[1]: v for k, v in files["burst"].items()}, "burst")
+    (pool,) = worker.gpu_pools
+    team = next(t for t in stack_config("onprem").scheduling.teams if t.name == "research")
+    dest = Destination(team, worker, "burst", "stacks/Pulumi.burst.yaml", "q.burst")
+    (problem,) = pool_problems(pool, "the job", 2, None, None, dest)
+    assert problem.startswith(
+        "its job is applied with a ComputeDomain beside the JobSet (pool nvl72: "
+        "p6e-gb200.36xlarge, an NVLink domain of 18 nodes in stacks/Pulumi.burst.yaml)"
+    )
+    assert pool_problems(pool, "the job", 1, None, None, dest) == []
+    # Not bursting: the same job is the GB200 stack's own, with its ComputeDomain beside it.
+    assert pool_problems(pool, "the job", 2, None, None, Destination(team, worker)) == []

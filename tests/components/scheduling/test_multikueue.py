@@ -142,7 +142,8 @@ def test_the_worker_exports_its_kubeconfig_as_a_secret_and_the_queues_it_declare
     outputs = planned("burst").outputs
     assert outputs["multikueue_kubeconfig"] == "(secret)"
     # Two pools of p5.48xlarge, at most 2 nodes of 8 GPUs each (stacks/Pulumi.burst.yaml; AWS
-    # P5 instance page), whose nodes carry three network layers (EC2 instance topology).
+    # P5 instance page), whose nodes carry three network layers (EC2 instance topology), on the
+    # device plugin (the stack sets no gpu_allocation).
     assert outputs["multikueue_queues"] == {
         "cluster_queues": ["burst"],
         "local_queues": ["research/default", "training/default"],
@@ -153,12 +154,14 @@ def test_the_worker_exports_its_kubeconfig_as_a_secret_and_the_queues_it_declare
                 "instance_types": ["p5.48xlarge"],
                 "gpus": 16,
                 "topology": THREE_LAYERS,
+                "gpu_allocation": "device_plugin",
             },
             {
                 "pool": "h100-block",
                 "instance_types": ["p5.48xlarge"],
                 "gpus": 16,
                 "topology": THREE_LAYERS,
+                "gpu_allocation": "device_plugin",
             },
         ],
     }
@@ -187,6 +190,29 @@ def test_a_bursting_queue_without_a_budget_is_refused_at_config_time():
         "gpu-platform:scheduling.cluster_queues[1].burst.monthly_budget_usd: required value is "
         "missing"
     ]
+
+
+def test_a_queue_bursting_to_nodes_of_an_nvlink_domain_is_refused_at_its_instance_type():
+    """A GB200 job of 2 or more nodes runs with a ComputeDomain beside its JobSet, and
+    MultiKueue copies only the JobSet (Kueue v0.19.2 pkg/controller/jobs/jobset/
+    jobset_multikueue_adapter.go, SyncJob). p6e-gb200.36xlarge: 18 nodes an NVLink domain
+    (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon EKS": u-p6e-gb200x72 is 18
+    instances, one NVL72 domain)."""
+    onprem = {k.split(":", 1)[1]: v for k, v in stack_file_config("onprem").items()}
+    onprem["scheduling"]["cluster_queues"][1]["burst"]["instance_type"] = "p6e-gb200.36xlarge"
+    with pytest.raises(ConfigError) as error:
+        parse_config(onprem, "stacks/Pulumi.onprem.yaml")
+    (problem,) = first_round(error.value.problems)
+    assert problem.startswith(
+        "gpu-platform:scheduling.cluster_queues[1].burst.instance_type: p6e-gb200.36xlarge, "
+        "whose nodes share an NVLink domain of 18: a multi-node job there runs with a "
+        "ComputeDomain applied beside its JobSet, and MultiKueue copies only the JobSet"
+    )
+    assert "jobset_multikueue_adapter.go SyncJob" in problem
+    assert problem.endswith(
+        "valid: an instance type whose NVLink ends at the node, or run the GB200 jobs on a "
+        "queue of the worker stack itself"
+    )
 
 
 def test_a_manager_naming_a_stack_with_no_file_is_refused(tmp_path):

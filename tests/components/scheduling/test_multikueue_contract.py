@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.config import ConfigError
+from model.config import ConfigError, parse_config
 from plan.cli import plan_stack
 from tests.conftest import make_project, stack_config, stack_file_config
+from tests.helpers.varied_stacks import DRA_BESIDE_STACK, DRA_BURST_STACK, DRA_WORKER_PROJECTS
 
 
 def plan_with_worker(tmp_path, worker_scheduling: dict):
@@ -169,3 +170,58 @@ def test_a_worker_that_serves_no_jobsets_is_refused_naming_the_framework():
         "(it serves: batch/job)"
     )
     assert worker_problems(stack_config("onprem"), {"burst": exported_by_burst()}) == []
+
+
+# What MultiKueue does not copy (Kueue v0.19.2 pkg/controller/jobs/jobset/
+# jobset_multikueue_adapter.go, SyncJob: it creates the JobSet alone on the worker;
+# site/content/en/docs/tasks/manage/setup_dra.md, "MultiKueue considerations":
+# "ResourceClaimTemplate and DeviceClass objects are not automatically synced").
+SYNC_JOB = "jobset_multikueue_adapter.go SyncJob"
+
+
+def test_a_worker_pool_the_burst_selects_on_dra_is_refused_naming_the_pool_and_its_file(
+    tmp_path,
+):
+    """The dra-burst fixture moves the burst stack's h100-spot (p5.48xlarge, the type onprem's
+    queue bursts on) to DRA: its jobs' claim templates would stay on the manager."""
+    _, files = DRA_WORKER_PROJECTS[DRA_BURST_STACK]
+    with pytest.raises(ConfigError) as error:
+        plan_stack("onprem", make_project(tmp_path, files))
+    assert error.value.source == "stacks/Pulumi.onprem.yaml"
+    (problem,) = error.value.problems
+    assert problem.startswith(
+        "gpu-platform:scheduling.cluster_queues[1].burst.workers: bursts to worker burst, whose "
+        "pool h100-spot of p5.48xlarge allocates its GPUs through DRA (gpu_allocation: dra in "
+        "stacks/Pulumi.burst.yaml): a job there claims them through a ResourceClaimTemplate "
+        "applied beside its JobSet, and MultiKueue copies only the JobSet to a worker"
+    )
+    assert SYNC_JOB in problem
+    assert problem.endswith(
+        "valid: gpu_allocation device_plugin on that pool, or a burst.instance_type of the "
+        "worker's device-plugin pools"
+    )
+
+
+def test_a_worker_says_which_of_its_pools_claim_gpus_through_dra():
+    _, files = DRA_WORKER_PROJECTS[DRA_BESIDE_STACK]
+    from components.scheduling.multikueue_contract import exported_queues
+
+    worker = parse_config({k.split(":", 1)[1]: v for k, v in files["burst"].items()}, "burst")
+    allocation = {p["pool"]: p["gpu_allocation"] for p in exported_queues(worker)["pools"]}
+    # The fixture's burst stack: its two p5 groups set no gpu_allocation (the default), the
+    # A100 group beside them sets dra.
+    assert allocation == {"h100-spot": "device_plugin", "h100-block": "device_plugin",
+                          "a100-dra": "dra"}  # fmt: skip
+
+
+def test_a_worker_deployed_before_it_exported_its_pools_allocation_is_asked_to_redeploy():
+    from components.scheduling.multikueue_contract import worker_problems
+
+    exported = exported_by_burst()
+    for pool in exported["pools"]:
+        del pool["gpu_allocation"]
+    assert worker_problems(stack_config("onprem"), {"burst": exported}) == [
+        "gpu-platform:scheduling.cluster_queues[1].burst.workers: worker burst's "
+        "multikueue_queues says not how its pools allocate GPUs: an older version of this "
+        "program deployed it; run `pulumi up` on it again"
+    ]
