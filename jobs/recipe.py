@@ -51,6 +51,7 @@ from model.config import ConfigError, PlatformConfig
 from model.config.recipe_training import BatchSettings
 from model.config.recipes import RECIPES, recipe_settings, weights_needed
 from model.config.scheduling import LOCAL_QUEUE
+from model.dra import nvlink_problem
 from model.stacks import ROOT, stack_config
 
 RECIPE_LABEL = "gpu-platform/recipe"
@@ -133,6 +134,10 @@ def plan_job(
     # recipe's own size (esrgan: 2) where its node has as many, else the whole node.
     wanted = 1 if recipe == "prepare" else getattr(section, "gpus_per_node", None)
     gpus = gpus_per_node or min(wanted or chosen.gpus_per_node, chosen.gpus_per_node)
+    if gpus_per_node is None and nvlink_problem(chosen, nodes, gpus):
+        # Several nodes of an NVLink domain share a ComputeDomain, which holds whole nodes: the
+        # recipe's own size gives way there, as an asked-for size is refused (pool_problems).
+        gpus = chosen.gpus_per_node
     steps = None
     if isinstance(section, BatchSettings):
         try:
@@ -180,7 +185,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gpus-per-node",
         type=int,
-        help="default: the recipe's gpus_per_node (esrgan: 2; prepare: 1), else the pool's",
+        help="default: the recipe's gpus_per_node (esrgan: 2; prepare: 1), else the pool's; "
+        "the whole node for several nodes of an NVLink domain (GB200)",
     )
     p.add_argument("--out", type=Path, help="default: out/recipes")
     p.add_argument(

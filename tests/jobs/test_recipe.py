@@ -23,6 +23,7 @@ from tests.helpers.jobset_objects import live
 from tests.helpers.kubectl import stand_in_kubectl
 from tests.helpers.plan_objects import kinds
 from tests.helpers.recipe_projects import DIGEST, IMAGE, refused, stack_with, submit
+from tests.helpers.varied_stacks import DRA_CONFIGS, dra_config, gb200_config
 
 RECIPES = ("prepare", "sd-finetune", "esrgan")
 
@@ -69,6 +70,42 @@ def test_every_recipe_renders_a_valid_job_on_a_pool_that_holds_it(stack, recipe)
     assert [o["kind"] for o in objects] == ["JobSet"]
     for obj in objects:
         jobsets.validate(obj, cfg.cluster.kubernetes_version)
+
+
+FIXTURES = {"gb200": gb200_config, **{name: lambda n=name: dra_config(n) for name in DRA_CONFIGS}}
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+@pytest.mark.parametrize("stack", [*STACKS, *FIXTURES])
+def test_every_recipe_on_every_pool_at_every_size_renders_or_is_refused_by_reason(stack, recipe):
+    """The class of a recipe's default size meeting a pool's rule: on each pool, at one node,
+    two and the pool's most, with the recipe's own GPUs per node, `jobs recipe` either renders
+    a valid job or refuses with its reasons, never fails inside the job builder. (On a GB200
+    pool a multi-node job has a ComputeDomain, which asks whole nodes, while prepare asks one
+    GPU a node.)"""
+    cfg = staged(FIXTURES[stack]() if stack in FIXTURES else stack_config(stack))
+    for pool in cfg.gpu_pools:
+        for nodes in sorted({1, min(2, pool.max_nodes), pool.max_nodes}):
+            try:
+                spec, _ = plan_job(cfg, recipe, nodes=nodes, pool=pool.name)
+            except SubmitError as refusal:
+                assert refusal.problems, (pool.name, nodes)
+                continue
+            for obj in render(spec):
+                assert obj["kind"] in {"JobSet", "ComputeDomain", "ResourceClaimTemplate"}
+
+
+def test_a_recipe_of_several_nodes_on_a_gb200_pool_takes_whole_nodes_by_default():
+    # dra-driver-nvidia-gpu v0.4.1 cmd/compute-domain-kubelet-plugin/computedomain.go
+    # AddNodeLabel: a node belongs to one ComputeDomain at a time, so a multi-node job on an
+    # NVL72 pool takes all 4 GPUs of each p6e-gb200.36xlarge (EKS UltraServer page: 4 GPUs).
+    cfg = staged(gb200_config())
+    spec, _ = plan_job(cfg, "prepare", nodes=2)
+    assert spec.gpus == 4
+    spec, _ = plan_job(cfg, "prepare", nodes=1)
+    assert spec.gpus == 1
+    with pytest.raises(SubmitError, match="take all 4 GPUs of each node"):
+        plan_job(cfg, "prepare", nodes=2, gpus_per_node=1)
 
 
 def test_shipped_stacks_hold_every_recipe_but_sd_finetune_on_devs_24_gib_a10g():
