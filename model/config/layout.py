@@ -230,12 +230,13 @@ def _check_subnet_room(cfg: PlatformConfig) -> None:
         nodes = math.ceil(group.scaling.max_size / len(zones))
         for zone in zones:
             demand[zone].append((f"gpu_node_groups[{i}]", nodes * group.addresses_per_node))
-    more_room = (
-        "give network.private_subnet_cidrs more room"
-        if cfg.network.existing_vpc is None
-        else "name larger subnets under network.existing_vpc.private_subnets"
-    )
     for zone, private in private_subnet_cidrs(cfg.network, cfg.aws).items():
+        key = "local_zone_subnet_cidrs" if zone in cfg.aws.local_zones else "private_subnet_cidrs"
+        more_room = (
+            f"give network.{key} more room"
+            if cfg.network.existing_vpc is None
+            else "name larger subnets under network.existing_vpc.private_subnets"
+        )
         usable = private.num_addresses - 5  # AWS keeps five addresses of every subnet
         users = demand[zone]
         if sum(n for _, n in users) > usable:

@@ -254,6 +254,19 @@ AWS_LIMITS = [
         "set network.local_zone_subnet_cidrs",
         "local-zone-subnet-over-a-public-one",
     ),
+    # The Local Zone's subnet holds its nodes at max_size as every private subnet does (Amazon
+    # VPC user guide, "Subnet CIDR blocks": a /28 leaves 16 - 5 = 11 addresses).
+    case(
+        {
+            **local_zones([DALLAS]),
+            f"{NS}:network": {"local_zone_subnet_cidrs": ["10.0.240.0/28"]},
+            f"{NS}:gpu_node_groups": [{**GROUP, "zone": DALLAS}],
+        },
+        "gpu-platform:network.local_zone_subnet_cidrs[0]",
+        "private subnet 10.0.240.0/28 in us-east-1-dfw-2a has 11 usable addresses",
+        "give network.local_zone_subnet_cidrs more room",
+        "local-zone-subnet-too-small",
+    ),
     case(
         {
             **local_zones([DALLAS]),
