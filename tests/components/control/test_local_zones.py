@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
+from components.control.network import zone_groups
 from model.config.regions import LOCAL_ZONES
 from tests.helpers.varied_stacks import GB200_POOL, GB200_STACK, every_aws_plan, gb200_plan
 
@@ -156,3 +157,27 @@ def test_local_zone_nodes_reach_the_file_system_and_their_efa_peers():
                 assert any(block.subnet_of(c) for c in cidrs), (group.name, rule)
                 checked += 1
     assert checked, "no address rule admits the region's private subnets"
+
+
+def test_each_zone_group_is_opted_in_once_in_the_stacks_order():
+    # AWS Local Zones User Guide, "Available Local Zones": the network border group (the zone
+    # group ModifyAvailabilityZoneGroup names) of us-east-1-atl-2a is us-east-1-atl-2, of
+    # us-east-1-dfw-2a us-east-1-dfw-2.
+    assert zone_groups(["us-east-1-atl-2a", DALLAS, "us-east-1-atl-2a"]) == [
+        "us-east-1-atl-2",
+        "us-east-1-dfw-2",
+    ]
+
+
+def test_no_local_zone_subnet_is_offered_to_the_load_balancer_controller():
+    """The controller picks one subnet a zone by the role tags (AWS Load Balancer Controller,
+    "Subnet auto-discovery"), and a Local Zone takes Application Load Balancers only (EKS User
+    Guide, "Launch low-latency EKS clusters with AWS Local Zones"): its subnet carries the
+    cluster tag, no role tag."""
+    tagged = [
+        f"{stack}: {s.name}"
+        for stack, plan in every_aws_plan()
+        for s in _local_zone_subnets(plan).values()
+        if any(k.startswith("kubernetes.io/role/") for k in s.inputs["tags"])
+    ]
+    assert tagged == []
