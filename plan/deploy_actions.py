@@ -97,6 +97,19 @@ DEPLOY_ACTIONS: dict[str, TypeActions] = {
         tag=("logs:TagResource", "logs:UntagResource"),
         scope=("arn:aws:logs:*:*:log-group:{name}", "arn:aws:logs:*:*:log-group:{name}:*"),
     ),
+    "aws:ec2/availabilityZoneGroup:AvailabilityZoneGroup": TypeActions(
+        "internal/service/ec2/ec2_availability_zone_group.go",
+        # Create reads the group's status first and modifies it only where it differs.
+        create=("ec2:DescribeAvailabilityZones", "ec2:ModifyAvailabilityZoneGroup"),
+        read=("ec2:DescribeAvailabilityZones",),
+        update=("ec2:ModifyAvailabilityZoneGroup",),
+        # Delete is schema.Noop: the account stays opted in (EC2 API Reference,
+        # ModifyAvailabilityZoneGroup: opting out of a Local Zone group goes through Support).
+        scope=None,
+        unscoped="the call names a zone group of the account, not a resource of the stack: it "
+        "carries no tag (plan/iam_actions.json lists no tag condition key for the action) and "
+        "has no name of the stack's to build an ARN from",
+    ),
     "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup": TypeActions(
         "internal/service/ec2/vpc_default_security_group.go",
         # Adopting the VPC's default group revokes its rules; deleting only forgets it.

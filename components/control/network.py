@@ -14,7 +14,8 @@ from components.base import PlatformComponent
 from components.context import StackContext
 from components.log_groups import declare_log_group
 from model.config import AwsSettings, NetworkSettings, subnet_layout
-from model.config.network import INTERFACE_ENDPOINT_SERVICES, nat_zones
+from model.config.network import INTERFACE_ENDPOINT_SERVICES, local_zone_subnets, nat_zones
+from model.config.regions import LOCAL_ZONES
 
 # --------------------------------------------------------------------------- pure builders
 
@@ -44,10 +45,23 @@ def cluster_tag(cluster_name: str) -> str:
     return f"kubernetes.io/cluster/{cluster_name}"
 
 
-def subnet_tags(name: str, cluster_name: str, public: bool) -> dict[str, str]:
-    """Tags the AWS load balancer controller uses to pick subnets for ELBs."""
-    role = "kubernetes.io/role/elb" if public else "kubernetes.io/role/internal-elb"
-    return {"Name": name, cluster_tag(cluster_name): "shared", role: "1"}
+def subnet_tags(
+    name: str, cluster_name: str, public: bool, for_elbs: bool = True
+) -> dict[str, str]:
+    """Tags the AWS load balancer controller uses to pick subnets for ELBs. A Local Zone
+    subnet is not offered to it (`for_elbs`): it picks one subnet a zone for a load balancer,
+    and Local Zones take Application Load Balancers only (EKS User Guide, "Launch low-latency
+    EKS clusters with AWS Local Zones")."""
+    tags = {"Name": name, cluster_tag(cluster_name): "shared"}
+    if for_elbs:
+        tags["kubernetes.io/role/elb" if public else "kubernetes.io/role/internal-elb"] = "1"
+    return tags
+
+
+def zone_groups(local_zones: list[str]) -> list[str]:
+    """The zone groups to opt in to, one per group the stack's Local Zones belong to, in their
+    order: EC2 opts in a group (ModifyAvailabilityZoneGroup takes its GroupName), not a zone."""
+    return list(dict.fromkeys(LOCAL_ZONES[z].group for z in local_zones))
 
 
 def flow_log_assume_role_policy() -> str:
@@ -119,8 +133,11 @@ class Network(PlatformComponent):
             by_zone = {s.zone: s.id for s in net.existing_vpc.private_subnets}
             self.vpc_id = net.existing_vpc.id
             self.public_subnet_ids = []
-            self.private_subnet_ids_by_zone = {z: by_zone[z] for z in self.zones}
-        self.private_subnet_ids = list(self.private_subnet_ids_by_zone.values())
+            self.private_subnet_ids_by_zone = {z: by_zone[z] for z in args.aws.zone_names()}
+        # The region's zones only: the cluster, the system nodes and the endpoints take these,
+        # and EKS places no interfaces in a Local Zone subnet. A GPU group in a Local Zone
+        # finds its subnet in private_subnet_ids_by_zone.
+        self.private_subnet_ids = [self.private_subnet_ids_by_zone[z] for z in self.zones]
         if net.flow_logs:
             self._flow_logs(env, args.aws.region, net, self.vpc_id, args.context.protect)
 
@@ -216,38 +233,103 @@ class Network(PlatformComponent):
             )
         gateways = self._gateways(env, net, vpc, [private_subnets[zs.zone] for zs in layout])
 
-        private_rts = []
-        for zs in layout:
-            nat = nats.get(zs.zone, nats[args.aws.zones[0]])
-            rt = aws.ec2.RouteTable(
-                f"{env}-private-rt-{zs.zone}",
-                aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": f"{env}-private-{zs.zone}"}),
-                self.child(),
+        private_rts = [
+            self._private_routes(
+                env,
+                net,
+                vpc,
+                zs.zone,
+                private_subnets[zs.zone],
+                nats.get(zs.zone, nats[args.aws.zones[0]]),
+                gateways,
             )
-            into = f"{env}-private-{zs.zone}"
-            self._route(rt, IPv4Network("0.0.0.0/0"), nat_gateway_id=nat.id, into=into)
-            for route in net.routes():
-                self._route(
-                    rt,
-                    route.cidr,
-                    after=gateways[route.kind],
-                    into=into,
-                    **{ROUTE_TARGET[route.kind]: route.gateway_id},
-                )
-            aws.ec2.RouteTableAssociation(
-                f"{env}-private-{zs.zone}",
-                aws.ec2.RouteTableAssociationArgs(
-                    subnet_id=private_subnets[zs.zone].id, route_table_id=rt.id
-                ),
-                self.child(),
-            )
-            private_rts.append(rt)
+            for zs in layout
+        ]
 
         if net.declares_endpoints():
             self._endpoints(env, args.aws.region, net, vpc, private_subnets, private_rts)
+        local = self._local_zones(args, vpc, nats[args.aws.zones[0]], gateways)
         self.vpc_id = vpc.id
         self.public_subnet_ids = [public_subnets[z].id for z in self.zones]
-        self.private_subnet_ids_by_zone = {z: private_subnets[z].id for z in self.zones}
+        self.private_subnet_ids_by_zone = {
+            **{z: private_subnets[z].id for z in self.zones},
+            **{z: subnet.id for z, subnet in local.items()},
+        }
+
+    def _local_zones(
+        self,
+        args: NetworkArgs,
+        vpc: aws.ec2.Vpc,
+        nat: aws.ec2.NatGateway,
+        gateways: dict[str, pulumi.Resource],
+    ) -> dict[str, aws.ec2.Subnet]:
+        """Each Local Zone's private subnet, after its zone group is opted in (EC2 refuses a
+        subnet in a zone not opted in). Its default route goes through the region's first NAT
+        gateway: that a NAT gateway can be created in the Dallas Local Zone was not verified,
+        and a private subnet's egress must not hang on it. It joins no VPC endpoint: the
+        interface endpoints' private DNS names resolve to the region's subnets, which the
+        Local Zone reaches inside the VPC, and S3 goes through the NAT gateway."""
+        env, net, zones = args.context.env, args.network, args.aws
+        # Opting out is not what removing it does: the provider's delete is a no-op
+        # (terraform-provider-aws ec2_availability_zone_group.go: `Delete: schema.Noop`).
+        opted_in = {
+            group: aws.ec2.AvailabilityZoneGroup(
+                f"{env}-zone-group-{group}",
+                aws.ec2.AvailabilityZoneGroupArgs(group_name=group, opt_in_status="opted-in"),
+                self.child(),
+            )
+            for group in zone_groups(zones.local_zones)
+        }
+        subnets = {}
+        for zone, cidr in local_zone_subnets(net, zones.zones, zones.local_zones).items():
+            name = f"{env}-private-{zone}"
+            subnets[zone] = aws.ec2.Subnet(
+                name,
+                aws.ec2.SubnetArgs(
+                    vpc_id=vpc.id,
+                    cidr_block=str(cidr),
+                    availability_zone=zone,
+                    map_public_ip_on_launch=False,
+                    tags=subnet_tags(name, args.context.cluster_name, False, for_elbs=False),
+                ),
+                self.child(depends_on=[opted_in[LOCAL_ZONES[zone].group]]),
+            )
+            self._private_routes(env, net, vpc, zone, subnets[zone], nat, gateways)
+        return subnets
+
+    def _private_routes(
+        self,
+        env: str,
+        net: NetworkSettings,
+        vpc: aws.ec2.Vpc,
+        zone: str,
+        subnet: aws.ec2.Subnet,
+        nat: aws.ec2.NatGateway,
+        gateways: dict[str, pulumi.Resource],
+    ) -> aws.ec2.RouteTable:
+        """A private subnet's route table: the default route through `nat`, each routed
+        network through its gateway."""
+        into = f"{env}-private-{zone}"
+        rt = aws.ec2.RouteTable(
+            f"{env}-private-rt-{zone}",
+            aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": into}),
+            self.child(),
+        )
+        self._route(rt, IPv4Network("0.0.0.0/0"), nat_gateway_id=nat.id, into=into)
+        for route in net.routes():
+            self._route(
+                rt,
+                route.cidr,
+                after=gateways[route.kind],
+                into=into,
+                **{ROUTE_TARGET[route.kind]: route.gateway_id},
+            )
+        aws.ec2.RouteTableAssociation(
+            into,
+            aws.ec2.RouteTableAssociationArgs(subnet_id=subnet.id, route_table_id=rt.id),
+            self.child(),
+        )
+        return rt
 
     def _route(
         self,

@@ -13,8 +13,11 @@ from model.config.base import FieldProblem, FieldProblems
 from model.config.network import (
     CIDR_PREFIX_RANGE,
     NetworkSettings,
+    local_zone_subnets,
     private_subnet_cidrs,
+    spare_blocks_left,
     subnet_bits,
+    subnet_layout,
 )
 
 if TYPE_CHECKING:
@@ -32,6 +35,13 @@ def check_aws_layout(cfg: PlatformConfig) -> None:
                 f"{len(given)} subnets for {zones} zones ({', '.join(cfg.aws.zones)}); "
                 "give exactly one per zone",
             )
+    given = cfg.network.local_zone_subnet_cidrs
+    if given is not None and len(given) != len(cfg.aws.local_zones):
+        raise FieldProblem(
+            "network.local_zone_subnet_cidrs",
+            f"{len(given)} subnets for {len(cfg.aws.local_zones)} Local Zones "
+            f"(aws.local_zones {cfg.aws.local_zones}); give exactly one per Local Zone",
+        )
     if cfg.network.existing_vpc is not None:
         _check_existing_subnets(cfg)
     else:
@@ -68,14 +78,15 @@ def _vpc_blocks(cfg: PlatformConfig) -> list[tuple[str, IPv4Network]]:
 
 def _check_existing_subnets(cfg: PlatformConfig) -> None:
     """One private subnet in each zone of aws.zones: EKS places its control-plane interfaces
-    in them and needs two zones; a node group of a zone without one has nowhere to go."""
-    zones = cfg.aws.zones
+    in them and needs two zones; a node group of a zone without one has nowhere to go. So in
+    each of aws.local_zones, for the GPU groups placed there."""
+    zones = cfg.aws.zone_names()
     subnets = cfg.network.existing_vpc.private_subnets
     seen: dict[str, int] = {}
     for i, subnet in enumerate(subnets):
         key = f"network.existing_vpc.private_subnets[{i}].zone"
         if subnet.zone not in zones:
-            raise FieldProblem(key, f"{subnet.zone!r} is not one of aws.zones {zones}")
+            raise FieldProblem(key, f"{subnet.zone!r} is not one of {_zones_listed(cfg)}")
         if subnet.zone in seen:
             raise FieldProblem(
                 key,
@@ -87,9 +98,17 @@ def _check_existing_subnets(cfg: PlatformConfig) -> None:
     if missing:
         raise FieldProblem(
             "network.existing_vpc.private_subnets",
-            f"no subnet in {', '.join(missing)}; give one private subnet for each of aws.zones "
-            f"{zones}",
+            f"no subnet in {', '.join(missing)}; give one private subnet for each of "
+            f"{_zones_listed(cfg)}",
         )
+
+
+def _zones_listed(cfg: PlatformConfig) -> str:
+    """The zones a subnet or a GPU group may name, as the error shows them."""
+    listed = f"aws.zones {cfg.aws.zones}"
+    if cfg.aws.local_zones:
+        listed += f" or aws.local_zones {cfg.aws.local_zones}"
+    return listed
 
 
 def _check_carved_subnets(cfg: PlatformConfig) -> None:
@@ -111,6 +130,37 @@ def _check_carved_subnets(cfg: PlatformConfig) -> None:
                 f"be /{prefix}, and AWS accepts subnets up to /{smallest}; use a /{largest} "
                 "or larger VPC, or set network.private_subnet_cidrs and public_subnet_cidrs",
             )
+    _check_local_zone_subnets(cfg)
+
+
+def _check_local_zone_subnets(cfg: PlatformConfig) -> None:
+    """The Local Zones' subnets fit beside the region's: the default layout has room for as
+    many as the spare block keeps after the public subnets, and none overlaps another subnet
+    (the explicit ones are checked against each other in NetworkSettings)."""
+    network, aws = cfg.network, cfg.aws
+    if not aws.local_zones or network.local_zone_subnet_cidrs is not None:
+        return
+    room = spare_blocks_left(network, aws.zones)
+    if len(aws.local_zones) > room:
+        raise FieldProblem(
+            "aws.local_zones",
+            f"{len(aws.local_zones)} Local Zones, but the default layout of "
+            f"{network.vpc_cidr} for {len(aws.zones)} zones has room for {room} Local Zone "
+            "subnets beside the public ones; set network.local_zone_subnet_cidrs",
+        )
+    named = [
+        (f"network.{kind}_subnet_cidrs[{i}]", getattr(zs, kind))
+        for kind in ("public", "private")
+        for i, zs in enumerate(subnet_layout(network, aws.zones))
+    ]
+    for zone, carved in local_zone_subnets(network, aws.zones, aws.local_zones).items():
+        for key, block in named:
+            if carved.overlaps(block):
+                raise FieldProblem(
+                    "network.local_zone_subnet_cidrs",
+                    f"the subnet the default layout carves for Local Zone {zone}, {carved}, "
+                    f"overlaps {key} ({block}); set network.local_zone_subnet_cidrs",
+                )
 
 
 def check_region_offers(cfg: PlatformConfig) -> None:
@@ -152,10 +202,8 @@ def check_region_offers(cfg: PlatformConfig) -> None:
 def check_gpu_group_zones(cfg: PlatformConfig) -> None:
     for i, group in enumerate(cfg.gpu_node_groups):
         path = f"gpu_node_groups[{i}]"
-        if group.zone is not None and group.zone not in cfg.aws.zones:
-            raise FieldProblem(
-                f"{path}.zone", f"{group.zone} is not one of aws.zones {cfg.aws.zones}"
-            )
+        if group.zone is not None and group.zone not in cfg.aws.zone_names():
+            raise FieldProblem(f"{path}.zone", f"{group.zone} is not one of {_zones_listed(cfg)}")
         for zone in cfg.group_zones(group):
             for name in group.instance_types:
                 offered = cfg.aws.zone_offerings.get(name)
@@ -171,7 +219,7 @@ def check_gpu_group_zones(cfg: PlatformConfig) -> None:
 def _check_subnet_room(cfg: PlatformConfig) -> None:
     """Every private subnet must hold, at full scale, each node's pods and the addresses
     its interfaces take."""
-    demand: dict[str, list[tuple[str, int]]] = {z: [] for z in cfg.aws.zones}
+    demand: dict[str, list[tuple[str, int]]] = {z: [] for z in cfg.aws.zone_names()}
     system_row = CATALOG[cfg.system_nodes.instance_types[0]]
     per_zone = math.ceil(cfg.system_nodes.scaling.max_size / len(cfg.aws.zones))
     for zone in cfg.aws.zones:
@@ -182,12 +230,13 @@ def _check_subnet_room(cfg: PlatformConfig) -> None:
         nodes = math.ceil(group.scaling.max_size / len(zones))
         for zone in zones:
             demand[zone].append((f"gpu_node_groups[{i}]", nodes * group.addresses_per_node))
-    more_room = (
-        "give network.private_subnet_cidrs more room"
-        if cfg.network.existing_vpc is None
-        else "name larger subnets under network.existing_vpc.private_subnets"
-    )
-    for zone, private in private_subnet_cidrs(cfg.network, cfg.aws.zones).items():
+    for zone, private in private_subnet_cidrs(cfg.network, cfg.aws).items():
+        key = "local_zone_subnet_cidrs" if zone in cfg.aws.local_zones else "private_subnet_cidrs"
+        more_room = (
+            f"give network.{key} more room"
+            if cfg.network.existing_vpc is None
+            else "name larger subnets under network.existing_vpc.private_subnets"
+        )
         usable = private.num_addresses - 5  # AWS keeps five addresses of every subnet
         users = demand[zone]
         if sum(n for _, n in users) > usable:
@@ -208,7 +257,9 @@ def _crowded_key(cfg: PlatformConfig, zone: str, biggest: str) -> str:
     if existing is not None:
         index = next(i for i, s in enumerate(existing.private_subnets) if s.zone == zone)
         return f"network.existing_vpc.private_subnets[{index}].cidr"
-    if cfg.network.private_subnet_cidrs is not None:
+    if zone in cfg.aws.local_zones and cfg.network.local_zone_subnet_cidrs is not None:
+        return f"network.local_zone_subnet_cidrs[{cfg.aws.local_zones.index(zone)}]"
+    if zone in cfg.aws.zones and cfg.network.private_subnet_cidrs is not None:
         return f"network.private_subnet_cidrs[{cfg.aws.zones.index(zone)}]"
     owners = {"system_nodes": cfg.system_nodes}
     owners.update((f"gpu_node_groups[{i}]", g) for i, g in enumerate(cfg.gpu_node_groups))

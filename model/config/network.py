@@ -24,7 +24,7 @@ from model.config.base import (
     _overlaps,
     one_of,
 )
-from model.config.regions import REGION_ZONES, SUPPORTED_PARTITION, partition
+from model.config.regions import LOCAL_ZONES, REGION_ZONES, SUPPORTED_PARTITION, partition
 from model.versions import EKS_IMAGE_ACCOUNTS
 
 # Amazon VPC user guide, "VPC CIDR blocks" and "Subnet CIDR blocks": an IPv4 block of a VPC or
@@ -51,6 +51,15 @@ class AwsSettings(Settings):
         min_length=2,
         description="Availability zones for subnets, at least two (EKS requires two). GPU "
         "groups that talk over EFA are placed in one of them.",
+    )
+    local_zones: list[str] = Field(
+        default_factory=list,
+        description="Local Zones of the region the stack uses (e.g. us-east-1-dfw-2a, where "
+        "AWS sells P6e-GB200 UltraServer Capacity Blocks), from the table in "
+        "model/config/regions.py. Each gets its zone group opted in and one private subnet; "
+        "only a GPU group whose `zone` names it runs there. The EKS cluster and the system "
+        "nodes never do: EKS places no interfaces in Local Zone subnets (EKS User Guide, "
+        '"Launch low-latency EKS clusters with AWS Local Zones").',
     )
     tags: AwsTags = Field(
         default_factory=dict,
@@ -102,14 +111,46 @@ class AwsSettings(Settings):
                 )
         if len(set(self.zones)) != len(self.zones):
             raise FieldProblem("zones", f"zones repeat: {self.zones}")
+        self._known_local_zones()
         for name, offered in self.zone_offerings.items():
             for i, zone in enumerate(offered):
-                if zone[:-1] != self.region or zone[-1:] not in letters:
+                if zone not in self.local_zones and (
+                    zone[:-1] != self.region or zone[-1:] not in letters
+                ):
                     raise FieldProblem(
                         f"zone_offerings.{name}[{i}]",
-                        f"{zone!r} is not a zone of region {self.region}; its zones are {valid}",
+                        f"{zone!r} is not a zone of region {self.region}; its zones are {valid}"
+                        f"{self._local_zones_listed()}",
                     )
         return self
+
+    def _known_local_zones(self) -> None:
+        ours = [z for z, row in LOCAL_ZONES.items() if row.parent_region == self.region]
+        known = (
+            f"the Local Zones of {self.region} the table knows (model/config/regions.py "
+            f"LOCAL_ZONES): {', '.join(ours) or 'none'}"
+        )
+        for i, zone in enumerate(self.local_zones):
+            row = LOCAL_ZONES.get(zone)
+            if row is None:
+                raise FieldProblem(f"local_zones[{i}]", f"{zone!r} is not a Local Zone; {known}")
+            if row.parent_region != self.region:
+                raise FieldProblem(
+                    f"local_zones[{i}]",
+                    f"{zone!r} extends region {row.parent_region}, not aws.region "
+                    f"{self.region}; {known}",
+                )
+        if len(set(self.local_zones)) != len(self.local_zones):
+            raise FieldProblem("local_zones", f"Local Zones repeat: {self.local_zones}")
+
+    def _local_zones_listed(self) -> str:
+        if not self.local_zones:
+            return ""
+        return f", and its Local Zones in aws.local_zones {self.local_zones}"
+
+    def zone_names(self) -> list[str]:
+        """Every zone a subnet of the stack may be in: the region's, then its Local Zones."""
+        return [*self.zones, *self.local_zones]
 
 
 class ExistingSubnet(Settings):
@@ -118,7 +159,7 @@ class ExistingSubnet(Settings):
     `aws ec2 describe-subnets --subnet-ids <id>` shows them."""
 
     id: SubnetId = Field(description="The subnet's id.")
-    zone: str = Field(description="Its availability zone, one of aws.zones.")
+    zone: str = Field(description="Its availability zone, one of aws.zones or aws.local_zones.")
     cidr: IPv4Network = Field(
         description="Its IPv4 block: nodes and every pod (VPC CNI, one address a pod) take "
         "addresses from it, so the plan checks it holds the node groups at max_size."
@@ -132,7 +173,8 @@ class ExistingVpcSettings(Settings):
     id: VpcId = Field(description="The VPC's id.")
     private_subnets: list[ExistingSubnet] = Field(
         min_length=2,
-        description="One private subnet per zone of aws.zones. Before `pulumi up`, each needs "
+        description="One private subnet per zone of aws.zones and per Local Zone of "
+        "aws.local_zones (the cluster takes only the former). Before `pulumi up`, each needs "
         "the tags kubernetes.io/role/internal-elb=1 and kubernetes.io/cluster/<cluster>=shared "
         '(EKS user guide, "Subnet requirements and considerations"; AWS Load Balancer '
         'Controller, "Subnet auto-discovery"), and egress through a NAT gateway or VPC '
@@ -173,6 +215,7 @@ NEW_VPC_KEYS = (
     "vpc_cidr",
     "public_subnet_cidrs",
     "private_subnet_cidrs",
+    "local_zone_subnet_cidrs",
     "nat_gateways",
     "vpc_endpoints",
     "transit_gateway",
@@ -195,6 +238,12 @@ class NetworkSettings(Settings):
         None,
         description="One private subnet per zone, in zone order; nodes and pods live here. "
         "Default: the largest blocks carved from vpc_cidr.",
+    )
+    local_zone_subnet_cidrs: list[IPv4Network] | None = Field(
+        None,
+        description="One private subnet per Local Zone, in aws.local_zones order; only GPU "
+        "groups placed in that Local Zone use it. Default: carved from the block that holds "
+        "the public subnets, after them, so that adding a Local Zone moves no other subnet.",
     )
     nat_gateways: Literal["single", "per_zone"] = Field(
         "single",
@@ -244,7 +293,7 @@ class NetworkSettings(Settings):
             return self._existing_vpc_alone()
         check_cidr_size("vpc_cidr", self.vpc_cidr, "a VPC")
         named = [("vpc_cidr", self.vpc_cidr)]
-        for key in ("public_subnet_cidrs", "private_subnet_cidrs"):
+        for key in ("public_subnet_cidrs", "private_subnet_cidrs", "local_zone_subnet_cidrs"):
             for i, cidr in enumerate(getattr(self, key) or []):
                 check_cidr_size(f"{key}[{i}]", cidr, "subnets")
                 if not cidr.subnet_of(self.vpc_cidr):
@@ -337,10 +386,31 @@ def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnet
     """
     bits = subnet_bits(len(zones))
     blocks = list(network.vpc_cidr.subnets(prefixlen_diff=bits))
-    spare = list(blocks[-1].subnets(prefixlen_diff=bits))
     private = network.private_subnet_cidrs or blocks[: len(zones)]
-    public = network.public_subnet_cidrs or spare[: len(zones)]
+    public = network.public_subnet_cidrs or _spare_blocks(network, zones)[: len(zones)]
     return [ZoneSubnets(z, pub, priv) for z, pub, priv in zip(zones, public, private, strict=True)]
+
+
+def _spare_blocks(network: NetworkSettings, zones: list[str]) -> list[IPv4Network]:
+    """The last of the VPC's 2^k blocks, cut again the same way: public subnets first."""
+    bits = subnet_bits(len(zones))
+    return list(list(network.vpc_cidr.subnets(prefixlen_diff=bits))[-1].subnets(bits))
+
+
+def spare_blocks_left(network: NetworkSettings, zones: list[str]) -> int:
+    """How many Local Zone subnets the default layout has room for after the public ones."""
+    return len(_spare_blocks(network, zones)) - len(zones)
+
+
+def local_zone_subnets(
+    network: NetworkSettings, zones: list[str], local_zones: list[str]
+) -> dict[str, IPv4Network]:
+    """Each Local Zone's private subnet of a new VPC: as given, else the spare block's pieces
+    left after the public subnets (2^k > zones leaves at least one), so that adding a Local
+    Zone re-carves no subnet of the region's zones."""
+    given = network.local_zone_subnet_cidrs
+    blocks = given if given is not None else _spare_blocks(network, zones)[len(zones) :]
+    return dict(zip(local_zones, blocks[: len(local_zones)], strict=True))
 
 
 # The interface endpoints `vpc_endpoints` declares, one per AWS service (com.amazonaws.<region>.
@@ -348,12 +418,15 @@ def subnet_layout(network: NetworkSettings, zones: list[str]) -> list[ZoneSubnet
 INTERFACE_ENDPOINT_SERVICES = ("ecr.api", "ecr.dkr", "sts")
 
 
-def private_subnet_cidrs(network: NetworkSettings, zones: list[str]) -> dict[str, IPv4Network]:
-    """Each zone's private subnet block: the existing VPC's as the stack gives them, else the
-    new VPC's layout."""
+def private_subnet_cidrs(network: NetworkSettings, aws: AwsSettings) -> dict[str, IPv4Network]:
+    """Each zone's private subnet block, Local Zones' too: the existing VPC's as the stack
+    gives them, else the new VPC's layout."""
     if network.existing_vpc is not None:
         return {s.zone: s.cidr for s in network.existing_vpc.private_subnets}
-    return {zs.zone: zs.private for zs in subnet_layout(network, zones)}
+    return {
+        **{zs.zone: zs.private for zs in subnet_layout(network, aws.zones)},
+        **local_zone_subnets(network, aws.zones, aws.local_zones),
+    }
 
 
 def nat_zones(network: NetworkSettings, zones: list[str]) -> list[str]:

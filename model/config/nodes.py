@@ -333,8 +333,9 @@ class GpuNodeGroupSettings(Settings):
     )
     zone: str | None = Field(
         None,
-        description="Zone to place the group in. Default: EFA groups the first of aws.zones, "
-        "other groups every zone.",
+        description="Zone to place the group in: one of aws.zones, or a Local Zone of "
+        "aws.local_zones (the group then launches only in that Local Zone's subnet). Default: "
+        "EFA groups the first of aws.zones, other groups every zone of aws.zones.",
     )
     scaling: Scaling = Field(default_factory=lambda: Scaling(min_size=0, max_size=2))
     root_volume_gib: Int = Field(

@@ -150,9 +150,12 @@ class FsxSettings(Settings):
     )
     zone: str | None = Field(
         None,
-        description="Availability zone of the file system; it must host a GPU group. Default: "
-        "the zone of the first EFA group, else the first zone of the first GPU group, else "
-        "aws.zones[0].",
+        description="Availability zone of the file system, one of aws.zones (never a Local "
+        "Zone: the file system stays in the region); it must host a GPU group where any runs in "
+        "the region's zones. Default: the zone of the first EFA group, else the first zone of "
+        "the first GPU group, counting only the region's zones, else aws.zones[0]; with every "
+        "GPU group in a Local Zone, set it to the zone whose ID is the Local Zone's parent "
+        "(model/config/regions.py LOCAL_ZONES), the nearest one.",
     )
     kms_key_arn: KmsKeyArn | None = Field(
         None,
@@ -330,14 +333,11 @@ class StorageSettings(Settings):
 
 
 def default_fsx_zone(cfg: PlatformConfig) -> str:
-    """The zone FSx goes in when none is set: where the GPU nodes that read it most are."""
-    groups = cfg.gpu_node_groups
-    for group in groups:
-        if group.efa:
-            return cfg.group_zones(group)[0]
-    if groups:
-        return cfg.group_zones(groups[0])[0]
-    return cfg.aws.zones[0]
+    """The zone FSx goes in when none is set: where the GPU nodes that read it most are, among
+    the region's zones (a group in a Local Zone reads it from there)."""
+    groups = sorted(cfg.gpu_node_groups, key=lambda g: not g.efa)
+    in_region = [z for g in groups for z in cfg.group_zones(g) if z in cfg.aws.zones]
+    return (in_region or cfg.aws.zones)[0]
 
 
 def check_storage(cfg: PlatformConfig) -> None:
@@ -358,10 +358,16 @@ def check_storage(cfg: PlatformConfig) -> None:
         return
     if fsx.zone not in cfg.aws.zones:
         raise FieldProblem(
-            "storage.fsx.zone", f"{fsx.zone} is not one of aws.zones {cfg.aws.zones}"
+            "storage.fsx.zone",
+            f"{fsx.zone} is not one of aws.zones {cfg.aws.zones}: the file system stays in the "
+            "region's zones, also for GPU groups in a Local Zone",
         )
-    gpu_zones = sorted({z for g in cfg.gpu_node_groups for z in cfg.group_zones(g)})
-    if fsx.zone not in gpu_zones:
+    gpu_zones = sorted(
+        {z for g in cfg.gpu_node_groups for z in cfg.group_zones(g) if z in cfg.aws.zones}
+    )
+    # Groups only in Local Zones read it from the region whichever zone it is in.
+    local_only = not gpu_zones and bool(cfg.gpu_node_groups)
+    if fsx.zone not in gpu_zones and not local_only:
         raise FieldProblem(
             "storage.fsx.zone",
             f"no GPU group runs in {fsx.zone}; put the file system where its readers are: "

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import yaml
 
 from model.catalog import CATALOG
+from model.config.regions import LOCAL_ZONES
 from policy.rules.base import Context, Subject, as_list, reference, rule, truthy
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -167,7 +168,11 @@ def _gpu_groups(ctx: Context) -> list[Subject]:
 )
 def fsx_in_gpu_zone(r: Subject, ctx: Context) -> Iterator[str]:
     fsx_zones = _zones_of(r.props.get("subnetIds"), ctx)
-    gpu_zones = set().union(*(_zones_of(g.props.get("subnetIds"), ctx) for g in _gpu_groups(ctx)))
+    # Nodes in a Local Zone read it from the region whichever of its zones it is in: the file
+    # system stays in the region (model/config/storage.py).
+    gpu_zones = set().union(
+        *(_zones_of(g.props.get("subnetIds"), ctx) for g in _gpu_groups(ctx))
+    ) - set(LOCAL_ZONES)
     if fsx_zones and gpu_zones and not fsx_zones & gpu_zones:
         yield f"file system in {sorted(fsx_zones)}, GPU nodes in {sorted(gpu_zones)}"
 

@@ -5,7 +5,7 @@ counts them with its own."""
 
 from __future__ import annotations
 
-from tests.helpers.bad_stacks import AWS, NS, aws, case, existing, group, tags
+from tests.helpers.bad_stacks import AWS, GROUP, NS, aws, case, existing, group, tags
 from tests.helpers.network_stacks import frankfurt_without
 
 TGW_ID = "tgw-0123456789abcdef0"
@@ -25,6 +25,13 @@ def byo_vpc(*subnets: tuple[str, str]) -> dict:
 
 
 BYO_VPC = byo_vpc(("us-east-1a", "10.60.0.0/18"), ("us-east-1b", "10.60.64.0/18"))
+DALLAS = "us-east-1-dfw-2a"
+
+
+def local_zones(names: list[str]) -> dict:
+    """A minimal AWS stack that lists `names` under aws.local_zones."""
+    return tags({"local_zones": names})
+
 
 AWS_LIMITS = [
     # Amazon VPC user guide, "VPC CIDR blocks": a VPC is /16 to /28.
@@ -164,6 +171,113 @@ AWS_LIMITS = [
         "'us-west-2a'",
         "its zones are us-east-1a",
         "offering-zone-region",
+    ),
+    # Local Zones (AWS Local Zones User Guide, "Available Local Zones": us-east-1-dfw-2a and
+    # us-east-1-atl-2a extend us-east-1). A Local Zone takes no GPU group until the stack lists
+    # it, the EKS cluster never takes one (EKS User Guide, "Launch low-latency EKS clusters with
+    # AWS Local Zones"), and FSx stays in the region.
+    case(
+        local_zones(["us-east-1-dfw-9a"]),
+        "gpu-platform:aws.local_zones[0]",
+        "'us-east-1-dfw-9a' is not a Local Zone",
+        "us-east-1-dfw-2a, us-east-1-atl-2a",
+        "local-zone-unknown",
+    ),
+    case(
+        aws(
+            aws={
+                "region": "us-west-2",
+                "zones": ["us-west-2a", "us-west-2b"],
+                "local_zones": [DALLAS],
+            }
+        ),
+        "gpu-platform:aws.local_zones[0]",
+        "'us-east-1-dfw-2a' extends region us-east-1, not aws.region us-west-2",
+        "the Local Zones of us-west-2 the table knows",
+        "local-zone-of-another-region",
+    ),
+    case(
+        local_zones([DALLAS, DALLAS]),
+        "gpu-platform:aws.local_zones",
+        "['us-east-1-dfw-2a', 'us-east-1-dfw-2a']",
+        "Local Zones repeat",
+        "local-zone-twice",
+    ),
+    case(
+        group(zone=DALLAS),
+        "gpu-platform:gpu_node_groups[0].zone",
+        "us-east-1-dfw-2a",
+        "is not one of aws.zones ['us-east-1a', 'us-east-1b']",
+        "gpu-group-in-an-unlisted-local-zone",
+    ),
+    case(
+        {
+            **local_zones([DALLAS]),
+            f"{NS}:gpu_node_groups": [{**GROUP, "zone": DALLAS}],
+            f"{NS}:storage": {"fsx": {"storage_capacity_gib": 1200, "zone": DALLAS}},
+        },
+        "gpu-platform:storage.fsx.zone",
+        "us-east-1-dfw-2a is not one of aws.zones",
+        "the file system stays in the region's zones",
+        "fsx-in-a-local-zone",
+    ),
+    case(
+        {**local_zones([DALLAS]), f"{NS}:network": {"local_zone_subnet_cidrs": []}},
+        "gpu-platform:network.local_zone_subnet_cidrs",
+        "0 subnets for 1 Local Zones",
+        "give exactly one per Local Zone",
+        "local-zone-subnet-count",
+    ),
+    # The default layout carves Local Zone subnets from the block the public subnets come from:
+    # three zones leave one piece of it (network.subnet_layout), so two Local Zones need theirs.
+    case(
+        {
+            **local_zones([DALLAS, "us-east-1-atl-2a"]),
+            f"{NS}:aws": {
+                "region": "us-east-1",
+                "zones": ["us-east-1a", "us-east-1b", "us-east-1c"],
+                "local_zones": [DALLAS, "us-east-1-atl-2a"],
+            },
+        },
+        "gpu-platform:aws.local_zones",
+        "2 Local Zones, but the default layout of 10.0.0.0/16 for 3 zones has room for 1",
+        "set network.local_zone_subnet_cidrs",
+        "local-zones-beyond-the-default-layout",
+    ),
+    case(
+        {
+            **local_zones([DALLAS]),
+            f"{NS}:network": {"public_subnet_cidrs": ["10.0.224.0/24", "10.0.225.0/24"]},
+        },
+        "gpu-platform:network.local_zone_subnet_cidrs",
+        "us-east-1-dfw-2a, 10.0.224.0/20, overlaps network.public_subnet_cidrs[0]",
+        "set network.local_zone_subnet_cidrs",
+        "local-zone-subnet-over-a-public-one",
+    ),
+    # The Local Zone's subnet holds its nodes at max_size as every private subnet does (Amazon
+    # VPC user guide, "Subnet CIDR blocks": a /28 leaves 16 - 5 = 11 addresses).
+    case(
+        {
+            **local_zones([DALLAS]),
+            f"{NS}:network": {"local_zone_subnet_cidrs": ["10.0.240.0/28"]},
+            f"{NS}:gpu_node_groups": [{**GROUP, "zone": DALLAS}],
+        },
+        "gpu-platform:network.local_zone_subnet_cidrs[0]",
+        "private subnet 10.0.240.0/28 in us-east-1-dfw-2a has 11 usable addresses",
+        "give network.local_zone_subnet_cidrs more room",
+        "local-zone-subnet-too-small",
+    ),
+    case(
+        {
+            **local_zones([DALLAS]),
+            f"{NS}:network": {
+                **byo_vpc(("us-east-1a", "10.60.0.0/18"), ("us-east-1b", "10.60.64.0/18"))
+            },
+        },
+        "gpu-platform:network.existing_vpc.private_subnets",
+        "no subnet in us-east-1-dfw-2a",
+        "or aws.local_zones ['us-east-1-dfw-2a']",
+        "existing-vpc-without-the-local-zone-subnet",
     ),
     # Tagging AWS resources, "Tag naming limits and requirements".
     case(

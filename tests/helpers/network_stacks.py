@@ -63,18 +63,25 @@ EXISTING_SUBNETS = {
     "us-east-1b": ("subnet-0bbbbbbbbbbbbbbb2", "10.60.64.0/18"),
     "us-east-1c": ("subnet-0ccccccccccccccc3", "10.60.128.0/18"),
 }
+# The VPC extends to the Atlanta Local Zone too (AWS Local Zones User Guide, "Available Local
+# Zones"), where no group of the stack runs: its subnet must reach neither the cluster nor the
+# system nodes.
+EXISTING_LOCAL_ZONE = "us-east-1-atl-2a"
+EXISTING_LOCAL_SUBNET = ("subnet-0ddddddddddddddd4", "10.60.192.0/20")
 EXISTING_VPC_STACK = "byovpc"
 
 
 def existing_vpc_config() -> dict:
     config = stack_file_config("staging")
+    config[f"{NS}:aws"] = {**config[f"{NS}:aws"], "local_zones": [EXISTING_LOCAL_ZONE]}
+    subnets = {**EXISTING_SUBNETS, EXISTING_LOCAL_ZONE: EXISTING_LOCAL_SUBNET}
     config[f"{NS}:network"] = {
         "flow_logs": True,
         "existing_vpc": {
             "id": EXISTING_VPC,
             "private_subnets": [
                 {"id": subnet, "zone": zone, "cidr": cidr}
-                for zone, (subnet, cidr) in EXISTING_SUBNETS.items()
+                for zone, (subnet, cidr) in subnets.items()
             ],
         },
     }

@@ -192,15 +192,19 @@ def capacity_kinds_plan() -> Plan:
 # One GB200 NVL72 pool as AWS sells it (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon
 # EKS"): an UltraServer Capacity Block of one u-p6e-gb200x72 (18 instances), the group sized to
 # it, EFA, FSx for the jobs' shared data. The type is offered only in the Dallas Local Zone of
-# us-east-1, whose name aws.zones does not take yet: the stack lists a regional zone under
-# aws.zone_offerings, as a stack does for an offering newer than the catalog's reading.
+# us-east-1 (EC2 User Guide, "Launch instances using Capacity Blocks"), us-east-1-dfw-2a (AWS
+# Local Zones User Guide, "Available Local Zones"): the pool is placed there, and the stack
+# lists the zone under aws.zone_offerings, as a stack does for an offering newer than the
+# catalog's reading. FSx stays in the region, in the first zone.
 GB200_STACK = "gb200"
 GB200_POOL = "nvl72"
+GB200_ZONE = "us-east-1-dfw-2a"
 GB200_CONFIG = {
     f"{NS}:aws": {
         "region": "us-east-1",
         "zones": ["us-east-1a", "us-east-1b"],
-        "zone_offerings": {"p6e-gb200.36xlarge": ["us-east-1a"]},
+        "local_zones": [GB200_ZONE],
+        "zone_offerings": {"p6e-gb200.36xlarge": [GB200_ZONE]},
     },
     # The default minor, 1.35: EKS asks 1.33 or later, and 1.33 is in extended support now.
     f"{NS}:cluster": {"admin_principal_arns": ["arn:aws:iam::123456789012:role/admins"]},
@@ -213,7 +217,7 @@ GB200_CONFIG = {
             "capacity": "capacity_block",
             "capacity_reservation_id": "cr-0123456789abcdef2",
             "efa": True,
-            "zone": "us-east-1a",
+            "zone": GB200_ZONE,
             "scaling": {"min_size": 18, "desired_size": 18, "max_size": 18},
         },
     ],
@@ -234,16 +238,21 @@ def every_aws_plan() -> list[tuple[str, Plan]]:
     twin, the GB200 stack and the network stacks (Frankfurt through a Transit Gateway, an
     existing VPC): for the tests of a class of resources, so that a kind (or a region) no
     shipped stack declares is covered too."""
-    return [
-        *((s, planned(s)) for s in AWS_STACKS),
-        (VARIED_STACK, varied_plan()),
-        (CAPACITY_STACK, capacity_kinds_plan()),
-        (WINDOW_STACK, window_plan()),
-        (GB200_STACK, gb200_plan()),
-        (FRANKFURT_STACK, frankfurt_plan()),
-        (EXISTING_VPC_STACK, existing_vpc_plan()),
-        (DRA_STACK, dra_plan(DRA_STACK)),
-    ]
+    return [(s, aws_plan(s)) for s in (*AWS_STACKS, *AWS_FIXTURES)]
+
+
+def aws_plan(stack: str) -> Plan:
+    """The plan of a shipped AWS stack or of one of AWS_FIXTURES, by name."""
+    fixtures = {
+        VARIED_STACK: varied_plan,
+        CAPACITY_STACK: capacity_kinds_plan,
+        WINDOW_STACK: window_plan,
+        GB200_STACK: gb200_plan,
+        FRANKFURT_STACK: frankfurt_plan,
+        EXISTING_VPC_STACK: existing_vpc_plan,
+        DRA_STACK: lambda: dra_plan(DRA_STACK),
+    }
+    return fixtures[stack]() if stack in fixtures else planned(stack)
 
 
 # A pool on each GPU allocation in one cluster, on each provider (issue 41 §1): on AWS the staging
@@ -408,3 +417,16 @@ DRA_WORKER_PROJECTS = {
     DRA_BESIDE_STACK: ("onprem", _dra_worker(_dra_beside)),
     GB200_BURST_STACK: ("onprem", _gb200_worker()),
 }
+
+
+# The fixture stacks every_aws_plan adds to the shipped ones: a test of a class that
+# parametrizes by stack takes (*AWS_STACKS, *AWS_FIXTURES) and aws_plan(name).
+AWS_FIXTURES = (
+    VARIED_STACK,
+    CAPACITY_STACK,
+    WINDOW_STACK,
+    GB200_STACK,
+    FRANKFURT_STACK,
+    EXISTING_VPC_STACK,
+    DRA_STACK,
+)

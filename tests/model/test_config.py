@@ -88,7 +88,7 @@ BAD = [
     pytest.param(
         {**AWS, "network": {"vpc_cdir": "10.0.0.0/16"}},
         "gpu-platform:network.vpc_cdir",
-        "flow_log_retention_days, flow_logs, nat_gateways",
+        "flow_log_retention_days, flow_logs, local_zone_subnet_cidrs, nat_gateways",
         id="nested-typo",
     ),
     pytest.param(

@@ -25,10 +25,15 @@ EXISTING = {"provider": "existing", "existing": {"name": "lab", "kubeconfig_path
 SPOT = {"name": "spot", "instance_types": ["g5.2xlarge"], "capacity": "spot"}
 EFA_C = {"name": "efa", "instance_types": ["p4d.24xlarge"], "efa": True, "zone": "us-east-1c"}
 NODES = [{"name": f"storage-{i}"} for i in range(3)]
+# A group in the Dallas Local Zone (AWS Local Zones User Guide, "Available Local Zones"): FSx
+# stays in the region's zones.
+DALLAS = "us-east-1-dfw-2a"
+EFA_DALLAS = {**EFA_C, "name": "dallas", "zone": DALLAS}
 
 
 def aws(fsx: dict | None = None, groups: list | None = None) -> dict:
     raw = {**AWS, "storage": {"fsx": fsx or {}}}
+    raw["aws"] = {**AWS["aws"], "local_zones": [DALLAS]}
     if groups is not None:
         raw["gpu_node_groups"] = groups
     return raw
@@ -72,6 +77,16 @@ def _models(annotation) -> list[type[BaseModel]]:
         pytest.param([SPOT, EFA_C], "us-east-1c", id="efa-group-wins"),
         pytest.param([{**SPOT, "zone": "us-east-1b"}, EFA_C], "us-east-1c", id="efa-after"),
         pytest.param([{**SPOT, "zone": "us-east-1b"}], "us-east-1b", id="pinned-group"),
+        pytest.param([EFA_DALLAS], "us-east-1a", id="local-zone-group-only"),
+        pytest.param([EFA_DALLAS, SPOT], "us-east-1a", id="region-group-beside-local-zone"),
+        pytest.param(
+            [
+                EFA_DALLAS,
+                {**SPOT, "efa": True, "instance_types": ["p4d.24xlarge"], "zone": "us-east-1b"},
+            ],
+            "us-east-1b",
+            id="efa-group-in-the-region-wins",
+        ),
     ],
 )
 def test_fsx_defaults_to_the_gpu_nodes_zone(groups, zone):
@@ -82,6 +97,13 @@ def test_fsx_defaults_to_the_gpu_nodes_zone(groups, zone):
 def test_fsx_zone_may_be_any_zone_a_gpu_group_spans():
     cfg = parse_config(aws({"zone": "us-east-1b"}, [SPOT]), SOURCE)
     assert cfg.storage.fsx.zone == "us-east-1b"
+
+
+def test_fsx_zone_may_be_any_region_zone_when_every_gpu_group_is_in_a_local_zone():
+    # The Local Zone's parent (use1-az4) has a different name in each account: the stack names
+    # it, and no zone of the region hosts a GPU group for the rule to ask for.
+    cfg = parse_config(aws({"zone": "us-east-1c"}, [EFA_DALLAS]), SOURCE)
+    assert cfg.storage.fsx.zone == "us-east-1c"
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,11 @@ from plan.deploy_policy import (
 from plan.model import PlannedResource
 from tests.conftest import AWS_STACKS, STACKS, planned, project_plan, stack_config
 from tests.helpers.cache_stacks import STACKS as CACHE_STACKS
-from tests.helpers.varied_stacks import every_aws_plan
+from tests.helpers.varied_stacks import AWS_FIXTURES, GB200_STACK, aws_plan, every_aws_plan
+
+# The class tests run over every AWS stack and fixture: a type only a fixture declares (the
+# GB200 stack's Local Zone opt-in) needs its row as much as a shipped stack's.
+AWS_PLANS = (*AWS_STACKS, *AWS_FIXTURES)
 
 # IAM User Guide, "IAM and AWS STS quotas": managed policy size 6,144 characters, whitespace
 # not counted.
@@ -40,11 +44,11 @@ def _actions(docs) -> set[str]:
     return {a for d in docs for s in d["Statement"] for a in s["Action"]}
 
 
-@pytest.mark.parametrize("stack", AWS_STACKS)
+@pytest.mark.parametrize("stack", AWS_PLANS)
 def test_every_planned_type_has_its_calls_in_the_policy(stack):
     """Checked against the plan's resource types: each type the runner calls AWS for has a
     row, and the row's create, read and delete calls are all in the stack's policy."""
-    plan = planned(stack)
+    plan = aws_plan(stack)
     granted = _actions(documents(plan))
     types = {r.type for r in plan.resources if not r.type.startswith(NO_AWS_CALLS)}
     assert types, f"{stack}: an AWS stack without AWS resource types"
@@ -54,9 +58,16 @@ def test_every_planned_type_has_its_calls_in_the_policy(stack):
         assert not missing, f"{stack}: {token} needs {sorted(missing)}"
 
 
-@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_a_local_zone_opt_in_is_granted_the_calls_ec2_documents():
+    """EC2 API Reference, ModifyAvailabilityZoneGroup: "Use DescribeAvailabilityZones to view
+    the value for GroupName"; the opt-in itself is ModifyAvailabilityZoneGroup."""
+    granted = _actions(documents(aws_plan(GB200_STACK)))
+    assert {"ec2:ModifyAvailabilityZoneGroup", "ec2:DescribeAvailabilityZones"} <= granted
+
+
+@pytest.mark.parametrize("stack", AWS_PLANS)
 def test_policy_is_valid_iam_json_within_the_quota(stack, tmp_path):
-    path = write_policy(planned(stack), tmp_path)
+    path = write_policy(aws_plan(stack), tmp_path)
     assert path == tmp_path / "deploy-policy.json"
     docs = json.loads(path.read_text())
     assert docs
@@ -71,12 +82,12 @@ def test_policy_is_valid_iam_json_within_the_quota(stack, tmp_path):
         assert len(compact.replace(" ", "")) <= MANAGED_POLICY_QUOTA
 
 
-@pytest.mark.parametrize("stack", AWS_STACKS)
+@pytest.mark.parametrize("stack", AWS_PLANS)
 def test_every_action_is_known_and_takes_its_condition(stack):
     """The lint, redone here from the snapshot: a misspelt action or a tag condition on an
     action whose row does not take the key (a statement that would never match)."""
     catalog = json.loads(deploy_policy.CATALOG.read_text())["services"]
-    for statement in (s for d in documents(planned(stack)) for s in d["Statement"]):
+    for statement in (s for d in documents(aws_plan(stack)) for s in d["Statement"]):
         conditions = json.dumps(statement.get("Condition", {}))
         for action in statement["Action"]:
             service, name = action.split(":")
@@ -87,11 +98,11 @@ def test_every_action_is_known_and_takes_its_condition(stack):
                 assert name in catalog[service]["resource_tag"], action
 
 
-@pytest.mark.parametrize("stack", AWS_STACKS)
+@pytest.mark.parametrize("stack", AWS_PLANS)
 def test_changes_are_scoped_to_the_stack(stack):
     """Tag conditions name this stack; roles are passed only to the services that take them,
     and only the stack's own roles; no change is granted on `*` outside the reasoned rows."""
-    plan = planned(stack)
+    plan = aws_plan(stack)
     statements = [s for d in documents(plan) for s in d["Statement"]]
     for s in statements:
         for op in s.get("Condition", {}).values():

@@ -11,17 +11,26 @@ import pytest
 
 from model.config.policy import PolicyExemption, PolicySettings
 from plan.cli import main
-from plan.policy import format_violations
-from policy.rules import BY_NAME, evaluate, review, violations
+from plan.policy import format_violations, subjects
+from policy.rules import BY_NAME, Context, evaluate, review, violations
 from tests.conftest import STACKS, make_project
 from tests.helpers.bad_stacks import aws, group
 from tests.helpers.policy_cases import add_host_path, context, edit, find, set_path
+from tests.helpers.varied_stacks import gb200_config, gb200_plan
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_stack_passes_every_mandatory_rule(stack):
     found = [str(v) for v in evaluate(context(stack)) if v.rule.level == "mandatory"]
     assert found == []
+
+
+def test_a_pool_in_a_local_zone_passes_every_mandatory_rule():
+    """The GB200 pool runs in the Dallas Local Zone and its file system in the region (FSx
+    stays there): fsx-in-gpu-zone must not ask for a zone no file system can be in."""
+    cfg = gb200_config()
+    ctx = Context(tuple(subjects(gb200_plan())), production=cfg.production, settings=cfg.policy)
+    assert [str(v) for v in evaluate(ctx) if v.rule.level == "mandatory"] == []
 
 
 def test_shipped_stacks_advisories_are_the_documented_ones():

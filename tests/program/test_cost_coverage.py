@@ -66,6 +66,8 @@ BILLED_OWN_TEST = {
 # bucket settings; Auto Scaling tags; placement groups).
 NOT_BILLED = {
     "aws:autoscaling/tag:Tag",
+    # Opting in to a Local Zone group runs nothing: what then runs there has its own line.
+    "aws:ec2/availabilityZoneGroup:AvailabilityZoneGroup",
     "aws:ec2/route:Route",
     "aws:ec2/vpnGatewayAttachment:VpnGatewayAttachment",
     "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",

@@ -17,6 +17,7 @@ from model.config.network import nat_zones
 from plan.diff import flatten
 from tests.conftest import AWS_STACKS, planned, stack_config
 from tests.helpers.network_stacks import (
+    EXISTING_LOCAL_SUBNET,
     EXISTING_SUBNETS,
     EXISTING_VPC,
     OFFICE,
@@ -344,7 +345,11 @@ def test_an_existing_vpc_is_used_and_nothing_of_a_network_declared():
     assert declared == []
     ids = [subnet for subnet, _ in EXISTING_SUBNETS.values()]
     (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    # The region's subnets only: not the Local Zone's (EKS User Guide, "Launch low-latency EKS
+    # clusters with AWS Local Zones": "you must not specify Local Zone subnets when you create
+    # your cluster").
     assert cluster.inputs["vpcConfig"]["subnetIds"] == ids
+    assert EXISTING_LOCAL_SUBNET[0] not in cluster.inputs["vpcConfig"]["subnetIds"]
     # staging's EFA group and its Lustre file system sit in us-east-1c.
     zone_c = EXISTING_SUBNETS["us-east-1c"][0]
     (fsx,) = plan.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
