@@ -77,6 +77,12 @@ def pool_problems(
     """Why `pool` cannot hold the job; empty when it can. `dest`: the team's destination, for
     a job MultiKueue would dispatch to a worker's pool."""
     found = []
+    if dest is not None and dest.instance_type and dest.instance_type not in pool.instance_types:
+        found.append(
+            f"its nodes are {', '.join(pool.instance_types)} in {dest.worker_file}, but team "
+            f"{dest.team.name}'s queue bursts to nodes of {dest.instance_type} "
+            f"({dest.queue_key}.instance_type, the only nodes its flavor selects)"
+        )
     beside = applied_beside(pool, nodes)
     if dest is not None and dest.worker is not None and beside:
         found.append(
@@ -232,6 +238,9 @@ class Destination:
     # The worker's stack file, and the key of the team's queue's burst, for messages.
     worker_file: str | None = None
     queue_key: str | None = None
+    # The nodes the manager's burst flavor selects (burst.instance_type): a job rendered for
+    # another of the worker's pools would ask nodes the flavor it is admitted to never has.
+    instance_type: str | None = None
 
     @property
     def managed_by(self) -> str | None:
@@ -276,6 +285,7 @@ def destination(
         worker,
         stack_file(stack),
         f"scheduling.cluster_queues[{index}].burst",
+        queue.burst.instance_type,
     )
 
 

@@ -505,7 +505,10 @@ def test_main_refuses_a_bursting_teams_job_on_a_worker_pool_that_claims_gpus_thr
     assert code == 2
     assert not out.exists()
     err = capsys.readouterr().err
-    assert "--pool 'a100-dra' cannot hold the job: its job is applied with a " in err
+    # Its nodes are not the burst's either: the manager's flavor selects only p5.48xlarge.
+    assert "--pool 'a100-dra' cannot hold the job: its nodes are p4d.24xlarge in " in err
+    assert "queue bursts to nodes of p5.48xlarge (scheduling.cluster_queues[1].burst" in err
+    assert "; its job is applied with a " in err
     assert "ResourceClaimTemplate beside the JobSet (pool a100-dra: gpu_allocation dra in " in err
     assert "stacks/Pulumi.burst.yaml)" in err
     assert "jobset_multikueue_adapter.go SyncJob" in err
@@ -514,9 +517,7 @@ def test_main_refuses_a_bursting_teams_job_on_a_worker_pool_that_claims_gpus_thr
     assert main([*argv, "--name", "ft", "--out", str(out), "--", *COMMAND], root=root) == 0
     objects = list(yaml.safe_load_all((out / "ft" / "job.yaml").read_text()))
     assert [o["kind"] for o in objects] == ["JobSet"]
-    assert "cannot hold it: a100-dra (its job is applied with a ResourceClaimTemplate" in (
-        capsys.readouterr().err
-    )
+    assert "cannot hold it: a100-dra (its nodes are p4d.24xlarge in " in capsys.readouterr().err
 
 
 def test_a_bursting_teams_multi_node_job_is_refused_a_worker_pool_of_an_nvlink_domain():
@@ -537,3 +538,31 @@ def test_a_bursting_teams_multi_node_job_is_refused_a_worker_pool_of_an_nvlink_d
     assert pool_problems(pool, "the job", 1, None, None, dest) == []
     # Not bursting: the same job is the GB200 stack's own, with its ComputeDomain beside it.
     assert pool_problems(pool, "the job", 2, None, None, Destination(team, worker)) == []
+
+
+def test_a_bursting_teams_job_runs_only_on_a_worker_pool_of_the_bursts_instance_type():
+    """The manager's burst flavor selects nodes of `burst.instance_type` alone
+    (components/scheduling/multikueue.py, its nodeLabels): a job rendered for another pool of
+    the worker would be admitted to that flavor and ask nodes it never has. The worker gains a
+    p4d.24xlarge pool on the device plugin, cheaper by the hour than the p5.48xlarge the burst
+    selects (model/catalog_rows.py: 21.958 against 55.04 USD), so the cheapest rule alone would
+    take it."""
+    _, files = DRA_WORKER_PROJECTS[DRA_BESIDE_STACK]
+    worker_file = {**files["burst"]}
+    groups = [g for g in worker_file["gpu-platform:gpu_node_groups"] if g["name"] != "a100-dra"]
+    a100 = next(
+        g for g in files["burst"]["gpu-platform:gpu_node_groups"] if g["name"] == "a100-dra"
+    )
+    worker_file["gpu-platform:gpu_node_groups"] = [
+        *groups,
+        {**{k: v for k, v in a100.items() if k != "gpu_allocation"}, "name": "a100"},
+    ]
+    worker = parse_config({k.split(":", 1)[1]: v for k, v in worker_file.items()}, "burst")
+    manager = stack_config("onprem")
+    spec = plan_job(manager, team_job(team="research", nodes=2), {"burst": worker})
+    assert spec.pool.name in {"h100-spot", "h100-block"}
+    assert all(
+        "p5.48xlarge" in p.instance_types for p in worker.gpu_pools if p.name == spec.pool.name
+    )
+    with pytest.raises(SubmitError, match=r"queue bursts to nodes of p5\.48xlarge"):
+        plan_job(manager, team_job(team="research", nodes=2, pool="a100"), {"burst": worker})
