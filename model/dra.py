@@ -120,8 +120,11 @@ def mig_quota(profile: str) -> str:
 
 def mig_class_selector(profile: str) -> str:
     """CEL that selects the driver's MIG devices of one profile: MIG devices carry `type: mig`
-    and `profile: <name>` (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin deviceinfo.go
-    CommonAttributesMig), qualified by the driver's name."""
+    and `profile: <name>` (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/mig.go
+    CommonAttributesMig), names without a domain, which are in the driver's
+    (vendor/k8s.io/api/resource/v1/types.go QualifiedName there), so CEL reads them under
+    `device.attributes["gpu.nvidia.com"]`, as the driver's own demo selector does
+    (demo/specs/extended-resources/mig-1g-12gb.yaml)."""
     attrs = f'device.attributes["{DRIVER}"]'
     return f'device.driver == "{DRIVER}" && {attrs}.type == "mig" && {attrs}.profile == "{profile}"'
 
