@@ -33,6 +33,13 @@ GPU_CLASS = "gpu.nvidia.com"
 CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
 GPU_QUOTA = "nvidia.com/gpu"
 CHANNEL_QUOTA = "nvidia.com/imex-channel"
+# What the chart's DeviceClasses that the platform's claims and Kueue mappings name select
+# (templates/deviceclass-gpu.yaml, deviceclass-compute-domain-default-channel.yaml): what a
+# cluster's own driver must serve under the same names.
+CHART_DEVICE_CLASSES = {
+    GPU_CLASS: "driver gpu.nvidia.com, type gpu",
+    CHANNEL_CLASS: "driver compute-domain.nvidia.com, type channel, id 0",
+}
 # The ComputeDomain CRD (crds/resource.nvidia.com_computedomains.yaml): this version only.
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 # The EKS DRA page ("Use the NVIDIA DRA driver or device plugin on Amazon EKS") requires 1.34+
