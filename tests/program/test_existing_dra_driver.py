@@ -15,6 +15,10 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import shlex
+import subprocess
+
+import pytest
 
 from components.scheduling.training_job import render, spec_for_pool
 from infra.existing_addons import NEEDS
@@ -25,6 +29,7 @@ from plan.render import render_plan
 from tests.conftest import SHARED_HELM, project_plan
 from tests.controllers.kueue_admission import manager_config_of
 from tests.helpers.bad_stacks import NS
+from tests.helpers.kubectl import stand_in_kubectl
 from tests.helpers.rendered_jobs import platform_jobs_of
 from tests.helpers.varied_stacks import (
     DRA_CONFIGS,
@@ -241,3 +246,27 @@ def test_the_charts_the_stack_installs_are_the_releases_it_declares():
     released = {r.inputs["chart"].rsplit("/", 1)[-1] for r in gb200_plan().of_type(RELEASE)}
     assert CHART in released
     assert set(installed_charts(gb200_config())) == released
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "printed"),
+    [({"n1": "", "n2": ""}, ""), ({"n1": "8", "n2": ""}, "n1 8\n")],
+    ids=["device-plugin-elsewhere", "both-on-n1"],
+)
+def test_the_never_both_check_runs_as_printed_and_names_a_node_served_twice(
+    tmp_path, monkeypatch, allocatable, printed
+):
+    """The check run by bash as the plan prints it, kubectl a stand-in answering as kubectl's
+    jsonpath prints (one line per item): the driver serves GPUs on n1 and n2; a node that
+    also advertises nvidia.com/gpu (the device plugin's resource) is printed, else nothing."""
+    kubectl = stand_in_kubectl(tmp_path / "bin", monkeypatch)
+    _, settings = NEEDS["dra_driver"](config())
+    (command,) = [c for s, c in settings if s.startswith("no node has GPUs from both")]
+    slices = shlex.split(command.split(" | ")[0])
+    kubectl.answer(*slices[1:], stdout="n1\nn2\n")
+    listing = shlex.split(command.split(" | xargs -r ")[1].split(" | ")[0])
+    kubectl.answer(
+        *listing[1:], "n1", "n2", stdout="".join(f"{n} {a}\n" for n, a in allocatable.items())
+    )
+    run = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
+    assert (run.returncode, run.stdout, run.stderr) == (0, printed, "")
