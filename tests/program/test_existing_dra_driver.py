@@ -27,6 +27,7 @@ from model.config.charts import installed_charts
 from plan.model import Plan
 from plan.render import render_plan
 from tests.conftest import SHARED_HELM, project_plan
+from tests.controllers.dra import as_reconciled, device_class_names, device_requests
 from tests.controllers.kueue_admission import manager_config_of
 from tests.helpers.bad_stacks import NS
 from tests.helpers.kubectl import stand_in_kubectl
@@ -102,60 +103,39 @@ def renders(which: str) -> tuple[list[dict], list[dict], list[dict]]:
     return declared, released, jobs
 
 
-def _strings(value):
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-    elif isinstance(value, str):
-        yield value
-
-
 def taken_from_driver(which: str) -> tuple[set[str], set[str], set[str]]:
-    """What the platform's renders take from the driver: the DeviceClasses its claim templates
-    and Kueue's deviceClassMappings name that it does not declare itself, its own DeviceClasses
-    that select the driver's devices, and the driver's kinds it declares."""
+    """What the platform's renders take from the driver: the DeviceClasses that its claim
+    templates (a ComputeDomain's as its controller makes it) and Kueue's deviceClassMappings
+    name and that it does not declare itself, its own DeviceClasses that select the driver's
+    devices, and the driver's kinds it declares."""
     declared, released, jobs = renders(which)
-    everything = [*declared, *released, *jobs]
-    own = {o["metadata"]["name"]: o for o in declared if o["kind"] == "DeviceClass"}
+    everything = as_reconciled([*declared, *released, *jobs])
     named = {
-        s
+        name
         for o in everything
-        if o["kind"] in ("ResourceClaimTemplate", "JobSet", "Job", "CronJob")
-        for s in _exactly_classes(o)
+        if o["kind"] == "ResourceClaimTemplate"
+        for request in device_requests(o)
+        for name in device_class_names(request)
     }
     kueue = manager_config_of(released) or {}
     for mapping in (kueue.get("resources") or {}).get("deviceClassMappings") or []:
         named |= set(mapping["deviceClassNames"])
     selecting = {
-        name
-        for name, o in own.items()
-        if any(f'device.driver == "{d}"' in s for d in DRIVERS for s in _strings(o["spec"]))
+        o["metadata"]["name"]
+        for o in declared
+        if o["kind"] == "DeviceClass"
+        and any(
+            f'device.driver == "{d}"' in selector["cel"]["expression"]
+            for selector in o["spec"].get("selectors") or ()
+            for d in DRIVERS
+        )
     }
     kinds = {
         f"{o['apiVersion']} {o['kind']}"
         for o in everything
         if o["apiVersion"].split("/")[0] == DRIVER_GROUP
     }
-    return named - set(selecting), selecting, kinds
-
-
-def _exactly_classes(obj: dict):
-    for key, value in _walk(obj):
-        if key == "deviceClassName":
-            yield value
-
-
-def _walk(value):
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield k, v
-            yield from _walk(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _walk(v)
+    return named - selecting, selecting, kinds
 
 
 def test_the_clusters_own_driver_gets_no_release_and_the_platforms_mig_classes_stay():
@@ -215,8 +195,11 @@ def test_every_object_the_platforms_renders_take_from_the_driver_is_checked():
         assert {str(c) for c in crds} == kinds, which
         text = dict(settings)
         for name in named:
-            (said,) = [s for s in text if s.startswith(f"DeviceClass {name} selects ")]
-            assert text[said] == (
+            said = [s for s in text if s.startswith(f"DeviceClass {name} selects ")]
+            assert len(said) == 1, (
+                f"{which}: DeviceClass {name} is taken from the driver, unchecked"
+            )
+            assert text[said[0]] == (
                 f"kubectl get deviceclass {name} "
                 "-o jsonpath='{.spec.selectors[*].cel.expression}'"
             )
