@@ -25,8 +25,7 @@ from infra.existing_addons import NEEDS
 from model.config import PlatformConfig, parse_config
 from model.config.charts import installed_charts
 from plan.model import Plan
-from plan.render import render_plan
-from tests.conftest import SHARED_HELM, project_plan
+from tests.conftest import project_plan, project_rendered
 from tests.controllers.dra import as_reconciled, device_class_names, device_requests
 from tests.controllers.kueue_admission import manager_config_of
 from tests.helpers.bad_stacks import NS
@@ -35,6 +34,8 @@ from tests.helpers.rendered_jobs import platform_jobs_of
 from tests.helpers.varied_stacks import (
     DRA_CONFIGS,
     DRA_EXISTING_STACK,
+    GB200_CONFIG,
+    GB200_STACK,
     gb200_config,
     gb200_plan,
 )
@@ -89,9 +90,10 @@ def plan() -> Plan:
 def renders(which: str) -> tuple[list[dict], list[dict], list[dict]]:
     """The objects the platform declares, those its Helm releases render, and its jobs: the
     platform's, and a 2-node job of a team on each pool the driver serves."""
+    stacks = {STACK: CONFIG} if which == STACK else {GB200_STACK: GB200_CONFIG}
     cfg, planned = (config(), plan()) if which == STACK else (gb200_config(), gb200_plan())
     declared = list(planned.kubernetes_objects())
-    released = [o for _, o in render_plan(planned, (SHARED_HELM,)).objects()]
+    released = [o for _, o in project_rendered(which, stacks).objects()]
     jobs = list(platform_jobs_of(cfg, planned))
     for pool in cfg.gpu_pools:
         if pool.gpu_allocation == "dra" or pool.nvlink_domain_nodes is not None:
@@ -183,12 +185,12 @@ def test_every_object_the_platforms_renders_take_from_the_driver_is_checked():
     platform's own classes that select the driver's devices, each of the driver's kinds."""
     expected = {
         STACK: ({"gpu.nvidia.com"}, set()),
-        "gb200": (
+        GB200_STACK: (
             {"compute-domain-default-channel.nvidia.com"},
             {"resource.nvidia.com/v1beta1 ComputeDomain"},
         ),
     }
-    for which, cfg in ((STACK, config()), ("gb200", gb200_config())):
+    for which, cfg in ((STACK, config()), (GB200_STACK, gb200_config())):
         named, selecting, kinds = taken_from_driver(which)
         assert (named, kinds) == expected[which], which
         crds, settings = NEEDS["dra_driver"](cfg)
