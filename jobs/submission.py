@@ -104,6 +104,9 @@ def submit_to(
                 f"--resume: no {title} exists; applying it (its pods resume from any "
                 "checkpoint in their folder)"
             )
+            # What the job owned may still be going, its owner deleted in the background.
+            if deleted_dependents(cluster, [o for o in objects if o is not job]) != 0:
+                return 1
         return applied(cluster, objects, job, path)
     (live,) = found
     state, changes = job_state(live), spec_changes(job, live)

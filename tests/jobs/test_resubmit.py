@@ -374,6 +374,29 @@ def test_resume_deletes_what_the_job_owned_and_waits_for_it_before_applying_agai
     ]
 
 
+def test_resume_of_a_deleted_job_waits_for_what_it_owned_before_applying(
+    gb200_project, kubectl, capsys
+):
+    """The job deleted without --resume (a background delete: its ComputeDomain may still be
+    terminating): --resume applies it again only once the domain is gone."""
+    resume = ("--apply", "--resume", "--pool", GB200_POOL, "--gpus-per-node", "4")
+    assert submit(gb200_project, "--pool", GB200_POOL, "--gpus-per-node", "4") == 0
+    path = gb200_project / "out" / "ft" / "job.yaml"
+    job, domain = yaml.safe_load_all(path.read_text())
+    get = holding(kubectl, job, None)
+    types = resource_type(domain["apiVersion"], domain["kind"])
+    gone = ["delete", types, "ft", "-n", "training", "--wait=true", "--ignore-not-found"]
+    kubectl.answer(*gone)
+    kubectl.answer("apply", "-f", str(path))
+    read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
+    kubectl.answer(*read, stdout=live(job, "queued"))
+    patch = ["patch", types, "ft", "-n", "training", "--type", "merge"]
+    kubectl.answer(*patch, "-p", json.dumps(owned_by(live(job, "queued"))))
+    assert submit(gb200_project, *resume) == 0
+    assert [c[2:5] for c in kubectl.calls] == [get[:3], gone[:3], ["apply", "-f", str(path)],
+                                               read[:3], patch[:3]]  # fmt: skip
+
+
 def test_resume_stops_when_an_owned_object_cannot_be_deleted(gb200_project, kubectl, capsys):
     assert submit(gb200_project, "--pool", GB200_POOL, "--gpus-per-node", "4") == 0
     path = gb200_project / "out" / "ft" / "job.yaml"
