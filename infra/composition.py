@@ -241,7 +241,13 @@ class Platform(PlatformComponent):
         if driver_pools(cfg.gpu_pools):
             driver = DraDriver(
                 f"{ctx.env}-dra-driver",
-                DraDriverArgs(ctx, cfg, add_on_nodes(cfg), cluster.schedulable),
+                DraDriverArgs(
+                    ctx,
+                    cfg,
+                    add_on_nodes(cfg),
+                    cluster.schedulable,
+                    install=cfg.installs("dra_driver"),
+                ),
                 on_cluster,
             )
             self.tested.append(driver)

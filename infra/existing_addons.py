@@ -40,6 +40,17 @@ from components.vocabulary import (
 )
 from model.config import PlatformConfig
 from model.config.fabric import RDMA_FABRICS, FabricSettings
+from model.dra import (
+    CHART_DEVICE_CLASSES,
+    COMPUTE_DOMAIN_API,
+    DRIVER,
+    compute_domain_pools,
+    device_class_quota,
+    dra_pools,
+    driver_pools,
+    mig_class,
+    mig_profiles_of,
+)
 from model.versions import CHARTS
 from model.warning_kinds import warning
 
@@ -51,6 +62,7 @@ CHART_OF = {
     "keda": "keda",
     "kueue": "kueue",
     "jobset": "jobset",
+    "dra_driver": "dra-driver-nvidia-gpu",
 }
 
 
@@ -427,6 +439,82 @@ def _jobset_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]
     return crds, settings
 
 
+# The nodes where a DRA driver publishes GPUs (ResourceSlices of driver gpu.nvidia.com, one pool
+# per node: ../shared/PINS.md "DeviceClasses, drivers and what the chart renders").
+_DRA_GPU_NODES = (
+    f'kubectl get resourceslices -o jsonpath=\'{{range .items[?(@.spec.driver=="{DRIVER}")]}}'
+    '{.spec.nodeName}{"\\n"}{end}\' | sort -u'
+)
+
+
+def _dra_driver_needs(cfg: PlatformConfig) -> tuple[list[Crd], list[tuple[str, str]]]:
+    """What the platform's claims, Kueue mappings, DeviceClasses and ComputeDomains rely on in
+    a DRA driver the cluster runs itself: the chart's DeviceClasses they name, under the same
+    names and selecting the same devices; the MIG devices the platform's own classes select;
+    the ComputeDomain CRD; the release they are written for. And the rule the chart enforces
+    only where it is installed (templates/validation.yaml): never GPUs from both the device
+    plugin and the driver on one node. The platform keeps the device plugin off its DRA pools
+    (node label nvidia.com/gpu.deploy.device-plugin=false), but cannot see where the cluster's
+    kubelet plugin runs, so the admin checks the nodes the driver serves GPUs on."""
+    pools = cfg.gpu_pools
+    tag = f"v{CHARTS['dra-driver-nvidia-gpu'].version}"
+    crds = []
+    if compute_domain_pools(pools):
+        group, version = COMPUTE_DOMAIN_API.split("/")
+        crds.append(Crd(group, version, "ComputeDomain", "computedomains"))
+    settings = [
+        (
+            f"the driver is {tag} or later (image registry.k8s.io/dra-driver-nvidia/"
+            f"dra-driver-nvidia-gpu:{tag}; NVIDIA/k8s-dra-driver-gpu's v25.x tags are older)",
+            "kubectl get daemonsets,deployments -A -o jsonpath='{..image}' | tr ' ' '\\n' "
+            "| grep -E 'dra-driver-nvidia-gpu|k8s-dra-driver-gpu' | sort -u",
+        ),
+    ]
+    named = [c for c in device_class_quota(pools) if c in CHART_DEVICE_CLASSES]
+    settings += [
+        (
+            f"DeviceClass {name} selects {CHART_DEVICE_CLASSES[name]} (the platform's claims "
+            "or Kueue's deviceClassMappings name it)",
+            f"kubectl get deviceclass {name} -o jsonpath='{{.spec.selectors[*].cel.expression}}'",
+        )
+        for name in named
+    ]
+    for pool in dra_pools(pools):
+        if profiles := mig_profiles_of(pool):
+            settings.append(
+                (
+                    f"the driver publishes the MIG devices of pool {pool.name} (type mig, "
+                    f"profiles {', '.join(profiles)}), which DeviceClasses "
+                    f"{', '.join(mig_class(p) for p in profiles)} select",
+                    "kubectl get resourceslices -o jsonpath='{range .items[*].spec.devices[*]}"
+                    '{.attributes.profile.string}{"\\n"}{end}\' | sort -u',
+                )
+            )
+    if dra_pools(pools):
+        selectors = "; ".join(
+            ",".join(f"{k}={v}" for k, v in sorted(p.node_selector.items()))
+            for p in dra_pools(pools)
+        )
+        settings.append(
+            (
+                f"the driver serves GPUs on every node of the DRA pools ({selectors})",
+                f"{_DRA_GPU_NODES}  # must list each node of those pools",
+            )
+        )
+    settings.append(
+        (
+            "no node has GPUs from both the device plugin and the driver (the chart's "
+            "templates/validation.yaml refuses it, the EKS DRA page warns of silent "
+            "oversubscription): the driver serves GPUs on no node where the device plugin "
+            "advertises nvidia.com/gpu",
+            f"{_DRA_GPU_NODES} | xargs -r kubectl get nodes -o jsonpath='{{range .items[*]}}"
+            '{.metadata.name} {.status.allocatable.nvidia\\.com/gpu}{"\\n"}{end}\' '
+            "| awk '$2 > 0'  # must print nothing",
+        )
+    )
+    return crds, settings
+
+
 NEEDS = {
     "gpu_operator": _gpu_operator_needs,
     "network_operator": _network_operator_needs,
@@ -434,6 +522,7 @@ NEEDS = {
     "keda": _keda_needs,
     "kueue": _kueue_needs,
     "jobset": _jobset_needs,
+    "dra_driver": _dra_driver_needs,
 }
 
 
@@ -447,6 +536,7 @@ def used_existing(cfg: PlatformConfig) -> list[str]:
         "kueue": not cfg.scheduling.enabled,
         "keda": not cfg.workload_autoscaling.enabled,
         "network_operator": not needs_network_operator(cfg),
+        "dra_driver": not driver_pools(cfg.gpu_pools),
     }
     return [a for a in cfg.existing.addons.existing() if not unused.get(a, False)]
 

@@ -84,12 +84,23 @@ class Kubectl:
         return list(json.loads(text).get("items") or [])
 
     def delete(self, types: str, name: str, namespace: str) -> int:
-        """Delete and wait until it and its dependents are gone (`--cascade=foreground`: the
-        garbage collector removes the owner last, Kubernetes docs "Foreground cascading
-        deletion"), so the job applied again does not meet its predecessor's Jobs or pods,
-        which carry the same names."""
+        """Delete and wait until it and its blocking dependents are gone (`--cascade=foreground`:
+        the garbage collector removes the owner last, Kubernetes docs "Garbage Collection",
+        "Foreground cascading deletion"), so the job applied again does not meet its
+        predecessor's Jobs or pods, which carry the same names and whose owner references
+        JobSet's controller writes with `blockOwnerDeletion`."""
         return self.streamed(
             "delete", types, name, "-n", namespace, "--cascade=foreground", "--wait=true"
+        )
+
+    def delete_dependent(self, types: str, name: str, namespace: str) -> int:
+        """Delete one of a job's dependents and wait until it is gone, finalizers and all; gone
+        already (the garbage collector was first) is fine. A foreground delete of the owner
+        waits only for dependents whose reference sets `blockOwnerDeletion` (Kubernetes docs,
+        "Garbage Collection": "the only dependents that block owner deletion"), which `jobs
+        submit` does not set (jobs/submission.owner_reference), so it does not wait for these."""
+        return self.streamed(
+            "delete", types, name, "-n", namespace, "--wait=true", "--ignore-not-found"
         )
 
     def patch(self, types: str, name: str, namespace: str, merge: dict[str, Any]) -> int:

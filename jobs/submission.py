@@ -33,8 +33,9 @@ def workload(objects: list[dict[str, Any]], spec: TrainingJobSpec) -> dict[str, 
 
 def owner_reference(live: dict[str, Any]) -> dict[str, Any]:
     """`live` as the owner of what its job needs (Kubernetes docs, "Owners and Dependents"): the
-    garbage collector deletes a dependent once its owner is gone, and first on a foreground
-    delete. Not `blockOwnerDeletion`, which needs delete rights on the owner's finalizers."""
+    garbage collector deletes a dependent once its owner is gone. Not `blockOwnerDeletion`,
+    which needs delete rights on the owner's finalizers: so a foreground delete of the job does
+    not wait for these, and --resume deletes them itself (deleted_dependents)."""
     meta = live["metadata"]
     return {
         "apiVersion": live["apiVersion"],
@@ -103,6 +104,9 @@ def submit_to(
                 f"--resume: no {title} exists; applying it (its pods resume from any "
                 "checkpoint in their folder)"
             )
+            # What the job owned may still be going, its owner deleted in the background.
+            if deleted_dependents(cluster, [o for o in objects if o is not job]) != 0:
+                return 1
         return applied(cluster, objects, job, path)
     (live,) = found
     state, changes = job_state(live), spec_changes(job, live)
@@ -135,4 +139,28 @@ def submit_to(
     if cluster.delete(types, meta["name"], meta["namespace"]) != 0:
         print(f"error: could not delete {title}; nothing applied", file=sys.stderr)
         return 1
+    if deleted_dependents(cluster, [o for o in objects if o is not job]) != 0:
+        return 1
     return applied(cluster, objects, job, path)
+
+
+def deleted_dependents(cluster: Kubectl, dependents: list[dict[str, Any]]) -> int:
+    """Delete what the job owned and wait until each is gone, after the job (its pods hold the
+    claims) and before the file is applied again. A ComputeDomain keeps the driver's finalizer
+    `resource.nvidia.com/computeDomain` until its controller has deleted the channel's claim
+    template and the IMEX DaemonSet and cleared the nodes' labels (dra-driver-nvidia-gpu
+    v0.4.1 cmd/compute-domain-controller/computedomain.go onAddOrUpdate, RemoveFinalizer); an
+    apply meanwhile would patch the terminating one, which then goes, taking the new job's
+    channel with it. The same name cannot be created again until it is gone."""
+    for obj in dependents:
+        types = resource_type(obj["apiVersion"], obj["kind"])
+        name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        if cluster.delete_dependent(types, name, namespace) != 0:
+            print(
+                f"error: could not delete {obj['kind']} {namespace}/{name}, which the job "
+                "owned; nothing applied: delete it (kubectl delete "
+                f"{types} {name} -n {namespace} --wait=true), then --resume again",
+                file=sys.stderr,
+            )
+            return 1
+    return 0

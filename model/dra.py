@@ -33,6 +33,13 @@ GPU_CLASS = "gpu.nvidia.com"
 CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
 GPU_QUOTA = "nvidia.com/gpu"
 CHANNEL_QUOTA = "nvidia.com/imex-channel"
+# What the chart's DeviceClasses that the platform's claims and Kueue mappings name select
+# (templates/deviceclass-gpu.yaml, deviceclass-compute-domain-default-channel.yaml): what a
+# cluster's own driver must serve under the same names.
+CHART_DEVICE_CLASSES = {
+    GPU_CLASS: "driver gpu.nvidia.com, type gpu",
+    CHANNEL_CLASS: "driver compute-domain.nvidia.com, type channel, id 0",
+}
 # The ComputeDomain CRD (crds/resource.nvidia.com_computedomains.yaml): this version only.
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 # The EKS DRA page ("Use the NVIDIA DRA driver or device plugin on Amazon EKS") requires 1.34+
@@ -120,8 +127,11 @@ def mig_quota(profile: str) -> str:
 
 def mig_class_selector(profile: str) -> str:
     """CEL that selects the driver's MIG devices of one profile: MIG devices carry `type: mig`
-    and `profile: <name>` (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin deviceinfo.go
-    CommonAttributesMig), qualified by the driver's name."""
+    and `profile: <name>` (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/mig.go
+    CommonAttributesMig), names without a domain, which are in the driver's
+    (vendor/k8s.io/api/resource/v1/types.go QualifiedName there), so CEL reads them under
+    `device.attributes["gpu.nvidia.com"]`, as the driver's own demo selector does
+    (demo/specs/extended-resources/mig-1g-12gb.yaml)."""
     attrs = f'device.attributes["{DRIVER}"]'
     return f'device.driver == "{DRIVER}" && {attrs}.type == "mig" && {attrs}.profile == "{profile}"'
 

@@ -61,6 +61,15 @@ def project_plan(stack: str, stacks: dict[str, dict[str, Any]]) -> Plan:
     return _plans().get(f"plan-{stack}-{digest}", fresh)
 
 
+def project_rendered(stack: str, stacks: dict[str, dict[str, Any]]) -> Rendering:
+    """project_plan's plan with every Helm release rendered, cached as `rendered` is."""
+    digest = hashlib.sha256(json.dumps(stacks, sort_keys=True).encode()).hexdigest()[:16]
+    return _plans().get(
+        f"rendered-{stack}-{digest}-{tree_key(SHARED_HELM)}",
+        lambda: render_plan(project_plan(stack, stacks), (SHARED_HELM,)),
+    )
+
+
 @pytest.fixture
 def cli_on_session_plans(monkeypatch):
     """`python -m plan`'s main reads the session's plan of a stack of this project (a copy: it

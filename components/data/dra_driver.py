@@ -121,33 +121,42 @@ class DraDriverArgs:
     cfg: PlatformConfig
     add_on_nodes: dict[str, str]
     after: Sequence[pulumi.Resource] = ()
+    # False where the cluster runs its own driver (existing.addons.dra_driver): no namespace
+    # and no release; the MIG DeviceClasses are the platform's either way.
+    install: bool = True
 
 
 class DraDriver(PlatformComponent):
     """The driver's release in its own privileged namespace (its kubelet plugin mounts the
-    host's driver and kubelet directories), and the MIG profiles' DeviceClasses after it."""
+    host's driver and kubelet directories), and the MIG profiles' DeviceClasses after it.
+    What the platform relies on in a driver the cluster runs itself is
+    infra/existing_addons._dra_driver_needs."""
 
     PLANE = "data"
 
     def __init__(self, name: str, args: DraDriverArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
         env = args.context.env
-        namespace = privileged_namespace(
-            f"{env}-ns-{NAMESPACE}", NAMESPACE, plane_labels("data"), self
-        )
-        self.release = pinned_release(
-            f"{env}-{CHART}",
-            CHART,
-            NAMESPACE,
-            helm_values(args.cfg, args.add_on_nodes),
-            self.child(depends_on=[namespace, *args.after]),
-            context=args.context,
-        )
+        before: list[pulumi.Resource] = list(args.after)
+        outputs = {}
+        if args.install:
+            namespace = privileged_namespace(
+                f"{env}-ns-{NAMESPACE}", NAMESPACE, plane_labels("data"), self
+            )
+            release = pinned_release(
+                f"{env}-{CHART}",
+                CHART,
+                NAMESPACE,
+                helm_values(args.cfg, args.add_on_nodes),
+                self.child(depends_on=[namespace, *args.after]),
+                context=args.context,
+            )
+            before, outputs = [release], {"release": release.name}
         api = resource_api_version(args.cfg.cluster.kubernetes_version)
         for obj in mig_device_classes(args.cfg.gpu_pools, api):
             KubernetesObject(
                 f"{env}-deviceclass-{obj['metadata']['name']}",
                 obj,
-                self.child(depends_on=[self.release]),
+                self.child(depends_on=before),
             )
-        self.register_outputs({"release": self.release.name})
+        self.register_outputs(outputs)

@@ -16,11 +16,18 @@ from __future__ import annotations
 from typing import Any
 
 from components.scheduling.job_spec import TrainingJobSpec
+from components.scheduling.topology import REQUIRED_ANNOTATION
 from model.config import GpuPool
+from model.config.scheduling import CLIQUE_LABEL
 from model.dra import COMPUTE_DOMAIN_API, GPU_CLASS, mig_class, mig_profiles_of, nvlink_problem
 
 # The pod's claim on its ComputeDomain's IMEX channel (../shared/PINS.md "Claim shapes").
 CHANNEL_CLAIM = "imex-channel"
+
+
+# A ComputeDomain spans whatever cliques its pods land in, one IMEX domain each: Kueue keeps
+# the job's pods in one (components/scheduling/topology.placement).
+ONE_CLIQUE = {REQUIRED_ANNOTATION: CLIQUE_LABEL}
 
 
 def applied_beside(pool: GpuPool, nodes: int) -> list[str]:
@@ -52,6 +59,14 @@ def compute_domain(spec: TrainingJobSpec) -> dict[str, Any]:
     problem = nvlink_problem(spec.pool, spec.nodes, spec.gpus_per_node)
     if problem is not None:
         raise ValueError(f"{spec.name}: {problem[0]} {problem[1]}")
+    if spec.placement != ONE_CLIQUE:
+        raise ValueError(
+            f"{spec.name}: placement {spec.placement or 'none'}, but a job with a ComputeDomain "
+            f"must keep every pod in one {CLIQUE_LABEL}: the driver runs one IMEX domain per "
+            "clique, each listing only its own clique's daemons (dra-driver-nvidia-gpu v0.4.1 "
+            "cmd/compute-domain-daemon/main.go writeDaemonsConfig), so pods in two cliques "
+            f"share no NVLink; valid: {ONE_CLIQUE}"
+        )
     return {
         "apiVersion": COMPUTE_DOMAIN_API,
         "kind": "ComputeDomain",

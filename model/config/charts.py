@@ -12,6 +12,7 @@ from pydantic import Field
 
 from model.config.base import FieldProblem, FieldProblems, Settings, shaped
 from model.config.fabric import RDMA_FABRICS
+from model.dra import driver_pools
 from model.versions import (
     CHART_LOCK,
     CHARTS,
@@ -58,7 +59,8 @@ def installed_charts(cfg: PlatformConfig) -> list[str]:
         "aws-efa-k8s-device-plugin": aws and any(g.efa for g in cfg.gpu_node_groups),
         "aws-fsx-csi-driver": cfg.storage.fsx is not None,
         "gpu-operator": cfg.installs("gpu_operator"),
-        "dra-driver-nvidia-gpu": any(p.gpu_allocation == "dra" for p in cfg.gpu_pools),
+        # GPU (DRA) and NVLink-domain (ComputeDomain) pools alike (infra/composition.py).
+        "dra-driver-nvidia-gpu": bool(driver_pools(cfg.gpu_pools)) and cfg.installs("dra_driver"),
         "kube-prometheus-stack": cfg.installs("kube_prometheus_stack"),
         "kueue": cfg.scheduling.enabled and cfg.installs("kueue"),
         "keda": cfg.workload_autoscaling.enabled and cfg.installs("keda"),

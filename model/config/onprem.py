@@ -40,6 +40,7 @@ EXISTING_ADDONS = (
     "keda",
     "kueue",
     "jobset",
+    "dra_driver",
 )
 AddonSource = Literal["install", "existing"]
 
@@ -70,6 +71,13 @@ class ExistingAddonsSettings(Settings):
     kueue: AddonSource = Field("install", description="Kueue, used where scheduling is enabled.")
     jobset: AddonSource = Field(
         "install", description="JobSet, which runs every job the platform renders."
+    )
+    dra_driver: AddonSource = Field(
+        "install",
+        description="NVIDIA's DRA driver for GPUs (chart dra-driver-nvidia-gpu), used where a "
+        "pool has `gpu_allocation: dra`. With `existing` the plan lists what the cluster's "
+        "driver must serve (its DeviceClasses, CRDs and version) and the check that it never "
+        "serves GPUs on a node the device plugin also serves.",
     )
 
     def existing(self) -> list[str]:

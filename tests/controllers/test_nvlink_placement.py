@@ -12,6 +12,7 @@ import pytest
 
 from components.scheduling.topology import placement
 from components.scheduling.training_job import render, spec_for_pool
+from components.selftest.job import selftest_spec
 from tests.controllers.tas import REQUIRED, Kueue, admission, node_from, pod_set
 from tests.helpers.aws_topology import CLIQUE
 from tests.helpers.box_nodes import pool_nodes
@@ -110,3 +111,71 @@ def test_a_19_node_job_cannot_require_one_nvlink_domain():
     required = dataclasses.replace(nineteen, annotations={REQUIRED: CLIQUE})
     why = admission(kueue(), required, nodes(cliques=2), provisioned=True)
     assert why is not None and "the largest holds 18" in why
+
+
+# kueue.x-k8s.io/podset-preferred-topology (Kueue v0.19.2 apis/kueue/v1beta2/topology_types.go).
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+
+
+def compute_domain_renders() -> list[tuple[str, list[dict]]]:
+    """Everything the GB200 stack renders that comes with a ComputeDomain: the self-test's run
+    and a job of every size from 2 nodes to 18."""
+    cfg = gb200_config()
+    renders = [("selftest", render(selftest_spec(cfg)))]
+    renders += [
+        (f"{count} nodes", render(spec_for_pool(cfg, GB200_POOL, name="nvl", image=IMAGE,
+                                                 command=["-m", "x"], nodes=count)))
+        for count in range(2, 19)
+    ]  # fmt: skip
+    return [
+        (what, objs) for what, objs in renders if any(o["kind"] == "ComputeDomain" for o in objs)
+    ]
+
+
+def test_every_pod_of_a_compute_domain_job_is_kept_in_one_nvlink_clique():
+    """A ComputeDomain spans whatever cliques its pods land in: each clique's IMEX daemons list
+    only that clique's peers (dra-driver-nvidia-gpu v0.4.1 cmd/compute-domain-daemon/main.go
+    writeDaemonsConfig; cmd/compute-domain-daemon/dnsnames.go; one ComputeDomainClique
+    `<cdUID>.<cliqueID>` each, cmd/compute-domain-daemon/cdclique.go), so pods in two cliques
+    get channels but no NVLink between them. Every pod set of every such job requires one
+    domain of nvidia.com/gpu.clique from Kueue."""
+    renders = compute_domain_renders()
+    assert len(renders) >= 17
+    for what, objs in renders:
+        channels = {
+            o["spec"]["channel"]["resourceClaimTemplate"]["name"]
+            for o in objs if o["kind"] == "ComputeDomain"
+        }  # fmt: skip
+        (jobset,) = [o for o in objs if o["kind"] == "JobSet"]
+        for replicated in jobset["spec"]["replicatedJobs"]:
+            pod = replicated["template"]["spec"]["template"]
+            claimed = {c.get("resourceClaimTemplateName") for c in pod["spec"]["resourceClaims"]}
+            assert channels <= claimed, what
+            annotations = pod["metadata"].get("annotations") or {}
+            assert annotations.get(REQUIRED) == "nvidia.com/gpu.clique", (what, annotations)
+            assert PREFERRED not in annotations, what
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {},
+        {PREFERRED: "nvidia.com/gpu.clique"},
+        {PREFERRED: "topology.k8s.aws/network-node-layer-3"},
+        {REQUIRED: "topology.k8s.aws/network-node-layer-3"},
+        {REQUIRED: "kubernetes.io/hostname"},
+    ],
+    ids=["none", "preferred-clique", "preferred-layer-3", "required-layer-3", "required-host"],
+)
+def test_a_compute_domain_job_placed_other_than_in_one_clique_is_refused(asked):
+    spec = spec_for_pool(
+        gb200_config(), GB200_POOL, name="nvl", image=IMAGE, command=["-m", "x"], nodes=4,
+        placement=asked,
+    )  # fmt: skip
+    with pytest.raises(ValueError) as caught:
+        render(spec)
+    assert str(caught.value).startswith(f"nvl: placement {asked or 'none'}, but a job with a ")
+    assert "must keep every pod in one nvidia.com/gpu.clique" in str(caught.value)
+    assert "valid: {'kueue.x-k8s.io/podset-required-topology': 'nvidia.com/gpu.clique'}" in str(
+        caught.value
+    )

@@ -321,28 +321,97 @@ def test_a_template_left_without_its_owner_is_said_with_how_to_delete_it(
     ) in capsys.readouterr().err
 
 
-def test_resume_of_a_dra_job_replaces_its_template_with_it(dra_project, kubectl):
-    """The foreground delete takes the owned template first (Kubernetes docs, "Foreground
-    cascading deletion"); the file applied again brings a new one, owned by the new JobSet."""
-    assert submit(dra_project, "--pool", "a100-efa") == 0
-    path = dra_project / "out" / "ft" / "job.yaml"
-    _, job = yaml.safe_load_all(path.read_text())
+@pytest.mark.parametrize(
+    ("project_of", "pool", "flags"),
+    [("dra_project", "a100-efa", ()), ("gb200_project", GB200_POOL, ("--gpus-per-node", "4"))],
+    ids=["dra-claim-template", "gb200-compute-domain"],
+)
+def test_resume_deletes_what_the_job_owned_and_waits_for_it_before_applying_again(
+    request, kubectl, capsys, project_of, pool, flags
+):
+    """Whatever the file holds beside the job is owned by it without `blockOwnerDeletion`, so
+    the job's foreground delete does not wait for it (Kubernetes docs, "Garbage Collection":
+    "the only dependents that block owner deletion" are those with it). A ComputeDomain then
+    stays until the driver's controller drops its finalizer `resource.nvidia.com/computeDomain`
+    (dra-driver-nvidia-gpu v0.4.1 cmd/compute-domain-controller/computedomain.go), and an apply
+    meanwhile patches the terminating one. So each is deleted and waited for, after the job
+    and before the apply."""
+    root = request.getfixturevalue(project_of)
+    assert submit(root, "--pool", pool, *flags) == 0
+    path = root / "out" / "ft" / "job.yaml"
+    objects = list(yaml.safe_load_all(path.read_text()))
+    (job,) = [o for o in objects if o["kind"] == "JobSet"]
+    dependents = [o for o in objects if o is not job]
+    assert dependents
     get = holding(kubectl, job, live(job, "failed"))
     delete = ["delete", get[1], "ft", "-n", "training", "--cascade=foreground", "--wait=true"]
     kubectl.answer(*delete)
+    gone = [
+        ["delete", resource_type(o["apiVersion"], o["kind"]), o["metadata"]["name"], "-n",
+         "training", "--wait=true", "--ignore-not-found"]
+        for o in dependents
+    ]  # fmt: skip
+    for line in gone:
+        kubectl.answer(*line)
     kubectl.answer("apply", "-f", str(path))
     read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
     kubectl.answer(*read, stdout=live(job, "queued"))
-    patch = ["patch", "resourceclaimtemplate.v1.resource.k8s.io", "ft-gpus", "-n", "training"]
-    kubectl.answer(*patch, "--type", "merge", "-p", json.dumps(owned_by(live(job, "queued"))))
-    assert submit(dra_project, "--apply", "--resume", "--pool", "a100-efa") == 0
-    assert [c[2:5] for c in kubectl.calls] == [
-        get[:3],
-        delete[:3],
+    patches = [
+        ["patch", resource_type(o["apiVersion"], o["kind"]), o["metadata"]["name"], "-n",
+         "training", "--type", "merge", "-p", json.dumps(owned_by(live(job, "queued")))]
+        for o in dependents
+    ]  # fmt: skip
+    for line in patches:
+        kubectl.answer(*line)
+    assert submit(root, "--apply", "--resume", "--pool", pool, *flags) == 0
+    assert [c[2:] for c in kubectl.calls] == [
+        get,
+        delete,
+        *gone,
         ["apply", "-f", str(path)],
-        read[:3],
-        patch[:3],
+        read,
+        *patches,
     ]
+
+
+def test_resume_of_a_deleted_job_waits_for_what_it_owned_before_applying(
+    gb200_project, kubectl, capsys
+):
+    """The job deleted without --resume (a background delete: its ComputeDomain may still be
+    terminating): --resume applies it again only once the domain is gone."""
+    resume = ("--apply", "--resume", "--pool", GB200_POOL, "--gpus-per-node", "4")
+    assert submit(gb200_project, "--pool", GB200_POOL, "--gpus-per-node", "4") == 0
+    path = gb200_project / "out" / "ft" / "job.yaml"
+    job, domain = yaml.safe_load_all(path.read_text())
+    get = holding(kubectl, job, None)
+    types = resource_type(domain["apiVersion"], domain["kind"])
+    gone = ["delete", types, "ft", "-n", "training", "--wait=true", "--ignore-not-found"]
+    kubectl.answer(*gone)
+    kubectl.answer("apply", "-f", str(path))
+    read = ["get", get[1], "ft", "-n", "training", "-o", "json"]
+    kubectl.answer(*read, stdout=live(job, "queued"))
+    patch = ["patch", types, "ft", "-n", "training", "--type", "merge"]
+    kubectl.answer(*patch, "-p", json.dumps(owned_by(live(job, "queued"))))
+    assert submit(gb200_project, *resume) == 0
+    assert [c[2:5] for c in kubectl.calls] == [get[:3], gone[:3], ["apply", "-f", str(path)],
+                                               read[:3], patch[:3]]  # fmt: skip
+
+
+def test_resume_stops_when_an_owned_object_cannot_be_deleted(gb200_project, kubectl, capsys):
+    assert submit(gb200_project, "--pool", GB200_POOL, "--gpus-per-node", "4") == 0
+    path = gb200_project / "out" / "ft" / "job.yaml"
+    job, _ = yaml.safe_load_all(path.read_text())
+    get = holding(kubectl, job, live(job, "succeeded"))
+    kubectl.answer("delete", get[1], "ft", "-n", "training", "--cascade=foreground", "--wait=true")
+    # No answer for the ComputeDomain's delete: the stand-in exits 1.
+    resume = ("--apply", "--resume", "--pool", GB200_POOL, "--gpus-per-node", "4")
+    assert submit(gb200_project, *resume) == 1
+    assert (
+        "error: could not delete ComputeDomain training/ft, which the job owned; nothing "
+        "applied: delete it (kubectl delete computedomain.v1beta1.resource.nvidia.com ft -n "
+        "training --wait=true), then --resume again"
+    ) in capsys.readouterr().err
+    assert not [c for c in kubectl.calls if c[2] == "apply"]
 
 
 @pytest.fixture

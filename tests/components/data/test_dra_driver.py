@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 import pytest
 import yaml
+from cel_expr_python import cel
 
 from components.data.dra_driver import helm_values
 from components.registry_mirror import mirrored_values
@@ -317,3 +319,54 @@ def test_with_a_mirror_every_driver_image_comes_from_it():
     assert pods
     images = {c["image"] for p in pods for c in [*p["containers"], *p.get("initContainers", [])]}
     assert images == {f"{mirror}/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"}
+
+
+# A MIG device as the driver's kubelet plugin publishes it at v0.4.1: attributes without a domain
+# (cmd/gpu-kubelet-plugin/mig.go CommonAttributesMig, and `uuid` in deviceinfo.go
+# MigDeviceInfo.GetDevice), which "are assumed to be part of the driver's domain"
+# (vendor/k8s.io/api/resource/v1/types.go QualifiedName), so CEL reads them under
+# device.attributes["gpu.nvidia.com"]. A whole GPU has `type: gpu` and no `profile`
+# (deviceinfo.go GpuInfo.Attributes). The profile is go-nvlib's MigProfile.String(), as in the
+# driver's demo selector `profile == '1g.12gb'` (demo/specs/extended-resources/mig-1g-12gb.yaml).
+DRIVER_DOMAIN = "gpu.nvidia.com"
+MIG_ATTRIBUTES = {
+    "type", "parentUUID", "profile", "productName", "brand", "architecture",
+    "cudaComputeCapability", "driverVersion", "cudaDriverVersion", "addressingMode", "uuid",
+}  # fmt: skip
+# The balanced profiles of an H100 80GB (the DRA fixture's h100-mig pool, strategy mixed).
+H100_PROFILES = ("1g.10gb", "2g.20gb", "3g.40gb")
+_READ = re.compile(r'device\.attributes\["([^"]+)"\]\.(\w+)')
+
+
+def published(device_type: str, profile: str | None = None) -> dict:
+    attributes = {"type": device_type, "productName": "NVIDIA H100 80GB HBM3", "brand": "Nvidia"}
+    if profile is not None:
+        attributes["profile"] = profile
+    return {"driver": DRIVER_DOMAIN, "attributes": {DRIVER_DOMAIN: attributes}}
+
+
+def selects(expression: str, device: dict) -> bool:
+    result = cel.NewEnv(variables={"device": cel.Type.DYN}).compile(expression)
+    value = result.eval(data={"device": device})
+    assert value.type() == cel.Type.BOOL, (expression, value.value())
+    return value.value()
+
+
+def test_each_mig_device_class_selects_the_drivers_devices_of_its_profile_and_no_other():
+    """The platform's per-profile DeviceClasses read only attributes the driver publishes, in its
+    domain, and select exactly the MIG devices of their profile: not another profile's, not a
+    whole GPU (where `profile` is absent, `type` decides first)."""
+    classes = {
+        o["metadata"]["name"]: o["spec"]["selectors"][0]["cel"]["expression"]
+        for o in dra_plan(DRA_STACK).kubernetes_objects()
+        if o["kind"] == "DeviceClass"
+    }
+    assert sorted(classes) == [f"mig-{p}.gpu-platform" for p in H100_PROFILES]
+    for name, expression in classes.items():
+        assert {(d, a) for d, a in _READ.findall(expression)} <= {
+            (DRIVER_DOMAIN, a) for a in MIG_ATTRIBUTES
+        }, expression
+        assert [p for p in H100_PROFILES if selects(expression, published("mig", p))] == [
+            name.removeprefix("mig-").removesuffix(".gpu-platform")
+        ]
+        assert not selects(expression, published("gpu"))

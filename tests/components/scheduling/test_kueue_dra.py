@@ -7,7 +7,7 @@ Literals: the driver chart's DeviceClass `gpu.nvidia.com` (../shared/PINS.md, "D
 drivers and what the chart renders"); the device plugin's resource names `nvidia.com/gpu` and
 `nvidia.com/mig-<profile>` (gpu-operator v26.7.0, mig.strategy mixed); the H100 80GB's MIG
 profiles 1g.10gb, 2g.20gb, 3g.40gb (NVIDIA MIG User Guide, "Supported MIG Profiles"); the MIG
-device attribute `profile` (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin deviceinfo.go,
+device attribute `profile` (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/mig.go
 CommonAttributesMig)."""
 
 from __future__ import annotations
