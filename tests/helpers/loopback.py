@@ -8,9 +8,9 @@ import http.server
 import socket
 import threading
 
-# How often the serving thread looks for a shutdown: `socketserver`'s default of 0.5 s is what
-# every `with` block waited on leaving (7 s of a `make test` worker in tests/plan/test_charts.py
-# alone); a wake-up every 10 ms costs the thread nothing measurable.
+# How often a serving thread looks for a shutdown: `socketserver`'s default of 0.5 s is what
+# every server's shutdown waited out (7 s of a `make test` worker in tests/plan/test_charts.py's
+# chart repositories alone); a wake-up every 10 ms costs the thread nothing measurable.
 SHUTDOWN_POLL_S = 0.01
 
 
