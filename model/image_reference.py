@@ -18,6 +18,7 @@ taken for one, since names like those are everywhere in Kubernetes objects.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -47,9 +48,17 @@ def registry_of(reference: str) -> str | None:
 def references_in(text: str) -> list[str]:
     """The image references free text names: whole tokens that are references with a
     registry and a tag or a digest, in order of appearance."""
-    found = []
-    for token in _TOKEN.findall(text):
-        m = REFERENCE.fullmatch(token)
-        if m and (m["tag"] or m["digest"]) and registry_of(token) is not None:
-            found.append(token)
-    return found
+    return list(_references_in(text))
+
+
+# A plan's objects repeat the same strings (labels, images, selectors) in every pod template and
+# every stack: images.txt and the policy ran the grammar a million times a `make test`.
+@functools.lru_cache(maxsize=8192)
+def _references_in(text: str) -> tuple[str, ...]:
+    return tuple(
+        token
+        for token in _TOKEN.findall(text)
+        if (m := REFERENCE.fullmatch(token))
+        and (m["tag"] or m["digest"])
+        and registry_of(token) is not None
+    )

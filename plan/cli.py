@@ -237,10 +237,32 @@ def stack_references(
                 ],
             )
         upstream = stack_references(local, root, (*referrers, stack))
-        recording = run_program(local, root, references=upstream)
-        secrets = tuple(sorted(k for k, v in recording.outputs.items() if is_secret(v)))
-        found[worker.stack] = StackOutputs(render(recording.outputs), secrets)
+        found[worker.stack] = worker_outputs(local, root, upstream)
     return found
+
+
+# A worker's outputs by everything its run reads: a process that plans many managers (the
+# tests: every variant of onprem plans burst again) runs each unchanged worker once.
+_WORKER_OUTPUTS: dict[str, StackOutputs] = {}
+
+
+def worker_outputs(stack: str, root: Path, upstream: dict[str, StackOutputs]) -> StackOutputs:
+    """What worker `stack` exports, planned with `upstream` standing in for its own references,
+    once per process for the same config, program and references."""
+    project = read_project(root)
+    values, secret_keys = read_stack_config(project, stack)
+    main = root / project.main
+    program = (main / "__main__.py" if main.is_dir() else main).read_text()
+    key = json.dumps(
+        [stack, project.name, values, secret_keys, program, sorted(upstream.items())],
+        sort_keys=True,
+        default=vars,
+    )
+    if key not in _WORKER_OUTPUTS:
+        recording = run_program(stack, root, references=upstream)
+        secrets = tuple(sorted(k for k, v in recording.outputs.items() if is_secret(v)))
+        _WORKER_OUTPUTS[key] = StackOutputs(render(recording.outputs), secrets)
+    return _WORKER_OUTPUTS[key]
 
 
 def main(argv: list[str] | None = None) -> int:

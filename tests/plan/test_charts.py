@@ -17,7 +17,7 @@ import yaml
 from model.versions import CHARTS, Chart
 from plan import charts as cache
 from tests.conftest import SHARED_HELM, make_project
-from tests.helpers.loopback import free_port
+from tests.helpers.loopback import SHUTDOWN_POLL_S, free_port
 
 RECORDED = date(2026, 12, 1)
 TOKEN = "anonymous-pull-token"
@@ -139,7 +139,7 @@ def repos():
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
     thread.start()
     fake.serve(f"127.0.0.1:{server.server_address[1]}")
     yield fake

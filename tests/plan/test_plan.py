@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import json
 
+import pulumi
 import pytest
 
 from model.stacks import SECRET, read_project, read_stack_config
-from plan.cli import format_plan, main, write_outputs
-from plan.engine import DuplicateResourceError, run_program
-from tests.conftest import STACKS, copy_program, find, make_project, planned
+from plan import cli as plan_cli
+from plan.cli import format_plan, main, stack_references, write_outputs
+from plan.engine import DuplicateResourceError, RecordingMonitor, run_program
+from tests.conftest import (
+    STACKS,
+    copy_program,
+    find,
+    make_project,
+    planned,
+    stack_file_config,
+)
 from tests.helpers.leaves import walk
 
 
@@ -183,3 +192,54 @@ def test_missing_stack_file_exits_2_and_lists_the_stacks_that_exist(capsys):
     assert err.startswith("stacks/Pulumi.nosuchstack.yaml: invalid gpu-platform configuration")
     assert f"the stacks that exist: {', '.join(STACKS)}" in err
     assert "Nothing was declared" in err
+
+
+def test_the_engine_is_sent_no_stack_walk_a_registration_never_keeps(monkeypatch):
+    """The SDK walks the Python stack on every registration to send the engine where it was
+    declared (`stackTrace`, `sourcePosition`); a Registration keeps neither, so the offline
+    engine skips the walk (a tenth of a plan's CPU), as the SDK does where no frame is found."""
+    sent = []
+    register = RecordingMonitor.RegisterResource
+
+    def keep(self, request):
+        sent.append(
+            (request.name, len(request.stackTrace.frames), request.HasField("sourcePosition"))
+        )
+        return register(self, request)
+
+    monkeypatch.setattr(RecordingMonitor, "RegisterResource", keep)
+
+    class Thing(pulumi.ComponentResource):
+        def __init__(self, name: str):
+            super().__init__("test:index:Thing", name)
+
+    run_program("dev", program=lambda: Thing("thing"))
+    assert [name for name, _, _ in sent] == ["gpu-platform-dev", "thing"]
+    assert all(frames == 0 and not position for _, frames, position in sent), sent
+
+
+def test_a_worker_is_planned_once_per_process_until_its_stack_changes(
+    tmp_path_factory, monkeypatch
+):
+    """Every plan of a MultiKueue manager stands its workers' outputs in from their own plans:
+    an unchanged worker (burst, for every variant of onprem the tests plan) runs once, and a
+    worker whose stack file changed runs again, so a manager never checks a stale worker."""
+    monkeypatch.setattr(plan_cli, "_WORKER_OUTPUTS", {})
+    runs = []
+    run = plan_cli.run_program
+
+    def counted(stack, *args, **kwargs):
+        runs.append(stack)
+        return run(stack, *args, **kwargs)
+
+    monkeypatch.setattr(plan_cli, "run_program", counted)
+    stacks = {"onprem": stack_file_config("onprem"), "burst": stack_file_config("burst")}
+    first = stack_references("onprem", make_project(tmp_path_factory.mktemp("manager"), stacks))
+    again = stack_references("onprem", make_project(tmp_path_factory.mktemp("manager"), stacks))
+    assert runs == ["burst"]
+    assert again == first
+    # The most GPUs burst's queues can hold on its first pool is part of what it exports.
+    stacks["burst"]["gpu-platform:gpu_node_groups"][0]["scaling"]["max_size"] += 1
+    changed = stack_references("onprem", make_project(tmp_path_factory.mktemp("manager"), stacks))
+    assert runs == ["burst", "burst"]
+    assert changed != first

@@ -121,3 +121,28 @@ def test_the_import_check_sees_an_import_of_a_test_module(tmp_path):
         "from tests.plan.test_plan import walk\ndef f():\n    import tests.jobs.test_recipe\n"
     )
     assert {"tests.plan.test_plan", "tests.jobs.test_recipe"} <= imported(path)
+
+
+def test_every_test_server_looks_for_its_shutdown_at_the_shared_interval():
+    """`socketserver`'s serve_forever looks for a shutdown every 0.5 s unless told, and
+    shutdown() waits for it: a test server started without tests/helpers/loopback.py's
+    SHUTDOWN_POLL_S held each test that used it half a second longer (7 s of test_charts.py)."""
+    served, unpaced = [], []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            keywords = {k.arg: k.value for k in node.keywords}
+            target = keywords.get("target", node.func)
+            if not (isinstance(target, ast.Attribute) and target.attr == "serve_forever"):
+                continue
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            served.append(where)
+            if "target" in keywords:  # threading.Thread(target=server.serve_forever, args=...)
+                interval = keywords.get("args")
+            else:
+                interval = node.args[0] if node.args else keywords.get("poll_interval")
+            if interval is None or "SHUTDOWN_POLL_S" not in ast.unparse(interval):
+                unpaced.append(where)
+    assert len(served) >= 2, served
+    assert unpaced == []
