@@ -45,6 +45,7 @@ from components.data.system_node_group import SystemNodeGroup, SystemNodeGroupAr
 from components.observability.alerts import GpuAlerts, GpuAlertsArgs, node_labels_read
 from components.observability.monitoring import Monitoring, MonitoringArgs, storage_class
 from components.observability.pushgateway import Pushgateway, PushgatewayArgs
+from components.scheduling.job_claims import beside_resources
 from components.scheduling.jobset import JobSetController, JobSetControllerArgs
 from components.scheduling.keda import WorkloadAutoscaling, WorkloadAutoscalingArgs
 from components.scheduling.launcher import Launcher, LauncherArgs
@@ -130,6 +131,7 @@ class Platform(PlatformComponent):
                     on_aws=cfg.provider == "aws",
                     cluster_name=cluster.name,
                     after=self.declared_namespaces,
+                    beside=beside_resources(cfg.gpu_pools),
                 ),
                 self.child(providers=providers),
             )

@@ -45,18 +45,26 @@ def jobs_role_name(role: str) -> str:
     return f"gpu-platform-team-{role}"
 
 
-def jobs_role_rules(role: str) -> list[dict[str, Any]]:
+def jobs_role_rules(role: str, beside: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
     """The rights over the platform's job kinds that `edit` and `view` lack: JobSets (the
-    kind every job the platform renders is), and the Kueue objects that say why one waits."""
-    jobsets = WRITE if role == "edit" else READ
+    kind every job the platform renders is), what a job is applied with beside its JobSet on
+    this stack's pools (`beside`: API group and resource; a DRA pool's claim templates, an
+    NVLink domain's ComputeDomains), and the Kueue objects that say why one waits."""
+    jobs = WRITE if role == "edit" else READ
+    groups: dict[str, list[str]] = {}
+    for group, resource in beside:
+        groups.setdefault(group, []).append(resource)
     return [
-        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": jobsets},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": jobs},
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
+        *({"apiGroups": [g], "resources": sorted(r), "verbs": jobs} for g, r in groups.items()),
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": READ},
     ]
 
 
-def jobs_roles(teams: Sequence[TeamSettings]) -> list[dict[str, Any]]:
+def jobs_roles(
+    teams: Sequence[TeamSettings], beside: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, Any]]:
     """One ClusterRole per role some team grants; a ClusterRole grants nothing until a binding
     names it."""
     roles = sorted({grant.role for team in teams for grant in team.access})
@@ -65,7 +73,7 @@ def jobs_roles(teams: Sequence[TeamSettings]) -> list[dict[str, Any]]:
             "apiVersion": f"{RBAC}/v1",
             "kind": "ClusterRole",
             "metadata": {"name": jobs_role_name(role), "labels": dict(PLATFORM_LABELS)},
-            "rules": jobs_role_rules(role),
+            "rules": jobs_role_rules(role, beside),
         }
         for role in roles
     ]
@@ -153,6 +161,8 @@ class TeamAccessArgs:
     cluster_name: pulumi.Input[str] | None = None
     # The namespaces the bindings go in.
     after: Sequence[pulumi.Resource] = ()
+    # What a team's job may be applied with beside its JobSet: (API group, resource).
+    beside: Sequence[tuple[str, str]] = ()
 
 
 class TeamAccess(PlatformComponent):
@@ -162,7 +172,7 @@ class TeamAccess(PlatformComponent):
 
     def __init__(self, name: str, args: TeamAccessArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        for role in jobs_roles(args.teams):
+        for role in jobs_roles(args.teams, args.beside):
             KubernetesObject(f"{name}-{role['metadata']['name']}", role, self.child())
         for binding in role_bindings(args.teams, args.on_aws):
             meta = binding["metadata"]

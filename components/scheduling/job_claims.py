@@ -13,6 +13,7 @@ that components/scheduling/training_job.py renders:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from components.scheduling.job_spec import TrainingJobSpec
@@ -40,6 +41,22 @@ def applied_beside(pool: GpuPool, nodes: int) -> list[str]:
     if pool.nvlink_domain_nodes is not None and nodes > 1:
         found.append("ComputeDomain")
     return found
+
+
+# The API group and resource of each kind applied_beside names: what a team must be allowed to
+# apply, resubmit and cancel besides its JobSet (components/control/team_access.py). Kubernetes'
+# `edit` and EKS's AmazonEKSEditPolicy name neither group.
+BESIDE_RESOURCES = {
+    "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
+    "ComputeDomain": (COMPUTE_DOMAIN_API.split("/")[0], "computedomains"),
+}
+
+
+def beside_resources(pools: Iterable[GpuPool]) -> list[tuple[str, str]]:
+    """(API group, resource) of every kind a job on one of `pools` may be applied with beside
+    its JobSet, at the pool's largest."""
+    kinds = {kind for pool in pools for kind in applied_beside(pool, pool.max_nodes)}
+    return sorted(BESIDE_RESOURCES[kind] for kind in kinds)
 
 
 def uses_compute_domain(spec: TrainingJobSpec) -> bool:

@@ -39,8 +39,10 @@ class TeamAccessSettings(Settings):
         "namespace's ConfigMaps, Secrets and claims, and read the team's Kueue workloads "
         "(Kubernetes' user-facing `edit` role; on AWS the EKS access policy "
         "AmazonEKSEditPolicy); `view`: read them (`view`, AmazonEKSViewPolicy). Either adds "
-        "the JobSet and Kueue rights that neither role carries (ClusterRoles "
-        "gpu-platform-team-edit and gpu-platform-team-view, bound in the namespace only).",
+        "the rights neither role carries, over JobSets, the claim templates and ComputeDomains "
+        "jobs on DRA and NVLink-domain pools are applied with, and Kueue's workloads "
+        "(ClusterRoles gpu-platform-team-edit and gpu-platform-team-view, bound in the "
+        "namespace only).",
     )
     principal_arns: list[PrincipalArn] = Field(
         default_factory=list,

@@ -6,9 +6,13 @@ namespace, the platform's or kube-system; `edit` alone would not let them submit
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import pytest
 
+from components.scheduling.training_job import render
+from jobs.common import SubmitError
+from jobs.team import TeamJob, plan_job
 from model.config import PlatformConfig
 from plan.model import Plan
 from tests.conftest import STACKS, planned, rendered, stack_config
@@ -16,6 +20,7 @@ from tests.controllers.rbac import Cluster, Grant, allowed, eks_grants
 from tests.helpers.team_stacks import (
     AUDITORS,
     AWS_TEAMS_STACK,
+    BESIDE_TEAM_STACKS,
     ONPREM_TEAMS_STACK,
     TEAM_STACKS,
     team_config,
@@ -29,6 +34,8 @@ CHARTS_STACK = "staging"
 # resubmit (delete), status (get, list).
 SUBMIT_VERBS = ("get", "list", "create", "patch", "delete")
 JOBSETS = ("jobset.x-k8s.io", "jobsets")
+# A team job's image, digest-pinned as `jobs submit` asks.
+IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/llm/train@sha256:" + "e" * 64
 
 
 @functools.cache
@@ -37,7 +44,7 @@ def chart_objects() -> tuple[dict, ...]:
 
 
 def of(stack: str) -> tuple[Plan, PlatformConfig]:
-    if stack in TEAM_STACKS:
+    if stack in (*TEAM_STACKS, *BESIDE_TEAM_STACKS):
         return team_plan(stack), team_config(stack)
     return planned(stack), stack_config(stack)
 
@@ -73,7 +80,7 @@ def other_namespaces(cfg: PlatformConfig, team: str, who: str) -> list[str]:
     return sorted((everything | {"kube-system", "default"}) - theirs - {team})
 
 
-@pytest.mark.parametrize("stack", [*STACKS, *TEAM_STACKS])
+@pytest.mark.parametrize("stack", [*STACKS, *TEAM_STACKS, *BESIDE_TEAM_STACKS])
 def test_each_teams_people_may_submit_jobs_in_their_namespace_and_nowhere_else(stack):
     _, cfg = of(stack)
     for team, role, who, grants in people(stack):
@@ -173,3 +180,51 @@ def test_eks_authentication_mode_admits_access_entries(stack):
     plan, _ = of(stack)
     (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
     assert cluster.inputs["accessConfig"]["authenticationMode"] in ("API", "API_AND_CONFIG_MAP")
+
+
+def applied_resources(cfg: PlatformConfig, team: str) -> set[tuple[str, str]]:
+    """(API group, resource) of each object `python -m jobs submit` applies for the team's job
+    on each of the stack's pools, at one node and at the pool's most, as rendered. The
+    resource is the kind's plural as Kubernetes names it: `jobsets` and `computedomains` (the
+    CRDs' names.plural), `resourceclaimtemplates` (resource.k8s.io)."""
+    found = set()
+    for pool in cfg.gpu_pools:
+        for nodes in sorted({1, pool.max_nodes}):
+            job = TeamJob(image=IMAGE, command=["python", "train.py"], nodes=nodes)
+            try:
+                spec = plan_job(cfg, replace(job, pool=pool.name, team=team))
+            except SubmitError:
+                continue
+            for obj in render(spec):
+                found.add((obj["apiVersion"].rpartition("/")[0], f"{obj['kind'].lower()}s"))
+    return found
+
+
+# The team stacks with GPU pools (the on-prem one has none: nothing of a job is applied there).
+@pytest.mark.parametrize("stack", [AWS_TEAMS_STACK, *BESIDE_TEAM_STACKS])
+def test_each_teams_editors_may_submit_everything_their_jobs_are_applied_with(stack):
+    """A DRA pool's job is applied with a claim template of its own, a GB200 job of several
+    nodes with a ComputeDomain (components/scheduling/job_claims.py); neither Kubernetes' `edit`
+    (its aggregate-to-edit rules name only built-in groups, none of them resource.k8s.io) nor
+    the DRA driver's chart (no aggregation labels) nor EKS's AmazonEKSEditPolicy grants them,
+    so the platform's jobs role must, or `jobs submit` is forbidden at its second object."""
+    _, cfg = of(stack)
+    for team, role, who, grants in people(stack):
+        resources = applied_resources(cfg, team)
+        assert (*JOBSETS[:1], "jobsets") in resources
+        for group, resource in resources:
+            for verb in SUBMIT_VERBS:
+                may = role == "edit" or verb in ("get", "list")
+                assert allowed(grants, verb, group, resource, team) == may, (
+                    f"{stack}: {who} ({role} of {team}) may{'' if may else ' not'} {verb} "
+                    f"{group}/{resource}"
+                )
+
+
+def test_the_fixtures_apply_a_claim_template_and_a_compute_domain_beside_the_jobset():
+    """The class above reaches both kinds: the test is not empty where it matters."""
+    seen = {r for s in BESIDE_TEAM_STACKS for r in applied_resources(of(s)[1], "llm")}
+    assert {
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.nvidia.com", "computedomains"),
+    } <= seen

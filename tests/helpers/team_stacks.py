@@ -13,6 +13,7 @@ from plan.model import Plan
 from tests.conftest import STACKS, make_project, planned, project_plan, stack_config
 from tests.helpers.bad_stacks import GROUP, NS, aws, existing
 from tests.helpers.brownfield_stacks import BROWNFIELD_STACKS, brownfield_config, brownfield_plan
+from tests.helpers.varied_stacks import DRA_CONFIGS, DRA_STACK, GB200_CONFIG
 
 ACCOUNT = "123456789012"
 LLM_ENGINEERS = f"arn:aws:iam::{ACCOUNT}:role/llm-engineers"
@@ -68,9 +69,27 @@ def onprem_teams_config() -> dict:
 
 TEAM_STACKS = (AWS_TEAMS_STACK, ONPREM_TEAMS_STACK)
 
+# The AWS teams on the pools whose jobs are applied with more than their JobSet: the DRA
+# fixture's (a claim template of the job's own) and the GB200 stack's (a ComputeDomain).
+CLAIMS_TEAMS_STACK = "teams-dra"
+DOMAIN_TEAMS_STACK = "teams-gb200"
+BESIDE_TEAM_STACKS = (CLAIMS_TEAMS_STACK, DOMAIN_TEAMS_STACK)
+
+
+def _with_aws_teams(config: dict) -> dict:
+    return {
+        **config,
+        f"{NS}:scheduling": {**config.get(f"{NS}:scheduling", {}), "teams": AWS_TEAMS},
+    }
+
 
 def _stacks() -> dict[str, dict]:
-    return {AWS_TEAMS_STACK: aws_teams_config(), ONPREM_TEAMS_STACK: onprem_teams_config()}
+    return {
+        AWS_TEAMS_STACK: aws_teams_config(),
+        ONPREM_TEAMS_STACK: onprem_teams_config(),
+        CLAIMS_TEAMS_STACK: _with_aws_teams(DRA_CONFIGS[DRA_STACK]),
+        DOMAIN_TEAMS_STACK: _with_aws_teams(GB200_CONFIG),
+    }
 
 
 @functools.cache
