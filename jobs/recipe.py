@@ -24,8 +24,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from components.scheduling.job_spec import TrainingJobSpec
-from components.scheduling.training_job import TRAINING_METRICS_PORT, spec_for_pool
+from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
+from components.scheduling.training_job import TRAINING_METRICS_PORT
 from components.selftest.preflight import with_preflight
 
 # The one module both sides share: torch-free arithmetic, so the image checks the same rule

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args
 
-from components.scheduling.job_spec import TrainingJobSpec
-from components.scheduling.training_job import RESERVED_ENV, TRAINING_METRICS_PORT, spec_for_pool
+from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
+from components.scheduling.training_job import RESERVED_ENV, TRAINING_METRICS_PORT
 from components.selftest.preflight import with_preflight
 from contract.env import TRAINKIT_CHECKPOINT_DIR
 from contract.mounts import SHARED_DATA_MOUNT_PATH

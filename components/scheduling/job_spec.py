@@ -1,5 +1,7 @@
-"""What a training job is before it is rendered: what a team decides about it (TrainingJobSpec)
-and the self-test's preflight its pods may run first. components/scheduling/training_job.py
+"""What a training job is before it is rendered: what a team decides about it (TrainingJobSpec),
+the self-test's preflight its pods may run first, and what a stack makes of a job on one of its
+pools (spec_for_pool: the namespace, placement, caches and volumes it gives every job there).
+components/scheduling/training_job.py
 renders it into the JobSet and its pods; components/scheduling/job_claims.py into the devices it
 claims through DRA."""
 
@@ -9,8 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.storage.volumes import NvmeCache
-from model.config import GpuPool
+from components.scheduling.multikueue import burst_managed_by
+from components.scheduling.topology import placement
+from components.storage.volumes import NvmeCache, pool_cache, shared_data_claim_name
+from components.vocabulary import pushgateway_url, rdma_resource
+from model.config import GpuPool, PlatformConfig
 from model.config.scheduling import JobSettings
 from model.dra import resource_api_version
 
@@ -80,3 +85,25 @@ class TrainingJobSpec:
     @property
     def gpus(self) -> int:
         return self.gpus_per_node or self.pool.gpus_per_node
+
+
+def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> TrainingJobSpec:
+    """A job on one of the stack's pools, in the training namespace unless `namespace` is
+    given; `choices` are TrainingJobSpec's fields (name, image, command, nodes, ...)."""
+    pool = next(p for p in cfg.gpu_pools if p.name == pool_name)
+    rdma = rdma_resource(cfg.fabric) if cfg.fabric is not None else None
+    choices.setdefault("namespace", cfg.namespaces.training)
+    choices.setdefault("placement", placement(cfg, pool, nodes=choices.get("nodes", 1)))
+    choices.setdefault("managed_by", burst_managed_by(cfg, choices["namespace"]))
+    choices.setdefault("jobs", cfg.scheduling.jobs)
+    # Every stack runs one (components/observability/pushgateway.py), which keeps the goodput.
+    choices.setdefault("pushgateway_url", pushgateway_url(cfg.namespaces.monitoring))
+    if pool.gpu_allocation == "dra":  # served from the minors DRA pools are allowed on
+        choices.setdefault("resource_api", resource_api_version(cfg.cluster.kubernetes_version))
+    return TrainingJobSpec(
+        pool=pool,
+        cache=pool_cache(cfg, pool_name),
+        shared_data_claim=shared_data_claim_name(cfg),
+        rdma_resource=rdma,
+        **choices,
+    )

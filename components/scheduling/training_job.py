@@ -73,11 +73,7 @@ from components.scheduling.job_claims import (
     uses_compute_domain,
 )
 from components.scheduling.job_spec import Preflight, TrainingJobSpec
-from components.scheduling.multikueue import burst_managed_by
-from components.scheduling.topology import placement
 from components.storage.volumes import (
-    pool_cache,
-    shared_data_claim_name,
     training_volume_mounts,
     training_volumes,
 )
@@ -95,8 +91,6 @@ from components.vocabulary import (
     QUEUE_LABEL,
     RDMA_NETWORK,
     TRAINING_POD_LABEL,
-    pushgateway_url,
-    rdma_resource,
 )
 from contract import preflight as preflight_contract
 from contract.env import (
@@ -119,9 +113,7 @@ from contract.env import (
 )
 from contract.launch import FLIGHT_RECORD_PREFIX
 from contract.mounts import SHARED_DATA_MOUNT_PATH
-from model.config import PlatformConfig
 from model.config.fabric import RDMA_FABRICS
-from model.dra import resource_api_version
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # Where the image side serves a trainer's Prometheus metrics, on each pod's local rank 0: the
@@ -635,25 +627,3 @@ def render(spec: TrainingJobSpec) -> list[dict[str, Any]]:
         jobset(spec),
         *([compute_domain(spec)] if uses_compute_domain(spec) else []),
     ]
-
-
-def spec_for_pool(cfg: PlatformConfig, pool_name: str, **choices: Any) -> TrainingJobSpec:
-    """A job on one of the stack's pools, in the training namespace unless `namespace` is
-    given; `choices` are TrainingJobSpec's fields (name, image, command, nodes, ...)."""
-    pool = next(p for p in cfg.gpu_pools if p.name == pool_name)
-    rdma = rdma_resource(cfg.fabric) if cfg.fabric is not None else None
-    choices.setdefault("namespace", cfg.namespaces.training)
-    choices.setdefault("placement", placement(cfg, pool, nodes=choices.get("nodes", 1)))
-    choices.setdefault("managed_by", burst_managed_by(cfg, choices["namespace"]))
-    choices.setdefault("jobs", cfg.scheduling.jobs)
-    # Every stack runs one (components/observability/pushgateway.py), which keeps the goodput.
-    choices.setdefault("pushgateway_url", pushgateway_url(cfg.namespaces.monitoring))
-    if pool.gpu_allocation == "dra":  # served from the minors DRA pools are allowed on
-        choices.setdefault("resource_api", resource_api_version(cfg.cluster.kubernetes_version))
-    return TrainingJobSpec(
-        pool=pool,
-        cache=pool_cache(cfg, pool_name),
-        shared_data_claim=shared_data_claim_name(cfg),
-        rdma_resource=rdma,
-        **choices,
-    )

@@ -43,9 +43,9 @@ from components.ecr import repository_args
 from components.kubernetes_object import KubernetesObject
 from components.registry_mirror import image_route, mirrored
 from components.scheduling.job_claims import claim_templates
-from components.scheduling.job_spec import TrainingJobSpec
+from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
 from components.scheduling.reservation import reservation_objects
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.training_job import render
 from components.selftest.access import access_all, access_env, account
 from components.selftest.node_join import node_join_objects
 from components.selftest.prepull import prepull_objects

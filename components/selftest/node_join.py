@@ -33,8 +33,8 @@ from typing import Any
 from components.registry_mirror import image_route, mirrored
 from components.scheduling.controller import cluster_role, granted, service_account
 from components.scheduling.job_claims import claim_templates
-from components.scheduling.job_spec import TrainingJobSpec
-from components.scheduling.training_job import pod_template, spec_for_pool
+from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
+from components.scheduling.training_job import pod_template
 from components.selftest.access import CORDON_LABEL, PART_OF
 from components.selftest.schedule import history_env
 from components.vocabulary import GPU_TOLERATION, NODE_JOIN_TOLERATION

@@ -28,7 +28,7 @@ from typing import Any
 from components.base import plane_labels
 from components.registry_mirror import image_route, mirrored
 from components.scheduling.cron_jobs import Schedule, cron_job
-from components.scheduling.job_spec import TrainingJobSpec
+from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
 from components.scheduling.kueue import (
     cluster_queue,
     counts_cpu_and_memory,
@@ -37,7 +37,6 @@ from components.scheduling.kueue import (
     quota,
 )
 from components.scheduling.queues import workload_priority_class
-from components.scheduling.training_job import spec_for_pool
 from components.selftest.access import account
 from components.vocabulary import KUEUE_API, pushgateway_url
 from contract.env import SELFTEST_CHECKS, SELFTEST_OUT, SELFTEST_PUSHGATEWAY_URL, SELFTEST_RUN_ID

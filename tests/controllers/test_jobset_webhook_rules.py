@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from jobs.common import SubmitError, check_name, job_name
 from jobs.team import TeamJob, name_prefix
 from jobs.team import plan_job as plan_team_job

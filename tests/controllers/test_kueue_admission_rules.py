@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from components.control.namespaces import job_namespaces
+from components.scheduling.job_spec import spec_for_pool
 from components.scheduling.kueue import manager_config as kueue_config
 from components.scheduling.kueue import uncounted_resources
 from components.scheduling.kueue_frameworks import FRAMEWORKS
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.training_job import render
 from jobs.team import TeamJob, plan_job
 from model.config.scheduling import LOCAL_QUEUE
 from tests.conftest import AWS_STACKS, STACKS, planned, rendered, stack_config

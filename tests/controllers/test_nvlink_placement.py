@@ -10,8 +10,9 @@ import dataclasses
 
 import pytest
 
+from components.scheduling.job_spec import spec_for_pool
 from components.scheduling.topology import placement
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.training_job import render
 from components.selftest.job import selftest_spec
 from tests.controllers.tas import REQUIRED, Kueue, admission, node_from, pod_set
 from tests.helpers.aws_topology import CLIQUE

@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from components.control.namespaces import job_namespaces
+from components.scheduling.job_spec import spec_for_pool
 from components.scheduling.queues import kueue_objects, submitters
 from components.scheduling.topology import topology_report, topology_warnings
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.training_job import render
 from components.selftest.job import pool_env
 from components.selftest.schedule import cron_jobs, idle_priority_objects, idle_queue_objects
 from model.config import ConfigError, PlatformConfig, parse_config

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from components.selftest.job import pool_env, selftest_spec
 from components.selftest.schedule import cron_jobs
 from jobs.common import SubmitError

@@ -12,9 +12,9 @@ from typing import Any
 
 from components.control.namespaces import job_namespaces
 from components.scheduling.job_claims import claim_templates
-from components.scheduling.job_spec import TrainingJobSpec
+from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
 from components.scheduling.multikueue import MANAGED_BY
-from components.scheduling.training_job import job, render, spec_for_pool
+from components.scheduling.training_job import job, render
 from components.selftest.job import selftest_spec
 from components.selftest.schedule import schedule_spec
 from jobs.common import SubmitError

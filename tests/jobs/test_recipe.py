@@ -10,7 +10,8 @@ import json
 import pytest
 import yaml
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from jobs.common import SubmitError
 from jobs.kubectl import resource_type
 from jobs.recipe import main, plan_job

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.scheduling.training_job import RESERVED_ENV, render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import RESERVED_ENV, render
 from jobs.common import Destination, SubmitError, pool_problems
 from jobs.kubectl import resource_type
 from jobs.team import TeamJob, main, plan_job

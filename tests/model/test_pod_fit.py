@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.scheduling.training_job import resources, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import resources
 from tests.conftest import STACKS, stack_config
 from tests.helpers.bad_stacks import assert_refused, case, existing, group
 from tests.helpers.instance_facts import FACTS

@@ -20,7 +20,8 @@ import subprocess
 
 import pytest
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from infra.existing_addons import NEEDS
 from model.config import PlatformConfig, parse_config
 from model.config.charts import installed_charts

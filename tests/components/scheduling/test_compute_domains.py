@@ -17,7 +17,8 @@ import functools
 
 import pytest
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from jobs.common import pool_problems
 from plan.render import Rendering, render_plan
 from tests.conftest import SHARED_HELM

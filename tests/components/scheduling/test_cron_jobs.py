@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from components.scheduling.cron_jobs import Schedule, cron_job
-from components.scheduling.training_job import spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
 from tests.conftest import stack_config, validate_kubernetes
 from tests.helpers.job_specs import IMAGE, POOLS
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from jobs.team import TeamJob, plan_job
 from tests.conftest import STACKS, stack_config
 from tests.helpers.jobsets import pod_specs

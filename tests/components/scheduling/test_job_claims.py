@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from components.scheduling.job_claims import claim_templates, pod_claims
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from contract.env import TRAINING_JOB_POOL
 from jobs.team import TeamJob, plan_job
 from model.config import PlatformConfig, parse_config

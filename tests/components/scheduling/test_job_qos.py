@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from model.config import GpuPool, PlatformConfig
 from tests.conftest import AWS_STACKS, STACKS, planned, rendered, stack_config
 from tests.controllers.kueue_admission import quantity

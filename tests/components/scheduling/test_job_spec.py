@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from components.scheduling.job_spec import TrainingJobSpec
-from components.scheduling.training_job import spec_for_pool
+from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
 from tests.conftest import stack_config
 
 

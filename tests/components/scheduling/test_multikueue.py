@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from model.config import ConfigError, parse_config
 from plan.cli import plan_stack
 from tests.conftest import (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.scheduling.job_spec import spec_for_pool
 from components.scheduling.topology import (
     closest_level,
     label_command,
@@ -14,7 +15,7 @@ from components.scheduling.topology import (
     topology,
     topology_objects,
 )
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.training_job import render
 from tests.conftest import STACKS, stack_config
 from tests.helpers import crds, jobsets
 from tests.helpers.aws_topology import THREE_LAYERS

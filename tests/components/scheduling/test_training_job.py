@@ -9,7 +9,8 @@ import re
 import pytest
 import yaml
 
-from components.scheduling.training_job import render, spec_for_pool
+from components.scheduling.job_spec import spec_for_pool
+from components.scheduling.training_job import render
 from model.stacks import ROOT
 from tests.conftest import STACKS, stack_config
 from tests.helpers import crds, jobsets
