@@ -100,9 +100,7 @@ def nvlink_problem(pool: GpuPool, nodes: int, gpus_per_node: int | None) -> tupl
 def driver_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
     """Pools the driver's kubelet plugin serves: DRA pools (GPUs) and NVLink-domain pools
     (ComputeDomain channels; their GPUs stay with the device plugin unless they are DRA too)."""
-    pools = list(pools)
-    cd = compute_domain_pools(pools)
-    return [p for p in pools if p.gpu_allocation == "dra" or p in cd]
+    return [p for p in pools if p.gpu_allocation == "dra" or p.nvlink_domain_nodes is not None]
 
 
 def mig_profiles_of(pool: GpuPool) -> tuple[str, ...]:

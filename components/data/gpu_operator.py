@@ -293,8 +293,18 @@ def advertised_resources(pool: GpuPool) -> dict[str, int]:
             f"nvidia.com/mig-{two}": gpus,
             f"nvidia.com/mig-{three}": gpus,
         }
+    return {GPU_RESOURCE: shares_per_node(pool)}
+
+
+def shares_per_node(pool: GpuPool) -> int:
+    """How many pods' worth a node's GPUs are shared into, whatever names them (the device
+    plugin or a DRA claim): whole GPUs, time-slicing or MPS replicas, MIG slices under strategy
+    single; a mixed MIG layout's GPUs count whole, its profiles being of different sizes."""
+    sharing, gpus = pool.sharing, pool.gpus_per_node
+    if sharing.mode == "mig" and pool.mig_strategy == "mixed":
+        return gpus
     per_gpu = {"mig": MIG_SLICES, "time-slicing": sharing.replicas, "mps": sharing.replicas}
-    return {GPU_RESOURCE: gpus * per_gpu.get(sharing.mode, 1)}
+    return gpus * per_gpu.get(sharing.mode, 1)
 
 
 def pool_report(pool: GpuPool) -> dict[str, Any]:

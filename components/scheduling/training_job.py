@@ -61,7 +61,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from components.data.gpu_operator import advertised_resources
+from components.data.gpu_operator import shares_per_node
 from components.data.nccl import configmap_name
 from components.scheduling import launcher
 from components.scheduling.failure_policy import failure_policy, pod_failure_policy
@@ -218,8 +218,7 @@ def cpu_request(spec: TrainingJobSpec) -> str | None:
     per_gpu = spec.pool.cpus_per_gpu
     if per_gpu is None:
         return None
-    slices = advertised_resources(spec.pool).get(GPU_RESOURCE, spec.pool.gpus_per_node)
-    per_slice = Fraction(per_gpu * spec.pool.gpus_per_node, slices)
+    per_slice = Fraction(per_gpu * spec.pool.gpus_per_node, shares_per_node(spec.pool))
     if per_slice.denominator == 1:
         return str(per_slice.numerator * spec.gpus)
     return f"{math.floor(1000 * per_slice * spec.gpus)}m"
@@ -230,8 +229,7 @@ def memory_mib(spec: TrainingJobSpec) -> int:
     GpuPool.memory_gib_per_gpu) times the GPUs the pod takes; on shared GPUs (time-slicing,
     MPS) per slice, as cpu_request shares out CPUs, so that every slice's pod fits the node."""
     pool = spec.pool
-    slices = advertised_resources(pool).get(GPU_RESOURCE, pool.gpus_per_node)
-    per_slice = Fraction(pool.memory_gib_per_gpu * 1024 * pool.gpus_per_node, slices)
+    per_slice = Fraction(pool.memory_gib_per_gpu * 1024 * pool.gpus_per_node, shares_per_node(pool))
     return math.floor(per_slice * spec.gpus)
 
 

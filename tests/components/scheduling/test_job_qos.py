@@ -14,12 +14,13 @@ import pytest
 
 from components.scheduling.job_spec import spec_for_pool
 from components.scheduling.training_job import render
-from model.config import GpuPool, PlatformConfig
+from model.config import GpuPool, PlatformConfig, parse_config
 from tests.conftest import AWS_STACKS, STACKS, planned, rendered, stack_config
 from tests.controllers.kueue_admission import quantity
 from tests.controllers.qos import containers, exclusive_cpus, qos_class
 from tests.helpers import jobsets
 from tests.helpers.rendered_jobs import burst_jobs, platform_jobs, submitted_jobs, workers_of
+from tests.helpers.varied_stacks import DRA_CONFIGS, DRA_STACK
 
 # The kubelet's default hard eviction threshold, kept out of allocatable memory (Kubernetes docs,
 # "Reserve Compute Resources for System Daemons": memory.available<100Mi).
@@ -235,3 +236,30 @@ def test_every_job_passes_what_the_selftest_check_reads():
         "MEMORY_REQUEST_MIB": {"resource": "requests.memory", "divisor": "1Mi"},
         "MEMORY_LIMIT_MIB": {"resource": "limits.memory", "divisor": "1Mi"},
     }
+
+
+@pytest.mark.parametrize("allocation", ["device_plugin", "dra"])
+def test_a_mig_slice_is_sized_as_a_slice_whether_the_plugin_or_a_claim_hands_it_out(allocation):
+    """A pod's CPUs and memory are its share of the node whatever names the share: a DRA
+    pool's slices are charged to Kueue under the profile's quota name, not `nvidia.com/gpu`,
+    and the sizing once read that name and sized each slice as a whole GPU (7 slices: 161
+    CPUs, more than a p5.48xlarge has). p5.48xlarge: 8 GPUs; strategy single cuts each into
+    seven 1g slices (NVIDIA MIG User Guide, H100 profiles); the pool's 23 CPUs a GPU make
+    23 x 8 / 56 of a CPU a slice."""
+    values = {k.split(":", 1)[1]: v for k, v in DRA_CONFIGS[DRA_STACK].items()}
+    values["gpu_operator"] = {"mig_strategy": "single"}
+    groups = [dict(g) for g in values["gpu_node_groups"]]
+    for g in groups:
+        if g["name"] == "h100-mig":
+            g["gpu_allocation"] = allocation
+    values["gpu_node_groups"] = groups
+    cfg = parse_config(values, DRA_STACK)
+    image = "registry.example.com/t@sha256:" + "a" * 64
+    one, seven = (
+        jobsets.trainer(
+            render(spec_for_pool(cfg, "h100-mig", name="s", image=image, command=["x"], **size))[-1]
+        )["resources"]["requests"]
+        for size in ({"gpus_per_node": 1}, {"gpus_per_node": 7})
+    )
+    assert one["cpu"] == "3285m"
+    assert seven["cpu"] == "23000m"  # a shared slice is sized in millicores
