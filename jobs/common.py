@@ -87,8 +87,8 @@ def pool_problems(
     if dest is not None and dest.worker is not None and beside:
         found.append(
             f"its job is applied with a {' and a '.join(beside)} beside the JobSet "
-            f"({pool_reason(pool)} in {dest.worker_file}), and {NOT_COPIED}, so on worker "
-            f"{dest.worker} its pods would wait for {'it' if len(beside) == 1 else 'them'}; "
+            f"({beside_reason(pool, beside)} in {dest.worker_file}), and {NOT_COPIED}, so on "
+            f"worker {dest.worker} its pods would wait for {'it' if len(beside) == 1 else 'them'}; "
             f"team {dest.team.name}'s queue bursts there ({dest.queue_key}): give another "
             "pool of the worker, or a team whose queue does not burst"
         )
@@ -110,17 +110,16 @@ def pool_problems(
     return found
 
 
-def pool_reason(pool: GpuPool) -> str:
-    """Why a job on `pool` needs more than its JobSet, as the worker's stack file says it."""
-    reasons = []
-    if pool.gpu_allocation == "dra":
-        reasons.append(f"pool {pool.name}: gpu_allocation dra")
-    if pool.nvlink_domain_nodes is not None:
-        reasons.append(
-            f"pool {pool.name}: {'/'.join(pool.instance_types)}, an NVLink domain of "
-            f"{pool.nvlink_domain_nodes} nodes"
-        )
-    return "; ".join(reasons)
+def beside_reason(pool: GpuPool, beside: list[str]) -> str:
+    """Why a job on `pool` is applied with the kinds `beside` (job_claims.applied_beside), as
+    the worker's stack file says it."""
+    why = {
+        "ResourceClaimTemplate": "gpu_allocation dra",
+        "ComputeDomain": (
+            f"{'/'.join(pool.instance_types)}, an NVLink domain of {pool.nvlink_domain_nodes} nodes"
+        ),
+    }
+    return "; ".join(f"pool {pool.name}: {why[kind]}" for kind in beside)
 
 
 # The annotation a submitted job carries with why its pool was chosen (also said on stderr).
