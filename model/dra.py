@@ -103,6 +103,11 @@ def driver_pools(pools: Iterable[GpuPool]) -> list[GpuPool]:
     return [p for p in pools if p.gpu_allocation == "dra" or p.nvlink_domain_nodes is not None]
 
 
+def dra_mig_profiles(pools: Iterable[GpuPool]) -> list[str]:
+    """Every MIG profile a DRA pool cuts its GPUs into: one DeviceClass and one quota each."""
+    return sorted({p for pool in dra_pools(pools) for p in mig_profiles_of(pool)})
+
+
 def mig_profiles_of(pool: GpuPool) -> tuple[str, ...]:
     """The MIG profiles a MIG pool's GPUs are cut into (components/data/gpu_operator.py
     mig_layout_name): seven 1g slices under strategy single, the balanced three otherwise."""
@@ -143,7 +148,7 @@ def device_class_quota(pools: Iterable[GpuPool]) -> dict[str, str]:
     not be charged to the profile it gets."""
     pools = list(pools)
     table = {GPU_CLASS: GPU_QUOTA} if dra_pools(pools) else {}
-    for profile in sorted({p for pool in dra_pools(pools) for p in mig_profiles_of(pool)}):
+    for profile in dra_mig_profiles(pools):
         table[mig_class(profile)] = mig_quota(profile)
     if compute_domain_pools(pools):
         table[CHANNEL_CLASS] = CHANNEL_QUOTA

@@ -13,8 +13,6 @@ their DaemonSets at runtime: plan/blast_radius.py OPERANDS), and the launch temp
 
 from __future__ import annotations
 
-import base64
-import email
 from typing import Any
 
 import yaml
@@ -34,6 +32,7 @@ from plan.blast_radius import (
 from plan.images import component_image, object_label, pod_images, pod_spec
 from plan.model import Plan
 from plan.render import Rendering
+from plan.userdata_diff import parts
 
 _LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
@@ -59,11 +58,10 @@ def _fast_pull(plan: Plan, pool: Pool) -> str:
     if pool.node_group is None:
         return 'the admin\'s to set up (docs/gpu-nodes.md, "On an existing cluster")'
     (template,) = [t for t in plan.of_type(_LAUNCH_TEMPLATE) if t.name == pool.node_group]
-    message = email.message_from_string(base64.b64decode(template.inputs["userData"]).decode())
     configs = [
-        yaml.safe_load(part.get_payload())
-        for part in message.get_payload()
-        if part.get_content_type() == NODEADM_CONTENT_TYPE
+        yaml.safe_load("\n".join(lines))
+        for kind, lines in parts(template.inputs["userData"])
+        if kind == NODEADM_CONTENT_TYPE
     ]
     on = any(c["spec"].get("featureGates", {}).get("FastImagePull") is True for c in configs)
     return "on" if on else "off"

@@ -27,11 +27,11 @@ from model.config import GpuPool, PlatformConfig
 from model.dra import (
     NAMESPACE,
     compute_domain_pools,
+    dra_mig_profiles,
     dra_pools,
     driver_pools,
     mig_class,
     mig_class_selector,
-    mig_profiles_of,
     resource_api_version,
 )
 
@@ -100,7 +100,6 @@ def helm_values(cfg: PlatformConfig, add_on_nodes: dict[str, str]) -> dict[str, 
 
 def mig_device_classes(pools: Sequence[GpuPool], api_version: str) -> list[dict[str, Any]]:
     """One DeviceClass per MIG profile the DRA pools cut (model/dra.mig_class)."""
-    profiles = sorted({p for pool in dra_pools(pools) for p in mig_profiles_of(pool)})
     return [
         {
             "apiVersion": api_version,
@@ -108,7 +107,7 @@ def mig_device_classes(pools: Sequence[GpuPool], api_version: str) -> list[dict[
             "metadata": {"name": mig_class(profile), "labels": plane_labels("data")},
             "spec": {"selectors": [{"cel": {"expression": mig_class_selector(profile)}}]},
         }
-        for profile in profiles
+        for profile in dra_mig_profiles(pools)
     ]
 
 

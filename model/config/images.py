@@ -216,7 +216,7 @@ def fast_pull_problem(group: GpuNodeGroupSettings) -> tuple[str, str] | None:
     """(key under the group, why) SOCI parallel pull would not work as meant on `group`'s
     nodes, or None."""
     # An unpinned group boots the latest release, which has both.
-    built = group.ami_release.rpartition("-")[2] if group.ami_release else None
+    built = group.ami_build_date
     if built is not None and built < FAST_PULL_GATE_FIRST_RELEASE:
         return "ami_release", (
             f"{group.ami_release} predates the FastImagePull gate (AMI release "

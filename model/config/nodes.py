@@ -266,12 +266,12 @@ def check_ultraserver(group: GpuNodeGroupSettings, rows: list[InstanceType]) -> 
                 f'(UltraServers of {sizes} instances, EKS User Guide "Use P6e-GB200 UltraServers '
                 f'with Amazon EKS"): give a multiple of {unit}, the smallest UltraServer',
             )
-        release = group.ami_release
-        if release and row.min_ami_release and release.rsplit("-", 1)[1] < row.min_ami_release:
+        built = group.ami_build_date
+        if built and row.min_ami_release and built < row.min_ami_release:
             raise FieldProblem(
                 "ami_release",
-                f"{release!r} is older than v{row.min_ami_release}, the first AL2023 NVIDIA AMI "
-                f'release that runs {row.name} (NVIDIA driver 580; EKS User Guide "Use '
+                f"{group.ami_release!r} is older than v{row.min_ami_release}, the first AL2023 "
+                f'NVIDIA AMI release that runs {row.name} (NVIDIA driver 580; EKS User Guide "Use '
                 'P6e-GB200 UltraServers with Amazon EKS"): pin a release of that date or later',
             )
 
@@ -482,6 +482,11 @@ class GpuNodeGroupSettings(Settings):
                 "template lays out the interfaces",
             )
         return self
+
+    @property
+    def ami_build_date(self) -> str | None:
+        """The pinned AMI release's build date (YYYYMMDD, which orders as text), None unpinned."""
+        return self.ami_release.rpartition("-")[2] if self.ami_release else None
 
     @property
     def instances(self) -> list[InstanceType]:
