@@ -27,6 +27,11 @@ def type_token(api_version: str, kind: str) -> str:
     return f"kubernetes:{group or 'core'}/{version}:{kind}"
 
 
+def object_resource_name(env: str, obj: dict[str, Any]) -> str:
+    """The Pulumi name of a rendered object: `<env>-<kind>-<name>`."""
+    return f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}"
+
+
 def replacement_options(obj: dict[str, Any]) -> pulumi.ResourceOptions:
     """`replace_on_changes` on every immutable path of the kind that the object sets, so that
     `pulumi up` replaces it where the API server would refuse the update. pulumi-kubernetes

@@ -35,7 +35,7 @@ import pulumi_aws as aws
 
 from components.base import PlatformComponent
 from components.context import StackContext
-from components.kubernetes_object import KubernetesObject
+from components.kubernetes_object import KubernetesObject, object_resource_name
 from components.scheduling.job_claims import claim_templates
 from components.scheduling.job_spec import TrainingJobSpec
 from components.scheduling.training_job import job
@@ -184,7 +184,7 @@ class Canary(PlatformComponent):
         # On a DRA pool the Job's pod claims the node's GPUs through a template of its own.
         claims = [
             KubernetesObject(
-                f"{args.context.env}-resourceclaimtemplate-{t['metadata']['name']}",
+                object_resource_name(args.context.env, t),
                 t,
                 self.child(depends_on=list(args.after)),
             )

@@ -40,7 +40,7 @@ from components.base import PlatformComponent, plane_labels
 from components.context import StackContext
 from components.data.gpu_operator import dcgm_exporter_url, dcgm_hostengine
 from components.ecr import repository_args
-from components.kubernetes_object import KubernetesObject
+from components.kubernetes_object import KubernetesObject, object_resource_name
 from components.registry_mirror import image_route, mirrored
 from components.scheduling.job_claims import claim_templates
 from components.scheduling.job_spec import TrainingJobSpec, spec_for_pool
@@ -278,7 +278,7 @@ class SelfTest(PlatformComponent):
         access = [
             KubernetesObject(
                 # A RoleBinding has the same name in each team namespace it is in.
-                f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}"
+                object_resource_name(env, obj)
                 + (f"-{obj['metadata']['namespace']}" if obj["kind"] == "RoleBinding" else ""),
                 obj,
                 self.child(depends_on=list(args.after)),
@@ -292,7 +292,7 @@ class SelfTest(PlatformComponent):
             *prepull_objects(cfg),
         ]:
             KubernetesObject(
-                f"{env}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                object_resource_name(env, obj),
                 obj,
                 self.child(depends_on=list(args.after)),
             )
@@ -324,7 +324,7 @@ class SelfTest(PlatformComponent):
             # all-reduce across nodes goes over NVLink only inside one): there before the run.
             before = [
                 KubernetesObject(
-                    f"{env}-resourceclaimtemplate-{obj['metadata']['name']}"
+                    object_resource_name(env, obj)
                     if obj["kind"] == "ResourceClaimTemplate"
                     else f"{env}-selftest-{obj['kind'].lower()}",
                     obj,
@@ -372,7 +372,7 @@ class SelfTest(PlatformComponent):
             for obj in claim_templates(schedule_spec(cfg, pool, pool_env(cfg, pool))):
                 needed.append(
                     KubernetesObject(
-                        f"{env}-resourceclaimtemplate-{obj['metadata']['name']}",
+                        object_resource_name(env, obj),
                         obj,
                         self.child(depends_on=after),
                     )
