@@ -32,17 +32,18 @@ from typing import Any
 from components.selftest.node_join import daemon_set_name
 from components.vocabulary import CANARY_LABEL
 from model.config import PlatformConfig
+from model.config.base import cpu_quantity
 from model.config.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_OFF
 from model.config.pools import NODE_GROUP_LABEL
+from model.dra import GPU_QUOTA, mig_quota
+from plan.blast_radius import DAEMON_SET
 from plan.diff import PreviousPlan
+from plan.knock_on import NODE_GROUP
 
 _CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
-_DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
-_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 # The resources a GPU is charged as, on either path (model/dra.device_class_quota keeps the
 # device plugin's names): whole GPUs, or MIG slices of a profile.
-_GPU_RESOURCE = "nvidia.com/gpu"
-_MIG_PREFIX = "nvidia.com/mig-"
+_MIG_PREFIX = mig_quota("")
 
 
 def allocation(report: dict[str, Any]) -> str:
@@ -83,10 +84,6 @@ def refusals(cfg: PlatformConfig, stack_file: str, previous: PreviousPlan) -> li
     return found
 
 
-def _quantity(value: Any) -> Fraction:
-    return Fraction(str(value)) if value not in (None, "") else Fraction(0)
-
-
 def gpu_quota(resources: Iterable[dict[str, Any]]) -> dict[str, dict[str, Fraction]]:
     """ClusterQueue -> flavor -> nominal GPUs (or MIG slices) it holds there."""
     found: dict[str, dict[str, Fraction]] = {}
@@ -98,9 +95,10 @@ def gpu_quota(resources: Iterable[dict[str, Any]]) -> dict[str, dict[str, Fracti
             for flavor in group.get("flavors", []):
                 gpus = sum(
                     (
-                        _quantity(q.get("nominalQuota"))
+                        cpu_quantity(q["nominalQuota"])
                         for q in flavor.get("resources", [])
-                        if q["name"] == _GPU_RESOURCE or q["name"].startswith(_MIG_PREFIX)
+                        if q.get("nominalQuota") not in (None, "")
+                        and (q["name"] == GPU_QUOTA or q["name"].startswith(_MIG_PREFIX))
                     ),
                     Fraction(0),
                 )
@@ -112,7 +110,7 @@ def _min_size(resources: list[dict[str, Any]], pool: str) -> int:
     """The pool's own node group's min_size (its canary group aside); 0 on an existing
     cluster, whose nodes are the admin's."""
     for r in resources:
-        labels = (r["inputs"].get("labels") or {}) if r["type"] == _NODE_GROUP else {}
+        labels = (r["inputs"].get("labels") or {}) if r["type"] == NODE_GROUP else {}
         if labels.get(NODE_GROUP_LABEL) == pool and CANARY_LABEL not in labels:
             return int(r["inputs"]["scalingConfig"]["minSize"])
     return 0
@@ -159,7 +157,7 @@ def steps(
         return []
     before, after = gpu_quota(previous.resources), gpu_quota(current)
     found = []
-    checks = {r["inputs"]["metadata"]["name"] for r in current if r["type"] == _DAEMON_SET}
+    checks = {r["inputs"]["metadata"]["name"] for r in current if r["type"] == DAEMON_SET}
     for name in sorted(now.keys() - earlier.keys()):
         queues = sorted(q for q, quota in after.items() if quota.get(name, 0) > 0)
         check = daemon_set_name(name)
