@@ -152,18 +152,18 @@ def job_hourly(
 
 
 def choose_pool(
-    cfg: PlatformConfig,
+    dest: Destination,
     what: str,
     nodes: int,
     gpus_per_node: int | None,
     name: str | None,
     need: GpuMemoryNeed | None = None,
-    dest: Destination | None = None,
 ) -> PoolChoice:
-    """The pool asked for, or else the cheapest of the stack's pools that can hold the job, a
-    multi-node job preferring a pool whose nodes share a fabric (EFA, InfiniBand, RoCE) over
-    one that talks TCP, and saying why; an existing cluster's pools, which carry no price, in
-    config order. `dest`: the team's destination (a worker's pools for a team that bursts)."""
+    """The pool asked for, or else the cheapest of the destination's pools (this stack's, or a
+    worker's for a team that bursts) that can hold the job, a multi-node job preferring a pool
+    whose nodes share a fabric (EFA, InfiniBand, RoCE) over one that talks TCP, and saying why;
+    an existing cluster's pools, which carry no price, in config order."""
+    cfg = dest.runs_on
     pools = cfg.gpu_pools
     where = "gpu_node_groups" if cfg.provider == "aws" else "existing.gpu_pools"
     if not pools:

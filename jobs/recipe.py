@@ -125,7 +125,7 @@ def plan_job(
     try:
         where = destination(cfg, team, workers or {})
         need = memory_need(cfg, recipe)
-        choice = choose_pool(where.runs_on, recipe, nodes, gpus_per_node, pool, need, where)
+        choice = choose_pool(where, recipe, nodes, gpus_per_node, pool, need)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     chosen = choice.pool

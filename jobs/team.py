@@ -203,9 +203,7 @@ def plan_job(
     if job.min_gpu_memory_gib is not None:
         need = GpuMemoryNeed(job.min_gpu_memory_gib, "--min-gpu-memory-gib")
     try:
-        choice = choose_pool(
-            runs_on, "the job", job.nodes, job.gpus_per_node, job.pool, need, where
-        )
+        choice = choose_pool(where, "the job", job.nodes, job.gpus_per_node, job.pool, need)
     except SubmitError as error:
         raise SubmitError([*problems, *error.problems]) from None
     if problems:
