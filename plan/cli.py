@@ -297,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         plan = plan_stack(args.stack, ROOT)
+        cfg = stack_config(args.stack, ROOT)
         # Before anything is written: a chart override no cache holds is refused like a bad
         # value (plan/render.py).
         rendering = render_plan(plan)
@@ -320,7 +321,6 @@ def main(argv: list[str] | None = None) -> int:
     if previous is not None:
         # A pool's GPU allocation moves in steps, never in place: refused before anything is
         # written (plan/migration.py).
-        cfg = stack_config(args.stack, ROOT)
         refused = migration.refusals(cfg, stack_file(args.stack), previous)
         if refused:
             print(f"error: {args.stack} cannot be planned against {args.against}:", file=sys.stderr)
@@ -334,11 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     plan.warnings.extend(rendering.warnings)
     rendered, images = write_rendering(plan, rendering, out_dir)
-    copies = write_copy_script(args.stack, stack_config(args.stack, ROOT), plan, rendering, out_dir)
+    copies = write_copy_script(args.stack, cfg, plan, rendering, out_dir)
     graphs = plan_graph.write_graphs(plan, out_dir) if args.graph else []
     elapsed = time.perf_counter() - started
     policies = check_plan(plan, ROOT, rendering)
-    strict = strict_check(plan.warnings, stack_config(args.stack, ROOT).policy.waivers, policies)
+    strict = strict_check(plan.warnings, cfg.policy.waivers, policies)
     if previous is not None and not args.quiet:  # first: what this change does
         changes = diff_report.changes_block(plan, previous, str(args.against), rendering)
         print(changes + ("" if args.changes_only else "\n"))
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             print(note)
         print("\n" + deploy_policy.format_policy(plan, policy))
         print("\n" + format_critical_path(plan))
-        route = image_route(stack_config(args.stack, ROOT))
+        route = image_route(cfg)
         print("\n" + format_image_paths(plan, rendering, route))
         print("\n" + plan_review.format_exposure(plan))
         if plan.warnings or strict.stale:
