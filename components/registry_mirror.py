@@ -15,6 +15,7 @@ from typing import Any
 
 from model.config import PlatformConfig
 from model.config.images import NVIDIA_COPY_PREFIX, NVIDIA_REGISTRY, PULL_THROUGH_UPSTREAMS
+from model.image_reference import is_registry
 from model.versions import CHART_IMAGE_BLOCKS, CHART_IMAGE_VALUES, REGISTRY_KEY
 
 # Docker's reference grammar (distribution/reference): a first component with a dot or a
@@ -80,7 +81,7 @@ def image_route(cfg: PlatformConfig) -> ImageRoute | None:
 def _split(reference: str) -> tuple[str | None, str]:
     """(registry or None for Docker Hub, the rest)."""
     first, _, rest = reference.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
+    if rest and is_registry(first):
         return first, rest
     return None, reference
 

@@ -41,7 +41,8 @@ def training_images(cfg: PlatformConfig) -> list[str]:
     and the recipes image, through the mirror where one is set. The self-test image is not here:
     the node-join check pulls it on the same nodes."""
     listed = [*cfg.images.prepull, *([cfg.recipes.image] if cfg.recipes.image else [])]
-    return [mirrored(image, image_route(cfg)) for image in dict.fromkeys(listed)]
+    route = image_route(cfg)
+    return [mirrored(image, route) for image in dict.fromkeys(listed)]
 
 
 def _container(name: str, image: str, command: list[str] | None) -> dict[str, Any]:
